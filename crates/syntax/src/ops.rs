@@ -1,0 +1,293 @@
+//! Scalar operators: their names in the surface syntax and their meaning on `f64`.
+//!
+//! This is the single definition of scalar semantics: the interpreter, constant folding and
+//! the native code's run-time functions all call [`UnOp::eval`] and [`BinOp::eval`] (or
+//! agree with them bit for bit). Outside their domains the operators follow IEEE 754: they
+//! return NaN or an infinity, they never trap.
+
+/// Unary real operators (`-e` and the built-in one-argument functions).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum UnOp {
+    Neg,
+    Sin,
+    Cos,
+    Tan,
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    Abs,
+    Sigmoid,
+    Atan,
+    Asin,
+    Acos,
+    Sinh,
+    Cosh,
+    Log1p,
+    Expm1,
+}
+
+/// Binary real operators (infix `+ - * /` and the two-argument built-ins).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Max,
+    Min,
+    Atan2,
+}
+
+/// Comparisons of reals; their results are booleans and are never differentiated.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl UnOp {
+    pub const ALL: [UnOp; 17] = [
+        UnOp::Neg,
+        UnOp::Sin,
+        UnOp::Cos,
+        UnOp::Tan,
+        UnOp::Exp,
+        UnOp::Log,
+        UnOp::Sqrt,
+        UnOp::Tanh,
+        UnOp::Abs,
+        UnOp::Sigmoid,
+        UnOp::Atan,
+        UnOp::Asin,
+        UnOp::Acos,
+        UnOp::Sinh,
+        UnOp::Cosh,
+        UnOp::Log1p,
+        UnOp::Expm1,
+    ];
+
+    /// Name of the built-in function (`-` for negation, which is written as a prefix).
+    pub fn name(self) -> &'static str {
+        match self {
+            UnOp::Neg => "-",
+            UnOp::Sin => "sin",
+            UnOp::Cos => "cos",
+            UnOp::Tan => "tan",
+            UnOp::Exp => "exp",
+            UnOp::Log => "log",
+            UnOp::Sqrt => "sqrt",
+            UnOp::Tanh => "tanh",
+            UnOp::Abs => "abs",
+            UnOp::Sigmoid => "sigmoid",
+            UnOp::Atan => "atan",
+            UnOp::Asin => "asin",
+            UnOp::Acos => "acos",
+            UnOp::Sinh => "sinh",
+            UnOp::Cosh => "cosh",
+            UnOp::Log1p => "log1p",
+            UnOp::Expm1 => "expm1",
+        }
+    }
+
+    /// The built-in function called `name`, if any (negation has no function name).
+    pub fn from_name(name: &str) -> Option<UnOp> {
+        UnOp::ALL
+            .into_iter()
+            .find(|op| *op != UnOp::Neg && op.name() == name)
+    }
+
+    pub fn eval(self, x: f64) -> f64 {
+        match self {
+            UnOp::Neg => -x,
+            UnOp::Sin => x.sin(),
+            UnOp::Cos => x.cos(),
+            UnOp::Tan => x.tan(),
+            UnOp::Exp => x.exp(),
+            UnOp::Log => x.ln(),
+            UnOp::Sqrt => x.sqrt(),
+            UnOp::Tanh => x.tanh(),
+            UnOp::Abs => x.abs(),
+            UnOp::Sigmoid => sigmoid(x),
+            UnOp::Atan => x.atan(),
+            UnOp::Asin => x.asin(),
+            UnOp::Acos => x.acos(),
+            UnOp::Sinh => x.sinh(),
+            UnOp::Cosh => x.cosh(),
+            UnOp::Log1p => x.ln_1p(),
+            UnOp::Expm1 => x.exp_m1(),
+        }
+    }
+
+    /// True for operators that are a single machine instruction (cheap, linear-ish);
+    /// the others are the cost model's non-linear operations (NLOPS).
+    pub fn is_nonlinear(self) -> bool {
+        !matches!(self, UnOp::Neg | UnOp::Abs)
+    }
+}
+
+/// `1 / (1 + e^-x)`, computed without overflow for large `|x|`.
+pub fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+impl BinOp {
+    pub const ALL: [BinOp; 8] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Pow,
+        BinOp::Max,
+        BinOp::Min,
+        BinOp::Atan2,
+    ];
+
+    /// The infix symbol (`+ - * /`) or the built-in function name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Pow => "pow",
+            BinOp::Max => "max",
+            BinOp::Min => "min",
+            BinOp::Atan2 => "atan2",
+        }
+    }
+
+    /// Infix operators are written between their operands; the others as calls.
+    pub fn is_infix(self) -> bool {
+        matches!(self, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
+    }
+
+    /// The built-in two-argument function called `name`.
+    pub fn from_name(name: &str) -> Option<BinOp> {
+        BinOp::ALL
+            .into_iter()
+            .find(|op| !op.is_infix() && op.name() == name)
+    }
+
+    /// Operators that may be written as an operator section (`map2 * A B`).
+    pub fn from_section(text: &str) -> Option<BinOp> {
+        match text {
+            "+" => Some(BinOp::Add),
+            "-" => Some(BinOp::Sub),
+            "*" => Some(BinOp::Mul),
+            "/" => Some(BinOp::Div),
+            "max" => Some(BinOp::Max),
+            "min" => Some(BinOp::Min),
+            _ => None,
+        }
+    }
+
+    pub fn eval(self, x: f64, y: f64) -> f64 {
+        match self {
+            BinOp::Add => x + y,
+            BinOp::Sub => x - y,
+            BinOp::Mul => x * y,
+            BinOp::Div => x / y,
+            BinOp::Pow => x.powf(y),
+            BinOp::Max => fmax(x, y),
+            BinOp::Min => fmin(x, y),
+            BinOp::Atan2 => x.atan2(y),
+        }
+    }
+}
+
+/// IEEE 754-2019 `maximum`: NaN if either operand is NaN, and `+0 > -0`.
+pub fn fmax(x: f64, y: f64) -> f64 {
+    if x.is_nan() || y.is_nan() {
+        f64::NAN
+    } else if x > y || (x == y && x.is_sign_positive()) {
+        x
+    } else {
+        y
+    }
+}
+
+/// IEEE 754-2019 `minimum`: NaN if either operand is NaN, and `-0 < +0`.
+pub fn fmin(x: f64, y: f64) -> f64 {
+    if x.is_nan() || y.is_nan() {
+        f64::NAN
+    } else if x < y || (x == y && x.is_sign_negative()) {
+        x
+    } else {
+        y
+    }
+}
+
+impl CmpOp {
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+        CmpOp::Eq,
+        CmpOp::Ne,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+        }
+    }
+
+    /// IEEE comparison: every comparison with NaN is false except `!=`.
+    pub fn eval(self, x: f64, y: f64) -> bool {
+        match self {
+            CmpOp::Lt => x < y,
+            CmpOp::Le => x <= y,
+            CmpOp::Gt => x > y,
+            CmpOp::Ge => x >= y,
+            CmpOp::Eq => x == y,
+            CmpOp::Ne => x != y,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for op in UnOp::ALL.into_iter().filter(|o| *o != UnOp::Neg) {
+            assert_eq!(UnOp::from_name(op.name()), Some(op));
+        }
+        for op in BinOp::ALL.into_iter().filter(|o| !o.is_infix()) {
+            assert_eq!(BinOp::from_name(op.name()), Some(op));
+        }
+        assert_eq!(UnOp::from_name("-"), None);
+    }
+
+    #[test]
+    fn partial_operators_give_ieee_values() {
+        assert!(UnOp::Log.eval(-1.0).is_nan());
+        assert_eq!(UnOp::Log.eval(0.0), f64::NEG_INFINITY);
+        assert!(UnOp::Sqrt.eval(-1.0).is_nan());
+        assert_eq!(BinOp::Div.eval(1.0, 0.0), f64::INFINITY);
+        assert!(BinOp::Max.eval(f64::NAN, 1.0).is_nan());
+        assert_eq!(BinOp::Max.eval(-0.0, 0.0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(BinOp::Min.eval(-0.0, 0.0).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(sigmoid(-1000.0), 0.0);
+        assert_eq!(sigmoid(1000.0), 1.0);
+        assert!((sigmoid(0.3) - 1.0 / (1.0 + (-0.3f64).exp())).abs() < 1e-16);
+    }
+}

@@ -1,0 +1,924 @@
+//! Recursive-descent parser from text to untyped terms.
+//!
+//! Names are resolved while parsing: every binder gets a fresh [`Var`], so the parsed term
+//! already satisfies the unique-binder invariant. Operator sections become lambdas. A
+//! syntax error names the line, the column and what was expected.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, ErrorKind};
+use crate::lexer::{lex, TokKind, Token};
+use crate::ops::{BinOp, CmpOp, UnOp};
+use crate::program::{Def, Program};
+use crate::span::{SourceId, Span};
+use crate::term::{DefId, ExprId, Node, Var};
+use crate::types::{Size, Type};
+
+type PResult<T> = Result<T, Error>;
+
+pub struct Parser<'p> {
+    prog: &'p mut Program,
+    toks: Vec<Token>,
+    pos: usize,
+    src: SourceId,
+    /// Variables in scope, innermost last.
+    scope: Vec<(String, Var)>,
+    /// Definitions visible so far, by name (later ones shadow earlier ones).
+    defs: HashMap<String, DefId>,
+}
+
+/// Names that can never be bound: built-in functions.
+fn is_builtin(name: &str) -> bool {
+    UnOp::from_name(name).is_some() || BinOp::from_name(name).is_some()
+}
+
+impl<'p> Parser<'p> {
+    pub fn new(prog: &'p mut Program, src: SourceId) -> Parser<'p> {
+        let text = prog.source_text(src).to_string();
+        let toks = lex(&text, src);
+        let defs = prog
+            .defs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.name.clone(), DefId(i as u32)))
+            .collect();
+        Parser {
+            prog,
+            toks,
+            pos: 0,
+            src,
+            scope: Vec::new(),
+            defs,
+        }
+    }
+
+    /// Bring `vars` into scope, for parsing a lone expression.
+    pub fn with_scope(mut self, vars: &[(String, Var)]) -> Self {
+        self.scope.extend(vars.iter().cloned());
+        self
+    }
+
+    // ---- token helpers ----------------------------------------------------------------
+
+    fn peek(&self) -> Token {
+        self.toks[self.pos]
+    }
+
+    fn peek_at(&self, k: usize) -> Token {
+        self.toks[(self.pos + k).min(self.toks.len() - 1)]
+    }
+
+    fn at(&self, kind: TokKind) -> bool {
+        self.peek().kind == kind
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.peek();
+        if t.kind != TokKind::Eof {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn eat(&mut self, kind: TokKind) -> bool {
+        if self.at(kind) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn text(&self, t: Token) -> &str {
+        &self.prog.source_text(self.src)[t.span.lo as usize..t.span.hi as usize]
+    }
+
+    fn error(&self, span: Span, message: impl Into<String>) -> Error {
+        self.prog.error_at(ErrorKind::Syntax, span, message)
+    }
+
+    fn found(&self) -> String {
+        let t = self.peek();
+        match t.kind {
+            TokKind::Ident | TokKind::Number => format!("`{}`", self.text(t)),
+            TokKind::Unknown => format!("the character `{}`", self.text(t)),
+            k => k.describe().to_string(),
+        }
+    }
+
+    fn expect(&mut self, kind: TokKind, context: &str) -> PResult<Token> {
+        if self.at(kind) {
+            Ok(self.bump())
+        } else {
+            Err(self.error(
+                self.peek().span,
+                format!(
+                    "expected {} {}, found {}",
+                    kind.describe(),
+                    context,
+                    self.found()
+                ),
+            ))
+        }
+    }
+
+    fn ident(&mut self, context: &str) -> PResult<(String, Span)> {
+        let t = self.expect(TokKind::Ident, context)?;
+        Ok((self.text(t).to_string(), t.span))
+    }
+
+    /// A name introduced by a binder: not a built-in function.
+    fn binder_name(&mut self, context: &str) -> PResult<(String, Span)> {
+        let (name, span) = self.ident(context)?;
+        if is_builtin(&name) {
+            return Err(self.error(
+                span,
+                format!("`{name}` is a built-in function and cannot name a variable"),
+            ));
+        }
+        Ok((name, span))
+    }
+
+    fn lookup(&self, name: &str) -> Option<Var> {
+        self.scope
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
+
+    fn add(&mut self, node: Node, span: Span) -> ExprId {
+        self.prog.arena.add_at(node, span)
+    }
+
+    fn span_from(&self, start: Span) -> Span {
+        let prev = self.toks[self.pos.saturating_sub(1)].span;
+        start.to(prev)
+    }
+
+    // ---- programs -----------------------------------------------------------------------
+
+    /// `def*` up to the end of the input; each definition is added to the program.
+    pub fn program(mut self) -> PResult<()> {
+        while !self.at(TokKind::Eof) {
+            let def = self.def()?;
+            let id = DefId(self.prog.defs.len() as u32);
+            self.defs.insert(def.name.clone(), id);
+            self.prog.defs.push(def);
+        }
+        Ok(())
+    }
+
+    fn def(&mut self) -> PResult<Def> {
+        self.expect(TokKind::Def, "at the start of a definition")?;
+        let (name, name_span) = self.binder_name("after `def`")?;
+        if let Some(&prev) = self.defs.get(&name) {
+            if self.prog.defs[prev.0 as usize].span.src == self.src {
+                return Err(self.error(name_span, format!("`{name}` is already defined")));
+            }
+        }
+        self.expect(TokKind::LParen, "before the parameters")?;
+        let mut params = Vec::new();
+        if !self.at(TokKind::RParen) {
+            loop {
+                let (pname, pspan) = self.binder_name("as a parameter name")?;
+                if params.iter().any(|(n, _): &(String, Var)| *n == pname) {
+                    return Err(self.error(pspan, format!("parameter `{pname}` appears twice")));
+                }
+                self.expect(
+                    TokKind::Colon,
+                    "after the parameter name (every parameter has a type)",
+                )?;
+                let ty = self.ty()?;
+                let v = self.prog.arena.fresh_var(&pname, Some(ty));
+                params.push((pname, v));
+                if !self.eat(TokKind::Comma) {
+                    break;
+                }
+            }
+        }
+        self.expect(TokKind::RParen, "after the parameters")?;
+        let ret = if self.eat(TokKind::Colon) {
+            Some(self.ty()?)
+        } else {
+            None
+        };
+        self.expect(TokKind::Eq, "before the body of the definition")?;
+        self.scope = params.clone();
+        let body = self.expr()?;
+        self.scope.clear();
+        let param_types = params
+            .iter()
+            .map(|(_, v)| self.prog.arena.var_type(*v).cloned().expect("annotated"))
+            .collect();
+        Ok(Def {
+            name,
+            params: params.into_iter().map(|(_, v)| v).collect(),
+            param_types,
+            ret_annot: ret,
+            body,
+            span: name_span,
+            ret: None,
+        })
+    }
+
+    // ---- types ------------------------------------------------------------------------
+
+    pub fn ty(&mut self) -> PResult<Type> {
+        let t = self.ty_atom()?;
+        if self.eat(TokKind::Arrow) {
+            let params = match t {
+                Type::Tuple(items) if self.toks[self.pos - 2].kind == TokKind::RParen => {
+                    items.to_vec()
+                }
+                t => vec![t],
+            };
+            let ret = self.ty()?;
+            return Ok(Type::func(params, ret));
+        }
+        Ok(t)
+    }
+
+    fn ty_atom(&mut self) -> PResult<Type> {
+        match self.peek().kind {
+            TokKind::Real => {
+                self.bump();
+                Ok(Type::Real)
+            }
+            TokKind::Bool => {
+                self.bump();
+                Ok(Type::Bool)
+            }
+            TokKind::LBracket => {
+                self.bump();
+                let size = self.size()?;
+                self.expect(TokKind::RBracket, "after the array size")?;
+                let elem = self.ty_atom()?;
+                Ok(Type::array(size, elem))
+            }
+            TokKind::LParen => {
+                self.bump();
+                let mut items = vec![self.ty()?];
+                while self.eat(TokKind::Comma) {
+                    items.push(self.ty()?);
+                }
+                self.expect(TokKind::RParen, "after the types of the tuple")?;
+                if items.len() == 1 && !self.at(TokKind::Arrow) {
+                    return Ok(items.pop().unwrap());
+                }
+                Ok(Type::tuple(items))
+            }
+            _ => Err(self.error(
+                self.peek().span,
+                format!(
+                    "expected a type (`real`, `[n]real`, `(real, real)`, ...), found {}",
+                    self.found()
+                ),
+            )),
+        }
+    }
+
+    fn size(&mut self) -> PResult<Size> {
+        let t = self.peek();
+        match t.kind {
+            TokKind::Number => {
+                self.bump();
+                self.integer(t).map(Size::lit)
+            }
+            TokKind::Ident => {
+                self.bump();
+                let mut s = Size::var(self.text(t));
+                loop {
+                    let sign = match self.peek().kind {
+                        TokKind::Plus => 1,
+                        TokKind::Minus => -1,
+                        _ => break,
+                    };
+                    self.bump();
+                    let k = self.expect(TokKind::Number, "in a size (`n+1`, `n-1`)")?;
+                    s = s.plus(sign * self.integer(k)? as i64);
+                }
+                Ok(s)
+            }
+            _ => Err(self.error(
+                t.span,
+                format!(
+                    "expected an array size (a number or a size variable), found {}",
+                    self.found()
+                ),
+            )),
+        }
+    }
+
+    fn integer(&self, t: Token) -> PResult<u64> {
+        self.text(t)
+            .parse::<u64>()
+            .ok()
+            .filter(|k| *k <= u32::MAX as u64)
+            .ok_or_else(|| {
+                self.error(
+                    t.span,
+                    format!("expected a whole number, found `{}`", self.text(t)),
+                )
+            })
+    }
+
+    // ---- expressions ------------------------------------------------------------------
+
+    pub fn expr(&mut self) -> PResult<ExprId> {
+        crate::term::with_stack(|| match self.peek().kind {
+            TokKind::Let => self.let_expr(),
+            TokKind::If => self.if_expr(),
+            TokKind::Fun => self.fun_expr(),
+            _ => self.or_expr(),
+        })
+    }
+
+    /// An entire input that must be one expression (used by tests and tools).
+    pub fn lone_expr(mut self) -> PResult<ExprId> {
+        let e = self.expr()?;
+        if !self.at(TokKind::Eof) {
+            return Err(self.error(
+                self.peek().span,
+                format!("expected the end of the expression, found {}", self.found()),
+            ));
+        }
+        Ok(e)
+    }
+
+    fn let_expr(&mut self) -> PResult<ExprId> {
+        let start = self.bump().span;
+        // Patterns: `x`, `(p, ...)` (nested), and `x, y, ...` without parentheses.
+        let pat = if self.at(TokKind::Ident) && self.peek_at(1).kind == TokKind::Comma {
+            let mut items = Vec::new();
+            loop {
+                let (n, _) = self.binder_name("in the pattern")?;
+                items.push(Pattern::Name(n));
+                if !self.eat(TokKind::Comma) {
+                    break;
+                }
+            }
+            Pattern::Tuple(items)
+        } else {
+            self.pattern()?
+        };
+        let annot = if self.eat(TokKind::Colon) {
+            Some(self.ty()?)
+        } else {
+            None
+        };
+        self.expect(TokKind::Eq, "after the pattern of `let`")?;
+        let rhs = self.expr()?;
+        self.expect(TokKind::In, "after the bound expression of `let`")?;
+        let depth = self.scope.len();
+        // Bind the pattern: a name binds directly; a tuple pattern binds its components.
+        let mut pending: Vec<(Vec<Var>, Var)> = Vec::new();
+        let top = self.bind_pattern(&pat, annot, &mut pending);
+        let body = self.expr()?;
+        self.scope.truncate(depth);
+        let span = self.span_from(start);
+        // Nested patterns: the innermost destructuring is closest to the body.
+        let mut e = body;
+        for (vars, whole) in pending.into_iter().rev() {
+            let w = self.add(Node::Var(whole), span);
+            let l = self.prog.arena.var_list(&vars);
+            e = self.add(Node::LetTuple(l, w, e), span);
+        }
+        Ok(match top {
+            Bound::One(x) => self.add(Node::Let(x, rhs, e), span),
+            Bound::Many(xs) => {
+                let l = self.prog.arena.var_list(&xs);
+                self.add(Node::LetTuple(l, rhs, e), span)
+            }
+        })
+    }
+
+    fn pattern(&mut self) -> PResult<Pattern> {
+        if self.eat(TokKind::LParen) {
+            let mut items = vec![self.pattern()?];
+            while self.eat(TokKind::Comma) {
+                items.push(self.pattern()?);
+            }
+            self.expect(TokKind::RParen, "after the tuple pattern")?;
+            if items.len() == 1 {
+                return Ok(items.pop().unwrap());
+            }
+            Ok(Pattern::Tuple(items))
+        } else {
+            let (n, _) = self.binder_name("after `let` (a name or a tuple pattern)")?;
+            Ok(Pattern::Name(n))
+        }
+    }
+
+    /// Create the variables of a pattern and put them in scope. Nested tuple components
+    /// get a hidden variable each, destructured by the `LetTuple`s listed in `pending`.
+    fn bind_pattern(
+        &mut self,
+        pat: &Pattern,
+        annot: Option<Type>,
+        pending: &mut Vec<(Vec<Var>, Var)>,
+    ) -> Bound {
+        match pat {
+            Pattern::Name(n) => {
+                let v = self.prog.arena.fresh_var(n, annot);
+                self.scope.push((n.clone(), v));
+                Bound::One(v)
+            }
+            Pattern::Tuple(items) => {
+                let annots: Vec<Option<Type>> = match &annot {
+                    Some(Type::Tuple(ts)) if ts.len() == items.len() => {
+                        ts.iter().cloned().map(Some).collect()
+                    }
+                    _ => vec![None; items.len()],
+                };
+                let mut vars = Vec::new();
+                for (item, a) in items.iter().zip(annots) {
+                    match self.bind_pattern(item, a, pending) {
+                        Bound::One(v) => vars.push(v),
+                        Bound::Many(inner) => {
+                            let hidden = self.prog.arena.fresh_var("t", None);
+                            pending.insert(0, (inner, hidden));
+                            vars.push(hidden);
+                        }
+                    }
+                }
+                Bound::Many(vars)
+            }
+        }
+    }
+
+    fn if_expr(&mut self) -> PResult<ExprId> {
+        let start = self.bump().span;
+        let c = self.expr()?;
+        self.expect(TokKind::Then, "after the condition of `if`")?;
+        let a = self.expr()?;
+        self.expect(
+            TokKind::Else,
+            "after the `then` branch (every `if` has an `else`)",
+        )?;
+        let b = self.expr()?;
+        let span = self.span_from(start);
+        Ok(self.add(Node::If(c, a, b), span))
+    }
+
+    fn fun_expr(&mut self) -> PResult<ExprId> {
+        let start = self.bump().span;
+        let mut params = Vec::new();
+        let parens = self.eat(TokKind::LParen);
+        loop {
+            let (n, _) = self.binder_name("as a parameter of `fun`")?;
+            if !parens && self.at(TokKind::Colon) {
+                return Err(self.error(
+                    self.peek().span,
+                    "an annotated parameter needs parentheses: `fun (x: real) -> e`",
+                ));
+            }
+            let ty = if self.eat(TokKind::Colon) {
+                Some(self.ty()?)
+            } else {
+                None
+            };
+            params.push((n, ty));
+            if !parens || !self.eat(TokKind::Comma) {
+                break;
+            }
+        }
+        if parens {
+            self.expect(TokKind::RParen, "after the parameters of `fun`")?;
+        }
+        self.expect(TokKind::Arrow, "after the parameters of `fun`")?;
+        let depth = self.scope.len();
+        let mut vars = Vec::new();
+        for (n, ty) in params {
+            let v = self.prog.arena.fresh_var(&n, ty);
+            self.scope.push((n, v));
+            vars.push(v);
+        }
+        let body = self.expr()?;
+        self.scope.truncate(depth);
+        let span = self.span_from(start);
+        let l = self.prog.arena.var_list(&vars);
+        Ok(self.add(Node::Lambda(l, body), span))
+    }
+
+    fn or_expr(&mut self) -> PResult<ExprId> {
+        let mut e = self.and_expr()?;
+        while self.eat(TokKind::OrOr) {
+            let r = self.and_expr()?;
+            let span = self.prog.arena.span(e).to(self.prog.arena.span(r));
+            e = self.add(Node::Or(e, r), span);
+        }
+        Ok(e)
+    }
+
+    fn and_expr(&mut self) -> PResult<ExprId> {
+        let mut e = self.cmp_expr()?;
+        while self.eat(TokKind::AndAnd) {
+            let r = self.cmp_expr()?;
+            let span = self.prog.arena.span(e).to(self.prog.arena.span(r));
+            e = self.add(Node::And(e, r), span);
+        }
+        Ok(e)
+    }
+
+    fn cmp_op(&self) -> Option<CmpOp> {
+        Some(match self.peek().kind {
+            TokKind::Lt => CmpOp::Lt,
+            TokKind::Le => CmpOp::Le,
+            TokKind::Gt => CmpOp::Gt,
+            TokKind::Ge => CmpOp::Ge,
+            TokKind::EqEq => CmpOp::Eq,
+            TokKind::Ne => CmpOp::Ne,
+            _ => return None,
+        })
+    }
+
+    fn cmp_expr(&mut self) -> PResult<ExprId> {
+        let e = self.add_expr()?;
+        if let Some(op) = self.cmp_op() {
+            self.bump();
+            let r = self.add_expr()?;
+            if self.cmp_op().is_some() {
+                return Err(self.error(
+                    self.peek().span,
+                    "comparisons do not chain: write `a < b && b < c` instead of `a < b < c`",
+                ));
+            }
+            let span = self.prog.arena.span(e).to(self.prog.arena.span(r));
+            return Ok(self.add(Node::Cmp(op, e, r), span));
+        }
+        Ok(e)
+    }
+
+    fn add_expr(&mut self) -> PResult<ExprId> {
+        let mut e = self.mul_expr()?;
+        loop {
+            let op = match self.peek().kind {
+                TokKind::Plus => BinOp::Add,
+                TokKind::Minus => BinOp::Sub,
+                _ => return Ok(e),
+            };
+            self.bump();
+            let r = self.mul_expr()?;
+            let span = self.prog.arena.span(e).to(self.prog.arena.span(r));
+            e = self.add(Node::Op2(op, e, r), span);
+        }
+    }
+
+    fn mul_expr(&mut self) -> PResult<ExprId> {
+        let mut e = self.unary()?;
+        loop {
+            let op = match self.peek().kind {
+                TokKind::Star => BinOp::Mul,
+                TokKind::Slash => BinOp::Div,
+                _ => return Ok(e),
+            };
+            self.bump();
+            let r = self.unary()?;
+            let span = self.prog.arena.span(e).to(self.prog.arena.span(r));
+            e = self.add(Node::Op2(op, e, r), span);
+        }
+    }
+
+    fn unary(&mut self) -> PResult<ExprId> {
+        crate::term::with_stack(|| match self.peek().kind {
+            TokKind::Minus => {
+                let start = self.bump().span;
+                let e = self.unary()?;
+                let span = self.span_from(start);
+                Ok(self.add(Node::Op1(UnOp::Neg, e), span))
+            }
+            TokKind::Bang => {
+                let start = self.bump().span;
+                let e = self.unary()?;
+                let span = self.span_from(start);
+                Ok(self.add(Node::Not(e), span))
+            }
+            // `2 * if c then a else b`: like ML, these extend as far right as possible.
+            TokKind::Let | TokKind::If | TokKind::Fun => self.expr(),
+            _ => self.operand(),
+        })
+    }
+
+    /// An atom followed by projections `.i` and adjacent applications `(args)`.
+    fn operand(&mut self) -> PResult<ExprId> {
+        let mut e = self.atom()?;
+        loop {
+            let t = self.peek();
+            if t.kind == TokKind::Dot && !t.space_before && self.peek_at(1).kind == TokKind::Number
+            {
+                self.bump();
+                let n = self.bump();
+                let text = self.text(n);
+                let i = text.parse::<u32>().map_err(|_| {
+                    self.error(n.span, format!("a projection needs a whole number, found `{text}` (write `(e.1).0` for nested projections)"))
+                })?;
+                let span = self.span_from(self.prog.arena.span(e));
+                e = self.add(Node::Proj(i, e), span);
+            } else if t.kind == TokKind::LParen && !t.space_before && self.applicable(e) {
+                self.bump();
+                let args = self.args()?;
+                let span = self.span_from(self.prog.arena.span(e));
+                let l = self.prog.arena.expr_list(&args);
+                e = self.add(Node::App(e, l), span);
+            } else {
+                return Ok(e);
+            }
+        }
+    }
+
+    /// Only variables, parenthesised expressions and applications can be applied; a
+    /// constant or an array operation followed by `(` starts the next operand.
+    fn applicable(&self, e: ExprId) -> bool {
+        let prev = self.toks[self.pos - 1].kind;
+        matches!(self.prog.arena[e], Node::Var(_) | Node::App(..))
+            || prev == TokKind::RParen && !matches!(self.prog.arena[e], Node::Const(_))
+    }
+
+    /// Comma-separated expressions up to `)`, the `(` already consumed.
+    fn args(&mut self) -> PResult<Vec<ExprId>> {
+        let mut args = Vec::new();
+        if !self.eat(TokKind::RParen) {
+            loop {
+                args.push(self.expr()?);
+                if !self.eat(TokKind::Comma) {
+                    break;
+                }
+            }
+            self.expect(TokKind::RParen, "after the arguments")?;
+        }
+        Ok(args)
+    }
+
+    fn call_args(&mut self, what: &str) -> PResult<Vec<ExprId>> {
+        self.expect(
+            TokKind::LParen,
+            &format!("after `{what}` (its arguments are in parentheses)"),
+        )?;
+        self.args()
+    }
+
+    fn atom(&mut self) -> PResult<ExprId> {
+        let t = self.peek();
+        let start = t.span;
+        match t.kind {
+            TokKind::Number => {
+                self.bump();
+                let c: f64 = self
+                    .text(t)
+                    .parse()
+                    .map_err(|_| self.error(t.span, "malformed number"))?;
+                Ok(self.add(Node::Const(c), t.span))
+            }
+            TokKind::True | TokKind::False => {
+                self.bump();
+                Ok(self.add(Node::Bool(t.kind == TokKind::True), t.span))
+            }
+            TokKind::Ident => self.name(),
+            TokKind::LParen => {
+                self.bump();
+                if self.at(TokKind::RParen) {
+                    return Err(
+                        self.error(self.peek().span, "the language has no empty tuple `()`")
+                    );
+                }
+                let mut items = vec![self.expr()?];
+                while self.eat(TokKind::Comma) {
+                    items.push(self.expr()?);
+                }
+                self.expect(TokKind::RParen, "to close the parenthesis")?;
+                if items.len() == 1 {
+                    return Ok(items[0]);
+                }
+                let span = self.span_from(start);
+                let l = self.prog.arena.expr_list(&items);
+                Ok(self.add(Node::Tuple(l), span))
+            }
+            TokKind::LBracket => {
+                self.bump();
+                let mut items = Vec::new();
+                if !self.at(TokKind::RBracket) {
+                    loop {
+                        items.push(self.expr()?);
+                        if !self.eat(TokKind::Comma) {
+                            break;
+                        }
+                    }
+                }
+                self.expect(TokKind::RBracket, "to close the array literal")?;
+                let span = self.span_from(start);
+                let l = self.prog.arena.expr_list(&items);
+                Ok(self.add(Node::Array(l), span))
+            }
+            TokKind::Fst | TokKind::Snd => {
+                self.bump();
+                let e = self.operand()?;
+                let span = self.span_from(start);
+                Ok(self.add(
+                    Node::Proj(if t.kind == TokKind::Fst { 0 } else { 1 }, e),
+                    span,
+                ))
+            }
+            TokKind::Len | TokKind::ZerosLike | TokKind::OnesLike => {
+                self.bump();
+                let what = self.text(t).to_string();
+                let args = self.call_args(&what)?;
+                if args.len() != 1 {
+                    return Err(self.error(
+                        self.span_from(start),
+                        format!("`{what}` takes one argument, {} given", args.len()),
+                    ));
+                }
+                let span = self.span_from(start);
+                let node = match t.kind {
+                    TokKind::Len => Node::Len(args[0]),
+                    TokKind::ZerosLike => Node::ZerosLike(args[0]),
+                    _ => Node::OnesLike(args[0]),
+                };
+                Ok(self.add(node, span))
+            }
+            TokKind::Shift1L | TokKind::Shift1R => {
+                self.bump();
+                let a = self.operand()?;
+                let span = self.span_from(start);
+                Ok(self.add(
+                    if t.kind == TokKind::Shift1L {
+                        Node::Shift1L(a)
+                    } else {
+                        Node::Shift1R(a)
+                    },
+                    span,
+                ))
+            }
+            TokKind::Map => {
+                self.bump();
+                let f = self.function_arg("map", 1)?;
+                let a = self.operand()?;
+                let span = self.span_from(start);
+                Ok(self.add(Node::Map(f, a), span))
+            }
+            TokKind::Map2 | TokKind::Reduce | TokKind::Foldl | TokKind::Scanl | TokKind::Scanr => {
+                self.bump();
+                let what = self.text(t).to_string();
+                let f = self.function_arg(&what, 2)?;
+                let a = self.operand()?;
+                let b = self.operand()?;
+                let span = self.span_from(start);
+                let node = match t.kind {
+                    TokKind::Map2 => Node::Map2(f, a, b),
+                    TokKind::Reduce => Node::Reduce(f, a, b),
+                    TokKind::Foldl => Node::Foldl(f, a, b),
+                    TokKind::Scanl => Node::Scanl(f, a, b),
+                    _ => Node::Scanr(f, a, b),
+                };
+                Ok(self.add(node, span))
+            }
+            _ => Err(self.error(
+                t.span,
+                format!("expected an expression, found {}", self.found()),
+            )),
+        }
+    }
+
+    /// A name: a variable, a call of a definition, or a call of a built-in function.
+    fn name(&mut self) -> PResult<ExprId> {
+        let t = self.bump();
+        let name = self.text(t).to_string();
+        if let Some(v) = self.lookup(&name) {
+            return Ok(self.add(Node::Var(v), t.span));
+        }
+        if let Some(&d) = self.defs.get(&name) {
+            let args = self.call_args(&name)?;
+            let span = self.span_from(t.span);
+            let want = self.prog.defs[d.0 as usize].params.len();
+            if args.len() != want {
+                return Err(self.error(
+                    span,
+                    format!("`{name}` takes {want} argument(s), {} given", args.len()),
+                ));
+            }
+            let l = self.prog.arena.expr_list(&args);
+            return Ok(self.add(Node::Call(d, l), span));
+        }
+        if let Some(op) = UnOp::from_name(&name) {
+            let args = self.call_args(&name)?;
+            let span = self.span_from(t.span);
+            if args.len() != 1 {
+                return Err(self.error(
+                    span,
+                    format!("`{name}` takes 1 argument, {} given", args.len()),
+                ));
+            }
+            return Ok(self.add(Node::Op1(op, args[0]), span));
+        }
+        if let Some(op) = BinOp::from_name(&name) {
+            let args = self.call_args(&name)?;
+            let span = self.span_from(t.span);
+            if args.len() != 2 {
+                return Err(self.error(
+                    span,
+                    format!("`{name}` takes 2 arguments, {} given", args.len()),
+                ));
+            }
+            return Ok(self.add(Node::Op2(op, args[0], args[1]), span));
+        }
+        Err(self.error(t.span, format!("unknown name `{name}`")))
+    }
+
+    /// The function argument of an array operation: a binder `(x, y. e)` or an operator
+    /// section `+ - * / max min`.
+    fn function_arg(&mut self, what: &str, arity: usize) -> PResult<ExprId> {
+        let t = self.peek();
+        let section = match t.kind {
+            TokKind::Plus | TokKind::Minus | TokKind::Star | TokKind::Slash => {
+                BinOp::from_section(self.text(t))
+            }
+            TokKind::Ident if self.lookup(self.text(t)).is_none() => {
+                BinOp::from_section(self.text(t))
+            }
+            _ => None,
+        };
+        if let Some(op) = section {
+            self.bump();
+            if arity != 2 {
+                return Err(self.error(
+                    t.span,
+                    format!("`{what}` needs a function of {arity} argument(s); the operator `{}` takes 2", op.name()),
+                ));
+            }
+            let f = self.prog.arena.section(op, "x", "y");
+            self.prog.arena.set_span(f, t.span);
+            return Ok(f);
+        }
+        if t.kind == TokKind::LParen && self.is_binder_start() {
+            self.bump();
+            let mut names = Vec::new();
+            loop {
+                names.push(self.binder_name("in the binder")?);
+                if !self.eat(TokKind::Comma) {
+                    break;
+                }
+            }
+            self.expect(TokKind::Dot, "after the binder's variables")?;
+            if names.len() != arity {
+                return Err(self.error(
+                    t.span.to(names.last().unwrap().1),
+                    format!(
+                        "`{what}` needs a function of {arity} argument(s), this binder has {}",
+                        names.len()
+                    ),
+                ));
+            }
+            let depth = self.scope.len();
+            let mut vars = Vec::new();
+            for (n, _) in names {
+                let v = self.prog.arena.fresh_var(&n, None);
+                self.scope.push((n, v));
+                vars.push(v);
+            }
+            let body = self.expr()?;
+            self.scope.truncate(depth);
+            self.expect(TokKind::RParen, "to close the binder")?;
+            let span = self.span_from(t.span);
+            let l = self.prog.arena.var_list(&vars);
+            return Ok(self.add(Node::Lambda(l, body), span));
+        }
+        let example = if arity == 1 {
+            "`(x. e)`"
+        } else {
+            "`(x, y. e)` or an operator such as `+`"
+        };
+        Err(self.error(
+            t.span,
+            format!(
+                "expected the function argument of `{what}`: a binder such as {example}, found {}",
+                self.found()
+            ),
+        ))
+    }
+
+    /// `( name (, name)* .` starts a binder.
+    fn is_binder_start(&self) -> bool {
+        let mut k = 1;
+        loop {
+            if self.peek_at(k).kind != TokKind::Ident {
+                return false;
+            }
+            match self.peek_at(k + 1).kind {
+                TokKind::Dot => return true,
+                TokKind::Comma => k += 2,
+                _ => return false,
+            }
+        }
+    }
+}
+
+enum Pattern {
+    Name(String),
+    Tuple(Vec<Pattern>),
+}
+
+enum Bound {
+    One(Var),
+    Many(Vec<Var>),
+}

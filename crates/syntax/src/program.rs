@@ -1,0 +1,331 @@
+//! Programs: definitions, the prelude, entry points, and inlining of calls.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorKind, Position};
+use crate::parser::Parser;
+use crate::span::{line_col, SourceId, Span};
+use crate::term::{with_stack, Arena, DefId, ExprId, Node, Var};
+use crate::typeck::{self, unify};
+use crate::types::{Size, Type};
+
+/// The built-in prelude, in the language itself; every program can call these.
+pub const PRELUDE: &str = "\
+// The prelude: definitions every program can call.
+def sum(A: [n]real) = reduce + 0 A
+def prod(A: [n]real) = reduce * 1 A
+def dot(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)
+";
+
+/// A definition `def name(params): ret = body`.
+#[derive(Clone, Debug)]
+pub struct Def {
+    pub name: String,
+    /// Parameters, each with its declared type on the variable.
+    pub params: Vec<Var>,
+    /// The declared parameter types (the same as on the variables).
+    pub param_types: Vec<Type>,
+    /// The declared result type, if any.
+    pub ret_annot: Option<Type>,
+    pub body: ExprId,
+    /// Where the name is.
+    pub span: Span,
+    /// The result type, once checked.
+    pub ret: Option<Type>,
+}
+
+/// A parsed (and, after [`Program::load`], type-checked) program.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub arena: Arena,
+    pub defs: Vec<Def>,
+    sources: Vec<String>,
+}
+
+/// A closed function: the entry point with every call inlined. This is what the later
+/// stages transform. Its parameters carry their types; `ret` is the result type.
+#[derive(Clone, Debug)]
+pub struct Func {
+    pub name: String,
+    pub params: Vec<Var>,
+    pub body: ExprId,
+    pub ret: Type,
+}
+
+impl Func {
+    pub fn param_types(&self, arena: &Arena) -> Vec<Type> {
+        self.params
+            .iter()
+            .map(|&p| arena.var_type(p).cloned().expect("parameters are typed"))
+            .collect()
+    }
+
+    pub fn param_names(&self, arena: &Arena) -> Vec<String> {
+        self.params
+            .iter()
+            .map(|&p| arena.var_name(p).to_string())
+            .collect()
+    }
+
+    /// Size variables of the parameters, in order of first occurrence.
+    pub fn size_vars(&self, arena: &Arena) -> Vec<Arc<str>> {
+        let mut out = Vec::new();
+        for t in self.param_types(arena) {
+            t.size_vars(&mut out);
+        }
+        out
+    }
+}
+
+impl Program {
+    fn empty(user_text: &str) -> Program {
+        Program {
+            arena: Arena::new(),
+            defs: Vec::new(),
+            sources: vec![PRELUDE.to_string(), user_text.to_string()],
+        }
+    }
+
+    /// Parse the prelude and `text` (no type checking).
+    pub fn parse(text: &str) -> Result<Program, Error> {
+        let mut prog = Program::empty(text);
+        Parser::new(&mut prog, SourceId::PRELUDE).program()?;
+        Parser::new(&mut prog, SourceId::USER).program()?;
+        Ok(prog)
+    }
+
+    /// Parse and type-check every definition.
+    pub fn load(text: &str) -> Result<Program, Error> {
+        let mut prog = Program::parse(text)?;
+        for i in 0..prog.defs.len() {
+            prog.check_def(DefId(i as u32))?;
+        }
+        Ok(prog)
+    }
+
+    pub fn source_text(&self, src: SourceId) -> &str {
+        self.sources.get(src.0 as usize).map_or("", |s| s.as_str())
+    }
+
+    /// An error at `span`, with its line and column.
+    pub fn error_at(&self, kind: ErrorKind, span: Span, message: impl Into<String>) -> Error {
+        let position = (!span.is_none()).then(|| {
+            let (line, col) = line_col(self.source_text(span.src), span.lo as usize);
+            Position {
+                line,
+                col,
+                in_prelude: span.src == SourceId::PRELUDE,
+            }
+        });
+        Error {
+            kind,
+            position,
+            message: message.into(),
+            span,
+        }
+    }
+
+    /// Parse `text` as one expression in which `scope` names are visible (for tools and
+    /// tests); the text becomes the program's user source.
+    pub fn parse_expr(&mut self, text: &str, scope: &[(String, Var)]) -> Result<ExprId, Error> {
+        self.sources[SourceId::USER.0 as usize] = text.to_string();
+        Parser::new(self, SourceId::USER)
+            .with_scope(scope)
+            .lone_expr()
+    }
+
+    fn check_def(&mut self, d: DefId) -> Result<(), Error> {
+        let def = self.defs[d.0 as usize].clone();
+        let mut sizes = Vec::new();
+        for (&p, t) in def.params.iter().zip(&def.param_types) {
+            if !t.is_ground() {
+                let name = self.arena.var_name(p).to_string();
+                return Err(self.error_at(
+                    ErrorKind::Type,
+                    def.span,
+                    format!("parameter `{name}` has type `{t}`; parameters are reals, tuples and arrays"),
+                ));
+            }
+            t.size_vars(&mut sizes);
+        }
+        let mut arena = std::mem::take(&mut self.arena);
+        let result = typeck::infer(&mut arena, self, def.body);
+        self.arena = arena;
+        let ret = result?;
+        if let Some(annot) = &def.ret_annot {
+            if *annot != ret {
+                return Err(self.error_at(
+                    ErrorKind::Type,
+                    self.arena.span(def.body),
+                    format!(
+                        "`{}` is declared to return `{annot}` but its body has type `{ret}`",
+                        def.name
+                    ),
+                ));
+            }
+        }
+        let mut ret_sizes = Vec::new();
+        ret.size_vars(&mut ret_sizes);
+        if let Some(v) = ret_sizes.iter().find(|v| !sizes.contains(v)) {
+            return Err(self.error_at(
+                ErrorKind::Type,
+                def.span,
+                format!(
+                    "the size `{v}` of the result of `{}` is not the size of any parameter",
+                    def.name
+                ),
+            ));
+        }
+        if ret == Type::Bool {
+            return Err(self.error_at(
+                ErrorKind::Type,
+                self.arena.span(def.body),
+                format!(
+                    "`{}` returns a condition; a definition returns reals, tuples or arrays",
+                    def.name
+                ),
+            ));
+        }
+        self.defs[d.0 as usize].ret = Some(ret);
+        Ok(())
+    }
+
+    /// The definition called `name`, or by default the last definition of the user's text.
+    pub fn entry(&self, name: Option<&str>) -> Result<DefId, Error> {
+        match name {
+            Some(n) => self
+                .defs
+                .iter()
+                .rposition(|d| d.name == n)
+                .map(|i| DefId(i as u32))
+                .ok_or_else(|| {
+                    let user: Vec<&str> = self
+                        .defs
+                        .iter()
+                        .filter(|d| d.span.src == SourceId::USER)
+                        .map(|d| d.name.as_str())
+                        .collect();
+                    Error::whole_program(
+                        ErrorKind::Syntax,
+                        format!(
+                            "there is no definition named `{n}` (the program defines: {})",
+                            user.join(", ")
+                        ),
+                    )
+                }),
+            None => self
+                .defs
+                .iter()
+                .rposition(|d| d.span.src == SourceId::USER)
+                .map(|i| DefId(i as u32))
+                .ok_or_else(|| {
+                    Error::whole_program(
+                        ErrorKind::Syntax,
+                        "the program has no definition (`def f(x: real) = ...`)",
+                    )
+                }),
+        }
+    }
+
+    /// The definition `d` as a closed function: every call inlined (arguments bound by
+    /// `let`), every binder fresh, every node typed.
+    pub fn inline(&mut self, d: DefId) -> Result<Func, Error> {
+        let def = self.defs[d.0 as usize].clone();
+        let Some(ret) = def.ret.clone() else {
+            return Err(Error::whole_program(
+                ErrorKind::Type,
+                format!("`{}` has not been type-checked", def.name),
+            ));
+        };
+        let mut ren = HashMap::new();
+        let params: Vec<Var> = def
+            .params
+            .iter()
+            .map(|&p| {
+                let q = self.arena.clone_var(p);
+                ren.insert(p, q);
+                q
+            })
+            .collect();
+        let no_sizes = HashMap::new();
+        let body = inline_expr(&mut self.arena, &self.defs, def.body, &mut ren, &no_sizes);
+        let func = Func {
+            name: def.name.clone(),
+            params,
+            body,
+            ret,
+        };
+        let mut arena = std::mem::take(&mut self.arena);
+        let checked = typeck::infer(&mut arena, self, func.body);
+        self.arena = arena;
+        let t = checked?;
+        debug_assert_eq!(t, func.ret);
+        Ok(func)
+    }
+}
+
+/// Copy `e` with fresh binders (types instantiated by `sizes`) and calls inlined.
+fn inline_expr(
+    arena: &mut Arena,
+    defs: &[Def],
+    e: ExprId,
+    ren: &mut HashMap<Var, Var>,
+    sizes: &HashMap<Arc<str>, Size>,
+) -> ExprId {
+    with_stack(|| {
+        let span = arena.span(e);
+        match arena[e] {
+            Node::Var(v) => match ren.get(&v) {
+                Some(&w) => arena.add_at(Node::Var(w), span),
+                None => e,
+            },
+            Node::Call(d, l) => {
+                let args = arena.exprs(l).to_vec();
+                let def = &defs[d.0 as usize];
+                // Instantiate the callee's sizes from the (checked) argument types.
+                let mut callee_sizes: HashMap<Arc<str>, Size> = HashMap::new();
+                for (&a, &p) in args.iter().zip(&def.params) {
+                    let ta = arena.type_of(a).cloned().expect("arguments are typed");
+                    let ta = ta.subst_sizes(&|v| sizes.get(v).cloned());
+                    let tp = arena.var_type(p).cloned().expect("parameters are typed");
+                    unify(&tp, &ta, &mut callee_sizes).expect("calls are checked");
+                }
+                let new_args: Vec<ExprId> = args
+                    .iter()
+                    .map(|&a| inline_expr(arena, defs, a, ren, sizes))
+                    .collect();
+                let mut callee_ren = HashMap::new();
+                let mut params = Vec::new();
+                for &p in &def.params {
+                    let tp = arena
+                        .var_type(p)
+                        .map(|t| t.subst_sizes(&|v| callee_sizes.get(v).cloned()));
+                    let name = arena.var_name(p).to_string();
+                    let q = arena.fresh_var(&name, tp);
+                    callee_ren.insert(p, q);
+                    params.push(q);
+                }
+                let mut body = inline_expr(arena, defs, def.body, &mut callee_ren, &callee_sizes);
+                for (q, a) in params.into_iter().zip(new_args).rev() {
+                    body = arena.add_at(Node::Let(q, a, body), span);
+                }
+                body
+            }
+            node => {
+                let node = arena.map_binders(node, |arena, v| {
+                    let name = arena.var_name(v).to_string();
+                    let ty = arena
+                        .var_type(v)
+                        .map(|t| t.subst_sizes(&|s| sizes.get(s).cloned()));
+                    let w = arena.fresh_var(&name, ty);
+                    ren.insert(v, w);
+                    w
+                });
+                let new =
+                    arena.map_children(node, |arena, c| inline_expr(arena, defs, c, ren, sizes));
+                arena.add_at(new, span)
+            }
+        }
+    })
+}

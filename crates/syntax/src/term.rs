@@ -1,0 +1,817 @@
+//! The term language: Source and Target fragments in one representation.
+//!
+//! Terms live in an [`Arena`] of immutable, `Copy` nodes addressed by [`ExprId`]. A rewrite
+//! never mutates a node: it adds new nodes and returns a new root, so subterms are shared
+//! freely between the stages (the arena is a DAG). Variables are entities too: a [`Var`]
+//! indexes a side table holding the name hint and the type.
+//!
+//! **Invariant (unique binders).** Every variable is bound at most once in a term tree.
+//! Substitution therefore never captures, and a variable's type can live on the variable
+//! rather than in an environment. Whoever duplicates a subterm that contains binders makes
+//! the copy with [`Arena::copy_fresh`].
+
+use std::collections::HashMap;
+
+use crate::ops::{BinOp, CmpOp, UnOp};
+use crate::span::Span;
+use crate::types::Type;
+
+/// A node of the arena.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct ExprId(u32);
+
+/// A variable: an index into the arena's variable table.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Var(u32);
+
+/// A definition of the program (only `Call` nodes refer to one, before inlining).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct DefId(pub u32);
+
+/// A list of expressions stored in the arena's pool.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ExprList {
+    start: u32,
+    len: u32,
+}
+
+/// A list of variables stored in the arena's pool.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct VarList {
+    start: u32,
+    len: u32,
+}
+
+impl ExprId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl Var {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl ExprList {
+    pub fn len(self) -> usize {
+        self.len as usize
+    }
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+}
+
+impl VarList {
+    pub fn len(self) -> usize {
+        self.len as usize
+    }
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+}
+
+/// One term constructor. The function argument of an array operation is the id of a
+/// `Lambda` node (binder syntax `(x, y. e)` in the surface language).
+#[derive(Copy, Clone, PartialEq, Debug)]
+pub enum Node {
+    /// A real constant. Never negative zero's negation: `-c` is folded into the constant.
+    Const(f64),
+    /// `true` / `false` (only made by the optimizer; conditions are comparisons).
+    Bool(bool),
+    Var(Var),
+    /// `let x = e1 in e2`
+    Let(Var, ExprId, ExprId),
+    /// `let (x1, ..., xk) = e1 in e2`
+    LetTuple(VarList, ExprId, ExprId),
+    /// `(e1, ..., ek)`, k >= 2
+    Tuple(ExprList),
+    /// `e.i` (0-based); `fst e` is `e.0` and `snd e` is `e.1`.
+    Proj(u32, ExprId),
+    Op1(UnOp, ExprId),
+    Op2(BinOp, ExprId, ExprId),
+    Cmp(CmpOp, ExprId, ExprId),
+    Not(ExprId),
+    And(ExprId, ExprId),
+    Or(ExprId, ExprId),
+    /// `if c then e1 else e2`
+    If(ExprId, ExprId, ExprId),
+    /// `fun (x1, ..., xk) -> e` (Target), or the function argument of an array operation.
+    Lambda(VarList, ExprId),
+    /// `e(e1, ..., ek)`: application of a function value (Target).
+    App(ExprId, ExprList),
+    /// `f(e1, ..., ek)`: call of a definition; removed by inlining.
+    Call(DefId, ExprList),
+    /// `[e1, ..., ek]`
+    Array(ExprList),
+    /// `len(A)`: the length of an array as a real constant.
+    Len(ExprId),
+    ZerosLike(ExprId),
+    OnesLike(ExprId),
+    /// `map f A`
+    Map(ExprId, ExprId),
+    /// `map2 f A B`
+    Map2(ExprId, ExprId, ExprId),
+    /// `reduce f z A`
+    Reduce(ExprId, ExprId, ExprId),
+    /// `foldl f z A`
+    Foldl(ExprId, ExprId, ExprId),
+    /// `scanl f z A`: `[z, f(z, a1), ...]`, one longer than `A`.
+    Scanl(ExprId, ExprId, ExprId),
+    /// `scanr f z A`: `[..., f(an, z), z]`, one longer than `A`.
+    Scanr(ExprId, ExprId, ExprId),
+    /// Drop the first element (an empty array stays empty).
+    Shift1L(ExprId),
+    /// Drop the last element (an empty array stays empty).
+    Shift1R(ExprId),
+}
+
+/// What the arena knows of a variable.
+#[derive(Clone, Debug)]
+pub struct VarData {
+    /// The name the user wrote, or a hint for generated variables; not unique.
+    pub name: String,
+    /// Known once the variable is bound in a type-checked term.
+    pub ty: Option<Type>,
+}
+
+/// The store of nodes, variables and their side tables.
+#[derive(Clone, Debug, Default)]
+pub struct Arena {
+    nodes: Vec<Node>,
+    spans: Vec<Span>,
+    types: Vec<Option<Type>>,
+    vars: Vec<VarData>,
+    expr_pool: Vec<ExprId>,
+    var_pool: Vec<Var>,
+}
+
+/// Run `f` with enough stack for deep recursion (deeply nested terms are legal input).
+pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(128 * 1024, 8 * 1024 * 1024, f)
+}
+
+impl std::ops::Index<ExprId> for Arena {
+    type Output = Node;
+    fn index(&self, e: ExprId) -> &Node {
+        &self.nodes[e.index()]
+    }
+}
+
+impl Arena {
+    pub fn new() -> Arena {
+        Arena::default()
+    }
+
+    /// Number of nodes ever added (a measure of work, not of any one term).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    // ---- nodes ------------------------------------------------------------------------
+
+    /// Add a node with no source position.
+    pub fn add(&mut self, node: Node) -> ExprId {
+        self.add_at(node, Span::NONE)
+    }
+
+    /// Add a node that comes from `span` in a source.
+    pub fn add_at(&mut self, node: Node, span: Span) -> ExprId {
+        // Negation of a constant is the negative constant: one spelling for `-2`.
+        let node = match node {
+            Node::Op1(UnOp::Neg, e) => match self[e] {
+                Node::Const(c) => Node::Const(-c),
+                _ => node,
+            },
+            _ => node,
+        };
+        let id = ExprId(u32::try_from(self.nodes.len()).expect("term arena overflow"));
+        self.nodes.push(node);
+        self.spans.push(span);
+        self.types.push(None);
+        id
+    }
+
+    pub fn node(&self, e: ExprId) -> Node {
+        self.nodes[e.index()]
+    }
+
+    pub fn span(&self, e: ExprId) -> Span {
+        self.spans[e.index()]
+    }
+
+    pub fn set_span(&mut self, e: ExprId, span: Span) {
+        self.spans[e.index()] = span;
+    }
+
+    /// The type recorded for `e` by the type checker, if it has checked it.
+    pub fn type_of(&self, e: ExprId) -> Option<&Type> {
+        self.types[e.index()].as_ref()
+    }
+
+    pub fn set_type(&mut self, e: ExprId, ty: Type) {
+        self.types[e.index()] = Some(ty);
+    }
+
+    // ---- lists ------------------------------------------------------------------------
+
+    pub fn expr_list(&mut self, items: &[ExprId]) -> ExprList {
+        let start = self.expr_pool.len() as u32;
+        self.expr_pool.extend_from_slice(items);
+        ExprList {
+            start,
+            len: items.len() as u32,
+        }
+    }
+
+    pub fn var_list(&mut self, items: &[Var]) -> VarList {
+        let start = self.var_pool.len() as u32;
+        self.var_pool.extend_from_slice(items);
+        VarList {
+            start,
+            len: items.len() as u32,
+        }
+    }
+
+    pub fn exprs(&self, l: ExprList) -> &[ExprId] {
+        &self.expr_pool[l.start as usize..(l.start + l.len) as usize]
+    }
+
+    pub fn vars_of(&self, l: VarList) -> &[Var] {
+        &self.var_pool[l.start as usize..(l.start + l.len) as usize]
+    }
+
+    // ---- variables --------------------------------------------------------------------
+
+    /// A new variable, distinct from every other one.
+    pub fn fresh_var(&mut self, name: &str, ty: Option<Type>) -> Var {
+        let v = Var(u32::try_from(self.vars.len()).expect("too many variables"));
+        self.vars.push(VarData {
+            name: name.to_string(),
+            ty,
+        });
+        v
+    }
+
+    /// A new variable with the name and type of `v`.
+    pub fn clone_var(&mut self, v: Var) -> Var {
+        let data = self.vars[v.index()].clone();
+        self.fresh_var(&data.name, data.ty)
+    }
+
+    pub fn var_name(&self, v: Var) -> &str {
+        &self.vars[v.index()].name
+    }
+
+    pub fn var_type(&self, v: Var) -> Option<&Type> {
+        self.vars[v.index()].ty.as_ref()
+    }
+
+    pub fn set_var_type(&mut self, v: Var, ty: Type) {
+        self.vars[v.index()].ty = Some(ty);
+    }
+
+    pub fn var_count(&self) -> usize {
+        self.vars.len()
+    }
+
+    // ---- builders ---------------------------------------------------------------------
+
+    pub fn constant(&mut self, c: f64) -> ExprId {
+        self.add(Node::Const(c))
+    }
+
+    pub fn var(&mut self, v: Var) -> ExprId {
+        self.add(Node::Var(v))
+    }
+
+    pub fn let_(&mut self, x: Var, e1: ExprId, e2: ExprId) -> ExprId {
+        self.add(Node::Let(x, e1, e2))
+    }
+
+    pub fn let_tuple(&mut self, xs: &[Var], e1: ExprId, e2: ExprId) -> ExprId {
+        let l = self.var_list(xs);
+        self.add(Node::LetTuple(l, e1, e2))
+    }
+
+    /// `(e1, ..., ek)`; a single item is returned as itself and none is an error of the
+    /// caller, as the language has no unit type.
+    pub fn tuple(&mut self, items: &[ExprId]) -> ExprId {
+        assert!(!items.is_empty(), "the language has no empty tuple");
+        if items.len() == 1 {
+            return items[0];
+        }
+        let l = self.expr_list(items);
+        self.add(Node::Tuple(l))
+    }
+
+    pub fn proj(&mut self, i: u32, e: ExprId) -> ExprId {
+        self.add(Node::Proj(i, e))
+    }
+
+    pub fn op1(&mut self, op: UnOp, e: ExprId) -> ExprId {
+        self.add(Node::Op1(op, e))
+    }
+
+    pub fn op2(&mut self, op: BinOp, a: ExprId, b: ExprId) -> ExprId {
+        self.add(Node::Op2(op, a, b))
+    }
+
+    pub fn lambda(&mut self, params: &[Var], body: ExprId) -> ExprId {
+        let l = self.var_list(params);
+        self.add(Node::Lambda(l, body))
+    }
+
+    pub fn app(&mut self, f: ExprId, args: &[ExprId]) -> ExprId {
+        let l = self.expr_list(args);
+        self.add(Node::App(f, l))
+    }
+
+    pub fn array(&mut self, items: &[ExprId]) -> ExprId {
+        let l = self.expr_list(items);
+        self.add(Node::Array(l))
+    }
+
+    /// The lambda `(x, y. x op y)` for an operator section.
+    pub fn section(&mut self, op: BinOp, x_name: &str, y_name: &str) -> ExprId {
+        let x = self.fresh_var(x_name, None);
+        let y = self.fresh_var(y_name, None);
+        let (ex, ey) = (self.var(x), self.var(y));
+        let body = self.op2(op, ex, ey);
+        self.lambda(&[x, y], body)
+    }
+
+    /// The parameters and body of a `Lambda` node.
+    pub fn lambda_parts(&self, f: ExprId) -> Option<(&[Var], ExprId)> {
+        match self[f] {
+            Node::Lambda(ps, body) => Some((self.vars_of(ps), body)),
+            _ => None,
+        }
+    }
+
+    pub fn is_const(&self, e: ExprId, c: f64) -> bool {
+        matches!(self[e], Node::Const(k) if k == c)
+    }
+
+    // ---- generic traversal ------------------------------------------------------------
+
+    /// The direct subterms of `e`, in evaluation order.
+    pub fn children(&self, e: ExprId) -> Vec<ExprId> {
+        let mut out = Vec::new();
+        self.for_each_child(e, |c| out.push(c));
+        out
+    }
+
+    pub fn for_each_child(&self, e: ExprId, mut f: impl FnMut(ExprId)) {
+        use Node::*;
+        match self[e] {
+            Const(_) | Bool(_) | Var(_) => {}
+            Let(_, a, b)
+            | LetTuple(_, a, b)
+            | Op2(_, a, b)
+            | Cmp(_, a, b)
+            | And(a, b)
+            | Or(a, b) => {
+                f(a);
+                f(b)
+            }
+            Map(a, b) => {
+                f(a);
+                f(b)
+            }
+            Proj(_, a)
+            | Op1(_, a)
+            | Not(a)
+            | Len(a)
+            | ZerosLike(a)
+            | OnesLike(a)
+            | Shift1L(a)
+            | Shift1R(a)
+            | Lambda(_, a) => f(a),
+            If(a, b, c)
+            | Map2(a, b, c)
+            | Reduce(a, b, c)
+            | Foldl(a, b, c)
+            | Scanl(a, b, c)
+            | Scanr(a, b, c) => {
+                f(a);
+                f(b);
+                f(c)
+            }
+            Tuple(l) | Array(l) | Call(_, l) => self.exprs(l).iter().for_each(|&c| f(c)),
+            App(g, l) => {
+                f(g);
+                self.exprs(l).iter().for_each(|&c| f(c))
+            }
+        }
+    }
+
+    /// The variables `node` binds (over its last child for `Let`/`LetTuple`, over its body
+    /// for `Lambda`).
+    pub fn binders(&self, node: Node) -> Vec<Var> {
+        match node {
+            Node::Let(x, ..) => vec![x],
+            Node::LetTuple(xs, ..) | Node::Lambda(xs, _) => self.vars_of(xs).to_vec(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `node` with every child replaced through `f` (binders unchanged). Returns the node
+    /// itself when no child changed.
+    pub fn map_children(
+        &mut self,
+        node: Node,
+        mut f: impl FnMut(&mut Arena, ExprId) -> ExprId,
+    ) -> Node {
+        use Node::*;
+        match node {
+            Const(_) | Bool(_) | Var(_) => node,
+            Let(x, a, b) => {
+                let (a, b) = (f(self, a), f(self, b));
+                Let(x, a, b)
+            }
+            LetTuple(xs, a, b) => {
+                let (a, b) = (f(self, a), f(self, b));
+                LetTuple(xs, a, b)
+            }
+            Tuple(l) => Tuple(self.map_list(l, &mut f)),
+            Proj(i, a) => Proj(i, f(self, a)),
+            Op1(op, a) => Op1(op, f(self, a)),
+            Op2(op, a, b) => {
+                let (a, b) = (f(self, a), f(self, b));
+                Op2(op, a, b)
+            }
+            Cmp(op, a, b) => {
+                let (a, b) = (f(self, a), f(self, b));
+                Cmp(op, a, b)
+            }
+            Not(a) => Not(f(self, a)),
+            And(a, b) => {
+                let (a, b) = (f(self, a), f(self, b));
+                And(a, b)
+            }
+            Or(a, b) => {
+                let (a, b) = (f(self, a), f(self, b));
+                Or(a, b)
+            }
+            If(a, b, c) => {
+                let (a, b, c) = (f(self, a), f(self, b), f(self, c));
+                If(a, b, c)
+            }
+            Lambda(xs, a) => Lambda(xs, f(self, a)),
+            App(g, l) => {
+                let g = f(self, g);
+                App(g, self.map_list(l, &mut f))
+            }
+            Call(d, l) => Call(d, self.map_list(l, &mut f)),
+            Array(l) => Array(self.map_list(l, &mut f)),
+            Len(a) => Len(f(self, a)),
+            ZerosLike(a) => ZerosLike(f(self, a)),
+            OnesLike(a) => OnesLike(f(self, a)),
+            Map(g, a) => {
+                let (g, a) = (f(self, g), f(self, a));
+                Map(g, a)
+            }
+            Map2(g, a, b) => {
+                let (g, a, b) = (f(self, g), f(self, a), f(self, b));
+                Map2(g, a, b)
+            }
+            Reduce(g, a, b) => {
+                let (g, a, b) = (f(self, g), f(self, a), f(self, b));
+                Reduce(g, a, b)
+            }
+            Foldl(g, a, b) => {
+                let (g, a, b) = (f(self, g), f(self, a), f(self, b));
+                Foldl(g, a, b)
+            }
+            Scanl(g, a, b) => {
+                let (g, a, b) = (f(self, g), f(self, a), f(self, b));
+                Scanl(g, a, b)
+            }
+            Scanr(g, a, b) => {
+                let (g, a, b) = (f(self, g), f(self, a), f(self, b));
+                Scanr(g, a, b)
+            }
+            Shift1L(a) => Shift1L(f(self, a)),
+            Shift1R(a) => Shift1R(f(self, a)),
+        }
+    }
+
+    fn map_list(
+        &mut self,
+        l: ExprList,
+        f: &mut impl FnMut(&mut Arena, ExprId) -> ExprId,
+    ) -> ExprList {
+        let items = self.exprs(l).to_vec();
+        let new: Vec<ExprId> = items.iter().map(|&c| f(self, c)).collect();
+        if new == items {
+            l
+        } else {
+            self.expr_list(&new)
+        }
+    }
+
+    /// `node` with its binders replaced through `f`.
+    pub fn map_binders(&mut self, node: Node, mut f: impl FnMut(&mut Arena, Var) -> Var) -> Node {
+        match node {
+            Node::Let(x, a, b) => Node::Let(f(self, x), a, b),
+            Node::LetTuple(xs, a, b) => {
+                let vs: Vec<Var> = self.vars_of(xs).to_vec();
+                let vs: Vec<Var> = vs.into_iter().map(|v| f(self, v)).collect();
+                Node::LetTuple(self.var_list(&vs), a, b)
+            }
+            Node::Lambda(xs, body) => {
+                let vs: Vec<Var> = self.vars_of(xs).to_vec();
+                let vs: Vec<Var> = vs.into_iter().map(|v| f(self, v)).collect();
+                Node::Lambda(self.var_list(&vs), body)
+            }
+            _ => node,
+        }
+    }
+
+    /// Rebuild `e` from a new node, keeping its span; returns `e` itself if nothing changed.
+    pub fn rebuild(&mut self, e: ExprId, node: Node) -> ExprId {
+        if node == self[e] {
+            e
+        } else {
+            let span = self.span(e);
+            self.add_at(node, span)
+        }
+    }
+
+    // ---- substitution and renaming ----------------------------------------------------
+
+    /// Replace free occurrences of variables by terms. Thanks to the unique-binder
+    /// invariant no capture can happen, so no binder is renamed.
+    pub fn subst(&mut self, e: ExprId, map: &HashMap<Var, ExprId>) -> ExprId {
+        if map.is_empty() {
+            return e;
+        }
+        let mut memo = HashMap::new();
+        self.subst_rec(e, map, &mut memo)
+    }
+
+    fn subst_rec(
+        &mut self,
+        e: ExprId,
+        map: &HashMap<Var, ExprId>,
+        memo: &mut HashMap<ExprId, ExprId>,
+    ) -> ExprId {
+        if let Some(&r) = memo.get(&e) {
+            return r;
+        }
+        let r = with_stack(|| match self[e] {
+            Node::Var(v) => map.get(&v).copied().unwrap_or(e),
+            node => {
+                let new = self.map_children(node, |a, c| a.subst_rec(c, map, memo));
+                self.rebuild(e, new)
+            }
+        });
+        memo.insert(e, r);
+        r
+    }
+
+    /// A copy of `e` in which every variable bound inside `e` is replaced by a fresh one
+    /// (free variables are kept, or renamed by `renaming` if they are in it).
+    pub fn copy_fresh(&mut self, e: ExprId) -> ExprId {
+        let mut renaming = HashMap::new();
+        self.copy_fresh_with(e, &mut renaming)
+    }
+
+    /// [`Arena::copy_fresh`] with an initial renaming of free variables, which is extended
+    /// with the binders met.
+    pub fn copy_fresh_with(&mut self, e: ExprId, renaming: &mut HashMap<Var, Var>) -> ExprId {
+        with_stack(|| {
+            let node = self[e];
+            match node {
+                Node::Var(v) => match renaming.get(&v) {
+                    Some(&w) => {
+                        let span = self.span(e);
+                        self.add_at(Node::Var(w), span)
+                    }
+                    None => e,
+                },
+                _ => {
+                    let node = self.map_binders(node, |a, v| {
+                        let w = a.clone_var(v);
+                        renaming.insert(v, w);
+                        w
+                    });
+                    let new = self.map_children(node, |a, c| a.copy_fresh_with(c, renaming));
+                    let span = self.span(e);
+                    self.add_at(new, span)
+                }
+            }
+        })
+    }
+
+    /// The free variables of `e`, in order of first occurrence.
+    pub fn free_vars(&self, e: ExprId) -> Vec<Var> {
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut bound = std::collections::HashSet::new();
+        self.free_vars_rec(e, &mut bound, &mut seen, &mut out);
+        out
+    }
+
+    fn free_vars_rec(
+        &self,
+        e: ExprId,
+        bound: &mut std::collections::HashSet<Var>,
+        seen: &mut std::collections::HashSet<Var>,
+        out: &mut Vec<Var>,
+    ) {
+        with_stack(|| match self[e] {
+            Node::Var(v) => {
+                if !bound.contains(&v) && seen.insert(v) {
+                    out.push(v)
+                }
+            }
+            Node::Let(_, a, b) | Node::LetTuple(_, a, b) => {
+                self.free_vars_rec(a, bound, seen, out);
+                let bs = self.binders(self[e]);
+                let added: Vec<Var> = bs.into_iter().filter(|v| bound.insert(*v)).collect();
+                self.free_vars_rec(b, bound, seen, out);
+                added.iter().for_each(|v| {
+                    bound.remove(v);
+                });
+            }
+            Node::Lambda(_, body) => {
+                let bs = self.binders(self[e]);
+                let added: Vec<Var> = bs.into_iter().filter(|v| bound.insert(*v)).collect();
+                self.free_vars_rec(body, bound, seen, out);
+                added.iter().for_each(|v| {
+                    bound.remove(v);
+                });
+            }
+            _ => self.for_each_child(e, |c| self.free_vars_rec(c, bound, seen, out)),
+        })
+    }
+
+    /// How many times each variable occurs (as a `Var` node) in the tree of `e`.
+    pub fn occurrences(&self, e: ExprId) -> HashMap<Var, usize> {
+        let mut counts = HashMap::new();
+        self.count_rec(e, &mut counts);
+        counts
+    }
+
+    fn count_rec(&self, e: ExprId, counts: &mut HashMap<Var, usize>) {
+        with_stack(|| match self[e] {
+            Node::Var(v) => *counts.entry(v).or_insert(0) += 1,
+            _ => self.for_each_child(e, |c| self.count_rec(c, counts)),
+        })
+    }
+
+    /// Number of nodes in the tree of `e` (shared subterms counted at every occurrence).
+    pub fn tree_size(&self, e: ExprId) -> usize {
+        with_stack(|| {
+            let mut n = 1;
+            self.for_each_child(e, |c| n += self.tree_size(c));
+            n
+        })
+    }
+}
+
+/// Alpha-equivalence of `e1` in `a1` and `e2` in `a2`: equal up to the choice of bound
+/// variables. `free` pairs the free variables of the two terms.
+pub fn alpha_eq(a1: &Arena, e1: ExprId, a2: &Arena, e2: ExprId, free: &HashMap<Var, Var>) -> bool {
+    let mut env = free.clone();
+    alpha_rec(a1, e1, a2, e2, &mut env)
+}
+
+fn alpha_rec(a1: &Arena, e1: ExprId, a2: &Arena, e2: ExprId, env: &mut HashMap<Var, Var>) -> bool {
+    use Node::{
+        And, App, Array, Bool, Call, Cmp, Const, Foldl, If, Lambda, Len, Let, LetTuple, Map, Map2,
+        Not, OnesLike, Op1, Op2, Or, Proj, Reduce, Scanl, Scanr, Shift1L, Shift1R, Tuple,
+        ZerosLike,
+    };
+    with_stack(|| {
+        let (n1, n2) = (a1[e1], a2[e2]);
+        let list_eq = |l1: ExprList, l2: ExprList, env: &mut HashMap<Var, Var>| {
+            let (x1, x2) = (a1.exprs(l1), a2.exprs(l2));
+            x1.len() == x2.len()
+                && x1
+                    .iter()
+                    .zip(x2)
+                    .all(|(&c1, &c2)| alpha_rec(a1, c1, a2, c2, env))
+        };
+        let bind = |xs1: &[Var], xs2: &[Var], env: &mut HashMap<Var, Var>| {
+            if xs1.len() != xs2.len() {
+                return false;
+            }
+            for (&x1, &x2) in xs1.iter().zip(xs2) {
+                env.insert(x1, x2);
+            }
+            true
+        };
+        match (n1, n2) {
+            (Const(c1), Const(c2)) => c1.to_bits() == c2.to_bits(),
+            (Bool(b1), Bool(b2)) => b1 == b2,
+            (Node::Var(v1), Node::Var(v2)) => env.get(&v1) == Some(&v2),
+            (Let(x1, a, b), Let(x2, c, d)) => {
+                alpha_rec(a1, a, a2, c, env)
+                    && bind(&[x1], &[x2], env)
+                    && alpha_rec(a1, b, a2, d, env)
+            }
+            (LetTuple(xs1, a, b), LetTuple(xs2, c, d)) => {
+                alpha_rec(a1, a, a2, c, env)
+                    && bind(a1.vars_of(xs1), a2.vars_of(xs2), env)
+                    && alpha_rec(a1, b, a2, d, env)
+            }
+            (Lambda(xs1, b), Lambda(xs2, d)) => {
+                bind(a1.vars_of(xs1), a2.vars_of(xs2), env) && alpha_rec(a1, b, a2, d, env)
+            }
+            (Tuple(l1), Tuple(l2)) | (Array(l1), Array(l2)) => list_eq(l1, l2, env),
+            (Call(f1, l1), Call(f2, l2)) => f1 == f2 && list_eq(l1, l2, env),
+            (App(f1, l1), App(f2, l2)) => alpha_rec(a1, f1, a2, f2, env) && list_eq(l1, l2, env),
+            (Proj(i, a), Proj(j, c)) => i == j && alpha_rec(a1, a, a2, c, env),
+            (Op1(o1, a), Op1(o2, c)) => o1 == o2 && alpha_rec(a1, a, a2, c, env),
+            (Op2(o1, a, b), Op2(o2, c, d)) => {
+                o1 == o2 && alpha_rec(a1, a, a2, c, env) && alpha_rec(a1, b, a2, d, env)
+            }
+            (Cmp(o1, a, b), Cmp(o2, c, d)) => {
+                o1 == o2 && alpha_rec(a1, a, a2, c, env) && alpha_rec(a1, b, a2, d, env)
+            }
+            (And(a, b), And(c, d)) | (Or(a, b), Or(c, d)) | (Map(a, b), Map(c, d)) => {
+                alpha_rec(a1, a, a2, c, env) && alpha_rec(a1, b, a2, d, env)
+            }
+            (Not(a), Not(c))
+            | (Len(a), Len(c))
+            | (ZerosLike(a), ZerosLike(c))
+            | (OnesLike(a), OnesLike(c))
+            | (Shift1L(a), Shift1L(c))
+            | (Shift1R(a), Shift1R(c)) => alpha_rec(a1, a, a2, c, env),
+            (If(a, b, c), If(d, e, f))
+            | (Map2(a, b, c), Map2(d, e, f))
+            | (Reduce(a, b, c), Reduce(d, e, f))
+            | (Foldl(a, b, c), Foldl(d, e, f))
+            | (Scanl(a, b, c), Scanl(d, e, f))
+            | (Scanr(a, b, c), Scanr(d, e, f)) => {
+                alpha_rec(a1, a, a2, d, env)
+                    && alpha_rec(a1, b, a2, e, env)
+                    && alpha_rec(a1, c, a2, f, env)
+            }
+            _ => false,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negated_constants_fold_at_construction() {
+        let mut a = Arena::new();
+        let two = a.constant(2.0);
+        let neg = a.op1(UnOp::Neg, two);
+        assert_eq!(a[neg], Node::Const(-2.0));
+    }
+
+    #[test]
+    fn copy_fresh_renames_bound_variables_only() {
+        let mut a = Arena::new();
+        let free = a.fresh_var("y", Some(Type::Real));
+        let x = a.fresh_var("x", Some(Type::Real));
+        let (ex, ey) = (a.var(x), a.var(free));
+        let sum = a.op2(BinOp::Add, ex, ey);
+        let one = a.constant(1.0);
+        let e = a.let_(x, one, sum);
+        let c = a.copy_fresh(e);
+        assert_ne!(c, e);
+        let Node::Let(x2, _, _) = a[c] else {
+            panic!("copy of a let is a let")
+        };
+        assert_ne!(x2, x);
+        assert_eq!(a.free_vars(c), vec![free]);
+        let free_map = HashMap::from([(free, free)]);
+        assert!(alpha_eq(&a, e, &a, c, &free_map));
+    }
+
+    #[test]
+    fn subst_replaces_free_occurrences() {
+        let mut a = Arena::new();
+        let x = a.fresh_var("x", None);
+        let y = a.fresh_var("y", None);
+        let ex = a.var(x);
+        let e = a.op2(BinOp::Mul, ex, ex);
+        let ey = a.var(y);
+        let r = a.subst(e, &HashMap::from([(x, ey)]));
+        assert_eq!(a.free_vars(r), vec![y]);
+        assert_eq!(a.occurrences(r)[&y], 2);
+    }
+
+    #[test]
+    fn deep_terms_do_not_overflow_the_stack() {
+        let mut a = Arena::new();
+        let mut e = a.constant(0.0);
+        for _ in 0..200_000 {
+            let one = a.constant(1.0);
+            e = a.op2(BinOp::Add, one, e);
+        }
+        assert_eq!(a.tree_size(e), 400_001);
+        let c = a.copy_fresh(e);
+        assert!(alpha_eq(&a, e, &a, c, &HashMap::new()));
+    }
+}

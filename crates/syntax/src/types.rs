@@ -1,0 +1,244 @@
+//! Types and symbolic array sizes.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// A symbolic array size: `var + offset`, or the constant `offset` when there is no variable.
+///
+/// Sizes are *formal*: `n-1` stands for `max(n-1, 0)` at run time, yet `(n-1)+1` is
+/// normalised to `n`. The two differ only when an empty array is shifted (`n = 0`); the
+/// language's array operations over two arrays use the shorter length, which gives the
+/// mathematically intended (empty) result in exactly that case. A constant size never
+/// goes below 0 (`shift1L` of a `[0]` array is a `[0]` array).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Size {
+    pub var: Option<Arc<str>>,
+    pub offset: i64,
+}
+
+impl Size {
+    pub fn lit(k: u64) -> Size {
+        Size {
+            var: None,
+            offset: k as i64,
+        }
+    }
+
+    pub fn var(name: &str) -> Size {
+        Size {
+            var: Some(name.into()),
+            offset: 0,
+        }
+    }
+
+    /// `self + k`, saturating at 0 for constants.
+    pub fn plus(&self, k: i64) -> Size {
+        match &self.var {
+            None => Size {
+                var: None,
+                offset: (self.offset + k).max(0),
+            },
+            Some(v) => Size {
+                var: Some(v.clone()),
+                offset: self.offset + k,
+            },
+        }
+    }
+
+    /// The value of this size when size variables have the values given by `lookup`.
+    pub fn eval(&self, lookup: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
+        let base = match &self.var {
+            None => 0,
+            Some(v) => lookup(v)? as i64,
+        };
+        Some((base + self.offset).max(0) as u64)
+    }
+
+    /// Replace the size variable through `f` (used when a definition's size variables are
+    /// instantiated at a call).
+    pub fn subst(&self, f: &dyn Fn(&str) -> Option<Size>) -> Size {
+        match &self.var {
+            None => self.clone(),
+            Some(v) => match f(v) {
+                Some(s) => s.plus(self.offset),
+                None => self.clone(),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.var, self.offset) {
+            (None, k) => write!(f, "{k}"),
+            (Some(v), 0) => write!(f, "{v}"),
+            (Some(v), k) if k > 0 => write!(f, "{v}+{k}"),
+            (Some(v), k) => write!(f, "{v}-{}", -k),
+        }
+    }
+}
+
+/// Types of both fragments. `Bool` only types conditions; `Func` only exists in the Target.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Type {
+    Real,
+    Bool,
+    Tuple(Arc<[Type]>),
+    Array(Size, Arc<Type>),
+    Func(Arc<[Type]>, Arc<Type>),
+}
+
+impl Type {
+    pub fn tuple(items: Vec<Type>) -> Type {
+        Type::Tuple(items.into())
+    }
+
+    pub fn array(size: Size, elem: Type) -> Type {
+        Type::Array(size, Arc::new(elem))
+    }
+
+    pub fn func(params: Vec<Type>, ret: Type) -> Type {
+        Type::Func(params.into(), Arc::new(ret))
+    }
+
+    /// The tuple of `items`, or the item itself when there is exactly one (the paper's
+    /// `A1 x ... x An` for n = 1).
+    pub fn product(mut items: Vec<Type>) -> Type {
+        if items.len() == 1 {
+            items.pop().unwrap()
+        } else {
+            Type::tuple(items)
+        }
+    }
+
+    /// Ground types: reals, and tuples and arrays of ground types. These are the types
+    /// that values at the boundary, gradients and zeros have.
+    pub fn is_ground(&self) -> bool {
+        match self {
+            Type::Real => true,
+            Type::Bool | Type::Func(..) => false,
+            Type::Tuple(items) => items.iter().all(Type::is_ground),
+            Type::Array(_, elem) => elem.is_ground(),
+        }
+    }
+
+    pub fn is_real(&self) -> bool {
+        matches!(self, Type::Real)
+    }
+
+    /// True if a function type occurs anywhere inside.
+    pub fn is_higher_order(&self) -> bool {
+        match self {
+            Type::Real | Type::Bool => false,
+            Type::Func(..) => true,
+            Type::Tuple(items) => items.iter().any(Type::is_higher_order),
+            Type::Array(_, elem) => elem.is_higher_order(),
+        }
+    }
+
+    /// Number of scalar leaves of a ground type whose arrays have the sizes `lookup` gives.
+    pub fn leaf_count(&self, lookup: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
+        match self {
+            Type::Real | Type::Bool => Some(1),
+            Type::Func(..) => None,
+            Type::Tuple(items) => items.iter().map(|t| t.leaf_count(lookup)).sum(),
+            Type::Array(n, elem) => Some(n.eval(lookup)? * elem.leaf_count(lookup)?),
+        }
+    }
+
+    /// Apply a size substitution everywhere in the type.
+    pub fn subst_sizes(&self, f: &dyn Fn(&str) -> Option<Size>) -> Type {
+        match self {
+            Type::Real | Type::Bool => self.clone(),
+            Type::Tuple(items) => Type::tuple(items.iter().map(|t| t.subst_sizes(f)).collect()),
+            Type::Array(n, elem) => Type::array(n.subst(f), elem.subst_sizes(f)),
+            Type::Func(ps, r) => Type::func(
+                ps.iter().map(|t| t.subst_sizes(f)).collect(),
+                r.subst_sizes(f),
+            ),
+        }
+    }
+
+    /// Size variables occurring in the type, in order of first occurrence.
+    pub fn size_vars(&self, out: &mut Vec<Arc<str>>) {
+        match self {
+            Type::Real | Type::Bool => {}
+            Type::Tuple(items) => items.iter().for_each(|t| t.size_vars(out)),
+            Type::Array(n, elem) => {
+                if let Some(v) = &n.var {
+                    if !out.contains(v) {
+                        out.push(v.clone());
+                    }
+                }
+                elem.size_vars(out)
+            }
+            Type::Func(ps, r) => {
+                ps.iter().for_each(|t| t.size_vars(out));
+                r.size_vars(out)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::Real => write!(f, "real"),
+            Type::Bool => write!(f, "bool"),
+            Type::Tuple(items) => {
+                write!(f, "(")?;
+                for (i, t) in items.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                write!(f, ")")
+            }
+            Type::Array(n, elem) => write!(f, "[{n}]{elem}"),
+            Type::Func(ps, r) => {
+                write!(f, "(")?;
+                for (i, t) in ps.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                write!(f, ") -> {r}")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_normalise_and_print() {
+        let n = Size::var("n");
+        assert_eq!(n.plus(1).plus(-1), n);
+        assert_eq!(n.plus(-1).to_string(), "n-1");
+        assert_eq!(n.plus(2).to_string(), "n+2");
+        assert_eq!(Size::lit(0).plus(-1), Size::lit(0));
+        let look = |v: &str| (v == "n").then_some(0);
+        assert_eq!(n.plus(-1).eval(&look), Some(0));
+        assert_eq!(n.plus(3).eval(&look), Some(3));
+    }
+
+    #[test]
+    fn types_print_in_surface_syntax() {
+        let n = Size::var("n");
+        let m = Size::var("m");
+        let t = Type::func(
+            vec![
+                Type::array(n, Type::array(m, Type::Real)),
+                Type::tuple(vec![Type::Real, Type::Real]),
+            ],
+            Type::Real,
+        );
+        assert_eq!(t.to_string(), "([n][m]real, (real, real)) -> real");
+        assert!(!t.is_ground());
+        assert!(t.is_higher_order());
+    }
+}
