@@ -1,0 +1,316 @@
+//! The reference interpreter: call-by-value, following the paper's operational semantics
+//! (appendix, "Operational semantics of the source and target languages").
+//!
+//! The environment is a table indexed by variable. Binders are unique, so binding a
+//! variable, evaluating the scope and restoring the previous entry is lexical scoping.
+//! Closures capture the values of their free variables when they are made. `let` chains
+//! are evaluated in a loop and other recursion runs on a growing stack, so long arrays and
+//! deeply nested terms are fine.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Var};
+
+use crate::scalar::Scalar;
+use crate::value::{Closure, Value};
+
+/// Something the interpreter cannot evaluate; for a well-typed term this is a bug.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("evaluation failed: {0}")]
+pub struct EvalError(pub String);
+
+type R<T> = Result<T, EvalError>;
+
+fn fail<T>(msg: impl Into<String>) -> R<T> {
+    Err(EvalError(msg.into()))
+}
+
+/// An interpreter over one arena.
+pub struct Interp<'a, S> {
+    arena: &'a Arena,
+    env: Vec<Option<Value<S>>>,
+    free_vars: HashMap<ExprId, Rc<[Var]>>,
+}
+
+/// Evaluate `func` on `args` with scalars of type `S`.
+pub fn eval_func<S: Scalar>(arena: &Arena, func: &Func, args: &[Value<S>]) -> R<Value<S>> {
+    if args.len() != func.params.len() {
+        return fail(format!(
+            "{} argument(s) for {} parameter(s)",
+            args.len(),
+            func.params.len()
+        ));
+    }
+    let mut it = Interp::new(arena);
+    for (&p, a) in func.params.iter().zip(args) {
+        it.bind(p, a.clone());
+    }
+    it.eval(func.body)
+}
+
+impl<'a, S: Scalar> Interp<'a, S> {
+    pub fn new(arena: &'a Arena) -> Self {
+        Interp {
+            arena,
+            env: vec![None; arena.var_count()],
+            free_vars: HashMap::new(),
+        }
+    }
+
+    /// Bind `v` (for free variables of a term), returning the previous value.
+    pub fn bind(&mut self, v: Var, value: Value<S>) -> Option<Value<S>> {
+        self.env[v.index()].replace(value)
+    }
+
+    fn restore(&mut self, v: Var, old: Option<Value<S>>) {
+        self.env[v.index()] = old;
+    }
+
+    fn lookup(&self, v: Var) -> R<Value<S>> {
+        match &self.env[v.index()] {
+            Some(x) => Ok(x.clone()),
+            None => fail(format!("unbound variable `{}`", self.arena.var_name(v))),
+        }
+    }
+
+    /// Evaluate `e` in the current environment.
+    pub fn eval(&mut self, e: ExprId) -> R<Value<S>> {
+        with_stack(|| {
+            let mut saved: Vec<(Var, Option<Value<S>>)> = Vec::new();
+            let mut cur = e;
+            let result = loop {
+                match self.arena[cur] {
+                    Node::Let(x, e1, e2) => match self.eval(e1) {
+                        Ok(v) => {
+                            saved.push((x, self.bind(x, v)));
+                            cur = e2;
+                        }
+                        Err(err) => break Err(err),
+                    },
+                    Node::LetTuple(xs, e1, e2) => match self.eval(e1) {
+                        Ok(Value::Tuple(items)) if items.len() == xs.len() => {
+                            for (&x, v) in self.arena.vars_of(xs).iter().zip(items.iter()) {
+                                saved.push((x, self.bind(x, v.clone())));
+                            }
+                            cur = e2;
+                        }
+                        Ok(_) => break fail("tuple pattern of the wrong size"),
+                        Err(err) => break Err(err),
+                    },
+                    _ => break self.eval_node(cur),
+                }
+            };
+            for (x, old) in saved.into_iter().rev() {
+                self.restore(x, old);
+            }
+            result
+        })
+    }
+
+    fn real(&mut self, e: ExprId) -> R<S> {
+        match self.eval(e)? {
+            Value::Real(x) => Ok(x),
+            v => fail(format!("expected a real, got {v}")),
+        }
+    }
+
+    fn boolean(&mut self, e: ExprId) -> R<bool> {
+        match self.eval(e)? {
+            Value::Bool(b) => Ok(b),
+            v => fail(format!("expected a condition, got {v}")),
+        }
+    }
+
+    fn array(&mut self, e: ExprId) -> R<Rc<[Value<S>]>> {
+        match self.eval(e)? {
+            Value::Array(items) => Ok(items),
+            v => fail(format!("expected an array, got {v}")),
+        }
+    }
+
+    /// Apply the function argument `f` (a `Lambda` node) to `args` in the current
+    /// environment (its free variables are those of the enclosing scope).
+    fn call_binder(&mut self, f: ExprId, args: &[Value<S>]) -> R<Value<S>> {
+        let Node::Lambda(ps, body) = self.arena[f] else {
+            return fail("the function argument of an array operation is not a binder");
+        };
+        let params = self.arena.vars_of(ps);
+        if params.len() != args.len() {
+            return fail("binder applied to the wrong number of arguments");
+        }
+        let saved: Vec<Option<Value<S>>> = params
+            .iter()
+            .zip(args)
+            .map(|(&p, a)| self.bind(p, a.clone()))
+            .collect();
+        let r = self.eval(body);
+        for (&p, old) in params.iter().zip(saved) {
+            self.restore(p, old);
+        }
+        r
+    }
+
+    fn apply(&mut self, clo: &Closure<S>, args: Vec<Value<S>>) -> R<Value<S>> {
+        if clo.params.len() != args.len() {
+            return fail("function applied to the wrong number of arguments");
+        }
+        let mut saved = Vec::new();
+        for (v, val) in &clo.captured {
+            saved.push((*v, self.bind(*v, val.clone())));
+        }
+        for (&p, a) in clo.params.iter().zip(args) {
+            saved.push((p, self.bind(p, a)));
+        }
+        let r = self.eval(clo.body);
+        for (v, old) in saved.into_iter().rev() {
+            self.restore(v, old);
+        }
+        r
+    }
+
+    fn eval_node(&mut self, e: ExprId) -> R<Value<S>> {
+        use Node::*;
+        let arena = self.arena;
+        Ok(match arena[e] {
+            Const(c) => Value::Real(S::constant(c)),
+            Bool(b) => Value::Bool(b),
+            Var(v) => self.lookup(v)?,
+            Let(..) | LetTuple(..) => self.eval(e)?,
+            Tuple(l) => {
+                let items = arena
+                    .exprs(l)
+                    .iter()
+                    .map(|&i| self.eval(i))
+                    .collect::<R<Vec<_>>>()?;
+                Value::tuple(items)
+            }
+            Array(l) => {
+                let items = arena
+                    .exprs(l)
+                    .iter()
+                    .map(|&i| self.eval(i))
+                    .collect::<R<Vec<_>>>()?;
+                Value::array(items)
+            }
+            Proj(i, x) => match self.eval(x)? {
+                Value::Tuple(items) if (i as usize) < items.len() => items[i as usize].clone(),
+                v => return fail(format!("projection .{i} of {v}")),
+            },
+            Op1(op, x) => Value::Real(S::unary(op, self.real(x)?)),
+            Op2(op, x, y) => {
+                let a = self.real(x)?;
+                let b = self.real(y)?;
+                Value::Real(S::binary(op, a, b))
+            }
+            Cmp(op, x, y) => {
+                let a = self.real(x)?;
+                let b = self.real(y)?;
+                Value::Bool(op.eval(a.value(), b.value()))
+            }
+            Not(x) => Value::Bool(!self.boolean(x)?),
+            And(x, y) => Value::Bool(self.boolean(x)? && self.boolean(y)?),
+            Or(x, y) => Value::Bool(self.boolean(x)? || self.boolean(y)?),
+            If(c, x, y) => {
+                if self.boolean(c)? {
+                    self.eval(x)?
+                } else {
+                    self.eval(y)?
+                }
+            }
+            Lambda(ps, body) => {
+                let fv = match self.free_vars.get(&e) {
+                    Some(fv) => fv.clone(),
+                    None => {
+                        let fv: Rc<[unfad_syntax::Var]> = arena.free_vars(e).into();
+                        self.free_vars.insert(e, fv.clone());
+                        fv
+                    }
+                };
+                let captured = fv
+                    .iter()
+                    .map(|&v| Ok((v, self.lookup(v)?)))
+                    .collect::<R<Vec<_>>>()?;
+                Value::Closure(Rc::new(Closure {
+                    params: arena.vars_of(ps).to_vec(),
+                    body,
+                    captured,
+                }))
+            }
+            App(f, l) => {
+                let Value::Closure(clo) = self.eval(f)? else {
+                    return fail("application of a value that is not a function");
+                };
+                let args = arena
+                    .exprs(l)
+                    .iter()
+                    .map(|&i| self.eval(i))
+                    .collect::<R<Vec<_>>>()?;
+                self.apply(&clo, args)?
+            }
+            Call(..) => return fail("calls are inlined before evaluation"),
+            Len(x) => Value::Real(S::constant(self.array(x)?.len() as f64)),
+            ZerosLike(x) => self.eval(x)?.map_leaves(&mut |_| S::constant(0.0)),
+            OnesLike(x) => self.eval(x)?.map_leaves(&mut |_| S::constant(1.0)),
+            Map(f, x) => {
+                let xs = self.array(x)?;
+                let out = xs
+                    .iter()
+                    .map(|a| self.call_binder(f, std::slice::from_ref(a)))
+                    .collect::<R<Vec<_>>>()?;
+                Value::array(out)
+            }
+            Map2(f, x, y) => {
+                let xs = self.array(x)?;
+                let ys = self.array(y)?;
+                // Formal sizes can differ from run-time lengths only through a shifted empty
+                // array; the shorter length is then the intended one.
+                let out = xs
+                    .iter()
+                    .zip(ys.iter())
+                    .map(|(a, b)| self.call_binder(f, &[a.clone(), b.clone()]))
+                    .collect::<R<Vec<_>>>()?;
+                Value::array(out)
+            }
+            Reduce(f, z, x) | Foldl(f, z, x) => {
+                let mut acc = self.eval(z)?;
+                let xs = self.array(x)?;
+                for a in xs.iter() {
+                    acc = self.call_binder(f, &[acc, a.clone()])?;
+                }
+                acc
+            }
+            Scanl(f, z, x) => {
+                let mut acc = self.eval(z)?;
+                let xs = self.array(x)?;
+                let mut out = Vec::with_capacity(xs.len() + 1);
+                out.push(acc.clone());
+                for a in xs.iter() {
+                    acc = self.call_binder(f, &[acc, a.clone()])?;
+                    out.push(acc.clone());
+                }
+                Value::array(out)
+            }
+            Scanr(f, z, x) => {
+                let mut acc = self.eval(z)?;
+                let xs = self.array(x)?;
+                let mut out = vec![acc.clone()];
+                for a in xs.iter().rev() {
+                    acc = self.call_binder(f, &[a.clone(), acc])?;
+                    out.push(acc.clone());
+                }
+                out.reverse();
+                Value::array(out)
+            }
+            Shift1L(x) => {
+                let xs = self.array(x)?;
+                Value::array(xs.iter().skip(1).cloned().collect())
+            }
+            Shift1R(x) => {
+                let xs = self.array(x)?;
+                let n = xs.len().saturating_sub(1);
+                Value::array(xs[..n].to_vec())
+            }
+        })
+    }
+}

@@ -1,0 +1,231 @@
+//! Values at the boundary: JSON in and out, and the binding of size variables.
+//!
+//! A real is a JSON number, arrays and tuples are JSON arrays (the type says which), and an
+//! input is an object from parameter name to value. Sizes are read off the values; a value
+//! that does not fit its parameter's type is an error naming the parameter and both sizes.
+//! Non-finite numbers, which JSON lacks, are written as the strings `"NaN"`, `"Infinity"`
+//! and `"-Infinity"` and read back from them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+use unfad_syntax::{Arena, Func, Size, Type};
+
+use crate::scalar::Scalar;
+use crate::value::Value;
+
+/// An argument that does not fit its parameter.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InputError(pub String);
+
+/// The values of the size variables, and which parameter fixed each one.
+#[derive(Clone, Debug, Default)]
+pub struct SizeEnv {
+    sizes: HashMap<Arc<str>, (u64, String)>,
+}
+
+impl SizeEnv {
+    pub fn get(&self, var: &str) -> Option<u64> {
+        self.sizes.get(var).map(|(n, _)| *n)
+    }
+
+    /// Record that array `size` of parameter `param` has `len` elements.
+    pub fn bind(
+        &mut self,
+        param: &str,
+        ty: &Type,
+        size: &Size,
+        len: u64,
+    ) -> Result<(), InputError> {
+        match &size.var {
+            None => {
+                if size.offset as u64 != len {
+                    return Err(InputError(format!(
+                        "parameter `{param}`: expected {} elements (type `{ty}`), found {len}",
+                        size.offset
+                    )));
+                }
+            }
+            Some(v) => {
+                let value = len as i64 - size.offset;
+                if value < 0 {
+                    return Err(InputError(format!(
+                        "parameter `{param}`: {len} elements is too few for size {size}"
+                    )));
+                }
+                match self.sizes.get(v) {
+                    Some((prev, from)) if *prev != value as u64 => {
+                        return Err(InputError(format!(
+                            "parameter `{param}`: size `{v}` is {value} here (an array of {len} elements for `{size}`), but {prev} from parameter `{from}`"
+                        )))
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.sizes.insert(v.clone(), (value as u64, param.to_string()));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn lookup(&self) -> impl Fn(&str) -> Option<u64> + '_ {
+        move |v| self.get(v)
+    }
+}
+
+fn number(param: &str, ty: &Type, j: &Json) -> Result<f64, InputError> {
+    match j {
+        Json::Number(n) => n
+            .as_f64()
+            .ok_or_else(|| InputError(format!("parameter `{param}`: {n} is not a double"))),
+        Json::String(s) if s == "NaN" => Ok(f64::NAN),
+        Json::String(s) if s == "Infinity" => Ok(f64::INFINITY),
+        Json::String(s) if s == "-Infinity" => Ok(f64::NEG_INFINITY),
+        other => Err(InputError(format!(
+            "parameter `{param}` (type `{ty}`): expected a number, found {}",
+            kind(other)
+        ))),
+    }
+}
+
+fn kind(j: &Json) -> String {
+    match j {
+        Json::Null => "null".into(),
+        Json::Bool(b) => format!("`{b}`"),
+        Json::Number(n) => format!("the number {n}"),
+        Json::String(s) => format!("the string {s:?}"),
+        Json::Array(a) => format!("an array of {} elements", a.len()),
+        Json::Object(_) => "an object".into(),
+    }
+}
+
+/// Read the value of parameter `param` of type `ty`, binding sizes in `sizes`.
+pub fn value_from_json<S: Scalar>(
+    param: &str,
+    ty: &Type,
+    j: &Json,
+    sizes: &mut SizeEnv,
+) -> Result<Value<S>, InputError> {
+    match ty {
+        Type::Real => Ok(Value::Real(S::constant(number(param, ty, j)?))),
+        Type::Tuple(items) => match j {
+            Json::Array(xs) if xs.len() == items.len() => {
+                let vals = items.iter().zip(xs).map(|(t, x)| value_from_json(param, t, x, sizes)).collect::<Result<Vec<_>, _>>()?;
+                Ok(Value::tuple(vals))
+            }
+            other => Err(InputError(format!(
+                "parameter `{param}`: a tuple of type `{ty}` is a JSON array of {} elements, found {}",
+                items.len(),
+                kind(other)
+            ))),
+        },
+        Type::Array(size, elem) => match j {
+            Json::Array(xs) => {
+                sizes.bind(param, ty, size, xs.len() as u64)?;
+                let vals = xs.iter().map(|x| value_from_json(param, elem, x, sizes)).collect::<Result<Vec<_>, _>>()?;
+                Ok(Value::array(vals))
+            }
+            other => Err(InputError(format!("parameter `{param}`: expected an array of type `{ty}`, found {}", kind(other)))),
+        },
+        Type::Bool | Type::Func(..) => Err(InputError(format!("parameter `{param}` has type `{ty}`, which has no JSON form"))),
+    }
+}
+
+/// Read the arguments of `func` from a JSON object mapping parameter names to values.
+pub fn args_from_json<S: Scalar>(
+    arena: &Arena,
+    func: &Func,
+    input: &Json,
+) -> Result<(Vec<Value<S>>, SizeEnv), InputError> {
+    let Json::Object(map) = input else {
+        return Err(InputError(format!(
+            "the input must be a JSON object from parameter name to value, found {}",
+            kind(input)
+        )));
+    };
+    let names = func.param_names(arena);
+    if let Some(extra) = map.keys().find(|k| !names.contains(k)) {
+        return Err(InputError(format!(
+            "the input has `{extra}`, which is not a parameter of `{}` (its parameters: {})",
+            func.name,
+            names.join(", ")
+        )));
+    }
+    let mut sizes = SizeEnv::default();
+    let mut args = Vec::new();
+    for (name, ty) in names.iter().zip(func.param_types(arena)) {
+        let Some(j) = map.get(name) else {
+            return Err(InputError(format!(
+                "the input has no value for parameter `{name}` (type `{ty}`)"
+            )));
+        };
+        args.push(value_from_json(name, &ty, j, &mut sizes)?);
+    }
+    Ok((args, sizes))
+}
+
+/// A number as JSON; non-finite numbers as strings.
+pub fn number_to_json(x: f64) -> Json {
+    match serde_json::Number::from_f64(x) {
+        Some(n) => Json::Number(n),
+        None if x.is_nan() => Json::String("NaN".into()),
+        None if x > 0.0 => Json::String("Infinity".into()),
+        None => Json::String("-Infinity".into()),
+    }
+}
+
+/// A value as JSON (reals as numbers, tuples and arrays as arrays).
+pub fn value_to_json<S: Scalar>(v: &Value<S>) -> Json {
+    match v {
+        Value::Real(x) => number_to_json(x.value()),
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Tuple(items) | Value::Array(items) => {
+            Json::Array(items.iter().map(value_to_json).collect())
+        }
+        Value::Closure(_) => Json::String("<function>".into()),
+    }
+}
+
+/// Rebuild a value of type `ty` from its leaves in row-major order (the inverse of
+/// [`Value::leaves`]), with array sizes from `sizes`.
+pub fn value_from_leaves(
+    ty: &Type,
+    leaves: &[f64],
+    sizes: &dyn Fn(&str) -> Option<u64>,
+) -> Option<Value<f64>> {
+    fn go(
+        ty: &Type,
+        leaves: &[f64],
+        pos: &mut usize,
+        sizes: &dyn Fn(&str) -> Option<u64>,
+    ) -> Option<Value<f64>> {
+        Some(match ty {
+            Type::Real => {
+                let x = *leaves.get(*pos)?;
+                *pos += 1;
+                Value::Real(x)
+            }
+            Type::Tuple(items) => Value::tuple(
+                items
+                    .iter()
+                    .map(|t| go(t, leaves, pos, sizes))
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+            Type::Array(n, elem) => {
+                let n = n.eval(sizes)?;
+                Value::array(
+                    (0..n)
+                        .map(|_| go(elem, leaves, pos, sizes))
+                        .collect::<Option<Vec<_>>>()?,
+                )
+            }
+            Type::Bool | Type::Func(..) => return None,
+        })
+    }
+    let mut pos = 0;
+    let v = go(ty, leaves, &mut pos, sizes)?;
+    (pos == leaves.len()).then_some(v)
+}
