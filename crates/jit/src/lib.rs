@@ -1,0 +1,1 @@
+//! Lowering of first-order Target terms to Cranelift IR, and JIT compilation to native code.
