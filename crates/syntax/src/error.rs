@@ -13,6 +13,8 @@ pub enum ErrorKind {
     Type,
     /// The program is well typed but outside what the requested operation supports.
     Unsupported,
+    /// The request does not fit the program (no such entry point, ...).
+    Usage,
 }
 
 impl fmt::Display for ErrorKind {
@@ -21,6 +23,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Syntax => "syntax error",
             ErrorKind::Type => "type error",
             ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Usage => "usage error",
         })
     }
 }

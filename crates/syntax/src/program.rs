@@ -207,7 +207,7 @@ impl Program {
                         .map(|d| d.name.as_str())
                         .collect();
                     Error::whole_program(
-                        ErrorKind::Syntax,
+                        ErrorKind::Usage,
                         format!(
                             "there is no definition named `{n}` (the program defines: {})",
                             user.join(", ")

@@ -1,0 +1,205 @@
+//! The `unfad` binary end to end: bundled examples and every kind of bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use expect_test::{expect, Expect};
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// Run `unfad args...`; returns (exit code, stdout, stderr).
+fn unfad(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_unfad"))
+        .args(args)
+        .current_dir(examples())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn scratch(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("unfad-cli-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn every_example_evaluates_to_its_hand_computed_value() {
+    // Values computed independently (Python's math module).
+    let expected = [
+        ("intro", "12.0"),
+        ("prod", "-18.0"),
+        ("sum", "10.0"),
+        ("dot", "12.0"),
+        ("logsumexp", "3.5611386053535607"),
+        ("neural_layer", "2.045253799955621"),
+        ("recurrence", "0.07362912072470548"),
+    ];
+    for (name, value) in expected {
+        let (code, out, err) = unfad(&[
+            "eval",
+            &format!("{name}.ad"),
+            "--input",
+            &format!("{name}.json"),
+        ]);
+        assert_eq!((code, out.trim(), err.as_str()), (0, value, ""), "{name}");
+    }
+    // Every bundled example is in the table above.
+    let count = std::fs::read_dir(examples())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "ad")
+        })
+        .count();
+    assert_eq!(count, expected.len());
+}
+
+#[test]
+fn eval_of_another_entry_point() {
+    let (code, out, _) = unfad(&[
+        "eval",
+        "neural_layer.ad",
+        "--input",
+        "neural_layer.json",
+        "--entry",
+        "loss",
+    ]);
+    assert_eq!((code, out.trim()), (0, "2.045253799955621"));
+    let input = scratch(
+        "layer.json",
+        r#"{"W": [[1, 0], [0, 1]], "b": [0, 0], "x": [0, 0]}"#,
+    );
+    let (code, out, _) = unfad(&[
+        "eval",
+        "neural_layer.ad",
+        "--input",
+        &input,
+        "--entry",
+        "layer",
+    ]);
+    assert_eq!((code, out.trim()), (0, "[0.0,0.0]"));
+}
+
+fn check_error(args: &[&str], expect: Expect) {
+    let (code, out, err) = unfad(args);
+    assert_ne!(code, 0, "a failure exits with a non-zero code");
+    assert_eq!(out, "", "nothing on stdout");
+    let dir = std::env::temp_dir().join(format!("unfad-cli-tests-{}", std::process::id()));
+    expect.assert_eq(&err.replace(&dir.display().to_string(), "$TMP"));
+}
+
+#[test]
+fn malformed_source_points_at_line_and_column() {
+    let bad = scratch("bad_syntax.ad", "def f(x: real) =\n  let y = x * in y\n");
+    check_error(
+        &["eval", &bad, "--input", "intro.json"],
+        expect![[r#"
+            error: syntax error: expected an expression, found `in`
+              ┌─ $TMP/bad_syntax.ad:2:15
+              │
+            2 │   let y = x * in y
+              │               ^^
+
+        "#]],
+    );
+}
+
+#[test]
+fn ill_typed_program_shows_both_sizes() {
+    let bad = scratch(
+        "bad_type.ad",
+        "def f(A: [n]real, B: [m]real) =\n  reduce + 0 (map2 * A B)\n",
+    );
+    check_error(
+        &["emit", &bad, "--stage", "source"],
+        expect![[r#"
+            error: type error: `map2` needs two arrays of the same size, but the first has type `[n]real` (size n) and the second `[m]real` (size m)
+              ┌─ $TMP/bad_type.ad:2:15
+              │
+            2 │   reduce + 0 (map2 * A B)
+              │               ^^^^^^^^^^
+
+        "#]],
+    );
+}
+
+#[test]
+fn bad_inputs_name_the_parameter() {
+    let not_json = scratch("not.json", "{\"A\": [1, 2,");
+    check_error(
+        &["eval", "dot.ad", "--input", &not_json],
+        expect![[r#"
+        error: $TMP/not.json is not valid JSON: EOF while parsing a value at line 1 column 12
+    "#]],
+    );
+    let sizes = scratch("sizes.json", r#"{"A": [1, 2, 3], "B": [1, 2]}"#);
+    check_error(
+        &["eval", "dot.ad", "--input", &sizes],
+        expect![[r#"
+        error: parameter `B`: size `n` is 2 here (an array of 2 elements for `n`), but 3 from parameter `A`
+    "#]],
+    );
+    let shape = scratch(
+        "shape.json",
+        r#"{"W": [[1, 2], [3]], "b": [0, 0], "x": [1, 1], "t": [0, 0]}"#,
+    );
+    check_error(
+        &["eval", "neural_layer.ad", "--input", &shape],
+        expect![[r#"
+        error: parameter `W`: size `m` is 1 here (an array of 1 elements for `m`), but 2 from parameter `W`
+    "#]],
+    );
+    check_error(
+        &["eval", "missing.ad", "--input", "dot.json"],
+        expect![[r#"
+        error: cannot read missing.ad: No such file or directory (os error 2)
+    "#]],
+    );
+    check_error(
+        &["eval", "dot.ad", "--input", "dot.json", "--entry", "nope"],
+        expect![[r#"
+        error: usage error: there is no definition named `nope` (the program defines: main)
+
+    "#]],
+    );
+}
+
+#[test]
+fn emit_source_prints_the_inlined_entry_point() {
+    let (code, out, _) = unfad(&["emit", "neural_layer.ad", "--stage", "source"]);
+    assert_eq!(code, 0);
+    expect![[r#"
+        def loss(W: [n][m]real, b: [n]real, x: [m]real, t: [n]real): real =
+          let h =
+            let W_1 = W in
+            let b_1 = b in
+            let x_1 = x in
+            map2 (row, bi.
+              tanh((let A = row in
+               let B = x_1 in
+               reduce + 0 (map2 * A B)) + bi)) W_1 b_1
+          in
+          let A_1 = map2 (hi, ti. (hi - ti) * (hi - ti)) h t in
+          reduce + 0 A_1
+    "#]]
+    .assert_eq(&out);
+}
+
+#[test]
+fn usage_errors_exit_with_code_2() {
+    let (code, _, err) = unfad(&["eval"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--input"), "{err}");
+}
