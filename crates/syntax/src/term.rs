@@ -363,9 +363,20 @@ impl Arena {
         out
     }
 
-    pub fn for_each_child(&self, e: ExprId, mut f: impl FnMut(ExprId)) {
+    pub fn for_each_child(&self, e: ExprId, f: impl FnMut(ExprId)) {
+        self.for_each_child_of(self[e], f)
+    }
+
+    /// The direct subterms of a node not (yet) in the arena.
+    pub fn node_children(&self, node: Node) -> Vec<ExprId> {
+        let mut out = Vec::new();
+        self.for_each_child_of(node, |c| out.push(c));
+        out
+    }
+
+    fn for_each_child_of(&self, node: Node, mut f: impl FnMut(ExprId)) {
         use Node::*;
-        match self[e] {
+        match node {
             Const(_) | Bool(_) | Var(_) => {}
             Let(_, a, b)
             | LetTuple(_, a, b)

@@ -1,0 +1,274 @@
+//! The cost model of the paper's Figure "Cost model for the restricted target language",
+//! the nesting of array operations (NAO), and the cheap-gradient bound of Theorem
+//! "complexity": `Cost(grad e) <= 4 * 3^p * Cost(e)` with `p = NAO(e)`.
+//!
+//! **How the bound is compared.** The paper states the bound on cost vectors (MOVES,
+//! ADDS, MULTS, NLOPS). Read component-wise it cannot hold: the gradient of `sin(x) * x`,
+//! `cos(x) * x + sin(x)`, has an addition where the program has none (the product rule
+//! turns multiplications into additions), and `4 * 3^p * 0 = 0`. The theorem follows
+//! Griewank's cheap-gradient principle, whose complexity is a weighted sum of the
+//! elementary operations; we check the bound on the sum with unit weights,
+//! `MOVES + ADDS + MULTS + NLOPS` ([`Cost::total`]), and report every component too.
+//!
+//! Sizes: the `n` of an array operation is the length of its operand, from the operand's
+//! type with the size variables at given values. Choices for constructs the figure does
+//! not list: a comparison or `max`/`min` costs like an addition, negation and `abs` are
+//! additions, `/` is a multiplication, `pow`/`atan2` are non-linear; `if` costs its
+//! condition, one move, and the dearer branch; `zeros_like(e)`/`ones_like(e)` are fills
+//! of `e`'s size (their operand only gives a shape, it is not computed), `len(e)` one move;
+//! an array literal moves each element; `map` is costed like `map2`, `foldl` like `reduce`.
+
+use std::fmt;
+use std::ops::{Add, Mul};
+
+use unfad_syntax::{with_stack, Arena, BinOp, ExprId, Node, Type, UnOp};
+
+/// A cost vector: MOVES, ADDS, MULTS, NLOPS.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cost {
+    pub moves: u64,
+    pub adds: u64,
+    pub mults: u64,
+    pub nlops: u64,
+}
+
+impl Cost {
+    pub const fn new(moves: u64, adds: u64, mults: u64, nlops: u64) -> Cost {
+        Cost {
+            moves,
+            adds,
+            mults,
+            nlops,
+        }
+    }
+
+    /// The weighted sum the bound is checked on (unit weights).
+    pub fn total(&self) -> u64 {
+        self.moves
+            .saturating_add(self.adds)
+            .saturating_add(self.mults)
+            .saturating_add(self.nlops)
+    }
+
+    /// Component-wise maximum (the dearer branch of a conditional).
+    pub fn max(self, o: Cost) -> Cost {
+        Cost::new(
+            self.moves.max(o.moves),
+            self.adds.max(o.adds),
+            self.mults.max(o.mults),
+            self.nlops.max(o.nlops),
+        )
+    }
+}
+
+impl Add for Cost {
+    type Output = Cost;
+    fn add(self, o: Cost) -> Cost {
+        Cost::new(
+            self.moves.saturating_add(o.moves),
+            self.adds.saturating_add(o.adds),
+            self.mults.saturating_add(o.mults),
+            self.nlops.saturating_add(o.nlops),
+        )
+    }
+}
+
+impl Mul<u64> for Cost {
+    type Output = Cost;
+    fn mul(self, n: u64) -> Cost {
+        Cost::new(
+            self.moves.saturating_mul(n),
+            self.adds.saturating_mul(n),
+            self.mults.saturating_mul(n),
+            self.nlops.saturating_mul(n),
+        )
+    }
+}
+
+impl fmt::Display for Cost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "(MOVES {}, ADDS {}, MULTS {}, NLOPS {})",
+            self.moves, self.adds, self.mults, self.nlops
+        )
+    }
+}
+
+const MOVE: Cost = Cost::new(1, 0, 0, 0);
+
+fn unary_cost(op: UnOp) -> Cost {
+    match op {
+        UnOp::Neg | UnOp::Abs => Cost::new(2, 1, 0, 0),
+        _ => Cost::new(2, 0, 0, 1),
+    }
+}
+
+fn binary_cost(op: BinOp) -> Cost {
+    match op {
+        BinOp::Add | BinOp::Sub | BinOp::Max | BinOp::Min => Cost::new(3, 1, 0, 0),
+        BinOp::Mul | BinOp::Div => Cost::new(3, 0, 1, 0),
+        BinOp::Pow | BinOp::Atan2 => Cost::new(3, 0, 0, 1),
+    }
+}
+
+/// The cost of evaluating `e` in `arena` once, with size variables valued by `sizes`.
+/// `e` must be first-order and typed (see [`crate::check_first_order`]).
+pub fn cost_of(arena: &Arena, e: ExprId, sizes: &dyn Fn(&str) -> Option<u64>) -> Cost {
+    Coster { arena, sizes }.cost(e)
+}
+
+struct Coster<'a> {
+    arena: &'a Arena,
+    sizes: &'a dyn Fn(&str) -> Option<u64>,
+}
+
+impl Coster<'_> {
+    fn ty(&self, e: ExprId) -> Option<&Type> {
+        match self.arena[e] {
+            Node::Var(v) => self.arena.var_type(v),
+            _ => self.arena.type_of(e),
+        }
+    }
+
+    /// Length of the array `e` (0 if unknown, which only under-counts).
+    fn len(&self, e: ExprId) -> u64 {
+        match self.ty(e) {
+            Some(Type::Array(n, _)) => n.eval(self.sizes).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// Number of reals in a value of `e`'s type.
+    fn leaves(&self, e: ExprId) -> u64 {
+        self.ty(e)
+            .and_then(|t| t.leaf_count(self.sizes))
+            .unwrap_or(1)
+    }
+
+    /// Cost of one call of a function argument (its body).
+    fn body(&self, f: ExprId) -> Cost {
+        match self.arena.lambda_parts(f) {
+            Some((_, body)) => self.cost(body),
+            None => Cost::default(),
+        }
+    }
+
+    fn cost(&self, e: ExprId) -> Cost {
+        with_stack(|| {
+            let a = self.arena;
+            match a[e] {
+                Node::Const(_) | Node::Bool(_) | Node::Var(_) => MOVE,
+                Node::Let(_, x, body) | Node::LetTuple(_, x, body) => {
+                    // let chains are walked in a loop
+                    let mut total = MOVE + self.cost(x);
+                    let mut cur = body;
+                    while let Node::Let(_, x2, b2) | Node::LetTuple(_, x2, b2) = a[cur] {
+                        total = total + MOVE + self.cost(x2);
+                        cur = b2;
+                    }
+                    total + self.cost(cur)
+                }
+                Node::Tuple(l) | Node::Array(l) => {
+                    let items = a
+                        .exprs(l)
+                        .iter()
+                        .fold(Cost::default(), |acc, &i| acc + self.cost(i));
+                    if matches!(a[e], Node::Array(_)) {
+                        items + MOVE * l.len() as u64
+                    } else {
+                        items
+                    }
+                }
+                Node::Proj(_, x) => MOVE + self.cost(x),
+                Node::Op1(op, x) => unary_cost(op) + self.cost(x),
+                Node::Op2(op, x, y) => binary_cost(op) + self.cost(x) + self.cost(y),
+                Node::Cmp(_, x, y) | Node::And(x, y) | Node::Or(x, y) => {
+                    Cost::new(3, 1, 0, 0) + self.cost(x) + self.cost(y)
+                }
+                Node::Not(x) => Cost::new(2, 1, 0, 0) + self.cost(x),
+                Node::If(c, x, y) => MOVE + self.cost(c) + self.cost(x).max(self.cost(y)),
+                Node::Len(_) => MOVE,
+                Node::ZerosLike(x) | Node::OnesLike(x) => MOVE * self.leaves(x),
+                Node::Map(f, x) => {
+                    (self.body(f) + Cost::new(2, 0, 0, 0)) * self.len(x) + self.cost(x)
+                }
+                Node::Map2(f, x, y) => {
+                    (self.body(f) + Cost::new(2, 0, 0, 0)) * self.len(x).min(self.len(y))
+                        + self.cost(x)
+                        + self.cost(y)
+                }
+                Node::Reduce(f, z, x) | Node::Foldl(f, z, x) => {
+                    (self.body(f) + Cost::new(2, 0, 0, 0)) * self.len(x)
+                        + self.cost(z)
+                        + self.cost(x)
+                }
+                Node::Scanl(f, z, x) | Node::Scanr(f, z, x) => {
+                    (self.body(f) + Cost::new(3, 0, 0, 0)) * self.len(x)
+                        + self.cost(z)
+                        + self.cost(x)
+                }
+                Node::Shift1L(x) | Node::Shift1R(x) => self.cost(x) + MOVE * self.len(x),
+                // Not first-order: costed as their bodies, so that a report still shows something.
+                Node::Lambda(_, body) => self.cost(body),
+                Node::App(f, l) => a
+                    .exprs(l)
+                    .iter()
+                    .fold(self.cost(f), |acc, &i| acc + self.cost(i)),
+                Node::Call(_, l) => a
+                    .exprs(l)
+                    .iter()
+                    .fold(Cost::default(), |acc, &i| acc + self.cost(i)),
+            }
+        })
+    }
+}
+
+/// NAO, the nesting of array operations of a Source term (the paper's definition,
+/// extended to `map`, `foldl` and the scans like `map2` and `reduce`, and to `if`).
+pub fn nao(arena: &Arena, e: ExprId) -> u32 {
+    with_stack(|| {
+        let kids = arena.children(e);
+        match arena[e] {
+            Node::Map(f, x) => {
+                let body = arena.lambda_parts(f).map_or(0, |(_, b)| nao(arena, b));
+                (1 + body).max(nao(arena, x))
+            }
+            Node::Map2(f, x, y)
+            | Node::Reduce(f, x, y)
+            | Node::Foldl(f, x, y)
+            | Node::Scanl(f, x, y)
+            | Node::Scanr(f, x, y) => {
+                let body = arena.lambda_parts(f).map_or(0, |(_, b)| nao(arena, b));
+                (1 + body).max(nao(arena, x)).max(nao(arena, y))
+            }
+            _ => kids.into_iter().map(|k| nao(arena, k)).max().unwrap_or(0),
+        }
+    })
+}
+
+/// The measured cost of a program and of its gradient, and the bound they must satisfy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bound {
+    pub primal: Cost,
+    pub gradient: Cost,
+    /// NAO of the program.
+    pub p: u32,
+}
+
+impl Bound {
+    /// `4 * 3^p`.
+    pub fn factor(&self) -> u64 {
+        4 * 3u64.saturating_pow(self.p)
+    }
+
+    /// `Cost(grad e) / Cost(e)` on the weighted sum.
+    pub fn ratio(&self) -> f64 {
+        self.gradient.total() as f64 / (self.primal.total().max(1)) as f64
+    }
+
+    /// Whether `Cost(grad e) <= 4 * 3^p * Cost(e)` on the weighted sum.
+    pub fn holds(&self) -> bool {
+        self.gradient.total() <= self.factor().saturating_mul(self.primal.total())
+    }
+}

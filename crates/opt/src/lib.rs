@@ -1,0 +1,84 @@
+//! Partial evaluation and optimization of Target terms, the cost model, and the check of
+//! the cheap-gradient bound.
+//!
+//! [`optimize`] runs [`simplify::Simplifier`] passes to a fixed point (at most
+//! [`MAX_PASSES`]): continuations are inlined and beta-reduced, and the rewrites of the
+//! paper's Figure "Optimizations for target language" (in [`rules`]) fire on the result.
+//! Bindings used once are then inlined where that moves no work ([`inline`]), Lemma noHO
+//! is enforced ([`check_first_order`]) and the result is type-checked.
+//!
+//! ```
+//! use unfad_syntax::{print_expr, Program};
+//! let mut prog = Program::load(
+//!     "def f(A: [n]real) = let Y = fun (x: real) -> x * 1 + 0 in map2 * A (ones_like(A))",
+//! ).unwrap();
+//! let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+//! let opt = unfad_opt::optimize(&mut prog.arena, &func).unwrap();
+//! assert_eq!(print_expr(&prog.arena, opt.body), "A");
+//! ```
+
+pub mod cost;
+pub mod first_order;
+pub mod inline;
+pub mod len;
+pub mod rules;
+pub mod simplify;
+
+use unfad_syntax::typeck::{infer, NoSource};
+use unfad_syntax::{Arena, Func};
+
+pub use cost::{cost_of, nao, Bound, Cost};
+pub use first_order::check_first_order;
+pub use simplify::Simplifier;
+
+/// Passes after which the optimizer stops even if rules still fire.
+pub const MAX_PASSES: usize = 24;
+
+/// Why optimization failed; each is a bug in an earlier stage or here, reported, not hidden.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OptError {
+    /// Lemma noHO does not hold for the result.
+    #[error("the optimized gradient is not first-order: {why}, in\n{term}")]
+    NotFirstOrder { why: String, term: String },
+    /// A rewrite produced an ill-typed term.
+    #[error("the optimizer produced an ill-typed term: {0}")]
+    IllTyped(String),
+}
+
+/// Optimize `func` to a fixed point and check that the result is first-order.
+pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
+    let f = simplify_to_fixed_point(arena, func);
+    let f = inline::inline_single_use(arena, &f);
+    let f = simplify_to_fixed_point(arena, &f);
+    check_first_order(arena, &f)?;
+    check_types(arena, &f)?;
+    Ok(f)
+}
+
+/// Optimize `func` to a fixed point without requiring a first-order result (for terms
+/// that legitimately keep lambdas, and for showing intermediate results).
+pub fn simplify_to_fixed_point(arena: &mut Arena, func: &Func) -> Func {
+    let mut f = func.clone();
+    for _ in 0..MAX_PASSES {
+        let mut s = Simplifier::new(arena, &f);
+        let body = s.run(f.body);
+        let rewrites = s.rewrites;
+        f = Func { body, ..f };
+        if rewrites == 0 {
+            break;
+        }
+    }
+    f
+}
+
+/// Type-check an optimized function (its result type must not change).
+pub fn check_types(arena: &mut Arena, func: &Func) -> Result<(), OptError> {
+    match infer(arena, &NoSource, func.body) {
+        Ok(t) if t == func.ret => Ok(()),
+        Ok(t) => Err(OptError::IllTyped(format!(
+            "result type `{t}` instead of `{}`",
+            func.ret
+        ))),
+        Err(e) => Err(OptError::IllTyped(e.message)),
+    }
+}

@@ -1,0 +1,380 @@
+//! Array algebraic simplifications and map fusion.
+//!
+//! `zeros_like(A)` and `ones_like(A)` are kept symbolic so that these rules see them; a
+//! rule that replaces an array operation by one of its operands first checks with the
+//! exact length analysis that the operand is never longer than the result (see
+//! [`crate::len`]), since `map2` stops at the shorter array.
+
+use unfad_syntax::{BinOp, ExprId, Node, Type, Var};
+
+use crate::simplify::Simplifier;
+
+/// Parameters and body of a function argument.
+fn lambda(s: &Simplifier, f: ExprId) -> Option<(Vec<Var>, ExprId)> {
+    s.arena.lambda_parts(f).map(|(ps, b)| (ps.to_vec(), b))
+}
+
+fn mentions(s: &Simplifier, body: ExprId, v: Var) -> bool {
+    s.arena.free_vars(body).contains(&v)
+}
+
+/// `zeros_like(A)` / `ones_like(A)` of an array of reals: `(A, 0.0 or 1.0)`.
+fn constant_array(s: &mut Simplifier, e: ExprId) -> Option<(ExprId, f64)> {
+    let (a, c) = match s.arena[e] {
+        Node::ZerosLike(a) => (a, 0.0),
+        Node::OnesLike(a) => (a, 1.0),
+        _ => return None,
+    };
+    match s.ty(a)? {
+        Type::Array(_, elem) if *elem == Type::Real => Some((a, c)),
+        _ => None,
+    }
+}
+
+fn elem_is_real(s: &mut Simplifier, a: ExprId) -> bool {
+    matches!(s.ty(a), Some(Type::Array(_, elem)) if *elem == Type::Real)
+}
+
+fn fill(s: &mut Simplifier, like: ExprId, c: f64) -> ExprId {
+    s.mk(if c == 0.0 {
+        Node::ZerosLike(like)
+    } else {
+        Node::OnesLike(like)
+    })
+}
+
+fn lam(s: &mut Simplifier, params: &[Var], body: ExprId) -> ExprId {
+    let l = s.arena.var_list(params);
+    s.mk(Node::Lambda(l, body))
+}
+
+/// `map (x. x) A` is `A`.
+pub fn map_identity(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map(f, a) = s.arena[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(s, f)?;
+    (s.arena[body] == Node::Var(ps[0])).then_some(a)
+}
+
+/// `map (x. e) (zeros_like A)` is `map (x. e[0/x]) A` (so for ones): only the length of
+/// the operand matters once its elements are known.
+pub fn map_constant_operand(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map(f, a) = s.arena[e] else {
+        return None;
+    };
+    let (a0, c) = constant_array(s, a)?;
+    let (ps, body) = lambda(s, f)?;
+    let k = s.constant(c);
+    let body = if mentions(s, body, ps[0]) {
+        s.simplify_with(body, &[(ps[0], k)])
+    } else {
+        body
+    };
+    let f = lam(s, &ps, body);
+    Some(s.mk(Node::Map(f, a0)))
+}
+
+/// `map (x. 0) A` over reals is `zeros_like(A)`, and `map (x. 1) A` is `ones_like(A)`.
+pub fn map_constant_body(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map(f, a) = s.arena[e] else {
+        return None;
+    };
+    let (_, body) = lambda(s, f)?;
+    let c = match s.arena[body] {
+        Node::Const(c) if c == 0.0 || c == 1.0 => c,
+        _ => return None,
+    };
+    elem_is_real(s, a).then(|| fill(s, a, c))
+}
+
+/// Map fusion: `map (x. e1) (map2 (y1, y2. e2) A B)` is `map2 (y1, y2. let x = e2 in e1) A B`,
+/// and `map (x. e1) (map (y. e2) A)` is `map (y. let x = e2 in e1) A`.
+pub fn map_fusion(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map(f, a) = s.arena[e] else {
+        return None;
+    };
+    let (ps, e1) = lambda(s, f)?;
+    let (inner_f, node) = match s.arena[a] {
+        Node::Map(g, x) => (g, Node::Map(g, x)),
+        Node::Map2(g, x, y) => (g, Node::Map2(g, x, y)),
+        _ => return None,
+    };
+    let (qs, e2) = lambda(s, inner_f)?;
+    let fused = s.arena.let_(ps[0], e2, e1);
+    let body = s.scoped(fused);
+    let g = lam(s, &qs, body);
+    Some(match node {
+        Node::Map(_, x) => s.mk(Node::Map(g, x)),
+        Node::Map2(_, x, y) => s.mk(Node::Map2(g, x, y)),
+        _ => unreachable!("matched above"),
+    })
+}
+
+/// `map2 (x, y. e) A A` is `map (x. e[x/y]) A`.
+pub fn map2_same_operands(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map2(f, a, b) = s.arena[e] else {
+        return None;
+    };
+    if a != b {
+        return None;
+    }
+    let (ps, body) = lambda(s, f)?;
+    let x = s.var(ps[0]);
+    let body = s.simplify_with(body, &[(ps[1], x)]);
+    let g = lam(s, &ps[..1], body);
+    Some(s.mk(Node::Map(g, a)))
+}
+
+/// `map2 (x, y. e) A (zeros_like B)` specialises `y` to `0` (so for ones, either side):
+/// `map2 * A (ones_like B)` becomes `map2 (x, y. x) A (ones_like B)`, then `A`.
+pub fn map2_constant_operand(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map2(f, a, b) = s.arena[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(s, f)?;
+    for (i, operand) in [a, b].into_iter().enumerate() {
+        if let Some((_, c)) = constant_array(s, operand) {
+            if mentions(s, body, ps[i]) {
+                let k = s.constant(c);
+                let body = s.simplify_with(body, &[(ps[i], k)]);
+                let g = lam(s, &ps, body);
+                return Some(s.mk(Node::Map2(g, a, b)));
+            }
+        }
+    }
+    None
+}
+
+/// `map2 (x, y. e) A B` with `y` unused is `map (x. e) A` if `A` is never longer than `B`
+/// (and symmetrically).
+pub fn map2_unused_param(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map2(f, a, b) = s.arena[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(s, f)?;
+    let (uses_x, uses_y) = (mentions(s, body, ps[0]), mentions(s, body, ps[1]));
+    let (keep, operand) = if !uses_y && s.not_longer(a, b) {
+        (0, a)
+    } else if !uses_x && s.not_longer(b, a) {
+        (1, b)
+    } else {
+        return None;
+    };
+    let g = lam(s, &ps[keep..keep + 1], body);
+    Some(s.mk(Node::Map(g, operand)))
+}
+
+/// `map2 (x, y. e) (map (z. e2) A) B` is `map2 (z, y. let x = e2 in e) A B` (either side).
+pub fn map2_fusion(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map2(f, a, b) = s.arena[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(s, f)?;
+    for (i, operand) in [a, b].into_iter().enumerate() {
+        if let Node::Map(g, inner) = s.arena[operand] {
+            let (qs, e2) = lambda(s, g)?;
+            let fused = s.arena.let_(ps[i], e2, body);
+            let new_body = s.scoped(fused);
+            let mut params = ps.clone();
+            params[i] = qs[0];
+            let h = lam(s, &params, new_body);
+            let (na, nb) = if i == 0 { (inner, b) } else { (a, inner) };
+            return Some(s.mk(Node::Map2(h, na, nb)));
+        }
+    }
+    None
+}
+
+/// `reduce f z (zeros_like A)` (or ones, or `foldl`) is `z` when `f(z, c)` is `z`: this is
+/// `reduce + 0 (zeros_like A) -> 0` and `reduce * 1 (ones_like A) -> 1`, and more.
+pub fn fold_constant_array(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let (Node::Reduce(f, z, a) | Node::Foldl(f, z, a)) = s.arena[e] else {
+        return None;
+    };
+    let (_, c) = constant_array(s, a)?;
+    if !matches!(s.arena[z], Node::Const(_) | Node::Var(_)) {
+        return None;
+    }
+    let (ps, body) = lambda(s, f)?;
+    let k = s.constant(c);
+    let step = s.simplify_with(body, &[(ps[0], z), (ps[1], k)]);
+    (step == z).then_some(z)
+}
+
+/// `reduce + 0 (ones_like A)` is `len(A)`.
+pub fn count_ones(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Reduce(f, z, a) = s.arena[e] else {
+        return None;
+    };
+    let (a0, c) = constant_array(s, a)?;
+    let (ps, body) = lambda(s, f)?;
+    let plus = matches!(s.arena[body], Node::Op2(BinOp::Add, x, y)
+        if s.arena[x] == Node::Var(ps[0]) && s.arena[y] == Node::Var(ps[1]));
+    (plus && c == 1.0 && s.arena.is_const(z, 0.0)).then(|| s.mk(Node::Len(a0)))
+}
+
+/// A `reduce` over tuples whose function adds componentwise is a tuple of reductions,
+/// one per component (the paper's `reduce hat+ hat0 G`): each can then fuse with the map
+/// that computes its component.
+pub fn reduce_tuple_split(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Reduce(f, z, a) = s.arena[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(s, f)?;
+    let (p, q) = (ps[0], ps[1]);
+    let Node::Tuple(items) = s.arena[body] else {
+        return None;
+    };
+    let items = s.arena.exprs(items).to_vec();
+    let Some(Type::Tuple(comp_types)) = s.ty(z) else {
+        return None;
+    };
+    let mut parts = Vec::new();
+    for (i, &item) in items.iter().enumerate() {
+        let ty = comp_types.get(i)?.clone();
+        let x = s.fresh("x", Some(ty.clone()));
+        let y = s.fresh("y", Some(ty.clone()));
+        let comp = project_params(s, item, p, q, i as u32, x, y)?;
+        let g = lam(s, &[x, y], comp);
+        let zi = match s.arena[z] {
+            Node::Tuple(l) => s.arena.exprs(l)[i],
+            _ => s.mk(Node::Proj(i as u32, z)),
+        };
+        let elem_ty = s.ty(a).and_then(|t| match t {
+            Type::Array(_, el) => Some((*el).clone()),
+            _ => None,
+        });
+        let t = s.fresh("t", elem_ty);
+        let et = s.var(t);
+        let pt = s.mk(Node::Proj(i as u32, et));
+        let pick = lam(s, &[t], pt);
+        let column = s.mk(Node::Map(pick, a));
+        let column = crate::rules::apply(s, column).unwrap_or(column);
+        let r = s.mk(Node::Reduce(g, zi, column));
+        parts.push(crate::rules::apply(s, r).unwrap_or(r));
+    }
+    Some(s.tuple(&parts))
+}
+
+/// `item` with `p.i` replaced by `x` and `q.i` by `y`; `None` if `p` or `q` is used
+/// any other way (the function is then not componentwise).
+fn project_params(
+    s: &mut Simplifier,
+    item: ExprId,
+    p: Var,
+    q: Var,
+    i: u32,
+    x: Var,
+    y: Var,
+) -> Option<ExprId> {
+    match s.arena[item] {
+        Node::Proj(j, t) if j == i && s.arena[t] == Node::Var(p) => Some(s.var(x)),
+        Node::Proj(j, t) if j == i && s.arena[t] == Node::Var(q) => Some(s.var(y)),
+        Node::Var(v) if v == p || v == q => None,
+        node => {
+            let kids = s.arena.node_children(node);
+            let mut new = Vec::new();
+            for k in kids {
+                new.push(project_params(s, k, p, q, i, x, y)?);
+            }
+            let mut it = new.into_iter();
+            let n = s
+                .arena
+                .map_children(node, |_, _| it.next().expect("one per child"));
+            Some(s.mk(n))
+        }
+    }
+}
+
+/// `scanl f z (c_like A)` with `f(z, c) = z` for a constant `z` in {0, 1} is filled with
+/// `z` (so `scanl + 0 zeros` and `scanr * 1 ones`); its shape is the scan's.
+pub fn scan_constant_array(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let (f, z, a, left) = match s.arena[e] {
+        Node::Scanl(f, z, a) => (f, z, a, true),
+        Node::Scanr(f, z, a) => (f, z, a, false),
+        _ => return None,
+    };
+    let (_, c) = constant_array(s, a)?;
+    let zc = match s.arena[z] {
+        Node::Const(k) if k == 0.0 || k == 1.0 => k,
+        _ => return None,
+    };
+    let (ps, body) = lambda(s, f)?;
+    let k = s.constant(c);
+    let subs = if left {
+        [(ps[0], z), (ps[1], k)]
+    } else {
+        [(ps[0], k), (ps[1], z)]
+    };
+    let step = s.simplify_with(body, &subs);
+    (step == z).then(|| fill(s, e, zc))
+}
+
+/// `shift1L (zeros_like A)` is `zeros_like(shift1L A)` (so for ones and `shift1R`).
+pub fn shift_constant_array(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let (a, left) = match s.arena[e] {
+        Node::Shift1L(a) => (a, true),
+        Node::Shift1R(a) => (a, false),
+        _ => return None,
+    };
+    let (inner, c) = match s.arena[a] {
+        Node::ZerosLike(x) => (x, 0.0),
+        Node::OnesLike(x) => (x, 1.0),
+        _ => return None,
+    };
+    let shifted = s.mk(if left {
+        Node::Shift1L(inner)
+    } else {
+        Node::Shift1R(inner)
+    });
+    Some(fill(s, shifted, c))
+}
+
+/// `len(zeros_like A)` is `len(A)`.
+pub fn len_of_constant_array(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Len(a) = s.arena[e] else {
+        return None;
+    };
+    match s.arena[a] {
+        Node::ZerosLike(x) | Node::OnesLike(x) => Some(s.mk(Node::Len(x))),
+        _ => None,
+    }
+}
+
+/// `zeros_like` only needs the shape of its operand: of a parameter of the same length if
+/// there is one; otherwise `zeros_like(ones_like A)` is `zeros_like(A)`, and
+/// `zeros_like(map2 f A B)` over reals is `zeros_like` of the operand that is never
+/// longer (so for `map` and `ones_like`).
+pub fn constant_array_witness(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let (a, c) = match s.arena[e] {
+        Node::ZerosLike(a) => (a, 0.0),
+        Node::OnesLike(a) => (a, 1.0),
+        _ => return None,
+    };
+    let node = s.arena[a];
+    // The simplest witness of a shape is a parameter of the same exact length.
+    if elem_is_real(s, a) {
+        if let Some(p) = s.param_of_len(a) {
+            if s.arena[a] != Node::Var(p) {
+                let ep = s.var(p);
+                return Some(fill(s, ep, c));
+            }
+        }
+    }
+    let witness = match node {
+        Node::ZerosLike(x) | Node::OnesLike(x) => x,
+        Node::Map(_, x) if elem_is_real(s, a) && elem_is_real(s, x) => x,
+        Node::Map2(_, x, y) if elem_is_real(s, a) && elem_is_real(s, x) && elem_is_real(s, y) => {
+            if s.not_longer(x, y) {
+                x
+            } else if s.not_longer(y, x) {
+                y
+            } else {
+                return None;
+            }
+        }
+        _ => return None,
+    };
+    Some(fill(s, witness, c))
+}

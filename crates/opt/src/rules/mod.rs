@@ -1,0 +1,73 @@
+//! Local rewrite rules of Figure "Optimizations for target language", by family. Each
+//! rule looks at one node whose children are already simplified and returns a simpler
+//! equivalent, or `None`. (The binding rules — inlining, forward substitution, dead
+//! `let`s, let normalisation, CSE — live in the simplifier's walk.)
+//!
+//! The algebraic rules (`0 * e -> 0`, ...) follow the paper's smooth semantics: they do
+//! not preserve IEEE NaN propagation through a product with a structural zero.
+
+use unfad_syntax::{ExprId, Node};
+
+use crate::simplify::Simplifier;
+
+pub mod algebraic;
+pub mod arrays;
+pub mod conditionals;
+pub mod tuples;
+
+/// A rule: a simplified node in, a simpler equivalent out.
+pub type Rule = fn(&mut Simplifier, ExprId) -> Option<ExprId>;
+
+/// Apply the first rule that fires on `e`.
+pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let rules: &[Rule] = match s.arena[e] {
+        Node::Op1(..) => &[
+            algebraic::fold_unary,
+            algebraic::double_negation,
+            conditionals::push_into_if,
+        ],
+        Node::Op2(..) => &[
+            algebraic::fold_binary,
+            algebraic::times_zero,
+            algebraic::plus_zero,
+            algebraic::times_one,
+            algebraic::zero_minus,
+            algebraic::times_minus_one,
+            algebraic::zero_divided,
+            conditionals::push_into_if,
+        ],
+        Node::Cmp(..) | Node::Not(_) | Node::And(..) | Node::Or(..) => &[algebraic::fold_boolean],
+        Node::If(..) => &[conditionals::same_branches, conditionals::boolean_branches],
+        Node::Proj(..) => &[tuples::project_tuple, tuples::project_constant],
+        Node::ZerosLike(_) | Node::OnesLike(_) => &[
+            tuples::constant_of_real,
+            tuples::constant_of_tuple,
+            arrays::constant_array_witness,
+        ],
+        Node::Map(..) => &[
+            arrays::map_identity,
+            arrays::map_constant_operand,
+            arrays::map_constant_body,
+            arrays::map_fusion,
+        ],
+        Node::Map2(..) => &[
+            arrays::map2_same_operands,
+            arrays::map2_constant_operand,
+            arrays::map2_unused_param,
+            arrays::map2_fusion,
+        ],
+        Node::Reduce(..) | Node::Foldl(..) => &[
+            arrays::fold_constant_array,
+            arrays::count_ones,
+            arrays::reduce_tuple_split,
+        ],
+        Node::Scanl(..) | Node::Scanr(..) => &[arrays::scan_constant_array],
+        Node::Shift1L(_) | Node::Shift1R(_) => &[arrays::shift_constant_array],
+        Node::Len(_) => &[arrays::len_of_constant_array],
+        _ => &[],
+    };
+    rules.iter().find_map(|rule| rule(s, e))
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,307 @@
+//! Each rule on its own, and the paper's worked examples written by hand in Target form.
+//! Every check also evaluates the term before and after optimization at sizes 0, 1 and 3.
+
+use expect_test::{expect, Expect};
+use unfad_interp::{eval_func, value_to_json, Value};
+use unfad_syntax::{print_func, Program, Type};
+
+use crate::{inline::inline_single_use, simplify_to_fixed_point};
+
+/// A deterministic argument of type `t` with every size variable equal to `n` (and `m`
+/// equal to 2).
+pub(crate) fn sample(t: &Type, n: u64, seed: &mut f64) -> Value<f64> {
+    match t {
+        Type::Real => {
+            *seed = (*seed * 1.7 + 0.31) % 2.0;
+            Value::Real(*seed - 1.0)
+        }
+        Type::Tuple(items) => Value::tuple(items.iter().map(|i| sample(i, n, seed)).collect()),
+        Type::Array(size, elem) => {
+            let len = size.eval(&|v| Some(if v == "m" { 2 } else { n })).unwrap();
+            Value::array((0..len).map(|_| sample(elem, n, seed)).collect())
+        }
+        Type::Bool | Type::Func(..) => unreachable!("parameters are ground"),
+    }
+}
+
+fn close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    match (a, b) {
+        (serde_json::Value::Number(x), serde_json::Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            (x - y).abs() <= 1e-12 * (1.0 + x.abs().max(y.abs()))
+        }
+        (serde_json::Value::Array(x), serde_json::Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| close(p, q))
+        }
+        _ => a == b,
+    }
+}
+
+pub(crate) fn check(src: &str, expect: Expect) {
+    let mut prog = Program::load(src).unwrap_or_else(|e| panic!("{e}"));
+    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let opt = simplify_to_fixed_point(&mut prog.arena, &func);
+    let opt = inline_single_use(&mut prog.arena, &opt);
+    let opt = simplify_to_fixed_point(&mut prog.arena, &opt);
+    crate::check_types(&mut prog.arena, &opt)
+        .unwrap_or_else(|e| panic!("{e}\n{}", print_func(&prog.arena, &opt)));
+    for n in [0, 1, 3] {
+        let mut seed = 0.4;
+        let args: Vec<Value<f64>> = func
+            .param_types(&prog.arena)
+            .iter()
+            .map(|t| sample(t, n, &mut seed))
+            .collect();
+        let before = value_to_json(&eval_func(&prog.arena, &func, &args).unwrap());
+        let after = value_to_json(&eval_func(&prog.arena, &opt, &args).unwrap());
+        assert!(
+            close(&before, &after),
+            "n = {n}: {before} became {after}\n{}",
+            print_func(&prog.arena, &opt)
+        );
+    }
+    expect.assert_eq(&print_func(&prog.arena, &opt));
+}
+
+// ---- inlining, beta-reduction, forward substitution ----------------------------------
+
+#[test]
+fn beta_reduction_and_forward_substitution() {
+    check(
+        "def f(x: real, y: real) = (fun (a: real, b: real) -> a * b + a)(x, y)",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              x * y + x
+        "#]],
+    );
+}
+
+#[test]
+fn continuations_are_inlined_at_their_use() {
+    check(
+        "def f(x: real) =
+           let Y1 = fun (a: real) -> (a, a * 2) in
+           let Y2 = fun (b: real) -> Y1(b + 1) in
+           Y2(x)",
+        expect![[r#"
+            def f(x: real): (real, real) =
+              let a = x + 1 in
+              (a, a * 2)
+        "#]],
+    );
+}
+
+#[test]
+fn dead_lets_disappear() {
+    check(
+        "def f(x: real) = let unused = sin(x) * 3 in let y = x * x in y",
+        expect![[r#"
+            def f(x: real): real =
+              x * x
+        "#]],
+    );
+}
+
+#[test]
+fn constants_propagate() {
+    check(
+        "def f(x: real) = let zero = 0 in let one = 1 in one * x + zero * x + (2 + 3)",
+        expect![[r#"
+            def f(x: real): real =
+              x + 5
+        "#]],
+    );
+}
+
+#[test]
+fn common_subexpressions_are_shared() {
+    check(
+        "def f(x: real, y: real) = let a = exp(x * y) in let b = exp(x * y) in a * b + exp(x * y)",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              let a = exp(x * y) in
+              a * a + a
+        "#]],
+    );
+}
+
+#[test]
+fn lets_float_out_of_bindings_and_operands() {
+    check(
+        "def f(x: real) = let a = (let b = x * x in b * x) in 1 + (let c = a * a in c + a)",
+        expect![[r#"
+            def f(x: real): real =
+              let a = x * x * x in
+              1 + (a * a + a)
+        "#]],
+    );
+}
+
+#[test]
+fn tuples_split_and_projections_fold() {
+    check(
+        "def f(x: real, y: real) = let p = (x * y, sin(x)) in let (a, b) = p in fst p + a * b + snd (y, x)",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              let p0 = x * y in
+              p0 + p0 * sin(x) + x
+        "#]],
+    );
+}
+
+// ---- algebraic ----------------------------------------------------------------------
+
+#[test]
+fn algebraic_identities() {
+    check(
+        "def f(x: real, y: real) = 0 * sin(x) + (y + 0) * 1 - 0 + (0 - y) + x / 1 + -1 * x + 0 / y + -(-x)",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              y + -y + x + -x + x
+        "#]],
+    );
+}
+
+#[test]
+fn conditions_fold() {
+    check(
+        "def f(x: real) = if 1 < 2 && !(false) then x else sin(x)",
+        expect![[r#"
+            def f(x: real): real =
+              x
+        "#]],
+    );
+    check(
+        "def f(x: real) = (if x > 0 then 0 else x) * 2 + (if x < 1 then x * x else x * x)",
+        expect![[r#"
+            def f(x: real): real =
+              (if x > 0 then 0 else x * 2) + x * x
+        "#]],
+    );
+}
+
+// ---- arrays -------------------------------------------------------------------------
+
+#[test]
+fn array_identities_of_the_paper() {
+    // map2 * A ones_like(B), map2 + A zeros_like(B), map (x.x) A  ~>  A
+    check(
+        "def f(A: [n]real, B: [n]real) = (map2 * A (ones_like(B)), map2 + A (zeros_like(B)), map (x. x) A)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): ([n]real, [n]real, [n]real) =
+              (A, A, A)
+        "#]],
+    );
+    // map2 * A zeros_like(B) ~> zeros_like(B); reduce * 1 ones ~> 1; reduce + 0 zeros ~> 0
+    check(
+        "def f(A: [n]real, B: [n]real) = (map2 * A (zeros_like(B)), reduce * 1 (ones_like(A)), reduce + 0 (zeros_like(A)))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): ([n]real, real, real) =
+              (zeros_like(A), 1, 0)
+        "#]],
+    );
+    // shifts of ones_like
+    check(
+        "def f(A: [n]real) = (shift1L (ones_like(A)), shift1R (ones_like(A)), reduce + 0 (ones_like(A)))",
+        expect![[r#"
+            def f(A: [n]real): ([n-1]real, [n-1]real, real) =
+              (ones_like(shift1L A), ones_like(shift1R A), len(A))
+        "#]],
+    );
+}
+
+#[test]
+fn an_operand_is_dropped_only_if_it_is_never_longer() {
+    // At n = 0, `scanr * 1 (shift1L A)` has one element and `A` none: the map2 must stay.
+    check(
+        "def f(A: [n]real) = map2 * (scanr * 1 (shift1L A)) (ones_like(A))",
+        expect![[r#"
+            def f(A: [n]real): [n]real =
+              map2 (x, y. x) (scanr * 1 (shift1L A)) ones_like(A)
+        "#]],
+    );
+}
+
+#[test]
+fn map_fusion() {
+    check(
+        "def f(A: [n]real, B: [n]real) = map (x. x * 2) (map2 (a, b. a + b) A B)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              map2 (a, b. (a + b) * 2) A B
+        "#]],
+    );
+    check(
+        "def f(A: [n]real, B: [n]real) = map2 (x, y. x * y) (map (a. exp(a)) A) B",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              map2 (a, y. exp(a) * y) A B
+        "#]],
+    );
+}
+
+#[test]
+fn componentwise_reduce_of_tuples_splits() {
+    check(
+        "def f(A: [n]real, B: [n]real) =
+           reduce (p, q. (fst p + fst q, snd p + snd q)) (0, 0) (map2 (a, b. (a * b, 0)) A B)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): (real, real) =
+              (reduce + 0 (map2 * A B), 0)
+        "#]],
+    );
+}
+
+// ---- the paper's worked examples, as Target terms written by hand --------------------
+
+#[test]
+fn paper_gradient_of_prod() {
+    // (fun z -> let A0 = shift1R (scanl * 1 A) in ... map2 (a,b. a*b*z) A3 A2)(1)
+    check(
+        "def grad_prod(A: [n]real) =
+           (fun (z: real) ->
+              let A0 = shift1R (scanl * 1 A) in
+              let A1 = shift1L (map2 (x, y. y) A0 A) in
+              let A2 = map2 (x, y. x) A0 A in
+              let A3 = scanr * 1 A1 in
+              map2 (a, b. a * b * z) A3 A2)(1)",
+        expect![[r#"
+            def grad_prod(A: [n]real): [n]real =
+              map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A))
+        "#]],
+    );
+}
+
+#[test]
+fn paper_gradient_of_sum() {
+    check(
+        "def grad_sum(A: [n]real) =
+           (fun (z: real) ->
+              let A0 = shift1R (scanl + 0 A) in
+              let A1 = shift1L (map2 (x, y. 1) A0 A) in
+              let A2 = map2 (x, y. 1) A0 A in
+              let A3 = scanr * 1 A1 in
+              map2 (a, b. a * b * z) A3 A2)(1)",
+        expect![[r#"
+            def grad_sum(A: [n]real): [n]real =
+              ones_like(A)
+        "#]],
+    );
+}
+
+#[test]
+fn paper_first_order_term() {
+    // The introduction's term after reverse mode, as printed in the paper.
+    check(
+        "def intro(x1: real, x2: real, x3: real) =
+           let Y = fun (y1: real, y2: real, y3: real) -> (y1, y2, y3) in
+           let (w1, Y1) = (x1 * x2, fun (y1: real, y2: real, y3: real, y4: real) -> Y(y1 + x2 * y4, y2 + x1 * y4, y3)) in
+           let (w2, Y2) = (w1 * x1, fun (y1: real, y2: real, y3: real, y4: real, y5: real) -> Y1(y1 + w1 * y5, y2, y3, y4 + x1 * y5)) in
+           (w2, Y2(0, 0, 0, 0, 1))",
+        expect![[r#"
+            def intro(x1: real, x2: real, x3: real): (real, (real, real, real)) =
+              let w1 = x1 * x2 in
+              (w1 * x1, (w1 + x2 * x1, x1 * x1, 0))
+        "#]],
+    );
+}

@@ -1,0 +1,747 @@
+//! One pass of partial evaluation and rewriting (the paper's section "Partial evaluation
+//! and optimization").
+//!
+//! The pass walks the term once, carrying a substitution. Binding-sensitive rewrites
+//! happen in the walk itself:
+//! - **inlining**: a lambda bound by `let` and used once (every continuation is, by the
+//!   paper's linearity lemma) is *suspended*, not simplified where it is bound, and
+//!   simplified at its single use, where it meets its arguments;
+//! - **beta-reduction**: `(fun (x1..xn) -> e)(e1..en)` becomes `let x1 = e1 in ... e`;
+//! - **forward substitution** and constant propagation: a binding of a variable, a
+//!   constant, or a tuple of those is substituted, not kept;
+//! - **tuple splitting**: `let x = (a, b) in e` binds `a` and `b` separately and `x`
+//!   becomes the tuple of their variables, so projections of `x` fold;
+//! - **let normalisation**: bindings inside a bound expression, or inside a strict operand,
+//!   float out, giving the flat SSA-like listings of the paper;
+//! - **dead-let elimination**: terms are pure, so an unused binding is dropped;
+//! - **common-subexpression elimination**: nodes are hash-consed, and an expression equal
+//!   to one bound by an enclosing `let` is replaced by its variable.
+//!
+//! Local rewrites (algebraic, array, tuple, conditional) are in [`crate::rules`] and run
+//! on every node rebuilt here.
+
+use std::collections::{HashMap, HashSet};
+
+use unfad_syntax::typeck::{infer, NoSource};
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+
+use crate::len::Len;
+
+/// What a variable stands for during the pass.
+#[derive(Copy, Clone, Debug)]
+enum Sub {
+    /// An already simplified term (a variable, a constant, a tuple of those).
+    Done(ExprId),
+    /// A lambda not yet simplified, to be inlined at its only use.
+    Suspended(ExprId),
+}
+
+/// A structural key for hash-consing (lists by content, constants by bits).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    tag: u8,
+    op: u32,
+    bits: u64,
+    kids: Vec<u32>,
+}
+
+/// A binding emitted by the pass.
+enum Binding {
+    One(Var, ExprId),
+    Many(Vec<Var>, ExprId),
+}
+
+/// State of one simplification pass over one term.
+pub struct Simplifier<'a> {
+    pub(crate) arena: &'a mut Arena,
+    subst: HashMap<Var, Sub>,
+    occ: HashMap<Var, usize>,
+    /// Variables bound in the input term; only their occurrence counts are known.
+    input_binders: HashSet<Var>,
+    hashcons: HashMap<Key, ExprId>,
+    /// CSE: expression (hash-consed) -> variable bound to it, for bindings in scope.
+    avail: HashMap<ExprId, Var>,
+    avail_log: Vec<ExprId>,
+    /// Exact run-time lengths of array variables, where known.
+    lens: HashMap<Var, Len>,
+    /// Lengths of the elements of array parameters of nested array type.
+    elem_lens: HashMap<Var, Len>,
+    /// Parameters that are arrays of reals, with their lengths (shape witnesses for fills).
+    real_array_params: Vec<(Len, Var)>,
+    /// Binders already present in the output (a second one gets a fresh variable).
+    emitted: HashSet<Var>,
+    /// How many rewrites this pass made (0 means a fixed point).
+    pub rewrites: usize,
+}
+
+impl<'a> Simplifier<'a> {
+    /// A pass over `func`; `occ` counts the occurrences of each variable in it.
+    pub fn new(arena: &'a mut Arena, func: &Func) -> Simplifier<'a> {
+        let occ = arena.occurrences(func.body);
+        let input_binders = binders_of(arena, func.body);
+        let mut s = Simplifier {
+            arena,
+            subst: HashMap::new(),
+            occ,
+            input_binders,
+            hashcons: HashMap::new(),
+            avail: HashMap::new(),
+            avail_log: Vec::new(),
+            lens: HashMap::new(),
+            elem_lens: HashMap::new(),
+            real_array_params: Vec::new(),
+            emitted: HashSet::new(),
+            rewrites: 0,
+        };
+        for &p in &func.params {
+            s.emitted.insert(p);
+            if let Some(Type::Array(n, elem)) = s.arena.var_type(p).cloned() {
+                s.lens.insert(p, Len::of_size(&n));
+                if let Type::Array(m, _) = &*elem {
+                    s.elem_lens.insert(p, Len::of_size(m));
+                }
+                if *elem == Type::Real {
+                    s.real_array_params.push((Len::of_size(&n), p));
+                }
+            }
+        }
+        s
+    }
+
+    /// Simplify the body of the function the pass was made for.
+    pub fn run(&mut self, body: ExprId) -> ExprId {
+        self.simplify(body)
+    }
+
+    /// Occurrences of a binder of the input; unknown (assumed many) for variables made
+    /// during the pass.
+    fn uses(&self, x: Var) -> usize {
+        if self.input_binders.contains(&x) {
+            self.occ.get(&x).copied().unwrap_or(0)
+        } else {
+            usize::MAX
+        }
+    }
+
+    pub(crate) fn fired(&mut self) {
+        self.rewrites += 1;
+    }
+
+    // ---- building nodes ---------------------------------------------------------------
+
+    fn key(&self, node: &Node) -> Key {
+        use Node::*;
+        let k = |tag: u8, op: u32, bits: u64, kids: Vec<u32>| Key {
+            tag,
+            op,
+            bits,
+            kids,
+        };
+        let id = |e: ExprId| e.index() as u32;
+        let list = |l: unfad_syntax::ExprList| {
+            self.arena
+                .exprs(l)
+                .iter()
+                .map(|e| e.index() as u32)
+                .collect::<Vec<_>>()
+        };
+        let vlist = |l: unfad_syntax::VarList| {
+            self.arena
+                .vars_of(l)
+                .iter()
+                .map(|v| v.index() as u32)
+                .collect::<Vec<_>>()
+        };
+        match *node {
+            Const(c) => k(0, 0, c.to_bits(), vec![]),
+            Bool(b) => k(1, b as u32, 0, vec![]),
+            Var(v) => k(2, v.index() as u32, 0, vec![]),
+            Let(x, a, b) => k(3, x.index() as u32, 0, vec![id(a), id(b)]),
+            LetTuple(xs, a, b) => {
+                let mut kids = vec![id(a), id(b)];
+                kids.extend(vlist(xs));
+                k(4, 0, 0, kids)
+            }
+            Tuple(l) => k(5, 0, 0, list(l)),
+            Proj(i, a) => k(6, i, 0, vec![id(a)]),
+            Op1(op, a) => k(7, op as u32, 0, vec![id(a)]),
+            Op2(op, a, b) => k(8, op as u32, 0, vec![id(a), id(b)]),
+            Cmp(op, a, b) => k(9, op as u32, 0, vec![id(a), id(b)]),
+            Not(a) => k(10, 0, 0, vec![id(a)]),
+            And(a, b) => k(11, 0, 0, vec![id(a), id(b)]),
+            Or(a, b) => k(12, 0, 0, vec![id(a), id(b)]),
+            If(a, b, c) => k(13, 0, 0, vec![id(a), id(b), id(c)]),
+            Lambda(xs, b) => {
+                let mut kids = vec![id(b)];
+                kids.extend(vlist(xs));
+                k(14, 0, 0, kids)
+            }
+            App(f, l) => {
+                let mut kids = vec![id(f)];
+                kids.extend(list(l));
+                k(15, 0, 0, kids)
+            }
+            Call(d, l) => k(16, d.0, 0, list(l)),
+            Array(l) => k(17, 0, 0, list(l)),
+            Len(a) => k(18, 0, 0, vec![id(a)]),
+            ZerosLike(a) => k(19, 0, 0, vec![id(a)]),
+            OnesLike(a) => k(20, 0, 0, vec![id(a)]),
+            Map(f, a) => k(21, 0, 0, vec![id(f), id(a)]),
+            Map2(f, a, b) => k(22, 0, 0, vec![id(f), id(a), id(b)]),
+            Reduce(f, a, b) => k(23, 0, 0, vec![id(f), id(a), id(b)]),
+            Foldl(f, a, b) => k(24, 0, 0, vec![id(f), id(a), id(b)]),
+            Scanl(f, a, b) => k(25, 0, 0, vec![id(f), id(a), id(b)]),
+            Scanr(f, a, b) => k(26, 0, 0, vec![id(f), id(a), id(b)]),
+            Shift1L(a) => k(27, 0, 0, vec![id(a)]),
+            Shift1R(a) => k(28, 0, 0, vec![id(a)]),
+        }
+    }
+
+    /// The node, hash-consed: structurally equal nodes built in a pass are one id.
+    pub(crate) fn mk(&mut self, node: Node) -> ExprId {
+        // Normalise through the arena first (`-c` is a constant).
+        let node = match node {
+            Node::Op1(unfad_syntax::UnOp::Neg, e) => match self.arena[e] {
+                Node::Const(c) => Node::Const(-c),
+                _ => node,
+            },
+            _ => node,
+        };
+        let key = self.key(&node);
+        if let Some(&e) = self.hashcons.get(&key) {
+            return e;
+        }
+        let e = self.arena.add(node);
+        self.hashcons.insert(key, e);
+        e
+    }
+
+    pub(crate) fn constant(&mut self, c: f64) -> ExprId {
+        self.mk(Node::Const(c))
+    }
+
+    pub(crate) fn var(&mut self, v: Var) -> ExprId {
+        self.mk(Node::Var(v))
+    }
+
+    pub(crate) fn tuple(&mut self, items: &[ExprId]) -> ExprId {
+        if items.len() == 1 {
+            return items[0];
+        }
+        let l = self.arena.expr_list(items);
+        self.mk(Node::Tuple(l))
+    }
+
+    /// The type of a (simplified) term.
+    pub(crate) fn ty(&mut self, e: ExprId) -> Option<Type> {
+        infer(self.arena, &NoSource, e).ok()
+    }
+
+    /// A new variable with a name hint and a type.
+    pub(crate) fn fresh(&mut self, name: &str, ty: Option<Type>) -> Var {
+        let v = self.arena.fresh_var(name, ty);
+        self.emitted.insert(v);
+        v
+    }
+
+    /// Terms that cost nothing to duplicate: substituted rather than bound.
+    pub(crate) fn is_trivial(&self, e: ExprId) -> bool {
+        match self.arena[e] {
+            Node::Var(_) | Node::Const(_) | Node::Bool(_) => true,
+            Node::Tuple(l) => self.arena.exprs(l).iter().all(|&i| self.is_trivial(i)),
+            Node::Proj(_, a) | Node::Len(a) => self.is_trivial(a),
+            // Fills only need their operand's shape: free to duplicate, and kept visible
+            // (structural zeros) for the rules.
+            Node::ZerosLike(_) | Node::OnesLike(_) => true,
+            _ => false,
+        }
+    }
+
+    /// The exact run-time length of an array term, if known.
+    pub(crate) fn len_of(&self, e: ExprId) -> Option<Len> {
+        with_stack(|| match self.arena[e] {
+            Node::Var(v) => self.lens.get(&v).cloned(),
+            Node::Array(l) => Some(Len::Lit(l.len() as u64)),
+            Node::Map(_, a) | Node::ZerosLike(a) | Node::OnesLike(a) => self.len_of(a),
+            Node::Map2(_, a, b) => self.len_of(a)?.min(&self.len_of(b)?),
+            Node::Scanl(_, _, a) | Node::Scanr(_, _, a) => Some(self.len_of(a)?.step(1)),
+            Node::Shift1L(a) | Node::Shift1R(a) => Some(self.len_of(a)?.step(-1)),
+            Node::Let(_, _, b) | Node::LetTuple(_, _, b) => self.len_of(b),
+            Node::If(_, a, b) => {
+                let (la, lb) = (self.len_of(a)?, self.len_of(b)?);
+                (la == lb).then_some(la)
+            }
+            _ => None,
+        })
+    }
+
+    /// The exact length of the elements of an array term of nested array type.
+    fn elem_len_of(&self, e: ExprId) -> Option<Len> {
+        match self.arena[e] {
+            Node::Var(v) => self.elem_lens.get(&v).cloned(),
+            _ => None,
+        }
+    }
+
+    /// A parameter that is an array of reals exactly as long as `e`, if any.
+    pub(crate) fn param_of_len(&self, e: ExprId) -> Option<Var> {
+        let l = self.len_of(e)?;
+        self.real_array_params
+            .iter()
+            .find(|(pl, _)| pl.le(&l) && l.le(pl))
+            .map(|(_, p)| *p)
+    }
+
+    /// True if `a` is provably never longer than `b` at run time.
+    pub(crate) fn not_longer(&self, a: ExprId, b: ExprId) -> bool {
+        a == b || matches!((self.len_of(a), self.len_of(b)), (Some(x), Some(y)) if x.le(&y))
+    }
+
+    // ---- scopes -----------------------------------------------------------------------
+
+    fn mark(&self) -> usize {
+        self.avail_log.len()
+    }
+
+    fn pop_to(&mut self, mark: usize) {
+        while self.avail_log.len() > mark {
+            let e = self.avail_log.pop().unwrap();
+            self.avail.remove(&e);
+        }
+    }
+
+    fn make_available(&mut self, e: ExprId, x: Var) {
+        if !self.is_trivial(e) && !self.avail.contains_key(&e) {
+            self.avail.insert(e, x);
+            self.avail_log.push(e);
+        }
+    }
+
+    /// Simplify `e` in a scope of its own: bindings made inside are not available after.
+    pub(crate) fn scoped(&mut self, e: ExprId) -> ExprId {
+        let m = self.mark();
+        let r = self.simplify(e);
+        self.pop_to(m);
+        r
+    }
+
+    /// Simplify `e` with extra substitutions (used by rules that specialise a binder body).
+    pub(crate) fn simplify_with(&mut self, e: ExprId, subs: &[(Var, ExprId)]) -> ExprId {
+        for &(v, r) in subs {
+            self.subst.insert(v, Sub::Done(r));
+        }
+        self.scoped(e)
+    }
+
+    /// The output variable for binder `x`: `x` itself the first time, a fresh copy after.
+    fn bind_var(&mut self, x: Var) -> Var {
+        if self.emitted.insert(x) {
+            x
+        } else {
+            let y = self.arena.clone_var(x);
+            self.emitted.insert(y);
+            if let Some(l) = self.lens.get(&x).cloned() {
+                self.lens.insert(y, l);
+            }
+            let ey = self.var(y);
+            self.subst.insert(x, Sub::Done(ey));
+            y
+        }
+    }
+
+    // ---- the walk ---------------------------------------------------------------------
+
+    /// Simplify `e` under the current substitution.
+    pub fn simplify(&mut self, e: ExprId) -> ExprId {
+        with_stack(|| {
+            let node = self.arena[e];
+            match node {
+                Node::Let(..) | Node::LetTuple(..) => self.bindings(e),
+                Node::Var(v) => match self.subst.get(&v).copied() {
+                    Some(Sub::Done(r)) => r,
+                    Some(Sub::Suspended(rhs)) => {
+                        // The only use of a lambda: simplify it here.
+                        self.subst.remove(&v);
+                        self.fired();
+                        self.simplify(rhs)
+                    }
+                    None => self.var(v),
+                },
+                Node::App(f, l) => self.app(f, l),
+                Node::Lambda(..) => self.binder(e, &[]),
+                Node::If(c, a, b) => {
+                    let c = self.simplify(c);
+                    match self.arena[c] {
+                        Node::Bool(true) => {
+                            self.fired();
+                            self.simplify(a)
+                        }
+                        Node::Bool(false) => {
+                            self.fired();
+                            self.simplify(b)
+                        }
+                        _ => {
+                            let (a, b) = (self.scoped(a), self.scoped(b));
+                            self.hoisted(Node::If(c, a, b), &[0])
+                        }
+                    }
+                }
+                Node::And(a, b) | Node::Or(a, b) => {
+                    // The right operand is evaluated only sometimes: keep its bindings inside.
+                    let a = self.simplify(a);
+                    let b = self.scoped(b);
+                    let node = if matches!(node, Node::And(..)) {
+                        Node::And(a, b)
+                    } else {
+                        Node::Or(a, b)
+                    };
+                    self.hoisted(node, &[0])
+                }
+                Node::Map(f, a) => {
+                    let a = self.simplify(a);
+                    let el = self.elem_len_of(a);
+                    let f = self.binder(f, &[el]);
+                    self.hoisted(Node::Map(f, a), &[1])
+                }
+                Node::Map2(f, a, b) => {
+                    let a = self.simplify(a);
+                    let b = self.simplify(b);
+                    let (ea, eb) = (self.elem_len_of(a), self.elem_len_of(b));
+                    let f = self.binder(f, &[ea, eb]);
+                    self.hoisted(Node::Map2(f, a, b), &[1, 2])
+                }
+                Node::Reduce(f, z, a)
+                | Node::Foldl(f, z, a)
+                | Node::Scanl(f, z, a)
+                | Node::Scanr(f, z, a) => {
+                    let z = self.simplify(z);
+                    let a = self.simplify(a);
+                    let f = self.binder(f, &[]);
+                    let node = match node {
+                        Node::Reduce(..) => Node::Reduce(f, z, a),
+                        Node::Foldl(..) => Node::Foldl(f, z, a),
+                        Node::Scanl(..) => Node::Scanl(f, z, a),
+                        _ => Node::Scanr(f, z, a),
+                    };
+                    self.hoisted(node, &[1, 2])
+                }
+                _ => {
+                    let kids = self.arena.children(e);
+                    let new: Vec<ExprId> = kids.iter().map(|&k| self.simplify(k)).collect();
+                    let mut it = new.into_iter();
+                    let node = self
+                        .arena
+                        .map_children(node, |_, _| it.next().expect("one per child"));
+                    let strict: Vec<usize> = (0..kids.len()).collect();
+                    self.hoisted(node, &strict)
+                }
+            }
+        })
+    }
+
+    /// Build `node` (children simplified), floating `let`s out of its strict operands at
+    /// positions `strict` (child indices), then apply the local rules.
+    fn hoisted(&mut self, node: Node, strict: &[usize]) -> ExprId {
+        let kids = self.arena.node_children(node);
+        let mut chain = Vec::new();
+        let mut new_kids = kids.clone();
+        for &i in strict {
+            let mut k = kids[i];
+            while let Node::Let(x, r, b) = self.arena[k] {
+                chain.push(Binding::One(x, r));
+                k = b;
+            }
+            new_kids[i] = k;
+        }
+        let node = if chain.is_empty() {
+            node
+        } else {
+            self.fired();
+            let mut it = new_kids.into_iter();
+            self.arena
+                .map_children(node, |_, _| it.next().expect("one per child"))
+        };
+        let e = self.mk(node);
+        let e = self.rewrite(e);
+        let e = match self.avail.get(&e) {
+            Some(&x) => {
+                self.fired();
+                self.var(x)
+            }
+            None => e,
+        };
+        self.wrap(chain, e)
+    }
+
+    /// Apply the local rules to `e` until none fires (bounded).
+    fn rewrite(&mut self, mut e: ExprId) -> ExprId {
+        for _ in 0..16 {
+            match crate::rules::apply(self, e) {
+                Some(r) if r != e => {
+                    self.fired();
+                    e = r;
+                }
+                _ => break,
+            }
+        }
+        e
+    }
+
+    fn wrap(&mut self, chain: Vec<Binding>, mut body: ExprId) -> ExprId {
+        for b in chain.into_iter().rev() {
+            body = match b {
+                Binding::One(x, r) => self.mk(Node::Let(x, r, body)),
+                Binding::Many(xs, r) => {
+                    let l = self.arena.var_list(&xs);
+                    self.mk(Node::LetTuple(l, r, body))
+                }
+            };
+        }
+        body
+    }
+
+    /// A function argument or a lambda not inlined: fresh binders, body in its own scope.
+    fn binder(&mut self, f: ExprId, param_lens: &[Option<Len>]) -> ExprId {
+        let Node::Lambda(ps, body) = self.arena[f] else {
+            return self.simplify(f);
+        };
+        let params = self.arena.vars_of(ps).to_vec();
+        let mut new_params = Vec::new();
+        for (i, &p) in params.iter().enumerate() {
+            let q = self.bind_var(p);
+            if let Some(Some(l)) = param_lens.get(i) {
+                self.lens.insert(q, l.clone());
+            }
+            new_params.push(q);
+        }
+        let body = self.scoped(body);
+        let l = self.arena.var_list(&new_params);
+        self.mk(Node::Lambda(l, body))
+    }
+
+    /// Application: beta-reduce when the function is a lambda.
+    fn app(&mut self, f: ExprId, l: unfad_syntax::ExprList) -> ExprId {
+        let lam = match self.arena[f] {
+            Node::Var(v) => match self.subst.get(&v).copied() {
+                Some(Sub::Suspended(rhs)) => {
+                    self.subst.remove(&v);
+                    rhs
+                }
+                _ => self.simplify(f),
+            },
+            Node::Lambda(..) => f,
+            _ => self.simplify(f),
+        };
+        let args = self.arena.exprs(l).to_vec();
+        let Node::Lambda(ps, body) = self.arena[lam] else {
+            // Not a lambda: rebuild the application (the first-order check reports it).
+            let args: Vec<ExprId> = args.iter().map(|&a| self.simplify(a)).collect();
+            let list = self.arena.expr_list(&args);
+            return self.mk(Node::App(lam, list));
+        };
+        // `(fun (x1..xn) -> e)(e1..en)` is `let x1 = e1 in ... let xn = en in e`.
+        self.fired();
+        let params = self.arena.vars_of(ps).to_vec();
+        let m = self.mark();
+        let mut out = Vec::new();
+        for (&p, &a) in params.iter().zip(&args) {
+            let r = self.simplify(a);
+            self.bind_value(p, r, &mut out);
+        }
+        let result = self.simplify(body);
+        self.pop_to(m);
+        self.wrap(out, result)
+    }
+
+    /// A chain of `let`s and its tail.
+    fn bindings(&mut self, e: ExprId) -> ExprId {
+        let m = self.mark();
+        let mut out = Vec::new();
+        let mut cur = e;
+        loop {
+            match self.arena[cur] {
+                Node::Let(x, rhs, body) => {
+                    self.bind_one(x, rhs, &mut out);
+                    cur = body;
+                }
+                Node::LetTuple(xs, rhs, body) => {
+                    let xs = self.arena.vars_of(xs).to_vec();
+                    self.bind_tuple(&xs, rhs, &mut out);
+                    cur = body;
+                }
+                _ => break,
+            }
+        }
+        let tail = self.simplify(cur);
+        self.pop_to(m);
+        self.wrap(out, tail)
+    }
+
+    /// Process `let x = rhs` (rhs not yet simplified).
+    fn bind_one(&mut self, x: Var, rhs: ExprId, out: &mut Vec<Binding>) {
+        if self.uses(x) == 0 {
+            // Dead: terms are pure, so the binding goes (with whatever it would compute).
+            self.fired();
+            return;
+        }
+        match self.arena[rhs] {
+            // Let normalisation: `let x = (let y = a in b) in e` is `let y = a in let x = b in e`.
+            Node::Let(y, a, b) => {
+                self.fired();
+                self.bind_one(y, a, out);
+                self.bind_one(x, b, out);
+            }
+            Node::LetTuple(ys, a, b) => {
+                self.fired();
+                let ys = self.arena.vars_of(ys).to_vec();
+                self.bind_tuple(&ys, a, out);
+                self.bind_one(x, b, out);
+            }
+            Node::Lambda(..) if self.uses(x) == 1 => {
+                self.subst.insert(x, Sub::Suspended(rhs));
+            }
+            _ => {
+                let r = self.simplify(rhs);
+                self.bind_value(x, r, out);
+            }
+        }
+    }
+
+    /// Process `let (x1, ..., xk) = rhs`.
+    fn bind_tuple(&mut self, xs: &[Var], rhs: ExprId, out: &mut Vec<Binding>) {
+        match self.arena[rhs] {
+            Node::Let(y, a, b) => {
+                self.fired();
+                self.bind_one(y, a, out);
+                self.bind_tuple(xs, b, out);
+            }
+            Node::LetTuple(ys, a, b) => {
+                self.fired();
+                let ys = self.arena.vars_of(ys).to_vec();
+                self.bind_tuple(&ys, a, out);
+                self.bind_tuple(xs, b, out);
+            }
+            Node::Tuple(l) if l.len() == xs.len() => {
+                // `let (x, y) = (a, b)` is `let x = a in let y = b`.
+                self.fired();
+                let items = self.arena.exprs(l).to_vec();
+                for (&x, &i) in xs.iter().zip(&items) {
+                    self.bind_one(x, i, out);
+                }
+            }
+            _ => {
+                let r = self.simplify(rhs);
+                let r = self.peel(r, out);
+                match self.arena[r] {
+                    Node::Tuple(l) if l.len() == xs.len() => {
+                        self.fired();
+                        let items = self.arena.exprs(l).to_vec();
+                        for (&x, &i) in xs.iter().zip(&items) {
+                            if self.uses(x) > 0 {
+                                self.bind_value(x, i, out);
+                            }
+                        }
+                    }
+                    _ if self.is_trivial(r) => {
+                        // `let (a, b) = p`: substitute the projections of `p`.
+                        self.fired();
+                        for (i, &x) in xs.iter().enumerate() {
+                            let p = self.mk(Node::Proj(i as u32, r));
+                            let p = self.rewrite(p);
+                            self.subst.insert(x, Sub::Done(p));
+                        }
+                    }
+                    _ => {
+                        let new: Vec<Var> = xs.iter().map(|&x| self.bind_var(x)).collect();
+                        out.push(Binding::Many(new, r));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Move the `let`s at the top of a simplified term into `out`; returns the tail.
+    fn peel(&mut self, mut r: ExprId, out: &mut Vec<Binding>) -> ExprId {
+        loop {
+            match self.arena[r] {
+                Node::Let(y, a, b) => {
+                    self.make_available(a, y);
+                    out.push(Binding::One(y, a));
+                    r = b;
+                }
+                Node::LetTuple(ys, a, b) => {
+                    out.push(Binding::Many(self.arena.vars_of(ys).to_vec(), a));
+                    r = b;
+                }
+                _ => return r,
+            }
+        }
+    }
+
+    /// Bind `x` to the simplified term `r`: substitute it, split it, share it, or emit it.
+    fn bind_value(&mut self, x: Var, r: ExprId, out: &mut Vec<Binding>) {
+        let r = self.peel(r, out);
+        if self.is_trivial(r) {
+            self.fired();
+            if let Some(l) = self.len_of(r) {
+                self.lens.insert(x, l);
+            }
+            self.subst.insert(x, Sub::Done(r));
+            return;
+        }
+        if let Node::Tuple(l) = self.arena[r] {
+            // Tuple splitting: bind the components, and `x` is the tuple of their variables.
+            self.fired();
+            let items = self.arena.exprs(l).to_vec();
+            let mut parts = Vec::new();
+            for (i, &item) in items.iter().enumerate() {
+                if self.is_trivial(item) {
+                    parts.push(item);
+                } else if let Some(&y) = self.avail.get(&item) {
+                    parts.push(self.var(y));
+                } else {
+                    let name = format!("{}{}", self.arena.var_name(x), i);
+                    let ty = self.ty(item);
+                    let y = self.fresh(&name, ty);
+                    if let Some(len) = self.len_of(item) {
+                        self.lens.insert(y, len);
+                    }
+                    self.make_available(item, y);
+                    out.push(Binding::One(y, item));
+                    parts.push(self.var(y));
+                }
+            }
+            let t = self.tuple(&parts);
+            self.subst.insert(x, Sub::Done(t));
+            return;
+        }
+        if let Some(&y) = self.avail.get(&r) {
+            // Common subexpression: reuse the variable already bound to it.
+            self.fired();
+            let ey = self.var(y);
+            self.subst.insert(x, Sub::Done(ey));
+            return;
+        }
+        let x2 = self.bind_var(x);
+        if let Some(l) = self.len_of(r) {
+            self.lens.insert(x2, l);
+        }
+        self.make_available(r, x2);
+        out.push(Binding::One(x2, r));
+    }
+}
+
+/// Every variable bound in the tree of `e`.
+fn binders_of(arena: &Arena, e: ExprId) -> HashSet<Var> {
+    let mut out = HashSet::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
+        out.extend(arena.binders(arena[e]));
+        arena.for_each_child(e, |c| stack.push(c));
+    }
+    out
+}
