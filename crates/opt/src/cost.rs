@@ -272,3 +272,94 @@ impl Bound {
         self.gradient.total() <= self.factor().saturating_mul(self.primal.total())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unfad_syntax::Program;
+
+    fn measure(src: &str, n: u64) -> (Cost, u32) {
+        let mut prog = Program::load(src).unwrap();
+        let f = prog.inline(prog.entry(None).unwrap()).unwrap();
+        let sizes = move |v: &str| Some(if v == "m" { 3 } else { n });
+        (
+            cost_of(&prog.arena, f.body, &sizes),
+            nao(&prog.arena, f.body),
+        )
+    }
+
+    #[test]
+    fn scalar_terms_cost_what_the_figure_says() {
+        // x * y: Cost(*) + Cost(x) + Cost(y) = (3,0,1,0) + (1,0,0,0) + (1,0,0,0)
+        assert_eq!(
+            measure("def f(x: real, y: real) = x * y", 0),
+            (Cost::new(5, 0, 1, 0), 0)
+        );
+        // let w = sin(x) in w + 1: 1 + ((2,0,0,1) + 1) + ((3,1,0,0) + 1 + 1)
+        assert_eq!(
+            measure("def f(x: real) = let w = sin(x) in w + 1", 0),
+            (Cost::new(9, 1, 0, 1), 0)
+        );
+        // fst (x, y): 1 + 1 + 1
+        assert_eq!(
+            measure("def f(x: real, y: real) = fst (x, y)", 0),
+            (Cost::new(3, 0, 0, 0), 0)
+        );
+    }
+
+    #[test]
+    fn array_operations_scale_with_the_size() {
+        // reduce + 0 A: n * (Cost(x + y) + (2,0,0,0)) + Cost(0) + Cost(A)
+        assert_eq!(
+            measure("def f(A: [n]real) = reduce + 0 A", 10),
+            (Cost::new(72, 10, 0, 0), 1)
+        );
+        // dot: n*(5+2 moves, 1 add) + 1 + n*(5+2 moves, 1 mult) + 1 + 1
+        assert_eq!(
+            measure(
+                "def f(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)",
+                10
+            ),
+            (Cost::new(143, 10, 10, 0), 1)
+        );
+        // scanl costs 3 moves per element, a shift n moves
+        assert_eq!(
+            measure("def f(A: [n]real) = shift1L (scanl + 0 A)", 4),
+            (Cost::new(4 * 8 + 2 + 5, 4, 0, 0), 1)
+        );
+    }
+
+    #[test]
+    fn nesting_of_array_operations() {
+        assert_eq!(measure("def f(x: real) = x * 2", 0).1, 0);
+        assert_eq!(
+            measure(
+                "def f(M: [n][m]real) = reduce + 0 (map (r. reduce + 0 r) M)",
+                2
+            )
+            .1,
+            2
+        );
+        // an array operation beside another in a body does not nest
+        assert_eq!(measure("def f(M: [n][m]real, A: [n]real) = reduce + 0 (map2 (r, a. a * reduce max 0 (map (x. x * a) r)) M A)", 2).1, 2);
+        let three = "def f(M: [n][m]real) = reduce + 0 (map (r. reduce + 0 (map (x. reduce max 0 (map (y. x * y) r)) r)) M)";
+        assert_eq!(measure(three, 2).1, 3);
+    }
+
+    #[test]
+    fn the_bound_is_checked_on_the_weighted_sum() {
+        let b = Bound {
+            primal: Cost::new(5, 0, 1, 0),
+            gradient: Cost::new(20, 1, 2, 0),
+            p: 0,
+        };
+        assert_eq!(b.factor(), 4);
+        assert!(b.holds());
+        assert!((b.ratio() - 23.0 / 6.0).abs() < 1e-12);
+        assert!(!Bound {
+            gradient: Cost::new(30, 0, 0, 0),
+            ..b
+        }
+        .holds());
+    }
+}
