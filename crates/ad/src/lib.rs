@@ -1,1 +1,139 @@
-//! Reverse-mode differentiation of Source terms (the paper's direct macro and UNF pipeline).
+//! Reverse-mode differentiation of Source terms: the paper's direct macro and its UNF
+//! pipeline (Huot & Shaikhha, "Denotationally Correct, Purely Functional, Efficient
+//! Reverse-mode AD", sections "Simple pure reverse-mode differentiation" and "Unary
+//! Normal Form").
+//!
+//! Two pipelines compute the same thing:
+//! - [`reverse`] and [`gradient`] apply the direct macro `D^ρ_{Γ;Y}` ([`direct`]);
+//! - [`reverse_via_unf`] and [`gradient_via_unf`] compute `UNF^-1(D_ρ(UNF(e)))` ([`unf`]).
+//!
+//! Both produce Target terms with continuations (lambdas used linearly), to be
+//! simplified by a later optimizer. They cover the paper's core Source fragment: reals,
+//! `let` (and tuple patterns), tuples and projections, the scalar operators, `map2` over
+//! arrays of reals (its function may use the context) and `reduce` with a closed
+//! function, plus `len`, `zeros_like` and `ones_like`. Anything else is an
+//! [`AdError::Unsupported`] naming the construct and pointing at it.
+//!
+//! ```
+//! use unfad_syntax::Program;
+//! let mut prog = Program::load("def f(x: real, y: real) = x * y + sin(x)").unwrap();
+//! let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+//! let rev = unfad_ad::reverse(&mut prog.arena, &func, &[0, 1]).unwrap();
+//! let args = [unfad_interp::Value::Real(2.0), unfad_interp::Value::Real(3.0)];
+//! let out = unfad_interp::eval_func(&prog.arena, &rev, &args).unwrap();
+//! // (value, d/dx, d/dy)
+//! assert_eq!(out.to_string(), format!("[{}, {}, 2]", 6.0 + 2f64.sin(), 3.0 + 2f64.cos()));
+//! ```
+//!
+//! **Architecture Invariant:** this crate only transforms terms; it evaluates nothing and
+//! depends on nothing but `unfad-syntax`.
+
+pub mod arrays;
+mod build;
+pub mod checks;
+pub mod derivatives;
+pub mod direct;
+pub mod error;
+pub mod ground;
+pub mod pipeline;
+pub mod unf;
+
+pub use error::AdError;
+
+#[cfg(test)]
+mod tests;
+
+use unfad_syntax::{Arena, ExprId, Func, Type, Var};
+
+use build::Names;
+use pipeline::Reverse;
+
+/// Value and gradient by the direct macro: the result has `func`'s parameters and its body
+/// evaluates to `(value, g_1, ..., g_k)`, `g_i` the gradient with respect to parameter
+/// `wrt[i]` (of that parameter's type). `func` must return `real`.
+pub fn reverse(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
+    let names = Names::default();
+    pipeline::reverse_with(&mut direct::Direct { names: &names }, arena, func, wrt)
+}
+
+/// The paper's `∇ = π2 D^ρ_{Γ;Y}(e)(0_Γ, 1)` by the direct macro: the body evaluates to
+/// the gradients `(g_1, ..., g_k)` (one value when `k = 1`).
+pub fn gradient(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
+    let names = Names::default();
+    pipeline::gradient_with(&mut direct::Direct { names: &names }, arena, func, wrt)
+}
+
+/// [`reverse`] through UNF: `UNF^-1(D_ρ(UNF(e)))`.
+pub fn reverse_via_unf(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
+    let names = Names::default();
+    pipeline::reverse_with(&mut ViaUnf { names: &names }, arena, func, wrt)
+}
+
+/// [`gradient`] through UNF.
+pub fn gradient_via_unf(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
+    let names = Names::default();
+    pipeline::gradient_with(&mut ViaUnf { names: &names }, arena, func, wrt)
+}
+
+/// The UNF pipeline.
+struct ViaUnf<'n> {
+    names: &'n Names,
+}
+
+impl Reverse for ViaUnf<'_> {
+    fn pair(
+        &mut self,
+        a: &mut Arena,
+        gamma: &[Var],
+        rho: &Type,
+        y: Var,
+        e: ExprId,
+    ) -> Result<ExprId, AdError> {
+        let source = unf::translate::unf(a, gamma, e)?;
+        let target = unf::diff::diff(a, &source, rho)?;
+        let (input, output) = target.judgment(a)?;
+        let mut expected = pipeline::types_of(a, gamma)?;
+        expected.push(Type::func(expected.clone(), rho.clone()));
+        if input != expected || output.len() != gamma.len() + 2 {
+            return Err(AdError::Internal(format!(
+                "D_ρ(UNF(e)) has the judgment [{}] ⊢ [{}]",
+                unf::show_ctx(&input),
+                unf::show_ctx(&output)
+            )));
+        }
+        let mut items: Vec<ExprId> = gamma.iter().map(|&g| a.var(g)).collect();
+        items.push(a.var(y));
+        let (lets, outs) = unf::inverse::inverse(a, self, &target, items)?;
+        let [.., value, cont] = outs.as_slice() else {
+            return Err(AdError::Internal("UNF^-1 lost the result".into()));
+        };
+        let pair = a.tuple(&[*value, *cont]);
+        Ok(unf::inverse::wrap(a, lets, pair))
+    }
+
+    fn names(&self) -> &Names {
+        self.names
+    }
+}
+
+/// `UNF(e)` of a function's body, in the context of its parameters (for printing and
+/// inspection).
+pub fn source_unf(arena: &Arena, func: &Func) -> Result<unf::SourceUnf, AdError> {
+    unf::translate::unf(arena, &func.params, func.body)
+}
+
+/// `D_ρ(UNF(e))` of a function's body, with ρ the product of the types of the
+/// parameters `wrt`.
+pub fn target_unf(arena: &Arena, func: &Func, wrt: &[usize]) -> Result<unf::TargetUnf, AdError> {
+    let tys = pipeline::types_of(arena, &func.params)?;
+    let rho = wrt
+        .iter()
+        .map(|&i| {
+            tys.get(i)
+                .cloned()
+                .ok_or_else(|| AdError::Request(format!("there is no parameter {i}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let source = source_unf(arena, func)?;
+    unf::diff::diff(arena, &source, &Type::product(rho))
+}

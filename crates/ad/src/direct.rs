@@ -1,0 +1,678 @@
+//! The direct macro `D^ρ_{Γ;Y}` (Figure "Reverse-mode transformation from source to target
+//! language"): one rule per construct of the Source term.
+//!
+//! `D_{Γ;Y}(e)` for `Γ ⊢ e : A` and a continuation variable `Y : Γ → ρ` is a Target term of
+//! type `A × (Γ × A → ρ)`: the value of `e`, and the continuation that takes adjoints of
+//! the whole context and of the value, adds the contributions of `e`, and passes them on
+//! to `Y`. Every continuation variable is used exactly once. The rules follow the figure;
+//! where it has typos (the continuation called after a `pair`, a projection or an
+//! operator is the *new* one, `Y1` or `Y2`, not `Y`), the types decide.
+//!
+//! Variables of the Source term are reused in the result where the figure binds them
+//! (`let x, Y1 = D(e1) in ...`); the bodies of array functions, which the rules use
+//! several times, are copied with fresh binders at every use.
+
+use std::collections::HashMap;
+
+use unfad_syntax::{with_stack, Arena, ExprId, Node, Type, Var};
+
+use crate::arrays::{self, binary_lambda, Capture};
+use crate::build::{component, Names};
+use crate::derivatives::{binary_partials, unary_partial};
+use crate::error::AdError;
+use crate::ground::{add_hat, zero};
+use crate::pipeline::{adjoint_name, types_of, Reverse};
+
+/// The direct pipeline.
+pub struct Direct<'n> {
+    pub(crate) names: &'n Names,
+}
+
+impl Reverse for Direct<'_> {
+    fn pair(
+        &mut self,
+        a: &mut Arena,
+        gamma: &[Var],
+        rho: &Type,
+        y: Var,
+        e: ExprId,
+    ) -> Result<ExprId, AdError> {
+        let mut m = Macro {
+            a,
+            names: self.names,
+            rho: rho.clone(),
+            ctx: Vec::new(),
+            pos: HashMap::new(),
+        };
+        for &g in gamma {
+            m.push(g);
+        }
+        m.d(e, y)
+    }
+
+    fn names(&self) -> &Names {
+        self.names
+    }
+}
+
+/// One run of the macro: the arena, ρ, and the current context Γ.
+struct Macro<'a, 'n> {
+    a: &'a mut Arena,
+    names: &'n Names,
+    rho: Type,
+    ctx: Vec<Var>,
+    pos: HashMap<Var, usize>,
+}
+
+/// An error for a construct the macro has no rule for.
+pub(crate) fn unsupported(a: &Arena, e: ExprId, what: &str) -> AdError {
+    AdError::Unsupported {
+        expr: e,
+        span: a.span(e),
+        message: format!("reverse mode does not support {what} yet"),
+    }
+}
+
+/// What a node is, for error messages.
+pub(crate) fn describe(node: Node) -> &'static str {
+    match node {
+        Node::Bool(_) | Node::Cmp(..) | Node::Not(_) | Node::And(..) | Node::Or(..) => "conditions",
+        Node::If(..) => "`if`",
+        Node::Lambda(..) => "`fun` (a Target construct)",
+        Node::App(..) => "application (a Target construct)",
+        Node::Call(..) => "calls (inline them first)",
+        Node::Array(_) => "array literals",
+        Node::Map(..) => "`map`",
+        Node::Foldl(..) => "`foldl`",
+        Node::Scanl(..) => "`scanl`",
+        Node::Scanr(..) => "`scanr`",
+        Node::Shift1L(_) | Node::Shift1R(_) => "shifts (a Target construct)",
+        _ => "this construct",
+    }
+}
+
+/// The type of the Source node `e`, recorded by the type checker.
+pub(crate) fn type_of(a: &Arena, e: ExprId) -> Result<Type, AdError> {
+    a.type_of(e).cloned().ok_or_else(|| AdError::IllTyped {
+        expr: e,
+        span: a.span(e),
+        message: "this term has not been type-checked".into(),
+    })
+}
+
+/// Check that `t` is `[n]real`, for the arrays of `map2` and `reduce`.
+pub(crate) fn expect_real_array(a: &Arena, e: ExprId, t: &Type) -> Result<(), AdError> {
+    match t {
+        Type::Array(_, elem) if **elem == Type::Real => Ok(()),
+        _ => Err(AdError::Unsupported {
+            expr: e,
+            span: a.span(e),
+            message: format!(
+                "reverse mode supports `map2` and `reduce` over arrays of reals only for now, \
+                 this has type `{t}`"
+            ),
+        }),
+    }
+}
+
+/// The free variables of `reduce`'s function must be none (the paper's restriction).
+pub(crate) fn expect_closed(a: &Arena, at: ExprId, f: ExprId) -> Result<(), AdError> {
+    match a.free_vars(f).first() {
+        None => Ok(()),
+        Some(&v) => Err(AdError::Unsupported {
+            expr: at,
+            span: a.span(at),
+            message: format!(
+                "the function of `reduce` uses `{}` from the enclosing scope; reverse mode \
+                 supports only closed `reduce` functions for now (the paper's restriction)",
+                a.var_name(v)
+            ),
+        }),
+    }
+}
+
+/// `[n]real` (elements real) as the result of `map2`.
+pub(crate) fn expect_real_elements(a: &Arena, e: ExprId, f: ExprId) -> Result<(), AdError> {
+    let (_, _, body) = binary_lambda(a, f)?;
+    match a.type_of(body) {
+        Some(Type::Real) => Ok(()),
+        Some(t) => Err(AdError::Unsupported {
+            expr: e,
+            span: a.span(e),
+            message: format!(
+                "reverse mode supports `map2` functions returning reals only for now, this one \
+                 returns `{t}`"
+            ),
+        }),
+        None => Err(AdError::IllTyped {
+            expr: body,
+            span: a.span(body),
+            message: "this term has not been type-checked".into(),
+        }),
+    }
+}
+
+impl Macro<'_, '_> {
+    fn push(&mut self, v: Var) {
+        self.pos.insert(v, self.ctx.len());
+        self.ctx.push(v);
+    }
+
+    fn pop(&mut self, n: usize) {
+        for _ in 0..n {
+            if let Some(v) = self.ctx.pop() {
+                self.pos.remove(&v);
+            }
+        }
+    }
+
+    /// A fresh continuation variable `Y_k : Γ × extra → ρ` for the current Γ, and `k`.
+    fn cont_var(&mut self, extra: &[Type]) -> Result<(Var, usize), AdError> {
+        let mut params = types_of(self.a, &self.ctx)?;
+        params.extend_from_slice(extra);
+        let k = self.names.next();
+        let y = self
+            .a
+            .fresh_var(&format!("Y{k}"), Some(Type::func(params, self.rho.clone())));
+        Ok((y, k))
+    }
+
+    fn value_var(&mut self, k: usize, ty: Type) -> Var {
+        self.a.fresh_var(&format!("v{k}"), Some(ty))
+    }
+
+    /// `fun (dx1, ..., dxn, z) -> body(dx, z)` over the current context; `z : z_ty`.
+    fn cont(
+        &mut self,
+        z_ty: &Type,
+        body: impl FnOnce(&mut Self, Vec<ExprId>, ExprId) -> Result<ExprId, AdError>,
+    ) -> Result<ExprId, AdError> {
+        let tys = types_of(self.a, &self.ctx)?;
+        let mut params: Vec<Var> = Vec::with_capacity(self.ctx.len() + 1);
+        for (i, t) in tys.into_iter().enumerate() {
+            let n = adjoint_name(self.a, self.ctx[i]);
+            params.push(self.a.fresh_var(&n, Some(t)));
+        }
+        let z = self.a.fresh_var("z", Some(z_ty.clone()));
+        let dx: Vec<ExprId> = params.iter().map(|&p| self.a.var(p)).collect();
+        let ez = self.a.var(z);
+        let b = body(self, dx, ez)?;
+        params.push(z);
+        Ok(self.a.lambda(&params, b))
+    }
+
+    /// `Y(args)`.
+    fn call(&mut self, y: Var, args: &[ExprId]) -> ExprId {
+        let f = self.a.var(y);
+        self.a.app(f, args)
+    }
+
+    /// `<value, continuation>`.
+    fn pair(&mut self, value: ExprId, cont: ExprId) -> ExprId {
+        self.a.tuple(&[value, cont])
+    }
+
+    /// `let (x, Y) = d in rest`.
+    fn bind(&mut self, x: Var, y: Var, d: ExprId, rest: ExprId) -> ExprId {
+        self.a.let_tuple(&[x, y], d, rest)
+    }
+
+    /// `D_{Γ;Y}(e)`.
+    fn d(&mut self, e: ExprId, y: Var) -> Result<ExprId, AdError> {
+        with_stack(|| self.rule(e, y))
+    }
+
+    fn rule(&mut self, e: ExprId, y: Var) -> Result<ExprId, AdError> {
+        match self.a[e] {
+            Node::Const(c) => self.rule_const(c, y),
+            Node::Var(x) => self.rule_var(e, x, y),
+            Node::Let(x, e1, e2) => self.rule_let(e, x, e1, e2, y),
+            Node::LetTuple(xs, e1, e2) => {
+                let xs = self.a.vars_of(xs).to_vec();
+                self.rule_let_tuple(e, &xs, e1, e2, y)
+            }
+            Node::Tuple(l) => {
+                let items = self.a.exprs(l).to_vec();
+                self.rule_tuple(e, &items, y)
+            }
+            Node::Proj(i, e1) => self.rule_proj(i as usize, e1, y),
+            Node::Op1(op, e1) => self.rule_op1(op, e1, y),
+            Node::Op2(op, e1, e2) => self.rule_op2(op, e1, e2, y),
+            Node::Map2(f, e1, e2) => self.rule_map2(e, f, e1, e2, y),
+            Node::Reduce(f, e1, e2) => self.rule_reduce(e, f, e1, e2, y),
+            Node::Len(e1) | Node::ZerosLike(e1) | Node::OnesLike(e1) => {
+                self.rule_constant_op(e, e1, y)
+            }
+            node => Err(unsupported(self.a, e, describe(node))),
+        }
+    }
+
+    /// `<c, fun (x, z) -> Y(x)>`
+    fn rule_const(&mut self, c: f64, y: Var) -> Result<ExprId, AdError> {
+        let value = self.a.constant(c);
+        let k = self.cont(&Type::Real, |m, dx, _z| Ok(m.call(y, &dx)))?;
+        Ok(self.pair(value, k))
+    }
+
+    /// `<x, fun (x, z) -> Y(x +̂ [pos(x)]z)>`
+    fn rule_var(&mut self, e: ExprId, x: Var, y: Var) -> Result<ExprId, AdError> {
+        let Some(&p) = self.pos.get(&x) else {
+            return Err(AdError::IllTyped {
+                expr: e,
+                span: self.a.span(e),
+                message: format!("`{}` is not bound in the context", self.a.var_name(x)),
+            });
+        };
+        let ty = type_of(self.a, e)?;
+        let value = self.a.var(x);
+        let k = self.cont(&ty, |m, mut dx, z| {
+            dx[p] = add_hat(m.a, &ty, dx[p], z)?;
+            Ok(m.call(y, &dx))
+        })?;
+        Ok(self.pair(value, k))
+    }
+
+    /// ```text
+    /// let x, Y1 = D_{Γ;Y}(e1) in
+    /// let y, Y2 = D_{Γ,x;Y1}(e2) in
+    /// <y, fun (x, z) -> Y2(x, 0_A, z)>
+    /// ```
+    fn rule_let(
+        &mut self,
+        e: ExprId,
+        x: Var,
+        e1: ExprId,
+        e2: ExprId,
+        y: Var,
+    ) -> Result<ExprId, AdError> {
+        let tx = self.var_type(e, x)?;
+        let t = type_of(self.a, e)?;
+        let (y1, _) = self.cont_var(std::slice::from_ref(&tx))?;
+        let d1 = self.d(e1, y)?;
+        self.push(x);
+        let (y2, k2) = self.cont_var(std::slice::from_ref(&t))?;
+        let d2 = self.d(e2, y1);
+        self.pop(1);
+        let d2 = d2?;
+        let v = self.value_var(k2, t.clone());
+        let value = self.a.var(v);
+        let k = self.cont(&t, |m, mut dx, z| {
+            let w = m.a.var(x);
+            dx.push(zero(m.a, &tx, w)?);
+            dx.push(z);
+            Ok(m.call(y2, &dx))
+        })?;
+        let result = self.pair(value, k);
+        let inner = self.bind(v, y2, d2, result);
+        Ok(self.bind(x, y1, d1, inner))
+    }
+
+    fn var_type(&self, e: ExprId, x: Var) -> Result<Type, AdError> {
+        self.a
+            .var_type(x)
+            .cloned()
+            .ok_or_else(|| AdError::IllTyped {
+                expr: e,
+                span: self.a.span(e),
+                message: format!("`{}` has no type", self.a.var_name(x)),
+            })
+    }
+
+    /// `let (x1, ..., xk) = e1 in e2`: the `let` rule for a context extended by k variables.
+    /// ```text
+    /// let p, Y1 = D_{Γ;Y}(e1) in
+    /// let (x1, ..., xk) = p in
+    /// let Yp = fun (x, dx1, ..., dxk) -> Y1(x, (dx1, ..., dxk)) in
+    /// let y, Y2 = D_{Γ,x1,...,xk;Yp}(e2) in
+    /// <y, fun (x, z) -> Y2(x, 0_A1, ..., 0_Ak, z)>
+    /// ```
+    fn rule_let_tuple(
+        &mut self,
+        e: ExprId,
+        xs: &[Var],
+        e1: ExprId,
+        e2: ExprId,
+        y: Var,
+    ) -> Result<ExprId, AdError> {
+        let t1 = type_of(self.a, e1)?;
+        let t = type_of(self.a, e)?;
+        let txs = xs
+            .iter()
+            .map(|&x| self.var_type(e, x))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (y1, k1) = self.cont_var(std::slice::from_ref(&t1))?;
+        let d1 = self.d(e1, y)?;
+        let p = self.value_var(k1, t1);
+        // Yp: the continuation Y1 seen from the context Γ, x1, ..., xk.
+        let yp = {
+            let mut tys = types_of(self.a, &self.ctx)?;
+            tys.extend(txs.iter().cloned());
+            let k = self.names.next();
+            self.a
+                .fresh_var(&format!("Y{k}"), Some(Type::func(tys, self.rho.clone())))
+        };
+        let mut params = Vec::new();
+        for &g in self.ctx.iter().chain(xs) {
+            let n = adjoint_name(self.a, g);
+            let ty = self.a.var_type(g).cloned();
+            params.push(self.a.fresh_var(&n, ty));
+        }
+        let refs: Vec<ExprId> = params.iter().map(|&v| self.a.var(v)).collect();
+        let (ctx_part, x_part) = refs.split_at(self.ctx.len());
+        let mut args = ctx_part.to_vec();
+        args.push(self.a.tuple(x_part));
+        let yp_body = self.call(y1, &args);
+        let yp_lambda = self.a.lambda(&params, yp_body);
+
+        for &x in xs {
+            self.push(x);
+        }
+        let cv = self.cont_var(std::slice::from_ref(&t));
+        let d2 = cv.and_then(|(y2, k2)| Ok((y2, k2, self.d(e2, yp)?)));
+        self.pop(xs.len());
+        let (y2, k2, d2) = d2?;
+        let v = self.value_var(k2, t.clone());
+        let value = self.a.var(v);
+        let k = self.cont(&t, |m, mut dx, z| {
+            for (&x, tx) in xs.iter().zip(&txs) {
+                let w = m.a.var(x);
+                dx.push(zero(m.a, tx, w)?);
+            }
+            dx.push(z);
+            Ok(m.call(y2, &dx))
+        })?;
+        let result = self.pair(value, k);
+        let body = self.bind(v, y2, d2, result);
+        let body = self.a.let_(yp, yp_lambda, body);
+        let pv = self.a.var(p);
+        let body = self.a.let_tuple(xs, pv, body);
+        Ok(self.bind(p, y1, d1, body))
+    }
+
+    /// The `pair` rule, for k-tuples:
+    /// ```text
+    /// let y1, Y1 = D_{Γ;Y}(e1) in
+    /// let y2, Y2 = D_{Γ,y1;Y1}(e2) in ...
+    /// <(y1, ..., yk), fun (x, z) -> Yk(x, π1 z, ..., πk z)>
+    /// ```
+    fn rule_tuple(&mut self, e: ExprId, items: &[ExprId], y: Var) -> Result<ExprId, AdError> {
+        let t = type_of(self.a, e)?;
+        let mut steps = Vec::with_capacity(items.len());
+        let mut cont = y;
+        let mut pushed = 0;
+        let mut outcome = Ok(());
+        for &item in items {
+            let step = type_of(self.a, item).and_then(|ti| {
+                let (yi, ki) = self.cont_var(std::slice::from_ref(&ti))?;
+                let di = self.d(item, cont)?;
+                Ok((self.value_var(ki, ti), yi, di))
+            });
+            match step {
+                Ok((vi, yi, di)) => {
+                    steps.push((vi, yi, di));
+                    self.push(vi);
+                    pushed += 1;
+                    cont = yi;
+                }
+                Err(err) => {
+                    outcome = Err(err);
+                    break;
+                }
+            }
+        }
+        self.pop(pushed);
+        outcome?;
+        let values: Vec<ExprId> = steps.iter().map(|s| self.a.var(s.0)).collect();
+        let value = self.a.tuple(&values);
+        let k = self.cont(&t, |m, mut dx, z| {
+            for i in 0..items.len() {
+                dx.push(component(m.a, z, i));
+            }
+            Ok(m.call(cont, &dx))
+        })?;
+        let mut result = self.pair(value, k);
+        for (vi, yi, di) in steps.into_iter().rev() {
+            result = self.bind(vi, yi, di, result);
+        }
+        Ok(result)
+    }
+
+    /// `let x, Y1 = D(e) in <πi x, fun (x, z) -> Y1(x, (0, ..., z, ..., 0))>`
+    fn rule_proj(&mut self, i: usize, e1: ExprId, y: Var) -> Result<ExprId, AdError> {
+        let t1 = type_of(self.a, e1)?;
+        let Type::Tuple(items) = &t1 else {
+            return Err(AdError::IllTyped {
+                expr: e1,
+                span: self.a.span(e1),
+                message: format!("projection of a value of type `{t1}`"),
+            });
+        };
+        let items = items.to_vec();
+        let (y1, k1) = self.cont_var(std::slice::from_ref(&t1))?;
+        let d1 = self.d(e1, y)?;
+        let v = self.value_var(k1, t1.clone());
+        let ve = self.a.var(v);
+        let value = self.a.proj(i as u32, ve);
+        let ti = items.get(i).cloned().unwrap_or(Type::Real);
+        let k = self.cont(&ti, |m, mut dx, z| {
+            let mut one_hot = Vec::with_capacity(items.len());
+            for (j, tj) in items.iter().enumerate() {
+                if j == i {
+                    one_hot.push(z);
+                } else {
+                    let w = m.a.proj(j as u32, ve);
+                    one_hot.push(zero(m.a, tj, w)?);
+                }
+            }
+            dx.push(m.a.tuple(&one_hot));
+            Ok(m.call(y1, &dx))
+        })?;
+        let result = self.pair(value, k);
+        Ok(self.bind(v, y1, d1, result))
+    }
+
+    /// `let x, Y1 = D(e) in <op1 x, fun (x, z) -> Y1(x, ∂op1(x) * z)>`
+    fn rule_op1(&mut self, op: unfad_syntax::UnOp, e1: ExprId, y: Var) -> Result<ExprId, AdError> {
+        let (y1, k1) = self.cont_var(&[Type::Real])?;
+        let d1 = self.d(e1, y)?;
+        let v = self.value_var(k1, Type::Real);
+        let ve = self.a.var(v);
+        let value = self.a.op1(op, ve);
+        let k = self.cont(&Type::Real, |m, mut dx, z| {
+            let d = unary_partial(m.a, op, ve);
+            dx.push(crate::build::mul(m.a, d, z));
+            Ok(m.call(y1, &dx))
+        })?;
+        let result = self.pair(value, k);
+        Ok(self.bind(v, y1, d1, result))
+    }
+
+    /// ```text
+    /// let x1, Y1 = D_{Γ;Y}(e1) in
+    /// let x2, Y2 = D_{Γ,x1;Y1}(e2) in
+    /// <x1 op2 x2, fun (x, z) -> Y2(x, ∂1op2(x1, x2) * z, ∂2op2(x1, x2) * z)>
+    /// ```
+    fn rule_op2(
+        &mut self,
+        op: unfad_syntax::BinOp,
+        e1: ExprId,
+        e2: ExprId,
+        y: Var,
+    ) -> Result<ExprId, AdError> {
+        let (y1, k1) = self.cont_var(&[Type::Real])?;
+        let d1 = self.d(e1, y)?;
+        let v1 = self.value_var(k1, Type::Real);
+        self.push(v1);
+        let second = self
+            .cont_var(&[Type::Real])
+            .and_then(|(y2, k2)| Ok((y2, k2, self.d(e2, y1)?)));
+        self.pop(1);
+        let (y2, k2, d2) = second?;
+        let v2 = self.value_var(k2, Type::Real);
+        let (x1, x2) = (self.a.var(v1), self.a.var(v2));
+        let value = self.a.op2(op, x1, x2);
+        let k = self.cont(&Type::Real, |m, mut dx, z| {
+            let (p1, p2) = binary_partials(m.a, op, x1, x2);
+            dx.push(crate::build::mul(m.a, p1, z));
+            dx.push(crate::build::mul(m.a, p2, z));
+            Ok(m.call(y2, &dx))
+        })?;
+        let result = self.pair(value, k);
+        let inner = self.bind(v2, y2, d2, result);
+        Ok(self.bind(v1, y1, d1, inner))
+    }
+
+    /// ```text
+    /// let A, Y1 = D_{Γ;Y}(e2) in
+    /// let B, Y2 = D_{Γ,A;Y1}(e3) in
+    /// <map2 (x, y. e1) A B, fun (x, Z) ->
+    ///    Y2(x +̂ [c](sum of Z ·̂ ∇c e1 for each free c of e1),
+    ///       map2 * (map2 (a, b. ∇x e1) A B) Z,
+    ///       map2 * (map2 (a, b. ∇y e1) A B) Z)>
+    /// ```
+    fn rule_map2(
+        &mut self,
+        e: ExprId,
+        f: ExprId,
+        e1: ExprId,
+        e2: ExprId,
+        y: Var,
+    ) -> Result<ExprId, AdError> {
+        let (ta, tb, t) = (
+            type_of(self.a, e1)?,
+            type_of(self.a, e2)?,
+            type_of(self.a, e)?,
+        );
+        expect_real_array(self.a, e1, &ta)?;
+        expect_real_array(self.a, e2, &tb)?;
+        expect_real_elements(self.a, e, f)?;
+        let captures: Vec<(Var, usize)> = self
+            .a
+            .free_vars(f)
+            .into_iter()
+            .map(|c| match self.pos.get(&c) {
+                Some(&p) => Ok((c, p)),
+                None => Err(AdError::IllTyped {
+                    expr: e,
+                    span: self.a.span(e),
+                    message: format!(
+                        "the function of `map2` uses `{}`, which is not bound",
+                        self.a.var_name(c)
+                    ),
+                }),
+            })
+            .collect::<Result<_, _>>()?;
+
+        let (y1, k1) = self.cont_var(std::slice::from_ref(&ta))?;
+        let d1 = self.d(e1, y)?;
+        let va = self.value_var(k1, ta.clone());
+        self.push(va);
+        let second = self
+            .cont_var(std::slice::from_ref(&tb))
+            .and_then(|(y2, k2)| Ok((y2, k2, self.d(e2, y1)?)));
+        self.pop(1);
+        let (y2, k2, d2) = second?;
+        let vb = self.value_var(k2, tb);
+        let (arr_a, arr_b) = (self.a.var(va), self.a.var(vb));
+        let caps: Vec<Capture> = captures
+            .iter()
+            .map(|&(c, _)| Capture {
+                var: c,
+                value: self.a.var(c),
+            })
+            .collect();
+        let f_copy = arrays::instantiate(self.a, f, &[]);
+        let value = crate::build::map2(self.a, f_copy, arr_a, arr_b);
+        let k = self.cont(&t, |m, mut dx, z| {
+            let adj = arrays::map2_adjoint(
+                m.a,
+                &mut Direct { names: m.names },
+                f,
+                &caps,
+                arr_a,
+                arr_b,
+                z,
+            )?;
+            for (&(c, p), contribution) in captures.iter().zip(adj.captures) {
+                let tc = m.var_type(e, c)?;
+                dx[p] = add_hat(m.a, &tc, dx[p], contribution)?;
+            }
+            dx.push(adj.first);
+            dx.push(adj.second);
+            Ok(m.call(y2, &dx))
+        })?;
+        let result = self.pair(value, k);
+        let inner = self.bind(vb, y2, d2, result);
+        Ok(self.bind(va, y1, d1, inner))
+    }
+
+    /// ```text
+    /// let y1, Y1 = D_{Γ;Y}(e2) in
+    /// let A, Y2 = D_{Γ,y1;Y1}(e3) in
+    /// let A0 = ..., Ax = ..., A1 = ..., A2 = ..., A3 = ... in     -- see arrays::reduce_tape
+    /// <reduce (x, y. e1) y1 A, fun (x, z) -> Y2(x, z * reduce * 1 Ax, map2 (a, b. a*b*z) A2 A3)>
+    /// ```
+    fn rule_reduce(
+        &mut self,
+        e: ExprId,
+        f: ExprId,
+        e1: ExprId,
+        e2: ExprId,
+        y: Var,
+    ) -> Result<ExprId, AdError> {
+        let (t0, ta) = (type_of(self.a, e1)?, type_of(self.a, e2)?);
+        expect_real_array(self.a, e2, &ta)?;
+        if t0 != Type::Real {
+            return Err(unsupported(self.a, e, "`reduce` with a non-real unit"));
+        }
+        binary_lambda(self.a, f)?;
+        expect_closed(self.a, e, f)?;
+        let (y1, k1) = self.cont_var(&[Type::Real])?;
+        let d1 = self.d(e1, y)?;
+        let vy = self.value_var(k1, Type::Real);
+        self.push(vy);
+        let second = self
+            .cont_var(std::slice::from_ref(&ta))
+            .and_then(|(y2, k2)| Ok((y2, k2, self.d(e2, y1)?)));
+        self.pop(1);
+        let (y2, k2, d2) = second?;
+        let va = self.value_var(k2, ta.clone());
+        let (unit, arr) = (self.a.var(vy), self.a.var(va));
+        let tape =
+            arrays::reduce_tape(self.a, &mut Direct { names: self.names }, f, unit, arr, &ta)?;
+        let f_copy = arrays::instantiate(self.a, f, &[]);
+        let value = crate::build::reduce(self.a, f_copy, unit, arr);
+        let k = self.cont(&Type::Real, |m, mut dx, z| {
+            let (du, da) = arrays::reduce_adjoint(m.a, &tape, z);
+            dx.push(du);
+            dx.push(da);
+            Ok(m.call(y2, &dx))
+        })?;
+        let result = self.pair(value, k);
+        let result = arrays::wrap_lets(self.a, &tape.bindings, result);
+        let inner = self.bind(va, y2, d2, result);
+        Ok(self.bind(vy, y1, d1, inner))
+    }
+
+    /// `len`, `zeros_like`, `ones_like`: constant in their operand.
+    /// `let x, Y1 = D(e) in <op x, fun (x, z) -> Y1(x, 0)>`
+    fn rule_constant_op(&mut self, e: ExprId, e1: ExprId, y: Var) -> Result<ExprId, AdError> {
+        let (t1, t) = (type_of(self.a, e1)?, type_of(self.a, e)?);
+        let (y1, k1) = self.cont_var(std::slice::from_ref(&t1))?;
+        let d1 = self.d(e1, y)?;
+        let v = self.value_var(k1, t1.clone());
+        let ve = self.a.var(v);
+        let node = match self.a[e] {
+            Node::Len(_) => Node::Len(ve),
+            Node::ZerosLike(_) => Node::ZerosLike(ve),
+            _ => Node::OnesLike(ve),
+        };
+        let value = self.a.add(node);
+        let k = self.cont(&t, |m, mut dx, _z| {
+            dx.push(zero(m.a, &t1, ve)?);
+            Ok(m.call(y1, &dx))
+        })?;
+        let result = self.pair(value, k);
+        Ok(self.bind(v, y1, d1, result))
+    }
+}

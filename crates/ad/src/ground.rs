@@ -1,0 +1,105 @@
+//! The monoid `(G, +̂, 0_G)` on ground types (the paper's notation section).
+//!
+//! `0_R = 0`, zeros of a tuple are the tuple of zeros, and the zero of an array is
+//! `zeros_like(w)` for a *witness* `w` of that type (an atom in scope): zeros stay symbolic
+//! so that a later optimizer can rewrite `map2 + A (zeros_like B)` to `A`. `+̂` is `+` on
+//! reals, componentwise on tuples and `map2 +` on arrays.
+
+use unfad_syntax::{Arena, BinOp, ExprId, Type};
+
+use crate::build::{self, component, lambda, map2, section};
+use crate::error::{internal, AdError};
+
+/// `0_G` for the ground type `ty`, shaped like the atom `witness` (of type `ty`).
+pub fn zero(a: &mut Arena, ty: &Type, witness: ExprId) -> Result<ExprId, AdError> {
+    match ty {
+        Type::Real => Ok(build::num(a, 0.0)),
+        Type::Tuple(items) => {
+            let zs = items
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let w = component(a, witness, i);
+                    zero(a, t, w)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(a.tuple(&zs))
+        }
+        Type::Array(..) => Ok(build::zeros_like(a, witness)),
+        Type::Bool | Type::Func(..) => internal(format!("no zero of the non-ground type `{ty}`")),
+    }
+}
+
+/// `x +̂_G y`. For tuples both operands are projected once per component: pass atoms or
+/// tuple literals.
+pub fn add_hat(a: &mut Arena, ty: &Type, x: ExprId, y: ExprId) -> Result<ExprId, AdError> {
+    match ty {
+        Type::Real => Ok(build::add(a, x, y)),
+        Type::Tuple(items) => {
+            let sums = items
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let (xi, yi) = (component(a, x, i), component(a, y, i));
+                    add_hat(a, t, xi, yi)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(a.tuple(&sums))
+        }
+        Type::Array(_, elem) => {
+            let f = binary_fun(a, elem, |a, s, t| add_hat(a, elem, s, t))?;
+            Ok(map2(a, f, x, y))
+        }
+        Type::Bool | Type::Func(..) => internal(format!("no sum of the non-ground type `{ty}`")),
+    }
+}
+
+/// `z ·̂ g`: the value `g` of ground type `ty` scaled by the real `z` (an atom).
+pub fn scale(a: &mut Arena, ty: &Type, z: ExprId, g: ExprId) -> Result<ExprId, AdError> {
+    match ty {
+        Type::Real => Ok(build::mul(a, z, g)),
+        Type::Tuple(items) => {
+            let parts = items
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let gi = component(a, g, i);
+                    scale(a, t, z, gi)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(a.tuple(&parts))
+        }
+        Type::Array(_, elem) => {
+            let f = lambda(a, &[("s", (**elem).clone())], |a, p| {
+                scale(a, elem, z, p[0])
+            })?;
+            Ok(build::map(a, f, g))
+        }
+        Type::Bool | Type::Func(..) => {
+            internal(format!("no scaling of the non-ground type `{ty}`"))
+        }
+    }
+}
+
+/// The function argument `(s, t. body(s, t))` on elements of type `elem`; the operator
+/// section `+` when the elements are reals.
+fn binary_fun(
+    a: &mut Arena,
+    elem: &Type,
+    body: impl FnOnce(&mut Arena, ExprId, ExprId) -> Result<ExprId, AdError>,
+) -> Result<ExprId, AdError> {
+    if *elem == Type::Real {
+        return Ok(section(a, BinOp::Add));
+    }
+    lambda(a, &[("s", elem.clone()), ("t", elem.clone())], |a, p| {
+        body(a, p[0], p[1])
+    })
+}
+
+/// `reduce +̂ 0_G G`: the sum of the elements of the array `g` of elements of type `ty`;
+/// `witness` (of type `ty`) shapes the zero.
+pub fn sum(a: &mut Arena, ty: &Type, g: ExprId, witness: ExprId) -> Result<ExprId, AdError> {
+    let f = binary_fun(a, ty, |a, s, t| add_hat(a, ty, s, t))?;
+    let z = zero(a, ty, witness)?;
+    Ok(build::reduce(a, f, z, g))
+}
