@@ -2,6 +2,7 @@
 
 mod derivatives;
 mod numeric;
+mod properties;
 mod scratch;
 
 use unfad_interp::{args_from_json, eval_func, Value};

@@ -91,3 +91,169 @@ fn product_of_an_array() {
         );
     }
 }
+
+#[test]
+fn every_unary_operator() {
+    use unfad_syntax::UnOp;
+    for op in UnOp::ALL {
+        // Inside every domain: asin/acos need |u| < 1, log and sqrt u > 0.
+        let arg = match op {
+            UnOp::Asin | UnOp::Acos => "0.3 * sin(x)",
+            UnOp::Log | UnOp::Sqrt | UnOp::Log1p => "x * x + 0.5",
+            _ => "x * y",
+        };
+        let call = if op == UnOp::Neg {
+            format!("-({arg})")
+        } else {
+            format!("{}({arg})", op.name())
+        };
+        let src = format!("def f(x: real, y: real) = {call} * y");
+        check(&src, r#"{"x": 0.7, "y": -1.3}"#);
+        check(&src, r#"{"x": -0.4, "y": 0.9}"#);
+    }
+}
+
+#[test]
+fn every_binary_operator() {
+    use unfad_syntax::BinOp;
+    for op in BinOp::ALL {
+        let call = |l: &str, r: &str| {
+            if op.is_infix() {
+                format!("({l} {} {r})", op.name())
+            } else {
+                format!("{}({l}, {r})", op.name())
+            }
+        };
+        // pow needs a positive base to be differentiable in both operands.
+        let (left, other) = if op == BinOp::Pow {
+            ("x * x + 0.5", "exp(y)")
+        } else {
+            ("x", "sin(y)")
+        };
+        let src = format!(
+            "def f(x: real, y: real) = {} + {}",
+            call(left, "y"),
+            call(other, left)
+        );
+        check(&src, r#"{"x": 0.7, "y": -1.3}"#);
+        check(&src, r#"{"x": -0.4, "y": 0.9}"#);
+    }
+}
+
+#[test]
+fn non_smooth_points_follow_the_oracle() {
+    // abs'(0) = 0, max/min give ties to the first operand, pow's exponent at base 0.
+    check(
+        "def f(x: real, y: real) = abs(x) + max(x, y) + min(y, x)",
+        r#"{"x": 0, "y": 0}"#,
+    );
+    check("def f(x: real, y: real) = pow(x, y)", r#"{"x": 0, "y": 2}"#);
+}
+
+#[test]
+fn variables_used_many_times_and_not_at_all() {
+    check(
+        "def f(x: real, y: real, z: real) = x * x * x + x / (y * y + 1)",
+        r#"{"x": 1.1, "y": 0.3, "z": 5}"#,
+    );
+    check("def f(x: real) = 3", r#"{"x": 1}"#);
+}
+
+#[test]
+fn lets_tuples_and_projections() {
+    check(
+        "def f(x: real, y: real) = let p = (x * y, sin(x), y) in fst p * p.2 + snd p",
+        r#"{"x": 0.5, "y": 2}"#,
+    );
+    check(
+        "def f(p: (real, real), y: real) = let (a, b) = p in let (c, d) = (b, a * y) in c * d + a",
+        r#"{"p": [1.5, -2], "y": 0.25}"#,
+    );
+    check(
+        "def f(p: (real, (real, real))) = fst p * fst (snd p) + snd (snd p)",
+        r#"{"p": [1, [2, 3]]}"#,
+    );
+}
+
+/// Check `src` with arrays `A` and `B` of sizes 0, 1 and 5 (and the `extra` inputs).
+fn check_arrays(src: &str, extra: &str) {
+    let a = [0.5, -1.25, 2.0, 0.75, -0.3];
+    let b = [1.5, 0.25, -0.8, 1.1, -2.0];
+    for n in [0, 1, 5] {
+        let input = format!(r#"{{"A": {:?}, "B": {:?}{extra}}}"#, &a[..n], &b[..n]);
+        check(src, &input);
+    }
+}
+
+#[test]
+fn map2_and_reduce_at_sizes_zero_one_and_many() {
+    check_arrays("def f(A: [n]real, B: [n]real) = dot(A, B)", "");
+    check_arrays(
+        "def f(A: [n]real, B: [n]real) = sum(map2 (a, b. sin(a) * b) A B)",
+        "",
+    );
+    check_arrays(
+        "def f(A: [n]real, B: [n]real) = reduce max (-100) (map2 * A B)",
+        "",
+    );
+    check_arrays(
+        "def f(A: [n]real, B: [n]real) = reduce min 100 A + reduce + 0 B",
+        "",
+    );
+    check_arrays(
+        "def f(A: [n]real, B: [n]real) = reduce (a, b. a + b + a * b) 0 (map2 - A B)",
+        "",
+    );
+}
+
+#[test]
+fn reduce_with_a_unit_that_depends_on_the_inputs() {
+    check_arrays(
+        "def f(A: [n]real, B: [n]real, x: real) = reduce * (x * x) A",
+        r#", "x": 1.5"#,
+    );
+}
+
+#[test]
+fn map2_with_free_variables_of_the_context() {
+    check_arrays(
+        "def f(A: [n]real, B: [n]real, x: real) = let w = x * x in sum(map2 (a, b. a * w + sin(x) * b) A B)",
+        r#", "x": 0.8"#,
+    );
+    check_arrays(
+        "def f(A: [n]real, B: [n]real, p: (real, real)) = sum(map2 (a, b. a * fst p + b * snd p * fst p) A B)",
+        r#", "p": [0.8, -1.5]"#,
+    );
+}
+
+#[test]
+fn map2_whose_function_uses_an_array_of_the_context() {
+    check_arrays(
+        "def f(A: [n]real, B: [n]real) = sum(map2 (a, b. a * sum(B) + b * prod(A)) A B)",
+        "",
+    );
+    check_arrays(
+        "def f(A: [n]real, B: [n]real, x: real) = sum(map2 (a, b. reduce + 0 (map2 (c, d. c * a + x * d) B A)) A B)",
+        r#", "x": 0.6"#,
+    );
+}
+
+#[test]
+fn nested_array_operations_and_let_bound_arrays() {
+    check_arrays(
+        "def f(A: [n]real, B: [n]real) = let C = map2 * A B in let D = map2 + C A in dot(C, D) + prod(map2 (a, b. a - b) D C)",
+        "",
+    );
+    check_arrays(
+        "def f(A: [n]real, B: [n]real) = sum(map2 (a, b. reduce * 1 B * a) (map2 * A A) B)",
+        "",
+    );
+}
+
+#[test]
+fn constant_array_operations() {
+    check_arrays(
+        "def f(A: [n]real, B: [n]real) = len(A) * sum(A) + dot(zeros_like(A), B) + dot(ones_like(B), A)",
+        "",
+    );
+}

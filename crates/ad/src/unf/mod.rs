@@ -147,7 +147,7 @@ impl OpKind {
     pub fn name(self) -> String {
         match self {
             OpKind::Const(c) => unfad_syntax::format_const(c),
-            OpKind::Un(op) if op == UnOp::Neg => "neg".into(),
+            OpKind::Un(UnOp::Neg) => "neg".into(),
             OpKind::Un(op) => op.name().into(),
             OpKind::Bin(op) => op.name().into(),
             OpKind::Pi(i) => format!("pi{}", i + 1),

@@ -1,0 +1,83 @@
+//! Random well-typed core programs (from `unfad-testgen`): both pipelines give well-formed
+//! terms whose values and gradients agree with forward mode and with each other.
+
+use unfad_interp::{args_from_json, forward_gradient};
+use unfad_syntax::Program;
+use unfad_testgen::{generate, Features};
+
+use super::{assert_well_formed, eval_reverse};
+use crate::{reverse, reverse_via_unf, AdError};
+
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1.0) || (a.is_nan() && b.is_nan())
+}
+
+fn check_features(features: &Features, seeds: std::ops::Range<u64>) -> (usize, usize) {
+    let (mut checked, mut unsupported) = (0, 0);
+    for seed in seeds {
+        let g = generate(seed, features);
+        let mut prog = Program::load(&g.source).unwrap();
+        let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+        let (v0, g0) = forward_gradient(&prog.arena, &func, &args).unwrap();
+        let all: Vec<usize> = (0..func.params.len()).collect();
+        let mut outcomes = Vec::new();
+        for pipeline in [reverse as fn(&mut _, &_, &_) -> _, reverse_via_unf] {
+            match pipeline(&mut prog.arena, &func, &all) {
+                Ok(rev) => {
+                    assert_well_formed(&mut prog.arena, &rev);
+                    outcomes.push(Some(eval_reverse(&prog.arena, &rev, &args)));
+                }
+                Err(AdError::Unsupported { span, message, .. }) => {
+                    assert!(!span.is_none(), "seed {seed}: no position for: {message}");
+                    outcomes.push(None)
+                }
+                Err(e) => panic!("seed {seed}: {e}\n{}", g.source),
+            }
+        }
+        match (&outcomes[0], &outcomes[1]) {
+            (Some(d), Some(u)) => {
+                for (v, grads) in [d, u] {
+                    assert!(
+                        close(*v, v0),
+                        "seed {seed}: value {v} vs {v0}\n{}",
+                        g.source
+                    );
+                    for (gi, fi) in grads.iter().zip(&g0) {
+                        assert_eq!(gi.len(), fi.len());
+                        for (x, y) in gi.iter().zip(fi) {
+                            assert!(close(*x, *y), "seed {seed}: {gi:?} vs forward {fi:?}");
+                        }
+                    }
+                }
+                checked += 1;
+            }
+            (None, None) => unsupported += 1,
+            _ => panic!("seed {seed}: one pipeline supports the program, the other does not"),
+        }
+    }
+    (checked, unsupported)
+}
+
+#[test]
+fn core_programs() {
+    let (checked, unsupported) = check_features(&Features::core(), 0..400);
+    assert_eq!(unsupported, 0, "{checked} checked");
+}
+
+#[test]
+fn scalar_programs() {
+    let (checked, unsupported) = check_features(&Features::scalar(), 1000..1200);
+    assert_eq!(unsupported, 0, "{checked} checked");
+}
+
+/// Programs of the whole Source language: what reverse mode supports is right, the rest
+/// is rejected with a position (never a panic or another error).
+#[test]
+fn full_source_programs_are_differentiated_or_rejected() {
+    let (checked, unsupported) = check_features(&Features::all(), 2000..2300);
+    assert!(
+        checked > 20 && unsupported > 20,
+        "{checked} checked, {unsupported} unsupported"
+    );
+}
