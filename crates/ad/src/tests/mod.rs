@@ -1,9 +1,11 @@
 //! Tests of reverse mode: one `check` helper per stage, many small cases.
 
 mod derivatives;
+mod direct;
+mod errors;
 mod numeric;
 mod properties;
-mod scratch;
+mod unf;
 
 use unfad_interp::{args_from_json, eval_func, Value};
 use unfad_syntax::{typeck, Arena, Func, Program};

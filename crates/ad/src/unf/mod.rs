@@ -307,7 +307,7 @@ impl TargetUnf {
                 Ok((concat(&i, &o), i))
             }
             TargetUnf::Seq(es) => {
-                seq_judgment(es.iter().map(|e| (e.judgment(a), || print_target(a, e))))
+                seq_judgment(es.iter().map(|e| (e.judgment(a), || inline(a, e, false))))
             }
             TargetUnf::Pair(e1, e2) => {
                 let (i1, o1) = e1.judgment(a)?;
