@@ -1,1 +1,540 @@
-//! Lowering of first-order Target terms to Cranelift IR, and JIT compilation to native code.
+//! Lowering of first-order terms to Cranelift IR, and JIT compilation to native code.
+//!
+//! [`compile`] takes a closed, type-checked [`Func`] of the first-order fragment: variables of
+//! ground type (reals, tuples, arrays of ground type) or conditions, lambdas only as the
+//! function argument of `map`, `map2`, `reduce`, `foldl`, `scanl` and `scanr` (their bodies may
+//! use variables of the enclosing scope), no application and no calls. Both users' primal
+//! programs and optimized gradient terms (scans, shifts, `zeros_like`, `ones_like`, n-tuples,
+//! `if` on any type) are in that fragment. Anything else is an [`JitError::Unsupported`].
+//!
+//! # The ABI
+//!
+//! The native function has the C signature
+//!
+//! ```text
+//! void f(const double *const *inputs, const uint64_t *sizes,
+//!        double *const *outputs, double *workspace);
+//! ```
+//!
+//! ([`RawFn`]). Each parameter's type is flattened into **leaf components**, each a flat
+//! buffer of reals ([`Component`]):
+//! - a real is one component of one element;
+//! - an array of reals is one component, nested arrays row-major in it (`[n][m]real` is one
+//!   component of `n * m` elements);
+//! - a tuple contributes the components of its fields, in order;
+//! - arrays distribute over tuples (an array of tuples is a tuple of arrays): `[n](real,
+//!   [m]real)` is two components, of `n` and of `n * m` elements.
+//!
+//! `inputs[k]` points to the `k`-th component over all parameters in order
+//! ([`Compiled::inputs`]). `sizes[i]` is the value of the `i`-th size variable, in the order
+//! of `Func::size_vars` ([`Compiled::size_vars`]). The result is flattened the same way;
+//! `outputs[k]` points to a buffer of the `k`-th output component's length
+//! ([`Compiled::outputs`]), which the function fills entirely. `workspace` points to at least
+//! [`Compiled::workspace_len`] reals, 8-byte aligned (it may be null when that is 0). The
+//! buffers must not overlap, except that inputs may overlap each other. The function never
+//! allocates, never calls `malloc`, and reads and writes only inside these buffers.
+//!
+//! Component lengths are functions of the sizes ([`Dim`]): they are the lengths the
+//! semantics computes, which are the formal sizes of the types except where an empty array
+//! was shifted (`scanl f z (shift1L A)` has one element at `n = 0` although its type says
+//! `[n]`). When an `if` chooses between arrays whose lengths differ only in that way, the
+//! shorter one is padded with zeros to the longer length.
+//!
+//! # Memory
+//!
+//! The workspace holds every intermediate array that has to exist in memory. Its layout is
+//! planned at compile time: each array gets a buffer, buffers whose lifetimes do not overlap
+//! share a slot, and slot offsets are computed from the sizes in the function's prologue. An
+//! array made inside a loop body reuses its slot in every iteration. Results are written
+//! straight into their destination (the caller's output buffers, the row of a nested array,
+//! an accumulator's buffer) instead of being copied there.
+//!
+//! # Fusion
+//!
+//! A `map` or `map2` whose elements are scalars (or tuples of scalars) is not computed where
+//! it occurs: its elements are computed where a consumer reads them, inside the consumer's
+//! loop (`reduce + 0 (map2 * A B)` is one loop and needs no workspace). This also applies to
+//! a `let`-bound map whose elements are read once, in the same loop nest as the `let`; a
+//! map read more than once, or inside a loop that does not also contain its `let`, is
+//! computed into a buffer at the `let`. `zeros_like` and `ones_like` are known constants and
+//! are only ever written out when they must be in memory. Shifts are views.
+//!
+//! ```
+//! use unfad_syntax::Program;
+//! let mut prog = Program::load("def f(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)").unwrap();
+//! let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+//! let compiled = unfad_jit::compile(&prog.arena, &func).unwrap();
+//! assert_eq!(compiled.workspace_len(&[3]), 0);
+//! let (a, b) = ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]);
+//! let mut out = [0.0];
+//! compiled.call(&[&a, &b], &[3], &mut [&mut out], &mut []).unwrap();
+//! assert_eq!(out[0], 32.0);
+//! ```
+
+mod error;
+mod layout;
+mod lower;
+mod runtime;
+mod shape;
+mod value;
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, UserFuncName, Value};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::Context;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
+use unfad_syntax::typeck::{infer, NoSource};
+use unfad_syntax::{Arena, Func, Type};
+
+pub use error::JitError;
+pub use layout::{Component, Dim, PathStep};
+
+use error::R;
+use layout::SizeExpr;
+use lower::Translator;
+use shape::{Analysis, SShape};
+
+/// The native function: `f(inputs, sizes, outputs, workspace)` (see the crate docs).
+pub type RawFn = unsafe extern "C" fn(*const *const f64, *const u64, *const *mut f64, *mut f64);
+
+/// A compiled function. Cloning is cheap; the native code lives until the last clone is
+/// dropped.
+#[derive(Clone)]
+pub struct Compiled {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Owns the executable memory; freed on drop.
+    module: Mutex<Option<JITModule>>,
+    entry: RawFn,
+    size_vars: Vec<String>,
+    param_names: Vec<String>,
+    inputs: Vec<Component>,
+    outputs: Vec<Component>,
+    workspace: SizeExpr,
+    checks: Vec<SizeExpr>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let module = match self.module.get_mut() {
+            Ok(m) => m.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(module) = module {
+            // SAFETY: the code is only reachable through `entry`, which is called by
+            // `Compiled::call` (which borrows a clone of this `Arc`) or through the pointer
+            // `Compiled::fn_ptr` hands out, documented to be valid only while a clone of the
+            // `Compiled` is alive. The last clone is being dropped, so no call is running and
+            // none can start.
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+impl std::fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compiled")
+            .field("size_vars", &self.inner.size_vars)
+            .field("inputs", &self.inner.inputs)
+            .field("outputs", &self.inner.outputs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Compiled {
+    /// The native function (see the crate docs for its ABI). It stays valid while this
+    /// `Compiled` or a clone of it is alive.
+    pub fn fn_ptr(&self) -> RawFn {
+        self.inner.entry
+    }
+
+    /// The input components, over all parameters in order.
+    pub fn inputs(&self) -> &[Component] {
+        &self.inner.inputs
+    }
+
+    /// The output components of the result.
+    pub fn outputs(&self) -> &[Component] {
+        &self.inner.outputs
+    }
+
+    /// The size variables, in the order the `sizes` argument gives their values.
+    pub fn size_vars(&self) -> &[String] {
+        &self.inner.size_vars
+    }
+
+    /// The parameter names, indexed like [`Component::index`].
+    pub fn param_names(&self) -> &[String] {
+        &self.inner.param_names
+    }
+
+    /// The number of reals the workspace must hold for these sizes (`usize::MAX` if the
+    /// sizes are missing or too large to run with).
+    pub fn workspace_len(&self, sizes: &[u64]) -> usize {
+        self.inner
+            .workspace
+            .eval(sizes)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(usize::MAX)
+    }
+
+    /// Run the native code after checking every length against the layout: `inputs` are
+    /// the input components, `outputs` the output components (filled by the call).
+    pub fn call(
+        &self,
+        inputs: &[&[f64]],
+        sizes: &[u64],
+        outputs: &mut [&mut [f64]],
+        workspace: &mut [f64],
+    ) -> Result<(), JitError> {
+        let inner = &*self.inner;
+        let bad = |msg: String| Err(JitError::Call(msg));
+        if sizes.len() != inner.size_vars.len() {
+            return bad(format!(
+                "{} size(s) given, the function has {} ({})",
+                sizes.len(),
+                inner.size_vars.len(),
+                inner.size_vars.join(", ")
+            ));
+        }
+        if inner.checks.iter().any(|e| e.eval(sizes).is_none()) {
+            return bad(format!("the sizes {sizes:?} are too large"));
+        }
+        let check = |what: &str, comps: &[Component], lens: &mut dyn Iterator<Item = usize>| {
+            for (k, c) in comps.iter().enumerate() {
+                let owner = match what {
+                    "input" => inner.param_names.get(c.index).map_or("?", String::as_str),
+                    _ => "result",
+                };
+                let want = c.len(sizes);
+                let got = lens.next();
+                if want.is_none() || want != got {
+                    return bad(format!(
+                        "{what} component {k} (`{}`) has {} element(s), the sizes {sizes:?} need {}",
+                        c.describe(owner),
+                        got.map_or("no".to_string(), |n| n.to_string()),
+                        want.map_or("too many".to_string(), |n| n.to_string()),
+                    ));
+                }
+            }
+            Ok(())
+        };
+        if inputs.len() != inner.inputs.len() {
+            return bad(format!(
+                "{} input component(s) given, the function takes {}",
+                inputs.len(),
+                inner.inputs.len()
+            ));
+        }
+        if outputs.len() != inner.outputs.len() {
+            return bad(format!(
+                "{} output component(s) given, the function has {}",
+                outputs.len(),
+                inner.outputs.len()
+            ));
+        }
+        check("input", &inner.inputs, &mut inputs.iter().map(|s| s.len()))?;
+        check(
+            "output",
+            &inner.outputs,
+            &mut outputs.iter().map(|s| s.len()),
+        )?;
+        let need = self.workspace_len(sizes);
+        if workspace.len() < need {
+            return bad(format!(
+                "the workspace has {} element(s), the sizes {sizes:?} need {need}",
+                workspace.len()
+            ));
+        }
+        const ON_STACK: usize = 16;
+        let mut in_stack = [std::ptr::null::<f64>(); ON_STACK];
+        let mut out_stack = [std::ptr::null_mut::<f64>(); ON_STACK];
+        let in_heap: Vec<*const f64>;
+        let out_heap: Vec<*mut f64>;
+        let in_ptrs: &[*const f64] = if inputs.len() <= ON_STACK {
+            for (p, s) in in_stack.iter_mut().zip(inputs) {
+                *p = s.as_ptr();
+            }
+            &in_stack[..inputs.len()]
+        } else {
+            in_heap = inputs.iter().map(|s| s.as_ptr()).collect();
+            &in_heap
+        };
+        let out_ptrs: &[*mut f64] = if outputs.len() <= ON_STACK {
+            for (p, s) in out_stack.iter_mut().zip(outputs.iter_mut()) {
+                *p = s.as_mut_ptr();
+            }
+            &out_stack[..outputs.len()]
+        } else {
+            out_heap = outputs.iter_mut().map(|s| s.as_mut_ptr()).collect();
+            &out_heap
+        };
+        // # Safety
+        //
+        // The native code reads `inputs[k][..inputs()[k].len(sizes)]` for every input
+        // component, `sizes[..size_vars().len()]`, writes `outputs[k][..outputs()[k].len(sizes)]`
+        // and uses `workspace[..workspace_len(sizes)]`, and nothing else; every count it
+        // computes from the sizes was checked above to be representable, so its wrapping
+        // arithmetic gives the same values. All those lengths were checked against the
+        // slices just now. The output slices are exclusive borrows, so they overlap neither
+        // each other, nor the inputs, nor the workspace. The code is alive: `self` holds
+        // the module that owns it.
+        unsafe {
+            (inner.entry)(
+                in_ptrs.as_ptr(),
+                sizes.as_ptr(),
+                out_ptrs.as_ptr(),
+                workspace.as_mut_ptr(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Compile `func` (whose nodes live in `arena`) to native code for the host.
+pub fn compile(arena: &Arena, func: &Func) -> Result<Compiled, JitError> {
+    let arena = typed(arena, func)?;
+    let isa = host_isa()?;
+    let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
+    for (name, ptr) in runtime::symbols() {
+        jb.symbol(name, ptr);
+    }
+    let mut module = JITModule::new(jb);
+    let mut ctx = module.make_context();
+    let (id, built) = build(&arena, func, &mut module, &mut ctx)?;
+    module
+        .define_function(id, &mut ctx)
+        .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+    module.clear_context(&mut ctx);
+    module
+        .finalize_definitions()
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: `code` is the address of the function just compiled with the signature
+    // (ptr, ptr, ptr, ptr) -> () in the host's default calling convention, which is the C
+    // ABI of `RawFn`; it stays valid as long as `module`, which `Inner` owns, is alive.
+    let entry: RawFn = unsafe { std::mem::transmute::<*const u8, RawFn>(code) };
+    Ok(Compiled {
+        inner: Arc::new(Inner {
+            module: Mutex::new(Some(module)),
+            entry,
+            size_vars: built.size_vars,
+            param_names: built.param_names,
+            inputs: built.inputs,
+            outputs: built.outputs,
+            workspace: built.workspace,
+            checks: built.checks,
+        }),
+    })
+}
+
+/// The Cranelift IR of `func`, as text (before Cranelift's optimizations).
+pub fn clif_text(arena: &Arena, func: &Func) -> Result<String, JitError> {
+    let arena = typed(arena, func)?;
+    let isa = host_isa()?;
+    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let mut ctx = module.make_context();
+    build(&arena, func, &mut module, &mut ctx)?;
+    Ok(ctx.func.display().to_string())
+}
+
+/// The arena with every node of `func` typed (type-checking a copy if needed).
+fn typed<'a>(arena: &'a Arena, func: &Func) -> R<Cow<'a, Arena>> {
+    if arena.type_of(func.body).is_some() {
+        return Ok(Cow::Borrowed(arena));
+    }
+    let mut copy = arena.clone();
+    infer(&mut copy, &NoSource, func.body).map_err(|e| JitError::Type(e.to_string()))?;
+    Ok(Cow::Owned(copy))
+}
+
+/// The target ISA of the host, with the flags this crate compiles with.
+fn host_isa() -> R<OwnedTargetIsa> {
+    static ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+    ISA.get_or_init(|| {
+        let mut flags = settings::builder();
+        let verify = if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        };
+        for (k, v) in [
+            ("opt_level", "speed"),
+            ("is_pic", "false"),
+            ("use_colocated_libcalls", "false"),
+            ("enable_verifier", verify),
+        ] {
+            flags.set(k, v).map_err(|e| e.to_string())?;
+        }
+        let builder = cranelift_native::builder().map_err(|e| e.to_string())?;
+        builder
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(JitError::Codegen)
+}
+
+/// What the lowering found out besides the code.
+struct Built {
+    size_vars: Vec<String>,
+    param_names: Vec<String>,
+    inputs: Vec<Component>,
+    outputs: Vec<Component>,
+    workspace: SizeExpr,
+    checks: Vec<SizeExpr>,
+}
+
+/// The components of a value of shape `s` belonging to parameter (or result) `index`.
+fn components(
+    s: &SShape,
+    index: usize,
+    path: &mut Vec<PathStep>,
+    dims: &mut Vec<Dim>,
+    out: &mut Vec<Component>,
+) {
+    match s {
+        SShape::Real => out.push(Component {
+            index,
+            path: path.clone(),
+            dims: dims.clone(),
+        }),
+        SShape::Bool => {}
+        SShape::Tuple(items) => {
+            for (i, s) in items.iter().enumerate() {
+                path.push(PathStep::Field(i as u32));
+                components(s, index, path, dims, out);
+                path.pop();
+            }
+        }
+        SShape::Arr(sa) => {
+            path.push(PathStep::Elements);
+            dims.push(sa.len);
+            components(&sa.elem, index, path, dims, out);
+            dims.pop();
+            path.pop();
+        }
+    }
+}
+
+/// Lower `func` into `ctx.func`, declared in `module`.
+fn build(
+    arena: &Arena,
+    func: &Func,
+    module: &mut JITModule,
+    ctx: &mut Context,
+) -> R<(FuncId, Built)> {
+    let mut size_vars: Vec<Arc<str>> = Vec::new();
+    let mut param_names = Vec::new();
+    for &p in &func.params {
+        let Some(t) = arena.var_type(p) else {
+            return Err(JitError::Type(format!(
+                "parameter `{}` has no type",
+                arena.var_name(p)
+            )));
+        };
+        t.size_vars(&mut size_vars);
+        param_names.push(arena.var_name(p).to_string());
+    }
+    let index = |name: &str| {
+        size_vars
+            .iter()
+            .position(|v| &**v == name)
+            .map(|i| i as u32)
+    };
+    let (an, result) = Analysis::run(arena, func, &index)?;
+    if matches!(func.ret, Type::Bool) || matches!(result, SShape::Bool) {
+        return Err(JitError::Unsupported(
+            "the function returns a condition; results are reals, tuples and arrays".into(),
+        ));
+    }
+    let mut inputs = Vec::new();
+    let mut param_shapes = Vec::new();
+    for (k, &p) in func.params.iter().enumerate() {
+        let s = an.var_shape(p)?.clone();
+        components(&s, k, &mut Vec::new(), &mut Vec::new(), &mut inputs);
+        param_shapes.push(s);
+    }
+    let mut outputs = Vec::new();
+    components(&result, 0, &mut Vec::new(), &mut Vec::new(), &mut outputs);
+
+    let ptr = module.target_config().pointer_type();
+    if ptr != types::I64 {
+        return Err(JitError::Unsupported(
+            "a host without 64-bit pointers".into(),
+        ));
+    }
+    let mut sig = module.make_signature();
+    for _ in 0..4 {
+        sig.params.push(AbiParam::new(ptr));
+    }
+    let id = module
+        .declare_function("unfad_entry", Linkage::Local, &sig)
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let frontend = module.isa().frontend_config();
+
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    // The entry block comes first in the layout but is filled last (with the prologue).
+    b.func.layout.append_block(entry);
+    let [p_inputs, p_sizes, p_outputs, p_ws]: [Value; 4] = b
+        .block_params(entry)
+        .try_into()
+        .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))?;
+    let main = b.create_block();
+    b.switch_to_block(main);
+    let flags = MemFlagsData::trusted();
+    let load_ptrs = |b: &mut FunctionBuilder, base: Value, n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|k| b.ins().load(ptr, flags, base, (k as i32).wrapping_mul(8)))
+            .collect()
+    };
+    let in_ptrs = load_ptrs(&mut b, p_inputs, inputs.len());
+    let out_ptrs = load_ptrs(&mut b, p_outputs, outputs.len());
+
+    let mut t = Translator::new(b, module, arena, &an, main);
+    let mut it = in_ptrs.iter();
+    for (&p, s) in func.params.iter().zip(&param_shapes) {
+        let v = t.param_val(s, &mut it)?;
+        t.bind(p, v);
+    }
+    let out = t.result_place(&result, &mut out_ptrs.iter())?;
+    t.emit_result(func.body, &out)?;
+    drop(out);
+    t.builder().ins().return_(&[]);
+    let plan = t.finish_prologue(entry, p_sizes, p_ws);
+    let mut b = t.into_builder();
+    b.seal_all_blocks();
+    b.finalize(frontend);
+
+    if cfg!(debug_assertions) {
+        cranelift_codegen::verify_function(&ctx.func, module.isa()).map_err(|e| {
+            JitError::Codegen(format!(
+                "the generated code fails verification:\n{}",
+                cranelift_codegen::print_errors::pretty_verifier_error(&ctx.func, None, e)
+            ))
+        })?;
+    }
+    Ok((
+        id,
+        Built {
+            size_vars: size_vars.iter().map(|s| s.to_string()).collect(),
+            param_names,
+            inputs,
+            outputs,
+            workspace: plan.workspace,
+            checks: plan.checks,
+        },
+    ))
+}

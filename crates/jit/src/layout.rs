@@ -1,0 +1,315 @@
+//! Array lengths as functions of the size variables, and the layout of the ABI's components.
+//!
+//! A [`Dim`] is the *structural* run-time length of an array dimension, computed exactly as
+//! the semantics computes it (`shift1L` of an empty array is empty, a scan adds one), not
+//! the formal size of the type, which normalises `(n-1)+1` to `n`. Every such length has the
+//! closed form `max(n + offset, floor)` for the one size variable `n` of its formal size:
+//! the formal offset is kept, and only the floor records what happened at small sizes.
+
+use std::fmt;
+use std::sync::Arc;
+
+use unfad_syntax::Size;
+
+use crate::error::{JitError, R};
+
+/// The length of one array dimension: `max(sizes[var] + offset, floor)` (with `sizes[var]`
+/// read as 0 when there is no variable), never below 0.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Dim {
+    /// Index into the size variables (`Func::size_vars` order), if the length depends on one.
+    pub var: Option<u32>,
+    pub offset: i64,
+    pub floor: u64,
+}
+
+impl Dim {
+    /// A length known at compile time.
+    pub fn constant(k: u64) -> Dim {
+        Dim {
+            var: None,
+            offset: 0,
+            floor: k,
+        }
+    }
+
+    /// The length of an array of formal size `size`, as it is at a parameter (exactly the
+    /// formal value); `index` maps size-variable names to their positions.
+    pub(crate) fn of_size(size: &Size, index: &dyn Fn(&str) -> Option<u32>) -> R<Dim> {
+        match &size.var {
+            None => Ok(Dim::constant(size.offset.max(0) as u64)),
+            Some(v) => match index(v) {
+                Some(i) => Ok(Dim::sym(i, size.offset, 0)),
+                None => Err(JitError::Type(format!(
+                    "the size `{v}` is not the size of any parameter"
+                ))),
+            },
+        }
+    }
+
+    /// `max(sizes[var] + offset, floor)` in its normal form (a floor that never matters is 0).
+    fn sym(var: u32, offset: i64, floor: u64) -> Dim {
+        let floor = if offset >= 0 && offset as u64 >= floor {
+            0
+        } else {
+            floor
+        };
+        Dim {
+            var: Some(var),
+            offset,
+            floor,
+        }
+    }
+
+    /// The value when it does not depend on a size variable.
+    pub fn as_constant(&self) -> Option<u64> {
+        match self.var {
+            None => Some(self.floor.max(self.offset.max(0) as u64)),
+            Some(_) => None,
+        }
+    }
+
+    /// The length after dropping one element (0 stays 0).
+    pub(crate) fn dec(self) -> Dim {
+        match (self.var, self.as_constant()) {
+            (_, Some(k)) => Dim::constant(k.saturating_sub(1)),
+            (Some(v), None) => Dim::sym(
+                v,
+                self.offset.saturating_sub(1),
+                self.floor.saturating_sub(1),
+            ),
+            (None, None) => self,
+        }
+    }
+
+    /// The length after adding one element (the result of a scan).
+    pub(crate) fn inc(self) -> Dim {
+        match (self.var, self.as_constant()) {
+            (_, Some(k)) => Dim::constant(k.saturating_add(1)),
+            (Some(v), None) => Dim::sym(
+                v,
+                self.offset.saturating_add(1),
+                self.floor.saturating_add(1),
+            ),
+            (None, None) => self,
+        }
+    }
+
+    /// The shorter of two lengths of the same formal size (`map2`), if expressible.
+    pub(crate) fn min(self, other: Dim) -> Option<Dim> {
+        match (self.as_constant(), other.as_constant()) {
+            (Some(a), Some(b)) => Some(Dim::constant(a.min(b))),
+            _ if self.var == other.var && self.offset == other.offset => Some(Dim::sym(
+                self.var?,
+                self.offset,
+                self.floor.min(other.floor),
+            )),
+            _ => None,
+        }
+    }
+
+    /// The longer of two lengths of the same formal size (`if`), if expressible.
+    pub(crate) fn max(self, other: Dim) -> Option<Dim> {
+        match (self.as_constant(), other.as_constant()) {
+            (Some(a), Some(b)) => Some(Dim::constant(a.max(b))),
+            _ if self.var == other.var && self.offset == other.offset => Some(Dim::sym(
+                self.var?,
+                self.offset,
+                self.floor.max(other.floor),
+            )),
+            _ => None,
+        }
+    }
+
+    /// The length for the given sizes, if it is representable (`None` on overflow or a
+    /// missing size).
+    pub fn eval(&self, sizes: &[u64]) -> Option<u64> {
+        match self.var {
+            None => self.as_constant(),
+            Some(v) => {
+                let n = i64::try_from(*sizes.get(v as usize)?).ok()?;
+                let x = n.checked_add(self.offset)?.max(0) as u64;
+                Some(x.max(self.floor))
+            }
+        }
+    }
+
+    /// Print with the names of the size variables.
+    pub fn display<'a>(&'a self, names: &'a [String]) -> impl fmt::Display + 'a {
+        DimDisplay { dim: self, names }
+    }
+}
+
+struct DimDisplay<'a> {
+    dim: &'a Dim,
+    names: &'a [String],
+}
+
+impl fmt::Display for DimDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.dim;
+        let Some(v) = d.var else {
+            return write!(f, "{}", d.as_constant().unwrap_or(0));
+        };
+        let name = self
+            .names
+            .get(v as usize)
+            .map_or_else(|| format!("#{v}"), |s| s.clone());
+        let base = match d.offset {
+            0 => name,
+            k if k > 0 => format!("{name}+{k}"),
+            k => format!("{name}-{}", k.unsigned_abs()),
+        };
+        if d.floor > 0 || d.offset < 0 {
+            write!(f, "max({base}, {})", d.floor)
+        } else {
+            write!(f, "{base}")
+        }
+    }
+}
+
+/// One step of the path from a parameter (or the result) to a component.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum PathStep {
+    /// Field `i` of a tuple.
+    Field(u32),
+    /// The elements of an array (arrays distribute over the tuples inside them).
+    Elements,
+}
+
+/// One leaf component of the ABI: a flat row-major buffer of reals.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Component {
+    /// The parameter it belongs to (0 for the result).
+    pub index: usize,
+    /// The way from the parameter (or result) to this component.
+    pub path: Vec<PathStep>,
+    /// The array dimensions above the leaf, outermost first; the component has their
+    /// product as element count (1 when there is none).
+    pub dims: Vec<Dim>,
+}
+
+impl Component {
+    /// The element count for the given sizes (`None` on overflow).
+    pub fn len(&self, sizes: &[u64]) -> Option<usize> {
+        let mut n: u64 = 1;
+        for d in &self.dims {
+            n = n.checked_mul(d.eval(sizes)?)?;
+        }
+        usize::try_from(n).ok()
+    }
+
+    /// `A.1[]`-style description of where the component is, given the owner's name.
+    pub fn describe(&self, owner: &str) -> String {
+        let mut s = owner.to_string();
+        for step in &self.path {
+            match step {
+                PathStep::Field(i) => s.push_str(&format!(".{i}")),
+                PathStep::Elements => s.push_str("[]"),
+            }
+        }
+        s
+    }
+}
+
+/// An element count computed from the sizes before a call (buffer sizes and offsets).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum SizeExpr {
+    K(u64),
+    D(Dim),
+    Add(Arc<SizeExpr>, Arc<SizeExpr>),
+    Mul(Arc<SizeExpr>, Arc<SizeExpr>),
+    Max(Arc<SizeExpr>, Arc<SizeExpr>),
+}
+
+impl SizeExpr {
+    pub fn dim(d: Dim) -> SizeExpr {
+        match d.as_constant() {
+            Some(k) => SizeExpr::K(k),
+            None => SizeExpr::D(d),
+        }
+    }
+
+    pub fn add(a: SizeExpr, b: SizeExpr) -> SizeExpr {
+        match (a, b) {
+            (SizeExpr::K(0), x) | (x, SizeExpr::K(0)) => x,
+            (SizeExpr::K(x), SizeExpr::K(y)) => SizeExpr::K(x.saturating_add(y)),
+            (x, y) => SizeExpr::Add(Arc::new(x), Arc::new(y)),
+        }
+    }
+
+    pub fn mul(a: SizeExpr, b: SizeExpr) -> SizeExpr {
+        match (a, b) {
+            (SizeExpr::K(0), _) | (_, SizeExpr::K(0)) => SizeExpr::K(0),
+            (SizeExpr::K(1), x) | (x, SizeExpr::K(1)) => x,
+            (SizeExpr::K(x), SizeExpr::K(y)) => SizeExpr::K(x.saturating_mul(y)),
+            (x, y) => SizeExpr::Mul(Arc::new(x), Arc::new(y)),
+        }
+    }
+
+    pub fn max(a: SizeExpr, b: SizeExpr) -> SizeExpr {
+        match (a, b) {
+            (SizeExpr::K(0), x) | (x, SizeExpr::K(0)) => x,
+            (SizeExpr::K(x), SizeExpr::K(y)) => SizeExpr::K(x.max(y)),
+            (x, y) if x == y => x,
+            (x, y) => SizeExpr::Max(Arc::new(x), Arc::new(y)),
+        }
+    }
+
+    /// The product of the dimensions.
+    pub fn product(dims: &[Dim]) -> SizeExpr {
+        dims.iter().fold(SizeExpr::K(1), |acc, d| {
+            SizeExpr::mul(acc, SizeExpr::dim(*d))
+        })
+    }
+
+    /// The value for the given sizes; `None` on overflow. A value that fits also fits in an
+    /// `i64` multiplied by 8, so native code computing it with wrapping arithmetic agrees.
+    pub fn eval(&self, sizes: &[u64]) -> Option<u64> {
+        const LIMIT: u64 = (i64::MAX as u64) / 8;
+        let v = match self {
+            SizeExpr::K(k) => *k,
+            SizeExpr::D(d) => d.eval(sizes)?,
+            SizeExpr::Add(a, b) => a.eval(sizes)?.checked_add(b.eval(sizes)?)?,
+            SizeExpr::Mul(a, b) => a.eval(sizes)?.checked_mul(b.eval(sizes)?)?,
+            SizeExpr::Max(a, b) => a.eval(sizes)?.max(b.eval(sizes)?),
+        };
+        (v <= LIMIT).then_some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structural_lengths_keep_the_floor() {
+        let n = Dim::sym(0, 0, 0);
+        // scanr * 1 (shift1L A) has length max(n, 1); shift1R (scanl * 1 A) has length n.
+        let left = n.dec().inc();
+        let right = n.inc().dec();
+        assert_eq!(left, Dim::sym(0, 0, 1));
+        assert_eq!(right, n);
+        assert_eq!(left.eval(&[0]), Some(1));
+        assert_eq!(left.eval(&[3]), Some(3));
+        assert_eq!(left.min(right), Some(n));
+        assert_eq!(left.max(right), Some(left));
+        assert_eq!(n.dec().dec().eval(&[1]), Some(0));
+        assert_eq!(Dim::constant(0).dec(), Dim::constant(0));
+        let names = vec!["n".to_string()];
+        assert_eq!(left.display(&names).to_string(), "max(n, 1)");
+        assert_eq!(n.inc().display(&names).to_string(), "n+1");
+    }
+
+    #[test]
+    fn size_expressions_fold_and_check_overflow() {
+        let n = SizeExpr::dim(Dim::sym(0, 0, 0));
+        let e = SizeExpr::add(SizeExpr::mul(n.clone(), SizeExpr::K(1)), SizeExpr::K(0));
+        assert_eq!(e, n);
+        assert_eq!(SizeExpr::max(n.clone(), n.clone()), n);
+        let sq = SizeExpr::mul(n.clone(), n);
+        assert_eq!(sq.eval(&[1 << 20]), Some(1 << 40));
+        assert_eq!(sq.eval(&[1 << 31]), None);
+        assert_eq!(sq.eval(&[u64::MAX]), None);
+    }
+}

@@ -1,0 +1,2010 @@
+//! Lowering of a first-order term to Cranelift IR.
+//!
+//! One [`Translator`] owns the `FunctionBuilder` and the map from the term's variables to
+//! compile-time values ([`Val`]). It walks the term once, emitting code as it goes:
+//! - scalars live in SSA values; `if` is a branch with block parameters at the join (or a
+//!   `select` when both branches are cheap scalar expressions);
+//! - every loop is bottom-tested: one guard before it, one compare-and-branch per iteration;
+//! - a `map`/`map2` with scalar elements stays unevaluated until a consumer reads it, so it
+//!   runs inside the consumer's loop; results are written straight into their destination
+//!   (the caller's output buffers, a row of a nested array, an accumulator's buffer);
+//! - every other array lives in a workspace buffer. Buffers are reference-counted at
+//!   compile time and a slot is reused once the last value referencing it is dead.
+//!
+//! Lengths and buffer addresses that depend only on the sizes are computed once, in a
+//! prologue that is emitted last (when all slots are known) into the entry block and
+//! passed to the body's first block as parameters.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::types::{F64, I64, I8};
+use cranelift_codegen::ir::{
+    AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Signature, Type, Value,
+};
+use cranelift_frontend::FunctionBuilder;
+use cranelift_module::{Linkage, Module};
+use unfad_syntax::{with_stack, Arena, BinOp, CmpOp, ExprId, Node, UnOp, Var};
+
+use crate::error::{internal, unsupported, JitError, R};
+use crate::layout::{Dim, SizeExpr};
+use crate::runtime::{self, Lowering};
+use crate::shape::{lambda, Analysis, SArr, SShape};
+use crate::value::{
+    concat_holds, no_holds, Arr, Buf, FillElem, Holds, Kind, Layout, Place, Slots, Val, BV, FV, IV,
+};
+
+/// A value computed once in the prologue.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Pro {
+    /// An element count.
+    Count(SizeExpr),
+    /// The address of element `offset` of slot `slot` of the workspace.
+    Addr(usize, SizeExpr),
+}
+
+/// A variable's value and what is left of its uses.
+struct Entry {
+    val: Val,
+    uses: u32,
+    /// The loop depth at which it was bound.
+    depth: usize,
+}
+
+/// What the prologue must compute, and what a call must check, once the body is lowered.
+pub(crate) struct Plan {
+    /// Length of the workspace, in reals.
+    pub workspace: SizeExpr,
+    /// Every count the native code computes from the sizes; a call checks that each one is
+    /// representable before running it.
+    pub checks: Vec<SizeExpr>,
+}
+
+pub(crate) struct Translator<'a> {
+    b: FunctionBuilder<'a>,
+    module: &'a mut dyn Module,
+    arena: &'a Arena,
+    an: &'a Analysis,
+    env: HashMap<Var, Entry>,
+    /// Values pinned until the loop at each depth ends (frames.len() is the loop depth).
+    frames: Vec<Vec<Val>>,
+    slots: Slots,
+    pro: HashMap<Pro, Value>,
+    pro_order: Vec<(Pro, Value)>,
+    main: Block,
+    externs: HashMap<&'static str, FuncRef>,
+    flags: MemFlagsData,
+}
+
+type Body<'b, 'a> = dyn FnMut(&mut Translator<'a>, Value, &[Value]) -> R<Vec<Value>> + 'b;
+
+fn expect_arr(v: Val) -> R<Rc<Arr>> {
+    match v {
+        Val::Arr(a) => Ok(a),
+        _ => internal("an array was expected"),
+    }
+}
+
+fn shape_arr(s: &SShape) -> R<Rc<SArr>> {
+    match s {
+        SShape::Arr(a) => Ok(a.clone()),
+        _ => internal("an array shape was expected"),
+    }
+}
+
+fn blockargs(vals: &[Value]) -> Vec<BlockArg> {
+    vals.iter().map(|&v| BlockArg::from(v)).collect()
+}
+
+impl<'a> Translator<'a> {
+    pub fn new(
+        b: FunctionBuilder<'a>,
+        module: &'a mut dyn Module,
+        arena: &'a Arena,
+        an: &'a Analysis,
+        main: Block,
+    ) -> Translator<'a> {
+        Translator {
+            b,
+            module,
+            arena,
+            an,
+            env: HashMap::new(),
+            frames: Vec::new(),
+            slots: Slots::new(),
+            pro: HashMap::new(),
+            pro_order: Vec::new(),
+            main,
+            externs: HashMap::new(),
+            flags: MemFlagsData::trusted(),
+        }
+    }
+
+    /// The builder, for the caller that sets up and finishes the function.
+    pub fn builder(&mut self) -> &mut FunctionBuilder<'a> {
+        &mut self.b
+    }
+
+    pub fn into_builder(self) -> FunctionBuilder<'a> {
+        self.b
+    }
+
+    // ---- variables ----------------------------------------------------------------------
+
+    /// Bind `v` for the rest of its scope (or until its last use).
+    pub fn bind(&mut self, v: Var, val: Val) {
+        let uses = self.an.uses(v);
+        if uses > 0 {
+            let depth = self.frames.len();
+            self.env.insert(v, Entry { val, uses, depth });
+        }
+    }
+
+    /// End the binding of `v` (if its last use has not already ended it).
+    fn unbind(&mut self, v: Var) {
+        if let Some(ent) = self.env.remove(&v) {
+            self.retire(ent);
+        }
+    }
+
+    /// Drop a binding; a value bound outside the current loop stays alive until that loop
+    /// ends, because later iterations read it again.
+    fn retire(&mut self, ent: Entry) {
+        if ent.depth < self.frames.len() {
+            self.frames[ent.depth].push(ent.val);
+        }
+    }
+
+    fn use_var(&mut self, v: Var) -> R<Val> {
+        let Some(ent) = self.env.get_mut(&v) else {
+            return internal(format!(
+                "the variable `{}` is used where it is not bound",
+                self.arena.var_name(v)
+            ));
+        };
+        let val = ent.val.clone();
+        ent.uses = ent.uses.saturating_sub(1);
+        if ent.uses == 0 {
+            if let Some(ent) = self.env.remove(&v) {
+                self.retire(ent);
+            }
+        }
+        Ok(val)
+    }
+
+    /// Account for the variable uses in `e`, whose code is not needed.
+    fn skip(&mut self, e: ExprId) {
+        with_stack(|| match self.arena[e] {
+            Node::Var(v) => {
+                if self.env.contains_key(&v) {
+                    let _ = self.use_var(v);
+                }
+            }
+            _ => {
+                for c in self.arena.children(e) {
+                    self.skip(c);
+                }
+            }
+        })
+    }
+
+    /// End the scope of `vars`, unless `result` still refers to them through an
+    /// unevaluated map (their last use then ends them).
+    fn end_scope(&mut self, vars: &[Var], result: &Val) {
+        if !result.has_lazy() {
+            for &v in vars {
+                self.unbind(v);
+            }
+        }
+    }
+
+    // ---- integers and the prologue --------------------------------------------------------
+
+    fn pro_value(&mut self, p: Pro) -> Value {
+        if let Some(&v) = self.pro.get(&p) {
+            return v;
+        }
+        // The body block already has instructions; this builder defines no `Variable`s, so
+        // adding a parameter cannot disturb its SSA construction.
+        let v = self.b.func.dfg.append_block_param(self.main, I64);
+        self.pro.insert(p.clone(), v);
+        self.pro_order.push((p, v));
+        v
+    }
+
+    fn count(&mut self, e: SizeExpr) -> IV {
+        match e {
+            SizeExpr::K(k) => IV::K(k as i64),
+            e => IV::V(self.pro_value(Pro::Count(e))),
+        }
+    }
+
+    fn dim(&mut self, d: Dim) -> IV {
+        self.count(SizeExpr::dim(d))
+    }
+
+    fn ival(&mut self, x: IV) -> Value {
+        match x {
+            IV::K(k) => self.b.ins().iconst(I64, k),
+            IV::V(v) => v,
+        }
+    }
+
+    fn umin(&mut self, a: IV, b: IV) -> IV {
+        match (a, b) {
+            _ if a == b => a,
+            (IV::K(x), IV::K(y)) => IV::K(x.min(y)),
+            _ => {
+                let (x, y) = (self.ival(a), self.ival(b));
+                IV::V(self.b.ins().umin(x, y))
+            }
+        }
+    }
+
+    fn iadd(&mut self, a: IV, k: i64) -> IV {
+        match a {
+            IV::K(x) => IV::K(x.wrapping_add(k)),
+            IV::V(v) if k == 0 => IV::V(v),
+            IV::V(v) => IV::V(self.b.ins().iadd_imm_s(v, k)),
+        }
+    }
+
+    fn isub(&mut self, a: IV, b: IV) -> IV {
+        match (a, b) {
+            (IV::K(x), IV::K(y)) => IV::K(x.wrapping_sub(y)),
+            (_, IV::K(y)) => self.iadd(a, y.wrapping_neg()),
+            _ => {
+                let (x, y) = (self.ival(a), self.ival(b));
+                IV::V(self.b.ins().isub(x, y))
+            }
+        }
+    }
+
+    /// `max(a - 1, 0)`.
+    fn dec(&mut self, a: IV) -> IV {
+        match a {
+            IV::K(x) => IV::K((x - 1).max(0)),
+            IV::V(v) => {
+                let t = self.b.ins().iadd_imm_s(v, -1);
+                let zero = self.b.ins().iconst(I64, 0);
+                IV::V(self.b.ins().smax(t, zero))
+            }
+        }
+    }
+
+    /// `base + 8 * i * stride`.
+    fn addr(&mut self, base: Value, i: IV, stride: IV) -> Value {
+        match (i, stride) {
+            (IV::K(0), _) | (_, IV::K(0)) => base,
+            (IV::K(a), IV::K(s)) => self
+                .b
+                .ins()
+                .iadd_imm_s(base, a.wrapping_mul(s).wrapping_mul(8)),
+            (IV::V(x), IV::K(s)) | (IV::K(s), IV::V(x)) => {
+                let t = if s == 1 {
+                    self.b.ins().ishl_imm_s(x, 3)
+                } else {
+                    self.b.ins().imul_imm_s(x, s.wrapping_mul(8))
+                };
+                self.b.ins().iadd(base, t)
+            }
+            (IV::V(x), IV::V(s)) => {
+                let t = self.b.ins().imul(x, s);
+                let t = self.b.ins().ishl_imm_s(t, 3);
+                self.b.ins().iadd(base, t)
+            }
+        }
+    }
+
+    /// The length of an array of static shape `sa`, given how to compute it at run time
+    /// when it is not exact.
+    fn len_of(&mut self, sa: &SArr, dynamic: impl FnOnce(&mut Self) -> IV) -> IV {
+        if sa.exact {
+            self.dim(sa.len)
+        } else {
+            dynamic(self)
+        }
+    }
+
+    // ---- memory ---------------------------------------------------------------------------
+
+    /// The layout of the elements of an array whose element shape is `elem`, with leaf
+    /// bases from `bases` (in component order) and the dimensions `inner` above them.
+    fn layout(
+        &mut self,
+        elem: &SShape,
+        bases: &mut dyn FnMut(&mut Self) -> R<Value>,
+        inner: &mut Vec<Dim>,
+    ) -> R<Layout> {
+        Ok(match elem {
+            SShape::Real => {
+                let base = bases(self)?;
+                let strides: Vec<IV> = (0..=inner.len())
+                    .map(|k| self.count(SizeExpr::product(&inner[k..])))
+                    .collect();
+                Layout::Real {
+                    base,
+                    strides: strides.into(),
+                }
+            }
+            SShape::Bool => return unsupported("an array of conditions"),
+            SShape::Tuple(items) => Layout::Tuple(
+                items
+                    .iter()
+                    .map(|s| self.layout(s, bases, inner))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            SShape::Arr(sa) => {
+                inner.push(sa.len);
+                let elem = self.layout(&sa.elem, bases, inner);
+                inner.pop();
+                let len = self.dim(sa.len);
+                Layout::Array {
+                    len,
+                    elem: Rc::new(elem?),
+                }
+            }
+        })
+    }
+
+    /// A fresh workspace buffer for an array of shape `sa` (its length is the capacity).
+    fn alloc(&mut self, sa: &Rc<SArr>) -> R<Rc<Arr>> {
+        let mut dims = Vec::new();
+        SShape::Arr(sa.clone()).leaf_dims(&mut Vec::new(), &mut dims);
+        let sizes: Vec<SizeExpr> = dims.iter().map(|d| SizeExpr::product(d)).collect();
+        let total = sizes.iter().cloned().fold(SizeExpr::K(0), SizeExpr::add);
+        let buf: Rc<Buf> = self.slots.alloc(total);
+        let slot = buf.slot;
+        let mut offset = SizeExpr::K(0);
+        let mut k = 0;
+        let mut bases = |t: &mut Self| -> R<Value> {
+            let Some(size) = sizes.get(k) else {
+                return internal("a buffer has more leaves than its shape");
+            };
+            let v = t.pro_value(Pro::Addr(slot, offset.clone()));
+            offset = SizeExpr::add(offset.clone(), size.clone());
+            k += 1;
+            Ok(v)
+        };
+        let layout = self.layout(&sa.elem, &mut bases, &mut Vec::new())?;
+        let len = self.dim(sa.len);
+        Ok(Rc::new(Arr {
+            len,
+            shape: sa.clone(),
+            kind: Kind::Mem {
+                layout,
+                holds: Rc::from(vec![buf]),
+            },
+        }))
+    }
+
+    /// Places for an accumulator of shape `s`: scalars in registers, arrays in new buffers.
+    fn acc_place(&mut self, s: &SShape) -> R<Place> {
+        Ok(match s {
+            SShape::Real | SShape::Bool => Place::Reg,
+            SShape::Tuple(items) => Place::Tuple(
+                items
+                    .iter()
+                    .map(|s| self.acc_place(s))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            SShape::Arr(sa) => Place::Arr(self.alloc(sa)?),
+        })
+    }
+
+    /// The layout of element `i`, one level down.
+    fn layout_at(&mut self, lay: &Layout, i: IV) -> R<Layout> {
+        self.layout_offset(lay, i, true)
+    }
+
+    /// The layout moved by `i` elements at its outermost level; `down` also drops that
+    /// level's stride (the result describes element `i`).
+    fn layout_offset(&mut self, lay: &Layout, i: IV, down: bool) -> R<Layout> {
+        Ok(match lay {
+            Layout::Real { base, strides } => {
+                let Some(&s0) = strides.first() else {
+                    return internal("a leaf has no stride left");
+                };
+                let base = self.addr(*base, i, s0);
+                let strides = if down {
+                    strides[1..].into()
+                } else {
+                    strides.clone()
+                };
+                Layout::Real { base, strides }
+            }
+            Layout::Tuple(items) => Layout::Tuple(
+                items
+                    .iter()
+                    .map(|l| self.layout_offset(l, i, down))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            Layout::Array { len, elem } => Layout::Array {
+                len: *len,
+                elem: Rc::new(self.layout_offset(elem, i, down)?),
+            },
+        })
+    }
+
+    /// The value described by the layout of one element (of shape `s`).
+    fn layout_val(&mut self, lay: &Layout, s: &SShape, holds: &Holds) -> R<Val> {
+        Ok(match (lay, s) {
+            (Layout::Real { base, .. }, SShape::Real) => {
+                let x = self.b.ins().load(F64, self.flags, *base, 0);
+                Val::Real(FV::V(x))
+            }
+            (Layout::Tuple(ls), SShape::Tuple(ss)) if ls.len() == ss.len() => Val::Tuple(
+                ls.iter()
+                    .zip(ss.iter())
+                    .map(|(l, s)| self.layout_val(l, s, holds))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            (Layout::Array { len, elem }, SShape::Arr(sa)) => Val::Arr(Rc::new(Arr {
+                len: *len,
+                shape: sa.clone(),
+                kind: Kind::Mem {
+                    layout: (**elem).clone(),
+                    holds: holds.clone(),
+                },
+            })),
+            _ => return internal("a layout does not match its shape"),
+        })
+    }
+
+    /// The place of one element (of shape `s`) described by a layout.
+    fn layout_place(&mut self, lay: &Layout, s: &SShape, holds: &Holds) -> R<Place> {
+        Ok(match (lay, s) {
+            (Layout::Real { base, .. }, SShape::Real) => Place::Real(*base),
+            (Layout::Tuple(ls), SShape::Tuple(ss)) if ls.len() == ss.len() => Place::Tuple(
+                ls.iter()
+                    .zip(ss.iter())
+                    .map(|(l, s)| self.layout_place(l, s, holds))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            (Layout::Array { len, elem }, SShape::Arr(sa)) => Place::Arr(Rc::new(Arr {
+                len: *len,
+                shape: sa.clone(),
+                kind: Kind::Mem {
+                    layout: (**elem).clone(),
+                    holds: holds.clone(),
+                },
+            })),
+            _ => return internal("a layout does not match its shape"),
+        })
+    }
+
+    /// The place of element `i` of the in-memory array `p`.
+    fn place_elem(&mut self, p: &Arr, i: IV) -> R<Place> {
+        let Kind::Mem { layout, holds } = &p.kind else {
+            return internal("a destination is not in memory");
+        };
+        let lay = self.layout_at(layout, i)?;
+        self.layout_place(&lay, &p.shape.elem, holds)
+    }
+
+    /// The in-memory array at place `p`, with run-time length `len`.
+    fn view(p: &Arr, len: IV) -> R<Val> {
+        let Kind::Mem { layout, holds } = &p.kind else {
+            return internal("a destination is not in memory");
+        };
+        Ok(Val::Arr(Rc::new(Arr {
+            len,
+            shape: p.shape.clone(),
+            kind: Kind::Mem {
+                layout: layout.clone(),
+                holds: holds.clone(),
+            },
+        })))
+    }
+
+    // ---- reading elements -----------------------------------------------------------------
+
+    /// Element `i` of `a` (`i` is below its length).
+    fn elem(&mut self, a: &Arr, i: IV) -> R<Val> {
+        match &a.kind {
+            Kind::Mem { layout, holds } => {
+                let lay = self.layout_at(layout, i)?;
+                self.layout_val(&lay, &a.shape.elem, holds)
+            }
+            Kind::Fill { elem } => Ok(self.fill_val(elem)),
+            Kind::Map { f, src, read } => {
+                if read.replace(true) {
+                    return internal("an unevaluated map is read twice");
+                }
+                let x = self.elem(src, i)?;
+                self.apply(*f, vec![x])
+            }
+            Kind::Map2 { f, a, b, read } => {
+                if read.replace(true) {
+                    return internal("an unevaluated map2 is read twice");
+                }
+                let x = self.elem(a, i)?;
+                let y = self.elem(b, i)?;
+                self.apply(*f, vec![x, y])
+            }
+        }
+    }
+
+    fn fill_val(&mut self, e: &FillElem) -> Val {
+        match e {
+            FillElem::Real(c) => Val::Real(FV::K(*c)),
+            FillElem::Tuple(items) => Val::Tuple(
+                items
+                    .iter()
+                    .map(|x| self.fill_val(x))
+                    .collect::<Vec<_>>()
+                    .into(),
+            ),
+            FillElem::Array { len, shape, elem } => Val::Arr(Rc::new(Arr {
+                len: *len,
+                shape: shape.clone(),
+                kind: Kind::Fill {
+                    elem: (**elem).clone(),
+                },
+            })),
+        }
+    }
+
+    /// The body of the function argument `f` with its parameters bound to `args`.
+    fn apply(&mut self, f: ExprId, args: Vec<Val>) -> R<Val> {
+        let (ps, body) = lambda(self.arena, f, args.len(), "an array operation")?;
+        for (&p, a) in ps.iter().zip(args) {
+            self.bind(p, a);
+        }
+        let r = self.emit(body);
+        for &p in ps {
+            self.unbind(p);
+        }
+        r
+    }
+
+    // ---- writing --------------------------------------------------------------------------
+
+    /// Write `v` to `p`; returns the value as written (arrays as views of `p`).
+    fn write(&mut self, v: &Val, p: &Place) -> R<Val> {
+        match (v, p) {
+            (_, Place::Reg) => Ok(v.clone()),
+            (Val::Real(x), Place::Real(addr)) => {
+                let x = self.fval(*x);
+                self.b.ins().store(self.flags, x, *addr, 0);
+                Ok(Val::Real(FV::V(x)))
+            }
+            (Val::Tuple(vs), Place::Tuple(ps)) if vs.len() == ps.len() => Ok(Val::Tuple(
+                vs.iter()
+                    .zip(ps.iter())
+                    .map(|(v, p)| self.write(v, p))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            )),
+            (Val::Arr(a), Place::Arr(p)) => self.write_arr(a, p),
+            _ => internal("a value does not fit its destination"),
+        }
+    }
+
+    /// Write the array `a` to the in-memory array `p` (at most its capacity), padding the
+    /// rest of `p` with zeros when `a` may be shorter.
+    fn write_arr(&mut self, a: &Arr, p: &Arr) -> R<Val> {
+        let cap = p.len;
+        let count = self.umin(a.len, cap);
+        self.loop_(count, false, Vec::new(), &mut |t, i, _| {
+            let x = t.elem(a, IV::V(i))?;
+            let dst = t.place_elem(p, IV::V(i))?;
+            t.write(&x, &dst)?;
+            Ok(Vec::new())
+        })?;
+        self.pad(p, count)?;
+        Self::view(p, count)
+    }
+
+    /// Zero the elements of `p` from `from` to its capacity.
+    fn pad(&mut self, p: &Arr, from: IV) -> R<()> {
+        if from == p.len {
+            return Ok(());
+        }
+        let n = self.isub(p.len, from);
+        self.loop_(n, false, Vec::new(), &mut |t, j, _| {
+            let i = t.iadd_v(from, j);
+            let dst = t.place_elem(p, i)?;
+            t.zero(&dst)?;
+            Ok(Vec::new())
+        })?;
+        Ok(())
+    }
+
+    fn iadd_v(&mut self, a: IV, j: Value) -> IV {
+        match a {
+            IV::K(0) => IV::V(j),
+            IV::K(k) => IV::V(self.b.ins().iadd_imm_s(j, k)),
+            IV::V(v) => IV::V(self.b.ins().iadd(v, j)),
+        }
+    }
+
+    fn zero(&mut self, p: &Place) -> R<()> {
+        match p {
+            Place::Reg => Ok(()),
+            Place::Real(addr) => {
+                let z = self.b.ins().f64const(0.0);
+                self.b.ins().store(self.flags, z, *addr, 0);
+                Ok(())
+            }
+            Place::Tuple(ps) => ps.iter().try_for_each(|p| self.zero(p)),
+            Place::Arr(a) => {
+                let a = a.clone();
+                self.pad(&a, IV::K(0))
+            }
+        }
+    }
+
+    /// Evaluate the maps inside `v`, so that its elements can be read more than once.
+    fn force(&mut self, v: Val) -> R<Val> {
+        Ok(match v {
+            Val::Real(_) | Val::Bool(_) => v,
+            Val::Tuple(items) => Val::Tuple(
+                items
+                    .iter()
+                    .map(|x| self.force(x.clone()))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            Val::Arr(a) => match a.kind {
+                Kind::Mem { .. } | Kind::Fill { .. } => Val::Arr(a),
+                Kind::Map { .. } | Kind::Map2 { .. } => {
+                    let p = self.alloc(&a.shape)?;
+                    self.write_arr(&a, &p)?
+                }
+            },
+        })
+    }
+
+    /// `v` with every array in memory, the ones not yet there written to buffers of shape
+    /// `s` (the `k`-th array of the value to `bufs[k]`, allocated on first need).
+    fn to_mem(
+        &mut self,
+        v: Val,
+        s: &SShape,
+        bufs: &mut Vec<Option<Rc<Arr>>>,
+        k: &mut usize,
+    ) -> R<Val> {
+        Ok(match (v, s) {
+            (v @ (Val::Real(_) | Val::Bool(_)), _) => v,
+            (Val::Tuple(items), SShape::Tuple(ss)) if items.len() == ss.len() => Val::Tuple(
+                items
+                    .iter()
+                    .zip(ss.iter())
+                    .map(|(x, s)| self.to_mem(x.clone(), s, bufs, k))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            (Val::Arr(a), SShape::Arr(sa)) => {
+                let idx = *k;
+                *k += 1;
+                if matches!(a.kind, Kind::Mem { .. }) {
+                    return Ok(Val::Arr(a));
+                }
+                if bufs.len() <= idx {
+                    bufs.resize(idx + 1, None);
+                }
+                let p = match &bufs[idx] {
+                    Some(p) => p.clone(),
+                    None => {
+                        let p = self.alloc(sa)?;
+                        bufs[idx] = Some(p.clone());
+                        p
+                    }
+                };
+                self.write_arr(&a, &p)?
+            }
+            _ => return internal("a value does not match its shape"),
+        })
+    }
+
+    // ---- flattening values into SSA values (for block parameters) -------------------------
+
+    fn fval(&mut self, x: FV) -> Value {
+        match x {
+            FV::K(c) => self.b.ins().f64const(c),
+            FV::V(v) => v,
+        }
+    }
+
+    fn bval(&mut self, x: BV) -> Value {
+        match x {
+            BV::K(c) => self.b.ins().iconst(I8, c as i64),
+            BV::V(v) => v,
+        }
+    }
+
+    /// The SSA values that make up `v` (every array in it must be in memory).
+    fn flatten(&mut self, v: &Val, out: &mut Vec<Value>) -> R<()> {
+        match v {
+            Val::Real(x) => out.push(self.fval(*x)),
+            Val::Bool(x) => out.push(self.bval(*x)),
+            Val::Tuple(items) => {
+                for x in items.iter() {
+                    self.flatten(x, out)?;
+                }
+            }
+            Val::Arr(a) => {
+                let Kind::Mem { layout, .. } = &a.kind else {
+                    return internal("only arrays in memory are passed between blocks");
+                };
+                out.push(self.ival(a.len));
+                self.flatten_layout(layout, out);
+            }
+        }
+        Ok(())
+    }
+
+    fn flatten_layout(&mut self, lay: &Layout, out: &mut Vec<Value>) {
+        match lay {
+            Layout::Real { base, strides } => {
+                out.push(*base);
+                for &s in strides.iter() {
+                    out.push(self.ival(s));
+                }
+            }
+            Layout::Tuple(items) => items.iter().for_each(|l| self.flatten_layout(l, out)),
+            Layout::Array { len, elem } => {
+                out.push(self.ival(*len));
+                self.flatten_layout(elem, out);
+            }
+        }
+    }
+
+    /// The value with the structure of `template` made of the SSA values `vals` (as
+    /// [`Translator::flatten`] produced them), arrays with shapes from `s` and buffers `holds`.
+    fn rebuild(
+        template: &Val,
+        s: &SShape,
+        vals: &mut std::slice::Iter<'_, Value>,
+        holds: &Holds,
+    ) -> R<Val> {
+        let mut next = || {
+            vals.next()
+                .copied()
+                .ok_or_else(|| JitError::Internal("too few block parameters".into()))
+        };
+        Ok(match (template, s) {
+            (Val::Real(_), _) => Val::Real(FV::V(next()?)),
+            (Val::Bool(_), _) => Val::Bool(BV::V(next()?)),
+            (Val::Tuple(items), SShape::Tuple(ss)) if items.len() == ss.len() => Val::Tuple(
+                items
+                    .iter()
+                    .zip(ss.iter())
+                    .map(|(x, s)| Self::rebuild(x, s, vals, holds))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            (Val::Arr(a), SShape::Arr(sa)) => {
+                let Kind::Mem { layout, .. } = &a.kind else {
+                    return internal("only arrays in memory are passed between blocks");
+                };
+                let len = IV::V(next()?);
+                Val::Arr(Rc::new(Arr {
+                    len,
+                    shape: sa.clone(),
+                    kind: Kind::Mem {
+                        layout: Self::rebuild_layout(layout, vals)?,
+                        holds: holds.clone(),
+                    },
+                }))
+            }
+            _ => return internal("a value does not match its shape"),
+        })
+    }
+
+    fn rebuild_layout(lay: &Layout, vals: &mut std::slice::Iter<'_, Value>) -> R<Layout> {
+        let mut next = || {
+            vals.next()
+                .copied()
+                .ok_or_else(|| JitError::Internal("too few block parameters".into()))
+        };
+        Ok(match lay {
+            Layout::Real { strides, .. } => {
+                let base = next()?;
+                let strides = strides
+                    .iter()
+                    .map(|_| next().map(IV::V))
+                    .collect::<R<Vec<_>>>()?;
+                Layout::Real {
+                    base,
+                    strides: strides.into(),
+                }
+            }
+            Layout::Tuple(items) => Layout::Tuple(
+                items
+                    .iter()
+                    .map(|l| Self::rebuild_layout(l, vals))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            Layout::Array { elem, .. } => {
+                let len = IV::V(next()?);
+                Layout::Array {
+                    len,
+                    elem: Rc::new(Self::rebuild_layout(elem, vals)?),
+                }
+            }
+        })
+    }
+
+    fn holds_of(v: &Val, out: &mut Vec<Rc<Buf>>) {
+        match v {
+            Val::Real(_) | Val::Bool(_) => {}
+            Val::Tuple(items) => items.iter().for_each(|x| Self::holds_of(x, out)),
+            Val::Arr(a) => {
+                if let Kind::Mem { holds, .. } = &a.kind {
+                    out.extend(holds.iter().cloned());
+                }
+            }
+        }
+    }
+
+    fn place_holds(p: &Place, out: &mut Vec<Rc<Buf>>) {
+        match p {
+            Place::Reg | Place::Real(_) => {}
+            Place::Tuple(ps) => ps.iter().for_each(|p| Self::place_holds(p, out)),
+            Place::Arr(a) => {
+                if let Kind::Mem { holds, .. } = &a.kind {
+                    out.extend(holds.iter().cloned());
+                }
+            }
+        }
+    }
+
+    /// `if c { p } else { q }`, for two places of the same shape.
+    fn select_place(&mut self, c: Value, p: &Place, q: &Place) -> R<Place> {
+        Ok(match (p, q) {
+            (Place::Reg, Place::Reg) => Place::Reg,
+            (Place::Real(x), Place::Real(y)) => Place::Real(self.select_i(c, *x, *y)),
+            (Place::Tuple(ps), Place::Tuple(qs)) if ps.len() == qs.len() => Place::Tuple(
+                ps.iter()
+                    .zip(qs.iter())
+                    .map(|(p, q)| self.select_place(c, p, q))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            (Place::Arr(a), Place::Arr(b)) => {
+                let (
+                    Kind::Mem {
+                        layout: la,
+                        holds: ha,
+                    },
+                    Kind::Mem {
+                        layout: lb,
+                        holds: hb,
+                    },
+                ) = (&a.kind, &b.kind)
+                else {
+                    return internal("accumulator buffers are not in memory");
+                };
+                let len = self.select_iv(c, a.len, b.len);
+                let layout = self.select_layout(c, la, lb)?;
+                Place::Arr(Rc::new(Arr {
+                    len,
+                    shape: a.shape.clone(),
+                    kind: Kind::Mem {
+                        layout,
+                        holds: concat_holds(ha, hb),
+                    },
+                }))
+            }
+            _ => return internal("accumulator places differ in shape"),
+        })
+    }
+
+    fn select_i(&mut self, c: Value, x: Value, y: Value) -> Value {
+        if x == y {
+            x
+        } else {
+            self.b.ins().select(c, x, y)
+        }
+    }
+
+    fn select_iv(&mut self, c: Value, x: IV, y: IV) -> IV {
+        if x == y {
+            return x;
+        }
+        let (a, b) = (self.ival(x), self.ival(y));
+        IV::V(self.b.ins().select(c, a, b))
+    }
+
+    fn select_layout(&mut self, c: Value, p: &Layout, q: &Layout) -> R<Layout> {
+        Ok(match (p, q) {
+            (
+                Layout::Real {
+                    base: b1,
+                    strides: s1,
+                },
+                Layout::Real {
+                    base: b2,
+                    strides: s2,
+                },
+            ) if s1.len() == s2.len() => {
+                let base = self.select_i(c, *b1, *b2);
+                let strides: Vec<IV> = s1
+                    .iter()
+                    .zip(s2.iter())
+                    .map(|(&x, &y)| self.select_iv(c, x, y))
+                    .collect();
+                Layout::Real {
+                    base,
+                    strides: strides.into(),
+                }
+            }
+            (Layout::Tuple(ps), Layout::Tuple(qs)) if ps.len() == qs.len() => Layout::Tuple(
+                ps.iter()
+                    .zip(qs.iter())
+                    .map(|(p, q)| self.select_layout(c, p, q))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            (Layout::Array { len: l1, elem: e1 }, Layout::Array { len: l2, elem: e2 }) => {
+                Layout::Array {
+                    len: self.select_iv(c, *l1, *l2),
+                    elem: Rc::new(self.select_layout(c, e1, e2)?),
+                }
+            }
+            _ => return internal("accumulator layouts differ"),
+        })
+    }
+
+    // ---- loops ----------------------------------------------------------------------------
+
+    /// A bottom-tested loop of `count` iterations (from `count - 1` down to 0 if `rev`),
+    /// carrying the values `init`; `body` gets the index and the carried values and returns
+    /// the next ones. Returns the carried values after the loop.
+    fn loop_(
+        &mut self,
+        count: IV,
+        rev: bool,
+        init: Vec<Value>,
+        body: &mut Body<'_, 'a>,
+    ) -> R<Vec<Value>> {
+        if let IV::K(n) = count {
+            if n <= 0 {
+                return Ok(init);
+            }
+        }
+        let types: Vec<Type> = init
+            .iter()
+            .map(|&v| self.b.func.dfg.value_type(v))
+            .collect();
+        let body_b = self.b.create_block();
+        let exit_b = self.b.create_block();
+        let i = self.b.append_block_param(body_b, I64);
+        let params: Vec<Value> = types
+            .iter()
+            .map(|&t| self.b.append_block_param(body_b, t))
+            .collect();
+        let outs: Vec<Value> = types
+            .iter()
+            .map(|&t| self.b.append_block_param(exit_b, t))
+            .collect();
+        let n = self.ival(count);
+        let start = if rev {
+            self.b.ins().iadd_imm_s(n, -1)
+        } else {
+            self.b.ins().iconst(I64, 0)
+        };
+        let mut args = vec![start];
+        args.extend_from_slice(&init);
+        match count {
+            IV::K(_) => {
+                self.b.ins().jump(body_b, &blockargs(&args));
+            }
+            IV::V(_) => {
+                self.b
+                    .ins()
+                    .brif(n, body_b, &blockargs(&args), exit_b, &blockargs(&init));
+            }
+        }
+        self.b.switch_to_block(body_b);
+        self.frames.push(Vec::new());
+        let out = body(self, i, &params);
+        let pinned = self.frames.pop();
+        let out = out?;
+        drop(pinned);
+        let out_types: Vec<Type> = out.iter().map(|&v| self.b.func.dfg.value_type(v)).collect();
+        if out_types != types {
+            return internal("a loop body changes the types it carries");
+        }
+        let mut next = Vec::with_capacity(out.len() + 1);
+        if rev {
+            let i1 = self.b.ins().iadd_imm_s(i, -1);
+            next.push(i1);
+            next.extend_from_slice(&out);
+            self.b
+                .ins()
+                .brif(i, body_b, &blockargs(&next), exit_b, &blockargs(&out));
+        } else {
+            let i1 = self.b.ins().iadd_imm_s(i, 1);
+            let more = match count {
+                IV::K(k) => self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, i1, k),
+                IV::V(n) => self.b.ins().icmp(IntCC::UnsignedLessThan, i1, n),
+            };
+            next.push(i1);
+            next.extend_from_slice(&out);
+            self.b
+                .ins()
+                .brif(more, body_b, &blockargs(&next), exit_b, &blockargs(&out));
+        }
+        self.b.switch_to_block(exit_b);
+        Ok(outs)
+    }
+
+    // ---- expressions ----------------------------------------------------------------------
+
+    pub fn emit(&mut self, e: ExprId) -> R<Val> {
+        with_stack(|| self.emit_node(e))
+    }
+
+    fn emit_arr(&mut self, e: ExprId) -> R<Rc<Arr>> {
+        expect_arr(self.emit(e)?)
+    }
+
+    fn emit_real(&mut self, e: ExprId) -> R<FV> {
+        match self.emit(e)? {
+            Val::Real(x) => Ok(x),
+            _ => Err(JitError::Type("a real was expected".into())),
+        }
+    }
+
+    fn emit_bool(&mut self, e: ExprId) -> R<BV> {
+        match self.emit(e)? {
+            Val::Bool(x) => Ok(x),
+            _ => Err(JitError::Type("a condition was expected".into())),
+        }
+    }
+
+    fn shape(&self, e: ExprId) -> R<SShape> {
+        self.an.shape(e).cloned()
+    }
+
+    /// Bind the value of a `let` (evaluating its maps unless they can be fused).
+    fn bind_let(&mut self, x: Var, v: Val) -> R<()> {
+        let v = if self.an.lazy_ok(x) {
+            v
+        } else {
+            self.force(v)?
+        };
+        self.bind(x, v);
+        Ok(())
+    }
+
+    fn bind_let_tuple(&mut self, xs: &[Var], v: Val) -> R<()> {
+        let Val::Tuple(items) = v else {
+            return Err(JitError::Type("a tuple pattern binds a non-tuple".into()));
+        };
+        if items.len() != xs.len() {
+            return Err(JitError::Type("a tuple pattern has the wrong arity".into()));
+        }
+        for (&x, v) in xs.iter().zip(items.iter()) {
+            self.bind_let(x, v.clone())?;
+        }
+        Ok(())
+    }
+
+    fn emit_node(&mut self, e: ExprId) -> R<Val> {
+        use Node::*;
+        let arena = self.arena;
+        match arena[e] {
+            Const(c) => Ok(Val::Real(FV::K(c))),
+            Bool(c) => Ok(Val::Bool(BV::K(c))),
+            Var(v) => self.use_var(v),
+            Let(x, e1, e2) => {
+                let v = self.emit(e1)?;
+                self.bind_let(x, v)?;
+                let r = self.emit(e2)?;
+                self.end_scope(&[x], &r);
+                Ok(r)
+            }
+            LetTuple(xs, e1, e2) => {
+                let v = self.emit(e1)?;
+                let xs = arena.vars_of(xs);
+                self.bind_let_tuple(xs, v)?;
+                let r = self.emit(e2)?;
+                self.end_scope(xs, &r);
+                Ok(r)
+            }
+            Tuple(l) => {
+                let items = arena
+                    .exprs(l)
+                    .iter()
+                    .map(|&i| self.emit(i))
+                    .collect::<R<Vec<_>>>()?;
+                Ok(Val::Tuple(items.into()))
+            }
+            Proj(i, x) => match self.emit(x)? {
+                Val::Tuple(items) if (i as usize) < items.len() => Ok(items[i as usize].clone()),
+                _ => Err(JitError::Type(format!("projection .{i} of a non-tuple"))),
+            },
+            Op1(op, x) => {
+                let x = self.emit_real(x)?;
+                Ok(Val::Real(self.unary(op, x)?))
+            }
+            Op2(op, x, y) => {
+                let x = self.emit_real(x)?;
+                let y = self.emit_real(y)?;
+                Ok(Val::Real(self.binary(op, x, y)?))
+            }
+            Cmp(op, x, y) => {
+                let x = self.emit_real(x)?;
+                let y = self.emit_real(y)?;
+                Ok(Val::Bool(self.compare(op, x, y)))
+            }
+            Not(x) => Ok(Val::Bool(match self.emit_bool(x)? {
+                BV::K(c) => BV::K(!c),
+                BV::V(v) => BV::V(self.b.ins().bxor_imm_s(v, 1)),
+            })),
+            And(x, y) | Or(x, y) => {
+                let and = matches!(arena[e], And(..));
+                let a = self.emit_bool(x)?;
+                let b = self.emit_bool(y)?;
+                Ok(Val::Bool(match (a, b) {
+                    (BV::K(p), BV::K(q)) => BV::K(if and { p && q } else { p || q }),
+                    (BV::K(p), other) | (other, BV::K(p)) => match (and, p) {
+                        (true, true) | (false, false) => other,
+                        (true, false) => BV::K(false),
+                        (false, true) => BV::K(true),
+                    },
+                    (BV::V(p), BV::V(q)) => BV::V(if and {
+                        self.b.ins().band(p, q)
+                    } else {
+                        self.b.ins().bor(p, q)
+                    }),
+                }))
+            }
+            If(c, x, y) => self.emit_if(e, c, x, y, None),
+            Lambda(..) => {
+                unsupported("a function value outside the function argument of an array operation")
+            }
+            App(..) => unsupported("application of a function value"),
+            Call(..) => unsupported("a call of a definition (inline the program first)"),
+            Array(_) | Scanl(..) | Scanr(..) => {
+                let sa = shape_arr(&self.shape(e)?)?;
+                let p = self.alloc(&sa)?;
+                self.emit_into(e, &Place::Arr(p))
+            }
+            Len(x) => {
+                let sa = shape_arr(&self.shape(x)?)?;
+                let n = if sa.exact {
+                    self.skip(x);
+                    self.dim(sa.len)
+                } else {
+                    self.emit_arr(x)?.len
+                };
+                Ok(Val::Real(match n {
+                    IV::K(k) => FV::K(k as f64),
+                    IV::V(v) => FV::V(self.b.ins().fcvt_from_uint(F64, v)),
+                }))
+            }
+            ZerosLike(x) => self.emit_fill(x, 0.0),
+            OnesLike(x) => self.emit_fill(x, 1.0),
+            Map(f, x) => {
+                let sa = shape_arr(&self.shape(e)?)?;
+                if sa.elem.has_arrays() {
+                    let p = self.alloc(&sa)?;
+                    return self.emit_into(e, &Place::Arr(p));
+                }
+                let src = self.emit_arr(x)?;
+                let len = self.len_of(&sa, |_| src.len);
+                Ok(Val::Arr(Rc::new(Arr {
+                    len,
+                    shape: sa,
+                    kind: Kind::Map {
+                        f,
+                        src,
+                        read: Default::default(),
+                    },
+                })))
+            }
+            Map2(f, x, y) => {
+                let sa = shape_arr(&self.shape(e)?)?;
+                if sa.elem.has_arrays() {
+                    let p = self.alloc(&sa)?;
+                    return self.emit_into(e, &Place::Arr(p));
+                }
+                let a = self.emit_arr(x)?;
+                let b = self.emit_arr(y)?;
+                let len = self.len_of(&sa, |t| t.umin(a.len, b.len));
+                Ok(Val::Arr(Rc::new(Arr {
+                    len,
+                    shape: sa,
+                    kind: Kind::Map2 {
+                        f,
+                        a,
+                        b,
+                        read: Default::default(),
+                    },
+                })))
+            }
+            Reduce(f, z, x) | Foldl(f, z, x) => self.emit_fold(f, z, x),
+            Shift1L(x) | Shift1R(x) => {
+                let left = matches!(arena[e], Shift1L(_));
+                let a = self.emit_arr(x)?;
+                Ok(Val::Arr(self.shift(&a, left)?))
+            }
+        }
+    }
+
+    /// `e` written to `p`; returns the value as written.
+    fn emit_into(&mut self, e: ExprId, p: &Place) -> R<Val> {
+        with_stack(|| self.emit_into_node(e, p))
+    }
+
+    fn emit_into_node(&mut self, e: ExprId, p: &Place) -> R<Val> {
+        use Node::*;
+        let arena = self.arena;
+        match (arena[e], p) {
+            (_, Place::Reg) => self.emit(e),
+            (Let(x, e1, e2), _) => {
+                let v = self.emit(e1)?;
+                self.bind_let(x, v)?;
+                let r = self.emit_into(e2, p)?;
+                self.end_scope(&[x], &r);
+                Ok(r)
+            }
+            (LetTuple(xs, e1, e2), _) => {
+                let v = self.emit(e1)?;
+                let xs = arena.vars_of(xs);
+                self.bind_let_tuple(xs, v)?;
+                let r = self.emit_into(e2, p)?;
+                self.end_scope(xs, &r);
+                Ok(r)
+            }
+            (If(c, x, y), _) if self.shape(e)?.has_arrays() => self.emit_if(e, c, x, y, Some(p)),
+            (Tuple(l), Place::Tuple(ps)) if l.len() == ps.len() => {
+                let items = arena
+                    .exprs(l)
+                    .iter()
+                    .zip(ps.iter())
+                    .map(|(&i, p)| self.emit_into(i, p))
+                    .collect::<R<Vec<_>>>()?;
+                Ok(Val::Tuple(items.into()))
+            }
+            (Map(f, x), Place::Arr(d)) => {
+                let src = self.emit_arr(x)?;
+                self.map_into(f, vec![src], d)
+            }
+            (Map2(f, x, y), Place::Arr(d)) => {
+                let a = self.emit_arr(x)?;
+                let b = self.emit_arr(y)?;
+                self.map_into(f, vec![a, b], d)
+            }
+            (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false),
+            (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true),
+            (Array(l), Place::Arr(d)) if d.len == IV::K(l.len() as i64) => {
+                for (j, &item) in arena.exprs(l).iter().enumerate() {
+                    let dst = self.place_elem(d, IV::K(j as i64))?;
+                    self.emit_into(item, &dst)?;
+                }
+                Self::view(d, d.len)
+            }
+            (Array(l), _) => {
+                // A literal of another capacity (never produced by this lowering): build it
+                // in its own buffer and copy.
+                let sa = shape_arr(&self.shape(e)?)?;
+                if sa.len.as_constant() != Some(l.len() as u64) {
+                    return internal("an array literal's shape has the wrong length");
+                }
+                let tmp = self.alloc(&sa)?;
+                let v = self.emit_into(e, &Place::Arr(tmp))?;
+                self.write(&v, p)
+            }
+            _ => {
+                let v = self.emit(e)?;
+                self.write(&v, p)
+            }
+        }
+    }
+
+    /// `map f srcs...` written to `d`.
+    fn map_into(&mut self, f: ExprId, srcs: Vec<Rc<Arr>>, d: &Arr) -> R<Val> {
+        let mut count = d.len;
+        for s in &srcs {
+            count = self.umin(s.len, count);
+        }
+        let (ps, body) = lambda(self.arena, f, srcs.len(), "map")?;
+        self.loop_(count, false, Vec::new(), &mut |t, i, _| {
+            for (&p, s) in ps.iter().zip(&srcs) {
+                let x = t.elem(s, IV::V(i))?;
+                t.bind(p, x);
+            }
+            let dst = t.place_elem(d, IV::V(i))?;
+            let r = t.emit_into(body, &dst);
+            for &p in ps {
+                t.unbind(p);
+            }
+            r?;
+            Ok(Vec::new())
+        })?;
+        self.pad(d, count)?;
+        Self::view(d, count)
+    }
+
+    /// `scanl f z x` (or `scanr`) written to `d`.
+    fn scan_into(&mut self, f: ExprId, z: ExprId, x: ExprId, d: &Arr, right: bool) -> R<Val> {
+        let (ps, body) = lambda(self.arena, f, 2, "a scan")?;
+        let (pa, px) = if right {
+            (ps[1], ps[0])
+        } else {
+            (ps[0], ps[1])
+        };
+        let zv = self.emit(z)?;
+        let src = self.emit_arr(x)?;
+        let room = self.dec(d.len);
+        let count = self.umin(src.len, room);
+        let first = if right { count } else { IV::K(0) };
+        let dst = self.place_elem(d, first)?;
+        let v0 = self.write(&zv, &dst)?;
+        drop(zv);
+        let acc_shape = self.an.var_shape(pa)?.clone();
+        let mut init = Vec::new();
+        self.flatten(&v0, &mut init)?;
+        let holds = {
+            let mut h = Vec::new();
+            Self::holds_of(&v0, &mut h);
+            Holds::from(h)
+        };
+        self.loop_(count, right, init, &mut |t, i, cur| {
+            let acc = Self::rebuild(&v0, &acc_shape, &mut cur.iter(), &holds)?;
+            let xi = t.elem(&src, IV::V(i))?;
+            t.bind(pa, acc);
+            t.bind(px, xi);
+            let r = t.emit(body);
+            t.unbind(pa);
+            t.unbind(px);
+            let r = r?;
+            let at = if right {
+                IV::V(i)
+            } else {
+                IV::V(t.b.ins().iadd_imm_s(i, 1))
+            };
+            let dst = t.place_elem(d, at)?;
+            let nv = t.write(&r, &dst)?;
+            let mut out = Vec::new();
+            t.flatten(&nv, &mut out)?;
+            Ok(out)
+        })?;
+        let n = self.iadd(count, 1);
+        self.pad(d, n)?;
+        Self::view(d, n)
+    }
+
+    /// `reduce f z x` / `foldl f z x`: the accumulator in registers, its arrays alternating
+    /// between two buffers.
+    fn emit_fold(&mut self, f: ExprId, z: ExprId, x: ExprId) -> R<Val> {
+        let (ps, body) = lambda(self.arena, f, 2, "a fold")?;
+        let (pa, px) = (ps[0], ps[1]);
+        let acc_shape = self.an.var_shape(pa)?.clone();
+        let zv = self.emit(z)?;
+        let src = self.emit_arr(x)?;
+        if !acc_shape.has_arrays() {
+            let mut init = Vec::new();
+            self.flatten(&zv, &mut init)?;
+            let holds = no_holds();
+            let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
+                let acc = Self::rebuild(&zv, &acc_shape, &mut cur.iter(), &holds)?;
+                let xi = t.elem(&src, IV::V(i))?;
+                t.bind(pa, acc);
+                t.bind(px, xi);
+                let r = t.emit(body);
+                t.unbind(pa);
+                t.unbind(px);
+                let mut out = Vec::new();
+                t.flatten(&r?, &mut out)?;
+                Ok(out)
+            })?;
+            return Self::rebuild(&zv, &acc_shape, &mut out.iter(), &holds);
+        }
+        let pa_place = self.acc_place(&acc_shape)?;
+        let pb_place = self.acc_place(&acc_shape)?;
+        let v0 = self.write(&zv, &pa_place)?;
+        drop(zv);
+        let holds = {
+            let mut h = Vec::new();
+            Self::place_holds(&pa_place, &mut h);
+            Self::place_holds(&pb_place, &mut h);
+            Holds::from(h)
+        };
+        let mut init = vec![self.b.ins().iconst(I8, 0)];
+        self.flatten(&v0, &mut init)?;
+        let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
+            let phase = cur[0];
+            let acc = Self::rebuild(&v0, &acc_shape, &mut cur[1..].iter(), &holds)?;
+            // Phase 0: the accumulator is in the first buffer, the next one goes to the second.
+            let other = t.select_place(phase, &pa_place, &pb_place)?;
+            let xi = t.elem(&src, IV::V(i))?;
+            t.bind(pa, acc);
+            t.bind(px, xi);
+            let r = t.emit(body);
+            t.unbind(pa);
+            t.unbind(px);
+            let nv = t.write(&r?, &other)?;
+            let mut out = vec![t.b.ins().bxor_imm_s(phase, 1)];
+            t.flatten(&nv, &mut out)?;
+            Ok(out)
+        })?;
+        Self::rebuild(&v0, &acc_shape, &mut out[1..].iter(), &holds)
+    }
+
+    /// `if c then x else y`, written to `into` if given.
+    fn emit_if(
+        &mut self,
+        e: ExprId,
+        c: ExprId,
+        x: ExprId,
+        y: ExprId,
+        into: Option<&Place>,
+    ) -> R<Val> {
+        let cond = self.emit_bool(c)?;
+        let shape = self.shape(e)?;
+        let branch = |t: &mut Self, b: ExprId| match into {
+            Some(p) => t.emit_into(b, p),
+            None => t.emit(b),
+        };
+        let cond = match cond {
+            BV::K(k) => {
+                let (taken, other) = if k { (x, y) } else { (y, x) };
+                self.skip(other);
+                return branch(self, taken);
+            }
+            BV::V(v) => v,
+        };
+        if into.is_none() && !shape.has_arrays() && self.cheap(x) && self.cheap(y) {
+            let vx = self.emit(x)?;
+            let vy = self.emit(y)?;
+            return self.select_val(cond, &vx, &vy);
+        }
+        let then_b = self.b.create_block();
+        let else_b = self.b.create_block();
+        let join_b = self.b.create_block();
+        self.b.ins().brif(cond, then_b, &[], else_b, &[]);
+        let mut bufs = Vec::new();
+        let mut arm = |t: &mut Self, b: ExprId, blk: Block| -> R<(Val, Vec<Value>)> {
+            t.b.switch_to_block(blk);
+            let v = branch(t, b)?;
+            let v = t.to_mem(v, &shape, &mut bufs, &mut 0)?;
+            let mut flat = Vec::new();
+            t.flatten(&v, &mut flat)?;
+            t.b.ins().jump(join_b, &blockargs(&flat));
+            Ok((v, flat))
+        };
+        let (vx, fx) = arm(self, x, then_b)?;
+        let (vy, fy) = arm(self, y, else_b)?;
+        let tx: Vec<Type> = fx.iter().map(|&v| self.b.func.dfg.value_type(v)).collect();
+        let ty: Vec<Type> = fy.iter().map(|&v| self.b.func.dfg.value_type(v)).collect();
+        if tx != ty {
+            return internal("the branches of an `if` have different representations");
+        }
+        self.b.switch_to_block(join_b);
+        let params: Vec<Value> = tx
+            .iter()
+            .map(|&t| self.b.append_block_param(join_b, t))
+            .collect();
+        let mut h = Vec::new();
+        Self::holds_of(&vx, &mut h);
+        Self::holds_of(&vy, &mut h);
+        Self::rebuild(&vx, &shape, &mut params.iter(), &Holds::from(h))
+    }
+
+    /// Whether `e` is a small scalar expression worth evaluating unconditionally.
+    fn cheap(&self, e: ExprId) -> bool {
+        fn go(arena: &Arena, e: ExprId, budget: &mut i32) -> bool {
+            *budget -= 1;
+            if *budget < 0 {
+                return false;
+            }
+            match arena[e] {
+                Node::Const(_) | Node::Var(_) => true,
+                Node::Op1(UnOp::Neg | UnOp::Abs | UnOp::Sqrt, x) | Node::Proj(_, x) => {
+                    go(arena, x, budget)
+                }
+                Node::Op2(op, x, y) => {
+                    matches!(runtime::binary(op), Lowering::Inline)
+                        && go(arena, x, budget)
+                        && go(arena, y, budget)
+                }
+                Node::Tuple(l) => arena.exprs(l).iter().all(|&x| go(arena, x, budget)),
+                _ => false,
+            }
+        }
+        go(self.arena, e, &mut 12)
+    }
+
+    fn select_val(&mut self, c: Value, x: &Val, y: &Val) -> R<Val> {
+        Ok(match (x, y) {
+            (Val::Real(FV::K(a)), Val::Real(FV::K(b))) if a.to_bits() == b.to_bits() => x.clone(),
+            (Val::Real(a), Val::Real(b)) => {
+                let (a, b) = (self.fval(*a), self.fval(*b));
+                Val::Real(FV::V(self.b.ins().select(c, a, b)))
+            }
+            (Val::Bool(a), Val::Bool(b)) => {
+                let (a, b) = (self.bval(*a), self.bval(*b));
+                Val::Bool(BV::V(self.b.ins().select(c, a, b)))
+            }
+            (Val::Tuple(xs), Val::Tuple(ys)) if xs.len() == ys.len() => Val::Tuple(
+                xs.iter()
+                    .zip(ys.iter())
+                    .map(|(a, b)| self.select_val(c, a, b))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            _ => return internal("the branches of an `if` differ in shape"),
+        })
+    }
+
+    /// `shift1L a` (drop the first element) or `shift1R a` (drop the last): a view.
+    fn shift(&mut self, a: &Arr, left: bool) -> R<Rc<Arr>> {
+        let shape = Rc::new(SArr {
+            len: a.shape.len.dec(),
+            exact: a.shape.exact,
+            elem: a.shape.elem.clone(),
+        });
+        let len = self.len_of(&shape, |t| t.dec(a.len));
+        let kind = match &a.kind {
+            Kind::Mem { layout, holds } => Kind::Mem {
+                layout: if left {
+                    self.layout_offset(layout, IV::K(1), false)?
+                } else {
+                    layout.clone()
+                },
+                holds: holds.clone(),
+            },
+            Kind::Fill { elem } => Kind::Fill { elem: elem.clone() },
+            Kind::Map { f, src, read } => {
+                if read.get() {
+                    return internal("a map is shifted after it was read");
+                }
+                Kind::Map {
+                    f: *f,
+                    src: self.shift(src, left)?,
+                    read: Default::default(),
+                }
+            }
+            Kind::Map2 { f, a, b, read } => {
+                if read.get() {
+                    return internal("a map2 is shifted after it was read");
+                }
+                Kind::Map2 {
+                    f: *f,
+                    a: self.shift(a, left)?,
+                    b: self.shift(b, left)?,
+                    read: Default::default(),
+                }
+            }
+        };
+        Ok(Rc::new(Arr { len, shape, kind }))
+    }
+
+    /// `zeros_like(x)` (`c` = 0) or `ones_like(x)` (`c` = 1).
+    fn emit_fill(&mut self, x: ExprId, c: f64) -> R<Val> {
+        let s = self.shape(x)?;
+        if s.all_exact() {
+            self.skip(x);
+            return self.fill_from_shape(&s, c);
+        }
+        let v = self.emit(x)?;
+        self.fill_from_val(&v, c)
+    }
+
+    fn fill_from_shape(&mut self, s: &SShape, c: f64) -> R<Val> {
+        Ok(match s {
+            SShape::Real => Val::Real(FV::K(c)),
+            SShape::Bool => return Err(JitError::Type("`zeros_like` of a condition".into())),
+            SShape::Tuple(items) => Val::Tuple(
+                items
+                    .iter()
+                    .map(|s| self.fill_from_shape(s, c))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            SShape::Arr(sa) => {
+                let len = self.dim(sa.len);
+                Val::Arr(Rc::new(Arr {
+                    len,
+                    shape: sa.clone(),
+                    kind: Kind::Fill {
+                        elem: self.fill_elem_from_shape(&sa.elem, c)?,
+                    },
+                }))
+            }
+        })
+    }
+
+    fn fill_elem_from_shape(&mut self, s: &SShape, c: f64) -> R<FillElem> {
+        Ok(match s {
+            SShape::Real => FillElem::Real(c),
+            SShape::Bool => return Err(JitError::Type("`zeros_like` of a condition".into())),
+            SShape::Tuple(items) => FillElem::Tuple(
+                items
+                    .iter()
+                    .map(|s| self.fill_elem_from_shape(s, c))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            SShape::Arr(sa) => FillElem::Array {
+                len: self.dim(sa.len),
+                shape: sa.clone(),
+                elem: Rc::new(self.fill_elem_from_shape(&sa.elem, c)?),
+            },
+        })
+    }
+
+    fn fill_from_val(&mut self, v: &Val, c: f64) -> R<Val> {
+        Ok(match v {
+            Val::Real(_) => Val::Real(FV::K(c)),
+            Val::Bool(_) => return Err(JitError::Type("`zeros_like` of a condition".into())),
+            Val::Tuple(items) => Val::Tuple(
+                items
+                    .iter()
+                    .map(|x| self.fill_from_val(x, c))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            Val::Arr(a) => {
+                let elem = match &a.kind {
+                    Kind::Mem { layout, .. } => {
+                        Self::fill_elem_from_layout(layout, &a.shape.elem, c)?
+                    }
+                    Kind::Fill { elem } => Self::refill(elem, c),
+                    Kind::Map { .. } | Kind::Map2 { .. } => {
+                        self.fill_elem_from_shape(&a.shape.elem, c)?
+                    }
+                };
+                Val::Arr(Rc::new(Arr {
+                    len: a.len,
+                    shape: a.shape.clone(),
+                    kind: Kind::Fill { elem },
+                }))
+            }
+        })
+    }
+
+    fn fill_elem_from_layout(lay: &Layout, s: &SShape, c: f64) -> R<FillElem> {
+        Ok(match (lay, s) {
+            (Layout::Real { .. }, SShape::Real) => FillElem::Real(c),
+            (Layout::Tuple(ls), SShape::Tuple(ss)) if ls.len() == ss.len() => FillElem::Tuple(
+                ls.iter()
+                    .zip(ss.iter())
+                    .map(|(l, s)| Self::fill_elem_from_layout(l, s, c))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            (Layout::Array { len, elem }, SShape::Arr(sa)) => FillElem::Array {
+                len: *len,
+                shape: sa.clone(),
+                elem: Rc::new(Self::fill_elem_from_layout(elem, &sa.elem, c)?),
+            },
+            _ => return internal("a layout does not match its shape"),
+        })
+    }
+
+    fn refill(e: &FillElem, c: f64) -> FillElem {
+        match e {
+            FillElem::Real(_) => FillElem::Real(c),
+            FillElem::Tuple(items) => FillElem::Tuple(
+                items
+                    .iter()
+                    .map(|x| Self::refill(x, c))
+                    .collect::<Vec<_>>()
+                    .into(),
+            ),
+            FillElem::Array { len, shape, elem } => FillElem::Array {
+                len: *len,
+                shape: shape.clone(),
+                elem: Rc::new(Self::refill(elem, c)),
+            },
+        }
+    }
+
+    // ---- scalars --------------------------------------------------------------------------
+
+    fn extern_fn(&mut self, name: &'static str, arity: usize) -> R<FuncRef> {
+        if let Some(&f) = self.externs.get(name) {
+            return Ok(f);
+        }
+        let mut sig = Signature::new(self.module.isa().default_call_conv());
+        for _ in 0..arity {
+            sig.params.push(AbiParam::new(F64));
+        }
+        sig.returns.push(AbiParam::new(F64));
+        let id = self
+            .module
+            .declare_function(name, Linkage::Import, &sig)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        let f = self.module.declare_func_in_func(id, self.b.func);
+        self.externs.insert(name, f);
+        Ok(f)
+    }
+
+    fn call(&mut self, name: &'static str, args: &[Value]) -> R<Value> {
+        let f = self.extern_fn(name, args.len())?;
+        let inst = self.b.ins().call(f, args);
+        match self.b.inst_results(inst) {
+            [r] => Ok(*r),
+            _ => internal("a run-time function returned no value"),
+        }
+    }
+
+    fn unary(&mut self, op: UnOp, x: FV) -> R<FV> {
+        if let FV::K(c) = x {
+            return Ok(FV::K(op.eval(c)));
+        }
+        let x = self.fval(x);
+        Ok(FV::V(match (op, runtime::unary(op)) {
+            (UnOp::Neg, _) => self.b.ins().fneg(x),
+            (UnOp::Abs, _) => self.b.ins().fabs(x),
+            (UnOp::Sqrt, _) => self.b.ins().sqrt(x),
+            (_, Lowering::Call(name, _)) => self.call(name, &[x])?,
+            (_, Lowering::Inline) => return internal(format!("no lowering for `{}`", op.name())),
+        }))
+    }
+
+    fn binary(&mut self, op: BinOp, x: FV, y: FV) -> R<FV> {
+        if let (FV::K(a), FV::K(b)) = (x, y) {
+            return Ok(FV::K(op.eval(a, b)));
+        }
+        let (x, y) = (self.fval(x), self.fval(y));
+        let ins = self.b.ins();
+        Ok(FV::V(match (op, runtime::binary(op)) {
+            (BinOp::Add, _) => ins.fadd(x, y),
+            (BinOp::Sub, _) => ins.fsub(x, y),
+            (BinOp::Mul, _) => ins.fmul(x, y),
+            (BinOp::Div, _) => ins.fdiv(x, y),
+            (BinOp::Max | BinOp::Min, _) => {
+                // Cranelift's fmax/fmin match IEEE maximum/minimum except for the NaN they
+                // return; the language's is always the canonical quiet NaN.
+                let r = if op == BinOp::Max {
+                    ins.fmax(x, y)
+                } else {
+                    self.b.ins().fmin(x, y)
+                };
+                let nan = self.b.ins().fcmp(FloatCC::Unordered, x, y);
+                let canon = self.b.ins().f64const(f64::NAN);
+                self.b.ins().select(nan, canon, r)
+            }
+            (_, Lowering::Call(name, _)) => self.call(name, &[x, y])?,
+            (_, Lowering::Inline) => return internal(format!("no lowering for `{}`", op.name())),
+        }))
+    }
+
+    fn compare(&mut self, op: CmpOp, x: FV, y: FV) -> BV {
+        if let (FV::K(a), FV::K(b)) = (x, y) {
+            return BV::K(op.eval(a, b));
+        }
+        let cc = match op {
+            CmpOp::Lt => FloatCC::LessThan,
+            CmpOp::Le => FloatCC::LessThanOrEqual,
+            CmpOp::Gt => FloatCC::GreaterThan,
+            CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+            CmpOp::Eq => FloatCC::Equal,
+            CmpOp::Ne => FloatCC::NotEqual,
+        };
+        let (x, y) = (self.fval(x), self.fval(y));
+        BV::V(self.b.ins().fcmp(cc, x, y))
+    }
+
+    // ---- parameters, results and the prologue ---------------------------------------------
+
+    /// The value of a parameter of shape `s` whose components are at `ptrs`.
+    pub fn param_val(&mut self, s: &SShape, ptrs: &mut std::slice::Iter<'_, Value>) -> R<Val> {
+        let mut next = |_: &mut Self| {
+            ptrs.next()
+                .copied()
+                .ok_or_else(|| JitError::Internal("too few input components".into()))
+        };
+        self.boundary(s, &mut next, false).map(|p| p.expect_val())?
+    }
+
+    /// The place of a result of shape `s` whose components are at `ptrs`.
+    pub fn result_place(&mut self, s: &SShape, ptrs: &mut std::slice::Iter<'_, Value>) -> R<Place> {
+        let mut next = |_: &mut Self| {
+            ptrs.next()
+                .copied()
+                .ok_or_else(|| JitError::Internal("too few output components".into()))
+        };
+        match self.boundary(s, &mut next, true)? {
+            Boundary::Place(p) => Ok(p),
+            Boundary::Val(_) => internal("a result has no place"),
+        }
+    }
+
+    fn boundary(
+        &mut self,
+        s: &SShape,
+        next: &mut dyn FnMut(&mut Self) -> R<Value>,
+        place: bool,
+    ) -> R<Boundary> {
+        Ok(match s {
+            SShape::Real => {
+                let ptr = next(self)?;
+                if place {
+                    Boundary::Place(Place::Real(ptr))
+                } else {
+                    let x = self.b.ins().load(F64, self.flags, ptr, 0);
+                    Boundary::Val(Val::Real(FV::V(x)))
+                }
+            }
+            SShape::Bool => return unsupported("a condition at the function boundary"),
+            SShape::Tuple(items) => {
+                let mut ps = Vec::new();
+                let mut vs = Vec::new();
+                for s in items.iter() {
+                    match self.boundary(s, next, place)? {
+                        Boundary::Place(p) => ps.push(p),
+                        Boundary::Val(v) => vs.push(v),
+                    }
+                }
+                if place {
+                    Boundary::Place(Place::Tuple(ps.into()))
+                } else {
+                    Boundary::Val(Val::Tuple(vs.into()))
+                }
+            }
+            SShape::Arr(sa) => {
+                let layout = self.layout(&sa.elem, next, &mut Vec::new())?;
+                let len = self.dim(sa.len);
+                let arr = Rc::new(Arr {
+                    len,
+                    shape: sa.clone(),
+                    kind: Kind::Mem {
+                        layout,
+                        holds: no_holds(),
+                    },
+                });
+                if place {
+                    Boundary::Place(Place::Arr(arr))
+                } else {
+                    Boundary::Val(Val::Arr(arr))
+                }
+            }
+        })
+    }
+
+    /// Write the function's result.
+    pub fn emit_result(&mut self, body: ExprId, out: &Place) -> R<()> {
+        self.emit_into(body, out)?;
+        Ok(())
+    }
+
+    /// Emit the prologue into `entry` (which must be empty): load the sizes, compute every
+    /// count and buffer address the body uses, and jump to the body's first block.
+    pub fn finish_prologue(&mut self, entry: Block, sizes: Value, workspace: Value) -> Plan {
+        // Every buffer handle is gone by now; the slot sizes are final.
+        self.env.clear();
+        let slot_sizes: Vec<SizeExpr> = self
+            .slots
+            .members
+            .iter()
+            .map(|m| m.iter().cloned().fold(SizeExpr::K(0), SizeExpr::max))
+            .collect();
+        let mut slot_offsets = Vec::with_capacity(slot_sizes.len());
+        let mut total = SizeExpr::K(0);
+        for s in &slot_sizes {
+            slot_offsets.push(total.clone());
+            total = SizeExpr::add(total, s.clone());
+        }
+        self.b.switch_to_block(entry);
+        let mut cache: HashMap<SizeExpr, Value> = HashMap::new();
+        let mut size_vals: HashMap<u32, Value> = HashMap::new();
+        let mut checks = vec![total.clone()];
+        let mut args = Vec::with_capacity(self.pro_order.len());
+        let order = std::mem::take(&mut self.pro_order);
+        for (p, _) in &order {
+            let v = match p {
+                Pro::Count(e) => {
+                    checks.push(e.clone());
+                    self.size_value(e, sizes, &mut cache, &mut size_vals)
+                }
+                Pro::Addr(slot, off) => {
+                    let base = slot_offsets.get(*slot).cloned().unwrap_or(SizeExpr::K(0));
+                    let e = SizeExpr::add(base, off.clone());
+                    checks.push(e.clone());
+                    let k = self.size_value(&e, sizes, &mut cache, &mut size_vals);
+                    let bytes = self.b.ins().ishl_imm_s(k, 3);
+                    self.b.ins().iadd(workspace, bytes)
+                }
+            };
+            args.push(v);
+        }
+        let main = self.main;
+        self.b.ins().jump(main, &blockargs(&args));
+        Plan {
+            workspace: total,
+            checks,
+        }
+    }
+
+    fn size_value(
+        &mut self,
+        e: &SizeExpr,
+        sizes: Value,
+        cache: &mut HashMap<SizeExpr, Value>,
+        size_vals: &mut HashMap<u32, Value>,
+    ) -> Value {
+        if let Some(&v) = cache.get(e) {
+            return v;
+        }
+        let v = match e {
+            SizeExpr::K(k) => self.b.ins().iconst(I64, *k as i64),
+            SizeExpr::D(d) => match d.var {
+                None => self
+                    .b
+                    .ins()
+                    .iconst(I64, d.as_constant().unwrap_or(0) as i64),
+                Some(i) => {
+                    let n = match size_vals.get(&i) {
+                        Some(&n) => n,
+                        None => {
+                            let n = self.b.ins().load(
+                                I64,
+                                self.flags,
+                                sizes,
+                                (i as i32).wrapping_mul(8),
+                            );
+                            size_vals.insert(i, n);
+                            n
+                        }
+                    };
+                    let t = if d.offset == 0 {
+                        n
+                    } else {
+                        self.b.ins().iadd_imm_s(n, d.offset)
+                    };
+                    if d.offset >= 0 && d.floor == 0 {
+                        t
+                    } else {
+                        let fl = self.b.ins().iconst(I64, d.floor as i64);
+                        self.b.ins().smax(t, fl)
+                    }
+                }
+            },
+            SizeExpr::Add(a, b) => {
+                let (x, y) = (
+                    self.size_value(a, sizes, cache, size_vals),
+                    self.size_value(b, sizes, cache, size_vals),
+                );
+                self.b.ins().iadd(x, y)
+            }
+            SizeExpr::Mul(a, b) => {
+                let (x, y) = (
+                    self.size_value(a, sizes, cache, size_vals),
+                    self.size_value(b, sizes, cache, size_vals),
+                );
+                self.b.ins().imul(x, y)
+            }
+            SizeExpr::Max(a, b) => {
+                let (x, y) = (
+                    self.size_value(a, sizes, cache, size_vals),
+                    self.size_value(b, sizes, cache, size_vals),
+                );
+                self.b.ins().smax(x, y)
+            }
+        };
+        cache.insert(e.clone(), v);
+        v
+    }
+}
+
+/// A parameter's value or a result's place.
+enum Boundary {
+    Val(Val),
+    Place(Place),
+}
+
+impl Boundary {
+    fn expect_val(self) -> R<Val> {
+        match self {
+            Boundary::Val(v) => Ok(v),
+            Boundary::Place(_) => internal("a parameter has no value"),
+        }
+    }
+}

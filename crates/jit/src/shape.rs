@@ -1,0 +1,434 @@
+//! Static shapes and the analysis pass that runs before lowering.
+//!
+//! The shape of a value is its type with every array length replaced by a [`Dim`], an
+//! upper bound of the run-time length that depends on the sizes only (never on data). It
+//! is exact unless an `if` chooses between arrays whose structural lengths differ (which
+//! happens only at degenerate sizes, through a shifted empty array); then buffers get the
+//! larger length and the run-time length travels with the value.
+//!
+//! The same pass counts the occurrences of each variable, which the lowering uses to free
+//! buffers after their last use, and decides which `let`-bound arrays may stay unevaluated
+//! (fused into their single consumer).
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+
+use crate::error::{internal, unsupported, JitError, R};
+use crate::layout::Dim;
+
+/// The shape of a value of ground type (or of a condition).
+#[derive(Clone, PartialEq, Debug)]
+pub(crate) enum SShape {
+    Real,
+    Bool,
+    Tuple(Rc<[SShape]>),
+    Arr(Rc<SArr>),
+}
+
+/// The shape of an array.
+#[derive(PartialEq, Debug)]
+pub(crate) struct SArr {
+    /// An upper bound of the length (exact if `exact`).
+    pub len: Dim,
+    /// Whether the run-time length always equals `len`.
+    pub exact: bool,
+    pub elem: SShape,
+}
+
+impl SShape {
+    pub fn arr(len: Dim, exact: bool, elem: SShape) -> SShape {
+        SShape::Arr(Rc::new(SArr { len, exact, elem }))
+    }
+
+    /// The shape of a parameter of type `ty` (formal sizes are exact there).
+    pub fn of_type(ty: &Type, index: &dyn Fn(&str) -> Option<u32>) -> R<SShape> {
+        Ok(match ty {
+            Type::Real => SShape::Real,
+            Type::Bool => SShape::Bool,
+            Type::Tuple(items) => SShape::Tuple(
+                items
+                    .iter()
+                    .map(|t| SShape::of_type(t, index))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            Type::Array(n, elem) => {
+                SShape::arr(Dim::of_size(n, index)?, true, SShape::of_type(elem, index)?)
+            }
+            Type::Func(..) => {
+                return unsupported(format!(
+                    "a value of function type `{ty}` (the code generator takes first-order terms)"
+                ))
+            }
+        })
+    }
+
+    /// True if an array occurs in the shape.
+    pub fn has_arrays(&self) -> bool {
+        match self {
+            SShape::Real | SShape::Bool => false,
+            SShape::Tuple(items) => items.iter().any(SShape::has_arrays),
+            SShape::Arr(_) => true,
+        }
+    }
+
+    /// True if every array in the shape has an exact length.
+    pub fn all_exact(&self) -> bool {
+        match self {
+            SShape::Real | SShape::Bool => true,
+            SShape::Tuple(items) => items.iter().all(SShape::all_exact),
+            SShape::Arr(a) => a.exact && a.elem.all_exact(),
+        }
+    }
+
+    /// The dimensions above each real leaf, in component order (depth first, arrays
+    /// distributing over tuples), each prefixed with `outer`.
+    pub fn leaf_dims(&self, outer: &mut Vec<Dim>, out: &mut Vec<Vec<Dim>>) {
+        match self {
+            SShape::Real => out.push(outer.clone()),
+            SShape::Bool => {}
+            SShape::Tuple(items) => items.iter().for_each(|s| s.leaf_dims(outer, out)),
+            SShape::Arr(a) => {
+                outer.push(a.len);
+                a.elem.leaf_dims(outer, out);
+                outer.pop();
+            }
+        }
+    }
+
+    /// The least shape above both (the shape of an `if`).
+    pub fn join(&self, other: &SShape) -> R<SShape> {
+        Ok(match (self, other) {
+            (SShape::Real, SShape::Real) => SShape::Real,
+            (SShape::Bool, SShape::Bool) => SShape::Bool,
+            (SShape::Tuple(a), SShape::Tuple(b)) if a.len() == b.len() => SShape::Tuple(
+                a.iter()
+                    .zip(b.iter())
+                    .map(|(x, y)| x.join(y))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            (SShape::Arr(a), SShape::Arr(b)) => {
+                if Rc::ptr_eq(a, b) {
+                    return Ok(self.clone());
+                }
+                let len = a.len.max(b.len).ok_or_else(|| {
+                    JitError::Type(format!(
+                        "arrays of unrelated lengths {:?} and {:?} meet",
+                        a.len, b.len
+                    ))
+                })?;
+                SShape::arr(
+                    len,
+                    a.exact && b.exact && a.len == b.len,
+                    a.elem.join(&b.elem)?,
+                )
+            }
+            _ => return Err(JitError::Type("values of different types meet".into())),
+        })
+    }
+}
+
+/// What the lowering needs to know about the whole term before emitting code.
+#[derive(Default)]
+pub(crate) struct Analysis {
+    shapes: HashMap<ExprId, SShape>,
+    var_shapes: HashMap<Var, SShape>,
+    uses: HashMap<Var, u32>,
+    pulls: HashMap<Var, u32>,
+    bind_depth: HashMap<Var, u32>,
+    deep: HashSet<Var>,
+}
+
+impl Analysis {
+    /// Analyse `func`; `index` maps size variables to their positions.
+    pub fn run(
+        arena: &Arena,
+        func: &Func,
+        index: &dyn Fn(&str) -> Option<u32>,
+    ) -> R<(Analysis, SShape)> {
+        let mut a = Analyzer {
+            arena,
+            out: Analysis::default(),
+        };
+        for &p in &func.params {
+            let ty = arena.var_type(p).ok_or_else(|| {
+                JitError::Type(format!("parameter `{}` has no type", arena.var_name(p)))
+            })?;
+            if !ty.is_ground() {
+                return unsupported(format!(
+                    "parameter `{}` has type `{ty}`; parameters are reals, tuples and arrays",
+                    arena.var_name(p)
+                ));
+            }
+            let s = SShape::of_type(ty, index)?;
+            a.out.var_shapes.insert(p, s);
+            a.out.bind_depth.insert(p, 0);
+        }
+        let result = a.visit(func.body, 0, true, true)?;
+        Ok((a.out, result))
+    }
+
+    /// The shape of node `e` (recorded by the pass).
+    pub fn shape(&self, e: ExprId) -> R<&SShape> {
+        self.shapes
+            .get(&e)
+            .map_or_else(|| internal(format!("no shape for node {e:?}")), Ok)
+    }
+
+    /// The shape of the values `v` is bound to.
+    pub fn var_shape(&self, v: Var) -> R<&SShape> {
+        self.var_shapes
+            .get(&v)
+            .map_or_else(|| internal(format!("no shape for variable {v:?}")), Ok)
+    }
+
+    /// How many times `v` occurs in the term.
+    pub fn uses(&self, v: Var) -> u32 {
+        self.uses.get(&v).copied().unwrap_or(0)
+    }
+
+    /// Whether the arrays bound to `v` may stay unevaluated: their elements are read at most
+    /// once, outside any loop that the binding is not also inside.
+    pub fn lazy_ok(&self, v: Var) -> bool {
+        self.pulls.get(&v).copied().unwrap_or(0) <= 1 && !self.deep.contains(&v)
+    }
+}
+
+struct Analyzer<'a> {
+    arena: &'a Arena,
+    out: Analysis,
+}
+
+/// The parameters and body of the function argument of an array operation.
+pub(crate) fn lambda<'a>(
+    arena: &'a Arena,
+    f: ExprId,
+    arity: usize,
+    what: &str,
+) -> R<(&'a [Var], ExprId)> {
+    match arena.lambda_parts(f) {
+        Some((ps, body)) if ps.len() == arity => Ok((ps, body)),
+        Some((ps, _)) => Err(JitError::Type(format!(
+            "the function of `{what}` takes {} argument(s), it needs {arity}",
+            ps.len()
+        ))),
+        None => unsupported(format!(
+            "the function argument of `{what}` must be a binder `(x. e)`"
+        )),
+    }
+}
+
+fn expect_arr(s: SShape, what: &str) -> R<Rc<SArr>> {
+    match s {
+        SShape::Arr(a) => Ok(a),
+        _ => Err(JitError::Type(format!(
+            "the operand of `{what}` is not an array"
+        ))),
+    }
+}
+
+impl Analyzer<'_> {
+    fn bind(&mut self, v: Var, s: SShape, depth: u32) {
+        self.out.var_shapes.insert(v, s);
+        self.out.bind_depth.insert(v, depth);
+    }
+
+    /// Visit `e` at lambda depth `depth`. `count` is false when re-visiting a loop body to
+    /// find the shape of its accumulator; `pull` is false where a variable's elements are
+    /// not read (`len`, `zeros_like`, `ones_like`).
+    fn visit(&mut self, e: ExprId, depth: u32, count: bool, pull: bool) -> R<SShape> {
+        let s = with_stack(|| self.visit_node(e, depth, count, pull))?;
+        self.out.shapes.insert(e, s.clone());
+        Ok(s)
+    }
+
+    fn visit_node(&mut self, e: ExprId, depth: u32, count: bool, pull: bool) -> R<SShape> {
+        use Node::*;
+        let arena = self.arena;
+        Ok(match arena[e] {
+            Const(_) => SShape::Real,
+            Bool(_) => SShape::Bool,
+            Var(v) => {
+                let Some(s) = self.out.var_shapes.get(&v).cloned() else {
+                    return unsupported(format!(
+                        "the variable `{}` is not bound in the function",
+                        arena.var_name(v)
+                    ));
+                };
+                if count {
+                    *self.out.uses.entry(v).or_insert(0) += 1;
+                    if pull {
+                        *self.out.pulls.entry(v).or_insert(0) += 1;
+                    }
+                    if self.out.bind_depth.get(&v) != Some(&depth) {
+                        self.out.deep.insert(v);
+                    }
+                }
+                s
+            }
+            Let(x, e1, e2) => {
+                let s1 = self.visit(e1, depth, count, true)?;
+                self.bind(x, s1, depth);
+                self.visit(e2, depth, count, true)?
+            }
+            LetTuple(xs, e1, e2) => {
+                let s1 = self.visit(e1, depth, count, true)?;
+                let vars = arena.vars_of(xs);
+                match s1 {
+                    SShape::Tuple(items) if items.len() == vars.len() => {
+                        for (&v, s) in vars.iter().zip(items.iter()) {
+                            self.bind(v, s.clone(), depth);
+                        }
+                    }
+                    _ => {
+                        return Err(JitError::Type(
+                            "a tuple pattern binds a value of another shape".into(),
+                        ))
+                    }
+                }
+                self.visit(e2, depth, count, true)?
+            }
+            Tuple(l) => {
+                let mut items = Vec::new();
+                for &i in arena.exprs(l) {
+                    items.push(self.visit(i, depth, count, true)?);
+                }
+                SShape::Tuple(items.into())
+            }
+            Proj(i, x) => match self.visit(x, depth, count, true)? {
+                SShape::Tuple(items) if (i as usize) < items.len() => items[i as usize].clone(),
+                _ => return Err(JitError::Type(format!("projection .{i} of a non-tuple"))),
+            },
+            Op1(_, x) => {
+                self.visit(x, depth, count, true)?;
+                SShape::Real
+            }
+            Op2(_, x, y) => {
+                self.visit(x, depth, count, true)?;
+                self.visit(y, depth, count, true)?;
+                SShape::Real
+            }
+            Cmp(_, x, y) | And(x, y) | Or(x, y) => {
+                self.visit(x, depth, count, true)?;
+                self.visit(y, depth, count, true)?;
+                SShape::Bool
+            }
+            Not(x) => {
+                self.visit(x, depth, count, true)?;
+                SShape::Bool
+            }
+            If(c, x, y) => {
+                self.visit(c, depth, count, true)?;
+                let sx = self.visit(x, depth, count, true)?;
+                let sy = self.visit(y, depth, count, true)?;
+                sx.join(&sy)?
+            }
+            Lambda(..) => {
+                return unsupported(
+                    "a function value outside the function argument of an array operation",
+                )
+            }
+            App(..) => return unsupported("application of a function value"),
+            Call(..) => return unsupported("a call of a definition (inline the program first)"),
+            Array(l) => {
+                let items = arena.exprs(l);
+                let mut elem: Option<SShape> = None;
+                for &i in items {
+                    let s = self.visit(i, depth, count, true)?;
+                    elem = Some(match elem {
+                        None => s,
+                        Some(prev) => prev.join(&s)?,
+                    });
+                }
+                let Some(elem) = elem else {
+                    return unsupported("an empty array literal");
+                };
+                SShape::arr(Dim::constant(items.len() as u64), true, elem)
+            }
+            Len(x) => {
+                let s = self.visit(x, depth, count, false)?;
+                expect_arr(s, "len")?;
+                SShape::Real
+            }
+            ZerosLike(x) | OnesLike(x) => self.visit(x, depth, count, false)?,
+            Map(f, x) => {
+                let sa = expect_arr(self.visit(x, depth, count, true)?, "map")?;
+                let (ps, body) = lambda(arena, f, 1, "map")?;
+                self.bind(ps[0], sa.elem.clone(), depth + 1);
+                let sb = self.visit(body, depth + 1, count, true)?;
+                SShape::arr(sa.len, sa.exact, sb)
+            }
+            Map2(f, x, y) => {
+                let sa = expect_arr(self.visit(x, depth, count, true)?, "map2")?;
+                let sb = expect_arr(self.visit(y, depth, count, true)?, "map2")?;
+                let (ps, body) = lambda(arena, f, 2, "map2")?;
+                self.bind(ps[0], sa.elem.clone(), depth + 1);
+                self.bind(ps[1], sb.elem.clone(), depth + 1);
+                let len = sa.len.min(sb.len).ok_or_else(|| {
+                    JitError::Type("`map2` over arrays of unrelated sizes".into())
+                })?;
+                let s = self.visit(body, depth + 1, count, true)?;
+                SShape::arr(len, sa.exact && sb.exact, s)
+            }
+            Reduce(f, z, x) | Foldl(f, z, x) => {
+                let what = if matches!(arena[e], Reduce(..)) {
+                    "reduce"
+                } else {
+                    "foldl"
+                };
+                self.fold(f, z, x, depth, count, what, false)?.0
+            }
+            Scanl(f, z, x) => {
+                let (acc, sa) = self.fold(f, z, x, depth, count, "scanl", false)?;
+                SShape::arr(sa.len.inc(), sa.exact, acc)
+            }
+            Scanr(f, z, x) => {
+                let (acc, sa) = self.fold(f, z, x, depth, count, "scanr", true)?;
+                SShape::arr(sa.len.inc(), sa.exact, acc)
+            }
+            Shift1L(x) | Shift1R(x) => {
+                let sa = expect_arr(self.visit(x, depth, count, true)?, "shift")?;
+                SShape::arr(sa.len.dec(), sa.exact, sa.elem.clone())
+            }
+        })
+    }
+
+    /// A loop with an accumulator: finds the accumulator's shape as the least fixed point
+    /// above the initial value's (it only grows where a body shifts an empty array).
+    #[allow(clippy::too_many_arguments)]
+    fn fold(
+        &mut self,
+        f: ExprId,
+        z: ExprId,
+        x: ExprId,
+        depth: u32,
+        count: bool,
+        what: &str,
+        acc_second: bool,
+    ) -> R<(SShape, Rc<SArr>)> {
+        let mut acc = self.visit(z, depth, count, true)?;
+        let sa = expect_arr(self.visit(x, depth, count, true)?, what)?;
+        let (ps, body) = lambda(self.arena, f, 2, what)?;
+        let (pa, px) = if acc_second {
+            (ps[1], ps[0])
+        } else {
+            (ps[0], ps[1])
+        };
+        for round in 0..16 {
+            self.bind(pa, acc.clone(), depth + 1);
+            self.bind(px, sa.elem.clone(), depth + 1);
+            let sb = self.visit(body, depth + 1, count && round == 0, true)?;
+            let joined = acc.join(&sb)?;
+            if joined == acc {
+                return Ok((acc, sa));
+            }
+            acc = joined;
+        }
+        Err(JitError::Unsupported(format!(
+            "the accumulator of this `{what}` has no stable shape"
+        )))
+    }
+}

@@ -1,0 +1,230 @@
+//! Compile-time descriptions of run-time values: what the lowering knows of the value of
+//! each subterm while it emits code.
+//!
+//! Scalars are SSA values (or constants known at compile time); tuples are flattened into
+//! their components and never live in memory as such. An array is one of:
+//! - in memory ([`Kind::Mem`]): a [`Layout`] saying where each real leaf is (arrays of tuples
+//!   are stored as tuples of arrays, nested arrays row-major in one buffer);
+//! - a fill ([`Kind::Fill`]): every leaf the same known constant (`zeros_like`, `ones_like`);
+//! - unevaluated ([`Kind::Map`], [`Kind::Map2`]): a `map` whose element is computed where a
+//!   consumer reads it, which fuses the map into the consumer's loop.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use cranelift_codegen::ir::Value;
+use unfad_syntax::ExprId;
+
+use crate::shape::SArr;
+
+/// An integer (a length, an index or a stride): known, or computed at run time.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum IV {
+    K(i64),
+    V(Value),
+}
+
+/// A real: known, or computed at run time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum FV {
+    K(f64),
+    V(Value),
+}
+
+/// A condition: known, or computed at run time (an `i8` that is 0 or 1).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BV {
+    K(bool),
+    V(Value),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Val {
+    Real(FV),
+    Bool(BV),
+    Tuple(Rc<[Val]>),
+    Arr(Rc<Arr>),
+}
+
+#[derive(Debug)]
+pub(crate) struct Arr {
+    /// The run-time length.
+    pub len: IV,
+    /// The static shape; its length bounds `len`.
+    pub shape: Rc<SArr>,
+    pub kind: Kind,
+}
+
+#[derive(Debug)]
+pub(crate) enum Kind {
+    /// In memory; `holds` keeps the workspace buffers it lives in allocated.
+    Mem { layout: Layout, holds: Holds },
+    /// Every leaf is the same constant.
+    Fill { elem: FillElem },
+    /// `map f src`, computed element by element where it is read (at most once).
+    Map {
+        f: ExprId,
+        src: Rc<Arr>,
+        read: Cell<bool>,
+    },
+    /// `map2 f a b`, likewise.
+    Map2 {
+        f: ExprId,
+        a: Rc<Arr>,
+        b: Rc<Arr>,
+        read: Cell<bool>,
+    },
+}
+
+/// Where the elements of an in-memory array are; mirrors the element type.
+#[derive(Clone, Debug)]
+pub(crate) enum Layout {
+    /// A real leaf: element `i` of the array is at `base + 8 * i * strides[0]`; the other
+    /// strides index the arrays inside the element (the last one is 1).
+    Real {
+        base: Value,
+        strides: Rc<[IV]>,
+    },
+    Tuple(Rc<[Layout]>),
+    /// An array inside the element, of length `len` (the same for every element).
+    Array {
+        len: IV,
+        elem: Rc<Layout>,
+    },
+}
+
+/// The element of a fill.
+#[derive(Clone, Debug)]
+pub(crate) enum FillElem {
+    Real(f64),
+    Tuple(Rc<[FillElem]>),
+    Array {
+        len: IV,
+        shape: Rc<SArr>,
+        elem: Rc<FillElem>,
+    },
+}
+
+/// Where a value is to be written.
+#[derive(Clone, Debug)]
+pub(crate) enum Place {
+    /// A scalar kept in registers (accumulators).
+    Reg,
+    /// The address of one real.
+    Real(Value),
+    Tuple(Rc<[Place]>),
+    /// An array in memory whose `len` is the capacity.
+    Arr(Rc<Arr>),
+}
+
+/// One workspace buffer; dropping the last handle frees its slot for reuse.
+#[derive(Debug)]
+pub(crate) struct Buf {
+    pub slot: usize,
+    freed: Rc<RefCell<Vec<usize>>>,
+}
+
+impl Drop for Buf {
+    fn drop(&mut self) {
+        self.freed.borrow_mut().push(self.slot);
+    }
+}
+
+pub(crate) type Holds = Rc<[Rc<Buf>]>;
+
+pub(crate) fn no_holds() -> Holds {
+    Rc::from(Vec::new())
+}
+
+pub(crate) fn concat_holds(a: &Holds, b: &Holds) -> Holds {
+    a.iter().chain(b.iter()).cloned().collect::<Vec<_>>().into()
+}
+
+/// Assignment of buffers to slots of the workspace: buffers whose lifetimes do not
+/// overlap share a slot, which is as large as its largest buffer.
+pub(crate) struct Slots {
+    /// The sizes of the buffers each slot has held.
+    pub members: Vec<Vec<crate::layout::SizeExpr>>,
+    busy: Vec<bool>,
+    freed: Rc<RefCell<Vec<usize>>>,
+}
+
+impl Slots {
+    pub fn new() -> Slots {
+        Slots {
+            members: Vec::new(),
+            busy: Vec::new(),
+            freed: Rc::new(RefCell::new(Vec::new())),
+        }
+    }
+
+    /// A buffer of `size` reals, in a slot that is free now (preferring one that held a
+    /// buffer of the same size), or in a new slot.
+    pub fn alloc(&mut self, size: crate::layout::SizeExpr) -> Rc<Buf> {
+        for s in self.freed.borrow_mut().drain(..) {
+            if let Some(b) = self.busy.get_mut(s) {
+                *b = false;
+            }
+        }
+        let free = |i: &usize| !self.busy[*i];
+        let same = (0..self.busy.len())
+            .filter(free)
+            .find(|&i| self.members[i].contains(&size));
+        let slot = match same.or_else(|| (0..self.busy.len()).find(free)) {
+            Some(i) => {
+                if !self.members[i].contains(&size) {
+                    self.members[i].push(size);
+                }
+                i
+            }
+            None => {
+                self.members.push(vec![size]);
+                self.busy.push(false);
+                self.members.len() - 1
+            }
+        };
+        self.busy[slot] = true;
+        Rc::new(Buf {
+            slot,
+            freed: self.freed.clone(),
+        })
+    }
+}
+
+impl Val {
+    /// Whether the value contains arrays that are not yet evaluated.
+    pub fn has_lazy(&self) -> bool {
+        match self {
+            Val::Real(_) | Val::Bool(_) => false,
+            Val::Tuple(items) => items.iter().any(Val::has_lazy),
+            Val::Arr(a) => matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{Dim, SizeExpr};
+
+    #[test]
+    fn slots_are_reused_after_the_last_handle_is_dropped() {
+        let mut slots = Slots::new();
+        let n = SizeExpr::dim(Dim {
+            var: Some(0),
+            offset: 0,
+            floor: 0,
+        });
+        let a = slots.alloc(n.clone());
+        let b = slots.alloc(SizeExpr::K(3));
+        assert_ne!(a.slot, b.slot);
+        let a2 = a.clone();
+        drop(a);
+        let c = slots.alloc(SizeExpr::K(3));
+        assert_ne!(c.slot, a2.slot, "a slot still held is not reused");
+        drop(a2);
+        let d = slots.alloc(n);
+        assert_eq!(d.slot, 0, "a freed slot is reused");
+        assert_eq!(slots.members.len(), 3);
+    }
+}
