@@ -32,7 +32,8 @@ use crate::layout::{Dim, SizeExpr};
 use crate::runtime::{self, Lowering};
 use crate::shape::{lambda, Analysis, SArr, SShape};
 use crate::value::{
-    concat_holds, no_holds, Arr, Buf, FillElem, Holds, Kind, Layout, Place, Slots, Val, BV, FV, IV,
+    concat_holds, no_holds, sized, Arr, Buf, FillElem, Holds, Kind, Layout, Place, Slots, Val, BV,
+    FV, IV,
 };
 
 /// A value computed once in the prologue.
@@ -307,6 +308,30 @@ impl<'a> Translator<'a> {
         }
     }
 
+    /// The shortest of the lengths `items` (each with its `Dim` if it is exactly that): from
+    /// the prologue when all are known functions of the sizes, else computed here.
+    fn min_len(&mut self, items: &[(IV, Option<Dim>)]) -> (IV, Option<Dim>) {
+        let stat = items
+            .iter()
+            .map(|(_, d)| *d)
+            .try_fold(None::<Dim>, |acc, d| match (acc, d?) {
+                (None, d) => Some(Some(d)),
+                (Some(a), d) => a.min(d).map(Some),
+            })
+            .flatten();
+        if let Some(d) = stat {
+            return (self.dim(d), Some(d));
+        }
+        let mut it = items.iter();
+        let Some(&(mut n, _)) = it.next() else {
+            return (IV::K(0), Some(Dim::constant(0)));
+        };
+        for &(m, _) in it {
+            n = self.umin(n, m);
+        }
+        (n, None)
+    }
+
     // ---- memory ---------------------------------------------------------------------------
 
     /// The layout of the elements of an array whose element shape is `elem`, with leaf
@@ -372,7 +397,7 @@ impl<'a> Translator<'a> {
         let len = self.dim(sa.len);
         Ok(Rc::new(Arr {
             len,
-            shape: sa.clone(),
+            shape: sized(sa, Some(sa.len)),
             kind: Kind::Mem {
                 layout,
                 holds: Rc::from(vec![buf]),
@@ -446,7 +471,7 @@ impl<'a> Translator<'a> {
             ),
             (Layout::Array { len, elem }, SShape::Arr(sa)) => Val::Arr(Rc::new(Arr {
                 len: *len,
-                shape: sa.clone(),
+                shape: sized(sa, Some(sa.len)),
                 kind: Kind::Mem {
                     layout: (**elem).clone(),
                     holds: holds.clone(),
@@ -469,7 +494,7 @@ impl<'a> Translator<'a> {
             ),
             (Layout::Array { len, elem }, SShape::Arr(sa)) => Place::Arr(Rc::new(Arr {
                 len: *len,
-                shape: sa.clone(),
+                shape: sized(sa, Some(sa.len)),
                 kind: Kind::Mem {
                     layout: (**elem).clone(),
                     holds: holds.clone(),
@@ -488,14 +513,14 @@ impl<'a> Translator<'a> {
         self.layout_place(&lay, &p.shape.elem, holds)
     }
 
-    /// The in-memory array at place `p`, with run-time length `len`.
-    fn view(p: &Arr, len: IV) -> R<Val> {
+    /// The in-memory array at place `p`, with run-time length `len` (exactly `dim` if known).
+    fn view(p: &Arr, len: IV, dim: Option<Dim>) -> R<Val> {
         let Kind::Mem { layout, holds } = &p.kind else {
             return internal("a destination is not in memory");
         };
         Ok(Val::Arr(Rc::new(Arr {
             len,
-            shape: p.shape.clone(),
+            shape: sized(&p.shape, dim),
             kind: Kind::Mem {
                 layout: layout.clone(),
                 holds: holds.clone(),
@@ -543,7 +568,7 @@ impl<'a> Translator<'a> {
             ),
             FillElem::Array { len, shape, elem } => Val::Arr(Rc::new(Arr {
                 len: *len,
-                shape: shape.clone(),
+                shape: sized(shape, Some(shape.len)),
                 kind: Kind::Fill {
                     elem: (**elem).clone(),
                 },
@@ -590,8 +615,7 @@ impl<'a> Translator<'a> {
     /// Write the array `a` to the in-memory array `p` (at most its capacity), padding the
     /// rest of `p` with zeros when `a` may be shorter.
     fn write_arr(&mut self, a: &Arr, p: &Arr) -> R<Val> {
-        let cap = p.len;
-        let count = self.umin(a.len, cap);
+        let (count, dim) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
         self.loop_(count, false, Vec::new(), &mut |t, i, _| {
             let x = t.elem(a, IV::V(i))?;
             let dst = t.place_elem(p, IV::V(i))?;
@@ -599,7 +623,7 @@ impl<'a> Translator<'a> {
             Ok(Vec::new())
         })?;
         self.pad(p, count)?;
-        Self::view(p, count)
+        Self::view(p, count, dim)
     }
 
     /// Zero the elements of `p` from `from` to its capacity.
@@ -760,6 +784,7 @@ impl<'a> Translator<'a> {
     /// The value with the structure of `template` made of the SSA values `vals` (as
     /// [`Translator::flatten`] produced them), arrays with shapes from `s` and buffers `holds`.
     fn rebuild(
+        &mut self,
         template: &Val,
         s: &SShape,
         vals: &mut std::slice::Iter<'_, Value>,
@@ -777,7 +802,7 @@ impl<'a> Translator<'a> {
                 items
                     .iter()
                     .zip(ss.iter())
-                    .map(|(x, s)| Self::rebuild(x, s, vals, holds))
+                    .map(|(x, s)| self.rebuild(x, s, vals, holds))
                     .collect::<R<Vec<_>>>()?
                     .into(),
             ),
@@ -785,7 +810,9 @@ impl<'a> Translator<'a> {
                 let Kind::Mem { layout, .. } = &a.kind else {
                     return internal("only arrays in memory are passed between blocks");
                 };
-                let len = IV::V(next()?);
+                let param = IV::V(next()?);
+                // An exact length is the same in every block: take it from the prologue.
+                let len = if sa.exact { self.dim(sa.len) } else { param };
                 Val::Arr(Rc::new(Arr {
                     len,
                     shape: sa.clone(),
@@ -1213,7 +1240,9 @@ impl<'a> Translator<'a> {
                 }
                 let a = self.emit_arr(x)?;
                 let b = self.emit_arr(y)?;
-                let len = self.len_of(&sa, |t| t.umin(a.len, b.len));
+                let len = self.len_of(&sa, |t| {
+                    t.min_len(&[(a.len, a.stat()), (b.len, b.stat())]).0
+                });
                 Ok(Val::Arr(Rc::new(Arr {
                     len,
                     shape: sa,
@@ -1285,7 +1314,7 @@ impl<'a> Translator<'a> {
                     let dst = self.place_elem(d, IV::K(j as i64))?;
                     self.emit_into(item, &dst)?;
                 }
-                Self::view(d, d.len)
+                Self::view(d, d.len, d.stat())
             }
             (Array(l), _) => {
                 // A literal of another capacity (never produced by this lowering): build it
@@ -1307,10 +1336,9 @@ impl<'a> Translator<'a> {
 
     /// `map f srcs...` written to `d`.
     fn map_into(&mut self, f: ExprId, srcs: Vec<Rc<Arr>>, d: &Arr) -> R<Val> {
-        let mut count = d.len;
-        for s in &srcs {
-            count = self.umin(s.len, count);
-        }
+        let mut lens = vec![(d.len, d.stat())];
+        lens.extend(srcs.iter().map(|s| (s.len, s.stat())));
+        let (count, dim) = self.min_len(&lens);
         let (ps, body) = lambda(self.arena, f, srcs.len(), "map")?;
         self.loop_(count, false, Vec::new(), &mut |t, i, _| {
             for (&p, s) in ps.iter().zip(&srcs) {
@@ -1326,7 +1354,7 @@ impl<'a> Translator<'a> {
             Ok(Vec::new())
         })?;
         self.pad(d, count)?;
-        Self::view(d, count)
+        Self::view(d, count, dim)
     }
 
     /// `scanl f z x` (or `scanr`) written to `d`.
@@ -1339,8 +1367,11 @@ impl<'a> Translator<'a> {
         };
         let zv = self.emit(z)?;
         let src = self.emit_arr(x)?;
-        let room = self.dec(d.len);
-        let count = self.umin(src.len, room);
+        let room = match d.stat() {
+            Some(dd) => (self.dim(dd.dec()), Some(dd.dec())),
+            None => (self.dec(d.len), None),
+        };
+        let (count, count_dim) = self.min_len(&[(src.len, src.stat()), room]);
         let first = if right { count } else { IV::K(0) };
         let dst = self.place_elem(d, first)?;
         let v0 = self.write(&zv, &dst)?;
@@ -1354,7 +1385,7 @@ impl<'a> Translator<'a> {
             Holds::from(h)
         };
         self.loop_(count, right, init, &mut |t, i, cur| {
-            let acc = Self::rebuild(&v0, &acc_shape, &mut cur.iter(), &holds)?;
+            let acc = t.rebuild(&v0, &acc_shape, &mut cur.iter(), &holds)?;
             let xi = t.elem(&src, IV::V(i))?;
             t.bind(pa, acc);
             t.bind(px, xi);
@@ -1373,9 +1404,13 @@ impl<'a> Translator<'a> {
             t.flatten(&nv, &mut out)?;
             Ok(out)
         })?;
-        let n = self.iadd(count, 1);
+        let n_dim = count_dim.map(Dim::inc);
+        let n = match n_dim {
+            Some(nd) => self.dim(nd),
+            None => self.iadd(count, 1),
+        };
         self.pad(d, n)?;
-        Self::view(d, n)
+        Self::view(d, n, n_dim)
     }
 
     /// `reduce f z x` / `foldl f z x`: the accumulator in registers, its arrays alternating
@@ -1391,7 +1426,7 @@ impl<'a> Translator<'a> {
             self.flatten(&zv, &mut init)?;
             let holds = no_holds();
             let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
-                let acc = Self::rebuild(&zv, &acc_shape, &mut cur.iter(), &holds)?;
+                let acc = t.rebuild(&zv, &acc_shape, &mut cur.iter(), &holds)?;
                 let xi = t.elem(&src, IV::V(i))?;
                 t.bind(pa, acc);
                 t.bind(px, xi);
@@ -1402,7 +1437,7 @@ impl<'a> Translator<'a> {
                 t.flatten(&r?, &mut out)?;
                 Ok(out)
             })?;
-            return Self::rebuild(&zv, &acc_shape, &mut out.iter(), &holds);
+            return self.rebuild(&zv, &acc_shape, &mut out.iter(), &holds);
         }
         let pa_place = self.acc_place(&acc_shape)?;
         let pb_place = self.acc_place(&acc_shape)?;
@@ -1418,7 +1453,7 @@ impl<'a> Translator<'a> {
         self.flatten(&v0, &mut init)?;
         let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
             let phase = cur[0];
-            let acc = Self::rebuild(&v0, &acc_shape, &mut cur[1..].iter(), &holds)?;
+            let acc = t.rebuild(&v0, &acc_shape, &mut cur[1..].iter(), &holds)?;
             // Phase 0: the accumulator is in the first buffer, the next one goes to the second.
             let other = t.select_place(phase, &pa_place, &pb_place)?;
             let xi = t.elem(&src, IV::V(i))?;
@@ -1432,7 +1467,7 @@ impl<'a> Translator<'a> {
             t.flatten(&nv, &mut out)?;
             Ok(out)
         })?;
-        Self::rebuild(&v0, &acc_shape, &mut out[1..].iter(), &holds)
+        self.rebuild(&v0, &acc_shape, &mut out[1..].iter(), &holds)
     }
 
     /// `if c then x else y`, written to `into` if given.
@@ -1492,7 +1527,7 @@ impl<'a> Translator<'a> {
         let mut h = Vec::new();
         Self::holds_of(&vx, &mut h);
         Self::holds_of(&vy, &mut h);
-        Self::rebuild(&vx, &shape, &mut params.iter(), &Holds::from(h))
+        self.rebuild(&vx, &shape, &mut params.iter(), &Holds::from(h))
     }
 
     /// Whether `e` is a small scalar expression worth evaluating unconditionally.
@@ -1610,7 +1645,7 @@ impl<'a> Translator<'a> {
                 let len = self.dim(sa.len);
                 Val::Arr(Rc::new(Arr {
                     len,
-                    shape: sa.clone(),
+                    shape: sized(sa, Some(sa.len)),
                     kind: Kind::Fill {
                         elem: self.fill_elem_from_shape(&sa.elem, c)?,
                     },
@@ -1854,7 +1889,7 @@ impl<'a> Translator<'a> {
                 let len = self.dim(sa.len);
                 let arr = Rc::new(Arr {
                     len,
-                    shape: sa.clone(),
+                    shape: sized(sa, Some(sa.len)),
                     kind: Kind::Mem {
                         layout,
                         holds: no_holds(),

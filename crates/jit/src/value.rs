@@ -15,6 +15,7 @@ use std::rc::Rc;
 use cranelift_codegen::ir::Value;
 use unfad_syntax::ExprId;
 
+use crate::layout::Dim;
 use crate::shape::SArr;
 
 /// An integer (a length, an index or a stride): known, or computed at run time.
@@ -50,7 +51,7 @@ pub(crate) enum Val {
 pub(crate) struct Arr {
     /// The run-time length.
     pub len: IV,
-    /// The static shape; its length bounds `len`.
+    /// The static shape: its length bounds `len`, and is `len` if it is exact.
     pub shape: Rc<SArr>,
     pub kind: Kind,
 }
@@ -191,6 +192,32 @@ impl Slots {
     }
 }
 
+impl Arr {
+    /// The length as a function of the sizes, when the run-time length is exactly that.
+    pub fn stat(&self) -> Option<Dim> {
+        self.shape.exact.then_some(self.shape.len)
+    }
+}
+
+/// `sa` with the length `Some(d)` (exactly `d`) or `None` (a run-time length at most
+/// `sa.len`).
+pub(crate) fn sized(sa: &Rc<SArr>, d: Option<Dim>) -> Rc<SArr> {
+    match d {
+        Some(d) if sa.exact && sa.len == d => sa.clone(),
+        Some(d) => Rc::new(SArr {
+            len: d,
+            exact: true,
+            elem: sa.elem.clone(),
+        }),
+        None if !sa.exact => sa.clone(),
+        None => Rc::new(SArr {
+            len: sa.len,
+            exact: false,
+            elem: sa.elem.clone(),
+        }),
+    }
+}
+
 impl Val {
     /// Whether the value contains arrays that are not yet evaluated.
     pub fn has_lazy(&self) -> bool {
@@ -205,7 +232,7 @@ impl Val {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::{Dim, SizeExpr};
+    use crate::layout::SizeExpr;
 
     #[test]
     fn slots_are_reused_after_the_last_handle_is_dropped() {

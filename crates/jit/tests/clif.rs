@@ -1,0 +1,159 @@
+//! The generated Cranelift IR, as snapshots (`UPDATE_EXPECT=1 cargo test` to refresh).
+
+mod common;
+
+use expect_test::{expect, Expect};
+
+fn clif(src: &str, expect: Expect) {
+    let (prog, func) = common::load(src);
+    let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+    expect.assert_eq(&text);
+}
+
+#[test]
+fn dot_is_one_bottom_tested_loop() {
+    clif(
+        "def f(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)",
+        expect![[r#"
+            function u0:0(i64, i64, i64, i64) system_v {
+            block0(v0: i64, v1: i64, v2: i64, v3: i64):
+                v26 = load.i64 notrap aligned v1
+                jump block1(v26)
+
+            block1(v7: i64):
+                v4 = load.i64 notrap aligned v0
+                v5 = load.i64 notrap aligned v0+8
+                v6 = load.i64 notrap aligned v2
+                v8 = f64const 0.0
+                v12 = iconst.i64 0
+                brif v7, block2(v12, v8), block3(v8)  ; v12 = 0, v8 = 0.0, v8 = 0.0
+
+            block2(v9: i64, v10: f64):
+                v13 = iconst.i64 3
+                v14 = ishl v9, v13  ; v13 = 3
+                v15 = iadd.i64 v4, v14
+                v16 = load.f64 notrap aligned v15
+                v17 = iconst.i64 3
+                v18 = ishl v9, v17  ; v17 = 3
+                v19 = iadd.i64 v5, v18
+                v20 = load.f64 notrap aligned v19
+                v21 = fmul v16, v20
+                v22 = fadd v10, v21
+                v23 = iconst.i64 1
+                v24 = iadd v9, v23  ; v23 = 1
+                v25 = icmp ult v24, v7
+                brif v25, block2(v24, v22), block3(v22)
+
+            block3(v11: f64):
+                store notrap aligned v11, v6
+                return
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn prod_gradient() {
+    clif(
+        "def f(A: [n]real) = map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A))",
+        expect![[r#"
+            function u0:0(i64, i64, i64, i64) system_v {
+            block0(v0: i64, v1: i64, v2: i64, v3: i64):
+                v68 = load.i64 notrap aligned v1
+                v69 = iconst.i64 0
+                v70 = iconst.i64 3
+                v71 = ishl v69, v70  ; v69 = 0, v70 = 3
+                v72 = iadd v3, v71
+                v73 = iconst.i64 1
+                v74 = smax v68, v73  ; v73 = 1
+                v75 = iconst.i64 -1
+                v76 = iadd v68, v75  ; v75 = -1
+                v77 = iconst.i64 0
+                v78 = smax v76, v77  ; v77 = 0
+                v79 = iconst.i64 3
+                v80 = ishl v74, v79  ; v79 = 3
+                v81 = iadd v3, v80
+                v82 = iconst.i64 1
+                v83 = iadd v68, v82  ; v82 = 1
+                jump block1(v68, v72, v74, v78, v81, v83)
+
+            block1(v6: i64, v7: i64, v8: i64, v9: i64, v31: i64, v32: i64):
+                v4 = load.i64 notrap aligned v0
+                v5 = load.i64 notrap aligned v2
+                v10 = iconst.i64 8
+                v11 = iadd v4, v10  ; v10 = 8
+                v12 = iconst.i64 3
+                v13 = ishl v9, v12  ; v12 = 3
+                v14 = iadd v7, v13
+                v15 = f64const 0x1.0000000000000p0
+                store notrap aligned v15, v14  ; v15 = 0x1.0000000000000p0
+                v19 = iconst.i64 -1
+                v20 = iadd v9, v19  ; v19 = -1
+                brif v9, block2(v20, v15), block3(v15)  ; v15 = 0x1.0000000000000p0, v15 = 0x1.0000000000000p0
+
+            block2(v16: i64, v17: f64):
+                v21 = iconst.i64 3
+                v22 = ishl v16, v21  ; v21 = 3
+                v23 = iadd.i64 v11, v22
+                v24 = load.f64 notrap aligned v23
+                v25 = fmul v24, v17
+                v26 = iconst.i64 3
+                v27 = ishl v16, v26  ; v26 = 3
+                v28 = iadd.i64 v7, v27
+                store notrap aligned v25, v28
+                v29 = iconst.i64 -1
+                v30 = iadd v16, v29  ; v29 = -1
+                brif v16, block2(v30, v25), block3(v25)
+
+            block3(v18: f64):
+                v33 = f64const 0x1.0000000000000p0
+                store notrap aligned v33, v31  ; v33 = 0x1.0000000000000p0
+                v37 = iconst.i64 0
+                brif.i64 v6, block4(v37, v33), block5(v33)  ; v37 = 0, v33 = 0x1.0000000000000p0, v33 = 0x1.0000000000000p0
+
+            block4(v34: i64, v35: f64):
+                v38 = iconst.i64 3
+                v39 = ishl v34, v38  ; v38 = 3
+                v40 = iadd.i64 v4, v39
+                v41 = load.f64 notrap aligned v40
+                v42 = fmul v35, v41
+                v43 = iconst.i64 1
+                v44 = iadd v34, v43  ; v43 = 1
+                v45 = iconst.i64 3
+                v46 = ishl v44, v45  ; v45 = 3
+                v47 = iadd.i64 v31, v46
+                store notrap aligned v42, v47
+                v48 = iconst.i64 1
+                v49 = iadd v34, v48  ; v48 = 1
+                v50 = icmp ult v49, v6
+                brif v50, block4(v49, v42), block5(v42)
+
+            block5(v36: f64):
+                v52 = iconst.i64 0
+                brif.i64 v6, block6(v52), block7  ; v52 = 0
+
+            block6(v51: i64):
+                v53 = iconst.i64 3
+                v54 = ishl v51, v53  ; v53 = 3
+                v55 = iadd.i64 v7, v54
+                v56 = load.f64 notrap aligned v55
+                v57 = iconst.i64 3
+                v58 = ishl v51, v57  ; v57 = 3
+                v59 = iadd.i64 v31, v58
+                v60 = load.f64 notrap aligned v59
+                v61 = iconst.i64 3
+                v62 = ishl v51, v61  ; v61 = 3
+                v63 = iadd.i64 v5, v62
+                v64 = fmul v56, v60
+                store notrap aligned v64, v63
+                v65 = iconst.i64 1
+                v66 = iadd v51, v65  ; v65 = 1
+                v67 = icmp ult v66, v6
+                brif v67, block6(v66), block7
+
+            block7:
+                return
+            }
+        "#]],
+    );
+}
