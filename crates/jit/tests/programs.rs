@@ -128,9 +128,7 @@ fn dot_product_in_one_loop_without_workspace() {
     let src = "def f(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)";
     let compiled = check(
         src,
-        &[0, 1, 2, 7]
-            .map(|n| json!({"A": vec_of(n, 0.3), "B": vec_of(n, 0.7)}))
-            .to_vec(),
+        &[0, 1, 2, 7].map(|n| json!({"A": vec_of(n, 0.3), "B": vec_of(n, 0.7)})),
     );
     for n in [0, 1, 1000] {
         assert_eq!(compiled.workspace_len(&[n]), 0);

@@ -1,0 +1,231 @@
+//! The public API: layouts, the checked call, the raw function pointer, and errors.
+
+mod common;
+
+use common::load;
+use unfad_jit::{compile, Compiled, JitError, PathStep};
+
+#[test]
+fn compiled_functions_are_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync + Clone>() {}
+    assert_send_sync::<Compiled>();
+    let (prog, func) = load("def f(A: [n]real) = sum(A)");
+    let c = compile(&prog.arena, &func).unwrap();
+    let handle = std::thread::spawn(move || {
+        let mut out = [0.0];
+        c.call(&[&[1.0, 2.0]], &[2], &mut [&mut out], &mut [])
+            .unwrap();
+        out[0]
+    });
+    assert_eq!(handle.join().unwrap(), 3.0);
+}
+
+#[test]
+fn layouts_follow_the_abi() {
+    let (prog, func) = load(
+        "def f(x: real, P: [n](real, [m]real), t: (real, [k][m]real)) = \
+         (map (p. fst p) P, scanl + 0 (shift1L (map (p. fst p) P)))",
+    );
+    let c = compile(&prog.arena, &func).unwrap();
+    assert_eq!(c.size_vars(), ["n", "m", "k"]);
+    assert_eq!(c.param_names(), ["x", "P", "t"]);
+    let described: Vec<String> = c
+        .inputs()
+        .iter()
+        .map(|comp| {
+            let dims: Vec<String> = comp
+                .dims
+                .iter()
+                .map(|d| d.display(c.size_vars()).to_string())
+                .collect();
+            format!(
+                "{} [{}]",
+                comp.describe(&c.param_names()[comp.index]),
+                dims.join(", ")
+            )
+        })
+        .collect();
+    assert_eq!(
+        described,
+        [
+            "x []",
+            "P[].0 [n]",
+            "P[].1[] [n, m]",
+            "t.0 []",
+            "t.1[][] [k, m]"
+        ]
+    );
+    assert_eq!(
+        c.inputs()[2].path,
+        [PathStep::Elements, PathStep::Field(1), PathStep::Elements]
+    );
+    let sizes = [3, 2, 4];
+    let lens: Vec<usize> = c
+        .inputs()
+        .iter()
+        .map(|comp| comp.len(&sizes).unwrap())
+        .collect();
+    assert_eq!(lens, [1, 3, 6, 1, 8]);
+    // The scan over a shifted empty array has one element at n = 0.
+    let out: Vec<String> = c
+        .outputs()
+        .iter()
+        .map(|comp| comp.dims[0].display(c.size_vars()).to_string())
+        .collect();
+    assert_eq!(out, ["n", "max(n, 1)"]);
+    assert_eq!(c.outputs()[1].len(&[0, 0, 0]), Some(1));
+}
+
+#[test]
+fn calls_with_wrong_lengths_are_refused() {
+    let (prog, func) = load("def f(A: [n]real, M: [n][m]real) = map2 (a, r. a * sum(r)) A (M)");
+    let c = compile(&prog.arena, &func).unwrap();
+    let a = [1.0, 2.0];
+    let m = [1.0; 6];
+    let mut out = [0.0; 2];
+    let mut ws = vec![0.0; c.workspace_len(&[2, 3])];
+    let err = |r: Result<(), JitError>| match r {
+        Err(JitError::Call(msg)) => msg,
+        other => panic!("expected a refused call, got {other:?}"),
+    };
+    assert!(c.call(&[&a, &m], &[2, 3], &mut [&mut out], &mut ws).is_ok());
+    assert_eq!(out, [3.0, 6.0]);
+    let msg = err(c.call(&[&a, &m[..5]], &[2, 3], &mut [&mut out], &mut ws));
+    assert!(msg.contains("`M[][]`") && msg.contains("has 5"), "{msg}");
+    let msg = err(c.call(&[&a], &[2, 3], &mut [&mut out], &mut ws));
+    assert!(msg.contains("1 input component"), "{msg}");
+    let msg = err(c.call(&[&a, &m], &[2], &mut [&mut out], &mut ws));
+    assert!(msg.contains("1 size(s) given"), "{msg}");
+    let msg = err(c.call(&[&a, &m], &[2, 3], &mut [&mut out[..1]], &mut ws));
+    assert!(msg.contains("output component 0"), "{msg}");
+    let msg = err(c.call(&[&a, &m], &[u64::MAX, 3], &mut [&mut out], &mut ws));
+    assert!(msg.contains("too large"), "{msg}");
+    let msg = err(c.call(&[&a, &m], &[1 << 40, 1 << 40], &mut [&mut out], &mut ws));
+    assert!(msg.contains("too large") || msg.contains("need"), "{msg}");
+}
+
+#[test]
+fn a_short_workspace_is_refused() {
+    let (prog, func) = load("def f(A: [n]real) = let B = map (x. x * x) A in dot(B, B)");
+    let c = compile(&prog.arena, &func).unwrap();
+    assert_eq!(c.workspace_len(&[4]), 4);
+    let mut out = [0.0];
+    let r = c.call(
+        &[&[1.0, 2.0, 3.0, 4.0]],
+        &[4],
+        &mut [&mut out],
+        &mut [0.0; 3],
+    );
+    assert!(matches!(r, Err(JitError::Call(m)) if m.contains("workspace")));
+    c.call(
+        &[&[1.0, 2.0, 3.0, 4.0]],
+        &[4],
+        &mut [&mut out],
+        &mut [0.0; 4],
+    )
+    .unwrap();
+    assert_eq!(out[0], 1.0 + 16.0 + 81.0 + 256.0);
+}
+
+#[test]
+fn the_raw_function_pointer_follows_the_abi() {
+    let (prog, func) = load("def f(x: real, A: [n]real) = (map (a. a * x) A, sum(A))");
+    let c = compile(&prog.arena, &func).unwrap();
+    let f = c.fn_ptr();
+    let x = [2.0];
+    let a = [1.0, 2.0, 3.0];
+    let inputs = [x.as_ptr(), a.as_ptr()];
+    let sizes = [3u64];
+    let mut scaled = [0.0; 3];
+    let mut total = [0.0];
+    let outputs = [scaled.as_mut_ptr(), total.as_mut_ptr()];
+    assert_eq!(c.workspace_len(&sizes), 0);
+    // SAFETY: the buffers have the lengths the layouts give for n = 3 and the workspace is
+    // empty, as checked just above.
+    unsafe {
+        f(
+            inputs.as_ptr(),
+            sizes.as_ptr(),
+            outputs.as_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(scaled, [2.0, 4.0, 6.0]);
+    assert_eq!(total, [6.0]);
+}
+
+#[test]
+fn terms_outside_the_first_order_fragment_are_refused() {
+    for (src, why) in [
+        (
+            "def f(x: real) = (fun (y: real) -> y * 2)(x)",
+            "application",
+        ),
+        (
+            "def f(x: real) = let g = fun (y: real) -> y * 2 in x",
+            "function value",
+        ),
+    ] {
+        let (prog, func) = load(src);
+        match compile(&prog.arena, &func) {
+            Err(JitError::Unsupported(msg)) => assert!(msg.contains(why), "{msg}"),
+            other => panic!("{src}: expected Unsupported, got {other:?}"),
+        }
+        assert!(unfad_jit::clif_text(&prog.arena, &func).is_err());
+    }
+    // Calls are inlined by `Program::inline`; the body as parsed still has them.
+    let prog =
+        unfad_syntax::Program::load("def g(x: real) = x * 2\ndef f(x: real) = g(x)").unwrap();
+    let def = &prog.defs[prog.entry(None).unwrap().0 as usize];
+    let func = unfad_syntax::Func {
+        name: def.name.clone(),
+        params: def.params.clone(),
+        body: def.body,
+        ret: def.ret.clone().unwrap(),
+    };
+    match compile(&prog.arena, &func) {
+        Err(JitError::Unsupported(msg)) => assert!(msg.contains("call"), "{msg}"),
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+}
+
+#[test]
+fn untyped_terms_are_type_checked_first() {
+    let mut arena = unfad_syntax::Arena::new();
+    let x = arena.fresh_var("x", Some(unfad_syntax::Type::Real));
+    let ex = arena.var(x);
+    let two = arena.constant(2.0);
+    let body = arena.op2(unfad_syntax::BinOp::Mul, ex, two);
+    let func = unfad_syntax::Func {
+        name: "f".into(),
+        params: vec![x],
+        body,
+        ret: unfad_syntax::Type::Real,
+    };
+    let c = compile(&arena, &func).unwrap();
+    let mut out = [0.0];
+    c.call(&[&[21.0]], &[], &mut [&mut out], &mut []).unwrap();
+    assert_eq!(out[0], 42.0);
+}
+
+#[test]
+fn many_components_are_passed_through_the_heap() {
+    let params: Vec<String> = (0..20).map(|i| format!("x{i}: real")).collect();
+    let sum: Vec<String> = (0..20).map(|i| format!("x{i}")).collect();
+    let tuple: Vec<String> = (0..20).map(|i| format!("x{i} * 2")).collect();
+    let src = format!(
+        "def f({}) = ({}, {})",
+        params.join(", "),
+        sum.join(" + "),
+        tuple.join(", ")
+    );
+    let (prog, func) = load(&src);
+    let c = compile(&prog.arena, &func).unwrap();
+    let ins: Vec<[f64; 1]> = (0..20).map(|i| [i as f64]).collect();
+    let ins: Vec<&[f64]> = ins.iter().map(|v| v.as_slice()).collect();
+    let mut outs = [[0.0f64; 1]; 21];
+    let mut out_refs: Vec<&mut [f64]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+    c.call(&ins, &[], &mut out_refs, &mut []).unwrap();
+    assert_eq!(outs[0][0], 190.0);
+    assert_eq!(outs[20][0], 38.0);
+}

@@ -1,0 +1,44 @@
+//! Native code against the interpreter on random well-typed programs (from
+//! `unfad-testgen`), and on the optimized gradients of random programs.
+
+mod common;
+
+use common::{check_func, gradient, load};
+use unfad_testgen::{generate, Features};
+
+#[test]
+fn random_primal_programs_agree_with_the_interpreter() {
+    let any_result = Features {
+        real_result: false,
+        ..Features::all()
+    };
+    for (features, seeds) in [(any_result, 0..300), (Features::all(), 300..500)] {
+        for seed in seeds {
+            let g = generate(seed, &features);
+            let (prog, func) = load(&g.source);
+            eprintln!("seed {seed}");
+            check_func(&prog.arena, &func, &g.input);
+        }
+    }
+}
+
+#[test]
+fn random_gradients_agree_with_the_interpreter() {
+    let mut checked = 0;
+    for (features, seeds) in [(Features::core(), 0..150), (Features::all(), 150..300)] {
+        for seed in seeds {
+            let g = generate(seed, &features);
+            let Ok((prog, func)) = gradient(&g.source) else {
+                continue;
+            };
+            eprintln!("gradient, seed {seed}");
+            check_func(&prog.arena, &func, &g.input);
+            checked += 1;
+        }
+    }
+    eprintln!("{checked} random gradients checked");
+    assert!(
+        checked >= 100,
+        "only {checked} random gradients could be made"
+    );
+}
