@@ -688,7 +688,7 @@ impl<'a> Translator<'a> {
 
     /// `v` with every array in memory, the ones not yet there written to buffers of shape
     /// `s` (the `k`-th array of the value to `bufs[k]`, allocated on first need).
-    fn into_mem(
+    fn in_memory(
         &mut self,
         v: Val,
         s: &SShape,
@@ -701,7 +701,7 @@ impl<'a> Translator<'a> {
                 items
                     .iter()
                     .zip(ss.iter())
-                    .map(|(x, s)| self.into_mem(x.clone(), s, bufs, k))
+                    .map(|(x, s)| self.in_memory(x.clone(), s, bufs, k))
                     .collect::<R<Vec<_>>>()?
                     .into(),
             ),
@@ -1506,7 +1506,7 @@ impl<'a> Translator<'a> {
         let mut arm = |t: &mut Self, b: ExprId, blk: Block| -> R<(Val, Vec<Value>)> {
             t.b.switch_to_block(blk);
             let v = branch(t, b)?;
-            let v = t.into_mem(v, &shape, &mut bufs, &mut 0)?;
+            let v = t.in_memory(v, &shape, &mut bufs, &mut 0)?;
             let mut flat = Vec::new();
             t.flatten(&v, &mut flat)?;
             t.b.ins().jump(join_b, &blockargs(&flat));
