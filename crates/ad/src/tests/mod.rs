@@ -1,5 +1,6 @@
 //! Tests of reverse mode: one `check` helper per stage, many small cases.
 
+mod deep;
 mod derivatives;
 mod direct;
 mod errors;

@@ -81,3 +81,24 @@ fn full_source_programs_are_differentiated_or_rejected() {
         "{checked} checked, {unsupported} unsupported"
     );
 }
+
+/// `~UNF(e)` (the paper's weakening, corrected) is the translation of `e` in the context
+/// extended by an unused entry, which is how the translation computes it.
+#[test]
+fn weakening_agrees_with_translation() {
+    use crate::unf::translate::{unf, weaken};
+    for seed in 3000..3150 {
+        let g = generate(seed, &Features::core());
+        let mut prog = Program::load(&g.source).unwrap();
+        let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+        let a = &mut prog.arena;
+        let extra = a.fresh_var("unused", Some(unfad_syntax::Type::Real));
+        let narrow = unf(a, &func.params, func.body).unwrap();
+        let mut wide_ctx = func.params.clone();
+        wide_ctx.push(extra);
+        let wide = unf(a, &wide_ctx, func.body).unwrap();
+        let k = func.params.len();
+        let weakened = weaken(narrow.prims, k, &[unfad_syntax::Type::Real]).unwrap();
+        assert_eq!(weakened, wide.prims, "seed {seed}");
+    }
+}

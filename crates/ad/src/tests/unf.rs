@@ -485,8 +485,8 @@ fn var(ctx: &[Type], i: usize) -> Prim {
 fn checker_rejects_a_bad_sequence() {
     let r = Type::Real;
     let e = TargetUnf::Seq(vec![
-        TargetUnf::Prim(var(&[r.clone()], 0)),
-        TargetUnf::Prim(var(&[r.clone()], 0)),
+        TargetUnf::Prim(var(std::slice::from_ref(&r), 0)),
+        TargetUnf::Prim(var(std::slice::from_ref(&r), 0)),
     ]);
     expect!["`;` does not compose at step 2: the steps before produce [real, real] but `var[real; 1]` expects [real]"].assert_eq(&judgment_error(&e));
 }
@@ -512,7 +512,7 @@ fn checker_rejects_an_operator_on_wrong_arguments() {
 fn checker_rejects_pairs_in_different_contexts() {
     let r = Type::Real;
     let e = TargetUnf::Pair(
-        Box::new(TargetUnf::Prim(var(&[r.clone()], 0))),
+        Box::new(TargetUnf::Prim(var(std::slice::from_ref(&r), 0))),
         Box::new(TargetUnf::Prim(var(&[r.clone(), r.clone()], 0))),
     );
     expect!["the components of `<e1, e2>` run in different contexts: [real] and [real, real]"]
@@ -523,8 +523,8 @@ fn checker_rejects_pairs_in_different_contexts() {
 fn checker_rejects_composing_a_non_function() {
     let r = Type::Real;
     let e = TargetUnf::Compose(
-        Box::new(TargetUnf::Prim(var(&[r.clone()], 0))),
-        Box::new(TargetUnf::Prim(var(&[r.clone()], 0))),
+        Box::new(TargetUnf::Prim(var(std::slice::from_ref(&r), 0))),
+        Box::new(TargetUnf::Prim(var(std::slice::from_ref(&r), 0))),
     );
     expect!["the left of `∘` must produce one function, it produces [real, real]"]
         .assert_eq(&judgment_error(&e));

@@ -10,6 +10,11 @@
 //! context (a `let` inside `e2`): the passed value sits right after `Γ`, below everything
 //! `e2` pushes. [`weaken`] inserts the types at that position and shifts the indices
 //! above it.
+//!
+//! The translation computes `~UNF(e2)` directly, as `UNF(e2)` in the context extended by
+//! an anonymous entry (which `e2` cannot name): the same term as [`weaken`] gives (a test
+//! checks it), without a pass over `UNF(e2)` per enclosing operator, which made deep terms
+//! cost cubic time.
 
 use std::collections::HashMap;
 
@@ -98,9 +103,11 @@ pub fn weaken(prims: Vec<Prim>, k: usize, ins: &[Type]) -> Result<Vec<Prim>, AdE
         .collect()
 }
 
+/// The translation's state: the context, as variables (`None` for the anonymous entries
+/// of weakening) and their types.
 struct Translate<'a> {
     a: &'a Arena,
-    ctx: Vec<Var>,
+    ctx: Vec<Option<Var>>,
     tys: Vec<Type>,
     pos: HashMap<Var, usize>,
 }
@@ -111,15 +118,23 @@ impl Translate<'_> {
             return internal(format!("the variable `{}` has no type", self.a.var_name(v)));
         };
         self.pos.insert(v, self.ctx.len());
-        self.ctx.push(v);
+        self.ctx.push(Some(v));
         self.tys.push(t);
         Ok(())
     }
 
+    /// An entry no Source variable names: a value passed through by weakening.
+    fn push_anonymous(&mut self, t: Type) {
+        self.ctx.push(None);
+        self.tys.push(t);
+    }
+
     fn pop(&mut self, n: usize) {
         for _ in 0..n {
-            if let Some(v) = self.ctx.pop() {
-                self.pos.remove(&v);
+            if let Some(entry) = self.ctx.pop() {
+                if let Some(v) = entry {
+                    self.pos.remove(&v);
+                }
                 self.tys.pop();
             }
         }
@@ -134,17 +149,29 @@ impl Translate<'_> {
     }
 
     /// `UNF(e1) ; ~UNF(e2) ; ... ; ~...~UNF(ek)`: the operands, each weakened by the
-    /// results of the ones before.
+    /// results of the ones before (translated with them as anonymous entries).
     fn operands(&mut self, es: &[ExprId]) -> Result<(Vec<Prim>, Vec<Type>), AdError> {
-        let k = self.ctx.len();
         let mut out = Vec::new();
         let mut passed: Vec<Type> = Vec::new();
+        let mut result = Ok(());
         for &e in es {
-            let prims = self.go(e)?;
-            out.extend(weaken(prims, k, &passed)?);
-            passed.push(type_of(self.a, e)?);
+            match self
+                .go(e)
+                .and_then(|prims| Ok((prims, type_of(self.a, e)?)))
+            {
+                Ok((prims, t)) => {
+                    out.extend(prims);
+                    self.push_anonymous(t.clone());
+                    passed.push(t);
+                }
+                Err(err) => {
+                    result = Err(err);
+                    break;
+                }
+            }
         }
-        Ok((out, passed))
+        self.pop(passed.len());
+        result.map(|()| (out, passed))
     }
 
     /// `operands ; op ; proj[Γ; args; ret]`
