@@ -172,7 +172,7 @@ fn capture_sum(
             )?);
             path.pop();
         }
-        return Ok(a.tuple(&parts));
+        return build::tuple(a, &parts);
     }
     let df = partial_fun(a, rev, f, captures, 2 + j, path)?;
     let per_element = map2(a, df, arr_a, arr_b);

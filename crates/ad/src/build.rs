@@ -76,6 +76,15 @@ pub(crate) fn zeros_like(a: &mut Arena, x: ExprId) -> ExprId {
     a.add(Node::ZerosLike(x))
 }
 
+/// `(e1, ..., ek)` (the item itself for k = 1); an error for k = 0, where
+/// `Arena::tuple` would panic: the language has no empty tuple.
+pub(crate) fn tuple(a: &mut Arena, items: &[ExprId]) -> Result<ExprId, AdError> {
+    if items.is_empty() {
+        return Err(AdError::Internal("an empty tuple".into()));
+    }
+    Ok(a.tuple(items))
+}
+
 /// Component `i` of `e`: the item itself when `e` is a tuple literal, else `e.i`.
 pub(crate) fn component(a: &mut Arena, e: ExprId, i: usize) -> ExprId {
     match a[e] {

@@ -360,7 +360,7 @@ impl Macro<'_, '_> {
         let refs: Vec<ExprId> = params.iter().map(|&v| self.a.var(v)).collect();
         let (ctx_part, x_part) = refs.split_at(self.ctx.len());
         let mut args = ctx_part.to_vec();
-        args.push(self.a.tuple(x_part));
+        args.push(crate::build::tuple(self.a, x_part)?);
         let yp_body = self.call(y1, &args);
         let yp_lambda = self.a.lambda(&params, yp_body);
 
@@ -423,7 +423,7 @@ impl Macro<'_, '_> {
         self.pop(pushed);
         outcome?;
         let values: Vec<ExprId> = steps.iter().map(|s| self.a.var(s.0)).collect();
-        let value = self.a.tuple(&values);
+        let value = crate::build::tuple(self.a, &values)?;
         let k = self.cont(&t, |m, mut dx, z| {
             for i in 0..items.len() {
                 dx.push(component(m.a, z, i));
@@ -464,7 +464,7 @@ impl Macro<'_, '_> {
                     one_hot.push(zero(m.a, tj, w)?);
                 }
             }
-            dx.push(m.a.tuple(&one_hot));
+            dx.push(crate::build::tuple(m.a, &one_hot)?);
             Ok(m.call(y1, &dx))
         })?;
         let result = self.pair(value, k);

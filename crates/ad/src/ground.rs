@@ -23,7 +23,7 @@ pub fn zero(a: &mut Arena, ty: &Type, witness: ExprId) -> Result<ExprId, AdError
                     zero(a, t, w)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(a.tuple(&zs))
+            build::tuple(a, &zs)
         }
         Type::Array(..) => Ok(build::zeros_like(a, witness)),
         Type::Bool | Type::Func(..) => internal(format!("no zero of the non-ground type `{ty}`")),
@@ -44,7 +44,7 @@ pub fn add_hat(a: &mut Arena, ty: &Type, x: ExprId, y: ExprId) -> Result<ExprId,
                     add_hat(a, t, xi, yi)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(a.tuple(&sums))
+            build::tuple(a, &sums)
         }
         Type::Array(_, elem) => {
             let f = binary_fun(a, elem, |a, s, t| add_hat(a, elem, s, t))?;
@@ -67,7 +67,7 @@ pub fn scale(a: &mut Arena, ty: &Type, z: ExprId, g: ExprId) -> Result<ExprId, A
                     scale(a, t, z, gi)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(a.tuple(&parts))
+            build::tuple(a, &parts)
         }
         Type::Array(_, elem) => {
             let f = lambda(a, &[("s", (**elem).clone())], |a, p| {

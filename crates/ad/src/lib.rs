@@ -4,7 +4,7 @@
 //! Normal Form").
 //!
 //! Two pipelines compute the same thing:
-//! - [`reverse`] and [`gradient`] apply the direct macro `D^ρ_{Γ;Y}` ([`direct`]);
+//! - [`reverse`] and [`gradient`] apply the direct macro `D^ρ_{Γ;Y}` (module `direct`);
 //! - [`reverse_via_unf`] and [`gradient_via_unf`] compute `UNF^-1(D_ρ(UNF(e)))` ([`unf`]).
 //!
 //! Both produce Target terms with continuations (lambdas used linearly), to be
@@ -28,14 +28,14 @@
 //! **Architecture Invariant:** this crate only transforms terms; it evaluates nothing and
 //! depends on nothing but `unfad-syntax`.
 
-pub mod arrays;
+mod arrays;
 mod build;
 pub mod checks;
 pub mod derivatives;
-pub mod direct;
+mod direct;
 pub mod error;
 pub mod ground;
-pub mod pipeline;
+mod pipeline;
 pub mod unf;
 
 pub use error::AdError;

@@ -8,14 +8,10 @@
 
 use unfad_interp::{forward_gradient, Value};
 
-use super::{assert_well_formed, eval_reverse, load};
+use super::{assert_well_formed, eval_reverse, load, Pipeline};
 use crate::{reverse, reverse_via_unf};
 
-const PIPELINES: [fn(
-    &mut unfad_syntax::Arena,
-    &unfad_syntax::Func,
-    &[usize],
-) -> Result<unfad_syntax::Func, crate::AdError>; 2] = [reverse, reverse_via_unf];
+const PIPELINES: [Pipeline; 2] = [reverse, reverse_via_unf];
 
 fn transform(src: &str) {
     let (mut prog, func) = load(src);

@@ -13,6 +13,9 @@ use unfad_syntax::{typeck, Arena, Func, Program};
 
 use crate::checks::{check_linear, check_unique_binders};
 
+/// An entry point of the crate: `reverse`, `gradient` or their UNF versions.
+pub(crate) type Pipeline = fn(&mut Arena, &Func, &[usize]) -> Result<Func, crate::AdError>;
+
 /// Load a program and inline its entry point (the last definition).
 pub(crate) fn load(src: &str) -> (Program, Func) {
     let mut prog = Program::load(src).unwrap_or_else(|e| panic!("{e}\n{src}"));

@@ -3,7 +3,7 @@
 
 use unfad_interp::{eval_func, fd_gradient, forward_gradient, Value};
 
-use super::{args, assert_well_formed, eval_reverse, load};
+use super::{args, assert_well_formed, eval_reverse, load, Pipeline};
 use crate::{gradient, gradient_via_unf, reverse, reverse_via_unf};
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -30,7 +30,7 @@ fn check(src: &str, input: &str) {
     subsets.extend(all.iter().rev().map(|&i| vec![i]));
     for wrt in subsets {
         for (name, pipeline) in [
-            ("direct", reverse as fn(&mut _, &_, &_) -> _),
+            ("direct", reverse as Pipeline),
             ("via UNF", reverse_via_unf),
         ] {
             let rev = pipeline(&mut prog.arena, &func, &wrt).unwrap_or_else(|e| panic!("{e}"));
@@ -50,7 +50,7 @@ fn check(src: &str, input: &str) {
             }
         }
         for (name, pipeline) in [
-            ("direct", gradient as fn(&mut _, &_, &_) -> _),
+            ("direct", gradient as Pipeline),
             ("via UNF", gradient_via_unf),
         ] {
             let grad = pipeline(&mut prog.arena, &func, &wrt).unwrap_or_else(|e| panic!("{e}"));

@@ -5,7 +5,7 @@ use unfad_interp::{args_from_json, forward_gradient};
 use unfad_syntax::Program;
 use unfad_testgen::{generate, Features};
 
-use super::{assert_well_formed, eval_reverse};
+use super::{assert_well_formed, eval_reverse, Pipeline};
 use crate::{reverse, reverse_via_unf, AdError};
 
 fn close(a: f64, b: f64) -> bool {
@@ -22,7 +22,7 @@ fn check_features(features: &Features, seeds: std::ops::Range<u64>) -> (usize, u
         let (v0, g0) = forward_gradient(&prog.arena, &func, &args).unwrap();
         let all: Vec<usize> = (0..func.params.len()).collect();
         let mut outcomes = Vec::new();
-        for pipeline in [reverse as fn(&mut _, &_, &_) -> _, reverse_via_unf] {
+        for pipeline in [reverse as Pipeline, reverse_via_unf] {
             match pipeline(&mut prog.arena, &func, &all) {
                 Ok(rev) => {
                     assert_well_formed(&mut prog.arena, &rev);

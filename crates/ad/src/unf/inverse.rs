@@ -176,7 +176,7 @@ impl Inverse<'_, '_> {
             }
             Prim::Pair { ctx, .. } => {
                 let parts = items.split_off(ctx.len());
-                let t = self.a.tuple(&parts);
+                let t = build::tuple(self.a, &parts)?;
                 let r = self.bind(t, &output[ctx.len()], "x", ctx.len());
                 items.push(r);
             }
@@ -287,7 +287,7 @@ impl Inverse<'_, '_> {
                                 one_hot.push(zero(self.a, t, wj)?);
                             }
                         }
-                        let hot = self.a.tuple(&one_hot);
+                        let hot = build::tuple(self.a, &one_hot)?;
                         self.atomize_for_sum(&mut adj, n, &args[0]);
                         adj[n] = add_hat(self.a, &args[0], adj[n], hot)?;
                     }
@@ -304,7 +304,7 @@ impl Inverse<'_, '_> {
             // (y1, ..., yn, (z1, ..., zk))
             Prim::Unpack { ctx, .. } => {
                 let parts = adj.split_off(ctx.len());
-                adj.push(self.a.tuple(&parts));
+                adj.push(build::tuple(self.a, &parts)?);
             }
             // (y1, ..., yk, 0, ..., 0, y_{k+p}, ..., yn)
             Prim::Proj { keep, drop, .. } => {

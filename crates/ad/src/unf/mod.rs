@@ -27,7 +27,7 @@
 //!   `J^T map2` overwrites them; that is only right when a projection dropped them).
 
 pub mod diff;
-pub mod inverse;
+pub(crate) mod inverse;
 pub mod translate;
 
 use std::fmt::Write;
