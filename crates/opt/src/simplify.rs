@@ -533,17 +533,22 @@ impl<'a> Simplifier<'a> {
             _ => self.simplify(f),
         };
         let args = self.arena.exprs(l).to_vec();
+        let m = self.mark();
+        let mut out = Vec::new();
+        // Let normalisation in function position: `(let x = e1 in f)(args)` is
+        // `let x = e1 in f(args)`.
+        let lam = self.peel(lam, &mut out);
         let Node::Lambda(ps, body) = self.arena[lam] else {
             // Not a lambda: rebuild the application (the first-order check reports it).
             let args: Vec<ExprId> = args.iter().map(|&a| self.simplify(a)).collect();
             let list = self.arena.expr_list(&args);
-            return self.mk(Node::App(lam, list));
+            let app = self.mk(Node::App(lam, list));
+            self.pop_to(m);
+            return self.wrap(out, app);
         };
         // `(fun (x1..xn) -> e)(e1..en)` is `let x1 = e1 in ... let xn = en in e`.
         self.fired();
         let params = self.arena.vars_of(ps).to_vec();
-        let m = self.mark();
-        let mut out = Vec::new();
         for (&p, &a) in params.iter().zip(&args) {
             let r = self.simplify(a);
             self.bind_value(p, r, &mut out);
