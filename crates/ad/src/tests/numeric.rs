@@ -257,3 +257,27 @@ fn constant_array_operations() {
         "",
     );
 }
+
+#[test]
+fn tuples_holding_arrays() {
+    check(
+        "def f(p: (real, [n]real)) = sum(snd p) * fst p + len(snd p)",
+        r#"{"p": [1.5, [0.5, -2, 3]]}"#,
+    );
+    check(
+        "def f(p: (real, [n]real), x: real) = let (c, V) = p in prod(map2 (a, b. a * c + b * x) V V)",
+        r#"{"p": [0.5, [1.5, -1, 2]], "x": -0.75}"#,
+    );
+    check(
+        "def f(x: real, y: real) = fst (zeros_like((x, y))) + snd (ones_like((x, y))) * x",
+        r#"{"x": 0.5, "y": 2}"#,
+    );
+}
+
+#[test]
+fn map2_capturing_a_tuple_that_holds_an_array() {
+    check_arrays(
+        "def f(A: [n]real, B: [n]real, x: real) = let p = (B, x) in sum(map2 (a, b. a * sum(fst p) + snd p * b) A B)",
+        r#", "x": 1.25"#,
+    );
+}

@@ -8,8 +8,13 @@ use unfad_testgen::{generate, Features};
 use super::{assert_well_formed, eval_reverse, Pipeline};
 use crate::{reverse, reverse_via_unf, AdError};
 
+fn close_to(a: f64, b: f64, tol: f64) -> bool {
+    a == b || (a - b).abs() <= tol * a.abs().max(b.abs()).max(1.0) || (a.is_nan() && b.is_nan())
+}
+
+/// Against forward mode, whose sums run in another order.
 fn close(a: f64, b: f64) -> bool {
-    a == b || (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1.0) || (a.is_nan() && b.is_nan())
+    close_to(a, b, 1e-10)
 }
 
 fn check_features(features: &Features, seeds: std::ops::Range<u64>) -> (usize, usize) {
@@ -37,6 +42,21 @@ fn check_features(features: &Features, seeds: std::ops::Range<u64>) -> (usize, u
         }
         match (&outcomes[0], &outcomes[1]) {
             (Some(d), Some(u)) => {
+                // The two pipelines agree with each other to rounding.
+                assert!(
+                    close_to(d.0, u.0, 1e-12),
+                    "seed {seed}: values {} vs {}",
+                    d.0,
+                    u.0
+                );
+                for (gd, gu) in d.1.iter().zip(&u.1) {
+                    for (x, y) in gd.iter().zip(gu) {
+                        assert!(
+                            close_to(*x, *y, 1e-12),
+                            "seed {seed}: {gd:?} vs via UNF {gu:?}"
+                        );
+                    }
+                }
                 for (v, grads) in [d, u] {
                     assert!(
                         close(*v, v0),
