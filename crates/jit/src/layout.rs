@@ -213,13 +213,14 @@ impl Component {
 }
 
 /// An element count computed from the sizes before a call (buffer sizes and offsets).
+/// Sums and maxima are n-ary, so that long ones do not nest deeply.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub(crate) enum SizeExpr {
     K(u64),
     D(Dim),
-    Add(Arc<SizeExpr>, Arc<SizeExpr>),
+    Sum(Arc<[SizeExpr]>),
     Mul(Arc<SizeExpr>, Arc<SizeExpr>),
-    Max(Arc<SizeExpr>, Arc<SizeExpr>),
+    Max(Arc<[SizeExpr]>),
 }
 
 impl SizeExpr {
@@ -230,12 +231,36 @@ impl SizeExpr {
         }
     }
 
-    pub fn add(a: SizeExpr, b: SizeExpr) -> SizeExpr {
-        match (a, b) {
-            (SizeExpr::K(0), x) | (x, SizeExpr::K(0)) => x,
-            (SizeExpr::K(x), SizeExpr::K(y)) => SizeExpr::K(x.saturating_add(y)),
-            (x, y) => SizeExpr::Add(Arc::new(x), Arc::new(y)),
+    /// The sum of `items` (nested sums flattened, constants folded).
+    pub fn sum(items: impl IntoIterator<Item = SizeExpr>) -> SizeExpr {
+        let mut k: u64 = 0;
+        let mut rest = Vec::new();
+        for x in items {
+            match x {
+                SizeExpr::K(c) => k = k.saturating_add(c),
+                SizeExpr::Sum(xs) => {
+                    for y in xs.iter() {
+                        match y {
+                            SizeExpr::K(c) => k = k.saturating_add(*c),
+                            y => rest.push(y.clone()),
+                        }
+                    }
+                }
+                x => rest.push(x),
+            }
         }
+        if k > 0 {
+            rest.push(SizeExpr::K(k));
+        }
+        match rest.len() {
+            0 => SizeExpr::K(0),
+            1 => rest.pop().unwrap_or(SizeExpr::K(0)),
+            _ => SizeExpr::Sum(rest.into()),
+        }
+    }
+
+    pub fn add(a: SizeExpr, b: SizeExpr) -> SizeExpr {
+        SizeExpr::sum([a, b])
     }
 
     pub fn mul(a: SizeExpr, b: SizeExpr) -> SizeExpr {
@@ -247,12 +272,24 @@ impl SizeExpr {
         }
     }
 
-    pub fn max(a: SizeExpr, b: SizeExpr) -> SizeExpr {
-        match (a, b) {
-            (SizeExpr::K(0), x) | (x, SizeExpr::K(0)) => x,
-            (SizeExpr::K(x), SizeExpr::K(y)) => SizeExpr::K(x.max(y)),
-            (x, y) if x == y => x,
-            (x, y) => SizeExpr::Max(Arc::new(x), Arc::new(y)),
+    /// The largest of `items` (duplicates and zeros dropped, constants folded).
+    pub fn max_of(items: impl IntoIterator<Item = SizeExpr>) -> SizeExpr {
+        let mut k: u64 = 0;
+        let mut rest: Vec<SizeExpr> = Vec::new();
+        for x in items {
+            match x {
+                SizeExpr::K(c) => k = k.max(c),
+                x if !rest.contains(&x) => rest.push(x),
+                _ => {}
+            }
+        }
+        if k > 0 {
+            rest.push(SizeExpr::K(k));
+        }
+        match rest.len() {
+            0 => SizeExpr::K(0),
+            1 => rest.pop().unwrap_or(SizeExpr::K(0)),
+            _ => SizeExpr::Max(rest.into()),
         }
     }
 
@@ -270,9 +307,13 @@ impl SizeExpr {
         let v = match self {
             SizeExpr::K(k) => *k,
             SizeExpr::D(d) => d.eval(sizes)?,
-            SizeExpr::Add(a, b) => a.eval(sizes)?.checked_add(b.eval(sizes)?)?,
+            SizeExpr::Sum(xs) => xs
+                .iter()
+                .try_fold(0u64, |acc, x| acc.checked_add(x.eval(sizes)?))?,
             SizeExpr::Mul(a, b) => a.eval(sizes)?.checked_mul(b.eval(sizes)?)?,
-            SizeExpr::Max(a, b) => a.eval(sizes)?.max(b.eval(sizes)?),
+            SizeExpr::Max(xs) => xs
+                .iter()
+                .try_fold(0u64, |acc, x| Some(acc.max(x.eval(sizes)?)))?,
         };
         (v <= LIMIT).then_some(v)
     }
@@ -306,7 +347,11 @@ mod tests {
         let n = SizeExpr::dim(Dim::sym(0, 0, 0));
         let e = SizeExpr::add(SizeExpr::mul(n.clone(), SizeExpr::K(1)), SizeExpr::K(0));
         assert_eq!(e, n);
-        assert_eq!(SizeExpr::max(n.clone(), n.clone()), n);
+        assert_eq!(SizeExpr::max_of([n.clone(), n.clone(), SizeExpr::K(0)]), n);
+        assert_eq!(
+            SizeExpr::sum([SizeExpr::K(2), SizeExpr::add(n.clone(), SizeExpr::K(3))]),
+            SizeExpr::sum([n.clone(), SizeExpr::K(5)])
+        );
         let sq = SizeExpr::mul(n.clone(), n);
         assert_eq!(sq.eval(&[1 << 20]), Some(1 << 40));
         assert_eq!(sq.eval(&[1 << 31]), None);

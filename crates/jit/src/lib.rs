@@ -513,7 +513,7 @@ fn build(
     t.emit_result(func.body, &out)?;
     drop(out);
     t.builder().ins().return_(&[]);
-    let plan = t.finish_prologue(entry, p_sizes, p_ws);
+    let plan = t.finish_prologue(entry, p_sizes, p_ws)?;
     let mut b = t.into_builder();
     b.seal_all_blocks();
     b.finalize(frontend);

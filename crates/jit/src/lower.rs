@@ -45,6 +45,9 @@ enum Pro {
     Addr(usize, SizeExpr),
 }
 
+/// Cranelift numbers block parameters with 16 bits; stay well below.
+const MAX_BLOCK_PARAMS: usize = 60_000;
+
 /// A variable's value and what is left of its uses.
 struct Entry {
     val: Val,
@@ -208,6 +211,12 @@ impl<'a> Translator<'a> {
         }
         // The body block already has instructions; this builder defines no `Variable`s, so
         // adding a parameter cannot disturb its SSA construction.
+        if self.pro_order.len() >= MAX_BLOCK_PARAMS {
+            // Refused in `finish_prologue`; until then any value keeps the IR well-formed.
+            if let Some(&(_, v)) = self.pro_order.last() {
+                return v;
+            }
+        }
         let v = self.b.func.dfg.append_block_param(self.main, I64);
         self.pro.insert(p.clone(), v);
         self.pro_order.push((p, v));
@@ -379,7 +388,7 @@ impl<'a> Translator<'a> {
         let mut dims = Vec::new();
         SShape::Arr(sa.clone()).leaf_dims(&mut Vec::new(), &mut dims);
         let sizes: Vec<SizeExpr> = dims.iter().map(|d| SizeExpr::product(d)).collect();
-        let total = sizes.iter().cloned().fold(SizeExpr::K(0), SizeExpr::add);
+        let total = SizeExpr::sum(sizes.iter().cloned());
         let buf: Rc<Buf> = self.slots.alloc(total);
         let slot = buf.slot;
         let mut offset = SizeExpr::K(0);
@@ -999,6 +1008,9 @@ impl<'a> Translator<'a> {
                 return Ok(init);
             }
         }
+        if init.len() >= MAX_BLOCK_PARAMS {
+            return unsupported("a loop carrying this many values");
+        }
         let types: Vec<Type> = init
             .iter()
             .map(|&v| self.b.func.dfg.value_type(v))
@@ -1514,6 +1526,9 @@ impl<'a> Translator<'a> {
         };
         let (vx, fx) = arm(self, x, then_b)?;
         let (vy, fy) = arm(self, y, else_b)?;
+        if fx.len() >= MAX_BLOCK_PARAMS {
+            return unsupported("an `if` whose value has this many components");
+        }
         let tx: Vec<Type> = fx.iter().map(|&v| self.b.func.dfg.value_type(v)).collect();
         let ty: Vec<Type> = fy.iter().map(|&v| self.b.func.dfg.value_type(v)).collect();
         if tx != ty {
@@ -1912,24 +1927,32 @@ impl<'a> Translator<'a> {
 
     /// Emit the prologue into `entry` (which must be empty): load the sizes, compute every
     /// count and buffer address the body uses, and jump to the body's first block.
-    pub fn finish_prologue(&mut self, entry: Block, sizes: Value, workspace: Value) -> Plan {
+    pub fn finish_prologue(&mut self, entry: Block, sizes: Value, workspace: Value) -> R<Plan> {
+        if self.pro_order.len() > MAX_BLOCK_PARAMS {
+            return unsupported("a function with this many distinct array lengths");
+        }
         // Every buffer handle is gone by now; the slot sizes are final.
         self.env.clear();
         let slot_sizes: Vec<SizeExpr> = self
             .slots
             .members
             .iter()
-            .map(|m| m.iter().cloned().fold(SizeExpr::K(0), SizeExpr::max))
+            .map(|m| SizeExpr::max_of(m.iter().cloned()))
             .collect();
-        let mut slot_offsets = Vec::with_capacity(slot_sizes.len());
-        let mut total = SizeExpr::K(0);
-        for s in &slot_sizes {
-            slot_offsets.push(total.clone());
-            total = SizeExpr::add(total, s.clone());
-        }
+        let total = SizeExpr::sum(slot_sizes.iter().cloned());
         self.b.switch_to_block(entry);
         let mut cache: HashMap<SizeExpr, Value> = HashMap::new();
         let mut size_vals: HashMap<u32, Value> = HashMap::new();
+        // Slot `k` starts after the slots before it. Every address is below the total,
+        // which a call checks, so the wrapping arithmetic here is exact.
+        let mut slot_addr = Vec::with_capacity(slot_sizes.len());
+        let mut addr = workspace;
+        for s in &slot_sizes {
+            slot_addr.push(addr);
+            let n = self.size_value(s, sizes, &mut cache, &mut size_vals);
+            let bytes = self.b.ins().ishl_imm_s(n, 3);
+            addr = self.b.ins().iadd(addr, bytes);
+        }
         let mut checks = vec![total.clone()];
         let mut args = Vec::with_capacity(self.pro_order.len());
         let order = std::mem::take(&mut self.pro_order);
@@ -1940,22 +1963,22 @@ impl<'a> Translator<'a> {
                     self.size_value(e, sizes, &mut cache, &mut size_vals)
                 }
                 Pro::Addr(slot, off) => {
-                    let base = slot_offsets.get(*slot).cloned().unwrap_or(SizeExpr::K(0));
-                    let e = SizeExpr::add(base, off.clone());
-                    checks.push(e.clone());
-                    let k = self.size_value(&e, sizes, &mut cache, &mut size_vals);
+                    let Some(&base) = slot_addr.get(*slot) else {
+                        return internal("a buffer in a slot that does not exist");
+                    };
+                    let k = self.size_value(off, sizes, &mut cache, &mut size_vals);
                     let bytes = self.b.ins().ishl_imm_s(k, 3);
-                    self.b.ins().iadd(workspace, bytes)
+                    self.b.ins().iadd(base, bytes)
                 }
             };
             args.push(v);
         }
         let main = self.main;
         self.b.ins().jump(main, &blockargs(&args));
-        Plan {
+        Ok(Plan {
             workspace: total,
             checks,
-        }
+        })
     }
 
     fn size_value(
@@ -2002,12 +2025,19 @@ impl<'a> Translator<'a> {
                     }
                 }
             },
-            SizeExpr::Add(a, b) => {
-                let (x, y) = (
-                    self.size_value(a, sizes, cache, size_vals),
-                    self.size_value(b, sizes, cache, size_vals),
-                );
-                self.b.ins().iadd(x, y)
+            SizeExpr::Sum(xs) => {
+                let mut acc: Option<Value> = None;
+                for x in xs.iter() {
+                    let v = self.size_value(x, sizes, cache, size_vals);
+                    acc = Some(match acc {
+                        None => v,
+                        Some(a) => self.b.ins().iadd(a, v),
+                    });
+                }
+                match acc {
+                    Some(v) => v,
+                    None => self.b.ins().iconst(I64, 0),
+                }
             }
             SizeExpr::Mul(a, b) => {
                 let (x, y) = (
@@ -2016,12 +2046,19 @@ impl<'a> Translator<'a> {
                 );
                 self.b.ins().imul(x, y)
             }
-            SizeExpr::Max(a, b) => {
-                let (x, y) = (
-                    self.size_value(a, sizes, cache, size_vals),
-                    self.size_value(b, sizes, cache, size_vals),
-                );
-                self.b.ins().smax(x, y)
+            SizeExpr::Max(xs) => {
+                let mut acc: Option<Value> = None;
+                for x in xs.iter() {
+                    let v = self.size_value(x, sizes, cache, size_vals);
+                    acc = Some(match acc {
+                        None => v,
+                        Some(a) => self.b.ins().smax(a, v),
+                    });
+                }
+                match acc {
+                    Some(v) => v,
+                    None => self.b.ins().iconst(I64, 0),
+                }
             }
         };
         cache.insert(e.clone(), v);

@@ -60,22 +60,28 @@ fn prod_gradient() {
             function u0:0(i64, i64, i64, i64) system_v {
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
                 v68 = load.i64 notrap aligned v1
-                v69 = iconst.i64 0
-                v70 = iconst.i64 3
-                v71 = ishl v69, v70  ; v69 = 0, v70 = 3
-                v72 = iadd v3, v71
-                v73 = iconst.i64 1
-                v74 = smax v68, v73  ; v73 = 1
-                v75 = iconst.i64 -1
-                v76 = iadd v68, v75  ; v75 = -1
-                v77 = iconst.i64 0
-                v78 = smax v76, v77  ; v77 = 0
-                v79 = iconst.i64 3
-                v80 = ishl v74, v79  ; v79 = 3
-                v81 = iadd v3, v80
-                v82 = iconst.i64 1
-                v83 = iadd v68, v82  ; v82 = 1
-                jump block1(v68, v72, v74, v78, v81, v83)
+                v69 = iconst.i64 1
+                v70 = smax v68, v69  ; v69 = 1
+                v71 = iconst.i64 3
+                v72 = ishl v70, v71  ; v71 = 3
+                v73 = iadd v3, v72
+                v74 = iconst.i64 1
+                v75 = iadd v68, v74  ; v74 = 1
+                v76 = iconst.i64 3
+                v77 = ishl v75, v76  ; v76 = 3
+                v78 = iadd v73, v77
+                v79 = iconst.i64 0
+                v80 = iconst.i64 3
+                v81 = ishl v79, v80  ; v79 = 0, v80 = 3
+                v82 = iadd v3, v81
+                v83 = iconst.i64 -1
+                v84 = iadd v68, v83  ; v83 = -1
+                v85 = iconst.i64 0
+                v86 = smax v84, v85  ; v85 = 0
+                v87 = iconst.i64 3
+                v88 = ishl v79, v87  ; v79 = 0, v87 = 3
+                v89 = iadd v73, v88
+                jump block1(v68, v82, v70, v86, v89, v75)
 
             block1(v6: i64, v7: i64, v8: i64, v9: i64, v31: i64, v32: i64):
                 v4 = load.i64 notrap aligned v0
