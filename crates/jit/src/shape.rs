@@ -221,6 +221,30 @@ pub(crate) fn lambda<'a>(
     }
 }
 
+/// The value of a condition made of constants only (the lowering folds these too, and
+/// lowers only the branch taken).
+fn static_cond(arena: &Arena, c: ExprId) -> Option<bool> {
+    with_stack(|| match arena[c] {
+        Node::Bool(b) => Some(b),
+        Node::Cmp(op, x, y) => match (arena[x], arena[y]) {
+            (Node::Const(a), Node::Const(b)) => Some(op.eval(a, b)),
+            _ => None,
+        },
+        Node::Not(x) => static_cond(arena, x).map(|b| !b),
+        Node::And(x, y) => match (static_cond(arena, x), static_cond(arena, y)) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        },
+        Node::Or(x, y) => match (static_cond(arena, x), static_cond(arena, y)) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
 fn expect_arr(s: SShape, what: &str) -> R<Rc<SArr>> {
     match s {
         SShape::Arr(a) => Ok(a),
@@ -324,7 +348,11 @@ impl Analyzer<'_> {
                 self.visit(c, depth, count, true)?;
                 let sx = self.visit(x, depth, count, true)?;
                 let sy = self.visit(y, depth, count, true)?;
-                sx.join(&sy)?
+                match static_cond(arena, c) {
+                    Some(true) => sx,
+                    Some(false) => sy,
+                    None => sx.join(&sy)?,
+                }
             }
             Lambda(..) => {
                 return unsupported(

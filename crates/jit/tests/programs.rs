@@ -441,3 +441,77 @@ fn degenerate_ifs_pad_with_zeros() {
         ],
     );
 }
+
+#[test]
+fn objectives_of_the_kind_benchmarks_use() {
+    let lse = "def lse(v: [k]real) = let m = reduce max (0 - 1e300) v in m + log(sum(map (y. exp(y - m)) v))\n";
+    let gmm = format!(
+        "{lse}def f(alphas: [k]real, means: [k][d]real, ld: [k][d]real, x: [n][d]real) =
+          let sld = map (l. sum(l)) ld in
+          let a2 = map2 + alphas sld in
+          let md = map2 (m, l. (m, l)) means ld in
+          let inner = map (xi.
+              lse(map2 (a, q. a - 0.5 * sum(map2 (z, l. let w = exp(l) * z in w * w)
+                                             (map2 - xi (fst q)) (snd q))) a2 md)) x in
+          sum(inner) - len(x) * lse(alphas)"
+    );
+    let inp = |k, d, n| {
+        json!({"alphas": vec_of(k, 0.3), "means": mat_of(k, d, 0.5), "ld": mat_of(k, d, 0.1),
+               "x": mat_of(n, d, 0.9)})
+    };
+    check(
+        &gmm,
+        &[inp(1, 1, 1), inp(3, 2, 5), inp(2, 3, 0), inp(4, 5, 7)],
+    );
+    check(
+        &format!("{lse}def f(x: [k]real) = lse(x)"),
+        &[json!({"x": [0.5, -1.25, 3, 2.5, 0]}), json!({"x": []})],
+    );
+    check(
+        "def layer(W: [n][m]real, b: [n]real, x: [m]real): [n]real =
+           map2 (row, bi. tanh(dot(row, x) + bi)) W b
+         def loss(W: [n][m]real, b: [n]real, x: [m]real, t: [n]real): real =
+           let h = layer(W, b, x) in
+           sum(map2 (hi, ti. (hi - ti) * (hi - ti)) h t)",
+        &[
+            json!({"W": [[0.1, -0.2, 0.3], [0.5, 0.4, -0.6]], "b": [0.05, -0.1], "x": [1, 2, -1], "t": [0.2, -0.3]}),
+        ],
+    );
+    check(
+        "def recurrence(xs: [n]real, w: real, u: real, h0: real): real =
+           let h = foldl (h, x. tanh(w * h + u * x)) h0 xs in h * h",
+        &[json!({"xs": [0.5, -1, 0.25, 2, -0.75], "w": 0.9, "u": 0.6, "h0": 0.1})],
+    );
+}
+
+#[test]
+fn constant_conditions_and_boolean_constants() {
+    let inputs = sizes_0_1_many(|n| json!({"A": vec_of(n, 0.3), "x": 0.5}));
+    check(
+        "def f(A: [n]real, x: real) = if 1 < 2 then map (a. a * x) A else scanl + 0 (shift1L A)",
+        &inputs,
+    );
+    check(
+        "def f(A: [n]real, x: real) = if 2 < 1 || x != x then zeros_like(A) else A",
+        &inputs,
+    );
+    // `true` and `false` only come from the optimizer: build one by hand.
+    let (mut prog, func) = load("def f(A: [n]real, x: real) = if x > 0 then A else zeros_like(A)");
+    let unfad_syntax::Node::If(_, then_, else_) = prog.arena[func.body] else {
+        panic!("the body is an if")
+    };
+    for b in [true, false] {
+        let c = prog.arena.add(unfad_syntax::Node::Bool(b));
+        let not_c = prog.arena.add(unfad_syntax::Node::Not(c));
+        let body = prog.arena.add(unfad_syntax::Node::If(not_c, then_, else_));
+        let f = unfad_syntax::Func {
+            body,
+            ..func.clone()
+        };
+        unfad_syntax::typeck::infer(&mut prog.arena, &unfad_syntax::typeck::NoSource, body)
+            .unwrap();
+        for input in &inputs {
+            common::check_func(&prog.arena, &f, input);
+        }
+    }
+}
