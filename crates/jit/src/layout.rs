@@ -212,6 +212,161 @@ impl Component {
     }
 }
 
+/// The shape of a parameter or of the result: its type with array lengths as [`Dim`]s.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Shape {
+    Real,
+    Tuple(Vec<Shape>),
+    Array(Dim, Box<Shape>),
+}
+
+impl Shape {
+    /// The number of reals, for the given sizes (`None` on overflow).
+    pub fn leaf_count(&self, sizes: &[u64]) -> Option<usize> {
+        match self {
+            Shape::Real => Some(1),
+            Shape::Tuple(items) => items
+                .iter()
+                .try_fold(0usize, |acc, s| acc.checked_add(s.leaf_count(sizes)?)),
+            Shape::Array(d, elem) => usize::try_from(d.eval(sizes)?)
+                .ok()?
+                .checked_mul(elem.leaf_count(sizes)?),
+        }
+    }
+
+    /// The number of ABI components.
+    pub fn component_count(&self) -> usize {
+        match self {
+            Shape::Real => 1,
+            Shape::Tuple(items) => items.iter().map(Shape::component_count).sum(),
+            Shape::Array(_, elem) => elem.component_count(),
+        }
+    }
+
+    /// Copy `leaves`, the reals of a value of this shape in row-major order (tuples field
+    /// by field, arrays element by element), into its components `comps` (which must have
+    /// the lengths of the layout).
+    pub fn scatter(
+        &self,
+        sizes: &[u64],
+        leaves: &[f64],
+        comps: &mut [&mut [f64]],
+    ) -> Result<(), JitError> {
+        self.check(sizes, leaves.len(), comps.iter().map(|c| c.len()))?;
+        let mut cursors = vec![0usize; comps.len()];
+        let mut pos = 0;
+        self.walk(sizes, 0, &mut cursors, &mut |c, at| {
+            let slot = comps.get_mut(c).and_then(|x| x.get_mut(at));
+            match (slot, leaves.get(pos)) {
+                (Some(dst), Some(&x)) => {
+                    *dst = x;
+                    pos += 1;
+                    Ok(())
+                }
+                _ => Err(JitError::Call("a value does not fit its layout".into())),
+            }
+        })
+    }
+
+    /// The inverse of [`Shape::scatter`]: the reals of the components in row-major order.
+    pub fn gather(
+        &self,
+        sizes: &[u64],
+        comps: &[&[f64]],
+        leaves: &mut [f64],
+    ) -> Result<(), JitError> {
+        self.check(sizes, leaves.len(), comps.iter().map(|c| c.len()))?;
+        let mut cursors = vec![0usize; comps.len()];
+        let mut pos = 0;
+        self.walk(sizes, 0, &mut cursors, &mut |c, at| {
+            let src = comps.get(c).and_then(|x| x.get(at));
+            match (src, leaves.get_mut(pos)) {
+                (Some(&x), Some(dst)) => {
+                    *dst = x;
+                    pos += 1;
+                    Ok(())
+                }
+                _ => Err(JitError::Call("a value does not fit its layout".into())),
+            }
+        })
+    }
+
+    fn check(
+        &self,
+        sizes: &[u64],
+        leaves: usize,
+        comps: impl ExactSizeIterator<Item = usize>,
+    ) -> Result<(), JitError> {
+        let want = self.leaf_count(sizes);
+        if want != Some(leaves) {
+            return Err(JitError::Call(format!(
+                "{leaves} real(s) given where the sizes {sizes:?} make {}",
+                want.map_or("too many".into(), |n| n.to_string())
+            )));
+        }
+        let mut lens = Vec::new();
+        self.component_lens(sizes, 1, &mut lens)
+            .ok_or_else(|| JitError::Call(format!("the sizes {sizes:?} are too large")))?;
+        let got: Vec<usize> = comps.collect();
+        if got != lens {
+            return Err(JitError::Call(format!(
+                "components of lengths {got:?} given where the layout has {lens:?}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn component_lens(&self, sizes: &[u64], outer: usize, out: &mut Vec<usize>) -> Option<()> {
+        match self {
+            Shape::Real => out.push(outer),
+            Shape::Tuple(items) => {
+                for s in items {
+                    s.component_lens(sizes, outer, out)?;
+                }
+            }
+            Shape::Array(d, elem) => {
+                let n = usize::try_from(d.eval(sizes)?).ok()?;
+                elem.component_lens(sizes, outer.checked_mul(n)?, out)?;
+            }
+        }
+        Some(())
+    }
+
+    /// Visit the leaves in row-major order; `f` gets each one's component (from `first`)
+    /// and its index in that component.
+    fn walk(
+        &self,
+        sizes: &[u64],
+        first: usize,
+        cursors: &mut [usize],
+        f: &mut dyn FnMut(usize, usize) -> Result<(), JitError>,
+    ) -> Result<(), JitError> {
+        match self {
+            Shape::Real => {
+                let at = cursors
+                    .get_mut(first)
+                    .ok_or_else(|| JitError::Call("a value does not fit its layout".into()))?;
+                f(first, *at)?;
+                *at += 1;
+            }
+            Shape::Tuple(items) => {
+                let mut c = first;
+                for s in items {
+                    s.walk(sizes, c, cursors, f)?;
+                    c += s.component_count();
+                }
+            }
+            Shape::Array(d, elem) => {
+                let n = d.eval(sizes).unwrap_or(0);
+                for _ in 0..n {
+                    elem.walk(sizes, first, cursors, f)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// An element count computed from the sizes before a call (buffer sizes and offsets).
 /// Sums and maxima are n-ary, so that long ones do not nest deeply.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]

@@ -17,7 +17,8 @@
 //! ```
 //!
 //! ([`RawFn`]). Each parameter's type is flattened into **leaf components**, each a flat
-//! buffer of reals ([`Component`]):
+//! buffer of reals ([`Component`]; [`Shape::scatter`] and [`Shape::gather`] convert between
+//! a value's reals in row-major order and its components):
 //! - a real is one component of one element;
 //! - an array of reals is one component, nested arrays row-major in it (`[n][m]real` is one
 //!   component of `n * m` elements);
@@ -92,7 +93,7 @@ use unfad_syntax::typeck::{infer, NoSource};
 use unfad_syntax::{Arena, Func, Type};
 
 pub use error::JitError;
-pub use layout::{Component, Dim, PathStep};
+pub use layout::{Component, Dim, PathStep, Shape};
 
 use error::R;
 use layout::SizeExpr;
@@ -117,6 +118,8 @@ struct Inner {
     param_names: Vec<String>,
     inputs: Vec<Component>,
     outputs: Vec<Component>,
+    param_shapes: Vec<Shape>,
+    result_shape: Shape,
     workspace: SizeExpr,
     checks: Vec<SizeExpr>,
 }
@@ -173,6 +176,16 @@ impl Compiled {
     /// The parameter names, indexed like [`Component::index`].
     pub fn param_names(&self) -> &[String] {
         &self.inner.param_names
+    }
+
+    /// The shape of parameter `k` (to convert its value to components: [`Shape::scatter`]).
+    pub fn param_shape(&self, k: usize) -> Option<&Shape> {
+        self.inner.param_shapes.get(k)
+    }
+
+    /// The shape of the result (to read it from the components: [`Shape::gather`]).
+    pub fn result_shape(&self) -> &Shape {
+        &self.inner.result_shape
     }
 
     /// The number of reals the workspace must hold for these sizes (`usize::MAX` if the
@@ -329,6 +342,8 @@ pub fn compile(arena: &Arena, func: &Func) -> Result<Compiled, JitError> {
             param_names: built.param_names,
             inputs: built.inputs,
             outputs: built.outputs,
+            param_shapes: built.param_shapes,
+            result_shape: built.result_shape,
             workspace: built.workspace,
             checks: built.checks,
         }),
@@ -388,6 +403,8 @@ struct Built {
     param_names: Vec<String>,
     inputs: Vec<Component>,
     outputs: Vec<Component>,
+    param_shapes: Vec<Shape>,
+    result_shape: Shape,
     workspace: SizeExpr,
     checks: Vec<SizeExpr>,
 }
@@ -533,6 +550,8 @@ fn build(
             param_names,
             inputs,
             outputs,
+            param_shapes: param_shapes.iter().map(SShape::public).collect(),
+            result_shape: result.public(),
             workspace: plan.workspace,
             checks: plan.checks,
         },

@@ -98,6 +98,16 @@ impl SShape {
         }
     }
 
+    /// The public description (for parameters and results, which have no conditions).
+    pub fn public(&self) -> crate::layout::Shape {
+        use crate::layout::Shape;
+        match self {
+            SShape::Real | SShape::Bool => Shape::Real,
+            SShape::Tuple(items) => Shape::Tuple(items.iter().map(SShape::public).collect()),
+            SShape::Arr(a) => Shape::Array(a.len, Box::new(a.elem.public())),
+        }
+    }
+
     /// The least shape above both (the shape of an `if`).
     pub fn join(&self, other: &SShape) -> R<SShape> {
         Ok(match (self, other) {

@@ -229,3 +229,67 @@ fn many_components_are_passed_through_the_heap() {
     assert_eq!(outs[0][0], 190.0);
     assert_eq!(outs[20][0], 38.0);
 }
+
+#[test]
+fn shapes_scatter_and_gather_row_major_values() {
+    let src = "def f(x: real, P: [n](real, [m]real), t: (real, [k][m]real)) = \
+               (P, map (p. (snd p, fst p)) P, t)";
+    let (prog, func) = load(src);
+    let c = compile(&prog.arena, &func).unwrap();
+    let input = serde_json::json!({
+        "x": 0.5,
+        "P": [[1.0, [2.0, 3.0]], [4.0, [5.0, 6.0]], [7.0, [8.0, 9.0]]],
+        "t": [10.0, [[11.0, 12.0]]],
+    });
+    let (args, env) = unfad_interp::args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+    let sizes: Vec<u64> = c.size_vars().iter().map(|v| env.get(v).unwrap()).collect();
+    let mut all_comps: Vec<Vec<f64>> = Vec::new();
+    for (k, (a, &p)) in args.iter().zip(&func.params).enumerate() {
+        let shape = c.param_shape(k).unwrap();
+        let mut want = Vec::new();
+        common::components(a, prog.arena.var_type(p).unwrap(), &mut want);
+        assert_eq!(shape.component_count(), want.len());
+        let mut got: Vec<Vec<f64>> = want.iter().map(|w| vec![0.0; w.len()]).collect();
+        let mut refs: Vec<&mut [f64]> = got.iter_mut().map(|v| v.as_mut_slice()).collect();
+        shape.scatter(&sizes, &a.leaves(), &mut refs).unwrap();
+        assert_eq!(got, want);
+        let mut back = vec![0.0; shape.leaf_count(&sizes).unwrap()];
+        let views: Vec<&[f64]> = got.iter().map(|v| v.as_slice()).collect();
+        shape.gather(&sizes, &views, &mut back).unwrap();
+        assert_eq!(back, a.leaves());
+        all_comps.extend(got);
+    }
+    // The result, read back in row-major order, is the interpreter's value.
+    let mut outs: Vec<Vec<f64>> = c
+        .outputs()
+        .iter()
+        .map(|o| vec![0.0; o.len(&sizes).unwrap()])
+        .collect();
+    {
+        let ins: Vec<&[f64]> = all_comps.iter().map(|v| v.as_slice()).collect();
+        let mut refs: Vec<&mut [f64]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+        c.call(
+            &ins,
+            &sizes,
+            &mut refs,
+            &mut vec![0.0; c.workspace_len(&sizes)],
+        )
+        .unwrap();
+    }
+    let expected = unfad_interp::eval_func(&prog.arena, &func, &args).unwrap();
+    let mut leaves = vec![0.0; c.result_shape().leaf_count(&sizes).unwrap()];
+    let views: Vec<&[f64]> = outs.iter().map(|v| v.as_slice()).collect();
+    c.result_shape()
+        .gather(&sizes, &views, &mut leaves)
+        .unwrap();
+    assert_eq!(leaves, expected.leaves());
+    // Wrong lengths are refused, not read past.
+    let shape = c.param_shape(1).unwrap();
+    let mut short = [0.0; 2];
+    assert!(shape
+        .gather(&sizes, &[&[1.0; 3], &[1.0; 6]], &mut short)
+        .is_err());
+    assert!(shape
+        .scatter(&sizes, &[0.0; 9], &mut [&mut [0.0; 3], &mut [0.0; 5]])
+        .is_err());
+}
