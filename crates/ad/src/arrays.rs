@@ -15,7 +15,11 @@
 //! - `reduce`: the printed rule passes no adjoint to the unit `y1` (the paper's example
 //!   passes `0`), which is wrong when `y1` depends on the inputs. Here
 //!   `ȳ1 = z * reduce * 1 Ax`, the product of all `∂x` factors, with
-//!   `Ax = map2 (a, b. ∇x e1) A0 A` bound once and shifted for `A1`.
+//!   `Ax = map2 (a, b. ∇x e1) A0 A` bound once.
+//! - `reduce`: the printed `A1 = shift1L Ax; A3 = scanr * 1 A1` is computed as
+//!   `A3 = shift1L (scanr * 1 Ax)`: the same array for every length, but of formal size
+//!   `n` for every size, where the printed form has size `1` for a literal `[0]` array
+//!   (and `map2 ... A2 A3` would not type-check).
 
 use std::collections::HashMap;
 
@@ -188,7 +192,7 @@ fn capture_sum(
 }
 
 /// What the backward pass of `reduce (x, y. e) y0 A` needs from the forward pass: the
-/// paper's `A0`, `A1`, `A2`, `A3` (and `Ax`, the unshifted `A1`), as bindings in order.
+/// paper's `A0`, `A2`, `A3`, and `Ax` (its `A1` before the shift), as bindings in order.
 pub struct ReduceTape {
     pub bindings: Vec<(Var, ExprId)>,
     ax: Var,
@@ -200,10 +204,9 @@ pub struct ReduceTape {
 /// `arr_ty`:
 /// ```text
 /// let A0 = shift1R (scanl (x, y. e) y0 A) in     -- the accumulator before each element
-/// let Ax = map2 (a, b. ∇x e) A0 A in
-/// let A1 = shift1L Ax in
-/// let A2 = map2 (a, b. ∇y e) A0 A in
-/// let A3 = scanr * 1 A1 in                        -- products of the later ∂x factors
+/// let Ax = map2 (a, b. ∇x e) A0 A in              -- ∂x at each step
+/// let A2 = map2 (a, b. ∇y e) A0 A in              -- ∂y at each step
+/// let A3 = shift1L (scanr * 1 Ax) in              -- products of the later ∂x factors
 /// ```
 pub fn reduce_tape(
     a: &mut Arena,
@@ -230,15 +233,14 @@ pub fn reduce_tape(
     let dx = partial_fun(a, rev, f, &[], 0, &[])?;
     let ax_e = map2(a, dx, a0, arr);
     let ax = bind(a, "Ax", ty(n.clone()), ax_e);
-    let a1_e = a.add(Node::Shift1L(ax));
-    let a1 = bind(a, "A1", ty(n.plus(-1)), a1_e);
     let dy = partial_fun(a, rev, f, &[], 1, &[])?;
     let a2_e = map2(a, dy, a0, arr);
     let a2 = bind(a, "A2", ty(n.clone()), a2_e);
     let times = section(a, BinOp::Mul);
     let one = build::num(a, 1.0);
-    let a3_e = a.add(Node::Scanr(times, one, a1));
-    let a3 = bind(a, "A3", ty(n.plus(-1).plus(1)), a3_e);
+    let products = a.add(Node::Scanr(times, one, ax));
+    let a3_e = a.add(Node::Shift1L(products));
+    let a3 = bind(a, "A3", ty(n.clone()), a3_e);
     let var_of = |a: &Arena, e: ExprId| match a[e] {
         Node::Var(v) => Ok(v),
         _ => internal("a tape binding is not a variable"),

@@ -609,7 +609,7 @@ impl Macro<'_, '_> {
     /// ```text
     /// let y1, Y1 = D_{Γ;Y}(e2) in
     /// let A, Y2 = D_{Γ,y1;Y1}(e3) in
-    /// let A0 = ..., Ax = ..., A1 = ..., A2 = ..., A3 = ... in     -- see arrays::reduce_tape
+    /// let A0 = ..., Ax = ..., A2 = ..., A3 = ... in     -- see arrays::reduce_tape
     /// <reduce (x, y. e1) y1 A, fun (x, z) -> Y2(x, z * reduce * 1 Ax, map2 (a, b. a*b*z) A2 A3)>
     /// ```
     fn rule_reduce(

@@ -25,6 +25,19 @@
 //! assert_eq!(out.to_string(), format!("[{}, {}, 2]", 6.0 + 2f64.sin(), 3.0 + 2f64.cos()));
 //! ```
 //!
+//! Layers, bottom up:
+//! - [`derivatives`]: the scalar derivative table (`∂op` as Target terms);
+//! - [`ground`]: the monoid `(G, +̂, 0_G)` on ground types, with symbolic zeros;
+//! - `arrays`: the reverse derivatives of `map2` and `reduce`, shared by both pipelines;
+//! - `direct`: the direct macro, one rule per Source construct;
+//! - [`unf`]: the UNF IR (Source and Target UNF, judgments, printer) and its three
+//!   transformations `UNF`, `D_ρ`, `UNF^-1`;
+//! - `pipeline`: what the pipelines share (`∇`, value and gradient, the request checks);
+//! - [`checks`]: the invariants of generated terms (linear continuations, unique binders).
+//!
+//! Where this crate departs from the paper's figures (typos, and rules that are wrong as
+//! printed), the module that implements the rule says so and why.
+//!
 //! **Architecture Invariant:** this crate only transforms terms; it evaluates nothing and
 //! depends on nothing but `unfad-syntax`.
 

@@ -111,39 +111,39 @@ fn paper_introduction_term() {
 /// <prod(B), fun (X,z) -> Y2(X,0,map2 (a,b. a*z*b) A2 A3)>
 /// ```
 /// Below, `∇x (x * y) = y` and `∇y (x * y) = x` are computed by the macro itself (before
-/// simplification), `map2 (a,b.b) A0 B` is bound as `Ax` and shifted for `A1`, and the
-/// unit's adjoint is `z * reduce * 1 Ax` instead of the paper's `0` (right for any unit).
+/// simplification), `map2 (a,b.b) A0 B` is bound as `Ax`, `A3` is the equal
+/// `shift1L (scanr * 1 Ax)` (well typed for literal sizes too), and the unit's adjoint is
+/// `z * reduce * 1 Ax` instead of the paper's `0` (right for any unit).
 #[test]
 fn paper_product() {
     check(
         "def prod1(A: [n]real) = reduce * 1 A",
         expect![[r#"
-        def prod1(A: [n]real): [n]real =
-          let Y1 = fun (dA: [n]real) -> dA in
-          (snd (let (v2, Y2) = (1, (fun (dA_1: [n]real, z: real) -> Y1(dA_1))) in
-           let (v3, Y3) = (A, (fun (dA_2: [n]real, dv2: real, z_1: [n]real) -> Y2(map2 + dA_2 z_1, dv2))) in
-           let A0 = shift1R (scanl * v2 v3) in
-           let Ax =
-             map2 (x, y.
-               let Y4 = fun (dx: real, dy: real) -> dx in
-               (snd (let (v5, Y5) = (x, (fun (dx_1: real, dy_1: real, z_2: real) -> Y4(dx_1 + z_2, dy_1))) in
-                let (v6, Y6) = (y, (fun (dx_2: real, dy_2: real, dv5: real, z_3: real) -> Y5(dx_2, dy_2 + z_3, dv5))) in
-                (v5 * v6, (fun (dx_3: real, dy_3: real, z_4: real) -> Y6(dx_3, dy_3, v6 * z_4, v5 * z_4)))))(0, 0, 1)) A0 v3
-           in
-           let A1 = shift1L Ax in
-           let A2 =
-             map2 (x_1, y_1.
-               let Y7 = fun (dx_4: real, dy_4: real) -> dy_4 in
-               (snd (let (v8, Y8) = (x_1, (fun (dx_5: real, dy_5: real, z_5: real) -> Y7(dx_5 + z_5, dy_5))) in
-                let (v9, Y9) = (y_1, (fun (dx_6: real, dy_6: real, dv8: real, z_6: real) -> Y8(dx_6, dy_6 + z_6, dv8))) in
-                (v8 * v9, (fun (dx_7: real, dy_7: real, z_7: real) -> Y9(dx_7, dy_7, v9 * z_7, v8 * z_7)))))(0, 0, 1)) A0 v3
-           in
-           let A3 = scanr * 1 A1 in
-           (
-             reduce * v2 v3,
-             (fun (dA_3: [n]real, z_8: real) -> Y3(dA_3, z_8 * reduce * 1 Ax, map2 (a, b. a * b * z_8) A2 A3))
-           )))(zeros_like(A), 1)
-    "#]],
+            def prod1(A: [n]real): [n]real =
+              let Y1 = fun (dA: [n]real) -> dA in
+              (snd (let (v2, Y2) = (1, (fun (dA_1: [n]real, z: real) -> Y1(dA_1))) in
+               let (v3, Y3) = (A, (fun (dA_2: [n]real, dv2: real, z_1: [n]real) -> Y2(map2 + dA_2 z_1, dv2))) in
+               let A0 = shift1R (scanl * v2 v3) in
+               let Ax =
+                 map2 (x, y.
+                   let Y4 = fun (dx: real, dy: real) -> dx in
+                   (snd (let (v5, Y5) = (x, (fun (dx_1: real, dy_1: real, z_2: real) -> Y4(dx_1 + z_2, dy_1))) in
+                    let (v6, Y6) = (y, (fun (dx_2: real, dy_2: real, dv5: real, z_3: real) -> Y5(dx_2, dy_2 + z_3, dv5))) in
+                    (v5 * v6, (fun (dx_3: real, dy_3: real, z_4: real) -> Y6(dx_3, dy_3, v6 * z_4, v5 * z_4)))))(0, 0, 1)) A0 v3
+               in
+               let A2 =
+                 map2 (x_1, y_1.
+                   let Y7 = fun (dx_4: real, dy_4: real) -> dy_4 in
+                   (snd (let (v8, Y8) = (x_1, (fun (dx_5: real, dy_5: real, z_5: real) -> Y7(dx_5 + z_5, dy_5))) in
+                    let (v9, Y9) = (y_1, (fun (dx_6: real, dy_6: real, dv8: real, z_6: real) -> Y8(dx_6, dy_6 + z_6, dv8))) in
+                    (v8 * v9, (fun (dx_7: real, dy_7: real, z_7: real) -> Y9(dx_7, dy_7, v9 * z_7, v8 * z_7)))))(0, 0, 1)) A0 v3
+               in
+               let A3 = shift1L (scanr * 1 Ax) in
+               (
+                 reduce * v2 v3,
+                 (fun (dA_3: [n]real, z_8: real) -> Y3(dA_3, z_8 * reduce * 1 Ax, map2 (a, b. a * b * z_8) A2 A3))
+               )))(zeros_like(A), 1)
+        "#]],
     );
 }
 
@@ -266,62 +266,61 @@ fn map2_without_free_variables() {
     check(
         "def f(A: [n]real) = sum(map2 * A A)",
         expect![[r#"
-        def f(A: [n]real): [n]real =
-          let Y1 = fun (dA: [n]real) -> dA in
-          (snd (let (A_1, Y2) =
-             let (v3, Y3) = (A, (fun (dA_1: [n]real, z: [n]real) -> Y1(map2 + dA_1 z))) in
-             let (v4, Y4) = (A, (fun (dA_2: [n]real, dv3: [n]real, z_1: [n]real) -> Y3(map2 + dA_2 z_1, dv3))) in
-             (
-               map2 * v3 v4,
-               (fun (dA_3: [n]real, z_2: [n]real) ->
-                  Y4(
-                    dA_3,
-                    map2 * (map2 (x, y.
-                         let Y5 = fun (dx: real, dy: real) -> dx in
-                         (snd (let (v6, Y6) = (x, (fun (dx_1: real, dy_1: real, z_3: real) -> Y5(dx_1 + z_3, dy_1))) in
-                          let (v7, Y7) = (y, (fun (dx_2: real, dy_2: real, dv6: real, z_4: real) -> Y6(dx_2, dy_2 + z_4, dv6))) in
-                          (v6 * v7, (fun (dx_3: real, dy_3: real, z_5: real) -> Y7(dx_3, dy_3, v7 * z_5, v6 * z_5)))))(0, 0, 1)) v3 v4) z_2,
-                    map2 * (map2 (x_1, y_1.
-                         let Y8 = fun (dx_4: real, dy_4: real) -> dy_4 in
-                         (snd (let (v9, Y9) = (x_1, (fun (dx_5: real, dy_5: real, z_6: real) -> Y8(dx_5 + z_6, dy_5))) in
-                          let (v10, Y10) = (y_1, (fun (dx_6: real, dy_6: real, dv9: real, z_7: real) -> Y9(dx_6, dy_6 + z_7, dv9))) in
-                          (v9 * v10, (fun (dx_7: real, dy_7: real, z_8: real) -> Y10(dx_7, dy_7, v10 * z_8, v9 * z_8)))))(0, 0, 1)) v3 v4) z_2
-                  ))
-             )
-           in
-           let (v11, Y11) =
-             let (v12, Y12) = (0, (fun (dA_4: [n]real, dA_5: [n]real, z_9: real) -> Y2(dA_4, dA_5))) in
-             let (v13, Y13) =
-               (
-                 A_1,
-                 (fun (dA_6: [n]real, dA_7: [n]real, dv12: real, z_10: [n]real) -> Y12(dA_6, map2 + dA_7 z_10, dv12))
-               )
-             in
-             let A0 = shift1R (scanl + v12 v13) in
-             let Ax =
-               map2 (x_2, y_2.
-                 let Y14 = fun (dx_8: real, dy_8: real) -> dx_8 in
-                 (snd (let (v15, Y15) = (x_2, (fun (dx_9: real, dy_9: real, z_11: real) -> Y14(dx_9 + z_11, dy_9))) in
-                  let (v16, Y16) = (y_2, (fun (dx_10: real, dy_10: real, dv15: real, z_12: real) -> Y15(dx_10, dy_10 + z_12, dv15))) in
-                  (v15 + v16, (fun (dx_11: real, dy_11: real, z_13: real) -> Y16(dx_11, dy_11, 1 * z_13, 1 * z_13)))))(0, 0, 1)) A0 v13
-             in
-             let A1 = shift1L Ax in
-             let A2 =
-               map2 (x_3, y_3.
-                 let Y17 = fun (dx_12: real, dy_12: real) -> dy_12 in
-                 (snd (let (v18, Y18) = (x_3, (fun (dx_13: real, dy_13: real, z_14: real) -> Y17(dx_13 + z_14, dy_13))) in
-                  let (v19, Y19) = (y_3, (fun (dx_14: real, dy_14: real, dv18: real, z_15: real) -> Y18(dx_14, dy_14 + z_15, dv18))) in
-                  (v18 + v19, (fun (dx_15: real, dy_15: real, z_16: real) -> Y19(dx_15, dy_15, 1 * z_16, 1 * z_16)))))(0, 0, 1)) A0 v13
-             in
-             let A3 = scanr * 1 A1 in
-             (
-               reduce + v12 v13,
-               (fun (dA_8: [n]real, dA_9: [n]real, z_17: real) ->
-                  Y13(dA_8, dA_9, z_17 * reduce * 1 Ax, map2 (a, b. a * b * z_17) A2 A3))
-             )
-           in
-           (v11, (fun (dA_10: [n]real, z_18: real) -> Y11(dA_10, zeros_like(A_1), z_18)))))(zeros_like(A), 1)
-    "#]],
+            def f(A: [n]real): [n]real =
+              let Y1 = fun (dA: [n]real) -> dA in
+              (snd (let (A_1, Y2) =
+                 let (v3, Y3) = (A, (fun (dA_1: [n]real, z: [n]real) -> Y1(map2 + dA_1 z))) in
+                 let (v4, Y4) = (A, (fun (dA_2: [n]real, dv3: [n]real, z_1: [n]real) -> Y3(map2 + dA_2 z_1, dv3))) in
+                 (
+                   map2 * v3 v4,
+                   (fun (dA_3: [n]real, z_2: [n]real) ->
+                      Y4(
+                        dA_3,
+                        map2 * (map2 (x, y.
+                             let Y5 = fun (dx: real, dy: real) -> dx in
+                             (snd (let (v6, Y6) = (x, (fun (dx_1: real, dy_1: real, z_3: real) -> Y5(dx_1 + z_3, dy_1))) in
+                              let (v7, Y7) = (y, (fun (dx_2: real, dy_2: real, dv6: real, z_4: real) -> Y6(dx_2, dy_2 + z_4, dv6))) in
+                              (v6 * v7, (fun (dx_3: real, dy_3: real, z_5: real) -> Y7(dx_3, dy_3, v7 * z_5, v6 * z_5)))))(0, 0, 1)) v3 v4) z_2,
+                        map2 * (map2 (x_1, y_1.
+                             let Y8 = fun (dx_4: real, dy_4: real) -> dy_4 in
+                             (snd (let (v9, Y9) = (x_1, (fun (dx_5: real, dy_5: real, z_6: real) -> Y8(dx_5 + z_6, dy_5))) in
+                              let (v10, Y10) = (y_1, (fun (dx_6: real, dy_6: real, dv9: real, z_7: real) -> Y9(dx_6, dy_6 + z_7, dv9))) in
+                              (v9 * v10, (fun (dx_7: real, dy_7: real, z_8: real) -> Y10(dx_7, dy_7, v10 * z_8, v9 * z_8)))))(0, 0, 1)) v3 v4) z_2
+                      ))
+                 )
+               in
+               let (v11, Y11) =
+                 let (v12, Y12) = (0, (fun (dA_4: [n]real, dA_5: [n]real, z_9: real) -> Y2(dA_4, dA_5))) in
+                 let (v13, Y13) =
+                   (
+                     A_1,
+                     (fun (dA_6: [n]real, dA_7: [n]real, dv12: real, z_10: [n]real) -> Y12(dA_6, map2 + dA_7 z_10, dv12))
+                   )
+                 in
+                 let A0 = shift1R (scanl + v12 v13) in
+                 let Ax =
+                   map2 (x_2, y_2.
+                     let Y14 = fun (dx_8: real, dy_8: real) -> dx_8 in
+                     (snd (let (v15, Y15) = (x_2, (fun (dx_9: real, dy_9: real, z_11: real) -> Y14(dx_9 + z_11, dy_9))) in
+                      let (v16, Y16) = (y_2, (fun (dx_10: real, dy_10: real, dv15: real, z_12: real) -> Y15(dx_10, dy_10 + z_12, dv15))) in
+                      (v15 + v16, (fun (dx_11: real, dy_11: real, z_13: real) -> Y16(dx_11, dy_11, 1 * z_13, 1 * z_13)))))(0, 0, 1)) A0 v13
+                 in
+                 let A2 =
+                   map2 (x_3, y_3.
+                     let Y17 = fun (dx_12: real, dy_12: real) -> dy_12 in
+                     (snd (let (v18, Y18) = (x_3, (fun (dx_13: real, dy_13: real, z_14: real) -> Y17(dx_13 + z_14, dy_13))) in
+                      let (v19, Y19) = (y_3, (fun (dx_14: real, dy_14: real, dv18: real, z_15: real) -> Y18(dx_14, dy_14 + z_15, dv18))) in
+                      (v18 + v19, (fun (dx_15: real, dy_15: real, z_16: real) -> Y19(dx_15, dy_15, 1 * z_16, 1 * z_16)))))(0, 0, 1)) A0 v13
+                 in
+                 let A3 = shift1L (scanr * 1 Ax) in
+                 (
+                   reduce + v12 v13,
+                   (fun (dA_8: [n]real, dA_9: [n]real, z_17: real) ->
+                      Y13(dA_8, dA_9, z_17 * reduce * 1 Ax, map2 (a, b. a * b * z_17) A2 A3))
+                 )
+               in
+               (v11, (fun (dA_10: [n]real, z_18: real) -> Y11(dA_10, zeros_like(A_1), z_18)))))(zeros_like(A), 1)
+        "#]],
     );
 }
 
@@ -330,62 +329,61 @@ fn map2_with_a_free_variable() {
     check(
         "def f(A: [n]real, w: real) = sum(map2 (a, b. w) A A)",
         expect![[r#"
-        def f(A: [n]real, w: real): ([n]real, real) =
-          let Y1 = fun (dA: [n]real, dw: real) -> (dA, dw) in
-          (snd (let (A_1, Y2) =
-             let (v3, Y3) = (A, (fun (dA_1: [n]real, dw_1: real, z: [n]real) -> Y1(map2 + dA_1 z, dw_1))) in
-             let (v4, Y4) = (A, (fun (dA_2: [n]real, dw_2: real, dv3: [n]real, z_1: [n]real) -> Y3(map2 + dA_2 z_1, dw_2, dv3))) in
-             (
-               map2 (a, b. w) v3 v4,
-               (fun (dA_3: [n]real, dw_3: real, z_2: [n]real) ->
-                  Y4(
-                    dA_3,
-                    dw_3 + reduce + 0 (map2 * z_2 (map2 (a_1, b_1.
-                            let Y5 = fun (da: real, db: real, dw_4: real) -> dw_4 in
-                            (snd (w, (fun (da_1: real, db_1: real, dw_5: real, z_3: real) -> Y5(da_1, db_1, dw_5 + z_3))))(0, 0, 0, 1)) v3 v4)),
-                    map2 * (map2 (a_2, b_2.
-                         let Y6 = fun (da_2: real, db_2: real, dw_6: real) -> da_2 in
-                         (snd (w, (fun (da_3: real, db_3: real, dw_7: real, z_4: real) -> Y6(da_3, db_3, dw_7 + z_4))))(0, 0, 0, 1)) v3 v4) z_2,
-                    map2 * (map2 (a_3, b_3.
-                         let Y7 = fun (da_4: real, db_4: real, dw_8: real) -> db_4 in
-                         (snd (w, (fun (da_5: real, db_5: real, dw_9: real, z_5: real) -> Y7(da_5, db_5, dw_9 + z_5))))(0, 0, 0, 1)) v3 v4) z_2
-                  ))
-             )
-           in
-           let (v8, Y8) =
-             let (v9, Y9) = (0, (fun (dA_4: [n]real, dw_10: real, dA_5: [n]real, z_6: real) -> Y2(dA_4, dw_10, dA_5))) in
-             let (v10, Y10) =
-               (
-                 A_1,
-                 (fun (dA_6: [n]real, dw_11: real, dA_7: [n]real, dv9: real, z_7: [n]real) ->
-                    Y9(dA_6, dw_11, map2 + dA_7 z_7, dv9))
-               )
-             in
-             let A0 = shift1R (scanl + v9 v10) in
-             let Ax =
-               map2 (x, y.
-                 let Y11 = fun (dx: real, dy: real) -> dx in
-                 (snd (let (v12, Y12) = (x, (fun (dx_1: real, dy_1: real, z_8: real) -> Y11(dx_1 + z_8, dy_1))) in
-                  let (v13, Y13) = (y, (fun (dx_2: real, dy_2: real, dv12: real, z_9: real) -> Y12(dx_2, dy_2 + z_9, dv12))) in
-                  (v12 + v13, (fun (dx_3: real, dy_3: real, z_10: real) -> Y13(dx_3, dy_3, 1 * z_10, 1 * z_10)))))(0, 0, 1)) A0 v10
-             in
-             let A1 = shift1L Ax in
-             let A2 =
-               map2 (x_1, y_1.
-                 let Y14 = fun (dx_4: real, dy_4: real) -> dy_4 in
-                 (snd (let (v15, Y15) = (x_1, (fun (dx_5: real, dy_5: real, z_11: real) -> Y14(dx_5 + z_11, dy_5))) in
-                  let (v16, Y16) = (y_1, (fun (dx_6: real, dy_6: real, dv15: real, z_12: real) -> Y15(dx_6, dy_6 + z_12, dv15))) in
-                  (v15 + v16, (fun (dx_7: real, dy_7: real, z_13: real) -> Y16(dx_7, dy_7, 1 * z_13, 1 * z_13)))))(0, 0, 1)) A0 v10
-             in
-             let A3 = scanr * 1 A1 in
-             (
-               reduce + v9 v10,
-               (fun (dA_8: [n]real, dw_12: real, dA_9: [n]real, z_14: real) ->
-                  Y10(dA_8, dw_12, dA_9, z_14 * reduce * 1 Ax, map2 (a_4, b_4. a_4 * b_4 * z_14) A2 A3))
-             )
-           in
-           (v8, (fun (dA_10: [n]real, dw_13: real, z_15: real) -> Y8(dA_10, dw_13, zeros_like(A_1), z_15)))))(zeros_like(A), 0, 1)
-    "#]],
+            def f(A: [n]real, w: real): ([n]real, real) =
+              let Y1 = fun (dA: [n]real, dw: real) -> (dA, dw) in
+              (snd (let (A_1, Y2) =
+                 let (v3, Y3) = (A, (fun (dA_1: [n]real, dw_1: real, z: [n]real) -> Y1(map2 + dA_1 z, dw_1))) in
+                 let (v4, Y4) = (A, (fun (dA_2: [n]real, dw_2: real, dv3: [n]real, z_1: [n]real) -> Y3(map2 + dA_2 z_1, dw_2, dv3))) in
+                 (
+                   map2 (a, b. w) v3 v4,
+                   (fun (dA_3: [n]real, dw_3: real, z_2: [n]real) ->
+                      Y4(
+                        dA_3,
+                        dw_3 + reduce + 0 (map2 * z_2 (map2 (a_1, b_1.
+                                let Y5 = fun (da: real, db: real, dw_4: real) -> dw_4 in
+                                (snd (w, (fun (da_1: real, db_1: real, dw_5: real, z_3: real) -> Y5(da_1, db_1, dw_5 + z_3))))(0, 0, 0, 1)) v3 v4)),
+                        map2 * (map2 (a_2, b_2.
+                             let Y6 = fun (da_2: real, db_2: real, dw_6: real) -> da_2 in
+                             (snd (w, (fun (da_3: real, db_3: real, dw_7: real, z_4: real) -> Y6(da_3, db_3, dw_7 + z_4))))(0, 0, 0, 1)) v3 v4) z_2,
+                        map2 * (map2 (a_3, b_3.
+                             let Y7 = fun (da_4: real, db_4: real, dw_8: real) -> db_4 in
+                             (snd (w, (fun (da_5: real, db_5: real, dw_9: real, z_5: real) -> Y7(da_5, db_5, dw_9 + z_5))))(0, 0, 0, 1)) v3 v4) z_2
+                      ))
+                 )
+               in
+               let (v8, Y8) =
+                 let (v9, Y9) = (0, (fun (dA_4: [n]real, dw_10: real, dA_5: [n]real, z_6: real) -> Y2(dA_4, dw_10, dA_5))) in
+                 let (v10, Y10) =
+                   (
+                     A_1,
+                     (fun (dA_6: [n]real, dw_11: real, dA_7: [n]real, dv9: real, z_7: [n]real) ->
+                        Y9(dA_6, dw_11, map2 + dA_7 z_7, dv9))
+                   )
+                 in
+                 let A0 = shift1R (scanl + v9 v10) in
+                 let Ax =
+                   map2 (x, y.
+                     let Y11 = fun (dx: real, dy: real) -> dx in
+                     (snd (let (v12, Y12) = (x, (fun (dx_1: real, dy_1: real, z_8: real) -> Y11(dx_1 + z_8, dy_1))) in
+                      let (v13, Y13) = (y, (fun (dx_2: real, dy_2: real, dv12: real, z_9: real) -> Y12(dx_2, dy_2 + z_9, dv12))) in
+                      (v12 + v13, (fun (dx_3: real, dy_3: real, z_10: real) -> Y13(dx_3, dy_3, 1 * z_10, 1 * z_10)))))(0, 0, 1)) A0 v10
+                 in
+                 let A2 =
+                   map2 (x_1, y_1.
+                     let Y14 = fun (dx_4: real, dy_4: real) -> dy_4 in
+                     (snd (let (v15, Y15) = (x_1, (fun (dx_5: real, dy_5: real, z_11: real) -> Y14(dx_5 + z_11, dy_5))) in
+                      let (v16, Y16) = (y_1, (fun (dx_6: real, dy_6: real, dv15: real, z_12: real) -> Y15(dx_6, dy_6 + z_12, dv15))) in
+                      (v15 + v16, (fun (dx_7: real, dy_7: real, z_13: real) -> Y16(dx_7, dy_7, 1 * z_13, 1 * z_13)))))(0, 0, 1)) A0 v10
+                 in
+                 let A3 = shift1L (scanr * 1 Ax) in
+                 (
+                   reduce + v9 v10,
+                   (fun (dA_8: [n]real, dw_12: real, dA_9: [n]real, z_14: real) ->
+                      Y10(dA_8, dw_12, dA_9, z_14 * reduce * 1 Ax, map2 (a_4, b_4. a_4 * b_4 * z_14) A2 A3))
+                 )
+               in
+               (v8, (fun (dA_10: [n]real, dw_13: real, z_15: real) -> Y8(dA_10, dw_13, zeros_like(A_1), z_15)))))(zeros_like(A), 0, 1)
+        "#]],
     );
 }
 

@@ -281,3 +281,16 @@ fn map2_capturing_a_tuple_that_holds_an_array() {
         r#", "x": 1.25"#,
     );
 }
+
+#[test]
+fn literal_sizes() {
+    check(
+        "def f(A: [3]real) = reduce * 1 A",
+        r#"{"A": [1.5, -2, 0.5]}"#,
+    );
+    check("def f(A: [1]real) = reduce * 1 A", r#"{"A": [1.5]}"#);
+    check(
+        "def f(A: [0]real, x: real) = reduce * x A",
+        r#"{"A": [], "x": 2}"#,
+    );
+}
