@@ -389,6 +389,40 @@ impl Macro<'_, '_> {
         Ok(self.bind(p, y1, d1, body))
     }
 
+    /// The operands of a construct, differentiated left to right, each in the context
+    /// extended by the values before it:
+    /// `let x1, Y1 = D_{Γ;Y}(e1) in let x2, Y2 = D_{Γ,x1;Y1}(e2) in ...`.
+    fn operands(&mut self, es: &[ExprId], y: Var) -> Result<Operands, AdError> {
+        let mut ops = Operands {
+            steps: Vec::with_capacity(es.len()),
+            last: y,
+        };
+        let outcome = self.operands_into(es, &mut ops);
+        self.pop(ops.steps.len());
+        outcome.map(|()| ops)
+    }
+
+    fn operands_into(&mut self, es: &[ExprId], ops: &mut Operands) -> Result<(), AdError> {
+        for &e in es {
+            let t = type_of(self.a, e)?;
+            let (yi, ki) = self.cont_var(std::slice::from_ref(&t))?;
+            let di = self.d(e, ops.last)?;
+            let vi = self.value_var(ki, t);
+            ops.steps.push((vi, yi, di));
+            self.push(vi);
+            ops.last = yi;
+        }
+        Ok(())
+    }
+
+    /// `let x1, Y1 = D(e1) in ... let xk, Yk = D(ek) in result`.
+    fn bind_operands(&mut self, ops: Operands, result: ExprId) -> ExprId {
+        ops.steps
+            .into_iter()
+            .rev()
+            .fold(result, |acc, (v, k, d)| self.bind(v, k, d, acc))
+    }
+
     /// The `pair` rule, for k-tuples:
     /// ```text
     /// let y1, Y1 = D_{Γ;Y}(e1) in
@@ -397,66 +431,39 @@ impl Macro<'_, '_> {
     /// ```
     fn rule_tuple(&mut self, e: ExprId, items: &[ExprId], y: Var) -> Result<ExprId, AdError> {
         let t = type_of(self.a, e)?;
-        let mut steps = Vec::with_capacity(items.len());
-        let mut cont = y;
-        let mut pushed = 0;
-        let mut outcome = Ok(());
-        for &item in items {
-            let step = type_of(self.a, item).and_then(|ti| {
-                let (yi, ki) = self.cont_var(std::slice::from_ref(&ti))?;
-                let di = self.d(item, cont)?;
-                Ok((self.value_var(ki, ti), yi, di))
-            });
-            match step {
-                Ok((vi, yi, di)) => {
-                    steps.push((vi, yi, di));
-                    self.push(vi);
-                    pushed += 1;
-                    cont = yi;
-                }
-                Err(err) => {
-                    outcome = Err(err);
-                    break;
-                }
-            }
-        }
-        self.pop(pushed);
-        outcome?;
-        let values: Vec<ExprId> = steps.iter().map(|s| self.a.var(s.0)).collect();
+        let ops = self.operands(items, y)?;
+        let values: Vec<ExprId> = ops.steps.iter().map(|s| self.a.var(s.0)).collect();
         let value = crate::build::tuple(self.a, &values)?;
+        let last = ops.last;
         let k = self.cont(&t, |m, mut dx, z| {
             for i in 0..items.len() {
                 dx.push(component(m.a, z, i));
             }
-            Ok(m.call(cont, &dx))
+            Ok(m.call(last, &dx))
         })?;
-        let mut result = self.pair(value, k);
-        for (vi, yi, di) in steps.into_iter().rev() {
-            result = self.bind(vi, yi, di, result);
-        }
-        Ok(result)
+        let result = self.pair(value, k);
+        Ok(self.bind_operands(ops, result))
     }
 
     /// `let x, Y1 = D(e) in <πi x, fun (x, z) -> Y1(x, (0, ..., z, ..., 0))>`
     fn rule_proj(&mut self, i: usize, e1: ExprId, y: Var) -> Result<ExprId, AdError> {
         let t1 = type_of(self.a, e1)?;
-        let Type::Tuple(items) = &t1 else {
-            return Err(AdError::IllTyped {
-                expr: e1,
-                span: self.a.span(e1),
-                message: format!("projection of a value of type `{t1}`"),
-            });
+        let parts = match &t1 {
+            Type::Tuple(parts) if i < parts.len() => parts.to_vec(),
+            _ => {
+                return Err(AdError::IllTyped {
+                    expr: e1,
+                    span: self.a.span(e1),
+                    message: format!("projection {i} of a value of type `{t1}`"),
+                })
+            }
         };
-        let items = items.to_vec();
-        let (y1, k1) = self.cont_var(std::slice::from_ref(&t1))?;
-        let d1 = self.d(e1, y)?;
-        let v = self.value_var(k1, t1.clone());
-        let ve = self.a.var(v);
+        let ops = self.operands(&[e1], y)?;
+        let (ve, y1) = (self.a.var(ops.value(0)), ops.last);
         let value = self.a.proj(i as u32, ve);
-        let ti = items.get(i).cloned().unwrap_or(Type::Real);
-        let k = self.cont(&ti, |m, mut dx, z| {
-            let mut one_hot = Vec::with_capacity(items.len());
-            for (j, tj) in items.iter().enumerate() {
+        let k = self.cont(&parts[i], |m, mut dx, z| {
+            let mut one_hot = Vec::with_capacity(parts.len());
+            for (j, tj) in parts.iter().enumerate() {
                 if j == i {
                     one_hot.push(z);
                 } else {
@@ -468,15 +475,13 @@ impl Macro<'_, '_> {
             Ok(m.call(y1, &dx))
         })?;
         let result = self.pair(value, k);
-        Ok(self.bind(v, y1, d1, result))
+        Ok(self.bind_operands(ops, result))
     }
 
     /// `let x, Y1 = D(e) in <op1 x, fun (x, z) -> Y1(x, ∂op1(x) * z)>`
     fn rule_op1(&mut self, op: unfad_syntax::UnOp, e1: ExprId, y: Var) -> Result<ExprId, AdError> {
-        let (y1, k1) = self.cont_var(&[Type::Real])?;
-        let d1 = self.d(e1, y)?;
-        let v = self.value_var(k1, Type::Real);
-        let ve = self.a.var(v);
+        let ops = self.operands(&[e1], y)?;
+        let (ve, y1) = (self.a.var(ops.value(0)), ops.last);
         let value = self.a.op1(op, ve);
         let k = self.cont(&Type::Real, |m, mut dx, z| {
             let d = unary_partial(m.a, op, ve);
@@ -484,7 +489,7 @@ impl Macro<'_, '_> {
             Ok(m.call(y1, &dx))
         })?;
         let result = self.pair(value, k);
-        Ok(self.bind(v, y1, d1, result))
+        Ok(self.bind_operands(ops, result))
     }
 
     /// ```text
@@ -499,17 +504,8 @@ impl Macro<'_, '_> {
         e2: ExprId,
         y: Var,
     ) -> Result<ExprId, AdError> {
-        let (y1, k1) = self.cont_var(&[Type::Real])?;
-        let d1 = self.d(e1, y)?;
-        let v1 = self.value_var(k1, Type::Real);
-        self.push(v1);
-        let second = self
-            .cont_var(&[Type::Real])
-            .and_then(|(y2, k2)| Ok((y2, k2, self.d(e2, y1)?)));
-        self.pop(1);
-        let (y2, k2, d2) = second?;
-        let v2 = self.value_var(k2, Type::Real);
-        let (x1, x2) = (self.a.var(v1), self.a.var(v2));
+        let ops = self.operands(&[e1, e2], y)?;
+        let (x1, x2, y2) = (self.a.var(ops.value(0)), self.a.var(ops.value(1)), ops.last);
         let value = self.a.op2(op, x1, x2);
         let k = self.cont(&Type::Real, |m, mut dx, z| {
             let (p1, p2) = binary_partials(m.a, op, x1, x2);
@@ -518,8 +514,7 @@ impl Macro<'_, '_> {
             Ok(m.call(y2, &dx))
         })?;
         let result = self.pair(value, k);
-        let inner = self.bind(v2, y2, d2, result);
-        Ok(self.bind(v1, y1, d1, inner))
+        Ok(self.bind_operands(ops, result))
     }
 
     /// ```text
@@ -562,18 +557,8 @@ impl Macro<'_, '_> {
                 }),
             })
             .collect::<Result<_, _>>()?;
-
-        let (y1, k1) = self.cont_var(std::slice::from_ref(&ta))?;
-        let d1 = self.d(e1, y)?;
-        let va = self.value_var(k1, ta.clone());
-        self.push(va);
-        let second = self
-            .cont_var(std::slice::from_ref(&tb))
-            .and_then(|(y2, k2)| Ok((y2, k2, self.d(e2, y1)?)));
-        self.pop(1);
-        let (y2, k2, d2) = second?;
-        let vb = self.value_var(k2, tb);
-        let (arr_a, arr_b) = (self.a.var(va), self.a.var(vb));
+        let ops = self.operands(&[e1, e2], y)?;
+        let (arr_a, arr_b, y2) = (self.a.var(ops.value(0)), self.a.var(ops.value(1)), ops.last);
         let caps: Vec<Capture> = captures
             .iter()
             .map(|&(c, _)| Capture {
@@ -602,8 +587,7 @@ impl Macro<'_, '_> {
             Ok(m.call(y2, &dx))
         })?;
         let result = self.pair(value, k);
-        let inner = self.bind(vb, y2, d2, result);
-        Ok(self.bind(va, y1, d1, inner))
+        Ok(self.bind_operands(ops, result))
     }
 
     /// ```text
@@ -627,17 +611,8 @@ impl Macro<'_, '_> {
         }
         binary_lambda(self.a, f)?;
         expect_closed(self.a, e, f)?;
-        let (y1, k1) = self.cont_var(&[Type::Real])?;
-        let d1 = self.d(e1, y)?;
-        let vy = self.value_var(k1, Type::Real);
-        self.push(vy);
-        let second = self
-            .cont_var(std::slice::from_ref(&ta))
-            .and_then(|(y2, k2)| Ok((y2, k2, self.d(e2, y1)?)));
-        self.pop(1);
-        let (y2, k2, d2) = second?;
-        let va = self.value_var(k2, ta.clone());
-        let (unit, arr) = (self.a.var(vy), self.a.var(va));
+        let ops = self.operands(&[e1, e2], y)?;
+        let (unit, arr, y2) = (self.a.var(ops.value(0)), self.a.var(ops.value(1)), ops.last);
         let tape =
             arrays::reduce_tape(self.a, &mut Direct { names: self.names }, f, unit, arr, &ta)?;
         let f_copy = arrays::instantiate(self.a, f, &[]);
@@ -650,18 +625,15 @@ impl Macro<'_, '_> {
         })?;
         let result = self.pair(value, k);
         let result = arrays::wrap_lets(self.a, &tape.bindings, result);
-        let inner = self.bind(va, y2, d2, result);
-        Ok(self.bind(vy, y1, d1, inner))
+        Ok(self.bind_operands(ops, result))
     }
 
     /// `len`, `zeros_like`, `ones_like`: constant in their operand.
     /// `let x, Y1 = D(e) in <op x, fun (x, z) -> Y1(x, 0)>`
     fn rule_constant_op(&mut self, e: ExprId, e1: ExprId, y: Var) -> Result<ExprId, AdError> {
         let (t1, t) = (type_of(self.a, e1)?, type_of(self.a, e)?);
-        let (y1, k1) = self.cont_var(std::slice::from_ref(&t1))?;
-        let d1 = self.d(e1, y)?;
-        let v = self.value_var(k1, t1.clone());
-        let ve = self.a.var(v);
+        let ops = self.operands(&[e1], y)?;
+        let (ve, y1) = (self.a.var(ops.value(0)), ops.last);
         let node = match self.a[e] {
             Node::Len(_) => Node::Len(ve),
             Node::ZerosLike(_) => Node::ZerosLike(ve),
@@ -673,6 +645,19 @@ impl Macro<'_, '_> {
             Ok(m.call(y1, &dx))
         })?;
         let result = self.pair(value, k);
-        Ok(self.bind(v, y1, d1, result))
+        Ok(self.bind_operands(ops, result))
+    }
+}
+
+/// The operands of a construct after [`Macro::operands`]: per operand, the variable of
+/// its value, its continuation and its pair `D(e_i)`; and the last continuation.
+struct Operands {
+    steps: Vec<(Var, Var, ExprId)>,
+    last: Var,
+}
+
+impl Operands {
+    fn value(&self, i: usize) -> Var {
+        self.steps[i].0
     }
 }
