@@ -28,7 +28,16 @@ fn time_compile(name: &str, prog: &Program, func: &unfad_syntax::Func) {
         compile(&prog.arena, func).unwrap();
     }
     let per = t.elapsed().as_secs_f64() / reps as f64;
-    println!("compile {name:<28} {:8.3} ms", per * 1e3);
+    let t = Instant::now();
+    for _ in 0..reps {
+        unfad_jit::clif_text(&prog.arena, func).unwrap();
+    }
+    let lower = t.elapsed().as_secs_f64() / reps as f64;
+    println!(
+        "compile {name:<28} {:8.3} ms  (lowering and printing {:.3} ms)",
+        per * 1e3,
+        lower * 1e3
+    );
 }
 
 /// Run with every input component filled with small values; returns ns per element.
@@ -87,6 +96,34 @@ fn main() {
     time_compile("grad prod", &p, &g);
     let (p, g) = gradient(dot);
     time_compile("grad dot", &p, &g);
+
+    // Larger terms: long chains of lets, scalar and array-valued.
+    for k in [100usize, 1000, 5000] {
+        let mut src = String::from("def f(x: real, A: [n]real) =\n");
+        for i in 0..k {
+            let prev = if i == 0 {
+                "x".to_string()
+            } else {
+                format!("s{}", i - 1)
+            };
+            src.push_str(&format!("  let s{i} = sin({prev}) * 0.5 + {prev} * x in\n"));
+        }
+        src.push_str(&format!("  s{}", k - 1));
+        let (p, f) = load(&src);
+        time_compile(&format!("{k} scalar lets"), &p, &f);
+        let mut src = String::from("def f(x: real, A: [n]real) =\n  let B0 = A in\n");
+        for i in 0..k / 10 {
+            src.push_str(&format!(
+                "  let B{} = map2 (a, b. a * x + b) B{i} A in let t{i} = dot(B{}, B{}) in\n",
+                i + 1,
+                i + 1,
+                i + 1
+            ));
+        }
+        src.push_str(&format!("  t{}", k / 10 - 1));
+        let (p, f) = load(&src);
+        time_compile(&format!("{} array lets", k / 10), &p, &f);
+    }
 
     let n = 1_000_000u64;
     let (p, f) = load(dot);

@@ -307,14 +307,9 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// The length of an array of static shape `sa`, given how to compute it at run time
-    /// when it is not exact.
-    fn len_of(&mut self, sa: &SArr, dynamic: impl FnOnce(&mut Self) -> IV) -> IV {
-        if sa.exact {
-            self.dim(sa.len)
-        } else {
-            dynamic(self)
-        }
+    /// `Some(d)` if the length `len` is, by construction, the prologue's value of `d`.
+    fn stat_of(&mut self, len: IV, d: Dim) -> Option<Dim> {
+        (len == self.dim(d)).then_some(d)
     }
 
     /// The shortest of the lengths `items` (each with its `Dim` if it is exactly that): from
@@ -480,7 +475,10 @@ impl<'a> Translator<'a> {
             ),
             (Layout::Array { len, elem }, SShape::Arr(sa)) => Val::Arr(Rc::new(Arr {
                 len: *len,
-                shape: sized(sa, Some(sa.len)),
+                shape: {
+                    let d = self.stat_of(*len, sa.len);
+                    sized(sa, d)
+                },
                 kind: Kind::Mem {
                     layout: (**elem).clone(),
                     holds: holds.clone(),
@@ -503,7 +501,10 @@ impl<'a> Translator<'a> {
             ),
             (Layout::Array { len, elem }, SShape::Arr(sa)) => Place::Arr(Rc::new(Arr {
                 len: *len,
-                shape: sized(sa, Some(sa.len)),
+                shape: {
+                    let d = self.stat_of(*len, sa.len);
+                    sized(sa, d)
+                },
                 kind: Kind::Mem {
                     layout: (**elem).clone(),
                     holds: holds.clone(),
@@ -577,7 +578,10 @@ impl<'a> Translator<'a> {
             ),
             FillElem::Array { len, shape, elem } => Val::Arr(Rc::new(Arr {
                 len: *len,
-                shape: sized(shape, Some(shape.len)),
+                shape: {
+                    let d = self.stat_of(*len, shape.len);
+                    sized(shape, d)
+                },
                 kind: Kind::Fill {
                     elem: (**elem).clone(),
                 },
@@ -819,12 +823,11 @@ impl<'a> Translator<'a> {
                 let Kind::Mem { layout, .. } = &a.kind else {
                     return internal("only arrays in memory are passed between blocks");
                 };
-                let param = IV::V(next()?);
-                // An exact length is the same in every block: take it from the prologue.
-                let len = if sa.exact { self.dim(sa.len) } else { param };
+                let len = IV::V(next()?);
+                let d = self.stat_of(len, sa.len);
                 Val::Arr(Rc::new(Arr {
                     len,
-                    shape: sa.clone(),
+                    shape: sized(sa, d),
                     kind: Kind::Mem {
                         layout: Self::rebuild_layout(layout, vals)?,
                         holds: holds.clone(),
@@ -1233,10 +1236,9 @@ impl<'a> Translator<'a> {
                     return self.emit_into(e, &Place::Arr(p));
                 }
                 let src = self.emit_arr(x)?;
-                let len = self.len_of(&sa, |_| src.len);
                 Ok(Val::Arr(Rc::new(Arr {
-                    len,
-                    shape: sa,
+                    len: src.len,
+                    shape: sized(&sa, src.stat()),
                     kind: Kind::Map {
                         f,
                         src,
@@ -1252,12 +1254,10 @@ impl<'a> Translator<'a> {
                 }
                 let a = self.emit_arr(x)?;
                 let b = self.emit_arr(y)?;
-                let len = self.len_of(&sa, |t| {
-                    t.min_len(&[(a.len, a.stat()), (b.len, b.stat())]).0
-                });
+                let (len, dim) = self.min_len(&[(a.len, a.stat()), (b.len, b.stat())]);
                 Ok(Val::Arr(Rc::new(Arr {
                     len,
-                    shape: sa,
+                    shape: sized(&sa, dim),
                     kind: Kind::Map2 {
                         f,
                         a,
@@ -1535,10 +1535,13 @@ impl<'a> Translator<'a> {
             return internal("the branches of an `if` have different representations");
         }
         self.b.switch_to_block(join_b);
-        let params: Vec<Value> = tx
-            .iter()
-            .map(|&t| self.b.append_block_param(join_b, t))
-            .collect();
+        // A value that arrives unchanged from both branches is used as it is (it dominates
+        // the join); the others become block parameters.
+        let mut params = Vec::with_capacity(fx.len());
+        for ((&a, &b), &t) in fx.iter().zip(&fy).zip(&tx) {
+            let p = self.b.append_block_param(join_b, t);
+            params.push(if a == b { a } else { p });
+        }
         let mut h = Vec::new();
         Self::holds_of(&vx, &mut h);
         Self::holds_of(&vy, &mut h);
@@ -1593,12 +1596,25 @@ impl<'a> Translator<'a> {
 
     /// `shift1L a` (drop the first element) or `shift1R a` (drop the last): a view.
     fn shift(&mut self, a: &Arr, left: bool) -> R<Rc<Arr>> {
-        let shape = Rc::new(SArr {
-            len: a.shape.len.dec(),
-            exact: a.shape.exact,
-            elem: a.shape.elem.clone(),
-        });
-        let len = self.len_of(&shape, |t| t.dec(a.len));
+        let (len, shape) = match a.stat() {
+            Some(d) => {
+                let d = d.dec();
+                let shape = Rc::new(SArr {
+                    len: d,
+                    exact: true,
+                    elem: a.shape.elem.clone(),
+                });
+                (self.dim(d), shape)
+            }
+            None => {
+                let shape = Rc::new(SArr {
+                    len: a.shape.len.dec(),
+                    exact: false,
+                    elem: a.shape.elem.clone(),
+                });
+                (self.dec(a.len), shape)
+            }
+        };
         let kind = match &a.kind {
             Kind::Mem { layout, holds } => Kind::Mem {
                 layout: if left {

@@ -515,3 +515,21 @@ fn constant_conditions_and_boolean_constants() {
         }
     }
 }
+
+#[test]
+fn rows_of_joined_arrays_keep_their_own_length() {
+    // At m = 0 the rows of one branch are empty and those of the other have one element.
+    let src = "def f(M: [n][m]real, x: real) = \
+               let R = if x > 0 then M else map (r. scanl + 0 (shift1L r)) M in \
+               map (r. sum(r) + len(r)) R";
+    let mut inputs = Vec::new();
+    for x in [1.0, -1.0] {
+        inputs.push(json!({"M": [[], []], "x": x}));
+        inputs.push(json!({"M": mat_of(3, 2, 0.4), "x": x}));
+    }
+    check(src, &inputs);
+    let sums = "def f(M: [n][m]real, x: real) = \
+                let R = if x > 0 then M else map (r. scanl + 0 (shift1L r)) M in \
+                map (r. sum(r)) R";
+    check(sums, &inputs);
+}
