@@ -1,0 +1,283 @@
+//! Arguments: user values (`Arg`) checked against parameter types and laid out as the
+//! native ABI's components.
+
+use std::sync::Arc;
+
+use unfad_syntax::{Size, Type};
+
+use crate::Error;
+
+/// An argument of a compiled function.
+///
+/// - `Arg::from(x)` for a `real`;
+/// - `Arg::from(&[f64])` for a `[n]real`;
+/// - `Arg::array(data, shape)` for any array of reals, nested ones included, row-major
+///   (`[n][m]real` is `shape = [n, m]`, `data.len() == n * m`);
+/// - `Arg::tuple(items)` for a tuple;
+/// - `Arg::elements(items)` for an array of anything else (e.g. of tuples), one `Arg`
+///   per element.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg<'a> {
+    Real(f64),
+    Array { data: &'a [f64], shape: Vec<usize> },
+    Tuple(Vec<Arg<'a>>),
+    Elements(Vec<Arg<'a>>),
+}
+
+impl From<f64> for Arg<'_> {
+    fn from(x: f64) -> Self {
+        Arg::Real(x)
+    }
+}
+
+impl<'a> From<&'a [f64]> for Arg<'a> {
+    fn from(data: &'a [f64]) -> Self {
+        Arg::Array {
+            data,
+            shape: vec![data.len()],
+        }
+    }
+}
+
+impl<'a> From<&'a Vec<f64>> for Arg<'a> {
+    fn from(data: &'a Vec<f64>) -> Self {
+        Arg::from(data.as_slice())
+    }
+}
+
+impl<'a> Arg<'a> {
+    /// An array of reals of any rank, row-major.
+    pub fn array(data: &'a [f64], shape: &[usize]) -> Arg<'a> {
+        Arg::Array {
+            data,
+            shape: shape.to_vec(),
+        }
+    }
+
+    pub fn tuple(items: Vec<Arg<'a>>) -> Arg<'a> {
+        Arg::Tuple(items)
+    }
+
+    /// An array given element by element.
+    pub fn elements(items: Vec<Arg<'a>>) -> Arg<'a> {
+        Arg::Elements(items)
+    }
+}
+
+/// Checks arguments against parameter types and scatters their leaves into components.
+/// `sizes` collects each size variable's value and the parameter that fixed it (a vector
+/// reused between calls: there are few size variables).
+pub(crate) struct Binder<'n> {
+    pub names: &'n [String],
+    pub sizes: &'n mut Vec<(Arc<str>, u64, usize)>,
+}
+
+fn kind(a: &Arg) -> String {
+    match a {
+        Arg::Real(_) => "a real".into(),
+        Arg::Array { shape, .. } => format!("an array of shape {shape:?}"),
+        Arg::Tuple(items) => format!("a tuple of {} items", items.len()),
+        Arg::Elements(items) => format!("an array of {} elements", items.len()),
+    }
+}
+
+impl Binder<'_> {
+    fn bind_size(&mut self, param: usize, ty: &Type, size: &Size, len: usize) -> Result<(), Error> {
+        let name = &self.names[param];
+        match &size.var {
+            None => {
+                if size.offset as u64 != len as u64 {
+                    return Err(Error::Argument(format!(
+                        "parameter `{name}`: expected {} elements (type `{ty}`), found {len}",
+                        size.offset
+                    )));
+                }
+            }
+            Some(v) => {
+                let value = len as i64 - size.offset;
+                if value < 0 {
+                    return Err(Error::Argument(format!(
+                        "parameter `{name}`: {len} elements is too few for size {size}"
+                    )));
+                }
+                match self.sizes.iter().find(|(name, _, _)| name == v) {
+                    Some(&(_, prev, from)) if prev != value as u64 => {
+                        return Err(Error::Argument(format!(
+                            "parameter `{name}`: size `{v}` is {value} here, but {prev} from parameter `{}`",
+                            self.names[from]
+                        )))
+                    }
+                    Some(_) => {}
+                    None => self.sizes.push((v.clone(), value as u64, param)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Check `arg` against `ty` for parameter `param`, binding sizes, and push its leaves
+    /// onto the components `comps[base..]` (arrays distribute over tuples, so every
+    /// component receives its leaves in row-major order).
+    pub fn scatter(
+        &mut self,
+        param: usize,
+        ty: &Type,
+        arg: &Arg,
+        comps: &mut [Vec<f64>],
+        base: usize,
+    ) -> Result<(), Error> {
+        let name = self.names[param].clone();
+        match (ty, arg) {
+            (Type::Real, Arg::Real(x)) => {
+                comps[base].push(*x);
+                Ok(())
+            }
+            (Type::Tuple(items), Arg::Tuple(args)) => {
+                if items.len() != args.len() {
+                    return Err(Error::Argument(format!(
+                        "parameter `{name}`: a tuple of type `{ty}` has {} items, found {}",
+                        items.len(),
+                        args.len()
+                    )));
+                }
+                let mut offset = base;
+                for (t, a) in items.iter().zip(args) {
+                    self.scatter(param, t, a, comps, offset)?;
+                    offset += component_count(t);
+                }
+                Ok(())
+            }
+            (Type::Array(size, elem), Arg::Elements(items)) => {
+                self.bind_size(param, ty, size, items.len())?;
+                for a in items {
+                    self.scatter(param, elem, a, comps, base)?;
+                }
+                Ok(())
+            }
+            (Type::Array(..), Arg::Array { data, shape }) => {
+                self.check_array(param, ty, data, shape)?;
+                comps[base].extend_from_slice(data);
+                Ok(())
+            }
+            _ => Err(Error::Argument(format!(
+                "parameter `{name}` has type `{ty}`, but the argument is {}",
+                kind(arg)
+            ))),
+        }
+    }
+}
+
+impl Binder<'_> {
+    /// Check an array of reals given as `data` with `shape` against `ty`, binding sizes.
+    pub fn check_array(
+        &mut self,
+        param: usize,
+        ty: &Type,
+        data: &[f64],
+        shape: &[usize],
+    ) -> Result<(), Error> {
+        let name = self.names[param].clone();
+        let (dims, leaf) = array_dims(ty);
+        if leaf != Type::Real {
+            return Err(Error::Argument(format!(
+                "parameter `{name}` has type `{ty}`: give its elements with `Arg::elements`"
+            )));
+        }
+        if shape.len() != dims.len() {
+            return Err(Error::Argument(format!(
+                "parameter `{name}` has type `{ty}` ({} dimensions), but the argument has shape {shape:?}",
+                dims.len()
+            )));
+        }
+        let count: Option<usize> = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+        if count != Some(data.len()) {
+            return Err(Error::Argument(format!(
+                "parameter `{name}`: shape {shape:?} needs {} values, but the data has {}",
+                count.map_or("too many".to_string(), |c| c.to_string()),
+                data.len()
+            )));
+        }
+        for (d, &len) in dims.iter().zip(shape) {
+            self.bind_size(param, ty, d, len)?;
+        }
+        Ok(())
+    }
+}
+
+/// The sizes of nested arrays around the leaf type: `[n][m]real` is `([n, m], real)`.
+pub(crate) fn array_dims(ty: &Type) -> (Vec<Size>, Type) {
+    let mut dims = Vec::new();
+    let mut t = ty.clone();
+    while let Type::Array(n, e) = t {
+        dims.push(n);
+        t = (*e).clone();
+    }
+    (dims, t)
+}
+
+/// How many ABI components a value of type `ty` has (one per real leaf of the tuples,
+/// arrays distributing over tuples).
+pub fn component_count(ty: &Type) -> usize {
+    match ty {
+        Type::Real | Type::Bool => 1,
+        Type::Tuple(items) => items.iter().map(component_count).sum(),
+        Type::Array(_, elem) => component_count(elem),
+        Type::Func(..) => 0,
+    }
+}
+
+/// True if a value of `ty` is one component whose buffer is the row-major leaves
+/// (reals and arrays of reals of any rank): no reordering is needed.
+pub fn is_single_component(ty: &Type) -> bool {
+    array_dims(ty).1 == Type::Real
+}
+
+/// Gather the leaves of a value of type `ty` in row-major order (tuples component by
+/// component inside each element) from its components, the inverse of `scatter`.
+/// `lens[i]` is the element count of component `i`; `dims` the lengths of the arrays
+/// around it, outermost first.
+pub(crate) fn gather(
+    ty: &Type,
+    comps: &[&[f64]],
+    sizes: &dyn Fn(&Size) -> u64,
+    out: &mut Vec<f64>,
+) {
+    // Walk the type, keeping for each component the index of its next leaf.
+    fn go(
+        ty: &Type,
+        comps: &[&[f64]],
+        base: usize,
+        next: &mut [usize],
+        sizes: &dyn Fn(&Size) -> u64,
+        out: &mut Vec<f64>,
+    ) {
+        match ty {
+            Type::Real | Type::Bool => {
+                out.push(comps[base].get(next[base]).copied().unwrap_or(f64::NAN));
+                next[base] += 1;
+            }
+            Type::Tuple(items) => {
+                let mut offset = base;
+                for t in items.iter() {
+                    go(t, comps, offset, next, sizes, out);
+                    offset += component_count(t);
+                }
+            }
+            Type::Array(n, elem) => {
+                for _ in 0..sizes(n) {
+                    go(elem, comps, base, next, sizes, out);
+                }
+            }
+            Type::Func(..) => {}
+        }
+    }
+    let mut stack = [0usize; 64];
+    let mut heap = Vec::new();
+    let next: &mut [usize] = if comps.len() <= stack.len() {
+        &mut stack[..comps.len()]
+    } else {
+        heap.resize(comps.len(), 0);
+        &mut heap
+    };
+    go(ty, comps, 0, next, sizes, out);
+}

@@ -1,0 +1,629 @@
+//! unfad: reverse-mode automatic differentiation of array programs, compiled to native
+//! code in milliseconds.
+//!
+//! A program in unfad's language (see `docs/language.md`) is parsed, type-checked,
+//! differentiated by the purely functional reverse mode of Huot & Shaikhha, partially
+//! evaluated into first-order code, and JIT-compiled with Cranelift.
+//!
+//! ```
+//! use unfad::{Arg, Engine};
+//!
+//! let engine = Engine::new();
+//! let grad = engine.compile_grad("def f(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)")?;
+//! let (a, b) = (vec![1.0, 2.0, 3.0], vec![4.0, 5.0, 6.0]);
+//! let out = grad.call(&[a.as_slice().into(), b.as_slice().into()])?;
+//! assert_eq!(out.value, 32.0);
+//! assert_eq!(out.gradient(0), &[4.0, 5.0, 6.0]);
+//! assert_eq!(out.gradient_by_name("B"), Some(&[1.0, 2.0, 3.0][..]));
+//! # Ok::<(), unfad::Error>(())
+//! ```
+//!
+//! # The native ABI
+//!
+//! [`GradFn::fn_ptr`] (and [`Func::fn_ptr`]) give the compiled code itself, an
+//! `unsafe extern "C" fn(inputs, sizes, outputs, workspace)`:
+//!
+//! ```text
+//! void f(const double *const *inputs, const uint64_t *sizes,
+//!        double *const *outputs, double *workspace);
+//! ```
+//!
+//! - Values are flattened into **components**, each a flat buffer of `f64`: a real is one
+//!   component of one element; an array of reals of any rank is one component, row-major
+//!   (`[n][m]real` has `n * m` elements); a tuple contributes its fields' components in
+//!   order; arrays distribute over tuples (`[n](real, real)` is two components of `n`).
+//! - `inputs[k]` points to the `k`-th component of the parameters, in order
+//!   ([`GradFn::input_components`]).
+//! - `sizes[i]` is the value of the `i`-th size variable ([`GradFn::size_vars`]).
+//! - `outputs[k]` points to a buffer for the `k`-th output component, which the function
+//!   fills ([`GradFn::output_components`]). For a gradient function the result is the tuple
+//!   `(value, g_1, ..., g_k)`: the value, then the components of the gradient with respect
+//!   to each differentiated parameter, in the order of [`GradFn::wrt`].
+//! - `workspace` points to at least [`GradFn::workspace_len`] `f64`s (8-byte aligned; may
+//!   be null when that is 0). The native code never allocates and touches no other memory.
+//!
+//! Buffers must not overlap (inputs may overlap each other). The pointer is valid while
+//! the `GradFn` (or a clone) is alive. [`GradFn::call`] does all of this safely: it checks
+//! every shape and size and returns an [`Error`] on a mismatch.
+//!
+//! Compiled functions are `Send + Sync`: they can be called from several threads at once
+//! (each call takes a workspace of its own from a pool).
+
+mod args;
+pub mod pipeline;
+
+use std::sync::Mutex;
+
+use unfad_jit::{Compiled, Component};
+use unfad_syntax::{Size, Type};
+
+pub use args::{component_count, Arg};
+use args::{gather, is_single_component, Binder};
+pub use pipeline::Pipeline;
+pub use unfad_jit::RawFn;
+
+/// Why compiling or calling failed. `Display` gives a message a person can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The program does not parse, is ill-typed, or uses a construct that cannot be
+    /// differentiated; the message has the line and column.
+    #[error("{0}")]
+    Program(#[from] unfad_syntax::Error),
+    /// The arguments do not fit the parameters (number, shape, sizes), or the request
+    /// does not fit the program (parameters to differentiate against).
+    #[error("{0}")]
+    Argument(String),
+    /// A bug of unfad, reported instead of crashing.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<unfad_jit::JitError> for Error {
+    fn from(e: unfad_jit::JitError) -> Error {
+        Error::Internal(e.to_string())
+    }
+}
+
+/// Compiles programs. Cheap to create; holds no state between compilations.
+#[derive(Clone, Debug, Default)]
+pub struct Engine {
+    _private: (),
+}
+
+/// What to differentiate: the entry point and the parameters (the paper's rho).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GradOptions<'a> {
+    /// The definition to differentiate (default: the last one).
+    pub entry: Option<&'a str>,
+    /// The parameters to differentiate against (default: all).
+    pub wrt: Option<&'a [&'a str]>,
+}
+
+impl Engine {
+    pub fn new() -> Engine {
+        Engine::default()
+    }
+
+    /// The native value-and-gradient function of the last definition of `src`, with
+    /// respect to every parameter. The definition must return `real`.
+    pub fn compile_grad(&self, src: &str) -> Result<GradFn, Error> {
+        self.compile_grad_with(src, GradOptions::default())
+    }
+
+    /// [`Engine::compile_grad`] of the definition named `entry`.
+    pub fn compile_grad_entry(&self, src: &str, entry: &str) -> Result<GradFn, Error> {
+        self.compile_grad_with(
+            src,
+            GradOptions {
+                entry: Some(entry),
+                wrt: None,
+            },
+        )
+    }
+
+    /// [`Engine::compile_grad`] with respect to the parameters named in `wrt` only.
+    pub fn compile_grad_wrt(
+        &self,
+        src: &str,
+        entry: Option<&str>,
+        wrt: &[&str],
+    ) -> Result<GradFn, Error> {
+        self.compile_grad_with(
+            src,
+            GradOptions {
+                entry,
+                wrt: Some(wrt),
+            },
+        )
+    }
+
+    /// The general form: entry point and parameters to differentiate against.
+    pub fn compile_grad_with(&self, src: &str, options: GradOptions) -> Result<GradFn, Error> {
+        let mut p = Pipeline::load(src, options.entry)?;
+        // Gradients are computed in parameter order whatever order `wrt` names them in.
+        let mut wrt = p.wrt(options.wrt)?;
+        wrt.sort_unstable();
+        let grad = p.optimized_reverse(&wrt)?;
+        let compiled = unfad_jit::compile(&p.program.arena, &grad)?;
+        let params = params_of(&p);
+        let names = params.iter().map(|p| p.name.clone()).collect();
+        Ok(GradFn {
+            compiled,
+            params,
+            names,
+            wrt,
+            pool: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The native function computing the last definition of `src` (any ground result).
+    pub fn compile(&self, src: &str) -> Result<Func, Error> {
+        self.compile_func(src, None)
+    }
+
+    /// [`Engine::compile`] of the definition named `entry`.
+    pub fn compile_entry(&self, src: &str, entry: &str) -> Result<Func, Error> {
+        self.compile_func(src, Some(entry))
+    }
+
+    fn compile_func(&self, src: &str, entry: Option<&str>) -> Result<Func, Error> {
+        let p = Pipeline::load(src, entry)?;
+        let compiled = unfad_jit::compile(&p.program.arena, &p.source)?;
+        let params = params_of(&p);
+        let names = params.iter().map(|p| p.name.clone()).collect();
+        let ret = p.source.ret.clone();
+        Ok(Func {
+            compiled,
+            params,
+            names,
+            ret,
+            pool: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Param {
+    name: String,
+    ty: Type,
+}
+
+fn params_of(p: &Pipeline) -> Vec<Param> {
+    let arena = &p.program.arena;
+    p.source
+        .params
+        .iter()
+        .map(|&v| Param {
+            name: arena.var_name(v).to_string(),
+            ty: arena.var_type(v).cloned().expect("typed"),
+        })
+        .collect()
+}
+
+/// The result of a gradient call: the value, and the gradient with respect to each
+/// differentiated parameter, flat and row-major. Reuse one with [`GradFn::call_into`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Output {
+    pub value: f64,
+    gradients: Vec<Vec<f64>>,
+    names: Vec<String>,
+    /// Which parameters were differentiated.
+    differentiated: Vec<bool>,
+    /// Components of gradients that need reordering (tuples), reused between calls.
+    scratch: Vec<Vec<f64>>,
+}
+
+impl Output {
+    /// The gradient with respect to parameter `i`, flat and row-major (one element for a
+    /// real, the leaves in order for a tuple); empty for a parameter that was not
+    /// differentiated, or out of range.
+    pub fn gradient(&self, i: usize) -> &[f64] {
+        self.gradients.get(i).map_or(&[], |g| g.as_slice())
+    }
+
+    /// The gradient with respect to the parameter named `name`, if it was differentiated.
+    pub fn gradient_by_name(&self, name: &str) -> Option<&[f64]> {
+        let i = self.names.iter().position(|n| n == name)?;
+        (*self.differentiated.get(i)?).then(|| self.gradients[i].as_slice())
+    }
+}
+
+/// Buffers one call needs, pooled so that warm calls allocate nothing.
+#[derive(Default)]
+struct Scratch {
+    workspace: Vec<f64>,
+    /// Input components that are assembled (tuples and arrays of tuples).
+    inputs: Vec<Vec<f64>>,
+    /// Size bindings while checking arguments: variable, value, parameter.
+    bindings: Vec<(std::sync::Arc<str>, u64, usize)>,
+    /// Size values in the compiled function's order.
+    sizes: Vec<u64>,
+}
+
+/// Component lists live on the stack up to this many components.
+const STACK_COMPONENTS: usize = 64;
+
+/// A vector on the stack for up to [`STACK_COMPONENTS`] items (on the heap beyond).
+struct StackVec<T> {
+    stack: [T; STACK_COMPONENTS],
+    heap: Vec<T>,
+    len: usize,
+    spill: bool,
+}
+
+impl<T: Default> StackVec<T> {
+    fn with_capacity(n: usize) -> Self {
+        let spill = n > STACK_COMPONENTS;
+        StackVec {
+            stack: std::array::from_fn(|_| T::default()),
+            heap: if spill {
+                Vec::with_capacity(n)
+            } else {
+                Vec::new()
+            },
+            len: 0,
+            spill,
+        }
+    }
+
+    fn push(&mut self, x: T) {
+        if self.spill {
+            self.heap.push(x);
+        } else {
+            self.stack[self.len] = x;
+        }
+        self.len += 1;
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        if self.spill {
+            &mut self.heap
+        } else {
+            &mut self.stack[..self.len]
+        }
+    }
+
+    fn as_slice(&self) -> &[T] {
+        if self.spill {
+            &self.heap
+        } else {
+            &self.stack[..self.len]
+        }
+    }
+}
+
+/// Take a scratch from `pool`, run `f` with it, put it back.
+fn with_scratch<R>(pool: &Mutex<Vec<Scratch>>, f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let mut scratch = pool
+        .lock()
+        .map(|mut p| p.pop())
+        .unwrap_or(None)
+        .unwrap_or_default();
+    let r = f(&mut scratch);
+    if let Ok(mut p) = pool.lock() {
+        p.push(scratch);
+    }
+    r
+}
+
+/// A compiled gradient: call it with [`GradFn::call`].
+pub struct GradFn {
+    compiled: Compiled,
+    params: Vec<Param>,
+    names: Vec<String>,
+    wrt: Vec<usize>,
+    pool: Mutex<Vec<Scratch>>,
+}
+
+impl std::fmt::Debug for GradFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GradFn")
+            .field("params", &self.names)
+            .field("wrt", &self.wrt)
+            .finish()
+    }
+}
+
+impl GradFn {
+    /// Value and gradients at `args` (one per parameter), in a fresh [`Output`].
+    pub fn call(&self, args: &[Arg]) -> Result<Output, Error> {
+        let mut out = Output::default();
+        self.call_into(args, &mut out)?;
+        Ok(out)
+    }
+
+    /// Value and gradients into `out`; once warm with the same sizes this allocates
+    /// nothing (for up to 64 components of arguments and gradients).
+    pub fn call_into(&self, args: &[Arg], out: &mut Output) -> Result<(), Error> {
+        with_scratch(&self.pool, |scratch| self.run(args, out, scratch))
+    }
+
+    fn run(&self, args: &[Arg], out: &mut Output, scratch: &mut Scratch) -> Result<(), Error> {
+        let inputs = prepare(&self.compiled, &self.params, &self.names, args, scratch)?;
+        if out.names != self.names {
+            out.names = self.names.clone();
+            out.differentiated = (0..self.names.len())
+                .map(|i| self.wrt.contains(&i))
+                .collect();
+        }
+        out.gradients.resize_with(self.params.len(), Vec::new);
+        let multi: usize = self
+            .wrt
+            .iter()
+            .filter(|&&i| !is_single_component(&self.params[i].ty))
+            .map(|&i| component_count(&self.params[i].ty))
+            .sum();
+        out.scratch.resize_with(multi, Vec::new);
+        let comps = self.compiled.outputs();
+        let sizes = &scratch.sizes;
+        let comp_len = |k: usize| {
+            comps
+                .get(k)
+                .and_then(|c| c.len(sizes))
+                .ok_or_else(|| Error::Internal(format!("output component {k}")))
+        };
+        let mut value = [0.0f64];
+        {
+            // The value, then the differentiated parameters' components in parameter order
+            // (the order the gradient was compiled in).
+            let mut outs: StackVec<&mut [f64]> = StackVec::with_capacity(comps.len());
+            outs.push(&mut value);
+            let mut k = 1;
+            let mut spare = out.scratch.iter_mut();
+            for (i, g) in out.gradients.iter_mut().enumerate() {
+                if !self.wrt.contains(&i) {
+                    g.clear();
+                    continue;
+                }
+                let ty = &self.params[i].ty;
+                if is_single_component(ty) {
+                    g.resize(comp_len(k)?, 0.0);
+                    outs.push(g.as_mut_slice());
+                    k += 1;
+                } else {
+                    for _ in 0..component_count(ty) {
+                        let buf = spare
+                            .next()
+                            .ok_or_else(|| Error::Internal("gradient scratch".into()))?;
+                        buf.resize(comp_len(k)?, 0.0);
+                        outs.push(buf.as_mut_slice());
+                        k += 1;
+                    }
+                }
+            }
+            run_native(&self.compiled, &inputs, scratch, outs.as_mut_slice())?;
+        }
+        out.value = value[0];
+        // Tuple-valued gradients: reorder their components into row-major leaves.
+        let sizes = &scratch.sizes;
+        let size_of = |s: &Size| {
+            s.eval(&|v| {
+                self.compiled
+                    .size_vars()
+                    .iter()
+                    .position(|n| n == v)
+                    .map(|i| sizes[i])
+            })
+            .unwrap_or(0)
+        };
+        let mut s = 0;
+        for &i in &self.wrt {
+            let ty = &self.params[i].ty;
+            if !is_single_component(ty) {
+                let n = component_count(ty);
+                let mut parts: StackVec<&[f64]> = StackVec::with_capacity(n);
+                for v in &out.scratch[s..s + n] {
+                    parts.push(v.as_slice());
+                }
+                let g = &mut out.gradients[i];
+                g.clear();
+                gather(ty, parts.as_slice(), &size_of, g);
+                s += n;
+            }
+        }
+        Ok(())
+    }
+
+    /// The native function; see the crate docs for its ABI. Valid while `self` lives.
+    pub fn fn_ptr(&self) -> RawFn {
+        self.compiled.fn_ptr()
+    }
+
+    /// Parameter names, in order.
+    pub fn param_names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Indices of the differentiated parameters, in parameter order (the order of the
+    /// gradient outputs).
+    pub fn wrt(&self) -> &[usize] {
+        &self.wrt
+    }
+
+    /// The size variables, in the order of the ABI's `sizes` argument.
+    pub fn size_vars(&self) -> &[String] {
+        self.compiled.size_vars()
+    }
+
+    /// The ABI's input components.
+    pub fn input_components(&self) -> &[Component] {
+        self.compiled.inputs()
+    }
+
+    /// The ABI's output components: the value, then the gradients' components.
+    pub fn output_components(&self) -> &[Component] {
+        self.compiled.outputs()
+    }
+
+    /// Reals of workspace a call with these sizes needs.
+    pub fn workspace_len(&self, sizes: &[u64]) -> usize {
+        self.compiled.workspace_len(sizes)
+    }
+}
+
+/// The input components of one call: the argument's own data where a component is just
+/// that (reals, arrays of reals), otherwise (`None`) the component assembled in the
+/// scratch.
+type Direct<'a> = StackVec<Option<&'a [f64]>>;
+
+/// Check `args` against `params`, bind the sizes into `scratch.sizes` (in the compiled
+/// function's order), and collect the input components.
+fn prepare<'a>(
+    compiled: &Compiled,
+    params: &[Param],
+    names: &[String],
+    args: &'a [Arg<'a>],
+    scratch: &mut Scratch,
+) -> Result<Direct<'a>, Error> {
+    if args.len() != params.len() {
+        return Err(Error::Argument(format!(
+            "{} argument(s) given, the function takes {} ({})",
+            args.len(),
+            params.len(),
+            names.join(", ")
+        )));
+    }
+    scratch.bindings.clear();
+    let count: usize = params.iter().map(|p| component_count(&p.ty)).sum();
+    let mut direct = StackVec::with_capacity(count);
+    scratch.inputs.resize_with(count, Vec::new);
+    let mut binder = Binder {
+        names,
+        sizes: &mut scratch.bindings,
+    };
+    let mut k = 0;
+    for (i, (p, a)) in params.iter().zip(args).enumerate() {
+        let n = component_count(&p.ty);
+        match (&p.ty, a) {
+            (Type::Real, Arg::Real(x)) => direct.push(Some(std::slice::from_ref(x))),
+            (t, Arg::Array { data, shape }) if is_single_component(t) && *t != Type::Real => {
+                binder.check_array(i, t, data, shape)?;
+                direct.push(Some(*data));
+            }
+            _ => {
+                for c in &mut scratch.inputs[k..k + n] {
+                    c.clear();
+                }
+                binder.scatter(i, &p.ty, a, &mut scratch.inputs[k..k + n], 0)?;
+                for _ in 0..n {
+                    direct.push(None);
+                }
+            }
+        }
+        k += n;
+    }
+    scratch.sizes.clear();
+    for v in compiled.size_vars() {
+        let value = scratch
+            .bindings
+            .iter()
+            .find(|(name, _, _)| name.as_ref() == v.as_str())
+            .map(|(_, n, _)| *n);
+        scratch
+            .sizes
+            .push(value.ok_or_else(|| Error::Internal(format!("the size `{v}` was not bound")))?);
+    }
+    Ok(direct)
+}
+
+/// Call the native code (through the checked call) with the prepared inputs.
+fn run_native(
+    compiled: &Compiled,
+    direct: &Direct,
+    scratch: &mut Scratch,
+    outputs: &mut [&mut [f64]],
+) -> Result<(), Error> {
+    let need = compiled.workspace_len(&scratch.sizes);
+    if need == usize::MAX {
+        return Err(Error::Argument(format!(
+            "the sizes {:?} are too large to run with",
+            scratch.sizes
+        )));
+    }
+    if scratch.workspace.len() < need {
+        scratch.workspace.resize(need, 0.0);
+    }
+    let mut inputs: StackVec<&[f64]> = StackVec::with_capacity(direct.as_slice().len());
+    for (k, d) in direct.as_slice().iter().enumerate() {
+        inputs.push(d.unwrap_or(scratch.inputs[k].as_slice()));
+    }
+    compiled.call(
+        inputs.as_slice(),
+        &scratch.sizes,
+        outputs,
+        &mut scratch.workspace[..need],
+    )?;
+    Ok(())
+}
+
+/// A compiled primal function: call it with [`Func::call`].
+pub struct Func {
+    compiled: Compiled,
+    params: Vec<Param>,
+    names: Vec<String>,
+    ret: Type,
+    pool: Mutex<Vec<Scratch>>,
+}
+
+impl Func {
+    /// The result's leaves, flat and row-major (one element for a real).
+    pub fn call(&self, args: &[Arg]) -> Result<Vec<f64>, Error> {
+        with_scratch(&self.pool, |scratch| self.run(args, scratch))
+    }
+
+    fn run(&self, args: &[Arg], scratch: &mut Scratch) -> Result<Vec<f64>, Error> {
+        let inputs = prepare(&self.compiled, &self.params, &self.names, args, scratch)?;
+        let sizes = scratch.sizes.clone();
+        let mut bufs: Vec<Vec<f64>> = self
+            .compiled
+            .outputs()
+            .iter()
+            .map(|c| {
+                c.len(&sizes)
+                    .map(|n| vec![0.0; n])
+                    .ok_or_else(|| Error::Argument(format!("the sizes {sizes:?} are too large")))
+            })
+            .collect::<Result<_, _>>()?;
+        {
+            let mut outs: Vec<&mut [f64]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+            run_native(&self.compiled, &inputs, scratch, &mut outs)?;
+        }
+        if bufs.len() == 1 && is_single_component(&self.ret) {
+            return Ok(bufs.pop().unwrap_or_default());
+        }
+        let parts: Vec<&[f64]> = bufs.iter().map(|b| b.as_slice()).collect();
+        let size_of = |s: &Size| {
+            s.eval(&|v| {
+                self.compiled
+                    .size_vars()
+                    .iter()
+                    .position(|n| n == v)
+                    .map(|i| sizes[i])
+            })
+            .unwrap_or(0)
+        };
+        let mut out = Vec::new();
+        gather(&self.ret, &parts, &size_of, &mut out);
+        Ok(out)
+    }
+
+    /// The native function; see the crate docs for its ABI. Valid while `self` lives.
+    pub fn fn_ptr(&self) -> RawFn {
+        self.compiled.fn_ptr()
+    }
+
+    /// Parameter names, in order.
+    pub fn param_names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The size variables, in the order of the ABI's `sizes` argument.
+    pub fn size_vars(&self) -> &[String] {
+        self.compiled.size_vars()
+    }
+
+    /// Reals of workspace a call with these sizes needs.
+    pub fn workspace_len(&self, sizes: &[u64]) -> usize {
+        self.compiled.workspace_len(sizes)
+    }
+}

@@ -1,0 +1,116 @@
+//! The compilation pipeline, stage by stage, for tools that want to look at every
+//! intermediate result (`unfad emit`, `unfad cost`): text -> typed Source -> Target ->
+//! optimized Target -> native code.
+
+use unfad_ad::AdError;
+use unfad_opt::OptError;
+use unfad_syntax::{check_source, ErrorKind, Func, Program};
+
+use crate::Error;
+
+/// A program loaded for one entry point: parsed, type-checked, calls inlined.
+pub struct Pipeline {
+    pub program: Program,
+    /// The entry point as a closed Source function.
+    pub source: Func,
+}
+
+impl Pipeline {
+    /// Parse `src`, type-check it and inline the entry point (`None`: the last definition).
+    pub fn load(src: &str, entry: Option<&str>) -> Result<Pipeline, Error> {
+        let mut program = Program::load(src)?;
+        let d = program.entry(entry)?;
+        let source = program.inline(d)?;
+        Ok(Pipeline { program, source })
+    }
+
+    /// Parameter indices for the names in `wrt` (`None`: every parameter).
+    pub fn wrt(&self, wrt: Option<&[&str]>) -> Result<Vec<usize>, Error> {
+        let names = self.source.param_names(&self.program.arena);
+        match wrt {
+            None => Ok((0..names.len()).collect()),
+            Some(list) => {
+                let mut out = Vec::new();
+                for w in list {
+                    match names.iter().position(|n| n == w) {
+                        Some(i) if !out.contains(&i) => out.push(i),
+                        Some(_) => return Err(Error::Argument(format!("parameter `{w}` is named twice in the parameters to differentiate against"))),
+                        None => {
+                            return Err(Error::Argument(format!(
+                                "`{w}` is not a parameter of `{}` (its parameters: {})",
+                                self.source.name,
+                                names.join(", ")
+                            )))
+                        }
+                    }
+                }
+                if out.is_empty() {
+                    return Err(Error::Argument(
+                        "no parameter to differentiate against".into(),
+                    ));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Check that the entry point can be differentiated: Source fragment, real result.
+    pub fn check_differentiable(&self) -> Result<(), Error> {
+        let prog = &self.program;
+        check_source(&prog.arena, self.source.body, |e, msg| {
+            prog.error_at(ErrorKind::Unsupported, prog.arena.span(e), msg)
+        })?;
+        if self.source.ret != unfad_syntax::Type::Real {
+            return Err(Error::Program(unfad_syntax::Error::whole_program(
+                ErrorKind::Type,
+                format!(
+                    "`{}` returns `{}`; a gradient needs a function that returns `real`",
+                    self.source.name, self.source.ret
+                ),
+            )));
+        }
+        Ok(())
+    }
+
+    /// Value and gradient with respect to `wrt`, by the direct macro (not optimized): a
+    /// Target function returning `(value, g_1, ..., g_k)`.
+    pub fn reverse(&mut self, wrt: &[usize]) -> Result<Func, Error> {
+        self.check_differentiable()?;
+        unfad_ad::reverse(&mut self.program.arena, &self.source, wrt).map_err(|e| self.ad_error(e))
+    }
+
+    /// The same through the UNF pipeline.
+    pub fn reverse_via_unf(&mut self, wrt: &[usize]) -> Result<Func, Error> {
+        self.check_differentiable()?;
+        unfad_ad::reverse_via_unf(&mut self.program.arena, &self.source, wrt)
+            .map_err(|e| self.ad_error(e))
+    }
+
+    /// [`Pipeline::reverse`] after partial evaluation and the optimizations: first-order.
+    pub fn optimized_reverse(&mut self, wrt: &[usize]) -> Result<Func, Error> {
+        let rev = self.reverse(wrt)?;
+        self.optimize(&rev)
+    }
+
+    /// Optimize any function of this pipeline's arena.
+    pub fn optimize(&mut self, func: &Func) -> Result<Func, Error> {
+        unfad_opt::optimize(&mut self.program.arena, func).map_err(|e| match e {
+            OptError::NotFirstOrder { .. } | OptError::IllTyped(_) => {
+                Error::Internal(e.to_string())
+            }
+        })
+    }
+
+    /// An error of reverse mode, positioned in the source when it is about a node.
+    pub fn ad_error(&self, e: AdError) -> Error {
+        match &e {
+            AdError::Unsupported { span, message, .. } => Error::Program(self.program.error_at(
+                ErrorKind::Unsupported,
+                *span,
+                message.clone(),
+            )),
+            AdError::Request(m) => Error::Argument(m.clone()),
+            _ => Error::Internal(e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The Rust API end to end: `Engine::compile_grad`, `GradFn::call`, shapes and errors.
+
+use unfad::{Arg, Engine, Error, Output};
+
+fn assert_send_sync<T: Send + Sync>() {}
+
+#[test]
+fn compiled_functions_are_send_and_sync() {
+    assert_send_sync::<unfad::GradFn>();
+    assert_send_sync::<unfad::Func>();
+}
+
+/// Gradient by forward mode in the interpreter, flat per parameter.
+fn oracle(src: &str, input: serde_json::Value) -> (f64, Vec<Vec<f64>>) {
+    let mut prog = unfad_syntax::Program::load(src).unwrap();
+    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let (args, _) = unfad_interp::args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+    unfad_interp::forward_gradient(&prog.arena, &func, &args).unwrap()
+}
+
+fn assert_close(a: &[f64], b: &[f64]) {
+    assert_eq!(a.len(), b.len(), "{a:?} vs {b:?}");
+    for (x, y) in a.iter().zip(b) {
+        assert!(
+            (x - y).abs() <= 1e-12 * (1.0 + x.abs().max(y.abs())),
+            "{a:?} vs {b:?}"
+        );
+    }
+}
+
+#[test]
+fn the_interface_example() {
+    let engine = Engine::new();
+    let grad = engine
+        .compile_grad("def f(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)")
+        .unwrap();
+    let (a, b) = (vec![1.0, 2.0, 3.0], vec![4.0, -5.0, 6.0]);
+    let out = grad
+        .call(&[a.as_slice().into(), b.as_slice().into()])
+        .unwrap();
+    assert_eq!(out.value, 12.0);
+    assert_eq!(out.gradient(0), b.as_slice());
+    assert_eq!(out.gradient(1), a.as_slice());
+    assert_eq!(out.gradient_by_name("B"), Some(a.as_slice()));
+    assert_eq!(out.gradient_by_name("C"), None);
+}
+
+#[test]
+fn scalars_tuples_matrices_and_arrays_of_tuples() {
+    // (Arrays of tuples and matrices as parameters of gradients: see the general-arrays tests.)
+    let src = "def f(x: real, p: (real, real), A: [n]real) =
+                 fst p * x + snd p * reduce + 0 (map2 (a, b. a * b * x) A A)";
+    let grad = Engine::new().compile_grad(src).unwrap();
+    let a = [1.0, 2.0, 3.0];
+    let args = [
+        Arg::from(0.5),
+        Arg::tuple(vec![Arg::from(2.0), Arg::from(-1.0)]),
+        a.as_slice().into(),
+    ];
+    let out = grad.call(&args).unwrap();
+    let (value, g) = oracle(
+        src,
+        serde_json::json!({"x": 0.5, "p": [2, -1], "A": [1, 2, 3]}),
+    );
+    assert!((out.value - value).abs() < 1e-12);
+    for (i, gi) in g.iter().enumerate() {
+        assert_close(out.gradient(i), gi);
+    }
+    // The tuple's gradient is flat, its leaves in order.
+    assert_eq!(out.gradient(1).len(), 2);
+}
+
+#[test]
+fn primal_functions_of_any_result_type() {
+    let f = Engine::new()
+        .compile("def f(A: [n]real, x: real) = (map (a. a * x) A, x + 1)")
+        .unwrap();
+    let a = [1.0, 2.0];
+    assert_eq!(
+        f.call(&[a.as_slice().into(), 3.0.into()]).unwrap(),
+        vec![3.0, 6.0, 4.0]
+    );
+    let g = Engine::new()
+        .compile("def f(A: [n]real) = map (a. (a, a * a)) A")
+        .unwrap();
+    assert_eq!(
+        g.call(&[a.as_slice().into()]).unwrap(),
+        vec![1.0, 1.0, 2.0, 4.0]
+    );
+}
+
+#[test]
+fn a_subset_of_parameters_and_a_named_entry_point() {
+    let src = "def g(x: real, y: real) = x * y
+               def f(x: real, y: real, z: real) = g(x, y) * z";
+    let grad = Engine::new()
+        .compile_grad_wrt(src, Some("f"), &["z", "x"])
+        .unwrap();
+    assert_eq!(grad.wrt(), &[0, 2]);
+    let out = grad.call(&[2.0.into(), 3.0.into(), 4.0.into()]).unwrap();
+    assert_eq!(
+        (out.value, out.gradient(0), out.gradient(1), out.gradient(2)),
+        (24.0, &[12.0][..], &[][..], &[6.0][..])
+    );
+    assert_eq!(out.gradient_by_name("y"), None);
+    let g = Engine::new().compile_grad_entry(src, "g").unwrap();
+    assert_eq!(
+        g.call(&[2.0.into(), 3.0.into()]).unwrap().gradient(1),
+        &[2.0]
+    );
+}
+
+#[test]
+fn call_into_reuses_the_output() {
+    let grad = Engine::new()
+        .compile_grad("def f(A: [n]real) = prod(A)")
+        .unwrap();
+    let mut out = Output::default();
+    for n in [3, 5, 0, 5] {
+        let a: Vec<f64> = (1..=n).map(|i| i as f64).collect();
+        grad.call_into(&[a.as_slice().into()], &mut out).unwrap();
+        let total: f64 = a.iter().product();
+        assert_eq!(out.value, total);
+        let expected: Vec<f64> = a.iter().map(|x| total / x).collect();
+        assert_close(out.gradient(0), &expected);
+    }
+}
+
+#[test]
+fn calls_from_several_threads_at_once() {
+    let grad = Engine::new()
+        .compile_grad("def f(A: [n]real) = reduce + 0 (map2 (a, b. sin(a) * b) A A)")
+        .unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let grad = &grad;
+            s.spawn(move || {
+                for k in 0..200 {
+                    let a: Vec<f64> = (0..(t * 10 + k % 7)).map(|i| i as f64 * 0.1).collect();
+                    let out = grad.call(&[a.as_slice().into()]).unwrap();
+                    let expected: Vec<f64> = a.iter().map(|x| x.cos() * x + x.sin()).collect();
+                    assert_close(out.gradient(0), &expected);
+                }
+            });
+        }
+    });
+}
+
+fn arg_error(src: &str, args: &[Arg]) -> String {
+    match Engine::new().compile_grad(src).unwrap().call(args) {
+        Err(Error::Argument(m)) => m,
+        other => panic!("expected an argument error, got {other:?}"),
+    }
+}
+
+#[test]
+fn wrong_arguments_are_errors_with_a_clear_message() {
+    let dot = "def f(A: [n]real, B: [n]real) = dot(A, B)";
+    let (a3, a2) = ([1.0, 2.0, 3.0], [1.0, 2.0]);
+    assert_eq!(
+        arg_error(dot, &[a3.as_slice().into()]),
+        "1 argument(s) given, the function takes 2 (A, B)"
+    );
+    assert_eq!(
+        arg_error(dot, &[a3.as_slice().into(), a2.as_slice().into()]),
+        "parameter `B`: size `n` is 2 here, but 3 from parameter `A`"
+    );
+    assert_eq!(
+        arg_error(dot, &[a3.as_slice().into(), 1.0.into()]),
+        "parameter `B` has type `[n]real`, but the argument is a real"
+    );
+    let mat = Engine::new()
+        .compile("def f(M: [n][m]real) = map (r. reduce + 0 r) M")
+        .unwrap();
+    let primal_error = |args: &[Arg]| match mat.call(args) {
+        Err(Error::Argument(m)) => m,
+        other => panic!("expected an argument error, got {other:?}"),
+    };
+    assert_eq!(
+        primal_error(&[Arg::array(&a3, &[2, 2])]),
+        "parameter `M`: shape [2, 2] needs 4 values, but the data has 3"
+    );
+    assert_eq!(
+        primal_error(&[a3.as_slice().into()]),
+        "parameter `M` has type `[n][m]real` (2 dimensions), but the argument has shape [3]"
+    );
+    let fixed = "def f(A: [3]real) = sum(A)";
+    assert_eq!(
+        arg_error(fixed, &[a2.as_slice().into()]),
+        "parameter `A`: expected 3 elements (type `[3]real`), found 2"
+    );
+    let tup = "def f(p: (real, real)) = fst p";
+    assert_eq!(
+        arg_error(tup, &[Arg::tuple(vec![1.0.into()])]),
+        "parameter `p`: a tuple of type `(real, real)` has 2 items, found 1"
+    );
+}
+
+#[test]
+fn bad_programs_are_errors_with_line_and_column() {
+    let err = |src: &str| Engine::new().compile_grad(src).unwrap_err().to_string();
+    assert_eq!(
+        err("def f(x: real) =\n  x +"),
+        "syntax error at line 2, column 6: expected an expression, found the end of the input"
+    );
+    assert_eq!(
+        err("def f(A: [n]real) = map (a. a) A"),
+        "type error: `f` returns `[n]real`; a gradient needs a function that returns `real`"
+    );
+    assert_eq!(
+        err("def f(x: real) = (fun (y: real) -> y)(x)"),
+        "unsupported at line 1, column 19: application of a function value is only in the Target fragment; a program to differentiate is written in the Source fragment"
+    );
+    assert!(Engine::new()
+        .compile_grad_wrt("def f(x: real) = x", None, &["y"])
+        .unwrap_err()
+        .to_string()
+        .contains("`y` is not a parameter"));
+}
