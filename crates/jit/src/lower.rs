@@ -629,6 +629,10 @@ impl<'a> Translator<'a> {
     /// rest of `p` with zeros when `a` may be shorter.
     fn write_arr(&mut self, a: &Arr, p: &Arr) -> R<Val> {
         let (count, dim) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
+        if self.write_flat(a, p, count)? {
+            self.pad(p, count)?;
+            return Self::view(p, count, dim);
+        }
         self.loop_(count, false, Vec::new(), &mut |t, i, _| {
             let x = t.elem(a, IV::V(i))?;
             let dst = t.place_elem(p, IV::V(i))?;
@@ -637,6 +641,54 @@ impl<'a> Translator<'a> {
         })?;
         self.pad(p, count)?;
         Self::view(p, count, dim)
+    }
+
+    /// Write the first `count` elements of `a` to `p` with one loop per leaf, when the
+    /// elements are arrays laid out identically in both (so that `count` elements are
+    /// consecutive reals in every leaf). Returns false, writing nothing, otherwise.
+    fn write_flat(&mut self, a: &Arr, p: &Arr, count: IV) -> R<bool> {
+        if !p.shape.elem.has_arrays() {
+            return Ok(false);
+        }
+        let Kind::Mem { layout: dst, .. } = &p.kind else {
+            return internal("a destination is not in memory");
+        };
+        let mut leaves = Vec::new();
+        let same = match &a.kind {
+            Kind::Mem { layout: src, .. } => same_layout(src, dst, &mut leaves),
+            Kind::Fill { elem } => fill_layout(elem, dst, &mut leaves),
+            Kind::Map { .. } | Kind::Map2 { .. } => false,
+        };
+        if !same {
+            return Ok(false);
+        }
+        for (src, dst, row) in leaves {
+            let n = self.imul(count, row);
+            self.loop_(n, false, Vec::new(), &mut |t, i, _| {
+                let x = match src {
+                    Leaf::Mem(base) => {
+                        let at = t.addr(base, IV::V(i), IV::K(1));
+                        t.b.ins().load(F64, t.flags, at, 0)
+                    }
+                    Leaf::Const(c) => t.b.ins().f64const(c),
+                };
+                let at = t.addr(dst, IV::V(i), IV::K(1));
+                t.b.ins().store(t.flags, x, at, 0);
+                Ok(Vec::new())
+            })?;
+        }
+        Ok(true)
+    }
+
+    fn imul(&mut self, a: IV, b: IV) -> IV {
+        match (a, b) {
+            (IV::K(x), IV::K(y)) => IV::K(x.wrapping_mul(y)),
+            (IV::K(1), y) | (y, IV::K(1)) => y,
+            _ => {
+                let (x, y) = (self.ival(a), self.ival(b));
+                IV::V(self.b.ins().imul(x, y))
+            }
+        }
     }
 
     /// Zero the elements of `p` from `from` to its capacity.
@@ -2079,6 +2131,75 @@ impl<'a> Translator<'a> {
         };
         cache.insert(e.clone(), v);
         v
+    }
+}
+
+/// Where the reals of one leaf come from, for [`Translator::write_flat`].
+#[derive(Clone, Copy)]
+enum Leaf {
+    Mem(Value),
+    Const(f64),
+}
+
+/// Pair the leaves of two layouts that place the elements identically (equal strides and
+/// inner lengths), as (source, destination base, reals per element).
+fn same_layout(src: &Layout, dst: &Layout, out: &mut Vec<(Leaf, Value, IV)>) -> bool {
+    match (src, dst) {
+        (
+            Layout::Real {
+                base: a,
+                strides: sa,
+            },
+            Layout::Real {
+                base: b,
+                strides: sb,
+            },
+        ) => match sa.first() {
+            Some(&row) if sa == sb => {
+                out.push((Leaf::Mem(*a), *b, row));
+                true
+            }
+            _ => false,
+        },
+        (Layout::Tuple(xs), Layout::Tuple(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .zip(ys.iter())
+                    .all(|(x, y)| same_layout(x, y, out))
+        }
+        (Layout::Array { len: l1, elem: e1 }, Layout::Array { len: l2, elem: e2 }) => {
+            l1 == l2 && same_layout(e1, e2, out)
+        }
+        _ => false,
+    }
+}
+
+/// Pair the leaves of a fill's element with a destination layout whose inner arrays have
+/// the fill's lengths.
+fn fill_layout(fill: &FillElem, dst: &Layout, out: &mut Vec<(Leaf, Value, IV)>) -> bool {
+    match (fill, dst) {
+        (FillElem::Real(c), Layout::Real { base, strides }) => match strides.first() {
+            Some(&row) => {
+                out.push((Leaf::Const(*c), *base, row));
+                true
+            }
+            None => false,
+        },
+        (FillElem::Tuple(xs), Layout::Tuple(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .zip(ys.iter())
+                    .all(|(x, y)| fill_layout(x, y, out))
+        }
+        (
+            FillElem::Array {
+                len: l1, elem: e1, ..
+            },
+            Layout::Array { len: l2, elem: e2 },
+        ) => l1 == l2 && fill_layout(e1, e2, out),
+        _ => false,
     }
 }
 

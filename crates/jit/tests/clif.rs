@@ -163,3 +163,59 @@ fn prod_gradient() {
         "#]],
     );
 }
+
+#[test]
+fn nested_fills_and_copies_are_single_loops() {
+    clif(
+        "def f(M: [n][m]real) = (zeros_like(M), M)",
+        expect![[r#"
+            function u0:0(i64, i64, i64, i64) system_v {
+            block0(v0: i64, v1: i64, v2: i64, v3: i64):
+                v32 = load.i64 notrap aligned v1+8
+                v33 = load.i64 notrap aligned v1
+                jump block1(v32, v33)
+
+            block1(v7: i64, v8: i64):
+                v4 = load.i64 notrap aligned v0
+                v5 = load.i64 notrap aligned v2
+                v6 = load.i64 notrap aligned v2+8
+                v9 = imul v8, v7
+                v11 = iconst.i64 0
+                brif v9, block2(v11), block3  ; v11 = 0
+
+            block2(v10: i64):
+                v12 = f64const 0.0
+                v13 = iconst.i64 3
+                v14 = ishl v10, v13  ; v13 = 3
+                v15 = iadd.i64 v5, v14
+                store notrap aligned v12, v15  ; v12 = 0.0
+                v16 = iconst.i64 1
+                v17 = iadd v10, v16  ; v16 = 1
+                v18 = icmp ult v17, v9
+                brif v18, block2(v17), block3
+
+            block3:
+                v19 = imul.i64 v8, v7
+                v21 = iconst.i64 0
+                brif v19, block4(v21), block5  ; v21 = 0
+
+            block4(v20: i64):
+                v22 = iconst.i64 3
+                v23 = ishl v20, v22  ; v22 = 3
+                v24 = iadd.i64 v4, v23
+                v25 = load.f64 notrap aligned v24
+                v26 = iconst.i64 3
+                v27 = ishl v20, v26  ; v26 = 3
+                v28 = iadd.i64 v6, v27
+                store notrap aligned v25, v28
+                v29 = iconst.i64 1
+                v30 = iadd v20, v29  ; v29 = 1
+                v31 = icmp ult v30, v19
+                brif v31, block4(v30), block5
+
+            block5:
+                return
+            }
+        "#]],
+    );
+}
