@@ -41,7 +41,7 @@ impl SizeEnv {
     ) -> Result<(), InputError> {
         match &size.var {
             None => {
-                if size.offset as u64 != len {
+                if size.offset.max(0) as u64 != len {
                     return Err(InputError(format!(
                         "parameter `{param}`: expected {} elements (type `{ty}`), found {len}",
                         size.offset

@@ -25,6 +25,36 @@ pub struct Closure<S> {
     pub captured: Vec<(Var, Value<S>)>,
 }
 
+impl<S> Drop for Closure<S> {
+    /// Continuations capture continuations, in chains as long as the program: drop them
+    /// with a loop instead of recursively.
+    fn drop(&mut self) {
+        let mut stack: Vec<Value<S>> = std::mem::take(&mut self.captured)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Closure(rc) => {
+                    if let Ok(mut c) = Rc::try_unwrap(rc) {
+                        stack.extend(std::mem::take(&mut c.captured).into_iter().map(|(_, v)| v));
+                    }
+                }
+                Value::Tuple(mut rc) | Value::Array(mut rc) => {
+                    if let Some(items) = Rc::get_mut(&mut rc) {
+                        stack.extend(
+                            items
+                                .iter_mut()
+                                .map(|x| std::mem::replace(x, Value::Bool(false))),
+                        );
+                    }
+                }
+                Value::Real(_) | Value::Bool(_) => {}
+            }
+        }
+    }
+}
+
 impl<S: Scalar> Value<S> {
     pub fn array(items: Vec<Value<S>>) -> Value<S> {
         Value::Array(items.into())

@@ -182,3 +182,19 @@ fn forward_mode_agrees_with_finite_differences() {
         );
     }
 }
+
+#[test]
+fn long_chains_of_continuations() {
+    // Each continuation captures the previous one, as reverse mode's output does, and the
+    // chain is built inside a binding: at the end only `G` holds it, so dropping `G` drops
+    // the whole chain.
+    let mut src = String::from("def f(x: real) =\n  let G =\n    let Y0 = fun (a: real) -> a in\n");
+    for i in 1..=20_000 {
+        src.push_str(&format!(
+            "    let Y{i} = fun (a: real) -> Y{}(a + 1) in\n",
+            i - 1
+        ));
+    }
+    src.push_str("    Y20000\n  in\n  G(x)");
+    assert_eq!(run(&src, json!({"x": 0.5})), json!(20_000.5));
+}

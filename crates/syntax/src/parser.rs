@@ -281,13 +281,13 @@ impl<'p> Parser<'p> {
     fn size(&mut self) -> PResult<Size> {
         let t = self.peek();
         match t.kind {
-            TokKind::Number => {
+            TokKind::Number | TokKind::Ident => {
                 self.bump();
-                self.integer(t).map(Size::lit)
-            }
-            TokKind::Ident => {
-                self.bump();
-                let mut s = Size::var(self.text(t));
+                let mut s = if t.kind == TokKind::Number {
+                    Size::lit(self.integer(t)?)
+                } else {
+                    Size::var(self.text(t))
+                };
                 loop {
                     let sign = match self.peek().kind {
                         TokKind::Plus => 1,

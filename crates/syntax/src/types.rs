@@ -8,8 +8,9 @@ use std::sync::Arc;
 /// Sizes are *formal*: `n-1` stands for `max(n-1, 0)` at run time, yet `(n-1)+1` is
 /// normalised to `n`. The two differ only when an empty array is shifted (`n = 0`); the
 /// language's array operations over two arrays use the shorter length, which gives the
-/// mathematically intended (empty) result in exactly that case. A constant size never
-/// goes below 0 (`shift1L` of a `[0]` array is a `[0]` array).
+/// mathematically intended (empty) result in exactly that case. Constants are formal in
+/// the same way: `shift1L` of a `[0]` array has size `0-1` (which is 0 at run time), so
+/// that `(0-1)+1` is `0` as `(n-1)+1` is `n`.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Size {
     pub var: Option<Arc<str>>,
@@ -31,17 +32,11 @@ impl Size {
         }
     }
 
-    /// `self + k`, saturating at 0 for constants.
+    /// `self + k` (formal: no saturation, see the type's docs).
     pub fn plus(&self, k: i64) -> Size {
-        match &self.var {
-            None => Size {
-                var: None,
-                offset: (self.offset + k).max(0),
-            },
-            Some(v) => Size {
-                var: Some(v.clone()),
-                offset: self.offset + k,
-            },
+        Size {
+            var: self.var.clone(),
+            offset: self.offset + k,
         }
     }
 
@@ -70,7 +65,8 @@ impl Size {
 impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.var, self.offset) {
-            (None, k) => write!(f, "{k}"),
+            (None, k) if k >= 0 => write!(f, "{k}"),
+            (None, k) => write!(f, "0-{}", -k),
             (Some(v), 0) => write!(f, "{v}"),
             (Some(v), k) if k > 0 => write!(f, "{v}+{k}"),
             (Some(v), k) => write!(f, "{v}-{}", -k),
@@ -220,7 +216,9 @@ mod tests {
         assert_eq!(n.plus(1).plus(-1), n);
         assert_eq!(n.plus(-1).to_string(), "n-1");
         assert_eq!(n.plus(2).to_string(), "n+2");
-        assert_eq!(Size::lit(0).plus(-1), Size::lit(0));
+        assert_eq!(Size::lit(0).plus(-1).to_string(), "0-1");
+        assert_eq!(Size::lit(0).plus(-1).plus(1), Size::lit(0));
+        assert_eq!(Size::lit(0).plus(-1).eval(&|_| None), Some(0));
         let look = |v: &str| (v == "n").then_some(0);
         assert_eq!(n.plus(-1).eval(&look), Some(0));
         assert_eq!(n.plus(3).eval(&look), Some(3));

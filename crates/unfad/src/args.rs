@@ -86,7 +86,7 @@ impl Binder<'_> {
         let name = &self.names[param];
         match &size.var {
             None => {
-                if size.offset as u64 != len as u64 {
+                if size.offset.max(0) as u64 != len as u64 {
                     return Err(Error::Argument(format!(
                         "parameter `{name}`: expected {} elements (type `{ty}`), found {len}",
                         size.offset

@@ -36,7 +36,7 @@ fn sizes_flow_through_scans_and_shifts() {
             b: ([n]real) -> [n]real
             c: ([n]real) -> [n-2]real
             d: ([n]real) -> [n]real
-            e: ([3]real) -> [0]real"#]],
+            e: ([3]real) -> [0-1]real"#]],
     );
 }
 
