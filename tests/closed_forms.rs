@@ -35,9 +35,9 @@ fn gradient_of_prod() {
         "def main(A: [n]real) = prod(A)",
         &[0],
         expect![[r#"
-        def main(A: [n]real): [n]real =
-          map2 * (shift1R (scanl * 1 A)) (scanr * 1 (shift1L A))
-    "#]],
+            def main(A: [n]real): [n]real =
+              map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A))
+        "#]],
     );
 }
 

@@ -16,10 +16,9 @@
 //!   passes `0`), which is wrong when `y1` depends on the inputs. Here
 //!   `ȳ1 = z * reduce * 1 Ax`, the product of all `∂x` factors, with
 //!   `Ax = map2 (a, b. ∇x e1) A0 A` bound once.
-//! - `reduce`: the printed `A1 = shift1L Ax; A3 = scanr * 1 A1` is computed as
-//!   `A3 = shift1L (scanr * 1 Ax)`: the same array for every length, but of formal size
-//!   `n` for every size, where the printed form has size `1` for a literal `[0]` array
-//!   (and `map2 ... A2 A3` would not type-check).
+//! - `reduce`: the final product is `map2 (a, b. a * b * z) A3 A2`, `A3` first as in
+//!   the paper's derivation of the closed form of `∇prod` (its Figure writes `A2 A3`; the
+//!   product commutes), so that `∇prod` comes out as the paper prints it.
 
 use std::collections::HashMap;
 
@@ -206,7 +205,7 @@ pub struct ReduceTape {
 /// let A0 = shift1R (scanl (x, y. e) y0 A) in     -- the accumulator before each element
 /// let Ax = map2 (a, b. ∇x e) A0 A in              -- ∂x at each step
 /// let A2 = map2 (a, b. ∇y e) A0 A in              -- ∂y at each step
-/// let A3 = shift1L (scanr * 1 Ax) in              -- products of the later ∂x factors
+/// let A3 = scanr * 1 (shift1L Ax) in              -- products of the later ∂x factors
 /// ```
 pub fn reduce_tape(
     a: &mut Arena,
@@ -238,8 +237,10 @@ pub fn reduce_tape(
     let a2 = bind(a, "A2", ty(n.clone()), a2_e);
     let times = section(a, BinOp::Mul);
     let one = build::num(a, 1.0);
-    let products = a.add(Node::Scanr(times, one, ax));
-    let a3_e = a.add(Node::Shift1L(products));
+    // At run time `scanr` of the shifted empty array has one element where `A2` has none;
+    // `map2` stops at the shorter array (formally both have size `n`).
+    let later = a.add(Node::Shift1L(ax));
+    let a3_e = a.add(Node::Scanr(times, one, later));
     let a3 = bind(a, "A3", ty(n.clone()), a3_e);
     let var_of = |a: &Arena, e: ExprId| match a[e] {
         Node::Var(v) => Ok(v),
@@ -254,7 +255,7 @@ pub fn reduce_tape(
 }
 
 /// The adjoints of the unit and of the array for the adjoint `z` (an atom) of the result:
-/// `(z * reduce * 1 Ax, map2 (a, b. a * b * z) A2 A3)`.
+/// `(z * reduce * 1 Ax, map2 (a, b. a * b * z) A3 A2)`.
 pub fn reduce_adjoint(a: &mut Arena, tape: &ReduceTape, z: ExprId) -> (ExprId, ExprId) {
     let times = section(a, BinOp::Mul);
     let one = build::num(a, 1.0);
@@ -268,7 +269,7 @@ pub fn reduce_adjoint(a: &mut Arena, tape: &ReduceTape, z: ExprId) -> (ExprId, E
     let uvz = build::mul(a, uv, z);
     let f = a.lambda(&[u, v], uvz);
     let (a2, a3) = (a.var(tape.a2), a.var(tape.a3));
-    (unit, map2(a, f, a2, a3))
+    (unit, map2(a, f, a3, a2))
 }
 
 /// `let x1 = e1 in ... let xk = ek in body`.

@@ -138,10 +138,10 @@ fn paper_product() {
                     let (v9, Y9) = (y_1, (fun (dx_6: real, dy_6: real, dv8: real, z_6: real) -> Y8(dx_6, dy_6 + z_6, dv8))) in
                     (v8 * v9, (fun (dx_7: real, dy_7: real, z_7: real) -> Y9(dx_7, dy_7, v9 * z_7, v8 * z_7)))))(0, 0, 1)) A0 v3
                in
-               let A3 = shift1L (scanr * 1 Ax) in
+               let A3 = scanr * 1 (shift1L Ax) in
                (
                  reduce * v2 v3,
-                 (fun (dA_3: [n]real, z_8: real) -> Y3(dA_3, z_8 * reduce * 1 Ax, map2 (a, b. a * b * z_8) A2 A3))
+                 (fun (dA_3: [n]real, z_8: real) -> Y3(dA_3, z_8 * reduce * 1 Ax, map2 (a, b. a * b * z_8) A3 A2))
                )))(zeros_like(A), 1)
         "#]],
     );
@@ -312,11 +312,11 @@ fn map2_without_free_variables() {
                       let (v19, Y19) = (y_3, (fun (dx_14: real, dy_14: real, dv18: real, z_15: real) -> Y18(dx_14, dy_14 + z_15, dv18))) in
                       (v18 + v19, (fun (dx_15: real, dy_15: real, z_16: real) -> Y19(dx_15, dy_15, 1 * z_16, 1 * z_16)))))(0, 0, 1)) A0 v13
                  in
-                 let A3 = shift1L (scanr * 1 Ax) in
+                 let A3 = scanr * 1 (shift1L Ax) in
                  (
                    reduce + v12 v13,
                    (fun (dA_8: [n]real, dA_9: [n]real, z_17: real) ->
-                      Y13(dA_8, dA_9, z_17 * reduce * 1 Ax, map2 (a, b. a * b * z_17) A2 A3))
+                      Y13(dA_8, dA_9, z_17 * reduce * 1 Ax, map2 (a, b. a * b * z_17) A3 A2))
                  )
                in
                (v11, (fun (dA_10: [n]real, z_18: real) -> Y11(dA_10, zeros_like(A_1), z_18)))))(zeros_like(A), 1)
@@ -375,11 +375,11 @@ fn map2_with_a_free_variable() {
                       let (v16, Y16) = (y_1, (fun (dx_6: real, dy_6: real, dv15: real, z_12: real) -> Y15(dx_6, dy_6 + z_12, dv15))) in
                       (v15 + v16, (fun (dx_7: real, dy_7: real, z_13: real) -> Y16(dx_7, dy_7, 1 * z_13, 1 * z_13)))))(0, 0, 1)) A0 v10
                  in
-                 let A3 = shift1L (scanr * 1 Ax) in
+                 let A3 = scanr * 1 (shift1L Ax) in
                  (
                    reduce + v9 v10,
                    (fun (dA_8: [n]real, dw_12: real, dA_9: [n]real, z_14: real) ->
-                      Y10(dA_8, dw_12, dA_9, z_14 * reduce * 1 Ax, map2 (a_4, b_4. a_4 * b_4 * z_14) A2 A3))
+                      Y10(dA_8, dw_12, dA_9, z_14 * reduce * 1 Ax, map2 (a_4, b_4. a_4 * b_4 * z_14) A3 A2))
                  )
                in
                (v8, (fun (dA_10: [n]real, dw_13: real, z_15: real) -> Y8(dA_10, dw_13, zeros_like(A_1), z_15)))))(zeros_like(A), 0, 1)

@@ -328,8 +328,8 @@ fn via_unf_product() {
                         let Y14 = fun (y1_11: real, y2_11: real, y3_9: real) -> Y13(y1_11, y2_11, 0, 0, y3_9) in
                         (x5_1, Y14)))(0, 0, 1)) A0 A
                    in
-                   let A3 = shift1L (scanr * 1 Ax) in
-                   Y4(y1_3, y2_3 + y4 * reduce * 1 Ax, map2 + y3_1 (map2 (a, b. a * b * y4) A2 A3))
+                   let A3 = scanr * 1 (shift1L Ax) in
+                   Y4(y1_3, y2_3 + y4 * reduce * 1 Ax, map2 + y3_1 (map2 (a, b. a * b * y4) A3 A2))
                in
                let Y16 = fun (y1_12: [n]real, y2_12: real) -> Y15(y1_12, 0, zeros_like(A), y2_12) in
                (x4, Y16)))(zeros_like(A), 1)
@@ -449,8 +449,8 @@ fn via_unf_map2_with_a_free_variable() {
                         let Y32 = fun (y1_26: real, y2_26: real, y3_26: real) -> Y31(y1_26, y2_26, 0, 0, y3_26) in
                         (x5_2, Y32)))(0, 0, 1)) A0 x6
                    in
-                   let A3 = shift1L (scanr * 1 Ax) in
-                   Y22(y1_18, y2_18, y3_18 + y5_8 * reduce * 1 Ax, map2 + y4_16 (map2 (a_4, b_4. a_4 * b_4 * y5_8) A2 A3))
+                   let A3 = scanr * 1 (shift1L Ax) in
+                   Y22(y1_18, y2_18, y3_18 + y5_8 * reduce * 1 Ax, map2 + y4_16 (map2 (a_4, b_4. a_4 * b_4 * y5_8) A3 A2))
                in
                let Y34 = fun (y1_27: [n]real, y2_27: real, y3_27: real) -> Y33(y1_27, y2_27, 0, zeros_like(x6), y3_27) in
                (x5, Y34)))(zeros_like(A), 0, 1)
