@@ -60,6 +60,15 @@
 //! computed into a buffer at the `let`. `zeros_like` and `ones_like` are known constants and
 //! are only ever written out when they must be in memory. Shifts are views.
 //!
+//! # What is not done
+//!
+//! Loops are not vectorised or unrolled, and reductions run in the term's order (so that
+//! results agree with the interpreter bit for bit). A `map` whose elements are arrays is
+//! written into its destination rather than fused into its consumer; scans are always
+//! computed into memory. Array subterms of a function argument that do not depend on its
+//! parameters are recomputed in every iteration, as the term says (hoisting them is the
+//! optimizer's business). Cranelift's verifier runs on every function in debug builds only.
+//!
 //! ```
 //! use unfad_syntax::Program;
 //! let mut prog = Program::load("def f(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)").unwrap();

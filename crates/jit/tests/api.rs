@@ -293,3 +293,37 @@ fn shapes_scatter_and_gather_row_major_values() {
         .scatter(&sizes, &[0.0; 9], &mut [&mut [0.0; 3], &mut [0.0; 5]])
         .is_err());
 }
+
+#[test]
+fn one_compiled_function_runs_on_many_threads_at_once() {
+    let (prog, func) =
+        load("def f(A: [n]real) = let B = map (x. x * x) A in (dot(B, B), scanl + 0 B)");
+    let c = compile(&prog.arena, &func).unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                for k in 0..200usize {
+                    let n = (t + k) % 9;
+                    let a: Vec<f64> = (0..n).map(|i| (i + t) as f64).collect();
+                    let b: Vec<f64> = a.iter().map(|x| x * x).collect();
+                    let mut dot = [0.0];
+                    let mut scan = vec![0.0; n + 1];
+                    let mut ws = vec![0.0; c.workspace_len(&[n as u64])];
+                    c.call(&[&a], &[n as u64], &mut [&mut dot, &mut scan], &mut ws)
+                        .unwrap();
+                    assert_eq!(dot[0], b.iter().map(|x| x * x).sum::<f64>());
+                    let mut acc = 0.0;
+                    assert_eq!(scan[0], 0.0);
+                    for (i, x) in b.iter().enumerate() {
+                        acc += x;
+                        assert_eq!(scan[i + 1], acc);
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
