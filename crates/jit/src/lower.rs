@@ -595,11 +595,11 @@ impl<'a> Translator<'a> {
         for (&p, a) in ps.iter().zip(args) {
             self.bind(p, a);
         }
-        let r = self.emit(body);
-        for &p in ps {
-            self.unbind(p);
-        }
-        r
+        let r = self.emit(body)?;
+        // An element that is itself an unevaluated map may refer to the parameters; they
+        // then stay bound until their last use.
+        self.end_scope(ps, &r);
+        Ok(r)
     }
 
     // ---- writing --------------------------------------------------------------------------
@@ -628,6 +628,22 @@ impl<'a> Translator<'a> {
     /// Write the array `a` to the in-memory array `p` (at most its capacity), padding the
     /// rest of `p` with zeros when `a` may be shorter.
     fn write_arr(&mut self, a: &Arr, p: &Arr) -> R<Val> {
+        // An unevaluated map is written by passing the destination to its body.
+        match &a.kind {
+            Kind::Map { f, src, read } => {
+                if read.replace(true) {
+                    return internal("an unevaluated map is read twice");
+                }
+                return self.map_into(*f, vec![src.clone()], p);
+            }
+            Kind::Map2 { f, a, b, read } => {
+                if read.replace(true) {
+                    return internal("an unevaluated map2 is read twice");
+                }
+                return self.map_into(*f, vec![a.clone(), b.clone()], p);
+            }
+            Kind::Mem { .. } | Kind::Fill { .. } => {}
+        }
         let (count, dim) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
         if self.write_flat(a, p, count)? {
             self.pad(p, count)?;
@@ -1283,10 +1299,6 @@ impl<'a> Translator<'a> {
             OnesLike(x) => self.emit_fill(x, 1.0),
             Map(f, x) => {
                 let sa = shape_arr(&self.shape(e)?)?;
-                if sa.elem.has_arrays() {
-                    let p = self.alloc(&sa)?;
-                    return self.emit_into(e, &Place::Arr(p));
-                }
                 let src = self.emit_arr(x)?;
                 Ok(Val::Arr(Rc::new(Arr {
                     len: src.len,
@@ -1300,10 +1312,6 @@ impl<'a> Translator<'a> {
             }
             Map2(f, x, y) => {
                 let sa = shape_arr(&self.shape(e)?)?;
-                if sa.elem.has_arrays() {
-                    let p = self.alloc(&sa)?;
-                    return self.emit_into(e, &Place::Arr(p));
-                }
                 let a = self.emit_arr(x)?;
                 let b = self.emit_arr(y)?;
                 let (len, dim) = self.min_len(&[(a.len, a.stat()), (b.len, b.stat())]);
@@ -1453,17 +1461,18 @@ impl<'a> Translator<'a> {
             let xi = t.elem(&src, IV::V(i))?;
             t.bind(pa, acc);
             t.bind(px, xi);
-            let r = t.emit(body);
-            t.unbind(pa);
-            t.unbind(px);
-            let r = r?;
             let at = if right {
                 IV::V(i)
             } else {
                 IV::V(t.b.ins().iadd_imm_s(i, 1))
             };
             let dst = t.place_elem(d, at)?;
-            let nv = t.write(&r, &dst)?;
+            // The result is written while the parameters are bound: an unevaluated map in
+            // it may refer to them.
+            let nv = t.emit(body).and_then(|r| t.write(&r, &dst));
+            t.unbind(pa);
+            t.unbind(px);
+            let nv = nv?;
             let mut out = Vec::new();
             t.flatten(&nv, &mut out)?;
             Ok(out)
@@ -1523,10 +1532,10 @@ impl<'a> Translator<'a> {
             let xi = t.elem(&src, IV::V(i))?;
             t.bind(pa, acc);
             t.bind(px, xi);
-            let r = t.emit(body);
+            let nv = t.emit(body).and_then(|r| t.write(&r, &other));
             t.unbind(pa);
             t.unbind(px);
-            let nv = t.write(&r?, &other)?;
+            let nv = nv?;
             let mut out = vec![t.b.ins().bxor_imm_s(phase, 1)];
             t.flatten(&nv, &mut out)?;
             Ok(out)

@@ -102,14 +102,14 @@ fn prod_gradient() {
                 v22 = ishl v16, v21  ; v21 = 3
                 v23 = iadd.i64 v11, v22
                 v24 = load.f64 notrap aligned v23
-                v25 = fmul v24, v17
-                v26 = iconst.i64 3
-                v27 = ishl v16, v26  ; v26 = 3
-                v28 = iadd.i64 v7, v27
-                store notrap aligned v25, v28
+                v25 = iconst.i64 3
+                v26 = ishl v16, v25  ; v25 = 3
+                v27 = iadd.i64 v7, v26
+                v28 = fmul v24, v17
+                store notrap aligned v28, v27
                 v29 = iconst.i64 -1
                 v30 = iadd v16, v29  ; v29 = -1
-                brif v16, block2(v30, v25), block3(v25)
+                brif v16, block2(v30, v28), block3(v28)
 
             block3(v18: f64):
                 v33 = f64const 0x1.0000000000000p0
@@ -122,17 +122,17 @@ fn prod_gradient() {
                 v39 = ishl v34, v38  ; v38 = 3
                 v40 = iadd.i64 v4, v39
                 v41 = load.f64 notrap aligned v40
-                v42 = fmul v35, v41
-                v43 = iconst.i64 1
-                v44 = iadd v34, v43  ; v43 = 1
-                v45 = iconst.i64 3
-                v46 = ishl v44, v45  ; v45 = 3
-                v47 = iadd.i64 v31, v46
-                store notrap aligned v42, v47
+                v42 = iconst.i64 1
+                v43 = iadd v34, v42  ; v42 = 1
+                v44 = iconst.i64 3
+                v45 = ishl v43, v44  ; v44 = 3
+                v46 = iadd.i64 v31, v45
+                v47 = fmul v35, v41
+                store notrap aligned v47, v46
                 v48 = iconst.i64 1
                 v49 = iadd v34, v48  ; v48 = 1
                 v50 = icmp ult v49, v6
-                brif v50, block4(v49, v42), block5(v42)
+                brif v50, block4(v49, v47), block5(v47)
 
             block5(v36: f64):
                 v52 = iconst.i64 0

@@ -533,3 +533,39 @@ fn rows_of_joined_arrays_keep_their_own_length() {
                 map (r. sum(r)) R";
     check(sums, &inputs);
 }
+
+#[test]
+fn unevaluated_maps_that_refer_to_loop_parameters() {
+    let inp = |n, m| json!({"M": mat_of(n, m, 0.2), "v": vec_of(m, 1.1), "A": vec_of(n, 0.4)});
+    let inputs = vec![inp(0, 0), inp(0, 2), inp(2, 0), inp(3, 4)];
+    let sig = "def f(M: [n][m]real, v: [m]real, A: [n]real)";
+    for body in [
+        "foldl (acc, a. map (y. y * 0.5 + a) acc) v A",
+        "scanl (acc, a. map (y. y * 0.5 + a) acc) v A",
+        "scanr (a, acc. map2 (x, y. x * a + y) acc v) v A",
+        "reduce (s, t. map2 + s t) (zeros_like(v)) (map (a. map (y. y * a) v) A)",
+        "reduce (s, t. map2 + s t) (zeros_like(v)) (map2 (a, r. map2 (x, y. x * y + a) r v) A M)",
+        "map (z. sum(map (s. z * s) v)) A",
+        "let R = map (a. map (y. y - a) v) A in (reduce (s, t. map2 max s t) v R, map (r. sum(r)) R)",
+        "shift1L (map (a. shift1R (map (y. y * a) v)) A)",
+        "map2 (r, s. map2 + r s) (map (a. map (y. y * a) v) A) M",
+    ] {
+        check(&format!("{sig} = {body}"), &inputs);
+    }
+}
+
+#[test]
+fn summing_rows_needs_no_matrix_buffer() {
+    // The per-point rows are made one at a time inside the reduction's loop.
+    let src = "def f(X: [n][d]real, w: [d]real) = \
+               reduce (s, t. map2 + s t) (zeros_like(w)) (map (x. map2 (a, b. a * b + exp(a)) x w) X)";
+    let c = check(
+        src,
+        &[
+            json!({"X": mat_of(0, 0, 0.1), "w": []}),
+            json!({"X": mat_of(4, 3, 0.1), "w": vec_of(3, 0.2)}),
+        ],
+    );
+    // Two accumulator buffers of d reals, nothing of size n * d.
+    assert_eq!(c.workspace_len(&[1000, 3]), 6);
+}
