@@ -52,20 +52,19 @@
 //!
 //! # Fusion
 //!
-//! A `map` or `map2` whose elements are scalars (or tuples of scalars) is not computed where
-//! it occurs: its elements are computed where a consumer reads them, inside the consumer's
-//! loop (`reduce + 0 (map2 * A B)` is one loop and needs no workspace). This also applies to
-//! a `let`-bound map whose elements are read once, in the same loop nest as the `let`; a
-//! map read more than once, or inside a loop that does not also contain its `let`, is
-//! computed into a buffer at the `let`. `zeros_like` and `ones_like` are known constants and
-//! are only ever written out when they must be in memory. Shifts are views.
+//! A `map` or `map2` is not computed where it occurs: its elements are computed where a
+//! consumer reads them, inside the consumer's loop (`reduce + 0 (map2 * A B)` is one loop
+//! and needs no workspace; a `reduce` summing per-row arrays makes one row at a time). This
+//! also applies to a `let`-bound map whose elements are read once, in the same loop nest as
+//! the `let`; a map read more than once, or inside a loop that does not also contain its
+//! `let`, is computed into a buffer at the `let`. A map that must be stored is written by
+//! its body straight into the destination. `zeros_like` and `ones_like` are known constants
+//! and are only ever written out when they must be in memory. Shifts are views.
 //!
 //! # What is not done
 //!
 //! Loops are not vectorised or unrolled, and reductions run in the term's order (so that
-//! results agree with the interpreter bit for bit). A `map` whose elements are arrays is
-//! written into its destination rather than fused into its consumer; scans are always
-//! computed into memory. Array subterms of a function argument that do not depend on its
+//! results agree with the interpreter bit for bit). Scans are always computed into memory. Array subterms of a function argument that do not depend on its
 //! parameters are recomputed in every iteration, as the term says (hoisting them is the
 //! optimizer's business). Cranelift's verifier runs on every function in debug builds only.
 //!
