@@ -64,9 +64,10 @@
 //! # What is not done
 //!
 //! Loops are not vectorised or unrolled, and reductions run in the term's order (so that
-//! results agree with the interpreter bit for bit). Scans are always computed into memory. Array subterms of a function argument that do not depend on its
-//! parameters are recomputed in every iteration, as the term says (hoisting them is the
-//! optimizer's business). Cranelift's verifier runs on every function in debug builds only.
+//! results agree with the interpreter bit for bit). Scans are always computed into memory.
+//! Array subterms of a function argument that do not depend on its parameters are
+//! recomputed in every iteration, as the term says (hoisting them is the optimizer's
+//! business). Cranelift's verifier runs on every function in debug builds only.
 //!
 //! ```
 //! use unfad_syntax::Program;
