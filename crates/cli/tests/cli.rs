@@ -203,3 +203,145 @@ fn usage_errors_exit_with_code_2() {
     assert_eq!(code, 2);
     assert!(err.contains("--input"), "{err}");
 }
+
+#[test]
+fn grad_gives_the_paper_gradients_natively_and_in_the_interpreter() {
+    let expected = [
+        (
+            "intro",
+            r#"{"gradient":{"x1":12.0,"x2":4.0,"x3":0.0},"value":12.0}"#,
+        ),
+        (
+            "prod",
+            r#"{"gradient":{"A":[-12.0,9.0,-6.0,-36.0,-4.5]},"value":-18.0}"#,
+        ),
+        (
+            "sum",
+            r#"{"gradient":{"A":[1.0,1.0,1.0,1.0]},"value":10.0}"#,
+        ),
+        (
+            "dot",
+            r#"{"gradient":{"A":[4.0,-5.0,6.0],"B":[1.0,2.0,3.0]},"value":12.0}"#,
+        ),
+    ];
+    for (name, json) in expected {
+        let (file, input) = (format!("{name}.ad"), format!("{name}.json"));
+        for extra in [None, Some("--interp")] {
+            let mut args = vec!["grad", &file, "--input", &input];
+            args.extend(extra);
+            let (code, out, err) = unfad(&args);
+            assert_eq!(
+                (code, out.trim(), err.as_str()),
+                (0, json, ""),
+                "{name} {extra:?}"
+            );
+        }
+    }
+    let (code, out, _) = unfad(&["grad", "dot.ad", "--input", "dot.json", "--wrt", "B"]);
+    assert_eq!(
+        (code, out.trim()),
+        (0, r#"{"gradient":{"B":[1.0,2.0,3.0]},"value":12.0}"#)
+    );
+}
+
+#[test]
+fn grad_errors() {
+    check_error(
+        &["grad", "dot.ad", "--input", "dot.json", "--wrt", "C"],
+        expect![[r#"
+        error: `C` is not a parameter of `main` (its parameters: A, B)
+    "#]],
+    );
+    let vector = scratch("vector.ad", "def f(A: [n]real) = map2 * A A\n");
+    check_error(
+        &["grad", &vector, "--input", "dot.json"],
+        expect![[r#"
+        error: the input has `B`, which is not a parameter of `f` (its parameters: A)
+    "#]],
+    );
+    let input = scratch("a.json", r#"{"A": [1, 2]}"#);
+    check_error(
+        &["grad", &vector, "--input", &input],
+        expect![[r#"
+        error: type error: `f` returns `[n]real`; a gradient needs a function that returns `real`
+
+    "#]],
+    );
+}
+
+#[test]
+fn emit_every_stage() {
+    let emit = |stage: &str| {
+        let (code, out, err) = unfad(&["emit", "intro.ad", "--stage", stage]);
+        assert_eq!((code, err.as_str()), (0, ""), "{stage}");
+        out
+    };
+    expect![[r#"
+        def intro(x1: real, x2: real, x3: real): (real, real, real, real) =
+          let w1 = x1 * x2 in
+          (w1 * x1, w1 + x2 * x1, x1 * x1, 0)
+    "#]]
+    .assert_eq(&emit("optimized"));
+    assert!(emit("target").contains("fun (dx1: real, dx2: real, dx3: real"));
+    let unf = emit("unf");
+    assert!(
+        unf.contains("// Source UNF") && unf.contains("J^T"),
+        "{unf}"
+    );
+    assert!(emit("clif").contains("function"));
+}
+
+#[test]
+fn cost_reports_the_bound() {
+    let (code, out, _) = unfad(&["cost", "prod.ad", "--sizes", "n=1000"]);
+    assert_eq!(code, 0);
+    expect![[r#"
+        {"bound":12,"gradient":{"adds":0,"moves":31999,"mults":3999,"nlops":0,"total":35998},"holds":true,"p":1,"primal":{"adds":0,"moves":7004,"mults":1000,"nlops":0,"total":8004},"ratio":4.497501249375312,"sizes":{"n":1000}}
+    "#]]
+    .assert_eq(&out);
+    check_error(
+        &["cost", "prod.ad", "--sizes", "m=3"],
+        expect![[r#"
+        error: `m` is not a size of the program (its sizes: n)
+    "#]],
+    );
+}
+
+#[test]
+fn check_compares_native_interpreter_and_finite_differences() {
+    for name in ["intro", "prod", "sum", "dot"] {
+        let (code, out, err) = unfad(&[
+            "check",
+            &format!("{name}.ad"),
+            "--input",
+            &format!("{name}.json"),
+        ]);
+        assert_eq!((code, err.as_str()), (0, ""), "{name}: {out}");
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(report["ok"], true);
+        assert_eq!(
+            report["max_error"]["native_vs_forward_mode"]["relative"], 0.0,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn bench_times_primal_and_gradient() {
+    let (code, out, _) = unfad(&[
+        "bench",
+        "prod.ad",
+        "--input",
+        "prod.json",
+        "--seconds",
+        "0.05",
+    ]);
+    assert_eq!(code, 0);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for key in ["primal_ns", "gradient_ns", "ratio", "model_ratio", "bound"] {
+        assert!(
+            report[key].as_f64().is_some_and(|x| x > 0.0),
+            "{key} in {out}"
+        );
+    }
+}

@@ -514,14 +514,13 @@ fn prepare<'a>(
     }
     scratch.sizes.clear();
     for v in compiled.size_vars() {
+        // A size only mentioned below empty arrays has no data to fix it: it is 0.
         let value = scratch
             .bindings
             .iter()
             .find(|(name, _, _)| name.as_ref() == v.as_str())
-            .map(|(_, n, _)| *n);
-        scratch
-            .sizes
-            .push(value.ok_or_else(|| Error::Internal(format!("the size `{v}` was not bound")))?);
+            .map_or(0, |(_, n, _)| *n);
+        scratch.sizes.push(value);
     }
     Ok(direct)
 }
