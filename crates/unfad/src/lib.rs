@@ -52,6 +52,11 @@
 mod args;
 pub mod pipeline;
 
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
 use std::sync::Mutex;
 
 use unfad_jit::{Compiled, Component};
