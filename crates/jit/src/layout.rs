@@ -212,6 +212,23 @@ impl Component {
     }
 }
 
+/// Cursors of scatter and gather live on the stack up to this many components.
+const CURSORS_ON_STACK: usize = 64;
+
+/// `n` zeroed cursors, on the stack when they fit.
+fn cursors<'a>(
+    stack: &'a mut [usize; CURSORS_ON_STACK],
+    heap: &'a mut Vec<usize>,
+    n: usize,
+) -> &'a mut [usize] {
+    if n <= CURSORS_ON_STACK {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, 0);
+        heap
+    }
+}
+
 /// The shape of a parameter or of the result: its type with array lengths as [`Dim`]s.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Shape {
@@ -253,9 +270,10 @@ impl Shape {
         comps: &mut [&mut [f64]],
     ) -> Result<(), JitError> {
         self.check(sizes, leaves.len(), comps.iter().map(|c| c.len()))?;
-        let mut cursors = vec![0usize; comps.len()];
+        let (mut stack, mut heap) = ([0usize; CURSORS_ON_STACK], Vec::new());
+        let cursors = cursors(&mut stack, &mut heap, comps.len());
         let mut pos = 0;
-        self.walk(sizes, 0, &mut cursors, &mut |c, at| {
+        self.walk(sizes, 0, cursors, &mut |c, at| {
             let slot = comps.get_mut(c).and_then(|x| x.get_mut(at));
             match (slot, leaves.get(pos)) {
                 (Some(dst), Some(&x)) => {
@@ -276,9 +294,10 @@ impl Shape {
         leaves: &mut [f64],
     ) -> Result<(), JitError> {
         self.check(sizes, leaves.len(), comps.iter().map(|c| c.len()))?;
-        let mut cursors = vec![0usize; comps.len()];
+        let (mut stack, mut heap) = ([0usize; CURSORS_ON_STACK], Vec::new());
+        let cursors = cursors(&mut stack, &mut heap, comps.len());
         let mut pos = 0;
-        self.walk(sizes, 0, &mut cursors, &mut |c, at| {
+        self.walk(sizes, 0, cursors, &mut |c, at| {
             let src = comps.get(c).and_then(|x| x.get(at));
             match (src, leaves.get_mut(pos)) {
                 (Some(&x), Some(dst)) => {
@@ -304,21 +323,40 @@ impl Shape {
                 want.map_or("too many".into(), |n| n.to_string())
             )));
         }
-        let mut lens = Vec::new();
-        self.component_lens(sizes, 1, &mut lens)
-            .ok_or_else(|| JitError::Call(format!("the sizes {sizes:?} are too large")))?;
-        let got: Vec<usize> = comps.collect();
-        if got != lens {
+        // Compare component by component, without collecting (calls allocate nothing).
+        let mut comps = comps;
+        let mut bad = None;
+        let mut k = 0;
+        self.component_lens(sizes, 1, &mut |want| {
+            let got = comps.next();
+            if bad.is_none() && got != Some(want) {
+                bad = Some((k, got, want));
+            }
+            k += 1;
+        })
+        .ok_or_else(|| JitError::Call(format!("the sizes {sizes:?} are too large")))?;
+        if let Some((k, got, want)) = bad {
             return Err(JitError::Call(format!(
-                "components of lengths {got:?} given where the layout has {lens:?}"
+                "component {k} has {} element(s) where the layout has {want}",
+                got.map_or("no".into(), |g| g.to_string())
+            )));
+        }
+        if comps.next().is_some() {
+            return Err(JitError::Call(format!(
+                "more than the layout's {k} component(s) given"
             )));
         }
         Ok(())
     }
 
-    fn component_lens(&self, sizes: &[u64], outer: usize, out: &mut Vec<usize>) -> Option<()> {
+    fn component_lens(
+        &self,
+        sizes: &[u64],
+        outer: usize,
+        out: &mut dyn FnMut(usize),
+    ) -> Option<()> {
         match self {
-            Shape::Real => out.push(outer),
+            Shape::Real => out(outer),
             Shape::Tuple(items) => {
                 for s in items {
                     s.component_lens(sizes, outer, out)?;

@@ -60,10 +60,10 @@ pub struct ReadmeDoctests;
 use std::sync::Mutex;
 
 use unfad_jit::{Compiled, Component};
-use unfad_syntax::{Size, Type};
+use unfad_syntax::Type;
 
 pub use args::{component_count, Arg};
-use args::{gather, is_single_component, Binder};
+use args::{is_single_component, Binder};
 pub use pipeline::Pipeline;
 pub use unfad_jit::RawFn;
 
@@ -399,30 +399,33 @@ impl GradFn {
             run_native(&self.compiled, &inputs, scratch, outs.as_mut_slice())?;
         }
         out.value = value[0];
-        // Tuple-valued gradients: reorder their components into row-major leaves.
-        let sizes = &scratch.sizes;
-        let size_of = |s: &Size| {
-            s.eval(&|v| {
-                self.compiled
-                    .size_vars()
-                    .iter()
-                    .position(|n| n == v)
-                    .map(|i| sizes[i])
-            })
-            .unwrap_or(0)
+        // Tuple-valued gradients: reorder their components into row-major leaves. The
+        // result's shape is `(value, g_1, ..., g_k)`.
+        let shapes = match self.compiled.result_shape() {
+            unfad_jit::Shape::Tuple(items) => items,
+            _ => {
+                return Err(Error::Internal(
+                    "the gradient's result is not a tuple".into(),
+                ))
+            }
         };
         let mut s = 0;
-        for &i in &self.wrt {
-            let ty = &self.params[i].ty;
-            if !is_single_component(ty) {
-                let n = component_count(ty);
+        for (k, &i) in self.wrt.iter().enumerate() {
+            let n = component_count(&self.params[i].ty);
+            if !is_single_component(&self.params[i].ty) {
+                let shape = shapes
+                    .get(k + 1)
+                    .ok_or_else(|| Error::Internal("gradient shape".into()))?;
                 let mut parts: StackVec<&[f64]> = StackVec::with_capacity(n);
                 for v in &out.scratch[s..s + n] {
                     parts.push(v.as_slice());
                 }
+                let total = shape
+                    .leaf_count(&scratch.sizes)
+                    .ok_or_else(|| Error::Internal("gradient size".into()))?;
                 let g = &mut out.gradients[i];
-                g.clear();
-                gather(ty, parts.as_slice(), &size_of, g);
+                g.resize(total, 0.0);
+                shape.gather(&scratch.sizes, parts.as_slice(), g)?;
                 s += n;
             }
         }
@@ -596,18 +599,12 @@ impl Func {
             return Ok(bufs.pop().unwrap_or_default());
         }
         let parts: Vec<&[f64]> = bufs.iter().map(|b| b.as_slice()).collect();
-        let size_of = |s: &Size| {
-            s.eval(&|v| {
-                self.compiled
-                    .size_vars()
-                    .iter()
-                    .position(|n| n == v)
-                    .map(|i| sizes[i])
-            })
-            .unwrap_or(0)
-        };
-        let mut out = Vec::new();
-        gather(&self.ret, &parts, &size_of, &mut out);
+        let shape = self.compiled.result_shape();
+        let total = shape
+            .leaf_count(&sizes)
+            .ok_or_else(|| Error::Internal("result size".into()))?;
+        let mut out = vec![0.0; total];
+        shape.gather(&sizes, &parts, &mut out)?;
         Ok(out)
     }
 
