@@ -1,0 +1,168 @@
+//! The modules: `hello`, `lse` and `gmm`, each compiled from a program of `programs/`.
+
+use serde_json::Value as Json;
+use unfad::{Arg, Engine, Func, GradFn, Output};
+
+use crate::gmm::{Gmm, GmmInput};
+use crate::{field, number, numbers, reals, Call, Fail};
+
+/// A defined module: prepares calls of its functions.
+pub trait Module {
+    fn prepare(&mut self, function: &str, input: &Json) -> Result<Box<dyn Call + '_>, Fail>;
+}
+
+/// Compile the module `name` (`define`); unknown modules are an error, not a crash.
+pub fn define(name: &str) -> Result<Box<dyn Module>, Fail> {
+    let engine = Engine::new();
+    let err = |e: unfad::Error| format!("compiling `{name}`: {e}");
+    match name {
+        "hello" => {
+            let src = include_str!("../programs/hello.ad");
+            Ok(Box::new(Hello {
+                square: engine.compile(src).map_err(err)?,
+                double: engine.compile_grad(src).map_err(err)?,
+            }))
+        }
+        "lse" => {
+            let src = include_str!("../programs/lse.ad");
+            Ok(Box::new(Lse {
+                primal: engine.compile(src).map_err(err)?,
+                gradient: engine.compile_grad(src).map_err(err)?,
+            }))
+        }
+        "gmm" => Ok(Box::new(Gmm::compile(&engine).map_err(err)?)),
+        other => Err(format!(
+            "unfad has no module `{other}` (it has hello, lse and gmm)"
+        )),
+    }
+}
+
+/// `unknown function` error.
+fn unknown(module: &str, function: &str) -> Fail {
+    format!("the module `{module}` has no function `{function}`")
+}
+
+struct Hello {
+    square: Func,
+    double: GradFn,
+}
+
+struct HelloCall<'m> {
+    x: f64,
+    square: Option<&'m Func>,
+    double: Option<&'m GradFn>,
+    result: f64,
+    out: Output,
+}
+
+impl Module for Hello {
+    fn prepare(&mut self, function: &str, input: &Json) -> Result<Box<dyn Call + '_>, Fail> {
+        let x = input.as_f64().ok_or("the input of `hello` is a number")?;
+        let (square, double) = match function {
+            "square" => (Some(&self.square), None),
+            "double" => (None, Some(&self.double)),
+            f => return Err(unknown("hello", f)),
+        };
+        Ok(Box::new(HelloCall {
+            x,
+            square,
+            double,
+            result: f64::NAN,
+            out: Output::default(),
+        }))
+    }
+}
+
+impl Call for HelloCall<'_> {
+    fn run(&mut self) -> Result<(), Fail> {
+        let args = [Arg::from(self.x)];
+        if let Some(f) = self.square {
+            self.result = f.call(&args).map_err(|e| e.to_string())?[0];
+        } else if let Some(g) = self.double {
+            g.call_into(&args, &mut self.out)
+                .map_err(|e| e.to_string())?;
+            self.result = self.out.gradient(0)[0];
+        }
+        Ok(())
+    }
+    fn output(&self) -> Result<Json, Fail> {
+        number(self.result)
+    }
+}
+
+struct Lse {
+    primal: Func,
+    gradient: GradFn,
+}
+
+struct LseCall<'m> {
+    x: Vec<f64>,
+    primal: Option<&'m Func>,
+    gradient: Option<&'m GradFn>,
+    value: f64,
+    out: Output,
+}
+
+impl Module for Lse {
+    fn prepare(&mut self, function: &str, input: &Json) -> Result<Box<dyn Call + '_>, Fail> {
+        let x = reals(field(input, "x")?, "x")?;
+        let (primal, gradient) = match function {
+            "primal" => (Some(&self.primal), None),
+            "gradient" => (None, Some(&self.gradient)),
+            f => return Err(unknown("lse", f)),
+        };
+        Ok(Box::new(LseCall {
+            x,
+            primal,
+            gradient,
+            value: f64::NAN,
+            out: Output::default(),
+        }))
+    }
+}
+
+impl Call for LseCall<'_> {
+    fn run(&mut self) -> Result<(), Fail> {
+        let args = [Arg::from(self.x.as_slice())];
+        if let Some(f) = self.primal {
+            self.value = f.call(&args).map_err(|e| e.to_string())?[0];
+        } else if let Some(g) = self.gradient {
+            g.call_into(&args, &mut self.out)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+    fn output(&self) -> Result<Json, Fail> {
+        match self.primal {
+            Some(_) => number(self.value),
+            None => numbers(self.out.gradient(0)),
+        }
+    }
+}
+
+/// A prepared `gmm` call.
+pub(crate) struct GmmCall<'m> {
+    pub gmm: &'m Gmm,
+    pub input: GmmInput,
+    pub jacobian: bool,
+    pub value: f64,
+    pub out: Output,
+}
+
+impl Module for Gmm {
+    fn prepare(&mut self, function: &str, input: &Json) -> Result<Box<dyn Call + '_>, Fail> {
+        let jacobian = match function {
+            "objective" => false,
+            "jacobian" => true,
+            f => return Err(unknown("gmm", f)),
+        };
+        let input = GmmInput::from_json(input)?;
+        Ok(Box::new(GmmCall {
+            gmm: self,
+            input,
+            jacobian,
+            value: f64::NAN,
+            out: Output::default(),
+        }))
+    }
+}
