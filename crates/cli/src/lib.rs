@@ -390,13 +390,8 @@ fn cost(
         Ok(f) => f,
         Err(e) => return report(io, file, &text, e),
     };
-    let arena = &p.program.arena;
     let lookup = |v: &str| Some(value_of(v));
-    let bound = unfad_opt::Bound {
-        primal: unfad_opt::cost_of(arena, p.source.body, &lookup),
-        gradient: unfad_opt::cost_of(arena, opt.body, &lookup),
-        p: unfad_opt::nao(arena, p.source.body),
-    };
+    let bound = unfad_opt::Bound::measure(&p.program.arena, &p.source, &opt, &lookup);
     let size_map: serde_json::Map<String, Json> = vars
         .iter()
         .map(|v| (v.to_string(), json!(value_of(v))))
@@ -585,12 +580,7 @@ fn bench(
     let model = p.optimized_reverse(&all).ok().map(|opt| {
         let lookup = sizes.lookup();
         let lookup = |v: &str| Some(lookup(v).unwrap_or(0));
-        let arena = &p.program.arena;
-        unfad_opt::Bound {
-            primal: unfad_opt::cost_of(arena, p.source.body, &lookup),
-            gradient: unfad_opt::cost_of(arena, opt.body, &lookup),
-            p: unfad_opt::nao(arena, p.source.body),
-        }
+        unfad_opt::Bound::measure(&p.program.arena, &p.source, &opt, &lookup)
     });
     let ns = |d: Duration| d.as_secs_f64() * 1e9;
     print_json(

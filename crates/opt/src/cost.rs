@@ -10,6 +10,9 @@
 //! elementary operations; we check the bound on the sum with unit weights,
 //! `MOVES + ADDS + MULTS + NLOPS` ([`Cost::total`]), and report every component too.
 //!
+//! Arguments: [`Bound::measure`] adds one move per real of the parameters to both costs
+//! (reading the arguments in), for the reason given there.
+//!
 //! Sizes: the `n` of an array operation is the length of its operand, from the operand's
 //! type with the size variables at given values. Choices for constructs the figure does
 //! not list: a comparison or `max`/`min` costs like an addition, negation and `abs` are
@@ -21,7 +24,7 @@
 use std::fmt;
 use std::ops::{Add, Mul};
 
-use unfad_syntax::{with_stack, Arena, BinOp, ExprId, Node, Type, UnOp};
+use unfad_syntax::{with_stack, Arena, BinOp, ExprId, Func, Node, Type, UnOp};
 
 /// A cost vector: MOVES, ADDS, MULTS, NLOPS.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -257,6 +260,31 @@ pub struct Bound {
 }
 
 impl Bound {
+    /// The costs of `source` and of `gradient`, its optimized value and gradient, with size
+    /// variables valued by `sizes`, and `p = NAO(source)`. Both costs include moving the
+    /// arguments in (one move per real leaf of the parameters), as Griewank's evaluation
+    /// procedures start by copying the independent variables: without it a program that
+    /// ignores a large parameter would cost less than writing that parameter's gradient
+    /// (zeros), and no constant could bound the ratio.
+    pub fn measure(
+        arena: &Arena,
+        source: &Func,
+        gradient: &Func,
+        sizes: &dyn Fn(&str) -> Option<u64>,
+    ) -> Bound {
+        let inputs: u64 = source
+            .params
+            .iter()
+            .filter_map(|&p| arena.var_type(p)?.leaf_count(sizes))
+            .sum();
+        let arguments = MOVE * inputs;
+        Bound {
+            primal: cost_of(arena, source.body, sizes) + arguments,
+            gradient: cost_of(arena, gradient.body, sizes) + arguments,
+            p: nao(arena, source.body),
+        }
+    }
+
     /// `4 * 3^p`.
     pub fn factor(&self) -> u64 {
         4 * 3u64.saturating_pow(self.p)
