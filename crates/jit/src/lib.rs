@@ -369,6 +369,22 @@ pub fn clif_text(arena: &Arena, func: &Func) -> Result<String, JitError> {
     Ok(ctx.func.display().to_string())
 }
 
+/// The machine code of `func` for the host, as assembly text (after Cranelift's
+/// optimizations and register allocation): what to read when tuning the lowering.
+pub fn asm_text(arena: &Arena, func: &Func) -> Result<String, JitError> {
+    let arena = typed(arena, func)?;
+    let isa = host_isa()?;
+    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let mut ctx = module.make_context();
+    build(&arena, func, &mut module, &mut ctx)?;
+    ctx.set_disasm(true);
+    let mut plane = cranelift_codegen::control::ControlPlane::default();
+    let code = ctx
+        .compile(module.isa(), &mut plane)
+        .map_err(|e| JitError::Codegen(format!("{:?}", e.inner)))?;
+    Ok(code.vcode.clone().unwrap_or_default())
+}
+
 /// The arena with every node of `func` typed (type-checking a copy if needed).
 fn typed<'a>(arena: &'a Arena, func: &Func) -> R<Cow<'a, Arena>> {
     if arena.type_of(func.body).is_some() {
