@@ -103,3 +103,44 @@ pub fn sum(a: &mut Arena, ty: &Type, g: ExprId, witness: ExprId) -> Result<ExprI
     let z = zero(a, ty, witness)?;
     Ok(build::reduce(a, f, z, g))
 }
+
+/// `0_G` for a type made of reals and tuples only, which needs no witness; `None` for
+/// types with arrays (whose zeros need a shape).
+pub fn zero_of_type(a: &mut Arena, ty: &Type) -> Option<ExprId> {
+    match ty {
+        Type::Real => Some(build::num(a, 0.0)),
+        Type::Tuple(items) => {
+            let zs = items
+                .iter()
+                .map(|t| zero_of_type(a, t))
+                .collect::<Option<Vec<_>>>()?;
+            build::tuple(a, &zs).ok()
+        }
+        Type::Array(..) | Type::Bool | Type::Func(..) => None,
+    }
+}
+
+/// `x +̂ y` for operands that may be any terms: a tuple-typed operand that is neither an
+/// atom nor a tuple literal is bound to a variable first, so that `+̂`'s projections do
+/// not compute it once per component.
+pub fn add_hat_shared(a: &mut Arena, ty: &Type, x: ExprId, y: ExprId) -> Result<ExprId, AdError> {
+    if !matches!(ty, Type::Tuple(_)) {
+        return add_hat(a, ty, x, y);
+    }
+    let mut bindings = Vec::new();
+    let mut share = |a: &mut Arena, e: ExprId| {
+        if build::is_atom(a, e) || matches!(a[e], unfad_syntax::Node::Tuple(_)) {
+            e
+        } else {
+            let v = a.fresh_var("s", Some(ty.clone()));
+            bindings.push((v, e));
+            a.var(v)
+        }
+    };
+    let (x, y) = (share(a, x), share(a, y));
+    let sum = add_hat(a, ty, x, y)?;
+    Ok(bindings
+        .into_iter()
+        .rev()
+        .fold(sum, |acc, (v, e)| a.let_(v, e, acc)))
+}

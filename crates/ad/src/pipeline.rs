@@ -34,10 +34,27 @@ pub trait Reverse {
         wrt: &[usize],
         e: ExprId,
     ) -> Result<ExprId, AdError> {
+        let one = a.constant(1.0);
+        self.vjp_term(a, gamma, wrt, e, one)
+    }
+
+    /// `J^T e · s`: the adjoints of the context variables `gamma[wrt[i]]` for the adjoint
+    /// `seed` of `e`'s value, `π2 D^ρ_{Γ;Y}(e)(0_Γ, s)`. This is the paper's `∇Γ(e) ·̂ s`
+    /// (its `hat-*`) without forming the Jacobian: one reverse pass, whatever `e`'s type.
+    /// `seed` (of `e`'s type) is used once.
+    fn vjp_term(
+        &mut self,
+        a: &mut Arena,
+        gamma: &[Var],
+        wrt: &[usize],
+        e: ExprId,
+        seed: ExprId,
+    ) -> Result<ExprId, AdError> {
         let (y, proj, rho) = projection(a, self.names(), gamma, wrt)?;
         let pair = self.pair(a, gamma, &rho, y, e)?;
         let back = a.proj(1, pair);
-        let args = initial_adjoints(a, gamma)?;
+        let mut args = zero_adjoints(a, gamma)?;
+        args.push(seed);
         let call = a.app(back, &args);
         Ok(a.let_(y, proj, call))
     }
@@ -100,14 +117,20 @@ pub(crate) fn projection(
     Ok((y, lam, rho))
 }
 
-/// `(0_Γ, 1)`: the zero adjoint of every context variable, and the seed 1 for the result.
-fn initial_adjoints(a: &mut Arena, gamma: &[Var]) -> Result<Vec<ExprId>, AdError> {
+/// `0_Γ`: the zero adjoint of every context variable.
+fn zero_adjoints(a: &mut Arena, gamma: &[Var]) -> Result<Vec<ExprId>, AdError> {
     let tys = types_of(a, gamma)?;
     let mut args = Vec::with_capacity(gamma.len() + 1);
     for (&g, t) in gamma.iter().zip(&tys) {
         let w = a.var(g);
         args.push(ground::zero(a, t, w)?);
     }
+    Ok(args)
+}
+
+/// `(0_Γ, 1)`: the zero adjoint of every context variable, and the seed 1 for the result.
+fn initial_adjoints(a: &mut Arena, gamma: &[Var]) -> Result<Vec<ExprId>, AdError> {
+    let mut args = zero_adjoints(a, gamma)?;
     args.push(a.constant(1.0));
     Ok(args)
 }
@@ -163,7 +186,7 @@ fn check_request(a: &Arena, func: &Func, wrt: &[usize]) -> Result<(), AdError> {
 
 /// Record the types of the function's body if the caller has not (a no-op otherwise).
 fn ensure_typed(a: &mut Arena, func: &Func) -> Result<(), AdError> {
-    crate::arrays::retype(a, func.body).map(|_| ())
+    crate::elem::retype(a, func.body).map(|_| ())
 }
 
 /// `∇`: the body returns the gradient tuple `π2 D(e)(0_Γ, 1)`.

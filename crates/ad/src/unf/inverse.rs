@@ -12,10 +12,12 @@
 use unfad_syntax::{Arena, ExprId, Node, Type, Var};
 
 use super::{Ctx, OpKind, Prim, TargetUnf};
-use crate::arrays::{self, Capture};
+use crate::arrays;
 use crate::build::{self, component, is_atom, Names};
 use crate::derivatives::{binary_partials, unary_partial};
+use crate::elem::{self, Capture};
 use crate::error::{internal, AdError};
+use crate::folds::{self, Fold, FoldKind};
 use crate::ground::{add_hat, zero};
 use crate::pipeline::Reverse;
 
@@ -205,7 +207,7 @@ impl Inverse<'_, '_> {
                 let arr_a = self.atomize(&mut items, n, &input[n], "x");
                 let arr_b = self.atomize(&mut items, n + 1, &input[n + 1], "x");
                 let caps = self.captures(&mut items, captures, &input);
-                let f_copy = arrays::instantiate(self.a, *f, &caps);
+                let f_copy = elem::instantiate(self.a, *f, &caps);
                 let m = build::map2(self.a, f_copy, arr_a, arr_b);
                 let r = self.bind(m, &output[n + 2], "x", n + 2);
                 items.push(r);
@@ -214,7 +216,7 @@ impl Inverse<'_, '_> {
                 let n = ctx.len();
                 let unit = self.atomize(&mut items, n, &input[n], "x");
                 let arr = self.atomize(&mut items, n + 1, &input[n + 1], "x");
-                let f_copy = arrays::instantiate(self.a, *f, &[]);
+                let f_copy = elem::instantiate(self.a, *f, &[]);
                 let r = build::reduce(self.a, f_copy, unit, arr);
                 let r = self.bind(r, &Type::Real, "x", n + 2);
                 items.push(r);
@@ -326,26 +328,43 @@ impl Inverse<'_, '_> {
                 let arr_a = self.atomize(&mut primal, n, &input[n], "x");
                 let arr_b = self.atomize(&mut primal, n + 1, &input[n + 1], "x");
                 let caps = self.captures(&mut primal, captures, &input);
-                let res = arrays::map2_adjoint(self.a, self.rev, *f, &caps, arr_a, arr_b, z)?;
+                let res = arrays::map_adjoint(
+                    self.a,
+                    self.rev,
+                    *f,
+                    &caps,
+                    &[arr_a, arr_b],
+                    z,
+                    &Type::Real,
+                )?;
                 for (&(_, p), contribution) in captures.iter().zip(res.captures) {
                     self.atomize_for_sum(&mut adj, p, &ctx[p]);
                     adj[p] = add_hat(self.a, &ctx[p], adj[p], contribution)?;
                 }
-                adj[n] = add_hat(self.a, arr, adj[n], res.first)?;
-                adj[n + 1] = add_hat(self.a, arr, adj[n + 1], res.second)?;
+                let [first, second] = res.operands[..] else {
+                    return internal("`map2` has two operands");
+                };
+                adj[n] = add_hat(self.a, arr, adj[n], first)?;
+                adj[n + 1] = add_hat(self.a, arr, adj[n + 1], second)?;
             }
             Prim::Reduce { ctx, f, arr } => {
                 let n = ctx.len();
                 let z = self.pop_adjoint(&mut adj, &output)?;
                 let unit = self.atomize(&mut primal, n, &input[n], "x");
                 let array = self.atomize(&mut primal, n + 1, &input[n + 1], "x");
-                let tape = arrays::reduce_tape(self.a, self.rev, *f, unit, array, arr)?;
+                let fold = Fold {
+                    f: *f,
+                    captures: &[],
+                    init: unit,
+                    array,
+                };
+                let tape = folds::fold_tape(self.a, self.rev, &fold, FoldKind::Reduce)?;
                 for (v, e) in tape.bindings.iter().copied() {
                     self.lets.push(Binding::One(v, e));
                 }
-                let (du, da) = arrays::reduce_adjoint(self.a, &tape, z);
-                adj[n] = build::add(self.a, adj[n], du);
-                adj[n + 1] = add_hat(self.a, arr, adj[n + 1], da)?;
+                let back = folds::fold_adjoint(self.a, self.rev, &fold, &tape, z)?;
+                adj[n] = build::add(self.a, adj[n], back.init);
+                adj[n + 1] = add_hat(self.a, arr, adj[n + 1], back.array)?;
             }
         }
         Ok(adj)

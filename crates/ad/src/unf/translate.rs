@@ -21,9 +21,8 @@ use std::collections::HashMap;
 use unfad_syntax::{with_stack, Arena, ExprId, Node, Type, Var};
 
 use super::{Ctx, OpKind, Prim, SourceUnf};
-use crate::direct::{
-    describe, expect_closed, expect_real_array, expect_real_elements, type_of, unsupported,
-};
+use crate::direct::{describe, type_of};
+use crate::elem::binary_lambda;
 use crate::error::{internal, AdError};
 
 /// `UNF(e)` for `e` in the context `gamma`.
@@ -332,5 +331,70 @@ impl Translate<'_> {
             }
             node => Err(unsupported(a, e, describe(node))),
         }
+    }
+}
+
+/// Check that `t` is `[n]real`, for the arrays of `map2` and `reduce`.
+fn expect_real_array(a: &Arena, e: ExprId, t: &Type) -> Result<(), AdError> {
+    match t {
+        Type::Array(_, elem) if **elem == Type::Real => Ok(()),
+        _ => Err(AdError::Unsupported {
+            expr: e,
+            span: a.span(e),
+            message: format!(
+                "the UNF pipeline differentiates `map2` and `reduce` over arrays of reals only \
+                 (the paper's UNF rules), this has type `{t}`; the direct macro supports it"
+            ),
+        }),
+    }
+}
+
+/// The free variables of `reduce`'s function must be none (the paper's UNF rule).
+fn expect_closed(a: &Arena, at: ExprId, f: ExprId) -> Result<(), AdError> {
+    match a.free_vars(f).first() {
+        None => Ok(()),
+        Some(&v) => Err(AdError::Unsupported {
+            expr: at,
+            span: a.span(at),
+            message: format!(
+                "the function of `reduce` uses `{}` from the enclosing scope; the UNF pipeline \
+                 supports only closed `reduce` functions (the paper's UNF rule); the direct \
+                 macro supports it",
+                a.var_name(v)
+            ),
+        }),
+    }
+}
+
+/// `[n]real` (elements real) as the result of `map2`.
+fn expect_real_elements(a: &Arena, e: ExprId, f: ExprId) -> Result<(), AdError> {
+    let (_, _, body) = binary_lambda(a, f)?;
+    match a.type_of(body) {
+        Some(Type::Real) => Ok(()),
+        Some(t) => Err(AdError::Unsupported {
+            expr: e,
+            span: a.span(e),
+            message: format!(
+                "the UNF pipeline supports `map2` functions returning reals only (the paper's \
+                 UNF rules), this one returns `{t}`; the direct macro supports it"
+            ),
+        }),
+        None => Err(AdError::IllTyped {
+            expr: body,
+            span: a.span(body),
+            message: "this term has not been type-checked".into(),
+        }),
+    }
+}
+
+/// An error for a construct the paper gives no UNF rule for.
+fn unsupported(a: &Arena, e: ExprId, what: &str) -> AdError {
+    AdError::Unsupported {
+        expr: e,
+        span: a.span(e),
+        message: format!(
+            "the UNF pipeline does not support {what} (the paper gives UNF rules for its core \
+             Source only); the direct macro supports it"
+        ),
     }
 }

@@ -1,5 +1,7 @@
 //! The direct macro `D^ρ_{Γ;Y}` (Figure "Reverse-mode transformation from source to target
-//! language"): one rule per construct of the Source term.
+//! language" and section "Beyond the Source language"): one rule per construct of the
+//! Source term. The rules of the core fragment are here; [`arrays`] has the array
+//! operations and [`conditionals`] the conditions.
 //!
 //! `D_{Γ;Y}(e)` for `Γ ⊢ e : A` and a continuation variable `Y : Γ → ρ` is a Target term of
 //! type `A × (Γ × A → ρ)`: the value of `e`, and the continuation that takes adjoints of
@@ -11,15 +13,21 @@
 //! Variables of the Source term are reused in the result where the figure binds them
 //! (`let x, Y1 = D(e1) in ...`); the bodies of array functions, which the rules use
 //! several times, are copied with fresh binders at every use.
+//!
+//! Conditions (`bool` values) are not differentiated: they are in scope as values but
+//! not in the context Γ (they have no adjoint), as the paper treats array sizes.
 
 use std::collections::HashMap;
 
+mod arrays;
+mod conditionals;
+
 use unfad_syntax::{with_stack, Arena, ExprId, Node, Type, Var};
 
-use crate::arrays::{self, binary_lambda, Capture};
-use crate::build::{component, Names};
+use crate::build::{component, is_atom, Names};
 use crate::derivatives::{binary_partials, unary_partial};
 use crate::error::AdError;
+use crate::folds::FoldKind;
 use crate::ground::{add_hat, zero};
 use crate::pipeline::{adjoint_name, types_of, Reverse};
 
@@ -69,14 +77,16 @@ pub(crate) fn unsupported(a: &Arena, e: ExprId, what: &str) -> AdError {
     AdError::Unsupported {
         expr: e,
         span: a.span(e),
-        message: format!("reverse mode does not support {what} yet"),
+        message: format!("reverse mode does not support {what}"),
     }
 }
 
 /// What a node is, for error messages.
 pub(crate) fn describe(node: Node) -> &'static str {
     match node {
-        Node::Bool(_) | Node::Cmp(..) | Node::Not(_) | Node::And(..) | Node::Or(..) => "conditions",
+        Node::Bool(_) | Node::Cmp(..) | Node::Not(_) | Node::And(..) | Node::Or(..) => {
+            "conditions as values"
+        }
         Node::If(..) => "`if`",
         Node::Lambda(..) => "`fun` (a Target construct)",
         Node::App(..) => "application (a Target construct)",
@@ -98,58 +108,6 @@ pub(crate) fn type_of(a: &Arena, e: ExprId) -> Result<Type, AdError> {
         span: a.span(e),
         message: "this term has not been type-checked".into(),
     })
-}
-
-/// Check that `t` is `[n]real`, for the arrays of `map2` and `reduce`.
-pub(crate) fn expect_real_array(a: &Arena, e: ExprId, t: &Type) -> Result<(), AdError> {
-    match t {
-        Type::Array(_, elem) if **elem == Type::Real => Ok(()),
-        _ => Err(AdError::Unsupported {
-            expr: e,
-            span: a.span(e),
-            message: format!(
-                "reverse mode supports `map2` and `reduce` over arrays of reals only for now, \
-                 this has type `{t}`"
-            ),
-        }),
-    }
-}
-
-/// The free variables of `reduce`'s function must be none (the paper's restriction).
-pub(crate) fn expect_closed(a: &Arena, at: ExprId, f: ExprId) -> Result<(), AdError> {
-    match a.free_vars(f).first() {
-        None => Ok(()),
-        Some(&v) => Err(AdError::Unsupported {
-            expr: at,
-            span: a.span(at),
-            message: format!(
-                "the function of `reduce` uses `{}` from the enclosing scope; reverse mode \
-                 supports only closed `reduce` functions for now (the paper's restriction)",
-                a.var_name(v)
-            ),
-        }),
-    }
-}
-
-/// `[n]real` (elements real) as the result of `map2`.
-pub(crate) fn expect_real_elements(a: &Arena, e: ExprId, f: ExprId) -> Result<(), AdError> {
-    let (_, _, body) = binary_lambda(a, f)?;
-    match a.type_of(body) {
-        Some(Type::Real) => Ok(()),
-        Some(t) => Err(AdError::Unsupported {
-            expr: e,
-            span: a.span(e),
-            message: format!(
-                "reverse mode supports `map2` functions returning reals only for now, this one \
-                 returns `{t}`"
-            ),
-        }),
-        None => Err(AdError::IllTyped {
-            expr: body,
-            span: a.span(body),
-            message: "this term has not been type-checked".into(),
-        }),
-    }
 }
 
 impl Macro<'_, '_> {
@@ -226,6 +184,9 @@ impl Macro<'_, '_> {
         match self.a[e] {
             Node::Const(c) => self.rule_const(c, y),
             Node::Var(x) => self.rule_var(e, x, y),
+            Node::Let(x, e1, e2) if self.a.var_type(x) == Some(&Type::Bool) => {
+                self.rule_let_condition(x, e1, e2, y)
+            }
             Node::Let(x, e1, e2) => self.rule_let(e, x, e1, e2, y),
             Node::LetTuple(xs, e1, e2) => {
                 let xs = self.a.vars_of(xs).to_vec();
@@ -238,8 +199,19 @@ impl Macro<'_, '_> {
             Node::Proj(i, e1) => self.rule_proj(i as usize, e1, y),
             Node::Op1(op, e1) => self.rule_op1(op, e1, y),
             Node::Op2(op, e1, e2) => self.rule_op2(op, e1, e2, y),
-            Node::Map2(f, e1, e2) => self.rule_map2(e, f, e1, e2, y),
-            Node::Reduce(f, e1, e2) => self.rule_reduce(e, f, e1, e2, y),
+            Node::Map(f, e1) => self.rule_map(e, f, &[e1], y),
+            Node::Map2(f, e1, e2) => self.rule_map(e, f, &[e1, e2], y),
+            Node::Reduce(f, e1, e2) => self.rule_fold(e, f, e1, e2, y, FoldKind::Reduce),
+            Node::Foldl(f, e1, e2) => self.rule_fold(e, f, e1, e2, y, FoldKind::Foldl),
+            Node::Scanl(f, e1, e2) => self.rule_scan(e, f, e1, e2, y, true),
+            Node::Scanr(f, e1, e2) => self.rule_scan(e, f, e1, e2, y, false),
+            Node::Shift1L(e1) => self.rule_shift(e, e1, y, true),
+            Node::Shift1R(e1) => self.rule_shift(e, e1, y, false),
+            Node::Array(l) => {
+                let items = self.a.exprs(l).to_vec();
+                self.rule_array(e, &items, y)
+            }
+            Node::If(c, e2, e3) => self.rule_if(e, c, e2, e3, y),
             Node::Len(e1) | Node::ZerosLike(e1) | Node::OnesLike(e1) => {
                 self.rule_constant_op(e, e1, y)
             }
@@ -305,6 +277,54 @@ impl Macro<'_, '_> {
         let result = self.pair(value, k);
         let inner = self.bind(v, y2, d2, result);
         Ok(self.bind(x, y1, d1, inner))
+    }
+
+    /// The free variables of `f` that have adjoints (conditions do not), with their
+    /// positions in Γ.
+    fn captures(&self, e: ExprId, f: ExprId) -> Result<Vec<(Var, usize)>, AdError> {
+        let mut out = Vec::new();
+        for c in self.a.free_vars(f) {
+            if self.a.var_type(c) == Some(&Type::Bool) {
+                continue;
+            }
+            match self.pos.get(&c) {
+                Some(&p) => out.push((c, p)),
+                None => {
+                    return Err(AdError::IllTyped {
+                        expr: e,
+                        span: self.a.span(e),
+                        message: format!("this uses `{}`, which is not bound", self.a.var_name(c)),
+                    })
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `dx[p] +̂= contribution` for each variable of `vars` (with its position), binding
+    /// a tuple-typed contribution that `+̂` would otherwise project (and so compute) once
+    /// per component; the bindings are pushed to `lets`.
+    fn accumulate(
+        &mut self,
+        at: ExprId,
+        dx: &mut [ExprId],
+        vars: &[(Var, usize)],
+        contributions: Vec<ExprId>,
+        lets: &mut Vec<(Var, ExprId)>,
+    ) -> Result<(), AdError> {
+        for (&(c, p), mut g) in vars.iter().zip(contributions) {
+            let tc = self.var_type(at, c)?;
+            if matches!(tc, Type::Tuple(_))
+                && !is_atom(self.a, g)
+                && !matches!(self.a[g], Node::Tuple(_))
+            {
+                let v = self.a.fresh_var("g", Some(tc.clone()));
+                lets.push((v, g));
+                g = self.a.var(v);
+            }
+            dx[p] = add_hat(self.a, &tc, dx[p], g)?;
+        }
+        Ok(())
     }
 
     fn var_type(&self, e: ExprId, x: Var) -> Result<Type, AdError> {
@@ -514,117 +534,6 @@ impl Macro<'_, '_> {
             Ok(m.call(y2, &dx))
         })?;
         let result = self.pair(value, k);
-        Ok(self.bind_operands(ops, result))
-    }
-
-    /// ```text
-    /// let A, Y1 = D_{Γ;Y}(e2) in
-    /// let B, Y2 = D_{Γ,A;Y1}(e3) in
-    /// <map2 (x, y. e1) A B, fun (x, Z) ->
-    ///    Y2(x +̂ [c](sum of Z ·̂ ∇c e1 for each free c of e1),
-    ///       map2 * (map2 (a, b. ∇x e1) A B) Z,
-    ///       map2 * (map2 (a, b. ∇y e1) A B) Z)>
-    /// ```
-    fn rule_map2(
-        &mut self,
-        e: ExprId,
-        f: ExprId,
-        e1: ExprId,
-        e2: ExprId,
-        y: Var,
-    ) -> Result<ExprId, AdError> {
-        let (ta, tb, t) = (
-            type_of(self.a, e1)?,
-            type_of(self.a, e2)?,
-            type_of(self.a, e)?,
-        );
-        expect_real_array(self.a, e1, &ta)?;
-        expect_real_array(self.a, e2, &tb)?;
-        expect_real_elements(self.a, e, f)?;
-        let captures: Vec<(Var, usize)> = self
-            .a
-            .free_vars(f)
-            .into_iter()
-            .map(|c| match self.pos.get(&c) {
-                Some(&p) => Ok((c, p)),
-                None => Err(AdError::IllTyped {
-                    expr: e,
-                    span: self.a.span(e),
-                    message: format!(
-                        "the function of `map2` uses `{}`, which is not bound",
-                        self.a.var_name(c)
-                    ),
-                }),
-            })
-            .collect::<Result<_, _>>()?;
-        let ops = self.operands(&[e1, e2], y)?;
-        let (arr_a, arr_b, y2) = (self.a.var(ops.value(0)), self.a.var(ops.value(1)), ops.last);
-        let caps: Vec<Capture> = captures
-            .iter()
-            .map(|&(c, _)| Capture {
-                var: c,
-                value: self.a.var(c),
-            })
-            .collect();
-        let f_copy = arrays::instantiate(self.a, f, &[]);
-        let value = crate::build::map2(self.a, f_copy, arr_a, arr_b);
-        let k = self.cont(&t, |m, mut dx, z| {
-            let adj = arrays::map2_adjoint(
-                m.a,
-                &mut Direct { names: m.names },
-                f,
-                &caps,
-                arr_a,
-                arr_b,
-                z,
-            )?;
-            for (&(c, p), contribution) in captures.iter().zip(adj.captures) {
-                let tc = m.var_type(e, c)?;
-                dx[p] = add_hat(m.a, &tc, dx[p], contribution)?;
-            }
-            dx.push(adj.first);
-            dx.push(adj.second);
-            Ok(m.call(y2, &dx))
-        })?;
-        let result = self.pair(value, k);
-        Ok(self.bind_operands(ops, result))
-    }
-
-    /// ```text
-    /// let y1, Y1 = D_{Γ;Y}(e2) in
-    /// let A, Y2 = D_{Γ,y1;Y1}(e3) in
-    /// let A0 = ..., Ax = ..., A2 = ..., A3 = ... in     -- see arrays::reduce_tape
-    /// <reduce (x, y. e1) y1 A, fun (x, z) -> Y2(x, z * reduce * 1 Ax, map2 (a, b. a*b*z) A2 A3)>
-    /// ```
-    fn rule_reduce(
-        &mut self,
-        e: ExprId,
-        f: ExprId,
-        e1: ExprId,
-        e2: ExprId,
-        y: Var,
-    ) -> Result<ExprId, AdError> {
-        let (t0, ta) = (type_of(self.a, e1)?, type_of(self.a, e2)?);
-        expect_real_array(self.a, e2, &ta)?;
-        if t0 != Type::Real {
-            return Err(unsupported(self.a, e, "`reduce` with a non-real unit"));
-        }
-        binary_lambda(self.a, f)?;
-        expect_closed(self.a, e, f)?;
-        let ops = self.operands(&[e1, e2], y)?;
-        let (unit, arr, y2) = (self.a.var(ops.value(0)), self.a.var(ops.value(1)), ops.last);
-        let tape =
-            arrays::reduce_tape(self.a, &mut Direct { names: self.names }, f, unit, arr, &ta)?;
-        let f_copy = arrays::instantiate(self.a, f, &[]);
-        let value = crate::build::reduce(self.a, f_copy, unit, arr);
-        let k = self.cont(&Type::Real, |m, mut dx, z| {
-            let (du, da) = arrays::reduce_adjoint(m.a, &tape, z);
-            dx.push(du);
-            dx.push(da);
-            Ok(m.call(y2, &dx))
-        })?;
-        let result = self.pair(value, k);
-        let result = arrays::wrap_lets(self.a, &tape.bindings, result);
         Ok(self.bind_operands(ops, result))
     }
 

@@ -1,0 +1,517 @@
+//! The reverse derivatives of the folds and scans: `reduce` (Figures "Reverse-mode
+//! transformation from source to target language" and "... reduce without restrictions on
+//! its function argument"), `foldl` (Figure "... foldl and map operators") and `scanl` /
+//! `scanr` in Source programs (following "Recipe for Adding More Constructs").
+//!
+//! A left fold computes `acc_i = e(acc_{i-1}, a_i)` from `acc_0 = y0`. With `s_i` the
+//! adjoint of `acc_i` (`s_n = z` for the fold's result), the backward pass is
+//! `s_{i-1} = J^T_acc e(acc_{i-1}, a_i) · s_i`, `ā_i = J^T_x e(acc_{i-1}, a_i) · s_i`,
+//! `c̄ = Σ_i J^T_c e(acc_{i-1}, a_i) · s_i` for a captured `c`, and `ȳ0 = s_0`.
+//!
+//! **Real accumulators: the paper's form.** `s_i = z * Π_{j>i} ∂x e_j`, the products of the
+//! later `∂x` factors, are a `scanr * 1`; the tape binds
+//! ```text
+//! let A0 = shift1R (scanl (x, y. e) y0 A) in    -- the accumulator before each element
+//! let Ax = map2 (a, b. ∇x e) A0 A in             -- ∂x at each step
+//! let A2 = map2 (a, b. ∇y e) A0 A in             -- ∂y at each step (of the elements' type)
+//! let A3 = scanr * 1 (shift1L Ax) in             -- products of the later ∂x factors
+//! ```
+//! and the adjoints are `ȳ0 = z * reduce * 1 Ax`, `Ā = map2 (a, b. a * b * z) A3 A2` (for
+//! other element types `b` is scaled by `a * z`), and for each capture
+//! `c̄ = Σ map2 (a, g. (a * z) ·̂ g) A3 (map2 (a, b. ∇c e) A0 A)`.
+//!
+//! Departures from the printed figures, each for correctness:
+//! - the unit `y0` gets an adjoint (the figures pass none, or `0`), which is wrong when it
+//!   depends on the inputs;
+//! - the product is `map2 (a, b. a * b * z) A3 A2`, `A3` first as in the paper's
+//!   derivation of the closed form of `∇prod` (its Figure writes `A2 A3`; the product
+//!   commutes), so that `∇prod` comes out as the paper prints it;
+//! - captured variables: the paper's Figure for `reduce` without restrictions builds
+//!   `B1 = scanr 1_Γ ×̂ B0`, products of the gradients with respect to the context. The
+//!   contribution of step `i` to `c̄` is `∇c e_i` scaled by the adjoint `s_i` of that step's
+//!   result, which is `A3_i * z` (above): products of the `∂x` factors, not of the `∇c`.
+//!
+//! **Other accumulators: a reverse scan.** For tuples or arrays the paper's `A3 = scanr
+//! tilde-* 1 A1` multiplies Jacobians (matrices of size `|T| x |T|` at every step), which
+//! costs far more than the fold. Instead the adjoints are scanned from the right with the
+//! body's reverse pass (`hat-*` without forming the Jacobian):
+//! ```text
+//! let Q = map2 (a, b. (a, b)) A0 A in
+//! let R = scanr (q, t. J^T_x e[q.0, q.1] · t) z Q in    -- [s_0, ..., s_n]
+//! let W = shift1L R in                                    -- [s_1, ..., s_n]
+//! ȳ0 = first(R), Ā = map2 (q, t. J^T_y e[q.0, q.1] · t) Q W, c̄ = Σ map2 (... J^T_c ...) Q W
+//! ```
+//! The language has no indexing, so `first` is a left fold keeping the first element
+//! (see [`crate::elem::first`]).
+//!
+//! **Scans.** `scanl` returns every `acc_i`, so its adjoint `Z` adds `Z_i` to each `s_i`:
+//! `s_n = Z_n`, `s_{i-1} = Z_{i-1} +̂ J^T_acc · s_i`, a `scanr` over `(acc_{i-1}, a_i,
+//! Z_{i-1})`. `scanr` runs from the right (`r_{i-1} = e(a_i, r_i)`, `r_n = y0`), so its
+//! adjoints flow from the left, a `scanl`: with `v_0 = 0` and `v_i = J^T_acc e(a_i, r_i) ·
+//! (v_{i-1} +̂ Z_{i-1})`, the adjoint of `r_i` is `Z_i +̂ v_i`, so `ȳ0 = last(Z) +̂ last(V)`
+//! and `ā_i = J^T_x e(a_i, r_i) · (v_{i-1} +̂ Z_{i-1})`. Both cost a constant times the scan
+//! (one reverse pass of the body per element, and linear work), and are checked against
+//! the unrolled programs and forward mode.
+
+use unfad_syntax::{Arena, BinOp, ExprId, Node, Type, Var};
+
+use crate::build::{self, component, map2, section};
+use crate::elem::{self, elem_type, elementwise, first, gradient_fun, last, vjp, Capture, Wrt};
+use crate::error::AdError;
+use crate::ground;
+use crate::pipeline::Reverse;
+
+/// Which left fold: the value of `reduce` is recomputed as the paper's rule does; the
+/// value of `foldl` is the last element of the scan the backward pass needs anyway
+/// (`foldl (acc, x. x) y0 S` costs 3 moves per element, recomputing costs the body and 2
+/// moves; the optimizer turns it back into the fold when nothing else uses the scan).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FoldKind {
+    Reduce,
+    Foldl,
+}
+
+/// A fold or scan being differentiated: its function, the function's captures, and the
+/// atoms holding its initial value and its array.
+#[derive(Copy, Clone)]
+pub struct Fold<'c> {
+    pub f: ExprId,
+    pub captures: &'c [Capture],
+    pub init: ExprId,
+    pub array: ExprId,
+}
+
+/// What the backward pass of a fold needs from the forward pass, and the fold's value.
+pub struct FoldTape {
+    /// Bindings of the forward pass, in order.
+    pub bindings: Vec<(Var, ExprId)>,
+    /// The value of the fold.
+    pub value: ExprId,
+    acc_ty: Type,
+    a0: ExprId,
+    /// `Ax`, `A2`, `A3` of the paper's form (real accumulators only).
+    paper: Option<(ExprId, ExprId, ExprId)>,
+}
+
+/// The adjoints a fold or scan sends to its operands: bindings to make first (inside the
+/// continuation), then the adjoint of the initial value, of the array, and of each
+/// capture.
+pub struct FoldAdjoint {
+    pub bindings: Vec<(Var, ExprId)>,
+    pub init: ExprId,
+    pub array: ExprId,
+    pub captures: Vec<ExprId>,
+}
+
+/// Bind `e` to a fresh variable named `name` (typed from `e`), recording the binding.
+fn bind(
+    a: &mut Arena,
+    bindings: &mut Vec<(Var, ExprId)>,
+    name: &str,
+    e: ExprId,
+) -> Result<ExprId, AdError> {
+    let t = elem::retype(a, e)?;
+    let v = a.fresh_var(name, Some(t));
+    bindings.push((v, e));
+    Ok(a.var(v))
+}
+
+/// The type of an atom.
+fn type_of_atom(a: &mut Arena, e: ExprId) -> Result<Type, AdError> {
+    match a[e] {
+        Node::Var(v) => a
+            .var_type(v)
+            .cloned()
+            .ok_or_else(|| AdError::Internal("an untyped variable".into())),
+        _ => elem::retype(a, e),
+    }
+}
+
+/// The forward pass of a left fold (`reduce` or `foldl`).
+pub fn fold_tape(
+    a: &mut Arena,
+    rev: &mut dyn Reverse,
+    fold: &Fold,
+    kind: FoldKind,
+) -> Result<FoldTape, AdError> {
+    let acc_ty = type_of_atom(a, fold.init)?;
+    let mut bindings = Vec::new();
+    let f_copy = a.copy_fresh(fold.f);
+    let scan = a.add(Node::Scanl(f_copy, fold.init, fold.array));
+    let (a0, value) = match kind {
+        FoldKind::Reduce => {
+            let shifted = a.add(Node::Shift1R(scan));
+            let a0 = bind(a, &mut bindings, "A0", shifted)?;
+            let f_copy = elem::instantiate(a, fold.f, &[]);
+            (a0, build::reduce(a, f_copy, fold.init, fold.array))
+        }
+        FoldKind::Foldl => {
+            let s = bind(a, &mut bindings, "S", scan)?;
+            let shifted = a.add(Node::Shift1R(s));
+            let a0 = bind(a, &mut bindings, "A0", shifted)?;
+            (a0, last(a, s, fold.init)?)
+        }
+    };
+    let paper = if acc_ty == Type::Real {
+        let arrays = [a0, fold.array];
+        let dx = gradient_fun(a, rev, fold.f, fold.captures, Wrt::Param(0), &[])?;
+        let ax_e = map2(a, dx, a0, fold.array);
+        let ax = bind(a, &mut bindings, "Ax", ax_e)?;
+        let dy = gradient_fun(a, rev, fold.f, fold.captures, Wrt::Param(1), &[])?;
+        let a2_e = map2(a, dy, arrays[0], arrays[1]);
+        let a2 = bind(a, &mut bindings, "A2", a2_e)?;
+        let times = section(a, BinOp::Mul);
+        let one = build::num(a, 1.0);
+        // At run time `scanr` of the shifted empty array has one element where `A2` has
+        // none; `map2` stops at the shorter array (formally both have size `n`).
+        let later = a.add(Node::Shift1L(ax));
+        let a3_e = a.add(Node::Scanr(times, one, later));
+        let a3 = bind(a, &mut bindings, "A3", a3_e)?;
+        Some((ax, a2, a3))
+    } else {
+        None
+    };
+    Ok(FoldTape {
+        bindings,
+        value,
+        acc_ty,
+        a0,
+        paper,
+    })
+}
+
+/// The backward pass of a left fold for the adjoint `z` (an atom) of its result.
+pub fn fold_adjoint(
+    a: &mut Arena,
+    rev: &mut dyn Reverse,
+    fold: &Fold,
+    tape: &FoldTape,
+    z: ExprId,
+) -> Result<FoldAdjoint, AdError> {
+    let Some((ax, a2, a3)) = tape.paper else {
+        return reverse_fold(a, rev, fold, tape, z);
+    };
+    // ȳ0 = z * reduce * 1 Ax
+    let times = section(a, BinOp::Mul);
+    let one = build::num(a, 1.0);
+    let product = build::reduce(a, times, one, ax);
+    let init = build::mul(a, z, product);
+    // Ā = map2 (a, b. a * b * z) A3 A2
+    let elem_ty = elem_type(a, fold.array)?;
+    let array = if elem_ty == Type::Real {
+        build::lambda(a, &[("a", Type::Real), ("b", Type::Real)], |a, p| {
+            let ab = build::mul(a, p[0], p[1]);
+            Ok(build::mul(a, ab, z))
+        })?
+    } else {
+        build::lambda(a, &[("a", Type::Real), ("g", elem_ty.clone())], |a, p| {
+            let s = build::mul(a, p[0], z);
+            ground::scale(a, &elem_ty, s, p[1])
+        })?
+    };
+    let array = map2(a, array, a3, a2);
+    // c̄ = Σ map2 (a, g. (a * z) ·̂ g) A3 (map2 (a, b. ∇c e) A0 A)
+    let mut captures = Vec::with_capacity(fold.captures.len());
+    for j in 0..fold.captures.len() {
+        captures.push(capture_sum(
+            a,
+            fold,
+            j,
+            &mut Vec::new(),
+            &mut |a, path, ty| {
+                let dc = gradient_fun(a, rev, fold.f, fold.captures, Wrt::Capture(j), path)?;
+                let per_step = map2(a, dc, tape.a0, fold.array);
+                let f = build::lambda(a, &[("a", Type::Real), ("g", ty.clone())], |a, p| {
+                    let s = build::mul(a, p[0], z);
+                    ground::scale(a, ty, s, p[1])
+                })?;
+                Ok(map2(a, f, a3, per_step))
+            },
+        )?);
+    }
+    Ok(FoldAdjoint {
+        bindings: Vec::new(),
+        init,
+        array,
+        captures,
+    })
+}
+
+/// The per-step contributions to a component (at a path, of a type) of a capture.
+type PerStep<'p> = dyn FnMut(&mut Arena, &[usize], &Type) -> Result<ExprId, AdError> + 'p;
+
+/// The sum over the steps of the contributions `per_step(path, ty)` to capture `j`, split
+/// into the components of a tuple-typed capture.
+fn capture_sum(
+    a: &mut Arena,
+    fold: &Fold,
+    j: usize,
+    path: &mut Vec<usize>,
+    per_step: &mut PerStep,
+) -> Result<ExprId, AdError> {
+    let c = fold.captures[j];
+    let whole = a
+        .var_type(c.var)
+        .cloned()
+        .ok_or_else(|| AdError::Internal("a captured variable has no type".into()))?;
+    let ty = elem::component_type(&whole, path)?;
+    if let Type::Tuple(items) = &ty {
+        let mut parts = Vec::with_capacity(items.len());
+        for i in 0..items.len() {
+            path.push(i);
+            parts.push(capture_sum(a, fold, j, path, per_step)?);
+            path.pop();
+        }
+        return build::tuple(a, &parts);
+    }
+    let contributions = per_step(a, path, &ty)?;
+    let mut witness = c.value;
+    for &i in path.iter() {
+        witness = component(a, witness, i);
+    }
+    ground::sum(a, &ty, contributions, witness)
+}
+
+/// The reverse-scan form of the backward pass of a left fold (accumulators that are not
+/// reals).
+fn reverse_fold(
+    a: &mut Arena,
+    rev: &mut dyn Reverse,
+    fold: &Fold,
+    tape: &FoldTape,
+    z: ExprId,
+) -> Result<FoldAdjoint, AdError> {
+    let mut bindings = Vec::new();
+    let q_e = elementwise(a, &[tape.a0, fold.array], &["acc", "x"], build::tuple)?;
+
+    let q = bind(a, &mut bindings, "Q", q_e)?;
+    // R = scanr (q, t. J^T_acc e[q.0, q.1] · t) z Q
+    let step = step_fun(a, q, &tape.acc_ty, |a, qe, t| {
+        let args = [a.proj(0, qe), a.proj(1, qe)];
+        vjp(a, rev, fold.f, fold.captures, &args, t, Wrt::Param(0), &[])
+    })?;
+    let r_e = a.add(Node::Scanr(step, z, q));
+    let r = bind(a, &mut bindings, "R", r_e)?;
+    let w_e = a.add(Node::Shift1L(r));
+    let w = bind(a, &mut bindings, "W", w_e)?;
+    let zero = ground::zero(a, &tape.acc_ty, fold.init)?;
+    let init = first(a, r, zero)?;
+    let steps = Steps {
+        f: fold.f,
+        captures: fold.captures,
+        q,
+        seeds: w,
+        seed: &|_, _, t| Ok(t),
+    };
+    let array = steps.map(a, rev, Wrt::Param(1), &[])?;
+    let captures = steps.captures(a, rev, fold)?;
+    Ok(FoldAdjoint {
+        bindings,
+        init,
+        array,
+        captures,
+    })
+}
+
+/// The function argument `(q, t. body(q, t))` of a scan over the steps `Q` whose
+/// accumulator (the adjoint) has type `acc_ty`; `left` scans take `(t, q)`.
+fn step_fun_ordered(
+    a: &mut Arena,
+    q: ExprId,
+    acc_ty: &Type,
+    left: bool,
+    body: impl FnOnce(&mut Arena, ExprId, ExprId) -> Result<ExprId, AdError>,
+) -> Result<ExprId, AdError> {
+    let qt = elem_type(a, q)?;
+    if left {
+        build::lambda(a, &[("t", acc_ty.clone()), ("q", qt)], |a, p| {
+            body(a, p[1], p[0])
+        })
+    } else {
+        build::lambda(a, &[("q", qt), ("t", acc_ty.clone())], |a, p| {
+            body(a, p[0], p[1])
+        })
+    }
+}
+
+/// The function argument `(q, t. body(q, t))` of a right scan over the steps `Q`.
+fn step_fun(
+    a: &mut Arena,
+    q: ExprId,
+    acc_ty: &Type,
+    body: impl FnOnce(&mut Arena, ExprId, ExprId) -> Result<ExprId, AdError>,
+) -> Result<ExprId, AdError> {
+    step_fun_ordered(a, q, acc_ty, false, body)
+}
+
+/// Per-step reverse passes `J^T_v e[q.0, q.1] · seed(q, w)` over the steps `Q` and an
+/// array `W` of the same length (adjoints, or what the seeds are made of).
+struct Steps<'s> {
+    f: ExprId,
+    captures: &'s [Capture],
+    q: ExprId,
+    seeds: ExprId,
+    seed: &'s dyn Fn(&mut Arena, ExprId, ExprId) -> Result<ExprId, AdError>,
+}
+
+impl Steps<'_> {
+    /// `map2 (q, w. π_path(J^T_v e[q.0, q.1] · seed(q, w))) Q W`.
+    fn map(
+        &self,
+        a: &mut Arena,
+        rev: &mut dyn Reverse,
+        wrt: Wrt,
+        path: &[usize],
+    ) -> Result<ExprId, AdError> {
+        elementwise(a, &[self.q, self.seeds], &["q", "w"], |a, p| {
+            let args = [a.proj(0, p[0]), a.proj(1, p[0])];
+            let s = (self.seed)(a, p[0], p[1])?;
+            vjp(a, rev, self.f, self.captures, &args, s, wrt, path)
+        })
+    }
+
+    /// The adjoint of every capture: the sum of its per-step reverse passes.
+    fn captures(
+        &self,
+        a: &mut Arena,
+        rev: &mut dyn Reverse,
+        fold: &Fold,
+    ) -> Result<Vec<ExprId>, AdError> {
+        let mut out = Vec::with_capacity(fold.captures.len());
+        for j in 0..fold.captures.len() {
+            out.push(capture_sum(
+                a,
+                fold,
+                j,
+                &mut Vec::new(),
+                &mut |a, path, _| self.map(a, rev, Wrt::Capture(j), path),
+            )?);
+        }
+        Ok(out)
+    }
+}
+
+/// The backward pass of `S = scanl (acc, x. e) y0 A` (the atom `scan`) for its adjoint
+/// `z` (an atom).
+pub fn scanl_adjoint(
+    a: &mut Arena,
+    rev: &mut dyn Reverse,
+    fold: &Fold,
+    scan: ExprId,
+    z: ExprId,
+) -> Result<FoldAdjoint, AdError> {
+    let acc_ty = type_of_atom(a, fold.init)?;
+    let mut bindings = Vec::new();
+    // Q = [(acc_{i-1}, a_i, Z_{i-1})]
+    let before = a.add(Node::Shift1R(scan));
+    let z_before = a.add(Node::Shift1R(z));
+    let before = bind(a, &mut bindings, "S0", before)?;
+    let z_before = bind(a, &mut bindings, "Z0", z_before)?;
+    let q_e = elementwise(
+        a,
+        &[before, fold.array, z_before],
+        &["acc", "x", "z"],
+        build::tuple,
+    )?;
+    let q = bind(a, &mut bindings, "Q", q_e)?;
+    // R = scanr (q, t. q.2 +̂ J^T_acc e[q.0, q.1] · t) last(Z) Q = [s_0, ..., s_n]
+    let step = step_fun(a, q, &acc_ty, |a, qe, t| {
+        let args = [a.proj(0, qe), a.proj(1, qe)];
+        let back = vjp(a, rev, fold.f, fold.captures, &args, t, Wrt::Param(0), &[])?;
+        let zi = a.proj(2, qe);
+        ground::add_hat_shared(a, &acc_ty, zi, back)
+    })?;
+    let zero = ground::zero(a, &acc_ty, fold.init)?;
+    let z_last = last(a, z, zero)?;
+    let r_e = a.add(Node::Scanr(step, z_last, q));
+    let r = bind(a, &mut bindings, "R", r_e)?;
+    let w_e = a.add(Node::Shift1L(r));
+    let w = bind(a, &mut bindings, "W", w_e)?;
+    let zero = ground::zero(a, &acc_ty, fold.init)?;
+    let init = first(a, r, zero)?;
+    let steps = Steps {
+        f: fold.f,
+        captures: fold.captures,
+        q,
+        seeds: w,
+        seed: &|_, _, t| Ok(t),
+    };
+    let array = steps.map(a, rev, Wrt::Param(1), &[])?;
+    let captures = steps.captures(a, rev, fold)?;
+    Ok(FoldAdjoint {
+        bindings,
+        init,
+        array,
+        captures,
+    })
+}
+
+/// The backward pass of `R = scanr (x, acc. e) y0 A` (the atom `scan`) for its adjoint
+/// `z` (an atom).
+pub fn scanr_adjoint(
+    a: &mut Arena,
+    rev: &mut dyn Reverse,
+    fold: &Fold,
+    scan: ExprId,
+    z: ExprId,
+) -> Result<FoldAdjoint, AdError> {
+    let acc_ty = type_of_atom(a, fold.init)?;
+    let mut bindings = Vec::new();
+    // Q = [(a_i, r_i, Z_{i-1})]
+    let after = a.add(Node::Shift1L(scan));
+    let z_before = a.add(Node::Shift1R(z));
+    let after = bind(a, &mut bindings, "R1", after)?;
+    let z_before = bind(a, &mut bindings, "Z0", z_before)?;
+    let q_e = elementwise(
+        a,
+        &[fold.array, after, z_before],
+        &["x", "acc", "z"],
+        build::tuple,
+    )?;
+    let q = bind(a, &mut bindings, "Q", q_e)?;
+    let acc = acc_ty.clone();
+    let seed = move |a: &mut Arena, qe: ExprId, v: ExprId| {
+        let zi = a.proj(2, qe);
+        ground::add_hat_shared(a, &acc, v, zi)
+    };
+    // V = scanl (v, q. J^T_acc e[q.0, q.1] · (v +̂ q.2)) 0 Q = [v_0, ..., v_n]
+    let step = step_fun_ordered(a, q, &acc_ty, true, |a, qe, v| {
+        let args = [a.proj(0, qe), a.proj(1, qe)];
+        let s = seed(a, qe, v)?;
+        vjp(a, rev, fold.f, fold.captures, &args, s, Wrt::Param(1), &[])
+    })?;
+    let zero = ground::zero(a, &acc_ty, fold.init)?;
+    let v_e = a.add(Node::Scanl(step, zero, q));
+    let v = bind(a, &mut bindings, "V", v_e)?;
+    let u_e = a.add(Node::Shift1R(v));
+    let u = bind(a, &mut bindings, "U", u_e)?;
+    // ȳ0 = last(Z) +̂ last(V)
+    let zero = ground::zero(a, &acc_ty, fold.init)?;
+    let z_last = last(a, z, zero)?;
+    let zero = ground::zero(a, &acc_ty, fold.init)?;
+    let v_last = last(a, v, zero)?;
+    let init = ground::add_hat_shared(a, &acc_ty, z_last, v_last)?;
+    let steps = Steps {
+        f: fold.f,
+        captures: fold.captures,
+        q,
+        seeds: u,
+        seed: &seed,
+    };
+    let array = steps.map(a, rev, Wrt::Param(0), &[])?;
+    let captures = steps.captures(a, rev, fold)?;
+    Ok(FoldAdjoint {
+        bindings,
+        init,
+        array,
+        captures,
+    })
+}
+
+/// `let x1 = e1 in ... let xk = ek in body`.
+pub(crate) fn wrap_lets(a: &mut Arena, bindings: &[(Var, ExprId)], body: ExprId) -> ExprId {
+    bindings
+        .iter()
+        .rev()
+        .fold(body, |acc, &(v, e)| a.let_(v, e, acc))
+}
