@@ -12,7 +12,7 @@
 //! Both come from the pipeline itself ([`Reverse::vjp_term`]) run on a fresh copy of the
 //! body, in the context of its parameters and captures.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use unfad_syntax::{typeck, Arena, ExprId, Node, Type, Var};
 
@@ -245,4 +245,83 @@ pub(crate) fn first(a: &mut Arena, x: ExprId, init: ExprId) -> Result<ExprId, Ad
     let z = build::tuple(a, &[zero, init])?;
     let fold = a.add(Node::Foldl(f, z, x));
     Ok(a.proj(1, fold))
+}
+
+/// The free variables of `e` that derivatives flow through, in order of first occurrence:
+/// those with an occurrence outside `len`, `zeros_like`, `ones_like` and conditions (whose
+/// operands only give shapes or choose branches) and outside the right-hand sides of
+/// inert `let`s (see [`inert_lets`]). The others have zero adjoints.
+pub(crate) fn differentiable_free_vars(a: &Arena, e: ExprId) -> Vec<Var> {
+    let mut inert = HashSet::new();
+    let mut out = Flow::default();
+    flow(a, e, &mut out, &mut inert);
+    out.order
+}
+
+/// The variables bound by the `let`s of `e` that carry no derivative: unused in their
+/// scope, or used only as shapes and conditions (conditions themselves, for instance). The
+/// macro binds them as values without differentiating their right-hand sides, and they
+/// are not in the context Γ.
+pub(crate) fn inert_lets(a: &Arena, e: ExprId) -> HashSet<Var> {
+    let mut inert = HashSet::new();
+    flow(a, e, &mut Flow::default(), &mut inert);
+    inert
+}
+
+/// Free variables that derivatives flow through, in order, with a set for membership.
+#[derive(Default)]
+struct Flow {
+    order: Vec<Var>,
+    set: HashSet<Var>,
+}
+
+impl Flow {
+    fn add(&mut self, v: Var) {
+        if self.set.insert(v) {
+            self.order.push(v);
+        }
+    }
+
+    fn absorb(&mut self, other: Flow, except: &[Var]) {
+        for v in other.order {
+            if !except.contains(&v) {
+                self.add(v);
+            }
+        }
+    }
+}
+
+fn flow(a: &Arena, e: ExprId, out: &mut Flow, inert: &mut HashSet<Var>) {
+    unfad_syntax::with_stack(|| match a[e] {
+        Node::Var(v) => out.add(v),
+        Node::Len(_)
+        | Node::ZerosLike(_)
+        | Node::OnesLike(_)
+        | Node::Cmp(..)
+        | Node::And(..)
+        | Node::Or(..)
+        | Node::Not(_)
+        | Node::Bool(_) => {}
+        Node::If(_, t, f) => {
+            flow(a, t, out, inert);
+            flow(a, f, out, inert);
+        }
+        node @ (Node::Let(_, e1, e2) | Node::LetTuple(_, e1, e2)) => {
+            let xs = a.binders(node);
+            let mut body = Flow::default();
+            flow(a, e2, &mut body, inert);
+            if xs.iter().any(|x| body.set.contains(x)) {
+                flow(a, e1, out, inert);
+            } else {
+                inert.extend(xs.iter().copied());
+            }
+            out.absorb(body, &xs);
+        }
+        node => {
+            let bound = a.binders(node);
+            let mut inner = Flow::default();
+            a.for_each_child(e, |c| flow(a, c, &mut inner, inert));
+            out.absorb(inner, &bound);
+        }
+    })
 }

@@ -294,7 +294,9 @@ impl<'a> Simplifier<'a> {
 
     /// True if `a` is provably never longer than `b` at run time.
     pub(crate) fn not_longer(&self, a: ExprId, b: ExprId) -> bool {
-        a == b || matches!((self.len_of(a), self.len_of(b)), (Some(x), Some(y)) if x.le(&y))
+        a == b
+            || matches!(self.arena[b], Node::ZerosLike(w) | Node::OnesLike(w) if w == a)
+            || matches!((self.len_of(a), self.len_of(b)), (Some(x), Some(y)) if x.le(&y))
     }
 
     // ---- scopes -----------------------------------------------------------------------

@@ -1,5 +1,6 @@
 //! The direct macro's rules for conditions: `if` (section "Conditionals", the paper's
-//! "Solution") and `let`-bound conditions. Comparisons and `&&`, `||`, `!` are not
+//! "Solution") and `let`s whose variables carry no derivative (`let`-bound conditions
+//! among them). Comparisons and `&&`, `||`, `!` are not
 //! differentiated: a condition is computed once, as a value, and chooses between the
 //! branches' adjoints.
 
@@ -66,26 +67,32 @@ impl Macro<'_, '_> {
         Ok(self.a.let_(b, cond, result))
     }
 
-    /// `let b = c in e` with a condition `c`: `let b = c in D_{Γ;Y}(e)`. `b` is in scope
-    /// for the value and the continuation, and is not in Γ.
-    pub(super) fn rule_let_condition(
+    /// `let x = e1 in e2` where `x` carries no derivative in `e2` (a condition, a value
+    /// only used for its shape, or unused): `let x = e1 in D_{Γ;Y}(e2)`. `x` is in scope
+    /// for the value and the continuation, and is not in Γ; `e1` is not differentiated.
+    pub(super) fn rule_inert_let(
         &mut self,
-        x: Var,
-        c: ExprId,
+        e: ExprId,
+        xs: &[Var],
+        e1: ExprId,
         e2: ExprId,
         y: Var,
     ) -> Result<ExprId, AdError> {
-        let cond = self.a.copy_fresh(c);
+        let value = self.a.copy_fresh(e1);
         let d2 = self.d(e2, y)?;
-        Ok(self.a.let_(x, cond, d2))
+        Ok(match xs {
+            [x] if matches!(self.a[e], unfad_syntax::Node::Let(..)) => self.a.let_(*x, value, d2),
+            _ => self.a.let_tuple(xs, value, d2),
+        })
     }
 
-    /// The variables of Γ that the terms `es` use (conditions aside), with their positions,
-    /// in order of first use.
+    /// The variables of Γ that derivatives of the terms `es` flow through (see
+    /// [`crate::elem::differentiable_free_vars`]), with their positions, in order of first
+    /// use.
     fn used_variables(&self, at: ExprId, es: &[ExprId]) -> Result<Vec<(Var, usize)>, AdError> {
         let mut out: Vec<(Var, usize)> = Vec::new();
         for &e in es {
-            for v in self.a.free_vars(e) {
+            for v in crate::elem::differentiable_free_vars(self.a, e) {
                 if self.a.var_type(v) == Some(&Type::Bool) || out.iter().any(|&(w, _)| w == v) {
                     continue;
                 }

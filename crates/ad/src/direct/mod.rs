@@ -17,7 +17,7 @@
 //! Conditions (`bool` values) are not differentiated: they are in scope as values but
 //! not in the context Γ (they have no adjoint), as the paper treats array sizes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 mod arrays;
 mod conditionals;
@@ -46,6 +46,7 @@ impl Reverse for Direct<'_> {
         e: ExprId,
     ) -> Result<ExprId, AdError> {
         let mut m = Macro {
+            inert: crate::elem::inert_lets(a, e),
             a,
             names: self.names,
             rho: rho.clone(),
@@ -70,6 +71,8 @@ struct Macro<'a, 'n> {
     rho: Type,
     ctx: Vec<Var>,
     pos: HashMap<Var, usize>,
+    /// Variables of `let`s that carry no derivative ([`crate::elem::inert_lets`]).
+    inert: HashSet<Var>,
 }
 
 /// An error for a construct the macro has no rule for.
@@ -184,13 +187,17 @@ impl Macro<'_, '_> {
         match self.a[e] {
             Node::Const(c) => self.rule_const(c, y),
             Node::Var(x) => self.rule_var(e, x, y),
-            Node::Let(x, e1, e2) if self.a.var_type(x) == Some(&Type::Bool) => {
-                self.rule_let_condition(x, e1, e2, y)
+            Node::Let(x, e1, e2) if self.inert.contains(&x) => {
+                self.rule_inert_let(e, &[x], e1, e2, y)
             }
             Node::Let(x, e1, e2) => self.rule_let(e, x, e1, e2, y),
             Node::LetTuple(xs, e1, e2) => {
                 let xs = self.a.vars_of(xs).to_vec();
-                self.rule_let_tuple(e, &xs, e1, e2, y)
+                if xs.iter().all(|x| self.inert.contains(x)) {
+                    self.rule_inert_let(e, &xs, e1, e2, y)
+                } else {
+                    self.rule_let_tuple(e, &xs, e1, e2, y)
+                }
             }
             Node::Tuple(l) => {
                 let items = self.a.exprs(l).to_vec();
@@ -279,11 +286,12 @@ impl Macro<'_, '_> {
         Ok(self.bind(x, y1, d1, inner))
     }
 
-    /// The free variables of `f` that have adjoints (conditions do not), with their
+    /// The free variables of `f` that derivatives flow through (see
+    /// [`crate::elem::differentiable_free_vars`]; conditions have no adjoints), with their
     /// positions in Γ.
     fn captures(&self, e: ExprId, f: ExprId) -> Result<Vec<(Var, usize)>, AdError> {
         let mut out = Vec::new();
-        for c in self.a.free_vars(f) {
+        for c in crate::elem::differentiable_free_vars(self.a, f) {
             if self.a.var_type(c) == Some(&Type::Bool) {
                 continue;
             }
@@ -537,24 +545,20 @@ impl Macro<'_, '_> {
         Ok(self.bind_operands(ops, result))
     }
 
-    /// `len`, `zeros_like`, `ones_like`: constant in their operand.
-    /// `let x, Y1 = D(e) in <op x, fun (x, z) -> Y1(x, 0)>`
+    /// `len`, `zeros_like`, `ones_like`: constant in their operand, which only gives a
+    /// shape and is not differentiated (its variables need not be in Γ):
+    /// `<op e, fun (x, z) -> Y(x)>`
     fn rule_constant_op(&mut self, e: ExprId, e1: ExprId, y: Var) -> Result<ExprId, AdError> {
-        let (t1, t) = (type_of(self.a, e1)?, type_of(self.a, e)?);
-        let ops = self.operands(&[e1], y)?;
-        let (ve, y1) = (self.a.var(ops.value(0)), ops.last);
+        let t = type_of(self.a, e)?;
+        let operand = self.a.copy_fresh(e1);
         let node = match self.a[e] {
-            Node::Len(_) => Node::Len(ve),
-            Node::ZerosLike(_) => Node::ZerosLike(ve),
-            _ => Node::OnesLike(ve),
+            Node::Len(_) => Node::Len(operand),
+            Node::ZerosLike(_) => Node::ZerosLike(operand),
+            _ => Node::OnesLike(operand),
         };
         let value = self.a.add(node);
-        let k = self.cont(&t, |m, mut dx, _z| {
-            dx.push(zero(m.a, &t1, ve)?);
-            Ok(m.call(y1, &dx))
-        })?;
-        let result = self.pair(value, k);
-        Ok(self.bind_operands(ops, result))
+        let k = self.cont(&t, |m, dx, _z| Ok(m.call(y, &dx)))?;
+        Ok(self.pair(value, k))
     }
 }
 

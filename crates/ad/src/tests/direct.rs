@@ -187,14 +187,33 @@ fn variable_of_tuple_type() {
 #[test]
 fn let_binding() {
     check(
-        "def f(x: real) = let w = 3 in x",
+        "def f(x: real) = let w = x in w",
         expect![[r#"
         def f(x: real): real =
           let Y1 = fun (dx: real) -> dx in
-          (snd (let (w, Y2) = (3, (fun (dx_1: real, z: real) -> Y1(dx_1))) in
-           let (v3, Y3) = (x, (fun (dx_2: real, dw: real, z_1: real) -> Y2(dx_2 + z_1, dw))) in
+          (snd (let (w, Y2) = (x, (fun (dx_1: real, z: real) -> Y1(dx_1 + z))) in
+           let (v3, Y3) = (w, (fun (dx_2: real, dw: real, z_1: real) -> Y2(dx_2, dw + z_1))) in
            (v3, (fun (dx_3: real, z_2: real) -> Y3(dx_3, 0, z_2)))))(0, 1)
     "#]],
+    );
+}
+
+/// A `let` whose variable carries no derivative (unused, a condition, only a shape) binds
+/// its value without differentiating it, and its variable is not in Γ.
+#[test]
+fn inert_let_binding() {
+    check(
+        "def f(x: real, A: [n]real) = let w = 3 in let b = x > 0 in let B = map (a. a * x) A in len(B) * x",
+        expect![[r#"
+            def f(x: real, A: [n]real): (real, [n]real) =
+              let Y1 = fun (dx: real, dA: [n]real) -> (dx, dA) in
+              (snd (let w = 3 in
+               let b = x > 0 in
+               let B = map (a. a * x) A in
+               let (v2, Y2) = (len(B), (fun (dx_1: real, dA_1: [n]real, z: real) -> Y1(dx_1, dA_1))) in
+               let (v3, Y3) = (x, (fun (dx_2: real, dA_2: [n]real, dv2: real, z_1: real) -> Y2(dx_2 + z_1, dA_2, dv2))) in
+               (v2 * v3, (fun (dx_3: real, dA_3: [n]real, z_2: real) -> Y3(dx_3, dA_3, v3 * z_2, v2 * z_2)))))(0, zeros_like(A), 1)
+        "#]],
     );
 }
 
@@ -392,14 +411,10 @@ fn array_constants() {
     check(
         "def f(A: [n]real) = len(zeros_like(A))",
         expect![[r#"
-        def f(A: [n]real): [n]real =
-          let Y1 = fun (dA: [n]real) -> dA in
-          (snd (let (v2, Y2) =
-             let (v3, Y3) = (A, (fun (dA_1: [n]real, z: [n]real) -> Y1(map2 + dA_1 z))) in
-             (zeros_like(v3), (fun (dA_2: [n]real, z_1: [n]real) -> Y3(dA_2, zeros_like(v3))))
-           in
-           (len(v2), (fun (dA_3: [n]real, z_2: real) -> Y2(dA_3, zeros_like(v2))))))(zeros_like(A), 1)
-    "#]],
+            def f(A: [n]real): [n]real =
+              let Y1 = fun (dA: [n]real) -> dA in
+              (snd (len(zeros_like(A)), (fun (dA_1: [n]real, z: real) -> Y1(dA_1))))(zeros_like(A), 1)
+        "#]],
     );
 }
 

@@ -186,19 +186,33 @@ pub fn map2_fusion(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     None
 }
 
-/// `reduce f z (zeros_like A)` (or ones, or `foldl`) is `z` when `f(z, c)` is `z`: this is
-/// `reduce + 0 (zeros_like A) -> 0` and `reduce * 1 (ones_like A) -> 1`, and more.
+/// A term equal to every element of the array `a`, when all are one known value:
+/// `c` for `zeros_like`/`ones_like` of reals, `e` for `map (x. e) A` with a trivial `e`
+/// that does not use `x`.
+fn constant_elements(s: &mut Simplifier, a: ExprId) -> Option<ExprId> {
+    if let Some((_, c)) = constant_array(s, a) {
+        return Some(s.constant(c));
+    }
+    let Node::Map(f, _) = s.arena[a] else {
+        return None;
+    };
+    let (ps, body) = lambda(s, f)?;
+    (s.is_trivial(body) && !mentions(s, body, ps[0])).then_some(body)
+}
+
+/// `reduce f z A` (or `foldl`) over an array of elements all equal to `c` is `z` when
+/// `f(z, c)` is `z`: this is `reduce + 0 (zeros_like A) -> 0`, `reduce * 1 (ones_like A)
+/// -> 1`, sums of arrays of zero arrays, and more.
 pub fn fold_constant_array(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     let (Node::Reduce(f, z, a) | Node::Foldl(f, z, a)) = s.arena[e] else {
         return None;
     };
-    let (_, c) = constant_array(s, a)?;
-    if !matches!(s.arena[z], Node::Const(_) | Node::Var(_)) {
+    if !s.is_trivial(z) {
         return None;
     }
+    let c = constant_elements(s, a)?;
     let (ps, body) = lambda(s, f)?;
-    let k = s.constant(c);
-    let step = s.simplify_with(body, &[(ps[0], z), (ps[1], k)]);
+    let step = s.simplify_with(body, &[(ps[0], z), (ps[1], c)]);
     (step == z).then_some(z)
 }
 

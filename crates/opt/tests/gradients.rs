@@ -1,0 +1,84 @@
+//! Optimized gradients of random programs of the whole Source language (`unfad-testgen`,
+//! `Features::all()`): every program is differentiated by the direct macro; before and
+//! after optimization the value and the gradient agree with forward mode; the optimized
+//! term is first-order (Lemma noHO) and within the cheap-gradient bound
+//! `Cost(grad e) <= 4 * 3^p * Cost(e)` ([`Bound::measure`], arguments included).
+
+use std::collections::BTreeMap;
+
+use unfad_interp::{args_from_json, eval_func, forward_gradient, Value};
+use unfad_opt::{check_first_order, nao, Bound};
+use unfad_syntax::{print_func, Arena, Func, Program};
+use unfad_testgen::{generate, Features};
+
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1.0) || (a.is_nan() && b.is_nan())
+}
+
+fn eval_reverse(arena: &Arena, rev: &Func, args: &[Value<f64>]) -> (f64, Vec<Vec<f64>>) {
+    let out = eval_func(arena, rev, args).unwrap_or_else(|e| panic!("{e}"));
+    let Value::Tuple(items) = out else {
+        panic!("not a tuple: {out}")
+    };
+    let v = items[0].as_real().expect("the value is a real");
+    (v, items[1..].iter().map(|g| g.leaves()).collect())
+}
+
+/// Checks the seeds; returns the worst cost ratio observed per NAO depth `p`.
+fn check(features: &Features, seeds: std::ops::Range<u64>) -> BTreeMap<u32, f64> {
+    let mut worst: BTreeMap<u32, f64> = BTreeMap::new();
+    for seed in seeds {
+        let g = generate(seed, features);
+        let mut prog = Program::load(&g.source).unwrap();
+        let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+        let (v0, g0) = forward_gradient(&prog.arena, &func, &args).unwrap();
+        let all: Vec<usize> = (0..func.params.len()).collect();
+        let rev = unfad_ad::reverse(&mut prog.arena, &func, &all)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", g.source));
+        let opt = unfad_opt::optimize(&mut prog.arena, &rev)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", g.source));
+        check_first_order(&prog.arena, &opt).unwrap();
+        for (stage, f) in [("reverse", &rev), ("optimized", &opt)] {
+            let (v, grads) = eval_reverse(&prog.arena, f, &args);
+            let show = || format!("{}\n{}", g.source, print_func(&prog.arena, f));
+            assert!(
+                close(v, v0),
+                "seed {seed}, {stage}: value {v} vs {v0}\n{}",
+                show()
+            );
+            for (gi, fi) in grads.iter().zip(&g0) {
+                assert_eq!(gi.len(), fi.len(), "seed {seed}, {stage}\n{}", show());
+                for (x, y) in gi.iter().zip(fi) {
+                    assert!(
+                        close(*x, *y),
+                        "seed {seed}, {stage}: {gi:?} vs forward {fi:?}\n{}",
+                        show()
+                    );
+                }
+            }
+        }
+        let p = nao(&prog.arena, func.body);
+        for (n, m) in [(10, 3), (32, 4)] {
+            let sizes = move |v: &str| Some(if v == "m" { m } else { n });
+            let bound = Bound::measure(&prog.arena, &func, &opt, &sizes);
+            assert!(
+                bound.holds(),
+                "seed {seed}, sizes {n}: ratio {} above {}\n{}\n{}",
+                bound.ratio(),
+                bound.factor(),
+                g.source,
+                print_func(&prog.arena, &opt)
+            );
+            let w = worst.entry(p).or_insert(0.0);
+            *w = w.max(bound.ratio());
+        }
+    }
+    worst
+}
+
+#[test]
+fn random_programs_of_the_whole_source_language() {
+    let worst = check(&Features::all(), 0..300);
+    eprintln!("worst cost ratio per NAO depth: {worst:?}");
+}
