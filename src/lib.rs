@@ -1,7 +1,18 @@
-//! Helpers shared by the end-to-end tests (`tests/`) and the benchmarks (`benches/`):
-//! where the bundled examples are.
+//! The cheap-gradient suite and its harness, shared by the end-to-end tests (`tests/`), the
+//! criterion benchmarks (`benches/`) and the report generator (`src/bin/perf-report.rs`,
+//! which writes `docs/performance.md`).
+//!
+//! - [`suite`]: the programs, their inputs and hand-written Rust baselines;
+//! - [`native`]: calls of the compiled code without the facade's checks;
+//! - [`measure`]: timing, the cost model's ratio, fits of time against size;
+//! - [`report`]: the Markdown report and its SVG plot.
 
 use std::path::PathBuf;
+
+pub mod measure;
+pub mod native;
+pub mod report;
+pub mod suite;
 
 /// The directory of the bundled example programs.
 pub fn examples_dir() -> PathBuf {

@@ -1,0 +1,119 @@
+//! Regenerates `docs/performance.md` and `docs/performance.svg`: measures every program of
+//! the suite at every size, unfad against the hand-written baselines, and the compile
+//! times of the bundled examples.
+//!
+//! `cargo run --release -p unfad-suite --bin perf-report [-- --quick] [--out DIR]`
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use unfad::Engine;
+use unfad_suite::measure::{measure_program, median_ms, Budget};
+use unfad_suite::report::{CompileRow, Machine, Report};
+use unfad_suite::suite::programs;
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let mut budget = Budget::REPORT;
+    let mut out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--quick" => budget = Budget::QUICK,
+            "--out" => out = PathBuf::from(args.next().ok_or("--out needs a directory")?),
+            other => return Err(format!("unknown argument `{other}` (--quick, --out DIR)")),
+        }
+    }
+    if debug() {
+        eprintln!("warning: a debug build measures unoptimised baselines; use --release");
+    }
+    let start = Instant::now();
+    let progs = programs();
+    let mut measured = Vec::new();
+    for p in &progs {
+        eprint!("{:<14}", p.name);
+        let m = measure_program(p, None, budget).map_err(|e| format!("{}: {e}", p.name))?;
+        if let Some(pt) = m.points.last() {
+            eprintln!(
+                " ratio {:>6} model {:>6} vs hand: primal {:.2} gradient {}",
+                pt.ratio.map_or("-".into(), |r| format!("{r:.2}")),
+                pt.model.map_or("-".into(), |m| format!("{:.2}", m.ratio)),
+                pt.primal_vs_hand,
+                pt.gradient_vs_hand
+                    .map_or("-".into(), |r| format!("{r:.2}")),
+            );
+        }
+        measured.push(m);
+    }
+    let compile = compile_times()?;
+    let report = Report {
+        machine: Machine::detect(),
+        budget,
+        programs: &progs,
+        measured: &measured,
+        compile: &compile,
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let md = out.join("performance.md");
+    std::fs::write(&md, report.markdown()).map_err(|e| format!("{}: {e}", md.display()))?;
+    let svg = out.join("performance.svg");
+    report.svg(&svg)?;
+    eprintln!(
+        "wrote {} and {} in {:.0} s",
+        md.display(),
+        svg.display(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn debug() -> bool {
+    cfg!(debug_assertions)
+}
+
+/// `compile_grad` and `compile` of every example, median of 20 compilations.
+fn compile_times() -> Result<Vec<CompileRow>, String> {
+    let dir = unfad_suite::examples_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ad"))
+        .collect();
+    files.sort();
+    let engine = Engine::new();
+    let mut rows = Vec::new();
+    for f in files {
+        let src = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let time = |grad: bool| -> Result<f64, String> {
+            let once = |engine: &Engine| -> Result<(), String> {
+                if grad {
+                    engine.compile_grad(&src).map(|_| ())
+                } else {
+                    engine.compile(&src).map(|_| ())
+                }
+                .map_err(|e| e.to_string().lines().next().unwrap_or("").to_string())
+            };
+            once(&engine)?;
+            Ok(median_ms(20, || {
+                let _ = std::hint::black_box(once(&engine));
+            }))
+        };
+        rows.push(CompileRow {
+            file: format!(
+                "examples/{}",
+                f.file_name()
+                    .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+            ),
+            grad_ms: time(true),
+            primal_ms: time(false),
+        });
+    }
+    Ok(rows)
+}

@@ -1,0 +1,375 @@
+//! Timing (medians of interleaved samples), the measurement of one suite program at every
+//! size, and the fit of time against size.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use unfad::{Engine, Func, GradFn, Pipeline};
+
+use crate::native::Native;
+use crate::suite::{Data, Program, Size};
+
+/// How long measurements take.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    /// Interleaved rounds; every figure is a median over them.
+    pub rounds: usize,
+    /// The least time of one sample (a batch of calls).
+    pub sample: Duration,
+}
+
+impl Budget {
+    /// About a second per size of a program (the report).
+    pub const REPORT: Budget = Budget {
+        rounds: 15,
+        sample: Duration::from_millis(4),
+    };
+    /// A quick look (tests of the harness itself).
+    pub const QUICK: Budget = Budget {
+        rounds: 3,
+        sample: Duration::from_micros(200),
+    };
+}
+
+/// Calls of `f` per sample so that a sample takes at least `target`.
+fn calibrate(f: &mut dyn FnMut(), target: Duration) -> u64 {
+    let mut iters = 1u64;
+    loop {
+        let t = Instant::now();
+        for _ in 0..iters {
+            f();
+        }
+        let e = t.elapsed();
+        if e >= target || iters >= 1 << 30 {
+            return iters;
+        }
+        let grow = if e.is_zero() {
+            16.0
+        } else {
+            (target.as_secs_f64() / e.as_secs_f64() * 1.2).clamp(1.5, 16.0)
+        };
+        iters = ((iters as f64) * grow).ceil() as u64;
+    }
+}
+
+/// Nanoseconds per call of each of `fs`, sampled in turn (round-robin) so that the machine's
+/// drift affects them alike: `result[k][r]` is function `k` in round `r`.
+pub fn interleaved(fs: &mut [&mut dyn FnMut()], budget: Budget) -> Vec<Vec<f64>> {
+    let iters: Vec<u64> = fs
+        .iter_mut()
+        .map(|f| {
+            f();
+            calibrate(*f, budget.sample)
+        })
+        .collect();
+    let mut out = vec![Vec::with_capacity(budget.rounds); fs.len()];
+    for _ in 0..budget.rounds {
+        for (k, f) in fs.iter_mut().enumerate() {
+            let t = Instant::now();
+            for _ in 0..iters[k] {
+                f();
+            }
+            out[k].push(t.elapsed().as_secs_f64() * 1e9 / iters[k] as f64);
+        }
+    }
+    out
+}
+
+/// The median (of a non-empty list; NaN otherwise).
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let k = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[k]
+    } else {
+        (v[k - 1] + v[k]) / 2.0
+    }
+}
+
+/// The median over rounds of `a[r] / b[r]` (a ratio measured side by side).
+pub fn median_ratio(a: &[f64], b: &[f64]) -> f64 {
+    let r: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    median(&r)
+}
+
+/// The median time of `f` in milliseconds, over `reps` runs.
+pub fn median_ms(reps: usize, mut f: impl FnMut()) -> f64 {
+    let t: Vec<f64> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    median(&t)
+}
+
+/// A suite program compiled by unfad: its primal, and its gradient or why there is none.
+pub struct Compiled {
+    pub primal: Func,
+    pub gradient: Result<GradFn, String>,
+    /// Median time of `compile_grad`, parse to native code, in milliseconds.
+    pub compile_grad_ms: Option<f64>,
+    /// Median time of `compile`, in milliseconds.
+    pub compile_primal_ms: f64,
+}
+
+impl Compiled {
+    pub fn new(prog: &Program, reps: usize) -> Result<Compiled, String> {
+        let engine = Engine::new();
+        let primal = engine.compile(prog.source).map_err(|e| e.to_string())?;
+        let gradient = engine.compile_grad(prog.source).map_err(|e| e.to_string());
+        let compile_primal_ms = median_ms(reps, || {
+            let _ = black_box(engine.compile(prog.source));
+        });
+        let compile_grad_ms = gradient.is_ok().then(|| {
+            median_ms(reps, || {
+                let _ = black_box(engine.compile_grad(prog.source));
+            })
+        });
+        Ok(Compiled {
+            primal,
+            gradient,
+            compile_grad_ms,
+            compile_primal_ms,
+        })
+    }
+}
+
+/// The cost model's view of a program at one size.
+#[derive(Clone, Copy, Debug)]
+pub struct Model {
+    /// `Cost(grad e) / Cost(e)` on MOVES + ADDS + MULTS + NLOPS.
+    pub ratio: f64,
+    /// `4 * 3^p`.
+    pub bound: u64,
+    pub p: u32,
+}
+
+/// The model at `size`, or why there is none (reverse mode refuses the program).
+pub fn model(source: &str, size: Size) -> Result<Model, String> {
+    let mut p = Pipeline::load(source, None).map_err(|e| e.to_string())?;
+    let all = p.wrt(None).map_err(|e| e.to_string())?;
+    let grad = p.optimized_reverse(&all).map_err(|e| e.to_string())?;
+    let lookup = |v: &str| size.var(v);
+    let b = unfad_opt::Bound::measure(&p.program.arena, &p.source, &grad, &lookup);
+    Ok(Model {
+        ratio: b.ratio(),
+        bound: b.factor(),
+        p: b.p,
+    })
+}
+
+/// NAO of the program (which needs no gradient).
+pub fn nesting(source: &str) -> Result<u32, String> {
+    let p = Pipeline::load(source, None).map_err(|e| e.to_string())?;
+    Ok(unfad_opt::nao(&p.program.arena, p.source.body))
+}
+
+/// Everything measured at one size of one program. Times are medians in nanoseconds per
+/// call; ratios are medians of ratios taken within a round.
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub size: Size,
+    /// Reals in the arguments.
+    pub elements: usize,
+    pub primal_ns: f64,
+    pub hand_primal_ns: f64,
+    pub gradient_ns: Option<f64>,
+    pub hand_gradient_ns: f64,
+    /// unfad's gradient / unfad's primal.
+    pub ratio: Option<f64>,
+    /// The hand-written gradient / the hand-written primal.
+    pub hand_ratio: f64,
+    /// unfad's primal / the hand-written primal.
+    pub primal_vs_hand: f64,
+    /// unfad's gradient / the hand-written gradient.
+    pub gradient_vs_hand: Option<f64>,
+    pub model: Option<Model>,
+    /// Workspace in reals: the primal's, the gradient's, the hand-written gradient's.
+    pub workspace_primal: usize,
+    pub workspace_gradient: Option<usize>,
+    pub workspace_hand: usize,
+    /// Whether unfad's and the hand-written results agree (value and gradient).
+    pub agree: bool,
+}
+
+/// Relative agreement of two results (sums of up to 10^6 terms in different orders).
+fn close(x: f64, y: f64) -> bool {
+    (x - y).abs() <= 1e-7 * (1.0 + x.abs().max(y.abs())) || (x.is_nan() && y.is_nan())
+}
+
+/// Measure `prog` (compiled as `c`) at `size`.
+pub fn measure_point(
+    prog: &Program,
+    c: &Compiled,
+    size: Size,
+    budget: Budget,
+) -> Result<Point, String> {
+    let args: Vec<Data> = (prog.inputs)(size);
+    let lookup = |v: &str| size.var(v);
+    let mut primal = Native::primal(&c.primal, &args, &lookup)?;
+    let mut grad = match &c.gradient {
+        Ok(g) => Some(Native::gradient(g, &args, &lookup)?),
+        Err(_) => None,
+    };
+    let mut grads = Program::grad_buffers(&args);
+    let mut scratch = Vec::new();
+    // Check the baselines against unfad before timing them.
+    let hand_value = (prog.gradient)(&args, &mut grads, &mut scratch);
+    let mut agree = close((prog.primal)(&args), primal.run()) && close(hand_value, primal.run());
+    if let Some(g) = grad.as_mut() {
+        g.run();
+        let outs = g.outputs();
+        agree &= close(outs[0][0], hand_value)
+            && outs.len() == grads.len() + 1
+            && outs[1..]
+                .iter()
+                .zip(&grads)
+                .all(|(a, b)| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| close(*x, *y)));
+    }
+    let a = &args;
+    let mut f_primal = || {
+        black_box(primal.run());
+    };
+    let mut f_hand_primal = || {
+        black_box((prog.primal)(black_box(a)));
+    };
+    let mut f_hand_grad = || {
+        black_box((prog.gradient)(black_box(a), &mut grads, &mut scratch));
+    };
+    let workspace_hand;
+    let t = match grad.as_mut() {
+        Some(g) => {
+            let mut f_grad = || {
+                black_box(g.run());
+            };
+            let t = interleaved(
+                &mut [
+                    &mut f_primal,
+                    &mut f_grad,
+                    &mut f_hand_primal,
+                    &mut f_hand_grad,
+                ],
+                budget,
+            );
+            workspace_hand = scratch.len();
+            t
+        }
+        None => {
+            let mut t = interleaved(
+                &mut [&mut f_primal, &mut f_hand_primal, &mut f_hand_grad],
+                budget,
+            );
+            workspace_hand = scratch.len();
+            t.insert(1, Vec::new());
+            t
+        }
+    };
+    let has_grad = !t[1].is_empty();
+    let sizes =
+        |vars: &[String]| -> Vec<u64> { vars.iter().map(|v| size.var(v).unwrap_or(0)).collect() };
+    Ok(Point {
+        size,
+        elements: args.iter().map(|d| d.reals().len()).sum(),
+        primal_ns: median(&t[0]),
+        gradient_ns: has_grad.then(|| median(&t[1])),
+        hand_primal_ns: median(&t[2]),
+        hand_gradient_ns: median(&t[3]),
+        ratio: has_grad.then(|| median_ratio(&t[1], &t[0])),
+        hand_ratio: median_ratio(&t[3], &t[2]),
+        primal_vs_hand: median_ratio(&t[0], &t[2]),
+        gradient_vs_hand: has_grad.then(|| median_ratio(&t[1], &t[3])),
+        model: model(prog.source, size).ok(),
+        workspace_primal: c.primal.workspace_len(&sizes(c.primal.size_vars())),
+        workspace_gradient: c
+            .gradient
+            .as_ref()
+            .ok()
+            .map(|g| g.workspace_len(&sizes(g.size_vars()))),
+        workspace_hand,
+        agree,
+    })
+}
+
+/// All sizes of one program.
+pub struct Measured {
+    pub name: &'static str,
+    pub p: u32,
+    pub points: Vec<Point>,
+    /// Why there is no gradient, if reverse mode refused the program.
+    pub gradient_error: Option<String>,
+    pub compile_grad_ms: Option<f64>,
+    pub compile_primal_ms: f64,
+}
+
+/// Measure `prog` at every size of `sizes` (its own when `None`).
+pub fn measure_program(
+    prog: &Program,
+    sizes: Option<&[Size]>,
+    budget: Budget,
+) -> Result<Measured, String> {
+    let c = Compiled::new(prog, 5)?;
+    let points = sizes
+        .unwrap_or(prog.sizes)
+        .iter()
+        .map(|&s| measure_point(prog, &c, s, budget))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Measured {
+        name: prog.name,
+        p: prog.p,
+        points,
+        gradient_error: c.gradient.as_ref().err().cloned(),
+        compile_grad_ms: c.compile_grad_ms,
+        compile_primal_ms: c.compile_primal_ms,
+    })
+}
+
+/// A line `t = a + b x` fitted by least squares on relative errors (every size counts
+/// alike): `b` is the time per element, `a` the fixed cost of a call.
+#[derive(Clone, Copy, Debug)]
+pub struct Fit {
+    pub a: f64,
+    pub b: f64,
+    /// The exponent of a power law `t ~ x^k` fitted on logarithms (1 for linear scaling).
+    pub exponent: f64,
+}
+
+/// Fit `ys` against `xs` (at least two distinct `xs`).
+pub fn fit(xs: &[f64], ys: &[f64]) -> Option<Fit> {
+    if xs.len() < 2 || xs.len() != ys.len() {
+        return None;
+    }
+    // Weighted least squares with weights 1/y^2.
+    let (mut s, mut sx, mut sxx, mut sy, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for (&x, &y) in xs.iter().zip(ys) {
+        let w = 1.0 / (y * y);
+        s += w;
+        sx += w * x;
+        sxx += w * x * x;
+        sy += w * y;
+        sxy += w * x * y;
+    }
+    let det = s * sxx - sx * sx;
+    if det.abs() < f64::MIN_POSITIVE {
+        return None;
+    }
+    let b = (s * sxy - sx * sy) / det;
+    let a = (sy - b * sx) / s;
+    // Power law on the sizes where the per-element cost dominates (the upper half).
+    let mut pts: Vec<(f64, f64)> = xs.iter().copied().zip(ys.iter().copied()).collect();
+    pts.sort_by(|p, q| p.0.total_cmp(&q.0));
+    let upper = &pts[pts.len() / 2..];
+    let n = upper.len() as f64;
+    let (lx, ly): (Vec<f64>, Vec<f64>) = upper.iter().map(|&(x, y)| (x.ln(), y.ln())).unzip();
+    let mx = lx.iter().sum::<f64>() / n;
+    let my = ly.iter().sum::<f64>() / n;
+    let cov: f64 = lx.iter().zip(&ly).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let var: f64 = lx.iter().map(|x| (x - mx) * (x - mx)).sum();
+    let exponent = if var > 0.0 { cov / var } else { f64::NAN };
+    Some(Fit { a, b, exponent })
+}

@@ -1,0 +1,540 @@
+//! The performance report: `docs/performance.md` (tables) and `docs/performance.svg` (the
+//! measured and model ratios against the bound), written from measurements only.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use plotters::prelude::*;
+
+use crate::measure::{fit, Budget, Measured, Point};
+use crate::suite::{Program, Size};
+
+/// The command that regenerates the report.
+pub const COMMAND: &str = "cargo run --release -p unfad-suite --bin perf-report";
+
+/// The programs whose unfad/hand-written ratios issue 5 sets targets for, at n = 10^6.
+pub const TARGETS: &[&str] = &["dot", "prod", "logsumexp", "recurrence"];
+/// Issue 5: unfad's primal within this factor of the hand-written primal.
+pub const PRIMAL_TARGET: f64 = 1.2;
+/// Issue 5: unfad's value and gradient within this factor of the hand-written gradient.
+pub const GRADIENT_TARGET: f64 = 1.5;
+/// Issue 5: `compile_grad` of every example under this many milliseconds.
+pub const COMPILE_TARGET_MS: f64 = 10.0;
+/// Measured and model ratios further apart than this factor need an explanation.
+pub const EXPLAIN_FACTOR: f64 = 2.0;
+
+/// Where and when the measurements were taken.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    pub cpu: String,
+    pub cores: usize,
+    pub rustc: String,
+    /// UTC, `YYYY-MM-DD HH:MM`.
+    pub date: String,
+    pub commit: String,
+}
+
+impl Machine {
+    /// The machine this runs on (what cannot be found out reads "unknown").
+    pub fn detect() -> Machine {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let run = |cmd: &str, args: &[&str]| {
+            std::process::Command::new(cmd)
+                .args(args)
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_else(|| "unknown".into())
+        };
+        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+        Machine {
+            cpu,
+            cores,
+            rustc: run(&rustc, &["--version"]),
+            date: utc_now(),
+            commit: run("git", &["rev-parse", "--short", "HEAD"]),
+        }
+    }
+}
+
+/// The current UTC time as `YYYY-MM-DD HH:MM`.
+fn utc_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+/// `compile_grad` of one bundled example.
+#[derive(Clone, Debug)]
+pub struct CompileRow {
+    pub file: String,
+    /// Median milliseconds, or why it does not compile.
+    pub grad_ms: Result<f64, String>,
+    pub primal_ms: Result<f64, String>,
+}
+
+/// Everything the report shows.
+pub struct Report<'a> {
+    pub machine: Machine,
+    pub budget: Budget,
+    pub programs: &'a [Program],
+    pub measured: &'a [Measured],
+    pub compile: &'a [CompileRow],
+    /// Seconds the measurements took.
+    pub seconds: f64,
+}
+
+fn ns(t: f64) -> String {
+    if t.is_nan() {
+        "-".into()
+    } else if t < 1e3 {
+        format!("{t:.1} ns")
+    } else if t < 1e6 {
+        format!("{:.2} µs", t / 1e3)
+    } else {
+        format!("{:.2} ms", t / 1e6)
+    }
+}
+
+fn x(r: f64) -> String {
+    if r.is_nan() {
+        "-".into()
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+fn opt(r: Option<f64>) -> String {
+    r.map_or("-".into(), x)
+}
+
+/// Whether the measured and model ratios of `pt` are more than [`EXPLAIN_FACTOR`] apart.
+pub fn differs(pt: &Point) -> bool {
+    match (pt.ratio, pt.model) {
+        (Some(r), Some(m)) => {
+            let q = r / m.ratio;
+            !(1.0 / EXPLAIN_FACTOR..=EXPLAIN_FACTOR).contains(&q)
+        }
+        _ => false,
+    }
+}
+
+/// The point of `m` at `size`.
+fn at(m: &Measured, size: Size) -> Option<&Point> {
+    m.points.iter().find(|p| p.size == size)
+}
+
+fn yes(ok: bool) -> &'static str {
+    if ok {
+        "yes"
+    } else {
+        "**no**"
+    }
+}
+
+impl Report<'_> {
+    fn program(&self, name: &str) -> Option<&Program> {
+        self.programs.iter().find(|p| p.name == name)
+    }
+
+    /// The Markdown text of `docs/performance.md`.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let m = &self.machine;
+        let _ = writeln!(
+            s,
+            "# Performance\n\n\
+             Regenerate this file and `performance.svg` with\n\n\
+             ```sh\n{COMMAND}\n```\n\n\
+             (about {:.0} s). Every number below is measured by that command; none is typed \
+             by hand.\n\n\
+             - Machine: {}, {} core(s); {}; generated {} UTC at commit `{}`.\n\
+             - Method: native code called directly (no argument checks), the hand-written \
+             Rust baselines (plain loops, `--release`, in `src/suite.rs`) timed in the same \
+             run. The four variants of a measurement are sampled in turn, {} rounds of at \
+             least {} ms each; times are medians, and every ratio is the median of the ratios \
+             taken within a round. The machine is shared, so expect a few percent of noise.\n\
+             - Programs and baselines: `src/suite.rs`; harness: `src/measure.rs`; criterion \
+             benchmarks of the same: `cargo bench --bench targets`, `cargo bench --bench \
+             cheap_gradient`.\n",
+            self.seconds,
+            m.cpu,
+            m.cores,
+            m.rustc,
+            m.date,
+            m.commit,
+            self.budget.rounds,
+            self.budget.sample.as_secs_f64() * 1e3,
+        );
+        self.targets(&mut s);
+        self.summary(&mut s);
+        self.scaling(&mut s);
+        self.details(&mut s);
+        self.sources(&mut s);
+        s
+    }
+
+    fn targets(&self, s: &mut String) {
+        let big = Size::n(1_000_000);
+        let _ = writeln!(
+            s,
+            "## Targets (issue 5)\n\n\
+             At n = 10^6: unfad's primal within {PRIMAL_TARGET}x of the hand-written \
+             primal, unfad's value and gradient within {GRADIENT_TARGET}x of the hand-written \
+             gradient.\n\n\
+             | program | primal: unfad / hand | met | gradient: unfad / hand | met | hand gradient / hand primal |\n\
+             |---|---:|:---:|---:|:---:|---:|"
+        );
+        for name in TARGETS {
+            let Some(m) = self.measured.iter().find(|m| m.name == *name) else {
+                continue;
+            };
+            let Some(pt) = at(m, big) else { continue };
+            let grad = match (pt.gradient_vs_hand, &m.gradient_error) {
+                (Some(r), _) => (x(r), yes(r <= GRADIENT_TARGET).to_string()),
+                (None, Some(e)) => ("-".into(), format!("no gradient yet: {e}")),
+                (None, None) => ("-".into(), "-".into()),
+            };
+            let _ = writeln!(
+                s,
+                "| {name} | {} | {} | {} | {} | {} |",
+                x(pt.primal_vs_hand),
+                yes(pt.primal_vs_hand <= PRIMAL_TARGET),
+                grad.0,
+                grad.1,
+                x(pt.hand_ratio)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\n`compile_grad` (parse to native code) of each program in `examples/`, median of \
+             repeated compilations; target under {COMPILE_TARGET_MS} ms.\n\n\
+             | example | `compile_grad` | met | `compile` (primal) |\n|---|---:|:---:|---:|"
+        );
+        for c in self.compile {
+            let (g, met) = match &c.grad_ms {
+                Ok(t) => (
+                    format!("{t:.2} ms"),
+                    yes(*t < COMPILE_TARGET_MS).to_string(),
+                ),
+                Err(e) => ("-".into(), format!("no gradient yet: {e}")),
+            };
+            let p = match &c.primal_ms {
+                Ok(t) => format!("{t:.2} ms"),
+                Err(e) => e.clone(),
+            };
+            let _ = writeln!(s, "| `{}` | {g} | {met} | {p} |", c.file);
+        }
+        s.push('\n');
+    }
+
+    fn summary(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "## The cheap gradient: measured against the model\n\n\
+             ![measured and model ratios](performance.svg)\n\n\
+             For each program at its largest size: the measured ratio (unfad's value and \
+             gradient time over unfad's primal time), the cost model's ratio \
+             `Cost(grad e) / Cost(e)` (`unfad_opt::Bound::measure` of the source and of the \
+             optimized gradient, on MOVES + ADDS + MULTS + NLOPS), the bound `4 * 3^p`, the \
+             same ratio for the hand-written code, and the workspace (in reals) of the \
+             gradient against the primal's and the hand-written gradient's. Rows marked † \
+             differ from the model by more than {EXPLAIN_FACTOR}x: the notes below explain them.\n\n\
+             | program | p | size | measured | model | bound | measured / model | hand | workspace: primal | gradient | hand |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for m in self.measured {
+            let Some(pt) = m.points.last() else { continue };
+            let mark = if differs(pt) { " †" } else { "" };
+            let _ = writeln!(
+                s,
+                "| {}{mark} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                m.name,
+                m.p,
+                pt.size.label(),
+                opt(pt.ratio),
+                opt(pt.model.map(|m| m.ratio)),
+                4 * 3u64.pow(m.p),
+                opt(pt.ratio.zip(pt.model).map(|(r, m)| r / m.ratio)),
+                x(pt.hand_ratio),
+                pt.workspace_primal,
+                pt.workspace_gradient
+                    .map_or("-".into(), |w: usize| w.to_string()),
+                pt.workspace_hand,
+            );
+        }
+        let _ = writeln!(s, "\n### Notes\n");
+        for m in self.measured {
+            let note = self.program(m.name).map_or("", |p| p.note);
+            let flagged = m.points.iter().any(differs);
+            if let Some(e) = &m.gradient_error {
+                let _ = writeln!(
+                    s,
+                    "- **{}**: no gradient yet; reverse mode says: {e}. Only the primal is \
+                     measured.",
+                    m.name
+                );
+            } else if !note.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "- **{}**{}: {note}",
+                    m.name,
+                    if flagged { " †" } else { "" }
+                );
+            } else if flagged {
+                let _ = writeln!(
+                    s,
+                    "- **{}** †: differs from the model by more than {EXPLAIN_FACTOR}x; no \
+                     explanation recorded yet.",
+                    m.name
+                );
+            }
+        }
+        s.push('\n');
+    }
+
+    fn scaling(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "## Scaling\n\n\
+             Time against the number of reals in the arguments, fitted over all sizes as \
+             `t = a + b * elements` (least squares on relative errors), for unfad's primal and \
+             gradient; the exponent `k` of `t ~ elements^k` is fitted on the upper half of the \
+             sizes (1 is linear). A flat ratio means the gradient scales like the primal.\n\n\
+             | program | primal ns/element | gradient ns/element | slope ratio | k primal | k gradient | measured ratio, smallest to largest size |\n\
+             |---|---:|---:|---:|---:|---:|---|"
+        );
+        for m in self.measured.iter().filter(|m| m.points.len() > 1) {
+            let xs: Vec<f64> = m.points.iter().map(|p| p.elements as f64).collect();
+            let tp: Vec<f64> = m.points.iter().map(|p| p.primal_ns).collect();
+            let fp = fit(&xs, &tp);
+            let tg: Option<Vec<f64>> = m.points.iter().map(|p| p.gradient_ns).collect();
+            let fg = tg.as_deref().and_then(|tg| fit(&xs, tg));
+            let ratios: Vec<String> = m.points.iter().map(|p| opt(p.ratio)).collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                m.name,
+                fp.map_or("-".into(), |f| format!("{:.3}", f.b)),
+                fg.map_or("-".into(), |f| format!("{:.3}", f.b)),
+                fp.zip(fg).map_or("-".into(), |(p, g)| x(g.b / p.b)),
+                fp.map_or("-".into(), |f| x(f.exponent)),
+                fg.map_or("-".into(), |f| x(f.exponent)),
+                ratios.join(", "),
+            );
+        }
+        s.push('\n');
+    }
+
+    fn details(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "## Every size\n\n\
+             Times per call. `vs hand`: unfad over the hand-written code, primal and gradient. \
+             Workspace in reals (8 bytes each).\n"
+        );
+        for m in self.measured {
+            let _ = writeln!(
+                s,
+                "### {} (p = {})\n\n\
+                 | size | elements | primal | gradient | ratio | model | bound | hand primal | hand gradient | hand ratio | vs hand: primal | gradient | workspace: primal | gradient | hand | agree |\n\
+                 |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+                m.name, m.p
+            );
+            for pt in &m.points {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    pt.size.label(),
+                    pt.elements,
+                    ns(pt.primal_ns),
+                    pt.gradient_ns.map_or("-".into(), ns),
+                    opt(pt.ratio),
+                    if differs(pt) { " †" } else { "" },
+                    opt(pt.model.map(|m| m.ratio)),
+                    pt.model.map_or("-".into(), |m| m.bound.to_string()),
+                    ns(pt.hand_primal_ns),
+                    ns(pt.hand_gradient_ns),
+                    x(pt.hand_ratio),
+                    x(pt.primal_vs_hand),
+                    opt(pt.gradient_vs_hand),
+                    pt.workspace_primal,
+                    pt.workspace_gradient.map_or("-".into(), |w| w.to_string()),
+                    pt.workspace_hand,
+                    if pt.agree { "yes" } else { "**no**" },
+                );
+            }
+            let _ = writeln!(
+                s,
+                "\n`compile_grad` {}; `compile` {:.2} ms.\n",
+                m.compile_grad_ms
+                    .map_or("-".into(), |t| format!("{t:.2} ms")),
+                m.compile_primal_ms
+            );
+        }
+    }
+
+    fn sources(&self, s: &mut String) {
+        let _ = writeln!(s, "## The programs\n");
+        for p in self.programs {
+            let _ = writeln!(
+                s,
+                "- **{}** (p = {}): {}.\n\n  ```\n{}\n  ```\n",
+                p.name,
+                p.p,
+                p.what,
+                p.source
+                    .trim()
+                    .lines()
+                    .map(|l| format!("  {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+    }
+
+    /// Draw the measured ratio at every size, the model's ratio and the bound per p.
+    pub fn svg(&self, path: &Path) -> Result<(), String> {
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        let progs: Vec<&Measured> = self.measured.iter().collect();
+        let k = progs.len() as i32;
+        if k == 0 {
+            return Err("nothing to plot".into());
+        }
+        let ys = progs
+            .iter()
+            .flat_map(|m| m.points.iter())
+            .flat_map(|p| [p.ratio, p.model.map(|m| m.ratio)])
+            .flatten()
+            .chain(progs.iter().map(|m| 4.0 * 3f64.powi(m.p as i32)));
+        let (lo, hi) = ys.fold((1.0f64, 1.0f64), |(a, b), y| (a.min(y), b.max(y)));
+        let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let names: Vec<String> = progs.iter().map(|m| m.name.to_string()).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "unfad: gradient time / primal time, measured and in the cost model",
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(70)
+            .y_label_area_size(60)
+            .build_cartesian_2d(
+                (0..k - 1).into_segmented(),
+                ((lo * 0.7)..(hi * 1.4)).log_scale(),
+            )
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(k as usize)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                    names.get(*i as usize).cloned().unwrap_or_default()
+                }
+                SegmentValue::Last => String::new(),
+            })
+            .x_label_style(
+                ("sans-serif", 13)
+                    .into_font()
+                    .transform(FontTransform::Rotate90),
+            )
+            .y_desc("ratio (log scale)")
+            .draw()
+            .map_err(|e| err(&e))?;
+        // The bound, one segment per nesting depth over that depth's programs.
+        let mut first = 0;
+        while first < progs.len() {
+            let p = progs[first].p;
+            let last = (first..progs.len())
+                .take_while(|&i| progs[i].p == p)
+                .last()
+                .unwrap_or(first);
+            let b = 4.0 * 3f64.powi(p as i32);
+            let line = vec![
+                (SegmentValue::Exact(first as i32), b),
+                (SegmentValue::Exact(last as i32 + 1), b),
+            ];
+            let series = chart
+                .draw_series(LineSeries::new(line, RED.stroke_width(2)))
+                .map_err(|e| err(&e))?;
+            if first == 0 {
+                series
+                    .label("bound 4 * 3^p")
+                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
+            }
+            first = last + 1;
+        }
+        let measured: Vec<(SegmentValue<i32>, f64)> = progs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| {
+                m.points
+                    .iter()
+                    .filter_map(move |p| p.ratio.map(|r| (SegmentValue::CenterOf(i as i32), r)))
+            })
+            .collect();
+        chart
+            .draw_series(
+                measured
+                    .into_iter()
+                    .map(|(x, y)| Circle::new((x, y), 4, BLUE.mix(0.6).filled())),
+            )
+            .map_err(|e| err(&e))?
+            .label("measured (every size)")
+            .legend(|(x, y)| Circle::new((x + 8, y), 4, BLUE.filled()));
+        let model: Vec<(SegmentValue<i32>, f64)> = progs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                let r = m.points.last()?.model?.ratio;
+                Some((SegmentValue::CenterOf(i as i32), r))
+            })
+            .collect();
+        chart
+            .draw_series(
+                model
+                    .into_iter()
+                    .map(|(x, y)| Cross::new((x, y), 7, BLACK.stroke_width(2))),
+            )
+            .map_err(|e| err(&e))?
+            .label("cost model")
+            .legend(|(x, y)| Cross::new((x + 8, y), 5, BLACK.stroke_width(2)));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
+        Ok(())
+    }
+}

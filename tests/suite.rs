@@ -1,0 +1,127 @@
+//! The cheap-gradient suite: its hand-written baselines compute what unfad computes, each
+//! program has the nesting depth it is listed under, and the report is produced from a
+//! (quick, untimed-in-assertions) run of the harness.
+
+use unfad_suite::measure::{fit, measure_program, nesting, Budget};
+use unfad_suite::report::{CompileRow, Machine, Report};
+use unfad_suite::suite::{programs, Program, Size};
+
+/// A small size of the program's kind.
+fn small(p: &Program) -> Size {
+    match p.p {
+        0 => Size::scalar(),
+        1 => Size::n(7),
+        _ => Size::nm(3, 4),
+    }
+}
+
+fn close(x: f64, y: f64) -> bool {
+    (x - y).abs() <= 1e-10 * (1.0 + x.abs().max(y.abs()))
+}
+
+#[test]
+fn baselines_agree_with_unfad() {
+    let engine = unfad::Engine::new();
+    for p in programs() {
+        let size = small(&p);
+        let args = (p.inputs)(size);
+        let facade: Vec<unfad::Arg> = args.iter().map(|d| d.arg()).collect();
+        let primal = engine
+            .compile(p.source)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let value = primal.call(&facade).unwrap()[0];
+        assert!(close((p.primal)(&args), value), "{}: primal", p.name);
+        let mut grads = Program::grad_buffers(&args);
+        let hand = (p.gradient)(&args, &mut grads, &mut Vec::new());
+        assert!(close(hand, value), "{}: value of the gradient", p.name);
+        // Programs reverse mode does not handle yet are checked on their primal only.
+        if let Ok(g) = engine.compile_grad(p.source) {
+            let out = g.call(&facade).unwrap();
+            for (k, want) in grads.iter().enumerate() {
+                let got = out.gradient(k);
+                assert_eq!(got.len(), want.len(), "{}: gradient {k}", p.name);
+                for (x, y) in got.iter().zip(want) {
+                    assert!(
+                        close(*x, *y),
+                        "{}: gradient {k}: {got:?} vs {want:?}",
+                        p.name
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn programs_have_their_nesting_depth() {
+    for p in programs() {
+        assert_eq!(nesting(p.source).unwrap(), p.p, "{}", p.name);
+        assert!(!p.sizes.is_empty(), "{}", p.name);
+    }
+}
+
+#[test]
+fn fits_recover_a_line() {
+    let xs = [10.0, 100.0, 1000.0, 10000.0];
+    let ys: Vec<f64> = xs.iter().map(|x| 50.0 + 2.0 * x).collect();
+    let f = fit(&xs, &ys).unwrap();
+    assert!(
+        (f.b - 2.0).abs() < 1e-9 && (f.a - 50.0).abs() < 1e-6,
+        "{f:?}"
+    );
+    assert!((f.exponent - 1.0).abs() < 0.05, "{f:?}");
+    assert!(fit(&[1.0], &[1.0]).is_none());
+}
+
+#[test]
+fn the_report_has_every_table_and_the_plot() {
+    let progs = programs();
+    let chosen: Vec<&Program> = progs
+        .iter()
+        .filter(|p| ["intro", "dot", "recurrence"].contains(&p.name))
+        .collect();
+    let measured: Vec<_> = chosen
+        .iter()
+        .map(|p| {
+            let sizes: Vec<Size> = match p.p {
+                0 => vec![Size::scalar()],
+                _ => vec![Size::n(10), Size::n(100)],
+            };
+            measure_program(p, Some(&sizes), Budget::QUICK).unwrap()
+        })
+        .collect();
+    let compile = vec![CompileRow {
+        file: "examples/dot.ad".into(),
+        grad_ms: Ok(0.5),
+        primal_ms: Ok(0.2),
+    }];
+    let report = Report {
+        machine: Machine::detect(),
+        budget: Budget::QUICK,
+        programs: &progs,
+        measured: &measured,
+        compile: &compile,
+        seconds: 1.0,
+    };
+    let md = report.markdown();
+    for want in [
+        "cargo run --release -p unfad-suite --bin perf-report",
+        "## Targets (issue 5)",
+        "| dot |",
+        "## Scaling",
+        "### dot (p = 1)",
+        "performance.svg",
+    ] {
+        assert!(md.contains(want), "missing {want:?}:\n{md}");
+    }
+    for m in &measured {
+        assert!(m.points.iter().all(|p| p.agree), "{}", m.name);
+    }
+    let dir = std::env::temp_dir().join(format!("unfad-suite-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("performance.svg");
+    report.svg(&svg).unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.contains("cost model"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
