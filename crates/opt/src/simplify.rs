@@ -249,10 +249,23 @@ impl<'a> Simplifier<'a> {
         match self.arena[e] {
             Node::Var(_) | Node::Const(_) | Node::Bool(_) => true,
             Node::Tuple(l) => self.arena.exprs(l).iter().all(|&i| self.is_trivial(i)),
+            // Small array literals of trivial items: the literal rules see through them.
+            Node::Array(l) => {
+                l.len() <= crate::rules::literals::UNROLL
+                    && self.arena.exprs(l).iter().all(|&i| self.is_trivial(i))
+            }
             Node::Proj(_, a) | Node::Len(a) => self.is_trivial(a),
             // Fills only need their operand's shape: free to duplicate, and kept visible
-            // (structural zeros) for the rules.
+            // (structural zeros) for the rules. `map (x. c)` is a fill with `c`.
             Node::ZerosLike(_) | Node::OnesLike(_) => true,
+            Node::Map(f, a) => match self.arena.lambda_parts(f) {
+                Some((&[x], c)) => {
+                    self.is_trivial(a)
+                        && self.is_trivial(c)
+                        && !self.arena.free_vars(c).contains(&x)
+                }
+                _ => false,
+            },
             _ => false,
         }
     }
@@ -295,8 +308,33 @@ impl<'a> Simplifier<'a> {
     /// True if `a` is provably never longer than `b` at run time.
     pub(crate) fn not_longer(&self, a: ExprId, b: ExprId) -> bool {
         a == b
-            || matches!(self.arena[b], Node::ZerosLike(w) | Node::OnesLike(w) if w == a)
             || matches!((self.len_of(a), self.len_of(b)), (Some(x), Some(y)) if x.le(&y))
+            || self.bounded_by(a, b)
+            || matches!(self.arena[b], Node::ZerosLike(w) | Node::OnesLike(w) | Node::Map(_, w)
+                if self.not_longer(a, w))
+    }
+
+    /// `a` is never longer than `b` by its structure, whatever the lengths: a fill or a
+    /// `map` has its operand's length, a `map2` stops at its shorter operand, and a fold
+    /// whose function maps over the accumulator is never longer than its initial value.
+    fn bounded_by(&self, a: ExprId, b: ExprId) -> bool {
+        with_stack(|| match self.arena[a] {
+            Node::ZerosLike(x) | Node::OnesLike(x) | Node::Map(_, x) => self.not_longer(x, b),
+            Node::Map2(_, x, y) => self.not_longer(x, b) || self.not_longer(y, b),
+            Node::Reduce(f, z, _) | Node::Foldl(f, z, _) => {
+                let Some((ps, body)) = self.arena.lambda_parts(f) else {
+                    return false;
+                };
+                let acc = Node::Var(ps[0]);
+                let over_acc = match self.arena[body] {
+                    Node::Map(_, x) => self.arena[x] == acc,
+                    Node::Map2(_, x, y) => self.arena[x] == acc || self.arena[y] == acc,
+                    _ => false,
+                };
+                over_acc && self.not_longer(z, b)
+            }
+            _ => false,
+        })
     }
 
     // ---- scopes -----------------------------------------------------------------------
@@ -696,8 +734,14 @@ impl<'a> Simplifier<'a> {
             self.subst.insert(x, Sub::Done(r));
             return;
         }
-        if let Node::Tuple(l) = self.arena[r] {
-            // Tuple splitting: bind the components, and `x` is the tuple of their variables.
+        let small_literal = matches!(self.arena[r], Node::Array(l)
+            if l.len() <= crate::rules::literals::UNROLL);
+        if matches!(self.arena[r], Node::Tuple(_)) || small_literal {
+            // Tuple splitting: bind the components, and `x` is the tuple of their variables
+            // (so for the elements of a small array literal).
+            let (Node::Tuple(l) | Node::Array(l)) = self.arena[r] else {
+                return;
+            };
             self.fired();
             let items = self.arena.exprs(l).to_vec();
             let mut parts = Vec::new();
@@ -718,7 +762,15 @@ impl<'a> Simplifier<'a> {
                     parts.push(self.var(y));
                 }
             }
-            let t = self.tuple(&parts);
+            let t = if small_literal {
+                let l = self.arena.expr_list(&parts);
+                self.mk(Node::Array(l))
+            } else {
+                self.tuple(&parts)
+            };
+            if let Some(len) = self.len_of(t) {
+                self.lens.insert(x, len);
+            }
             self.subst.insert(x, Sub::Done(t));
             return;
         }

@@ -392,3 +392,91 @@ pub fn constant_array_witness(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     };
     Some(fill(s, witness, c))
 }
+
+/// `zeros_like(W)` / `ones_like(W)` of an array whose elements are not reals:
+/// `(W, true for zeros)`.
+fn element_fill(s: &mut Simplifier, a: ExprId) -> Option<(ExprId, bool)> {
+    let (w, zero) = match s.arena[a] {
+        Node::ZerosLike(w) => (w, true),
+        Node::OnesLike(w) => (w, false),
+        _ => return None,
+    };
+    match s.ty(a)? {
+        Type::Array(_, elem) if *elem != Type::Real => Some((w, zero)),
+        _ => None,
+    }
+}
+
+/// The function argument over `W`'s elements equal to `(x. body)` applied to the fills of
+/// those elements: `(w. body[zeros_like(w)/x])`.
+fn over_fill(s: &mut Simplifier, x: Var, body: ExprId, zero: bool) -> (Var, ExprId) {
+    let name = s.arena.var_name(x).to_string();
+    let w = s.fresh(&name, s.arena.var_type(x).cloned());
+    let ew = s.var(w);
+    let fill = s.mk(if zero {
+        Node::ZerosLike(ew)
+    } else {
+        Node::OnesLike(ew)
+    });
+    (w, s.simplify_with(body, &[(x, fill)]))
+}
+
+/// `map (x. e) (zeros_like W)` over tuples or arrays is `map (w. e[zeros_like(w)/x]) W`
+/// (so for ones): the fill's elements are fills of `W`'s.
+pub fn map_fill_operand(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map(f, a) = s.arena[e] else {
+        return None;
+    };
+    let (w, zero) = element_fill(s, a)?;
+    let (ps, body) = lambda(s, f)?;
+    let (q, body) = over_fill(s, ps[0], body, zero);
+    let g = lam(s, &[q], body);
+    Some(s.mk(Node::Map(g, w)))
+}
+
+/// `map2 (x, y. e) (zeros_like W) B` over tuples or arrays is
+/// `map2 (w, y. e[zeros_like(w)/x]) W B` (so for ones, either side).
+pub fn map2_fill_operand(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map2(f, a, b) = s.arena[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(s, f)?;
+    for (i, operand) in [a, b].into_iter().enumerate() {
+        if let Some((w, zero)) = element_fill(s, operand) {
+            let (q, body) = over_fill(s, ps[i], body, zero);
+            let mut params = ps.clone();
+            params[i] = q;
+            let g = lam(s, &params, body);
+            let (na, nb) = if i == 0 { (w, b) } else { (a, w) };
+            return Some(s.mk(Node::Map2(g, na, nb)));
+        }
+    }
+    None
+}
+
+/// `foldl (acc, x. x) z X`, the last element of `X` (or `z`): `(z, X)`.
+fn last_of(s: &Simplifier, e: ExprId) -> Option<(ExprId, ExprId)> {
+    let Node::Foldl(f, z, x) = s.arena[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(s, f)?;
+    (s.arena[body] == Node::Var(ps[1])).then_some((z, x))
+}
+
+/// The last element of `scanl f z A` is `foldl f z A`; of `scanr f z A`, `z`.
+pub fn last_of_scan(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let (_, x) = last_of(s, e)?;
+    match s.arena[x] {
+        Node::Scanl(f, z, a) => Some(s.mk(Node::Foldl(f, z, a))),
+        Node::Scanr(_, z, _) => Some(z),
+        _ => None,
+    }
+}
+
+/// The last element of `c_like(A)` over reals, with `A` never empty, is `c`.
+pub fn last_of_fill(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let (_, x) = last_of(s, e)?;
+    let (inner, c) = constant_array(s, x)?;
+    let nonempty = s.len_of(inner)?;
+    crate::len::Len::Lit(1).le(&nonempty).then(|| s.constant(c))
+}

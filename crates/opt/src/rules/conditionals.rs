@@ -61,3 +61,27 @@ pub fn push_into_if(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     let (fa, fb) = (branch(s, a), branch(s, b));
     Some(s.mk(Node::If(c, fa, fb)))
 }
+
+/// `if c then (a1, ..., ak) else (b1, ..., bk)` is `(if c then a1 else b1, ...)` for a
+/// trivial `c`: each component can then simplify (and be bound) on its own.
+pub fn split_tuple_branches(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::If(c, a, b) = s.arena[e] else {
+        return None;
+    };
+    let (Node::Tuple(la), Node::Tuple(lb)) = (s.arena[a], s.arena[b]) else {
+        return None;
+    };
+    if la.len() != lb.len() || !s.is_trivial(c) {
+        return None;
+    }
+    let (xs, ys) = (s.arena.exprs(la).to_vec(), s.arena.exprs(lb).to_vec());
+    let parts: Vec<ExprId> = xs
+        .iter()
+        .zip(&ys)
+        .map(|(&x, &y)| {
+            let i = s.mk(Node::If(c, x, y));
+            crate::rules::apply(s, i).unwrap_or(i)
+        })
+        .collect();
+    Some(s.tuple(&parts))
+}

@@ -13,6 +13,7 @@ use crate::simplify::Simplifier;
 pub mod algebraic;
 pub mod arrays;
 pub mod conditionals;
+pub mod literals;
 pub mod tuples;
 
 /// A rule: a simplified node in, a simpler equivalent out.
@@ -37,32 +38,52 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
             conditionals::push_into_if,
         ],
         Node::Cmp(..) | Node::Not(_) | Node::And(..) | Node::Or(..) => &[algebraic::fold_boolean],
-        Node::If(..) => &[conditionals::same_branches, conditionals::boolean_branches],
-        Node::Proj(..) => &[tuples::project_tuple, tuples::project_constant],
+        Node::If(..) => &[
+            conditionals::same_branches,
+            conditionals::boolean_branches,
+            conditionals::split_tuple_branches,
+        ],
+        Node::Proj(..) => &[
+            tuples::project_tuple,
+            tuples::project_constant,
+            tuples::project_into_if,
+        ],
+        Node::Tuple(..) => &[tuples::tuple_eta],
         Node::ZerosLike(_) | Node::OnesLike(_) => &[
             tuples::constant_of_real,
             tuples::constant_of_tuple,
+            literals::fill_literal,
             arrays::constant_array_witness,
         ],
         Node::Map(..) => &[
             arrays::map_identity,
             arrays::map_constant_operand,
+            arrays::map_fill_operand,
             arrays::map_constant_body,
             arrays::map_fusion,
+            literals::map_literal,
         ],
         Node::Map2(..) => &[
             arrays::map2_same_operands,
             arrays::map2_constant_operand,
+            arrays::map2_fill_operand,
             arrays::map2_unused_param,
             arrays::map2_fusion,
+            literals::map_literal,
         ],
         Node::Reduce(..) | Node::Foldl(..) => &[
             arrays::fold_constant_array,
             arrays::count_ones,
             arrays::reduce_tuple_split,
+            arrays::last_of_scan,
+            arrays::last_of_fill,
+            literals::last_of_literal,
+            literals::fold_literal,
         ],
-        Node::Scanl(..) | Node::Scanr(..) => &[arrays::scan_constant_array],
-        Node::Shift1L(_) | Node::Shift1R(_) => &[arrays::shift_constant_array],
+        Node::Scanl(..) | Node::Scanr(..) => &[arrays::scan_constant_array, literals::fold_literal],
+        Node::Shift1L(_) | Node::Shift1R(_) => {
+            &[arrays::shift_constant_array, literals::shift_literal]
+        }
         Node::Len(_) => &[arrays::len_of_constant_array],
         _ => &[],
     };

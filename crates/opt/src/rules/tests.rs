@@ -305,3 +305,162 @@ fn paper_first_order_term() {
         "#]],
     );
 }
+
+// ---- rules for the constructs beyond the core ------------------------------------------
+
+#[test]
+fn projection_of_a_conditional() {
+    check(
+        "def f(x: real, y: real) = snd (if x > y then (x, y * y) else (y, 2))",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              if x > y then y * y else 2
+        "#]],
+    );
+}
+
+#[test]
+fn tuple_of_all_projections() {
+    check(
+        "def f(p: (real, real), x: real) = let q = (fst p, snd p) in (q, (snd p, fst p))",
+        expect![[r#"
+            def f(p: (real, real), x: real): ((real, real), (real, real)) =
+              (p, (snd p, fst p))
+        "#]],
+    );
+}
+
+#[test]
+fn conditional_of_tuples_splits() {
+    check(
+        "def f(x: real, y: real) = let b = x > y in let g = if b then (x, y * 2) else (0, y * 2) in fst g * snd g",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              (if x > y then x else 0) * (y * 2)
+        "#]],
+    );
+}
+
+#[test]
+fn fills_of_general_arrays_as_operands() {
+    // the fill's elements are fills of the operand's elements
+    check(
+        "def f(M: [n][m]real, v: [m]real) = map (r. map2 + r v) (zeros_like(M))",
+        expect![[r#"
+            def f(M: [n][m]real, v: [m]real): [n][m]real =
+              map (r. v) M
+        "#]],
+    );
+    check(
+        "def f(P: [n](real, real)) = map2 (s, q. (fst s + snd q, snd s * fst q)) (zeros_like(P)) P",
+        expect![[r#"
+            def f(P: [n](real, real)): [n](real, real) =
+              map (s. (snd s, 0)) P
+        "#]],
+    );
+}
+
+#[test]
+fn last_element_of_a_scan() {
+    check(
+        "def f(A: [n]real, x: real) = (foldl (acc, y. y) 0 (scanl (a, b. a * b + x) x A), foldl (acc, y. y) 0 (scanr + x A))",
+        expect![[r#"
+            def f(A: [n]real, x: real): (real, real) =
+              (foldl (a, b. a * b + x) x A, x)
+        "#]],
+    );
+}
+
+#[test]
+fn last_element_of_a_fill() {
+    // `scanl` has at least one element; `A` may have none
+    check(
+        "def f(A: [n]real) = (foldl (acc, y. y) 2 (ones_like(scanl + 0 A)), foldl (acc, y. y) 2 (ones_like(A)))",
+        expect![[r#"
+            def f(A: [n]real): (real, real) =
+              (1, foldl (acc, y. y) 2 ones_like(A))
+        "#]],
+    );
+}
+
+#[test]
+fn sums_into_an_array_never_longer_than_their_unit() {
+    // a fold mapping over its accumulator is never longer than its unit
+    check(
+        "def f(M: [n][m]real, v: [m]real) = map2 + (zeros_like(v)) (reduce (s, t. map2 + s t) (zeros_like(v)) M)",
+        expect![[r#"
+            def f(M: [n][m]real, v: [m]real): [m]real =
+              reduce (s, t. map2 + s t) zeros_like(v) M
+        "#]],
+    );
+}
+
+#[test]
+fn sums_of_zero_arrays() {
+    check(
+        "def f(A: [n]real, B: [n]real) = reduce (s, t. map2 + s t) (zeros_like(A)) (map (b. zeros_like(A)) B)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              zeros_like(A)
+        "#]],
+    );
+}
+
+// ---- array literals -------------------------------------------------------------------
+
+#[test]
+fn shifts_and_last_element_of_literals() {
+    check(
+        "def f(x: real, y: real) = (shift1L [x, y, 2], shift1R [x, y, 2], foldl (acc, z. z) 0 (shift1R [x, y * y, 2]))",
+        expect![[r#"
+            def f(x: real, y: real): ([2]real, [2]real, real) =
+              ([y, 2], [x, y], y * y)
+        "#]],
+    );
+}
+
+#[test]
+fn maps_over_literals_unroll() {
+    check(
+        "def f(x: real, y: real) = map2 (a, b. a * b + a) [x, y] (map (c. sin(c)) [y * y, 2])",
+        expect![[r#"
+            def f(x: real, y: real): [2]real =
+              [x * sin(y * y) + x, y * 0.9092974268256817 + y]
+        "#]],
+    );
+}
+
+#[test]
+fn scans_and_folds_over_literals_unroll() {
+    check(
+        "def f(x: real, y: real) = (scanl * 1 [x, y], scanr (a, b. a - b) x [y, 2], reduce + 0 [x, y, x * y])",
+        expect![[r#"
+            def f(x: real, y: real): ([3]real, [3]real, real) =
+              let s = x * y in
+              let s_1 = 2 - x in
+              ([1, x, s], [y - s_1, s_1, x], x + y + s)
+        "#]],
+    );
+}
+
+#[test]
+fn bound_literals_split_and_fills_of_literals() {
+    check(
+        "def f(x: real, y: real) = let A = [x, y * y] in (foldl (acc, z. z) 0 (shift1R A) * sum(A), ones_like(A))",
+        expect![[r#"
+            def f(x: real, y: real): (real, [2]real) =
+              (x * (x + y * y), [1, 1])
+        "#]],
+    );
+}
+
+#[test]
+fn maps_with_a_constant_body_are_fills() {
+    check(
+        "def f(A: [n]real, x: real) = let Z = map (a. [x, 1]) A in map2 (a, r. a * foldl (acc, z. z) 0 r) A Z",
+        expect![[r#"
+            def f(A: [n]real, x: real): [n]real =
+              A
+        "#]],
+    );
+}

@@ -69,3 +69,38 @@ pub fn constant_of_tuple(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         .collect();
     Some(s.tuple(&parts))
 }
+
+/// `(if c then a else b).i` is `if c then a.i else b.i` (each branch still runs at most once).
+pub fn project_into_if(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Proj(i, x) = s.arena[e] else {
+        return None;
+    };
+    let Node::If(c, a, b) = s.arena[x] else {
+        return None;
+    };
+    let branch = |s: &mut Simplifier, t: ExprId| {
+        let p = s.mk(Node::Proj(i, t));
+        crate::rules::apply(s, p).unwrap_or(p)
+    };
+    let (pa, pb) = (branch(s, a), branch(s, b));
+    Some(s.mk(Node::If(c, pa, pb)))
+}
+
+/// `(t.0, ..., t.(k-1))` for a tuple `t` of k components is `t`.
+pub fn tuple_eta(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Tuple(l) = s.arena[e] else {
+        return None;
+    };
+    let items = s.arena.exprs(l).to_vec();
+    let Node::Proj(0, t) = s.arena[items[0]] else {
+        return None;
+    };
+    let all = items
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| s.arena[x] == Node::Proj(i as u32, t));
+    match s.ty(t)? {
+        Type::Tuple(parts) if all && parts.len() == items.len() => Some(t),
+        _ => None,
+    }
+}
