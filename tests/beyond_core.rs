@@ -399,3 +399,42 @@ fn array_literal() {
     );
     agrees(src, r#"{"x": 0.5, "y": -3}"#);
 }
+
+// ---- the bundled examples -------------------------------------------------------------
+
+/// An example program and its input, from `examples/`.
+fn example(name: &str) -> (String, String) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let read = |ext: &str| std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).unwrap();
+    (read("ad"), read("json"))
+}
+
+#[test]
+fn rnn_example() {
+    let (src, input) = example("rnn");
+    agrees(&src, &input);
+}
+
+#[test]
+fn mlp_example() {
+    let (src, input) = example("mlp");
+    agrees(&src, &input);
+}
+
+#[test]
+fn gmm_diag_example() {
+    let (src, input) = example("gmm_diag");
+    agrees(&src, &input);
+}
+
+#[test]
+fn softmax_ce_example() {
+    let (src, input) = example("softmax_ce");
+    agrees(&src, &input);
+}
+
+#[test]
+fn gmm_example() {
+    let (src, input) = example("gmm");
+    agrees(&src, &input);
+}

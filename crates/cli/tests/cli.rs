@@ -42,6 +42,11 @@ fn every_example_evaluates_to_its_hand_computed_value() {
         ("logsumexp", "3.5611386053535607"),
         ("neural_layer", "2.045253799955621"),
         ("recurrence", "0.07362912072470548"),
+        ("rnn", "4.4889978171692135"),
+        ("mlp", "0.5458050240781758"),
+        ("gmm_diag", "-14.983702513749723"),
+        ("softmax_ce", "0.9865181246218409"),
+        ("gmm", "-13.765374333187044"),
     ];
     for (name, value) in expected {
         let (code, out, err) = unfad(&[
