@@ -5,11 +5,13 @@
 //! A rule such as `map2 * A (ones_like B) -> A` keeps the meaning only if `A` is never
 //! longer than `B` (`map2` stops at the shorter array). [`Len`] describes a length as a
 //! size variable transformed by additions and saturating subtractions, exactly, and
-//! [`Len::le`] decides `self <= other` for every value of the variable.
+//! [`Len::le`] decides `self <= other` for every value of the variable. [`Shape`] gives
+//! the lengths of the arrays inside a value: in tuples, and in the elements of arrays
+//! (gradients of general arrays add arrays of tuples of arrays).
 
 use std::sync::Arc;
 
-use unfad_syntax::Size;
+use unfad_syntax::{Size, Type};
 
 /// A run-time length: a constant, or a size variable `n >= 0` followed by steps `+k`
 /// and `-k` (the latter saturating at 0).
@@ -121,6 +123,70 @@ impl Len {
     }
 }
 
+/// The exact run-time shape of a value: the lengths of the arrays in it, where known
+/// (arrays in tuples, and the elements of arrays, which all have one shape).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Nothing known: a real, a condition, or a value of unknown shape.
+    Unknown,
+    Tuple(Vec<Shape>),
+    /// An array: its length if known, and a shape all its elements have.
+    Array(Option<Len>, Box<Shape>),
+}
+
+impl Shape {
+    /// The shape of a parameter of type `t` (whose sizes are exact).
+    pub fn of_type(t: &Type) -> Shape {
+        match t {
+            Type::Tuple(items) => Shape::Tuple(items.iter().map(Shape::of_type).collect()),
+            Type::Array(n, elem) => Shape::array(Some(Len::of_size(n)), Shape::of_type(elem)),
+            Type::Real | Type::Bool | Type::Func(..) => Shape::Unknown,
+        }
+    }
+
+    pub fn array(len: Option<Len>, elem: Shape) -> Shape {
+        Shape::Array(len, Box::new(elem))
+    }
+
+    /// The length, for an array.
+    pub fn len(&self) -> Option<Len> {
+        match self {
+            Shape::Array(l, _) => l.clone(),
+            _ => None,
+        }
+    }
+
+    /// The shape of the elements, for an array.
+    pub fn elem(&self) -> Shape {
+        match self {
+            Shape::Array(_, e) => (**e).clone(),
+            _ => Shape::Unknown,
+        }
+    }
+
+    /// The shape of component `i`, for a tuple.
+    pub fn component(&self, i: usize) -> Shape {
+        match self {
+            Shape::Tuple(items) => items.get(i).cloned().unwrap_or(Shape::Unknown),
+            _ => Shape::Unknown,
+        }
+    }
+
+    /// What holds of a value that has one of the two shapes.
+    pub fn meet(&self, other: &Shape) -> Shape {
+        match (self, other) {
+            (Shape::Tuple(a), Shape::Tuple(b)) if a.len() == b.len() => {
+                Shape::Tuple(a.iter().zip(b).map(|(x, y)| x.meet(y)).collect())
+            }
+            (Shape::Array(la, ea), Shape::Array(lb, eb)) => {
+                let len = if la == lb { la.clone() } else { None };
+                Shape::array(len, ea.meet(eb))
+            }
+            _ => Shape::Unknown,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,5 +218,20 @@ mod tests {
         assert!(!Len::Lit(1).le(&n()));
         let m = Len::of_size(&Size::var("m"));
         assert_eq!(n().min(&m), None);
+    }
+
+    #[test]
+    fn shapes_keep_what_both_sides_have() {
+        let n = || Some(n());
+        let row = Shape::array(Some(Len::Lit(2)), Shape::Unknown);
+        let a = Shape::Tuple(vec![Shape::array(n(), row.clone()), Shape::Unknown]);
+        let b = Shape::Tuple(vec![Shape::array(None, row.clone()), Shape::Unknown]);
+        assert_eq!(
+            a.meet(&b),
+            Shape::Tuple(vec![Shape::array(None, row.clone()), Shape::Unknown])
+        );
+        assert_eq!(a.meet(&a), a);
+        assert_eq!(a.component(0).elem().len(), Some(Len::Lit(2)));
+        assert_eq!(row.meet(&Shape::Unknown), Shape::Unknown);
     }
 }

@@ -25,7 +25,7 @@ use std::collections::{HashMap, HashSet};
 use unfad_syntax::typeck::{infer, NoSource};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
-use crate::len::Len;
+use crate::len::{Len, Shape};
 
 /// What a variable stands for during the pass.
 #[derive(Copy, Clone, Debug)]
@@ -62,10 +62,8 @@ pub struct Simplifier<'a> {
     /// CSE: expression (hash-consed) -> variable bound to it, for bindings in scope.
     avail: HashMap<ExprId, Var>,
     avail_log: Vec<ExprId>,
-    /// Exact run-time lengths of array variables, where known.
-    lens: HashMap<Var, Len>,
-    /// Lengths of the elements of array parameters of nested array type.
-    elem_lens: HashMap<Var, Len>,
+    /// Exact run-time shapes of variables (array lengths), where known.
+    shapes: HashMap<Var, Shape>,
     /// Parameters that are arrays of reals, with their lengths (shape witnesses for fills).
     real_array_params: Vec<(Len, Var)>,
     /// Binders already present in the output (a second one gets a fresh variable).
@@ -87,19 +85,17 @@ impl<'a> Simplifier<'a> {
             hashcons: HashMap::new(),
             avail: HashMap::new(),
             avail_log: Vec::new(),
-            lens: HashMap::new(),
-            elem_lens: HashMap::new(),
+            shapes: HashMap::new(),
             real_array_params: Vec::new(),
             emitted: HashSet::new(),
             rewrites: 0,
         };
         for &p in &func.params {
             s.emitted.insert(p);
+            if let Some(t) = s.arena.var_type(p) {
+                s.shapes.insert(p, Shape::of_type(t));
+            }
             if let Some(Type::Array(n, elem)) = s.arena.var_type(p).cloned() {
-                s.lens.insert(p, Len::of_size(&n));
-                if let Type::Array(m, _) = &*elem {
-                    s.elem_lens.insert(p, Len::of_size(m));
-                }
                 if *elem == Type::Real {
                     s.real_array_params.push((Len::of_size(&n), p));
                 }
@@ -272,27 +268,120 @@ impl<'a> Simplifier<'a> {
 
     /// The exact run-time length of an array term, if known.
     pub(crate) fn len_of(&self, e: ExprId) -> Option<Len> {
+        self.shape_of(e).len()
+    }
+
+    /// The exact run-time shape of a term, as far as known: its spine is followed through
+    /// tuples, fills, maps (the shape of their function's body for the operands'
+    /// elements), folds and scans (the shape their accumulator keeps), shifts, `let` and
+    /// `if`.
+    pub(crate) fn shape_of(&self, e: ExprId) -> Shape {
+        self.shape_in(e, &mut Vec::new())
+    }
+
+    /// [`Simplifier::shape_of`] with the shapes `env` of the parameters of the functions
+    /// being walked through (innermost last).
+    fn shape_in(&self, e: ExprId, env: &mut Vec<(Var, Shape)>) -> Shape {
         with_stack(|| match self.arena[e] {
-            Node::Var(v) => self.lens.get(&v).cloned(),
-            Node::Array(l) => Some(Len::Lit(l.len() as u64)),
-            Node::Map(_, a) | Node::ZerosLike(a) | Node::OnesLike(a) => self.len_of(a),
-            Node::Map2(_, a, b) => self.len_of(a)?.min(&self.len_of(b)?),
-            Node::Scanl(_, _, a) | Node::Scanr(_, _, a) => Some(self.len_of(a)?.step(1)),
-            Node::Shift1L(a) | Node::Shift1R(a) => Some(self.len_of(a)?.step(-1)),
-            Node::Let(_, _, b) | Node::LetTuple(_, _, b) => self.len_of(b),
-            Node::If(_, a, b) => {
-                let (la, lb) = (self.len_of(a)?, self.len_of(b)?);
-                (la == lb).then_some(la)
+            Node::Var(v) => match env.iter().rev().find(|(w, _)| *w == v) {
+                Some((_, shape)) => shape.clone(),
+                None => self.shapes.get(&v).cloned().unwrap_or(Shape::Unknown),
+            },
+            Node::Tuple(l) => {
+                let items = self.arena.exprs(l).to_vec();
+                Shape::Tuple(items.iter().map(|&i| self.shape_in(i, env)).collect())
             }
-            _ => None,
+            Node::Proj(i, x) => self.shape_in(x, env).component(i as usize),
+            Node::Array(l) => {
+                let items = self.arena.exprs(l).to_vec();
+                let elem = items
+                    .iter()
+                    .map(|&i| self.shape_in(i, env))
+                    .reduce(|a, b| a.meet(&b))
+                    .unwrap_or(Shape::Unknown);
+                Shape::array(Some(Len::Lit(l.len() as u64)), elem)
+            }
+            Node::ZerosLike(a) | Node::OnesLike(a) => self.shape_in(a, env),
+            Node::Map(f, a) => {
+                let sa = self.shape_in(a, env);
+                Shape::array(sa.len(), self.apply_shape(f, &[sa.elem()], env))
+            }
+            Node::Map2(f, a, b) => {
+                let (sa, sb) = (self.shape_in(a, env), self.shape_in(b, env));
+                let len = match (sa.len(), sb.len()) {
+                    (Some(x), Some(y)) => x.min(&y),
+                    _ => None,
+                };
+                Shape::array(len, self.apply_shape(f, &[sa.elem(), sb.elem()], env))
+            }
+            Node::Scanl(f, z, a) | Node::Scanr(f, z, a) => {
+                let (sz, sa) = (self.shape_in(z, env), self.shape_in(a, env));
+                let right = matches!(self.arena[e], Node::Scanr(..));
+                let acc = self.fold_shape(f, sz, sa.elem(), right, env);
+                Shape::array(sa.len().map(|l| l.step(1)), acc)
+            }
+            Node::Reduce(f, z, a) | Node::Foldl(f, z, a) => {
+                let (sz, sa) = (self.shape_in(z, env), self.shape_in(a, env));
+                self.fold_shape(f, sz, sa.elem(), false, env)
+            }
+            Node::Shift1L(a) | Node::Shift1R(a) => {
+                let s = self.shape_in(a, env);
+                Shape::array(s.len().map(|l| l.step(-1)), s.elem())
+            }
+            Node::Let(_, _, b) | Node::LetTuple(_, _, b) => self.shape_in(b, env),
+            Node::If(_, a, b) => self.shape_in(a, env).meet(&self.shape_in(b, env)),
+            _ => Shape::Unknown,
         })
     }
 
-    /// The exact length of the elements of an array term of nested array type.
-    fn elem_len_of(&self, e: ExprId) -> Option<Len> {
-        match self.arena[e] {
-            Node::Var(v) => self.elem_lens.get(&v).cloned(),
-            _ => None,
+    /// The shape of the body of the function argument `f` for parameters of the given
+    /// shapes.
+    fn apply_shape(&self, f: ExprId, params: &[Shape], env: &mut Vec<(Var, Shape)>) -> Shape {
+        let Some((ps, body)) = self.arena.lambda_parts(f) else {
+            return Shape::Unknown;
+        };
+        let mark = env.len();
+        env.extend(ps.iter().copied().zip(params.iter().cloned()));
+        let r = self.shape_in(body, env);
+        env.truncate(mark);
+        r
+    }
+
+    /// The shape of the accumulator of a fold or scan with function `f`, initial value of
+    /// shape `z` and elements of shape `elem` (`right`: `scanr`, accumulator second): `z`
+    /// if the body, given an accumulator of that shape, returns it (by induction on the
+    /// steps); otherwise what `z` and any result of the body have in common.
+    fn fold_shape(
+        &self,
+        f: ExprId,
+        z: Shape,
+        elem: Shape,
+        right: bool,
+        env: &mut Vec<(Var, Shape)>,
+    ) -> Shape {
+        let args = |acc: Shape| {
+            if right {
+                [elem.clone(), acc]
+            } else {
+                [acc, elem.clone()]
+            }
+        };
+        if self.apply_shape(f, &args(z.clone()), env) == z {
+            return z;
+        }
+        let any = self.apply_shape(f, &args(Shape::Unknown), env);
+        z.meet(&any)
+    }
+
+    /// The shapes of the parameters of the function `f` of a fold or scan with initial
+    /// value `z` and elements of shape `elem`.
+    fn fold_param_shapes(&mut self, f: ExprId, z: ExprId, elem: Shape, right: bool) -> Vec<Shape> {
+        let zs = self.shape_of(z);
+        let acc = self.fold_shape(f, zs, elem.clone(), right, &mut Vec::new());
+        if right {
+            vec![elem, acc]
+        } else {
+            vec![acc, elem]
         }
     }
 
@@ -380,8 +469,8 @@ impl<'a> Simplifier<'a> {
         } else {
             let y = self.arena.clone_var(x);
             self.emitted.insert(y);
-            if let Some(l) = self.lens.get(&x).cloned() {
-                self.lens.insert(y, l);
+            if let Some(sh) = self.shapes.get(&x).cloned() {
+                self.shapes.insert(y, sh);
             }
             let ey = self.var(y);
             self.subst.insert(x, Sub::Done(ey));
@@ -439,14 +528,14 @@ impl<'a> Simplifier<'a> {
                 }
                 Node::Map(f, a) => {
                     let a = self.simplify(a);
-                    let el = self.elem_len_of(a);
+                    let el = self.shape_of(a).elem();
                     let f = self.binder(f, &[el]);
                     self.hoisted(Node::Map(f, a), &[1])
                 }
                 Node::Map2(f, a, b) => {
                     let a = self.simplify(a);
                     let b = self.simplify(b);
-                    let (ea, eb) = (self.elem_len_of(a), self.elem_len_of(b));
+                    let (ea, eb) = (self.shape_of(a).elem(), self.shape_of(b).elem());
                     let f = self.binder(f, &[ea, eb]);
                     self.hoisted(Node::Map2(f, a, b), &[1, 2])
                 }
@@ -456,7 +545,10 @@ impl<'a> Simplifier<'a> {
                 | Node::Scanr(f, z, a) => {
                     let z = self.simplify(z);
                     let a = self.simplify(a);
-                    let f = self.binder(f, &[]);
+                    let elem = self.shape_of(a).elem();
+                    let right = matches!(node, Node::Scanr(..));
+                    let shapes = self.fold_param_shapes(f, z, elem, right);
+                    let f = self.binder(f, &shapes);
                     let node = match node {
                         Node::Reduce(..) => Node::Reduce(f, z, a),
                         Node::Foldl(..) => Node::Foldl(f, z, a),
@@ -541,7 +633,7 @@ impl<'a> Simplifier<'a> {
     }
 
     /// A function argument or a lambda not inlined: fresh binders, body in its own scope.
-    fn binder(&mut self, f: ExprId, param_lens: &[Option<Len>]) -> ExprId {
+    fn binder(&mut self, f: ExprId, param_shapes: &[Shape]) -> ExprId {
         let Node::Lambda(ps, body) = self.arena[f] else {
             return self.simplify(f);
         };
@@ -549,9 +641,9 @@ impl<'a> Simplifier<'a> {
         let mut new_params = Vec::new();
         for (i, &p) in params.iter().enumerate() {
             let q = self.bind_var(p);
-            if let Some(Some(l)) = param_lens.get(i) {
-                self.lens.insert(q, l.clone());
-            }
+            let shape = param_shapes.get(i).cloned().unwrap_or(Shape::Unknown);
+            self.shapes.insert(p, shape.clone());
+            self.shapes.insert(q, shape);
             new_params.push(q);
         }
         let body = self.scoped(body);
@@ -728,9 +820,8 @@ impl<'a> Simplifier<'a> {
         let r = self.peel(r, out);
         if self.is_trivial(r) {
             self.fired();
-            if let Some(l) = self.len_of(r) {
-                self.lens.insert(x, l);
-            }
+            let shape = self.shape_of(r);
+            self.shapes.insert(x, shape);
             self.subst.insert(x, Sub::Done(r));
             return;
         }
@@ -754,9 +845,8 @@ impl<'a> Simplifier<'a> {
                     let name = format!("{}{}", self.arena.var_name(x), i);
                     let ty = self.ty(item);
                     let y = self.fresh(&name, ty);
-                    if let Some(len) = self.len_of(item) {
-                        self.lens.insert(y, len);
-                    }
+                    let shape = self.shape_of(item);
+                    self.shapes.insert(y, shape);
                     self.make_available(item, y);
                     out.push(Binding::One(y, item));
                     parts.push(self.var(y));
@@ -768,9 +858,8 @@ impl<'a> Simplifier<'a> {
             } else {
                 self.tuple(&parts)
             };
-            if let Some(len) = self.len_of(t) {
-                self.lens.insert(x, len);
-            }
+            let shape = self.shape_of(t);
+            self.shapes.insert(x, shape);
             self.subst.insert(x, Sub::Done(t));
             return;
         }
@@ -782,9 +871,8 @@ impl<'a> Simplifier<'a> {
             return;
         }
         let x2 = self.bind_var(x);
-        if let Some(l) = self.len_of(r) {
-            self.lens.insert(x2, l);
-        }
+        let shape = self.shape_of(r);
+        self.shapes.insert(x2, shape);
         self.make_available(r, x2);
         out.push(Binding::One(x2, r));
     }

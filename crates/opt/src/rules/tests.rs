@@ -464,3 +464,19 @@ fn maps_with_a_constant_body_are_fills() {
         "#]],
     );
 }
+
+#[test]
+fn lengths_are_known_inside_tuples_elements_and_folds() {
+    // rows of M and the components of the pairs have length m; the fold keeps its unit's
+    check(
+        "def f(M: [n][m]real, v: [m]real) =
+           let P = map (r. (r, map2 * r v)) M in
+           let S = reduce (s, t. map2 + s t) (zeros_like(v)) (map (p. snd p) P) in
+           (map (p. map2 + (zeros_like(fst p)) (snd p)) P, map2 + (zeros_like(v)) S)",
+        expect![[r#"
+            def f(M: [n][m]real, v: [m]real): ([n][m]real, [m]real) =
+              let P = map (r. (r, map2 * r v)) M in
+              (map (p. snd p) P, reduce (s, t. map2 + s t) zeros_like(v) (map (p_1. snd p_1) P))
+        "#]],
+    );
+}
