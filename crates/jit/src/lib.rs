@@ -61,10 +61,20 @@
 //! its body straight into the destination. `zeros_like` and `ones_like` are known constants
 //! and are only ever written out when they must be in memory. Shifts are views.
 //!
+//! The components of a tuple that are loops over the same length (scalar folds, and arrays
+//! written element by element: maps, copies, fills) run as **one loop** (a gradient is
+//! typically such a tuple: the value's reduction and one map per parameter, all over the
+//! same arrays). Within a block, loads, address computations, arithmetic and run-time
+//! function calls are numbered: the same pure computation on the same operands is emitted
+//! once, so the fused components share their loads and their `exp`s. A store forgets only
+//! the loads from its own buffer (buffers never overlap).
+//!
 //! # What is not done
 //!
 //! Loops are not vectorised or unrolled, and reductions run in the term's order (so that
 //! results agree with the interpreter bit for bit). Scans are always computed into memory.
+//! Values are not shared between loops that are not fused: a subexpression several passes
+//! recompute (gradients recompute the primal's `exp`s and `tanh`s) is computed in each.
 //! Array subterms of a function argument that do not depend on its parameters are
 //! recomputed in every iteration, as the term says (hoisting them is the optimizer's
 //! business). Cranelift's verifier runs on every function in debug builds only.

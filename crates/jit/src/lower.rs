@@ -45,6 +45,31 @@ enum Pro {
     Addr(usize, SizeExpr),
 }
 
+/// A pure computation already emitted in the current block, for local value numbering.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Memo {
+    /// `base + 8 * i * stride`.
+    Addr(Value, IV, IV),
+    /// A load of a real from an address.
+    Load(Value),
+    Un(UnOp, Value),
+    Bin(BinOp, FKey, FKey),
+}
+
+/// A real operand as a memo key: a constant by its bits, or an SSA value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum FKey {
+    K(u64),
+    V(Value),
+}
+
+fn fkey(x: FV) -> FKey {
+    match x {
+        FV::K(c) => FKey::K(c.to_bits()),
+        FV::V(v) => FKey::V(v),
+    }
+}
+
 /// Cranelift numbers block parameters with 16 bits; stay well below.
 const MAX_BLOCK_PARAMS: usize = 60_000;
 
@@ -79,6 +104,15 @@ pub(crate) struct Translator<'a> {
     main: Block,
     externs: HashMap<&'static str, FuncRef>,
     flags: MemFlagsData,
+    /// Local value numbering: pure values computed earlier in the current block (cleared
+    /// when another block is entered, so every entry dominates the insertion point).
+    /// Loads, additions and the run-time functions are not merged by Cranelift across the
+    /// fused loop bodies of tuple components; this merges them.
+    memo: HashMap<Memo, Value>,
+    /// The buffer (parameter, result or workspace base pointer) an address points into.
+    /// Buffers never overlap (inputs are never written), so a store invalidates only the
+    /// loads from its own buffer, or every load if either buffer is unknown.
+    roots: HashMap<Value, Value>,
 }
 
 type Body<'b, 'a> = dyn FnMut(&mut Translator<'a>, Value, &[Value]) -> R<Vec<Value>> + 'b;
@@ -122,7 +156,45 @@ impl<'a> Translator<'a> {
             main,
             externs: HashMap::new(),
             flags: MemFlagsData::trusted(),
+            memo: HashMap::new(),
+            roots: HashMap::new(),
         }
+    }
+
+    // ---- local value numbering ----------------------------------------------------------
+
+    /// Continue in `blk`: values of other blocks may not dominate it.
+    fn switch_to(&mut self, blk: Block) {
+        self.memo.clear();
+        self.b.switch_to_block(blk);
+    }
+
+    /// Store `x` at `addr`, forgetting the loads it may change.
+    fn store(&mut self, x: Value, addr: Value) {
+        self.b.ins().store(self.flags, x, addr, 0);
+        let root = self.roots.get(&addr).copied();
+        let roots = &self.roots;
+        self.memo.retain(|k, _| match (k, root) {
+            (Memo::Load(a), Some(r)) => roots.get(a).is_some_and(|ra| *ra != r),
+            (Memo::Load(_), None) => false,
+            _ => true,
+        });
+    }
+
+    /// A real loaded from `addr` (once per block while nothing may have changed it).
+    fn load(&mut self, addr: Value) -> Value {
+        if let Some(&v) = self.memo.get(&Memo::Load(addr)) {
+            return v;
+        }
+        let v = self.b.ins().load(F64, self.flags, addr, 0);
+        self.memo.insert(Memo::Load(addr), v);
+        v
+    }
+
+    /// Record that `v` is the base pointer of a buffer.
+    fn root(&mut self, v: Value) -> Value {
+        self.roots.insert(v, v);
+        v
     }
 
     /// The builder, for the caller that sets up and finishes the function.
@@ -285,6 +357,19 @@ impl<'a> Translator<'a> {
 
     /// `base + 8 * i * stride`.
     fn addr(&mut self, base: Value, i: IV, stride: IV) -> Value {
+        let key = Memo::Addr(base, i, stride);
+        if let Some(&v) = self.memo.get(&key) {
+            return v;
+        }
+        let v = self.addr_new(base, i, stride);
+        if let Some(&r) = self.roots.get(&base) {
+            self.roots.insert(v, r);
+        }
+        self.memo.insert(key, v);
+        v
+    }
+
+    fn addr_new(&mut self, base: Value, i: IV, stride: IV) -> Value {
         match (i, stride) {
             (IV::K(0), _) | (_, IV::K(0)) => base,
             (IV::K(a), IV::K(s)) => self
@@ -393,6 +478,7 @@ impl<'a> Translator<'a> {
                 return internal("a buffer has more leaves than its shape");
             };
             let v = t.pro_value(Pro::Addr(slot, offset.clone()));
+            t.root(v);
             offset = SizeExpr::add(offset.clone(), size.clone());
             k += 1;
             Ok(v)
@@ -462,10 +548,7 @@ impl<'a> Translator<'a> {
     /// The value described by the layout of one element (of shape `s`).
     fn layout_val(&mut self, lay: &Layout, s: &SShape, holds: &Holds) -> R<Val> {
         Ok(match (lay, s) {
-            (Layout::Real { base, .. }, SShape::Real) => {
-                let x = self.b.ins().load(F64, self.flags, *base, 0);
-                Val::Real(FV::V(x))
-            }
+            (Layout::Real { base, .. }, SShape::Real) => Val::Real(FV::V(self.load(*base))),
             (Layout::Tuple(ls), SShape::Tuple(ss)) if ls.len() == ss.len() => Val::Tuple(
                 ls.iter()
                     .zip(ss.iter())
@@ -610,7 +693,7 @@ impl<'a> Translator<'a> {
             (_, Place::Reg) => Ok(v.clone()),
             (Val::Real(x), Place::Real(addr)) => {
                 let x = self.fval(*x);
-                self.b.ins().store(self.flags, x, *addr, 0);
+                self.store(x, *addr);
                 Ok(Val::Real(FV::V(x)))
             }
             (Val::Tuple(vs), Place::Tuple(ps)) if vs.len() == ps.len() => Ok(Val::Tuple(
@@ -689,7 +772,7 @@ impl<'a> Translator<'a> {
                     Leaf::Const(c) => t.b.ins().f64const(c),
                 };
                 let at = t.addr(dst, IV::V(i), IV::K(1));
-                t.b.ins().store(t.flags, x, at, 0);
+                t.store(x, at);
                 Ok(Vec::new())
             })?;
         }
@@ -735,7 +818,7 @@ impl<'a> Translator<'a> {
             Place::Reg => Ok(()),
             Place::Real(addr) => {
                 let z = self.b.ins().f64const(0.0);
-                self.b.ins().store(self.flags, z, *addr, 0);
+                self.store(z, *addr);
                 Ok(())
             }
             Place::Tuple(ps) => ps.iter().try_for_each(|p| self.zero(p)),
@@ -1115,7 +1198,7 @@ impl<'a> Translator<'a> {
                     .brif(n, body_b, &blockargs(&args), exit_b, &blockargs(&init));
             }
         }
-        self.b.switch_to_block(body_b);
+        self.switch_to(body_b);
         self.frames.push(Vec::new());
         let out = body(self, i, &params);
         let pinned = self.frames.pop();
@@ -1145,7 +1228,7 @@ impl<'a> Translator<'a> {
                 .ins()
                 .brif(more, body_b, &blockargs(&next), exit_b, &blockargs(&out));
         }
-        self.b.switch_to_block(exit_b);
+        self.switch_to(exit_b);
         Ok(outs)
     }
 
@@ -1362,6 +1445,9 @@ impl<'a> Translator<'a> {
             }
             (If(c, x, y), _) if self.shape(e)?.has_arrays() => self.emit_if(e, c, x, y, Some(p)),
             (Tuple(l), Place::Tuple(ps)) if l.len() == ps.len() => {
+                if let Some(v) = self.fused_tuple(arena.exprs(l), ps)? {
+                    return Ok(v);
+                }
                 let items = arena
                     .exprs(l)
                     .iter()
@@ -1404,6 +1490,190 @@ impl<'a> Translator<'a> {
                 self.write(&v, p)
             }
         }
+    }
+
+    /// The components of a tuple written to `places` with their loops fused: scalar folds
+    /// and arrays written element by element (maps, copies, fills) that run over the same
+    /// length share one loop, so their common loads and subexpressions are computed once
+    /// (local value numbering) and every input is read once. `None` (nothing emitted) when
+    /// fewer than two components are such loops.
+    fn fused_tuple(&mut self, items: &[ExprId], places: &[Place]) -> R<Option<Val>> {
+        let arena = self.arena;
+        let fold_like = |t: &Self, e: ExprId, p: &Place| -> R<bool> {
+            Ok(match (arena[e], p) {
+                (Node::Reduce(f, ..) | Node::Foldl(f, ..), Place::Reg | Place::Real(_)) => {
+                    let (ps, _) = lambda(arena, f, 2, "a fold")?;
+                    !t.an.var_shape(ps[0])?.has_arrays()
+                }
+                _ => false,
+            })
+        };
+        // Copies and fills of nested arrays stay single flat loops (`write_flat`).
+        let flat = |e: ExprId| match self.an.shape(e) {
+            Ok(SShape::Arr(sa)) => !sa.elem.has_arrays(),
+            _ => false,
+        };
+        let array_like = |e: ExprId, p: &Place| match (arena[e], p) {
+            (Node::Map(..) | Node::Map2(..), Place::Arr(_)) => true,
+            (
+                Node::Var(_)
+                | Node::ZerosLike(_)
+                | Node::OnesLike(_)
+                | Node::Shift1L(_)
+                | Node::Shift1R(_),
+                Place::Arr(_),
+            ) => flat(e),
+            _ => false,
+        };
+        let mut loops = 0;
+        for (&e, p) in items.iter().zip(places) {
+            if fold_like(self, e, p)? || array_like(e, p) {
+                loops += 1;
+            }
+        }
+        if loops < 2 {
+            return Ok(None);
+        }
+        // Prepare every component in order: loops up to their sources, the others in full.
+        let mut preps: Vec<Prep> = Vec::with_capacity(items.len());
+        for (&e, p) in items.iter().zip(places) {
+            preps.push(if fold_like(self, e, p)? {
+                let (Node::Reduce(f, z, x) | Node::Foldl(f, z, x)) = arena[e] else {
+                    return internal("a fold changed its node");
+                };
+                let (ps, body) = lambda(arena, f, 2, "a fold")?;
+                let zv = self.emit(z)?;
+                let src = self.emit_arr(x)?;
+                Prep::Fold(FoldPrep {
+                    pa: ps[0],
+                    px: ps[1],
+                    body,
+                    shape: self.an.var_shape(ps[0])?.clone(),
+                    zv,
+                    src,
+                })
+            } else if let (true, Place::Arr(d)) = (array_like(e, p), p) {
+                let a = self.emit_arr(e)?;
+                let (count, dim) = self.min_len(&[(a.len, a.stat()), (d.len, d.stat())]);
+                Prep::Array {
+                    a,
+                    d: d.clone(),
+                    count,
+                    dim,
+                }
+            } else {
+                Prep::Done(self.emit_into(e, p)?)
+            });
+        }
+        // The loops over the first loop's length run fused; the others alone.
+        let count_of = |p: &Prep| match p {
+            Prep::Fold(f) => Some(f.src.len),
+            Prep::Array { count, .. } => Some(*count),
+            Prep::Done(_) => None,
+        };
+        let Some(count) = preps.iter().find_map(count_of) else {
+            return internal("a fused tuple without loops");
+        };
+        let group: Vec<usize> = (0..preps.len())
+            .filter(|&k| count_of(&preps[k]) == Some(count))
+            .collect();
+        let mut out: Vec<Option<Val>> = vec![None; preps.len()];
+        for k in 0..preps.len() {
+            if group.contains(&k) {
+                continue;
+            }
+            out[k] = Some(match &preps[k] {
+                Prep::Done(v) => v.clone(),
+                Prep::Array { a, d, .. } => self.write_arr(a, d)?,
+                Prep::Fold(f) => {
+                    let n = f.src.len;
+                    let v = self.fused_loop(n, &[f], &[])?.remove(0);
+                    self.write(&v, &places[k])?
+                }
+            });
+        }
+        let folds: Vec<&FoldPrep> = group
+            .iter()
+            .filter_map(|&k| match &preps[k] {
+                Prep::Fold(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        let arrays: Vec<(&Rc<Arr>, &Rc<Arr>)> = group
+            .iter()
+            .filter_map(|&k| match &preps[k] {
+                Prep::Array { a, d, .. } => Some((a, d)),
+                _ => None,
+            })
+            .collect();
+        let mut results = self.fused_loop(count, &folds, &arrays)?.into_iter();
+        for &k in &group {
+            out[k] = Some(match &preps[k] {
+                Prep::Fold(_) => {
+                    let v = results
+                        .next()
+                        .ok_or_else(|| JitError::Internal("a fold lost its result".into()))?;
+                    self.write(&v, &places[k])?
+                }
+                Prep::Array { d, count, dim, .. } => {
+                    self.pad(d, *count)?;
+                    Self::view(d, *count, *dim)?
+                }
+                Prep::Done(v) => v.clone(),
+            });
+        }
+        let items = out
+            .into_iter()
+            .map(|v| v.ok_or_else(|| JitError::Internal("a tuple component was lost".into())))
+            .collect::<R<Vec<_>>>()?;
+        Ok(Some(Val::Tuple(items.into())))
+    }
+
+    /// One loop of `count` iterations running the folds `folds` (scalar accumulators) and
+    /// writing element `i` of each `(array, destination)` of `arrays`; returns the folds'
+    /// results.
+    fn fused_loop(
+        &mut self,
+        count: IV,
+        folds: &[&FoldPrep],
+        arrays: &[(&Rc<Arr>, &Rc<Arr>)],
+    ) -> R<Vec<Val>> {
+        let mut init = Vec::new();
+        let mut widths = Vec::with_capacity(folds.len());
+        for f in folds {
+            let before = init.len();
+            self.flatten(&f.zv, &mut init)?;
+            widths.push(init.len() - before);
+        }
+        let holds = no_holds();
+        let outs = self.loop_(count, false, init, &mut |t, i, cur| {
+            let mut next = Vec::with_capacity(cur.len());
+            let mut at = 0;
+            for (f, &w) in folds.iter().zip(&widths) {
+                let acc = t.rebuild(&f.zv, &f.shape, &mut cur[at..at + w].iter(), &holds)?;
+                at += w;
+                let xi = t.elem(&f.src, IV::V(i))?;
+                t.bind(f.pa, acc);
+                t.bind(f.px, xi);
+                let r = t.emit(f.body);
+                t.unbind(f.pa);
+                t.unbind(f.px);
+                t.flatten(&r?, &mut next)?;
+            }
+            for (a, d) in arrays {
+                let x = t.elem(a, IV::V(i))?;
+                let dst = t.place_elem(d, IV::V(i))?;
+                t.write(&x, &dst)?;
+            }
+            Ok(next)
+        })?;
+        let mut at = 0;
+        let mut results = Vec::with_capacity(folds.len());
+        for (f, &w) in folds.iter().zip(&widths) {
+            results.push(self.rebuild(&f.zv, &f.shape, &mut outs[at..at + w].iter(), &holds)?);
+            at += w;
+        }
+        Ok(results)
     }
 
     /// `map f srcs...` written to `d`.
@@ -1494,6 +1764,11 @@ impl<'a> Translator<'a> {
         let acc_shape = self.an.var_shape(pa)?.clone();
         let zv = self.emit(z)?;
         let src = self.emit_arr(x)?;
+        if let (Some(op), Val::Real(z0), Kind::Mem { .. }) =
+            (self.extremum(pa, px, body), &zv, &src.kind)
+        {
+            return self.extremum_lanes(op, *z0, &src).map(Val::Real);
+        }
         if !acc_shape.has_arrays() {
             let mut init = Vec::new();
             self.flatten(&zv, &mut init)?;
@@ -1543,6 +1818,71 @@ impl<'a> Translator<'a> {
         self.rebuild(&v0, &acc_shape, &mut out[1..].iter(), &holds)
     }
 
+    /// `Some(max)` or `Some(min)` if `body` is `max(pa, px)` or `min(pa, px)` (either order).
+    fn extremum(&self, pa: Var, px: Var, body: ExprId) -> Option<BinOp> {
+        let arena = self.arena;
+        match arena[body] {
+            Node::Op2(op @ (BinOp::Max | BinOp::Min), a, b) => match (arena[a], arena[b]) {
+                (Node::Var(x), Node::Var(y)) if (x, y) == (pa, px) || (x, y) == (px, pa) => {
+                    Some(op)
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// A `max` (or `min`) reduction of the in-memory reals `src` from `z`, in four
+    /// independent lanes. The language's `max` and `min` (IEEE maximum and minimum, any NaN
+    /// giving the canonical NaN) are associative and commutative on every input, signed
+    /// zeros and NaN included, so the result is the left fold's bit for bit; the lanes
+    /// break the chain of dependent compares that bounds the left fold's speed.
+    fn extremum_lanes(&mut self, op: BinOp, z: FV, src: &Arr) -> R<FV> {
+        const LANES: i64 = 4;
+        let n = src.len;
+        let quads = match n {
+            IV::K(k) => IV::K(k / LANES),
+            IV::V(v) => IV::V(self.b.ins().ushr_imm_s(v, 2)),
+        };
+        let z = self.fval(z);
+        let init = vec![z; LANES as usize];
+        let lanes = self.loop_(quads, false, init, &mut |t, i, cur| {
+            let base = t.b.ins().ishl_imm_s(i, 2);
+            let mut next = Vec::with_capacity(cur.len());
+            for (l, &acc) in cur.iter().enumerate() {
+                let idx = t.b.ins().iadd_imm_s(base, l as i64);
+                let Val::Real(x) = t.elem(src, IV::V(idx))? else {
+                    return internal("a reduction of reals has a non-real element");
+                };
+                next.push(t.binary(op, FV::V(acc), x)?);
+            }
+            next.into_iter().map(|x| Ok(t.fval(x))).collect()
+        })?;
+        // The remaining n mod 4 elements go to the first lane.
+        let done = self.imul(quads, IV::K(LANES));
+        let rest = self.isub(n, done);
+        let tail = self.loop_(rest, false, vec![lanes[0]], &mut |t, i, cur| {
+            let idx = t.iadd_v(done, i);
+            let Val::Real(x) = t.elem(src, idx)? else {
+                return internal("a reduction of reals has a non-real element");
+            };
+            let r = t.binary(op, FV::V(cur[0]), x)?;
+            Ok(vec![t.fval(r)])
+        })?;
+        let a = self.binary(op, FV::V(tail[0]), FV::V(lanes[1]))?;
+        let b = self.binary(op, FV::V(lanes[2]), FV::V(lanes[3]))?;
+        let all = self.binary(op, a, b)?;
+        // With no element the fold is `z` itself, whatever NaN it may be.
+        Ok(match n {
+            IV::K(0) => FV::V(z),
+            IV::K(_) => all,
+            IV::V(v) => {
+                let all = self.fval(all);
+                FV::V(self.b.ins().select(v, all, z))
+            }
+        })
+    }
+
     /// `if c then x else y`, written to `into` if given.
     fn emit_if(
         &mut self,
@@ -1577,7 +1917,7 @@ impl<'a> Translator<'a> {
         self.b.ins().brif(cond, then_b, &[], else_b, &[]);
         let mut bufs = Vec::new();
         let mut arm = |t: &mut Self, b: ExprId, blk: Block| -> R<(Val, Vec<Value>)> {
-            t.b.switch_to_block(blk);
+            t.switch_to(blk);
             let v = branch(t, b)?;
             let v = t.in_memory(v, &shape, &mut bufs, &mut 0)?;
             let mut flat = Vec::new();
@@ -1595,7 +1935,7 @@ impl<'a> Translator<'a> {
         if tx != ty {
             return internal("the branches of an `if` have different representations");
         }
-        self.b.switch_to_block(join_b);
+        self.switch_to(join_b);
         // A value that arrives unchanged from both branches is used as it is (it dominates
         // the join); the others become block parameters.
         let mut params = Vec::with_capacity(fx.len());
@@ -1862,26 +2202,45 @@ impl<'a> Translator<'a> {
     }
 
     fn unary(&mut self, op: UnOp, x: FV) -> R<FV> {
-        if let FV::K(c) = x {
-            return Ok(FV::K(op.eval(c)));
+        let x = match x {
+            FV::K(c) => return Ok(FV::K(op.eval(c))),
+            FV::V(v) => v,
+        };
+        if let Some(&v) = self.memo.get(&Memo::Un(op, x)) {
+            return Ok(FV::V(v));
         }
-        let x = self.fval(x);
-        Ok(FV::V(match (op, runtime::unary(op)) {
+        let r = self.unary_new(op, x)?;
+        self.memo.insert(Memo::Un(op, x), r);
+        Ok(FV::V(r))
+    }
+
+    fn unary_new(&mut self, op: UnOp, x: Value) -> R<Value> {
+        Ok(match (op, runtime::unary(op)) {
             (UnOp::Neg, _) => self.b.ins().fneg(x),
             (UnOp::Abs, _) => self.b.ins().fabs(x),
             (UnOp::Sqrt, _) => self.b.ins().sqrt(x),
             (_, Lowering::Call(name, _)) => self.call(name, &[x])?,
             (_, Lowering::Inline) => return internal(format!("no lowering for `{}`", op.name())),
-        }))
+        })
     }
 
     fn binary(&mut self, op: BinOp, x: FV, y: FV) -> R<FV> {
         if let (FV::K(a), FV::K(b)) = (x, y) {
             return Ok(FV::K(op.eval(a, b)));
         }
+        let key = Memo::Bin(op, fkey(x), fkey(y));
+        if let Some(&v) = self.memo.get(&key) {
+            return Ok(FV::V(v));
+        }
+        let r = self.binary_new(op, x, y)?;
+        self.memo.insert(key, r);
+        Ok(FV::V(r))
+    }
+
+    fn binary_new(&mut self, op: BinOp, x: FV, y: FV) -> R<Value> {
         let (x, y) = (self.fval(x), self.fval(y));
         let ins = self.b.ins();
-        Ok(FV::V(match (op, runtime::binary(op)) {
+        Ok(match (op, runtime::binary(op)) {
             (BinOp::Add, _) => ins.fadd(x, y),
             (BinOp::Sub, _) => ins.fsub(x, y),
             (BinOp::Mul, _) => ins.fmul(x, y),
@@ -1900,7 +2259,7 @@ impl<'a> Translator<'a> {
             }
             (_, Lowering::Call(name, _)) => self.call(name, &[x, y])?,
             (_, Lowering::Inline) => return internal(format!("no lowering for `{}`", op.name())),
-        }))
+        })
     }
 
     fn compare(&mut self, op: CmpOp, x: FV, y: FV) -> BV {
@@ -1923,9 +2282,9 @@ impl<'a> Translator<'a> {
 
     /// The value of a parameter of shape `s` whose components are at `ptrs`.
     pub fn param_val(&mut self, s: &SShape, ptrs: &mut std::slice::Iter<'_, Value>) -> R<Val> {
-        let mut next = |_: &mut Self| {
+        let mut next = |t: &mut Self| {
             ptrs.next()
-                .copied()
+                .map(|&v| t.root(v))
                 .ok_or_else(|| JitError::Internal("too few input components".into()))
         };
         self.boundary(s, &mut next, false).map(|p| p.expect_val())?
@@ -1933,9 +2292,9 @@ impl<'a> Translator<'a> {
 
     /// The place of a result of shape `s` whose components are at `ptrs`.
     pub fn result_place(&mut self, s: &SShape, ptrs: &mut std::slice::Iter<'_, Value>) -> R<Place> {
-        let mut next = |_: &mut Self| {
+        let mut next = |t: &mut Self| {
             ptrs.next()
-                .copied()
+                .map(|&v| t.root(v))
                 .ok_or_else(|| JitError::Internal("too few output components".into()))
         };
         match self.boundary(s, &mut next, true)? {
@@ -2017,7 +2376,7 @@ impl<'a> Translator<'a> {
             .map(|m| SizeExpr::max_of(m.iter().cloned()))
             .collect();
         let total = SizeExpr::sum(slot_sizes.iter().cloned());
-        self.b.switch_to_block(entry);
+        self.switch_to(entry);
         let mut cache: HashMap<SizeExpr, Value> = HashMap::new();
         let mut size_vals: HashMap<u32, Value> = HashMap::new();
         // Slot `k` starts after the slots before it. Every address is below the total,
@@ -2141,6 +2500,31 @@ impl<'a> Translator<'a> {
         cache.insert(e.clone(), v);
         v
     }
+}
+
+/// A fold with a scalar accumulator, ready to run in a (fused) loop.
+struct FoldPrep {
+    pa: Var,
+    px: Var,
+    body: ExprId,
+    /// The accumulator's shape.
+    shape: SShape,
+    zv: Val,
+    src: Rc<Arr>,
+}
+
+/// A component of a tuple whose loop may be fused with its siblings'.
+enum Prep {
+    Fold(FoldPrep),
+    /// An array written element by element: `count` elements of `a` into `d`.
+    Array {
+        a: Rc<Arr>,
+        d: Rc<Arr>,
+        count: IV,
+        dim: Option<Dim>,
+    },
+    /// Not a loop: already written.
+    Done(Val),
 }
 
 /// Where the reals of one leaf come from, for [`Translator::write_flat`].

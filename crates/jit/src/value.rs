@@ -19,7 +19,7 @@ use crate::layout::Dim;
 use crate::shape::SArr;
 
 /// An integer (a length, an index or a stride): known, or computed at run time.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(crate) enum IV {
     K(i64),
     V(Value),
