@@ -98,6 +98,9 @@ pub struct CompileRow {
     /// Median milliseconds, or why it does not compile.
     pub grad_ms: Result<f64, String>,
     pub primal_ms: Result<f64, String>,
+    /// Medians of the stages of `compile_grad`, in milliseconds: parsing and inlining,
+    /// reverse mode, the optimizer, the JIT (lowering and Cranelift).
+    pub stages: Option<[f64; 4]>,
 }
 
 /// Everything the report shows.
@@ -235,8 +238,11 @@ impl Report<'_> {
         let _ = writeln!(
             s,
             "\n`compile_grad` (parse to native code) of each program in `examples/`, median of \
-             repeated compilations; target under {COMPILE_TARGET_MS} ms.\n\n\
-             | example | `compile_grad` | met | `compile` (primal) |\n|---|---:|:---:|---:|"
+             repeated compilations; target under {COMPILE_TARGET_MS} ms. The stages of \
+             `compile_grad`, each timed alone (medians): parsing with inlining, reverse \
+             mode, the optimizer (`unfad_opt::optimize`), the JIT (lowering and Cranelift).\n\n\
+             | example | `compile_grad` | met | parse | reverse mode | optimizer | JIT | `compile` (primal) |\n\
+             |---|---:|:---:|---:|---:|---:|---:|---:|"
         );
         for c in self.compile {
             let (g, met) = match &c.grad_ms {
@@ -250,7 +256,11 @@ impl Report<'_> {
                 Ok(t) => format!("{t:.2} ms"),
                 Err(e) => e.clone(),
             };
-            let _ = writeln!(s, "| `{}` | {g} | {met} | {p} |", c.file);
+            let st = match c.stages {
+                Some(t) => t.map(|x| format!("{x:.2} ms")).join(" | "),
+                None => "- | - | - | -".into(),
+            };
+            let _ = writeln!(s, "| `{}` | {g} | {met} | {st} | {p} |", c.file);
         }
         s.push('\n');
     }

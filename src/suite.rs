@@ -265,7 +265,7 @@ pub fn programs() -> Vec<Program> {
                 }
                 s
             },
-            note: "The gradient's copies of `B` and `A` run in the reduction's loop (fusion): the extra time is the 16 bytes stored per element, which the model counts as two moves.",
+            note: "The gradient's copies of `B` and `A` run in the reduction's loop (fusion): the extra time is the two reals stored per element, which the model counts as two moves however much memory traffic they make.",
         },
         Program {
             name: "prod",
@@ -297,7 +297,7 @@ pub fn programs() -> Vec<Program> {
                 }
                 p
             },
-            note: "The prefix and suffix products are stored (2n + 2 reals of workspace), then one fused loop computes the value and the gradient: three passes against the primal's one. The hand-written gradient needs two, building the prefix products in the output (the JIT does not yet fuse a `scanl` into a consumer that reads it forward).",
+            note: "The prefix and suffix products are stored in the workspace, then one fused loop computes the value and the gradient: three passes against the primal's one. The hand-written gradient makes two, building the prefix products in the output (the JIT does not yet fuse a `scanl` into a consumer that reads it forward).",
         },
         Program {
             name: "logsumexp",
@@ -408,7 +408,7 @@ pub fn programs() -> Vec<Program> {
                 gw[0][0] = dw;
                 s
             },
-            note: "The optimized gradient has four loops over `A` and `B`; they run as one, sharing the loads and `w * a - b`, while the model counts each loop's moves and arithmetic: it predicts about twice the measured ratio.",
+            note: "The optimized gradient has four loops over `A` and `B`; they run as one, sharing the loads and `w * a - b`, while the model counts each loop's moves and arithmetic: it predicts a larger ratio than is measured.",
         },
         Program {
             name: "recurrence",
@@ -457,7 +457,7 @@ pub fn programs() -> Vec<Program> {
                 rest[2][0] = dh;
                 h * h
             },
-            note: "The time is the `tanh` calls (about 20 ns each, against below 1 ns for a move or a multiplication): the primal makes one per element, the gradient three (the forward scan, the derivative `Ax`, and the fused loop of the three outputs, where value numbering merges the repeated `tanh(w * h + u * x)`). The model weighs all operations alike, and 83% of the gradient's cost in it is moves (scans, shifts, reloads), so it predicts 12x where 2x is measured.",
+            note: "The time is the `tanh` calls, each dearer than many moves or multiplications: the primal makes one per element, the gradient three (the forward scan, the derivative `Ax`, and the fused loop of the three outputs, where value numbering merges the repeated `tanh(w * h + u * x)`). The model weighs all operations alike, and most of the gradient's cost in it is moves (scans, shifts, reloads), which cost next to nothing beside a `tanh`: it predicts several times the measured ratio.",
         },
         // ---- p = 2 ----------------------------------------------------------------------
         Program {
@@ -500,7 +500,7 @@ pub fn programs() -> Vec<Program> {
                 }
                 s
             },
-            note: "Per row the gradient recomputes the row's dot product for each of the two gradients and accumulates the gradient of `x` in alternating buffers of `m` reals; the model predicts this ratio closely.",
+            note: "Per row the gradient recomputes the row's dot product for each of the two gradients and accumulates the gradient of `x` in alternating buffers of `m` reals.",
         },
         Program {
             name: "neural_layer",
@@ -556,7 +556,7 @@ pub fn programs() -> Vec<Program> {
                 }
                 s
             },
-            note: "As for `matvec_sq`, with `tanh` per row; the model predicts this ratio closely. The hand-written gradient computes each row's pre-activation once and accumulates the gradient of `x` in place.",
+            note: "As for `matvec_sq`, with a `tanh` per row. The hand-written gradient computes each row's pre-activation once and accumulates the gradient of `x` in place.",
         },
         Program {
             name: "row_lse",

@@ -94,6 +94,7 @@ fn the_report_has_every_table_and_the_plot() {
         file: "examples/dot.ad".into(),
         grad_ms: Ok(0.5),
         primal_ms: Ok(0.2),
+        stages: Some([0.01, 0.1, 0.2, 0.19]),
     }];
     let report = Report {
         machine: Machine::detect(),

@@ -113,7 +113,29 @@ fn compile_times() -> Result<Vec<CompileRow>, String> {
             ),
             grad_ms: time(true),
             primal_ms: time(false),
+            stages: stages(&src),
         });
     }
     Ok(rows)
+}
+
+/// Medians of the stages of `compile_grad` on `src` (`None` if one fails).
+fn stages(src: &str) -> Option<[f64; 4]> {
+    let mut runs: [Vec<f64>; 4] = Default::default();
+    for _ in 0..10 {
+        let t = Instant::now();
+        let mut p = unfad::Pipeline::load(src, None).ok()?;
+        let t1 = t.elapsed();
+        let all = p.wrt(None).ok()?;
+        let rev = p.reverse(&all).ok()?;
+        let t2 = t.elapsed();
+        let opt = p.optimize(&rev).ok()?;
+        let t3 = t.elapsed();
+        unfad_jit::compile(&p.program.arena, &opt).ok()?;
+        let t4 = t.elapsed();
+        for (k, d) in [t1, t2 - t1, t3 - t2, t4 - t3].into_iter().enumerate() {
+            runs[k].push(d.as_secs_f64() * 1e3);
+        }
+    }
+    Some(runs.map(|r| unfad_suite::measure::median(&r)))
 }
