@@ -18,6 +18,7 @@
 //! ```
 
 pub mod cost;
+mod fast_hash;
 pub mod first_order;
 pub mod inline;
 pub mod len;

@@ -20,7 +20,7 @@
 //! Local rewrites (algebraic, array, tuple, conditional) are in [`crate::rules`] and run
 //! on every node rebuilt here.
 
-use std::collections::{HashMap, HashSet};
+use crate::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
 use unfad_syntax::typeck::{infer, NoSource};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
@@ -42,7 +42,35 @@ struct Key {
     tag: u8,
     op: u32,
     bits: u64,
-    kids: Vec<u32>,
+    kids: Kids,
+}
+
+/// The children of a key: inline when there are few (most nodes), so that building a
+/// key does not allocate.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Kids {
+    Few(u8, [u32; 3]),
+    Many(Box<[u32]>),
+}
+
+impl From<Vec<u32>> for Kids {
+    fn from(v: Vec<u32>) -> Kids {
+        if v.len() <= 3 {
+            let mut a = [0; 3];
+            a[..v.len()].copy_from_slice(&v);
+            Kids::Few(v.len() as u8, a)
+        } else {
+            Kids::Many(v.into_boxed_slice())
+        }
+    }
+}
+
+impl Kids {
+    fn few(items: &[u32]) -> Kids {
+        let mut a = [0; 3];
+        a[..items.len()].copy_from_slice(items);
+        Kids::Few(items.len() as u8, a)
+    }
 }
 
 /// A binding emitted by the pass.
@@ -75,19 +103,19 @@ pub struct Simplifier<'a> {
 impl<'a> Simplifier<'a> {
     /// A pass over `func`; `occ` counts the occurrences of each variable in it.
     pub fn new(arena: &'a mut Arena, func: &Func) -> Simplifier<'a> {
-        let occ = arena.occurrences(func.body);
+        let occ = arena.occurrences(func.body).into_iter().collect();
         let input_binders = binders_of(arena, func.body);
         let mut s = Simplifier {
             arena,
-            subst: HashMap::new(),
+            subst: HashMap::default(),
             occ,
             input_binders,
-            hashcons: HashMap::new(),
-            avail: HashMap::new(),
+            hashcons: HashMap::default(),
+            avail: HashMap::default(),
             avail_log: Vec::new(),
-            shapes: HashMap::new(),
+            shapes: HashMap::default(),
             real_array_params: Vec::new(),
-            emitted: HashSet::new(),
+            emitted: HashSet::default(),
             rewrites: 0,
         };
         for &p in &func.params {
@@ -127,69 +155,54 @@ impl<'a> Simplifier<'a> {
 
     fn key(&self, node: &Node) -> Key {
         use Node::*;
-        let k = |tag: u8, op: u32, bits: u64, kids: Vec<u32>| Key {
+        let k = |tag: u8, op: u32, bits: u64, kids: Kids| Key {
             tag,
             op,
             bits,
             kids,
         };
         let id = |e: ExprId| e.index() as u32;
-        let list = |l: unfad_syntax::ExprList| {
-            self.arena
-                .exprs(l)
-                .iter()
-                .map(|e| e.index() as u32)
-                .collect::<Vec<_>>()
+        let list = |l: unfad_syntax::ExprList, first: &[u32]| {
+            let mut v = first.to_vec();
+            v.extend(self.arena.exprs(l).iter().map(|e| e.index() as u32));
+            Kids::from(v)
         };
-        let vlist = |l: unfad_syntax::VarList| {
-            self.arena
-                .vars_of(l)
-                .iter()
-                .map(|v| v.index() as u32)
-                .collect::<Vec<_>>()
+        let vlist = |l: unfad_syntax::VarList, first: &[u32]| {
+            let mut v = first.to_vec();
+            v.extend(self.arena.vars_of(l).iter().map(|v| v.index() as u32));
+            Kids::from(v)
         };
+        let few = |items: &[u32]| Kids::few(items);
         match *node {
-            Const(c) => k(0, 0, c.to_bits(), vec![]),
-            Bool(b) => k(1, b as u32, 0, vec![]),
-            Var(v) => k(2, v.index() as u32, 0, vec![]),
-            Let(x, a, b) => k(3, x.index() as u32, 0, vec![id(a), id(b)]),
-            LetTuple(xs, a, b) => {
-                let mut kids = vec![id(a), id(b)];
-                kids.extend(vlist(xs));
-                k(4, 0, 0, kids)
-            }
-            Tuple(l) => k(5, 0, 0, list(l)),
-            Proj(i, a) => k(6, i, 0, vec![id(a)]),
-            Op1(op, a) => k(7, op as u32, 0, vec![id(a)]),
-            Op2(op, a, b) => k(8, op as u32, 0, vec![id(a), id(b)]),
-            Cmp(op, a, b) => k(9, op as u32, 0, vec![id(a), id(b)]),
-            Not(a) => k(10, 0, 0, vec![id(a)]),
-            And(a, b) => k(11, 0, 0, vec![id(a), id(b)]),
-            Or(a, b) => k(12, 0, 0, vec![id(a), id(b)]),
-            If(a, b, c) => k(13, 0, 0, vec![id(a), id(b), id(c)]),
-            Lambda(xs, b) => {
-                let mut kids = vec![id(b)];
-                kids.extend(vlist(xs));
-                k(14, 0, 0, kids)
-            }
-            App(f, l) => {
-                let mut kids = vec![id(f)];
-                kids.extend(list(l));
-                k(15, 0, 0, kids)
-            }
-            Call(d, l) => k(16, d.0, 0, list(l)),
-            Array(l) => k(17, 0, 0, list(l)),
-            Len(a) => k(18, 0, 0, vec![id(a)]),
-            ZerosLike(a) => k(19, 0, 0, vec![id(a)]),
-            OnesLike(a) => k(20, 0, 0, vec![id(a)]),
-            Map(f, a) => k(21, 0, 0, vec![id(f), id(a)]),
-            Map2(f, a, b) => k(22, 0, 0, vec![id(f), id(a), id(b)]),
-            Reduce(f, a, b) => k(23, 0, 0, vec![id(f), id(a), id(b)]),
-            Foldl(f, a, b) => k(24, 0, 0, vec![id(f), id(a), id(b)]),
-            Scanl(f, a, b) => k(25, 0, 0, vec![id(f), id(a), id(b)]),
-            Scanr(f, a, b) => k(26, 0, 0, vec![id(f), id(a), id(b)]),
-            Shift1L(a) => k(27, 0, 0, vec![id(a)]),
-            Shift1R(a) => k(28, 0, 0, vec![id(a)]),
+            Const(c) => k(0, 0, c.to_bits(), few(&[])),
+            Bool(b) => k(1, b as u32, 0, few(&[])),
+            Var(v) => k(2, v.index() as u32, 0, few(&[])),
+            Let(x, a, b) => k(3, x.index() as u32, 0, few(&[id(a), id(b)])),
+            LetTuple(xs, a, b) => k(4, 0, 0, vlist(xs, &[id(a), id(b)])),
+            Tuple(l) => k(5, 0, 0, list(l, &[])),
+            Proj(i, a) => k(6, i, 0, few(&[id(a)])),
+            Op1(op, a) => k(7, op as u32, 0, few(&[id(a)])),
+            Op2(op, a, b) => k(8, op as u32, 0, few(&[id(a), id(b)])),
+            Cmp(op, a, b) => k(9, op as u32, 0, few(&[id(a), id(b)])),
+            Not(a) => k(10, 0, 0, few(&[id(a)])),
+            And(a, b) => k(11, 0, 0, few(&[id(a), id(b)])),
+            Or(a, b) => k(12, 0, 0, few(&[id(a), id(b)])),
+            If(a, b, c) => k(13, 0, 0, few(&[id(a), id(b), id(c)])),
+            Lambda(xs, b) => k(14, 0, 0, vlist(xs, &[id(b)])),
+            App(f, l) => k(15, 0, 0, list(l, &[id(f)])),
+            Call(d, l) => k(16, d.0, 0, list(l, &[])),
+            Array(l) => k(17, 0, 0, list(l, &[])),
+            Len(a) => k(18, 0, 0, few(&[id(a)])),
+            ZerosLike(a) => k(19, 0, 0, few(&[id(a)])),
+            OnesLike(a) => k(20, 0, 0, few(&[id(a)])),
+            Map(f, a) => k(21, 0, 0, few(&[id(f), id(a)])),
+            Map2(f, a, b) => k(22, 0, 0, few(&[id(f), id(a), id(b)])),
+            Reduce(f, a, b) => k(23, 0, 0, few(&[id(f), id(a), id(b)])),
+            Foldl(f, a, b) => k(24, 0, 0, few(&[id(f), id(a), id(b)])),
+            Scanl(f, a, b) => k(25, 0, 0, few(&[id(f), id(a), id(b)])),
+            Scanr(f, a, b) => k(26, 0, 0, few(&[id(f), id(a), id(b)])),
+            Shift1L(a) => k(27, 0, 0, few(&[id(a)])),
+            Shift1R(a) => k(28, 0, 0, few(&[id(a)])),
         }
     }
 
@@ -880,8 +893,8 @@ impl<'a> Simplifier<'a> {
 
 /// Every variable bound in the tree of `e`.
 fn binders_of(arena: &Arena, e: ExprId) -> HashSet<Var> {
-    let mut out = HashSet::new();
-    let mut seen = HashSet::new();
+    let mut out = HashSet::default();
+    let mut seen = HashSet::default();
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         if !seen.insert(e) {
