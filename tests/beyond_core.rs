@@ -777,3 +777,50 @@ fn operators_outside_their_domains() {
         def f(x: real) = log1p(x) at {"x": -1}: -inf [inf]"#]]
     .assert_eq(&shown.join("\n"));
 }
+
+// ---- structural zeros of general arrays ------------------------------------------------
+
+#[test]
+fn zero_gradients_of_arrays_of_pairs_are_fills() {
+    check(
+        "def f(P: [n](real, real), x: real) = sum(map (q. fst q * 0 + x) P)",
+        expect![[r#"
+            def f(P: [n](real, real), x: real): ([n](real, real), real) =
+              (zeros_like(P), len(P))
+        "#]],
+    );
+    check(
+        "def f(A: [n]real, P: [n](real, real)) = sum(map2 (a, q. a * a) A P)",
+        expect![[r#"
+            def f(A: [n]real, P: [n](real, real)): ([n]real, [n](real, real)) =
+              (map (a. a + a) A, zeros_like(P))
+        "#]],
+    );
+}
+
+#[test]
+fn rows_used_only_for_their_lengths_get_zeros() {
+    check(
+        "def f(M: [n][m]real, x: real) = sum(map (r. x * len(r)) M)",
+        expect![[r#"
+            def f(M: [n][m]real, x: real): ([n][m]real, real) =
+              (zeros_like(M), reduce + 0 (map (r. len(r)) M))
+        "#]],
+    );
+}
+
+#[test]
+fn gradients_through_pairs_and_rows() {
+    let src = "def f(P: [n](real, real), M: [n][m]real) = sum(map2 (q, r. fst q * sum(r)) P M)";
+    check(
+        src,
+        expect![[r#"
+        def f(P: [n](real, real), M: [n][m]real): ([n](real, real), [n][m]real) =
+          (map (r. (reduce + 0 r, 0)) M, map2 (q, r_1. map (a. fst q) r_1) P M)
+    "#]],
+    );
+    agrees(
+        src,
+        r#"{"P": [[1, 2], [3, 4]], "M": [[0.5, -1, 2], [1, 1, 1]]}"#,
+    );
+}

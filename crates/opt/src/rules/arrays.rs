@@ -216,16 +216,64 @@ pub fn fold_constant_array(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     (step == z).then_some(z)
 }
 
-/// `reduce + 0 (ones_like A)` is `len(A)`.
+/// `reduce + 0 (ones_like A)` (or of `map (x. 1) A`) is `len(A)`.
 pub fn count_ones(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     let Node::Reduce(f, z, a) = s.arena[e] else {
         return None;
     };
-    let (a0, c) = constant_array(s, a)?;
+    let (a0, c) = match constant_array(s, a) {
+        Some(found) => found,
+        // `map (x. 1) A` over elements of any type
+        None => match s.arena[a] {
+            Node::Map(g, a0) => match s.arena[lambda(s, g)?.1] {
+                Node::Const(c) => (a0, c),
+                _ => return None,
+            },
+            _ => return None,
+        },
+    };
     let (ps, body) = lambda(s, f)?;
     let plus = matches!(s.arena[body], Node::Op2(BinOp::Add, x, y)
         if s.arena[x] == Node::Var(ps[0]) && s.arena[y] == Node::Var(ps[1]));
     (plus && c == 1.0 && s.arena.is_const(z, 0.0)).then(|| s.mk(Node::Len(a0)))
+}
+
+/// A constant made of reals and tuples only (no shape), all zeros or all ones: the value.
+fn scalar_fill(s: &Simplifier, e: ExprId) -> Option<f64> {
+    match s.arena[e] {
+        Node::Const(c) if c == 0.0 || c == 1.0 => Some(c),
+        Node::Tuple(l) => {
+            let items = s.arena.exprs(l);
+            let first = scalar_fill(s, items[0])?;
+            items
+                .iter()
+                .all(|&i| scalar_fill(s, i) == Some(first))
+                .then_some(first)
+        }
+        _ => None,
+    }
+}
+
+/// `map (x. zeros_like(x)) A` is `zeros_like(A)`, and `map (x. (0, 0)) P` is
+/// `zeros_like(P)` when `(0, 0)` has the type of `P`'s elements (so for ones).
+pub fn map_fill_body(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map(f, a) = s.arena[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(s, f)?;
+    let x = Node::Var(ps[0]);
+    match s.arena[body] {
+        Node::ZerosLike(w) if s.arena[w] == x => Some(fill(s, a, 0.0)),
+        Node::OnesLike(w) if s.arena[w] == x => Some(fill(s, a, 1.0)),
+        _ => {
+            let c = scalar_fill(s, body)?;
+            let elem = match s.ty(a)? {
+                Type::Array(_, elem) => (*elem).clone(),
+                _ => return None,
+            };
+            (s.ty(body)? == elem).then(|| fill(s, a, c))
+        }
+    }
 }
 
 /// A `reduce` over tuples whose function adds componentwise is a tuple of reductions,

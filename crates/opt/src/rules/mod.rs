@@ -60,6 +60,7 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
             arrays::map_constant_operand,
             arrays::map_fill_operand,
             arrays::map_constant_body,
+            arrays::map_fill_body,
             arrays::map_fusion,
             literals::map_literal,
         ],

@@ -480,3 +480,15 @@ fn lengths_are_known_inside_tuples_elements_and_folds() {
         "#]],
     );
 }
+
+#[test]
+fn maps_producing_zeros_of_their_elements() {
+    check(
+        "def f(P: [n](real, real), M: [n][m]real, A: [n]real) =
+           (map (q. (0, 0)) P, map (r. zeros_like(r)) M, map (a. (1, 1)) A, reduce + 0 (map (q. 1) P))",
+        expect![[r#"
+            def f(P: [n](real, real), M: [n][m]real, A: [n]real): ([n](real, real), [n][m]real, [n](real, real), real) =
+              (zeros_like(P), zeros_like(M), map (a. (1, 1)) A, len(P))
+        "#]],
+    );
+}
