@@ -129,3 +129,19 @@ pub fn fold_boolean(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     }?;
     Some(s.mk(Node::Bool(r)))
 }
+
+/// `(1 / a) * b` and `b * (1 / a)` are `b / a` (one operation instead of two).
+pub fn reciprocal_times(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Op2(BinOp::Mul, x, y) = s.arena[e] else {
+        return None;
+    };
+    let reciprocal = |s: &Simplifier, t: ExprId| match s.arena[t] {
+        Node::Op2(BinOp::Div, one, a) if is(s, one, 1.0) => Some(a),
+        _ => None,
+    };
+    if let Some(a) = reciprocal(s, x) {
+        return Some(s.mk(Node::Op2(BinOp::Div, y, a)));
+    }
+    let a = reciprocal(s, y)?;
+    Some(s.mk(Node::Op2(BinOp::Div, x, a)))
+}

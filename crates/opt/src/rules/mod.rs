@@ -35,6 +35,7 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
             algebraic::zero_minus,
             algebraic::times_minus_one,
             algebraic::zero_divided,
+            algebraic::reciprocal_times,
             conditionals::push_into_if,
         ],
         Node::Cmp(..) | Node::Not(_) | Node::And(..) | Node::Or(..) => &[algebraic::fold_boolean],

@@ -492,3 +492,14 @@ fn maps_producing_zeros_of_their_elements() {
         "#]],
     );
 }
+
+#[test]
+fn products_with_reciprocals_are_quotients() {
+    check(
+        "def f(x: real, y: real) = (1 / (1 + x * x)) * y + x * (1 / y)",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              y / (1 + x * x) + x / y
+        "#]],
+    );
+}
