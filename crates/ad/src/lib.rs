@@ -1,18 +1,26 @@
 //! Reverse-mode differentiation of Source terms: the paper's direct macro and its UNF
 //! pipeline (Huot & Shaikhha, "Denotationally Correct, Purely Functional, Efficient
-//! Reverse-mode AD", sections "Simple pure reverse-mode differentiation" and "Unary
-//! Normal Form").
+//! Reverse-mode AD", sections "Simple pure reverse-mode differentiation", "Unary Normal
+//! Form" and "Beyond the Source language").
 //!
-//! Two pipelines compute the same thing:
-//! - [`reverse`] and [`gradient`] apply the direct macro `D^ρ_{Γ;Y}` (module `direct`);
-//! - [`reverse_via_unf`] and [`gradient_via_unf`] compute `UNF^-1(D_ρ(UNF(e)))` ([`unf`]).
+//! Two pipelines:
+//! - [`reverse`] and [`gradient`] apply the direct macro `D^ρ_{Γ;Y}` (module `direct`) to
+//!   the whole Source language: reals, `let` (and tuple patterns), tuples and projections,
+//!   the scalar operators (partial and non-smooth ones included, with the intensional
+//!   derivatives of [`derivatives`]), conditionals (the paper's "Solution"), `map`,
+//!   `map2`, `reduce`, `foldl`, `scanl` and `scanr` over arrays of any ground type with
+//!   free variables in their functions, array literals, `len`, `zeros_like`, `ones_like`,
+//!   and the shifts random programs use;
+//! - [`reverse_via_unf`] and [`gradient_via_unf`] compute `UNF^-1(D_ρ(UNF(e)))` ([`unf`])
+//!   for the paper's core Source, where the paper gives UNF rules: scalars, tuples, `let`,
+//!   `map2` over arrays of reals (its function may use the context) and `reduce` with a
+//!   closed function. Everything beyond is the direct macro's only (following the paper's
+//!   "Recipe for Adding More Constructs": no need to go through UNF), and the UNF pipeline
+//!   rejects it with [`AdError::Unsupported`], pointing at the construct.
 //!
-//! Both produce Target terms with continuations (lambdas used linearly), to be
-//! simplified by a later optimizer. They cover the paper's core Source fragment: reals,
-//! `let` (and tuple patterns), tuples and projections, the scalar operators, `map2` over
-//! arrays of reals (its function may use the context) and `reduce` with a closed
-//! function, plus `len`, `zeros_like` and `ones_like`. Anything else is an
-//! [`AdError::Unsupported`] naming the construct and pointing at it.
+//! Where both apply they give the same terms up to names (tested). Both produce Target
+//! terms with continuations (lambdas used linearly), to be simplified by a later
+//! optimizer.
 //!
 //! ```
 //! use unfad_syntax::Program;
@@ -28,8 +36,11 @@
 //! Layers, bottom up:
 //! - [`derivatives`]: the scalar derivative table (`∂op` as Target terms);
 //! - [`ground`]: the monoid `(G, +̂, 0_G)` on ground types, with symbolic zeros;
-//! - `arrays`: the reverse derivatives of `map2` and `reduce`, shared by both pipelines;
-//! - `direct`: the direct macro, one rule per Source construct;
+//! - `elem`: function arguments of array operations, their captures, `∇` and the reverse
+//!   pass `J^T e · s` of their bodies (the paper's `hat-*` without Jacobians);
+//! - `arrays`: the reverse derivatives of `map` and `map2` (shared with `UNF^-1`);
+//! - `folds`: those of `reduce`, `foldl`, `scanl` and `scanr` (`reduce`'s is shared);
+//! - `direct`: the direct macro, one rule per Source construct, by family;
 //! - [`unf`]: the UNF IR (Source and Target UNF, judgments, printer) and its three
 //!   transformations `UNF`, `D_ρ`, `UNF^-1`;
 //! - `pipeline`: what the pipelines share (`∇`, value and gradient, the request checks);

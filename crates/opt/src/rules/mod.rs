@@ -1,7 +1,9 @@
-//! Local rewrite rules of Figure "Optimizations for target language", by family. Each
-//! rule looks at one node whose children are already simplified and returns a simpler
-//! equivalent, or `None`. (The binding rules — inlining, forward substitution, dead
-//! `let`s, let normalisation, CSE — live in the simplifier's walk.)
+//! Local rewrite rules of Figure "Optimizations for target language", by family, and the
+//! rules the constructs beyond the paper's core need (conditionals of tuples, general
+//! arrays, scans, array literals). Each rule looks at one node whose children are already
+//! simplified and returns a simpler equivalent, or `None`. (The binding rules — inlining,
+//! forward substitution, dead `let`s, let normalisation, CSE — live in the simplifier's
+//! walk.)
 //!
 //! The algebraic rules (`0 * e -> 0`, ...) follow the paper's smooth semantics: they do
 //! not preserve IEEE NaN propagation through a product with a structural zero.
