@@ -722,8 +722,16 @@ impl<'a> Simplifier<'a> {
                 _ => break,
             }
         }
-        let tail = self.simplify(cur);
+        let mut tail = self.simplify(cur);
         self.pop_to(m);
+        // `let y = e in y` is `e`.
+        if let Some(Binding::One(y, r)) = out.last() {
+            if self.arena[tail] == Node::Var(*y) {
+                tail = *r;
+                out.pop();
+                self.fired();
+            }
+        }
         self.wrap(out, tail)
     }
 

@@ -528,3 +528,27 @@ pub fn last_of_fill(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     let nonempty = s.len_of(inner)?;
     crate::len::Len::Lit(1).le(&nonempty).then(|| s.constant(c))
 }
+
+/// A shift of `scanl (acc, x. acc) z A` or of `scanr (x, acc. acc) z A` (a scan that keeps
+/// its accumulator) is `map (x. z) A` for a trivial `z`: it repeats `z`, once per element.
+pub fn shift_of_constant_scan(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let (Node::Shift1L(inner) | Node::Shift1R(inner)) = s.arena[e] else {
+        return None;
+    };
+    let (f, z, a, acc) = match s.arena[inner] {
+        Node::Scanl(f, z, a) => (f, z, a, 0),
+        Node::Scanr(f, z, a) => (f, z, a, 1),
+        _ => return None,
+    };
+    let (ps, body) = lambda(s, f)?;
+    if s.arena[body] != Node::Var(ps[acc]) || !s.is_trivial(z) {
+        return None;
+    }
+    let elem = match s.ty(a)? {
+        Type::Array(_, elem) => (*elem).clone(),
+        _ => return None,
+    };
+    let x = s.fresh("x", Some(elem));
+    let g = lam(s, &[x], z);
+    Some(s.mk(Node::Map(g, a)))
+}

@@ -85,9 +85,11 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
             literals::fold_literal,
         ],
         Node::Scanl(..) | Node::Scanr(..) => &[arrays::scan_constant_array, literals::fold_literal],
-        Node::Shift1L(_) | Node::Shift1R(_) => {
-            &[arrays::shift_constant_array, literals::shift_literal]
-        }
+        Node::Shift1L(_) | Node::Shift1R(_) => &[
+            arrays::shift_constant_array,
+            arrays::shift_of_constant_scan,
+            literals::shift_literal,
+        ],
         Node::Len(_) => &[arrays::len_of_constant_array],
         _ => &[],
     };

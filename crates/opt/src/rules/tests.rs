@@ -503,3 +503,25 @@ fn products_with_reciprocals_are_quotients() {
         "#]],
     );
 }
+
+#[test]
+fn scans_that_keep_their_accumulator_repeat_it() {
+    check(
+        "def f(A: [n]real, z: real) = (shift1L (scanr (a, t. t) z A), shift1R (scanl (t, a. t) z A))",
+        expect![[r#"
+            def f(A: [n]real, z: real): ([n]real, [n]real) =
+              (map (x. z) A, map (x_1. z) A)
+        "#]],
+    );
+}
+
+#[test]
+fn a_binding_returned_at_once_is_its_value() {
+    check(
+        "def f(A: [n]real, x: real) = map (a. let y = a * x in y) A",
+        expect![[r#"
+            def f(A: [n]real, x: real): [n]real =
+              map (a. a * x) A
+        "#]],
+    );
+}
