@@ -261,7 +261,7 @@ pub fn map_fill_body(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         return None;
     };
     let (ps, body) = lambda(s, f)?;
-    let x = Node::Var(ps[0]);
+    let x = Node::Var(*ps.first()?);
     match s.arena[body] {
         Node::ZerosLike(w) if s.arena[w] == x => Some(fill(s, a, 0.0)),
         Node::OnesLike(w) if s.arena[w] == x => Some(fill(s, a, 1.0)),
@@ -477,7 +477,7 @@ pub fn map_fill_operand(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     };
     let (w, zero) = element_fill(s, a)?;
     let (ps, body) = lambda(s, f)?;
-    let (q, body) = over_fill(s, ps[0], body, zero);
+    let (q, body) = over_fill(s, *ps.first()?, body, zero);
     let g = lam(s, &[q], body);
     Some(s.mk(Node::Map(g, w)))
 }
@@ -489,6 +489,9 @@ pub fn map2_fill_operand(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         return None;
     };
     let (ps, body) = lambda(s, f)?;
+    if ps.len() != 2 {
+        return None;
+    }
     for (i, operand) in [a, b].into_iter().enumerate() {
         if let Some((w, zero)) = element_fill(s, operand) {
             let (q, body) = over_fill(s, ps[i], body, zero);
@@ -508,7 +511,7 @@ fn last_of(s: &Simplifier, e: ExprId) -> Option<(ExprId, ExprId)> {
         return None;
     };
     let (ps, body) = lambda(s, f)?;
-    (s.arena[body] == Node::Var(ps[1])).then_some((z, x))
+    (s.arena[body] == Node::Var(*ps.get(1)?)).then_some((z, x))
 }
 
 /// The last element of `scanl f z A` is `foldl f z A`; of `scanr f z A`, `z`.
@@ -541,7 +544,7 @@ pub fn shift_of_constant_scan(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         _ => return None,
     };
     let (ps, body) = lambda(s, f)?;
-    if s.arena[body] != Node::Var(ps[acc]) || !s.is_trivial(z) {
+    if s.arena[body] != Node::Var(*ps.get(acc)?) || !s.is_trivial(z) {
         return None;
     }
     let elem = match s.ty(a)? {

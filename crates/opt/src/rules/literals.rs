@@ -62,7 +62,7 @@ pub fn last_of_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         return None;
     };
     let (ps, body) = params_and_body(s, f)?;
-    if s.arena[body] != Node::Var(ps[1]) {
+    if s.arena[body] != Node::Var(*ps.get(1)?) {
         return None;
     }
     literal(s, x)?.last().copied()
@@ -79,6 +79,9 @@ pub fn map_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         _ => return None,
     };
     let (ps, body) = params_and_body(s, f)?;
+    if ps.len() != columns.len() {
+        return None;
+    }
     let k = columns.iter().map(Vec::len).min()?;
     let raw: Vec<ExprId> = (0..k)
         .map(|i| {
@@ -102,6 +105,9 @@ pub fn fold_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     };
     let mut items = small_literal(s, a)?;
     let (ps, body) = params_and_body(s, f)?;
+    if ps.len() != 2 {
+        return None;
+    }
     let acc_ty = s.ty(z);
     if kind == Kind::ScanRight {
         items.reverse();

@@ -23,6 +23,9 @@ pub type Rule = fn(&mut Simplifier, ExprId) -> Option<ExprId>;
 
 /// Apply the first rule that fires on `e`.
 pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    if !binders_well_formed(s, e) {
+        return None;
+    }
     let rules: &[Rule] = match s.arena[e] {
         Node::Op1(..) => &[
             algebraic::fold_unary,
@@ -94,6 +97,22 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         _ => &[],
     };
     rules.iter().find_map(|rule| rule(s, e))
+}
+
+/// The function argument of an array operation is a binder of the right arity (one
+/// parameter for `map`, two for the others), as the rules assume: they leave other terms
+/// alone rather than fail on them.
+fn binders_well_formed(s: &Simplifier, e: ExprId) -> bool {
+    let (f, arity) = match s.arena[e] {
+        Node::Map(f, _) => (f, 1),
+        Node::Map2(f, ..)
+        | Node::Reduce(f, ..)
+        | Node::Foldl(f, ..)
+        | Node::Scanl(f, ..)
+        | Node::Scanr(f, ..) => (f, 2),
+        _ => return true,
+    };
+    matches!(s.arena.lambda_parts(f), Some((ps, _)) if ps.len() == arity)
 }
 
 #[cfg(test)]
