@@ -135,19 +135,15 @@ fn map_with_free_variables() {
     check(
         src,
         expect![[r#"
-        def f(A: [n]real, w: real, b: real): ([n]real, real, real) =
-          (
-            map (a.
-              let v17 = w * a + b in
-              w * (1 - tanh(v17) * tanh(v17))) A,
-            reduce + 0 (map (a_1.
-                 let v5 = w * a_1 + b in
-                 a_1 * (1 - tanh(v5) * tanh(v5))) A),
-            reduce + 0 (map (a_2.
-                 let v11 = w * a_2 + b in
-                 1 - tanh(v11) * tanh(v11)) A)
-          )
-    "#]],
+            def f(A: [n]real, w: real, b: real): ([n]real, real, real) =
+              let G =
+                map (a.
+                  let v5 = w * a + b in
+                  let z = 1 - tanh(v5) * tanh(v5) in
+                  (w * z, a * z, z)) A
+              in
+              (map (g. fst g) G, reduce + 0 (map (g_1. snd g_1) G), reduce + 0 (map (g_2. g_2.2) G))
+        "#]],
     );
     agrees(src, r#"{"A": [0.5, -1, 2], "w": 0.7, "b": -0.2}"#);
 }
@@ -174,27 +170,22 @@ fn foldl_of_reals() {
     check(
         src,
         expect![[r#"
-        def f(xs: [n]real, w: real, u: real, h0: real): ([n]real, real, real, real) =
-          let A0 = shift1R (scanl (h, x. tanh(w * h + u * x)) h0 xs) in
-          let Ax =
-            map2 (h_1, x_1.
-              let v5 = w * h_1 + u * x_1 in
-              w * (1 - tanh(v5) * tanh(v5))) A0 xs
-          in
-          let A3 = scanr * 1 (shift1L Ax) in
-          (
-            map2 * A3 (map2 (h_2, x_2.
-                 let v13 = w * h_2 + u * x_2 in
-                 u * (1 - tanh(v13) * tanh(v13))) A0 xs),
-            reduce + 0 (map2 * A3 (map2 (h_3, x_3.
-                    let v21 = w * h_3 + u * x_3 in
-                    h_3 * (1 - tanh(v21) * tanh(v21))) A0 xs)),
-            reduce + 0 (map2 * A3 (map2 (h_4, x_4.
-                    let v29 = w * h_4 + u * x_4 in
-                    x_4 * (1 - tanh(v29) * tanh(v29))) A0 xs)),
-            reduce * 1 Ax
-          )
-    "#]],
+            def f(xs: [n]real, w: real, u: real, h0: real): ([n]real, real, real, real) =
+              let G =
+                map2 (h, x.
+                  let v5 = w * h + u * x in
+                  let z = 1 - tanh(v5) * tanh(v5) in
+                  (w * z, u * z, h * z, x * z)) (shift1R (scanl (h_1, x_1. tanh(w * h_1 + u * x_1)) h0 xs)) xs
+              in
+              let Ax = map (g. fst g) G in
+              let A3 = scanr * 1 (shift1L Ax) in
+              (
+                map2 (a, g_1. a * snd g_1) A3 G,
+                reduce + 0 (map2 (a_1, g_2. a_1 * g_2.2) A3 G),
+                reduce + 0 (map2 (a_2, g_3. a_2 * g_3.3) A3 G),
+                reduce * 1 Ax
+              )
+        "#]],
     );
     agrees(
         src,
@@ -211,17 +202,17 @@ fn foldl_with_a_pair_accumulator() {
     check(
         src,
         expect![[r#"
-        def f(xs: [n]real, w: real): ([n]real, real) =
-          let S = scanl (acc, x. (fst acc * x + w, snd acc + sin(x * fst acc))) (1, w) xs in
-          let p = foldl (acc_1, x_1. x_1) (1, w) S in
-          let Q = map2 (acc_2, x_2. (acc_2, x_2)) (shift1R S) xs in
-          let R = scanr (q, t. (snd q * (cos(snd q * fst (fst q)) * snd t) + snd q * fst t, snd t)) (snd p, fst p) Q in
-          let W = shift1L R in
-          (
-            map2 (q_1, w_1. fst (fst q_1) * (cos(snd q_1 * fst (fst q_1)) * snd w_1) + fst (fst q_1) * fst w_1) Q W,
-            reduce + 0 (map (w_2. fst w_2) W) + snd (snd (foldl (p_1, x_3. if fst p_1 > 0 then p_1 else (1, x_3)) (0, (0, 0)) R))
-          )
-    "#]],
+            def f(xs: [n]real, w: real): ([n]real, real) =
+              let S = scanl (acc, x. (fst acc * x + w, snd acc + sin(x * fst acc))) (1, w) xs in
+              let p = foldl (acc_1, x_1. x_1) (1, w) S in
+              let Q = map2 (acc_2, x_2. (acc_2, x_2)) (shift1R S) xs in
+              let R = scanr (q, t. (snd q * (cos(snd q * fst (fst q)) * snd t) + snd q * fst t, snd t)) (snd p, fst p) Q in
+              let G = map2 (q_1, w_1. (fst (fst q_1) * (cos(snd q_1 * fst (fst q_1)) * snd w_1) + fst (fst q_1) * fst w_1, fst w_1)) Q (shift1L R) in
+              (
+                map (g. fst g) G,
+                reduce + 0 (map (g_1. snd g_1) G) + snd (snd (foldl (p_1, x_3. if fst p_1 > 0 then p_1 else (1, x_3)) (0, (0, 0)) R))
+              )
+        "#]],
     );
     agrees(src, r#"{"xs": [0.5, -1, 2], "w": 0.7}"#);
     agrees(src, r#"{"xs": [], "w": 0.7}"#);
@@ -356,18 +347,13 @@ fn map2_returning_pairs() {
     check(
         src,
         expect![[r#"
-        def f(A: [n]real, B: [n]real): ([n]real, [n]real) =
-          let z =
-            map2 (a, b.
-              let q0 = a + b in
-              let q1 = a * b in
-              (q1, q0)) A B
-          in
-          (
-            map2 (b_1, z_1. b_1 * snd z_1 + fst z_1) B z,
-            map2 (a_1, q. a_1 * snd (snd q) + fst (snd q)) A (map2 (b_2, z_2. (b_2, z_2)) B z)
-          )
-    "#]],
+            def f(A: [n]real, B: [n]real): ([n]real, [n]real) =
+              let v3 = map2 (a, b. (a + b, a * b)) A B in
+              (
+                map2 (b_1, q. b_1 * fst q + snd q) B v3,
+                map2 (a_1, q_1. a_1 * snd (snd q_1) + fst (snd q_1)) A (map2 (b_2, q_2. (b_2, (snd q_2, fst q_2))) B v3)
+              )
+        "#]],
     );
     agrees(src, r#"{"A": [1, 2, 3], "B": [0.5, -1, 2]}"#);
 }
@@ -398,11 +384,12 @@ fn scanr_in_source() {
             def f(A: [n]real, w: real): ([n]real, real) =
               let Q = map2 (x, acc. (x, acc, 1)) A (shift1L (scanr (x_1, acc_1. acc_1 * w + sin(x_1)) w A)) in
               let V = scanl (t, q. w * (t + q.2)) 0 Q in
-              let U = shift1R V in
-              (
-                map2 (q_1, w_1. cos(fst q_1) * (w_1 + q_1.2)) Q U,
-                reduce + 0 (map2 (q_2, w_2. snd q_2 * (w_2 + q_2.2)) Q U) + (1 + foldl (acc_2, x_2. x_2) 0 V)
-              )
+              let G =
+                map2 (q_1, w_1.
+                  let z = w_1 + 1 in
+                  (cos(fst q_1) * z, snd q_1 * z)) Q (shift1R V)
+              in
+              (map (g. fst g) G, reduce + 0 (map (g_1. snd g_1) G) + (1 + foldl (acc_2, x_2. x_2) 0 V))
         "#]],
     );
     agrees(src, r#"{"A": [0.5, -1, 2], "w": 0.7}"#);
@@ -839,9 +826,14 @@ fn gradients_through_pairs_and_rows() {
     check(
         src,
         expect![[r#"
-        def f(P: [n](real, real), M: [n][m]real): ([n](real, real), [n][m]real) =
-          (map (r. (reduce + 0 r, 0)) M, map2 (q, r_1. map (a. fst q) r_1) P M)
-    "#]],
+            def f(P: [n](real, real), M: [n][m]real): ([n](real, real), [n][m]real) =
+              (
+                map (r.
+                  let t0 = reduce + 0 r in
+                  (t0, 0)) M,
+                map2 (q, r_1. map (b. fst q) r_1) P M
+              )
+        "#]],
     );
     agrees(
         src,

@@ -19,16 +19,21 @@
 //! variable's type and variables the body does not use get nothing. Elementwise, it is the
 //! same sum.
 
-use unfad_syntax::{Arena, BinOp, ExprId, Type};
+use unfad_syntax::{Arena, BinOp, ExprId, Type, Var};
 
 use crate::build::{self, component, map2, section};
-use crate::elem::{elementwise, gradient_fun, vjp, Capture, Wrt};
+use crate::elem::{
+    self, column, column_at, elementwise, gradient_fun, gradients_fun, shared_captures, vjp,
+    vjp_many, Capture, Wrt,
+};
 use crate::error::AdError;
 use crate::ground;
 use crate::pipeline::Reverse;
 
 /// The contributions of one `map` or `map2` to the adjoints of its operands.
 pub struct MapAdjoint {
+    /// Bindings to make first (where the adjoints are built).
+    pub bindings: Vec<(Var, ExprId)>,
     /// One per capture, in order: the adjoint the body's uses of it add up to.
     pub captures: Vec<ExprId>,
     /// One per array operand.
@@ -52,21 +57,20 @@ pub fn map_adjoint(
     } else {
         Form::Reverse
     };
+    let m = Map {
+        f,
+        captures,
+        arrays,
+        z,
+        form,
+    };
+    let shared = shared_captures(a, captures);
+    if !shared.is_empty() && arrays.len() + shared.len() >= 3 {
+        return m.combined(a, rev, &shared);
+    }
     let mut contributions = Vec::with_capacity(captures.len());
-    for (j, c) in captures.iter().enumerate() {
-        let ty = a
-            .var_type(c.var)
-            .cloned()
-            .ok_or_else(|| AdError::Internal("a captured variable has no type".into()))?;
-        let mut path = Vec::new();
-        let m = Map {
-            f,
-            captures,
-            arrays,
-            z,
-            form,
-        };
-        contributions.push(m.capture_sum(a, rev, j, &ty, &mut path)?);
+    for j in 0..captures.len() {
+        contributions.push(m.separate_capture(a, rev, j)?);
     }
     let mut operands = Vec::with_capacity(arrays.len());
     for i in 0..arrays.len() {
@@ -80,6 +84,7 @@ pub fn map_adjoint(
         operands.push(m.operand(a, rev, i)?);
     }
     Ok(MapAdjoint {
+        bindings: Vec::new(),
         captures: contributions,
         operands,
     })
@@ -104,6 +109,118 @@ struct Map<'c> {
 }
 
 impl Map<'_> {
+    /// All the adjoints from one reverse pass per element: `G` holds, for each element,
+    /// the partial derivatives (or the reverse pass on the element's adjoint) with respect
+    /// to the parameters and every capture; each adjoint is built from its column. Used
+    /// when there are captures and three adjoints or more: one pass per adjoint would
+    /// redo the work they share as many times.
+    fn combined(
+        &self,
+        a: &mut Arena,
+        rev: &mut dyn Reverse,
+        shared: &[usize],
+    ) -> Result<MapAdjoint, AdError> {
+        let k = self.arrays.len();
+        let mut targets: Vec<Wrt> = (0..k).map(Wrt::Param).collect();
+        targets.extend(shared.iter().map(|&j| Wrt::Capture(j)));
+        let g_e = match self.form {
+            Form::Gradient => {
+                let df = gradients_fun(a, rev, self.f, self.captures, &targets)?;
+                per_element(a, df, self.arrays)
+            }
+            Form::Reverse => {
+                let mut arrays = self.arrays.to_vec();
+                arrays.push(self.z);
+                let names = if k == 1 {
+                    &["a", "z"][..]
+                } else {
+                    &["a", "b", "z"][..]
+                };
+                elementwise(a, &arrays, names, |a, els| {
+                    vjp_many(a, rev, self.f, self.captures, &els[..k], els[k], &targets)
+                })?
+            }
+        };
+        let g_ty = elem::retype(a, g_e)?;
+        let gv = a.fresh_var("G", Some(g_ty));
+        let g = a.var(gv);
+        let mut operands = Vec::with_capacity(k);
+        for i in 0..k {
+            let col = column(a, g, i)?;
+            operands.push(match self.form {
+                Form::Gradient => {
+                    let ty = elem::elem_type(a, self.arrays[i])?;
+                    scaled(a, &ty, col, self.z)?
+                }
+                Form::Reverse => col,
+            });
+        }
+        let mut contributions = Vec::with_capacity(self.captures.len());
+        for j in 0..self.captures.len() {
+            contributions.push(match shared.iter().position(|&s| s == j) {
+                Some(col) => {
+                    let ty = capture_type(a, &self.captures[j])?;
+                    self.column_sum(a, g, k + col, j, &ty, &mut Vec::new())?
+                }
+                None => self.separate_capture(a, rev, j)?,
+            });
+        }
+        Ok(MapAdjoint {
+            bindings: vec![(gv, g_e)],
+            captures: contributions,
+            operands,
+        })
+    }
+
+    /// The sum over the elements of the contributions in column `i` of `G` to capture
+    /// `j` (at `path`, of type `ty`), split into the components of tuples.
+    fn column_sum(
+        &self,
+        a: &mut Arena,
+        g: ExprId,
+        i: usize,
+        j: usize,
+        ty: &Type,
+        path: &mut Vec<usize>,
+    ) -> Result<ExprId, AdError> {
+        if let Type::Tuple(items) = ty {
+            let mut parts = Vec::with_capacity(items.len());
+            for (c, t) in items.iter().enumerate() {
+                path.push(c);
+                parts.push(self.column_sum(a, g, i, j, t, path)?);
+                path.pop();
+            }
+            return build::tuple(a, &parts);
+        }
+        let col = column_at(a, g, i, path)?;
+        let scaled = match self.form {
+            Form::Gradient => {
+                let scale_fn =
+                    build::lambda(a, &[("z", Type::Real), ("g", ty.clone())], |a, p| {
+                        ground::scale(a, ty, p[0], p[1])
+                    })?;
+                map2(a, scale_fn, self.z, col)
+            }
+            Form::Reverse => col,
+        };
+        let mut witness = self.captures[j].value;
+        for &c in path.iter() {
+            witness = component(a, witness, c);
+        }
+        ground::sum(a, ty, scaled, witness)
+    }
+
+    /// The adjoint of capture `j` from passes of its own, one per component.
+    fn separate_capture(
+        &self,
+        a: &mut Arena,
+        rev: &mut dyn Reverse,
+        j: usize,
+    ) -> Result<ExprId, AdError> {
+        let ty = capture_type(a, &self.captures[j])?;
+        self.capture_sum(a, rev, j, &ty, &mut Vec::new())
+    }
+
     /// The adjoint of array operand `i`.
     fn operand(&self, a: &mut Arena, rev: &mut dyn Reverse, i: usize) -> Result<ExprId, AdError> {
         let ty = crate::elem::elem_type(a, self.arrays[i])?;
@@ -175,6 +292,13 @@ impl Map<'_> {
         }
         ground::sum(a, ty, scaled, witness)
     }
+}
+
+/// The type of a captured variable.
+fn capture_type(a: &Arena, c: &Capture) -> Result<Type, AdError> {
+    a.var_type(c.var)
+        .cloned()
+        .ok_or_else(|| AdError::Internal("a captured variable has no type".into()))
 }
 
 /// `map df A` or `map2 df A B`.

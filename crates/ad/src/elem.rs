@@ -101,6 +101,26 @@ pub(crate) fn vjp(
     wrt: Wrt,
     path: &[usize],
 ) -> Result<ExprId, AdError> {
+    let mut g = vjp_many(a, rev, f, captures, args, seed, &[wrt])?;
+    for &i in path {
+        g = component(a, g, i);
+    }
+    Ok(g)
+}
+
+/// The tuple `(J^T_v1 e · seed, ..., J^T_vr e · seed)` (the item itself for one target):
+/// the adjoints of several variables from one reverse pass of the body, so that work
+/// the partial derivatives share (`1 - tanh(v)^2` for all of `w`, `b`, `x` in
+/// `tanh(w * x + b)`) is done once. See [`vjp`].
+pub(crate) fn vjp_many(
+    a: &mut Arena,
+    rev: &mut dyn Reverse,
+    f: ExprId,
+    captures: &[Capture],
+    args: &[ExprId],
+    seed: ExprId,
+    targets: &[Wrt],
+) -> Result<ExprId, AdError> {
     let mut renaming = HashMap::new();
     let mut fresh = Vec::with_capacity(captures.len());
     for c in captures {
@@ -118,21 +138,55 @@ pub(crate) fn vjp(
         ));
     }
     retype(a, body)?;
-    let index = match wrt {
-        Wrt::Param(i) if i < params.len() => i,
-        Wrt::Capture(j) if j < fresh.len() => params.len() + j,
-        _ => return internal(format!("no variable {wrt:?} to differentiate against")),
-    };
+    let indices = targets
+        .iter()
+        .map(|&wrt| match wrt {
+            Wrt::Param(i) if i < params.len() => Ok(i),
+            Wrt::Capture(j) if j < fresh.len() => Ok(params.len() + j),
+            _ => internal(format!("no variable {wrt:?} to differentiate against")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut delta = params.clone();
     delta.extend(&fresh);
-    let mut g = rev.vjp_term(a, &delta, &[index], body, seed)?;
-    for &i in path {
-        g = component(a, g, i);
-    }
+    let g = rev.vjp_term(a, &delta, &indices, body, seed)?;
     let mut values: HashMap<Var, ExprId> =
         params.iter().copied().zip(args.iter().copied()).collect();
     values.extend(fresh.iter().zip(captures).map(|(&v, c)| (v, c.value)));
     Ok(a.subst(g, &values))
+}
+
+/// The captures whose adjoints share one reverse pass with the parameters' (their indices):
+/// reals and tuples of reals. An array (or a tuple holding one) is often used in part or
+/// in a way that gives it a zero adjoint, which a shared pass would hold for every element
+/// (a zero array each) where a pass of its own lets the optimizer drop it.
+pub(crate) fn shared_captures(a: &Arena, captures: &[Capture]) -> Vec<usize> {
+    fn reals(t: &Type) -> bool {
+        match t {
+            Type::Real => true,
+            Type::Tuple(items) => items.iter().all(reals),
+            _ => false,
+        }
+    }
+    (0..captures.len())
+        .filter(|&j| a.var_type(captures[j].var).is_some_and(reals))
+        .collect()
+}
+
+/// `(x'1, ..., x'k. (∇v1 e, ..., ∇vr e))` for the function `f` with a real body: the
+/// partial derivatives with respect to several variables from one reverse pass.
+pub(crate) fn gradients_fun(
+    a: &mut Arena,
+    rev: &mut dyn Reverse,
+    f: ExprId,
+    captures: &[Capture],
+    targets: &[Wrt],
+) -> Result<ExprId, AdError> {
+    let (params, _) = lambda_parts(a, f)?;
+    let fresh: Vec<Var> = params.iter().map(|&p| a.clone_var(p)).collect();
+    let args: Vec<ExprId> = fresh.iter().map(|&p| a.var(p)).collect();
+    let one = a.constant(1.0);
+    let g = vjp_many(a, rev, f, captures, &args, one, targets)?;
+    Ok(a.lambda(&fresh, g))
 }
 
 /// `(x'1, ..., x'k. π_path(∇v e))` for the function `f = (x1, ..., xk. e)` with a real
@@ -203,6 +257,27 @@ pub(crate) fn elementwise(
         }
         _ => internal("an elementwise operation over no or too many arrays"),
     }
+}
+
+/// `map (g. g.i) G`: column `i` of an array of tuples.
+pub(crate) fn column(a: &mut Arena, g: ExprId, i: usize) -> Result<ExprId, AdError> {
+    elementwise(a, &[g], &["g"], |a, p| Ok(component(a, p[0], i)))
+}
+
+/// `map (g. π_path(g.i)) G`.
+pub(crate) fn column_at(
+    a: &mut Arena,
+    g: ExprId,
+    i: usize,
+    path: &[usize],
+) -> Result<ExprId, AdError> {
+    elementwise(a, &[g], &["g"], |a, p| {
+        let mut c = component(a, p[0], i);
+        for &j in path {
+            c = component(a, c, j);
+        }
+        Ok(c)
+    })
 }
 
 /// `map2 (x, y. (x, y)) X Y`.

@@ -56,7 +56,10 @@
 use unfad_syntax::{Arena, BinOp, ExprId, Node, Type, Var};
 
 use crate::build::{self, component, map2, section};
-use crate::elem::{self, elem_type, elementwise, first, gradient_fun, last, vjp, Capture, Wrt};
+use crate::elem::{
+    self, column, column_at, elem_type, elementwise, first, gradient_fun, gradients_fun, last,
+    shared_captures, vjp, vjp_many, Capture, Wrt,
+};
 use crate::error::AdError;
 use crate::ground;
 use crate::pipeline::Reverse;
@@ -91,6 +94,10 @@ pub struct FoldTape {
     a0: ExprId,
     /// `Ax`, `A2`, `A3` of the paper's form (real accumulators only).
     paper: Option<(ExprId, ExprId, ExprId)>,
+    /// With captures: `G`, every step's partial derivatives `(∂x, ∂y, ∂c1, ..., ∂ck)`
+    /// from one reverse pass of the body (`Ax` and `A2` are its first two columns), for
+    /// the captures listed (see [`shared_captures`]).
+    partials: Option<(ExprId, Vec<usize>)>,
 }
 
 /// The adjoints a fold or scan sends to its operands: bindings to make first (inside the
@@ -152,13 +159,25 @@ pub fn fold_tape(
             (a0, last(a, s, fold.init)?)
         }
     };
+    let mut partials = None;
     let paper = if acc_ty == Type::Real {
-        let arrays = [a0, fold.array];
-        let dx = gradient_fun(a, rev, fold.f, fold.captures, Wrt::Param(0), &[])?;
-        let ax_e = map2(a, dx, a0, fold.array);
+        let shared = shared_captures(a, fold.captures);
+        let (ax_e, a2_e) = if shared.is_empty() {
+            let dx = gradient_fun(a, rev, fold.f, fold.captures, Wrt::Param(0), &[])?;
+            let dy = gradient_fun(a, rev, fold.f, fold.captures, Wrt::Param(1), &[])?;
+            (map2(a, dx, a0, fold.array), map2(a, dy, a0, fold.array))
+        } else {
+            // One reverse pass per step for every partial derivative (see `partials`).
+            let mut targets = vec![Wrt::Param(0), Wrt::Param(1)];
+            targets.extend(shared.iter().map(|&j| Wrt::Capture(j)));
+            let df = gradients_fun(a, rev, fold.f, fold.captures, &targets)?;
+            let g_e = map2(a, df, a0, fold.array);
+            let g = bind(a, &mut bindings, "G", g_e)?;
+            let columns = (column(a, g, 0)?, column(a, g, 1)?);
+            partials = Some((g, shared));
+            columns
+        };
         let ax = bind(a, &mut bindings, "Ax", ax_e)?;
-        let dy = gradient_fun(a, rev, fold.f, fold.captures, Wrt::Param(1), &[])?;
-        let a2_e = map2(a, dy, arrays[0], arrays[1]);
         let a2 = bind(a, &mut bindings, "A2", a2_e)?;
         let times = section(a, BinOp::Mul);
         let one = build::num(a, 1.0);
@@ -177,6 +196,7 @@ pub fn fold_tape(
         acc_ty,
         a0,
         paper,
+        partials,
     })
 }
 
@@ -210,7 +230,7 @@ pub fn fold_adjoint(
         })?
     };
     let array = map2(a, array, a3, a2);
-    // c̄ = Σ map2 (a, g. (a * z) ·̂ g) A3 (map2 (a, b. ∇c e) A0 A)
+    // c̄ = Σ map2 (a, g. (a * z) ·̂ g) A3 (map2 (a, b. ∇c e) A0 A), ∇c e a column of G
     let mut captures = Vec::with_capacity(fold.captures.len());
     for j in 0..fold.captures.len() {
         captures.push(capture_sum(
@@ -219,8 +239,18 @@ pub fn fold_adjoint(
             j,
             &mut Vec::new(),
             &mut |a, path, ty| {
-                let dc = gradient_fun(a, rev, fold.f, fold.captures, Wrt::Capture(j), path)?;
-                let per_step = map2(a, dc, tape.a0, fold.array);
+                let shared_column = tape
+                    .partials
+                    .as_ref()
+                    .and_then(|(g, shared)| Some((*g, shared.iter().position(|&s| s == j)?)));
+                let per_step = match shared_column {
+                    Some((g, col)) => column_at(a, g, 2 + col, path)?,
+                    None => {
+                        let dc =
+                            gradient_fun(a, rev, fold.f, fold.captures, Wrt::Capture(j), path)?;
+                        map2(a, dc, tape.a0, fold.array)
+                    }
+                };
                 let f = build::lambda(a, &[("a", Type::Real), ("g", ty.clone())], |a, p| {
                     let s = build::mul(a, p[0], z);
                     ground::scale(a, ty, s, p[1])
@@ -303,8 +333,7 @@ fn reverse_fold(
         seeds: w,
         seed: &|_, _, t| Ok(t),
     };
-    let array = steps.map(a, rev, Wrt::Param(1), &[])?;
-    let captures = steps.captures(a, rev, fold)?;
+    let (array, captures) = steps.adjoints(a, rev, fold, Wrt::Param(1), &mut bindings)?;
     Ok(FoldAdjoint {
         bindings,
         init,
@@ -370,24 +399,57 @@ impl Steps<'_> {
         })
     }
 
-    /// The adjoint of every capture: the sum of its per-step reverse passes.
-    fn captures(
+    /// The adjoints of the elements (parameter `x` of the function) and of every capture
+    /// (the sum of its per-step contributions). With captures, one reverse pass per step
+    /// gives them all: `G = map2 (q, w. (J^T_x e · s, J^T_c1 e · s, ...)) Q W` is bound,
+    /// and the adjoints are its columns.
+    fn adjoints(
         &self,
         a: &mut Arena,
         rev: &mut dyn Reverse,
         fold: &Fold,
-    ) -> Result<Vec<ExprId>, AdError> {
+        x: Wrt,
+        bindings: &mut Vec<(Var, ExprId)>,
+    ) -> Result<(ExprId, Vec<ExprId>), AdError> {
+        let shared = shared_captures(a, fold.captures);
+        if shared.is_empty() {
+            let array = self.map(a, rev, x, &[])?;
+            let mut out = Vec::with_capacity(fold.captures.len());
+            for j in 0..fold.captures.len() {
+                out.push(capture_sum(
+                    a,
+                    fold,
+                    j,
+                    &mut Vec::new(),
+                    &mut |a, path, _| self.map(a, rev, Wrt::Capture(j), path),
+                )?);
+            }
+            return Ok((array, out));
+        }
+        let mut targets = vec![x];
+        targets.extend(shared.iter().map(|&j| Wrt::Capture(j)));
+        let g_e = elementwise(a, &[self.q, self.seeds], &["q", "w"], |a, p| {
+            let args = [a.proj(0, p[0]), a.proj(1, p[0])];
+            let s = (self.seed)(a, p[0], p[1])?;
+            vjp_many(a, rev, self.f, self.captures, &args, s, &targets)
+        })?;
+        let g = bind(a, bindings, "G", g_e)?;
+        let array = column(a, g, 0)?;
         let mut out = Vec::with_capacity(fold.captures.len());
         for j in 0..fold.captures.len() {
+            let col = shared.iter().position(|&s| s == j);
             out.push(capture_sum(
                 a,
                 fold,
                 j,
                 &mut Vec::new(),
-                &mut |a, path, _| self.map(a, rev, Wrt::Capture(j), path),
+                &mut |a, path, _| match col {
+                    Some(c) => column_at(a, g, 1 + c, path),
+                    None => self.map(a, rev, Wrt::Capture(j), path),
+                },
             )?);
         }
-        Ok(out)
+        Ok((array, out))
     }
 }
 
@@ -436,8 +498,7 @@ pub fn scanl_adjoint(
         seeds: w,
         seed: &|_, _, t| Ok(t),
     };
-    let array = steps.map(a, rev, Wrt::Param(1), &[])?;
-    let captures = steps.captures(a, rev, fold)?;
+    let (array, captures) = steps.adjoints(a, rev, fold, Wrt::Param(1), &mut bindings)?;
     Ok(FoldAdjoint {
         bindings,
         init,
@@ -498,8 +559,7 @@ pub fn scanr_adjoint(
         seeds: u,
         seed: &seed,
     };
-    let array = steps.map(a, rev, Wrt::Param(0), &[])?;
-    let captures = steps.captures(a, rev, fold)?;
+    let (array, captures) = steps.adjoints(a, rev, fold, Wrt::Param(0), &mut bindings)?;
     Ok(FoldAdjoint {
         bindings,
         init,

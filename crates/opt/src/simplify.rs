@@ -73,6 +73,9 @@ impl Kids {
     }
 }
 
+/// The components of a tuple known to be constants (`None` for the others).
+type Parts = Vec<Option<ExprId>>;
+
 /// A binding emitted by the pass.
 enum Binding {
     One(Var, ExprId),
@@ -92,8 +95,14 @@ pub struct Simplifier<'a> {
     avail_log: Vec<ExprId>,
     /// Exact run-time shapes of variables (array lengths), where known.
     shapes: HashMap<Var, Shape>,
+    /// Tuple-valued variables (elements of arrays) with their constant components, and
+    /// arrays of tuples with the constant components of every element.
+    constant_parts: HashMap<Var, Parts>,
+    constant_columns: HashMap<Var, Parts>,
     /// Parameters that are arrays of reals, with their lengths (shape witnesses for fills).
     real_array_params: Vec<(Len, Var)>,
+    /// Parameters that are arrays of any type, with their lengths.
+    array_params: Vec<(Len, Var)>,
     /// Binders already present in the output (a second one gets a fresh variable).
     emitted: HashSet<Var>,
     /// How many rewrites this pass made (0 means a fixed point).
@@ -114,7 +123,10 @@ impl<'a> Simplifier<'a> {
             avail: HashMap::default(),
             avail_log: Vec::new(),
             shapes: HashMap::default(),
+            constant_parts: HashMap::default(),
+            constant_columns: HashMap::default(),
             real_array_params: Vec::new(),
+            array_params: Vec::new(),
             emitted: HashSet::default(),
             rewrites: 0,
         };
@@ -127,6 +139,7 @@ impl<'a> Simplifier<'a> {
                 if *elem == Type::Real {
                     s.real_array_params.push((Len::of_size(&n), p));
                 }
+                s.array_params.push((Len::of_size(&n), p));
             }
         }
         s
@@ -265,16 +278,8 @@ impl<'a> Simplifier<'a> {
             }
             Node::Proj(_, a) | Node::Len(a) => self.is_trivial(a),
             // Fills only need their operand's shape: free to duplicate, and kept visible
-            // (structural zeros) for the rules. `map (x. c)` is a fill with `c`.
+            // (structural zeros) for the rules.
             Node::ZerosLike(_) | Node::OnesLike(_) => true,
-            Node::Map(f, a) => match self.arena.lambda_parts(f) {
-                Some((&[x], c)) => {
-                    self.is_trivial(a)
-                        && self.is_trivial(c)
-                        && !self.arena.free_vars(c).contains(&x)
-                }
-                _ => false,
-            },
             _ => false,
         }
     }
@@ -398,10 +403,58 @@ impl<'a> Simplifier<'a> {
         }
     }
 
+    /// The constant component `i` of the tuple variable `v`, if known (an element of an
+    /// array of tuples whose components `i` are all that constant).
+    pub(crate) fn constant_part(&self, v: Var, i: usize) -> Option<ExprId> {
+        self.constant_parts.get(&v)?.get(i).copied().flatten()
+    }
+
+    /// The constant components of the elements of the array `a`, when they are tuples:
+    /// `map (x. (0, x, 1)) A` has components 0 and 2 constant.
+    fn columns_of(&self, a: ExprId) -> Option<Parts> {
+        let f = match self.arena[a] {
+            Node::Var(v) => return self.constant_columns.get(&v).cloned(),
+            Node::Map(f, _) | Node::Map2(f, ..) => f,
+            _ => return None,
+        };
+        let (_, mut body) = self.arena.lambda_parts(f)?;
+        while let Node::Let(_, _, b) | Node::LetTuple(_, _, b) = self.arena[body] {
+            body = b;
+        }
+        let Node::Tuple(l) = self.arena[body] else {
+            return None;
+        };
+        let parts: Parts = self
+            .arena
+            .exprs(l)
+            .iter()
+            .map(|&i| self.is_constant(i).then_some(i))
+            .collect();
+        parts.iter().any(Option::is_some).then_some(parts)
+    }
+
+    /// A constant or a tuple of constants.
+    fn is_constant(&self, e: ExprId) -> bool {
+        match self.arena[e] {
+            Node::Const(_) => true,
+            Node::Tuple(l) => self.arena.exprs(l).iter().all(|&i| self.is_constant(i)),
+            _ => false,
+        }
+    }
+
     /// A parameter that is an array of reals exactly as long as `e`, if any.
     pub(crate) fn param_of_len(&self, e: ExprId) -> Option<Var> {
         let l = self.len_of(e)?;
         self.real_array_params
+            .iter()
+            .find(|(pl, _)| pl.le(&l) && l.le(pl))
+            .map(|(_, p)| *p)
+    }
+
+    /// A parameter (an array of any type) exactly as long as `e`, if any.
+    pub(crate) fn array_param_of_len(&self, e: ExprId) -> Option<Var> {
+        let l = self.len_of(e)?;
+        self.array_params
             .iter()
             .find(|(pl, _)| pl.le(&l) && l.le(pl))
             .map(|(_, p)| *p)
@@ -542,14 +595,16 @@ impl<'a> Simplifier<'a> {
                 Node::Map(f, a) => {
                     let a = self.simplify(a);
                     let el = self.shape_of(a).elem();
-                    let f = self.binder(f, &[el]);
+                    let parts = [self.columns_of(a)];
+                    let f = self.binder_with(f, &[el], &parts);
                     self.hoisted(Node::Map(f, a), &[1])
                 }
                 Node::Map2(f, a, b) => {
                     let a = self.simplify(a);
                     let b = self.simplify(b);
                     let (ea, eb) = (self.shape_of(a).elem(), self.shape_of(b).elem());
-                    let f = self.binder(f, &[ea, eb]);
+                    let parts = [self.columns_of(a), self.columns_of(b)];
+                    let f = self.binder_with(f, &[ea, eb], &parts);
                     self.hoisted(Node::Map2(f, a, b), &[1, 2])
                 }
                 Node::Reduce(f, z, a)
@@ -647,6 +702,16 @@ impl<'a> Simplifier<'a> {
 
     /// A function argument or a lambda not inlined: fresh binders, body in its own scope.
     fn binder(&mut self, f: ExprId, param_shapes: &[Shape]) -> ExprId {
+        self.binder_with(f, param_shapes, &[])
+    }
+
+    /// [`Simplifier::binder`] knowing constant components of tuple-valued parameters.
+    fn binder_with(
+        &mut self,
+        f: ExprId,
+        param_shapes: &[Shape],
+        parts: &[Option<Parts>],
+    ) -> ExprId {
         let Node::Lambda(ps, body) = self.arena[f] else {
             return self.simplify(f);
         };
@@ -657,6 +722,9 @@ impl<'a> Simplifier<'a> {
             let shape = param_shapes.get(i).cloned().unwrap_or(Shape::Unknown);
             self.shapes.insert(p, shape.clone());
             self.shapes.insert(q, shape);
+            if let Some(Some(known)) = parts.get(i) {
+                self.constant_parts.insert(q, known.clone());
+            }
             new_params.push(q);
         }
         let body = self.scoped(body);
@@ -894,6 +962,9 @@ impl<'a> Simplifier<'a> {
         let x2 = self.bind_var(x);
         let shape = self.shape_of(r);
         self.shapes.insert(x2, shape);
+        if let Some(parts) = self.columns_of(r) {
+            self.constant_columns.insert(x2, parts);
+        }
         self.make_available(r, x2);
         out.push(Binding::One(x2, r));
     }

@@ -63,7 +63,7 @@ impl Macro<'_, '_> {
         let k = self.cont(&t, |m, mut dx, z| {
             let mut rev = Direct { names: m.names };
             let adj = map_adjoint(m.a, &mut rev, f, &caps, &arrs, z, &result)?;
-            let mut lets = Vec::new();
+            let mut lets = adj.bindings;
             m.accumulate(e, &mut dx, &captures, adj.captures, &mut lets)?;
             dx.extend(adj.operands);
             let call = m.call(last, &dx);

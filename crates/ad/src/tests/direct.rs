@@ -356,52 +356,51 @@ fn map2_with_a_free_variable() {
                  (
                    map2 (a, b. w) v3 v4,
                    (fun (dA_3: [n]real, dw_3: real, z_2: [n]real) ->
+                      let G =
+                        map2 (a_1, b_1.
+                          let Y5 = fun (da: real, db: real, dw_4: real) -> (da, db, dw_4) in
+                          (snd (w, (fun (da_1: real, db_1: real, dw_5: real, z_3: real) -> Y5(da_1, db_1, dw_5 + z_3))))(0, 0, 0, 1)) v3 v4
+                      in
                       Y4(
                         dA_3,
-                        dw_3 + reduce + 0 (map2 * z_2 (map2 (a_1, b_1.
-                                let Y5 = fun (da: real, db: real, dw_4: real) -> dw_4 in
-                                (snd (w, (fun (da_1: real, db_1: real, dw_5: real, z_3: real) -> Y5(da_1, db_1, dw_5 + z_3))))(0, 0, 0, 1)) v3 v4)),
-                        map2 * (map2 (a_2, b_2.
-                             let Y6 = fun (da_2: real, db_2: real, dw_6: real) -> da_2 in
-                             (snd (w, (fun (da_3: real, db_3: real, dw_7: real, z_4: real) -> Y6(da_3, db_3, dw_7 + z_4))))(0, 0, 0, 1)) v3 v4) z_2,
-                        map2 * (map2 (a_3, b_3.
-                             let Y7 = fun (da_4: real, db_4: real, dw_8: real) -> db_4 in
-                             (snd (w, (fun (da_5: real, db_5: real, dw_9: real, z_5: real) -> Y7(da_5, db_5, dw_9 + z_5))))(0, 0, 0, 1)) v3 v4) z_2
+                        dw_3 + reduce + 0 (map2 * z_2 (map (g. g.2) G)),
+                        map2 * (map (g_1. fst g_1) G) z_2,
+                        map2 * (map (g_2. snd g_2) G) z_2
                       ))
                  )
                in
-               let (v8, Y8) =
-                 let (v9, Y9) = (0, (fun (dA_4: [n]real, dw_10: real, dA_5: [n]real, z_6: real) -> Y2(dA_4, dw_10, dA_5))) in
-                 let (v10, Y10) =
+               let (v6, Y6) =
+                 let (v7, Y7) = (0, (fun (dA_4: [n]real, dw_6: real, dA_5: [n]real, z_4: real) -> Y2(dA_4, dw_6, dA_5))) in
+                 let (v8, Y8) =
                    (
                      A_1,
-                     (fun (dA_6: [n]real, dw_11: real, dA_7: [n]real, dv9: real, z_7: [n]real) ->
-                        Y9(dA_6, dw_11, map2 + dA_7 z_7, dv9))
+                     (fun (dA_6: [n]real, dw_7: real, dA_7: [n]real, dv7: real, z_5: [n]real) ->
+                        Y7(dA_6, dw_7, map2 + dA_7 z_5, dv7))
                    )
                  in
-                 let A0 = shift1R (scanl + v9 v10) in
+                 let A0 = shift1R (scanl + v7 v8) in
                  let Ax =
                    map2 (x, y.
-                     let Y11 = fun (dx: real, dy: real) -> dx in
-                     (snd (let (v12, Y12) = (x, (fun (dx_1: real, dy_1: real, z_8: real) -> Y11(dx_1 + z_8, dy_1))) in
-                      let (v13, Y13) = (y, (fun (dx_2: real, dy_2: real, dv12: real, z_9: real) -> Y12(dx_2, dy_2 + z_9, dv12))) in
-                      (v12 + v13, (fun (dx_3: real, dy_3: real, z_10: real) -> Y13(dx_3, dy_3, 1 * z_10, 1 * z_10)))))(0, 0, 1)) A0 v10
+                     let Y9 = fun (dx: real, dy: real) -> dx in
+                     (snd (let (v10, Y10) = (x, (fun (dx_1: real, dy_1: real, z_6: real) -> Y9(dx_1 + z_6, dy_1))) in
+                      let (v11, Y11) = (y, (fun (dx_2: real, dy_2: real, dv10: real, z_7: real) -> Y10(dx_2, dy_2 + z_7, dv10))) in
+                      (v10 + v11, (fun (dx_3: real, dy_3: real, z_8: real) -> Y11(dx_3, dy_3, 1 * z_8, 1 * z_8)))))(0, 0, 1)) A0 v8
                  in
                  let A2 =
                    map2 (x_1, y_1.
-                     let Y14 = fun (dx_4: real, dy_4: real) -> dy_4 in
-                     (snd (let (v15, Y15) = (x_1, (fun (dx_5: real, dy_5: real, z_11: real) -> Y14(dx_5 + z_11, dy_5))) in
-                      let (v16, Y16) = (y_1, (fun (dx_6: real, dy_6: real, dv15: real, z_12: real) -> Y15(dx_6, dy_6 + z_12, dv15))) in
-                      (v15 + v16, (fun (dx_7: real, dy_7: real, z_13: real) -> Y16(dx_7, dy_7, 1 * z_13, 1 * z_13)))))(0, 0, 1)) A0 v10
+                     let Y12 = fun (dx_4: real, dy_4: real) -> dy_4 in
+                     (snd (let (v13, Y13) = (x_1, (fun (dx_5: real, dy_5: real, z_9: real) -> Y12(dx_5 + z_9, dy_5))) in
+                      let (v14, Y14) = (y_1, (fun (dx_6: real, dy_6: real, dv13: real, z_10: real) -> Y13(dx_6, dy_6 + z_10, dv13))) in
+                      (v13 + v14, (fun (dx_7: real, dy_7: real, z_11: real) -> Y14(dx_7, dy_7, 1 * z_11, 1 * z_11)))))(0, 0, 1)) A0 v8
                  in
                  let A3 = scanr * 1 (shift1L Ax) in
                  (
-                   reduce + v9 v10,
-                   (fun (dA_8: [n]real, dw_12: real, dA_9: [n]real, z_14: real) ->
-                      Y10(dA_8, dw_12, dA_9, z_14 * reduce * 1 Ax, map2 (a_4, b_4. a_4 * b_4 * z_14) A3 A2))
+                   reduce + v7 v8,
+                   (fun (dA_8: [n]real, dw_8: real, dA_9: [n]real, z_12: real) ->
+                      Y8(dA_8, dw_8, dA_9, z_12 * reduce * 1 Ax, map2 (a_2, b_2. a_2 * b_2 * z_12) A3 A2))
                  )
                in
-               (v8, (fun (dA_10: [n]real, dw_13: real, z_15: real) -> Y8(dA_10, dw_13, zeros_like(A_1), z_15)))))(zeros_like(A), 0, 1)
+               (v6, (fun (dA_10: [n]real, dw_9: real, z_13: real) -> Y6(dA_10, dw_9, zeros_like(A_1), z_13)))))(zeros_like(A), 0, 1)
         "#]],
     );
 }

@@ -369,91 +369,68 @@ fn via_unf_map2_with_a_free_variable() {
                    Y4(map2 + y1_3 y5, y2_3, y3_3, y4_1)
                in
                let x6 = map2 (a, b. a * w) A A in
-               let Y21 =
+               let Y11 =
                  fun (y1_4: [n]real, y2_4: real, y3_4: real, y4_2: [n]real, y5_1: [n]real, y6: [n]real) ->
+                   let G =
+                     map2 (a_1, b_1.
+                       let Y6 = fun (da: real, db: real, dw_1: real) -> (da, db, dw_1) in
+                       (snd (let Y7 = fun (y1_5: real, y2_5: real, y3_5: real, y4_3: real) -> Y6(y1_5 + y4_3, y2_5, y3_5) in
+                        let Y8 = fun (y1_6: real, y2_6: real, y3_6: real, y4_4: real, y5_2: real) -> Y7(y1_6, y2_6, y3_6 + y5_2, y4_4) in
+                        let x6_1 = a_1 * w in
+                        let Y9 =
+                          fun (y1_7: real, y2_7: real, y3_7: real, y4_5: real, y5_3: real, y6_1: real) ->
+                            Y8(y1_7, y2_7, y3_7, y4_5 + w * y6_1, y5_3 + a_1 * y6_1)
+                        in
+                        let Y10 = fun (y1_8: real, y2_8: real, y3_8: real, y4_6: real) -> Y9(y1_8, y2_8, y3_8, 0, 0, y4_6) in
+                        (x6_1, Y10)))(0, 0, 0, 1)) A A
+                   in
                    Y5(
                      y1_4,
-                     y2_4 + reduce + 0 (map2 * y6 (map2 (a_1, b_1.
-                             let Y6 = fun (da: real, db: real, dw_1: real) -> dw_1 in
-                             (snd (let Y7 = fun (y1_5: real, y2_5: real, y3_5: real, y4_3: real) -> Y6(y1_5 + y4_3, y2_5, y3_5) in
-                              let Y8 = fun (y1_6: real, y2_6: real, y3_6: real, y4_4: real, y5_2: real) -> Y7(y1_6, y2_6, y3_6 + y5_2, y4_4) in
-                              let x6_1 = a_1 * w in
-                              let Y9 =
-                                fun (y1_7: real, y2_7: real, y3_7: real, y4_5: real, y5_3: real, y6_1: real) ->
-                                  Y8(y1_7, y2_7, y3_7, y4_5 + w * y6_1, y5_3 + a_1 * y6_1)
-                              in
-                              let Y10 = fun (y1_8: real, y2_8: real, y3_8: real, y4_6: real) -> Y9(y1_8, y2_8, y3_8, 0, 0, y4_6) in
-                              (x6_1, Y10)))(0, 0, 0, 1)) A A)),
+                     y2_4 + reduce + 0 (map2 * y6 (map (g. g.2) G)),
                      y3_4,
-                     map2 + y4_2 (map2 * (map2 (a_2, b_2.
-                             let Y11 = fun (da_1: real, db_1: real, dw_2: real) -> da_1 in
-                             (snd (let Y12 = fun (y1_9: real, y2_9: real, y3_9: real, y4_7: real) -> Y11(y1_9 + y4_7, y2_9, y3_9) in
-                              let Y13 =
-                                fun (y1_10: real, y2_10: real, y3_10: real, y4_8: real, y5_4: real) ->
-                                  Y12(y1_10, y2_10, y3_10 + y5_4, y4_8)
-                              in
-                              let x6_2 = a_2 * w in
-                              let Y14 =
-                                fun (y1_11: real, y2_11: real, y3_11: real, y4_9: real, y5_5: real, y6_2: real) ->
-                                  Y13(y1_11, y2_11, y3_11, y4_9 + w * y6_2, y5_5 + a_2 * y6_2)
-                              in
-                              let Y15 = fun (y1_12: real, y2_12: real, y3_12: real, y4_10: real) -> Y14(y1_12, y2_12, y3_12, 0, 0, y4_10) in
-                              (x6_2, Y15)))(0, 0, 0, 1)) A A) y6),
-                     map2 + y5_1 (map2 * (map2 (a_3, b_3.
-                             let Y16 = fun (da_2: real, db_2: real, dw_3: real) -> db_2 in
-                             (snd (let Y17 = fun (y1_13: real, y2_13: real, y3_13: real, y4_11: real) -> Y16(y1_13 + y4_11, y2_13, y3_13) in
-                              let Y18 =
-                                fun (y1_14: real, y2_14: real, y3_14: real, y4_12: real, y5_6: real) ->
-                                  Y17(y1_14, y2_14, y3_14 + y5_6, y4_12)
-                              in
-                              let x6_3 = a_3 * w in
-                              let Y19 =
-                                fun (y1_15: real, y2_15: real, y3_15: real, y4_13: real, y5_7: real, y6_3: real) ->
-                                  Y18(y1_15, y2_15, y3_15, y4_13 + w * y6_3, y5_7 + a_3 * y6_3)
-                              in
-                              let Y20 = fun (y1_16: real, y2_16: real, y3_16: real, y4_14: real) -> Y19(y1_16, y2_16, y3_16, 0, 0, y4_14) in
-                              (x6_3, Y20)))(0, 0, 0, 1)) A A) y6)
+                     map2 + y4_2 (map2 * (map (g_1. fst g_1) G) y6),
+                     map2 + y5_1 (map2 * (map (g_2. snd g_2) G) y6)
                    )
                in
-               let Y22 =
-                 fun (y1_17: [n]real, y2_17: real, y3_17: real, y4_15: [n]real) ->
-                   Y21(y1_17, y2_17, y3_17, zeros_like(A), zeros_like(A), y4_15)
+               let Y12 =
+                 fun (y1_9: [n]real, y2_9: real, y3_9: real, y4_7: [n]real) ->
+                   Y11(y1_9, y2_9, y3_9, zeros_like(A), zeros_like(A), y4_7)
                in
                let x5 = reduce + 0 x6 in
-               let Y33 =
-                 fun (y1_18: [n]real, y2_18: real, y3_18: real, y4_16: [n]real, y5_8: real) ->
+               let Y23 =
+                 fun (y1_10: [n]real, y2_10: real, y3_10: real, y4_8: [n]real, y5_4: real) ->
                    let A0 = shift1R (scanl + 0 x6) in
                    let Ax =
                      map2 (x, y.
-                       let Y23 = fun (dx: real, dy: real) -> dx in
-                       (snd (let Y24 = fun (y1_19: real, y2_19: real, y3_19: real) -> Y23(y1_19 + y3_19, y2_19) in
-                        let Y25 = fun (y1_20: real, y2_20: real, y3_20: real, y4_17: real) -> Y24(y1_20, y2_20 + y4_17, y3_20) in
+                       let Y13 = fun (dx: real, dy: real) -> dx in
+                       (snd (let Y14 = fun (y1_11: real, y2_11: real, y3_11: real) -> Y13(y1_11 + y3_11, y2_11) in
+                        let Y15 = fun (y1_12: real, y2_12: real, y3_12: real, y4_9: real) -> Y14(y1_12, y2_12 + y4_9, y3_12) in
                         let x5_1 = x + y in
-                        let Y26 =
-                          fun (y1_21: real, y2_21: real, y3_21: real, y4_18: real, y5_9: real) ->
-                            Y25(y1_21, y2_21, y3_21 + 1 * y5_9, y4_18 + 1 * y5_9)
+                        let Y16 =
+                          fun (y1_13: real, y2_13: real, y3_13: real, y4_10: real, y5_5: real) ->
+                            Y15(y1_13, y2_13, y3_13 + 1 * y5_5, y4_10 + 1 * y5_5)
                         in
-                        let Y27 = fun (y1_22: real, y2_22: real, y3_22: real) -> Y26(y1_22, y2_22, 0, 0, y3_22) in
-                        (x5_1, Y27)))(0, 0, 1)) A0 x6
+                        let Y17 = fun (y1_14: real, y2_14: real, y3_14: real) -> Y16(y1_14, y2_14, 0, 0, y3_14) in
+                        (x5_1, Y17)))(0, 0, 1)) A0 x6
                    in
                    let A2 =
                      map2 (x_1, y_1.
-                       let Y28 = fun (dx_1: real, dy_1: real) -> dy_1 in
-                       (snd (let Y29 = fun (y1_23: real, y2_23: real, y3_23: real) -> Y28(y1_23 + y3_23, y2_23) in
-                        let Y30 = fun (y1_24: real, y2_24: real, y3_24: real, y4_19: real) -> Y29(y1_24, y2_24 + y4_19, y3_24) in
+                       let Y18 = fun (dx_1: real, dy_1: real) -> dy_1 in
+                       (snd (let Y19 = fun (y1_15: real, y2_15: real, y3_15: real) -> Y18(y1_15 + y3_15, y2_15) in
+                        let Y20 = fun (y1_16: real, y2_16: real, y3_16: real, y4_11: real) -> Y19(y1_16, y2_16 + y4_11, y3_16) in
                         let x5_2 = x_1 + y_1 in
-                        let Y31 =
-                          fun (y1_25: real, y2_25: real, y3_25: real, y4_20: real, y5_10: real) ->
-                            Y30(y1_25, y2_25, y3_25 + 1 * y5_10, y4_20 + 1 * y5_10)
+                        let Y21 =
+                          fun (y1_17: real, y2_17: real, y3_17: real, y4_12: real, y5_6: real) ->
+                            Y20(y1_17, y2_17, y3_17 + 1 * y5_6, y4_12 + 1 * y5_6)
                         in
-                        let Y32 = fun (y1_26: real, y2_26: real, y3_26: real) -> Y31(y1_26, y2_26, 0, 0, y3_26) in
-                        (x5_2, Y32)))(0, 0, 1)) A0 x6
+                        let Y22 = fun (y1_18: real, y2_18: real, y3_18: real) -> Y21(y1_18, y2_18, 0, 0, y3_18) in
+                        (x5_2, Y22)))(0, 0, 1)) A0 x6
                    in
                    let A3 = scanr * 1 (shift1L Ax) in
-                   Y22(y1_18, y2_18, y3_18 + y5_8 * reduce * 1 Ax, map2 + y4_16 (map2 (a_4, b_4. a_4 * b_4 * y5_8) A3 A2))
+                   Y12(y1_10, y2_10, y3_10 + y5_4 * reduce * 1 Ax, map2 + y4_8 (map2 (a_2, b_2. a_2 * b_2 * y5_4) A3 A2))
                in
-               let Y34 = fun (y1_27: [n]real, y2_27: real, y3_27: real) -> Y33(y1_27, y2_27, 0, zeros_like(x6), y3_27) in
-               (x5, Y34)))(zeros_like(A), 0, 1)
+               let Y24 = fun (y1_19: [n]real, y2_19: real, y3_19: real) -> Y23(y1_19, y2_19, 0, zeros_like(x6), y3_19) in
+               (x5, Y24)))(zeros_like(A), 0, 1)
         "#]],
     );
 }

@@ -337,6 +337,9 @@ impl Inverse<'_, '_> {
                     z,
                     &Type::Real,
                 )?;
+                for (v, e) in res.bindings {
+                    self.lets.push(Binding::One(v, e));
+                }
                 for (&(_, p), contribution) in captures.iter().zip(res.captures) {
                     self.atomize_for_sum(&mut adj, p, &ctx[p]);
                     adj[p] = add_hat(self.a, &ctx[p], adj[p], contribution)?;

@@ -5,7 +5,7 @@
 //! exact length analysis that the operand is never longer than the result (see
 //! [`crate::len`]), since `map2` stops at the shorter array.
 
-use unfad_syntax::{BinOp, ExprId, Node, Type, Var};
+use unfad_syntax::{with_stack, BinOp, ExprId, Node, Type, Var};
 
 use crate::simplify::Simplifier;
 
@@ -254,6 +254,27 @@ fn scalar_fill(s: &Simplifier, e: ExprId) -> Option<f64> {
     }
 }
 
+/// `map2 (x, y. (0, 0)) A P` is `zeros_like(P)` when `(0, 0)` has the type of `P`'s
+/// elements and `P` is never longer than `A` (either side; so for ones).
+pub fn map2_fill_body(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map2(f, a, b) = s.arena[e] else {
+        return None;
+    };
+    let (_, body) = lambda(s, f)?;
+    let c = scalar_fill(s, body)?;
+    let t = s.ty(body)?;
+    for (x, other) in [(a, b), (b, a)] {
+        let elem = match s.ty(x)? {
+            Type::Array(_, elem) => (*elem).clone(),
+            _ => return None,
+        };
+        if elem == t && s.not_longer(x, other) {
+            return Some(fill(s, x, c));
+        }
+    }
+    None
+}
+
 /// `map (x. zeros_like(x)) A` is `zeros_like(A)`, and `map (x. (0, 0)) P` is
 /// `zeros_like(P)` when `(0, 0)` has the type of `P`'s elements (so for ones).
 pub fn map_fill_body(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
@@ -391,6 +412,19 @@ pub fn shift_constant_array(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         Node::Shift1R(inner)
     });
     Some(fill(s, shifted, c))
+}
+
+/// `len(e)` of a term exactly as long as a parameter `P` is `len(P)`.
+pub fn len_of_known_length(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Len(a) = s.arena[e] else {
+        return None;
+    };
+    if matches!(s.arena[a], Node::Var(_)) {
+        return None;
+    }
+    let p = s.array_param_of_len(a)?;
+    let ep = s.var(p);
+    Some(s.mk(Node::Len(ep)))
 }
 
 /// `len(zeros_like A)` is `len(A)`.
@@ -554,4 +588,47 @@ pub fn shift_of_constant_scan(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     let x = s.fresh("x", Some(elem));
     let g = lam(s, &[x], z);
     Some(s.mk(Node::Map(g, a)))
+}
+
+/// The simplest array exactly as long as `x`: through fills, maps, shifts of scans (`n+1`
+/// then `n`) and the never longer operand of a `map2`.
+fn same_length(s: &Simplifier, x: ExprId) -> ExprId {
+    let next = match s.arena[x] {
+        Node::ZerosLike(a) | Node::OnesLike(a) | Node::Map(_, a) => Some(a),
+        Node::Shift1L(i) | Node::Shift1R(i) => match s.arena[i] {
+            Node::Scanl(_, _, a) | Node::Scanr(_, _, a) => Some(a),
+            _ => None,
+        },
+        Node::Map2(_, a, b) if s.not_longer(a, b) => Some(a),
+        Node::Map2(_, a, b) if s.not_longer(b, a) => Some(b),
+        _ => None,
+    };
+    match next {
+        Some(a) => with_stack(|| same_length(s, a)),
+        None => x,
+    }
+}
+
+/// `map (x. c) X` with `c` not using `x` only needs `X`'s length: `X` is replaced by the
+/// simplest array as long (`map (x. c) (shift1R (scanl f z A))` is `map (x. c) A`).
+pub fn map_constant_body_operand(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Map(f, a) = s.arena[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(s, f)?;
+    if mentions(s, body, *ps.first()?) {
+        return None;
+    }
+    let w = same_length(s, a);
+    if w == a {
+        return None;
+    }
+    let elem = match s.ty(w)? {
+        Type::Array(_, elem) => (*elem).clone(),
+        _ => return None,
+    };
+    let name = s.arena.var_name(ps[0]).to_string();
+    let x = s.fresh(&name, Some(elem));
+    let g = lam(s, &[x], body);
+    Some(s.mk(Node::Map(g, w)))
 }

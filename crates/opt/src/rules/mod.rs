@@ -53,6 +53,7 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
             tuples::project_tuple,
             tuples::project_constant,
             tuples::project_into_if,
+            tuples::project_constant_part,
         ],
         Node::Tuple(..) => &[tuples::tuple_eta],
         Node::ZerosLike(_) | Node::OnesLike(_) => &[
@@ -67,6 +68,7 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
             arrays::map_fill_operand,
             arrays::map_constant_body,
             arrays::map_fill_body,
+            arrays::map_constant_body_operand,
             arrays::map_fusion,
             literals::map_literal,
         ],
@@ -74,6 +76,7 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
             arrays::map2_same_operands,
             arrays::map2_constant_operand,
             arrays::map2_fill_operand,
+            arrays::map2_fill_body,
             arrays::map2_unused_param,
             arrays::map2_fusion,
             literals::map_literal,
@@ -93,7 +96,7 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
             arrays::shift_of_constant_scan,
             literals::shift_literal,
         ],
-        Node::Len(_) => &[arrays::len_of_constant_array],
+        Node::Len(_) => &[arrays::len_of_constant_array, arrays::len_of_known_length],
         _ => &[],
     };
     rules.iter().find_map(|rule| rule(s, e))

@@ -525,3 +525,51 @@ fn a_binding_returned_at_once_is_its_value() {
         "#]],
     );
 }
+
+#[test]
+fn map2_with_a_constant_body_is_a_fill() {
+    check(
+        "def f(A: [n]real, P: [n](real, real)) = (map2 (a, q. (0, 0)) A P, map2 (q, a. 1) P A)",
+        expect![[r#"
+            def f(A: [n]real, P: [n](real, real)): ([n](real, real), [n]real) =
+              (zeros_like(P), ones_like(A))
+        "#]],
+    );
+}
+
+#[test]
+fn lengths_known_exactly_are_lengths_of_parameters() {
+    check(
+        "def f(P: [n](real, real), x: real) = len(shift1R (scanl + 0 (map (q. x) P))) * x",
+        expect![[r#"
+            def f(P: [n](real, real), x: real): real =
+              len(P) * x
+        "#]],
+    );
+}
+
+#[test]
+fn constant_maps_keep_only_the_length_of_their_operand() {
+    check(
+        "def f(A: [n]real, x: real) = (map (b. x) (shift1R (scanl + 0 A)), map (b. x * 2) (map2 * A (zeros_like(A))))",
+        expect![[r#"
+            def f(A: [n]real, x: real): ([n]real, [n]real) =
+              (map (b. x) A, map (b_1. x * 2) A)
+        "#]],
+    );
+}
+
+#[test]
+fn constant_components_of_array_elements() {
+    // `G` stays bound (a scan reads it); its elements' first components are all 0
+    check(
+        "def f(A: [n]real, x: real) =
+           let G = map (a. (0, sin(a) * x)) A in
+           (scanl (acc, g. acc + snd g) 0 G, map (g. fst g * snd g + 1) G)",
+        expect![[r#"
+            def f(A: [n]real, x: real): ([n+1]real, [n]real) =
+              let G = map (a. (0, sin(a) * x)) A in
+              (scanl (acc, g. acc + snd g) 0 G, map (g_1. 1) G)
+        "#]],
+    );
+}

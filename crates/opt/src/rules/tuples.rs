@@ -104,3 +104,15 @@ pub fn tuple_eta(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         _ => None,
     }
 }
+
+/// `p.i` is the constant `c` when `p` ranges over the elements of an array whose
+/// components `i` are all `c` (`map (x. (0, f(x))) A`).
+pub fn project_constant_part(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Proj(i, p) = s.arena[e] else {
+        return None;
+    };
+    let Node::Var(v) = s.arena[p] else {
+        return None;
+    };
+    s.constant_part(v, i as usize)
+}
