@@ -878,3 +878,68 @@ fn matrix_product() {
         r#"{"A": [[1, 2], [3, -4], [0.5, 1]], "B": [[0.5, -1, 2], [1, 0.25, -0.5]], "v": [0, 0, 0]}"#,
     );
 }
+
+// ---- functions capturing several variables -------------------------------------------
+
+/// Three captured weights: one reverse pass per step gives every partial derivative (a
+/// pass per weight would recompute `1 - tanh(v)^2` each time, and exceed the bound).
+#[test]
+fn foldl_capturing_several_weights() {
+    let src = "def f(xs: [n]real, w: real, u: real, b: real, h0: real) =
+      foldl (h, x. tanh(w * h + u * x + b)) h0 xs";
+    check(
+        src,
+        expect![[r#"
+        def f(xs: [n]real, w: real, u: real, b: real, h0: real): ([n]real, real, real, real, real) =
+          let G =
+            map2 (h, x.
+              let v5 = w * h + u * x + b in
+              let z = 1 - tanh(v5) * tanh(v5) in
+              (w * z, u * z, h * z, x * z, z)) (shift1R (scanl (h_1, x_1. tanh(w * h_1 + u * x_1 + b)) h0 xs)) xs
+          in
+          let Ax = map (g. fst g) G in
+          let A3 = scanr * 1 (shift1L Ax) in
+          (
+            map2 (a, g_1. a * snd g_1) A3 G,
+            reduce + 0 (map2 (a_1, g_2. a_1 * g_2.2) A3 G),
+            reduce + 0 (map2 (a_2, g_3. a_2 * g_3.3) A3 G),
+            reduce + 0 (map2 (a_3, g_4. a_3 * g_4.4) A3 G),
+            reduce * 1 Ax
+          )
+    "#]],
+    );
+    agrees(
+        src,
+        r#"{"xs": [0.5, -1, 2], "w": 0.7, "u": -0.3, "b": 0.2, "h0": 0.1}"#,
+    );
+}
+
+#[test]
+fn map_capturing_several_weights() {
+    let src = "def f(A: [n]real, B: [n]real, w: real, b: real, c: real, d: real) =
+      sum(map2 (a, e. tanh(w * a + b * e) * c + d * e) A B)";
+    check(
+        src,
+        expect![[r#"
+        def f(A: [n]real, B: [n]real, w: real, b: real, c: real, d: real): ([n]real, [n]real, real, real, real, real) =
+          let G =
+            map2 (a, e.
+              let v7 = tanh(w * a + b * e) in
+              let z = (1 - v7 * v7) * c in
+              (w * z, d + b * z, a * z, e * z, v7, e)) A B
+          in
+          (
+            map (g. fst g) G,
+            map (g_1. snd g_1) G,
+            reduce + 0 (map (g_2. g_2.2) G),
+            reduce + 0 (map (g_3. g_3.3) G),
+            reduce + 0 (map (g_4. g_4.4) G),
+            reduce + 0 (map (g_5. g_5.5) G)
+          )
+    "#]],
+    );
+    agrees(
+        src,
+        r#"{"A": [0.5, -1, 2], "B": [1, 0.25, -0.5], "w": 0.7, "b": -0.3, "c": 0.2, "d": 1.5}"#,
+    );
+}
