@@ -14,10 +14,18 @@
 //!   same vector at the cost of one reverse pass. `map` is the one-array case.
 //!
 //! Captured variables: the paper builds one array `G` of gradients with respect to the
-//! whole context `Γ` and sums it with `reduce +̂ 0̂`. Here the sum is built per free variable
-//! of the body, and per component of a tuple-typed one, so that `G` is an array of the
-//! variable's type and variables the body does not use get nothing. Elementwise, it is the
-//! same sum.
+//! whole context `Γ` and sums it with `reduce +̂ 0̂`. Here only the free variables of the
+//! body that derivatives flow through get a contribution (the others none), and:
+//! - captured reals (and tuples of reals) share one reverse pass per element with the
+//!   operands: `G = map2 (a, b. (∇x e, ∇y e, ∇c1 e, ...)) A B`, whose columns make every
+//!   adjoint (`c̄1 = Σ Z ·̂ G.2`). One pass per variable, as the paper's rule computes them,
+//!   would redo the work their derivatives share (`1 - tanh(v)^2`) once per variable, and
+//!   with a few captured weights exceeds the cheap-gradient bound;
+//! - captured arrays (and tuples holding arrays) get a pass of their own, per component,
+//!   summed with `reduce +̂`: their contributions are often zero arrays (a tuple used in
+//!   part), which the optimizer then drops, where a shared pass would store one per
+//!   element.
+//! Elementwise, it is the same sum.
 
 use unfad_syntax::{Arena, BinOp, ExprId, Type, Var};
 

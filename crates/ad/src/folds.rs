@@ -18,7 +18,10 @@
 //! ```
 //! and the adjoints are `ȳ0 = z * reduce * 1 Ax`, `Ā = map2 (a, b. a * b * z) A3 A2` (for
 //! other element types `b` is scaled by `a * z`), and for each capture
-//! `c̄ = Σ map2 (a, g. (a * z) ·̂ g) A3 (map2 (a, b. ∇c e) A0 A)`.
+//! `c̄ = Σ map2 (a, g. (a * z) ·̂ g) A3 (map2 (a, b. ∇c e) A0 A)`. When the function captures
+//! reals, one reverse pass per step gives all the partial derivatives,
+//! `G = map2 (a, b. (∇x e, ∇y e, ∇c1 e, ...)) A0 A`, and `Ax`, `A2` and the `∇c e` are its
+//! columns (see [`crate::arrays`] for why; captured arrays keep passes of their own).
 //!
 //! Departures from the printed figures, each for correctness:
 //! - the unit `y0` gets an adjoint (the figures pass none, or `0`), which is wrong when it
@@ -41,6 +44,7 @@
 //! let W = shift1L R in                                    -- [s_1, ..., s_n]
 //! ȳ0 = first(R), Ā = map2 (q, t. J^T_y e[q.0, q.1] · t) Q W, c̄ = Σ map2 (... J^T_c ...) Q W
 //! ```
+//! (with captured reals, `Ā` and their `c̄` come from one pass per step, as above).
 //! The language has no indexing, so `first` is a left fold keeping the first element
 //! (see [`crate::elem::first`]).
 //!
