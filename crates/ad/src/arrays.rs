@@ -25,6 +25,7 @@
 //!   summed with `reduce +̂`: their contributions are often zero arrays (a tuple used in
 //!   part), which the optimizer then drops, where a shared pass would store one per
 //!   element.
+//!
 //! Elementwise, it is the same sum.
 
 use unfad_syntax::{Arena, BinOp, ExprId, Type, Var};
