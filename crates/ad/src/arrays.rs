@@ -83,13 +83,6 @@ pub fn map_adjoint(
     }
     let mut operands = Vec::with_capacity(arrays.len());
     for i in 0..arrays.len() {
-        let m = Map {
-            f,
-            captures,
-            arrays,
-            z,
-            form,
-        };
         operands.push(m.operand(a, rev, i)?);
     }
     Ok(MapAdjoint {
@@ -120,9 +113,9 @@ struct Map<'c> {
 impl Map<'_> {
     /// All the adjoints from one reverse pass per element: `G` holds, for each element,
     /// the partial derivatives (or the reverse pass on the element's adjoint) with respect
-    /// to the parameters and every capture; each adjoint is built from its column. Used
-    /// when there are captures and three adjoints or more: one pass per adjoint would
-    /// redo the work they share as many times.
+    /// to the parameters and the `shared` captures; each adjoint is built from its column
+    /// (the other captures get passes of their own). Used when that makes three adjoints
+    /// or more: one pass per adjoint would redo the work they share as many times.
     fn combined(
         &self,
         a: &mut Arena,
