@@ -1,8 +1,8 @@
 //! The Source fragment: what users write and what reverse mode differentiates.
 //!
 //! Source is first-order: a lambda may only appear as the function argument of an array
-//! operation, and application and the shifts are Target-only. (`scanl` and `scanr` are
-//! allowed in Source, as the language contract says.)
+//! operation, and application is Target-only. (`scanl`, `scanr`, the shifts and tuples of
+//! any width are allowed in Source: reverse mode differentiates them.)
 
 use crate::error::{Error, ErrorKind};
 use crate::term::{with_stack, Arena, ExprId, Node};
@@ -15,9 +15,6 @@ pub fn source_violation(arena: &Arena, e: ExprId) -> Option<(ExprId, String)> {
         let reason = match node {
             Lambda(..) => Some("`fun` is only in the Target fragment"),
             App(..) => Some("application of a function value is only in the Target fragment"),
-            Shift1L(_) | Shift1R(_) => {
-                Some("`shift1L` and `shift1R` are only in the Target fragment")
-            }
             _ => None,
         };
         if let Some(r) = reason {

@@ -217,3 +217,25 @@ fn bad_programs_are_errors_with_line_and_column() {
         .to_string()
         .contains("`y` is not a parameter"));
 }
+
+#[test]
+fn shifts_and_scans_in_source_programs() {
+    // The sum of the differences of neighbours, sum(A[i+1] - A[i]), is A[n-1] - A[0].
+    let grad = Engine::new()
+        .compile_grad("def f(A: [n]real) = sum(map2 - (shift1L A) (shift1R A))")
+        .unwrap();
+    let a = [3.0, 1.0, 4.0, 1.0, 5.0];
+    let out = grad.call(&[a.as_slice().into()]).unwrap();
+    assert_eq!(out.value, 2.0);
+    assert_eq!(out.gradient(0), &[-1.0, 0.0, 0.0, 0.0, 1.0]);
+    let grad = Engine::new()
+        .compile_grad("def f(A: [n]real) = sum(scanl * 1 A)")
+        .unwrap();
+    let (value, g) = oracle(
+        "def f(A: [n]real) = sum(scanl * 1 A)",
+        serde_json::json!({"A": [2, 3, 0.5]}),
+    );
+    let out = grad.call(&[[2.0, 3.0, 0.5].as_slice().into()]).unwrap();
+    assert!((out.value - value).abs() < 1e-12);
+    assert_close(out.gradient(0), &g[0]);
+}
