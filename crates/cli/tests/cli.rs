@@ -350,3 +350,26 @@ fn bench_times_primal_and_gradient() {
         );
     }
 }
+
+#[test]
+fn check_passes_on_every_example() {
+    let mut names: Vec<String> = std::fs::read_dir(examples())
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            (p.extension()? == "ad").then(|| p.file_stem().unwrap().to_string_lossy().into_owned())
+        })
+        .collect();
+    names.sort();
+    for name in names {
+        let (code, out, err) = unfad(&[
+            "check",
+            &format!("{name}.ad"),
+            "--input",
+            &format!("{name}.json"),
+        ]);
+        assert_eq!((code, err.as_str()), (0, ""), "{name}: {out}");
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(report["ok"], true, "{name}: {out}");
+    }
+}
