@@ -6,11 +6,8 @@
 //! Non-finite numbers, which JSON lacks, are written as the strings `"NaN"`, `"Infinity"`
 //! and `"-Infinity"` and read back from them.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use serde_json::Value as Json;
-use unfad_syntax::{Arena, Func, Size, Type};
+use unfad_syntax::{Arena, Func, Size, SizeBindings, Type};
 
 use crate::scalar::Scalar;
 use crate::value::Value;
@@ -23,12 +20,14 @@ pub struct InputError(pub String);
 /// The values of the size variables, and which parameter fixed each one.
 #[derive(Clone, Debug, Default)]
 pub struct SizeEnv {
-    sizes: HashMap<Arc<str>, (u64, String)>,
+    bindings: SizeBindings,
+    /// Parameter names in the order they were first bound.
+    names: Vec<String>,
 }
 
 impl SizeEnv {
     pub fn get(&self, var: &str) -> Option<u64> {
-        self.sizes.get(var).map(|(n, _)| *n)
+        self.bindings.get(var)
     }
 
     /// Record that array `size` of parameter `param` has `len` elements.
@@ -39,36 +38,16 @@ impl SizeEnv {
         size: &Size,
         len: u64,
     ) -> Result<(), InputError> {
-        match &size.var {
+        let index = match self.names.iter().position(|n| n == param) {
+            Some(i) => i,
             None => {
-                if size.offset.max(0) as u64 != len {
-                    return Err(InputError(format!(
-                        "parameter `{param}`: expected {} elements (type `{ty}`), found {len}",
-                        size.offset
-                    )));
-                }
+                self.names.push(param.to_string());
+                self.names.len() - 1
             }
-            Some(v) => {
-                let value = len as i64 - size.offset;
-                if value < 0 {
-                    return Err(InputError(format!(
-                        "parameter `{param}`: {len} elements is too few for size {size}"
-                    )));
-                }
-                match self.sizes.get(v) {
-                    Some((prev, from)) if *prev != value as u64 => {
-                        return Err(InputError(format!(
-                            "parameter `{param}`: size `{v}` is {value} here (an array of {len} elements for `{size}`), but {prev} from parameter `{from}`"
-                        )))
-                    }
-                    Some(_) => {}
-                    None => {
-                        self.sizes.insert(v.clone(), (value as u64, param.to_string()));
-                    }
-                }
-            }
-        }
-        Ok(())
+        };
+        self.bindings
+            .bind(&self.names, index, ty, size, len)
+            .map_err(InputError)
     }
 
     pub fn lookup(&self) -> impl Fn(&str) -> Option<u64> + '_ {

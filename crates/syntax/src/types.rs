@@ -74,6 +74,71 @@ impl fmt::Display for Size {
     }
 }
 
+/// Values of size variables read off the lengths of arguments, each with the index of the
+/// parameter that fixed it. Everything that checks arguments against parameter types (the
+/// interpreter's JSON input, the native functions' arguments) binds sizes through this, so
+/// that a mismatch is reported the same way everywhere: naming the parameter and both sizes.
+#[derive(Clone, Debug, Default)]
+pub struct SizeBindings {
+    entries: Vec<(Arc<str>, u64, usize)>,
+}
+
+impl SizeBindings {
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// The value of size variable `var`, if bound.
+    pub fn get(&self, var: &str) -> Option<u64> {
+        self.entries
+            .iter()
+            .find(|(v, _, _)| v.as_ref() == var)
+            .map(|(_, n, _)| *n)
+    }
+
+    /// Record that an array of formal size `size` in parameter `param` (of type `ty`; its
+    /// name is `names[param]`) has `len` elements.
+    pub fn bind(
+        &mut self,
+        names: &[impl AsRef<str>],
+        param: usize,
+        ty: &Type,
+        size: &Size,
+        len: u64,
+    ) -> Result<(), String> {
+        let name = names.get(param).map_or("?", |n| n.as_ref());
+        match &size.var {
+            None => {
+                if size.offset.max(0) as u64 != len {
+                    return Err(format!(
+                        "parameter `{name}`: expected {} elements (type `{ty}`), found {len}",
+                        size.offset.max(0)
+                    ));
+                }
+            }
+            Some(v) => {
+                let value = len as i64 - size.offset;
+                if value < 0 {
+                    return Err(format!(
+                        "parameter `{name}`: {len} elements is too few for size {size}"
+                    ));
+                }
+                match self.entries.iter().find(|(w, _, _)| w == v) {
+                    Some(&(_, prev, from)) if prev != value as u64 => {
+                        let from = names.get(from).map_or("?", |n| n.as_ref());
+                        return Err(format!(
+                            "parameter `{name}`: size `{v}` is {value} here (an array of {len} elements for `{size}`), but {prev} from parameter `{from}`"
+                        ));
+                    }
+                    Some(_) => {}
+                    None => self.entries.push((v.clone(), value as u64, param)),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Types of both fragments. `Bool` only types conditions; `Func` only exists in the Target.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Type {

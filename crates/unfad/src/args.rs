@@ -1,9 +1,7 @@
 //! Arguments: user values (`Arg`) checked against parameter types and laid out as the
 //! native ABI's components.
 
-use std::sync::Arc;
-
-use unfad_syntax::{Size, Type};
+use unfad_syntax::{Size, SizeBindings, Type};
 
 use crate::Error;
 
@@ -65,11 +63,10 @@ impl<'a> Arg<'a> {
 }
 
 /// Checks arguments against parameter types and scatters their leaves into components.
-/// `sizes` collects each size variable's value and the parameter that fixed it (a vector
-/// reused between calls: there are few size variables).
+/// `sizes` collects each size variable's value (reused between calls).
 pub(crate) struct Binder<'n> {
     pub names: &'n [String],
-    pub sizes: &'n mut Vec<(Arc<str>, u64, usize)>,
+    pub sizes: &'n mut SizeBindings,
 }
 
 fn kind(a: &Arg) -> String {
@@ -83,36 +80,9 @@ fn kind(a: &Arg) -> String {
 
 impl Binder<'_> {
     fn bind_size(&mut self, param: usize, ty: &Type, size: &Size, len: usize) -> Result<(), Error> {
-        let name = &self.names[param];
-        match &size.var {
-            None => {
-                if size.offset.max(0) as u64 != len as u64 {
-                    return Err(Error::Argument(format!(
-                        "parameter `{name}`: expected {} elements (type `{ty}`), found {len}",
-                        size.offset
-                    )));
-                }
-            }
-            Some(v) => {
-                let value = len as i64 - size.offset;
-                if value < 0 {
-                    return Err(Error::Argument(format!(
-                        "parameter `{name}`: {len} elements is too few for size {size}"
-                    )));
-                }
-                match self.sizes.iter().find(|(name, _, _)| name == v) {
-                    Some(&(_, prev, from)) if prev != value as u64 => {
-                        return Err(Error::Argument(format!(
-                            "parameter `{name}`: size `{v}` is {value} here, but {prev} from parameter `{}`",
-                            self.names[from]
-                        )))
-                    }
-                    Some(_) => {}
-                    None => self.sizes.push((v.clone(), value as u64, param)),
-                }
-            }
-        }
-        Ok(())
+        self.sizes
+            .bind(self.names, param, ty, size, len as u64)
+            .map_err(Error::Argument)
     }
 
     /// Check `arg` against `ty` for parameter `param`, binding sizes, and push its leaves

@@ -239,8 +239,8 @@ struct Scratch {
     workspace: Vec<f64>,
     /// Input components that are assembled (tuples and arrays of tuples).
     inputs: Vec<Vec<f64>>,
-    /// Size bindings while checking arguments: variable, value, parameter.
-    bindings: Vec<(std::sync::Arc<str>, u64, usize)>,
+    /// Size bindings while checking arguments.
+    bindings: unfad_syntax::SizeBindings,
     /// Size values in the compiled function's order.
     sizes: Vec<u64>,
 }
@@ -523,11 +523,7 @@ fn prepare<'a>(
     scratch.sizes.clear();
     for v in compiled.size_vars() {
         // A size only mentioned below empty arrays has no data to fix it: it is 0.
-        let value = scratch
-            .bindings
-            .iter()
-            .find(|(name, _, _)| name.as_ref() == v.as_str())
-            .map_or(0, |(_, n, _)| *n);
+        let value = scratch.bindings.get(v).unwrap_or(0);
         scratch.sizes.push(value);
     }
     Ok(direct)

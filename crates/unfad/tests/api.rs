@@ -163,7 +163,7 @@ fn wrong_arguments_are_errors_with_a_clear_message() {
     );
     assert_eq!(
         arg_error(dot, &[a3.as_slice().into(), a2.as_slice().into()]),
-        "parameter `B`: size `n` is 2 here, but 3 from parameter `A`"
+        "parameter `B`: size `n` is 2 here (an array of 2 elements for `n`), but 3 from parameter `A`"
     );
     assert_eq!(
         arg_error(dot, &[a3.as_slice().into(), 1.0.into()]),
