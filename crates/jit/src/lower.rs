@@ -1229,6 +1229,21 @@ impl<'a> Translator<'a> {
                 .brif(more, body_b, &blockargs(&next), exit_b, &blockargs(&out));
         }
         self.switch_to(exit_b);
+        // The reals a loop leaves behind start new SSA values: a result that must survive a
+        // later call (every float register is caller-saved) is then spilled here, once,
+        // instead of at its definition inside the loop, on every iteration (the register
+        // allocator keeps a block parameter and its arguments in one bundle).
+        let outs = outs
+            .into_iter()
+            .map(|v| {
+                if self.b.func.dfg.value_type(v) == F64 {
+                    let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), v);
+                    self.b.ins().bitcast(F64, MemFlagsData::new(), bits)
+                } else {
+                    v
+                }
+            })
+            .collect();
         Ok(outs)
     }
 

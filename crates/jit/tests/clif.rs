@@ -17,8 +17,8 @@ fn dot_is_one_bottom_tested_loop() {
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v26 = load.i64 notrap aligned v1
-                jump block1(v26)
+                v28 = load.i64 notrap aligned v1
+                jump block1(v28)
 
             block1(v7: i64):
                 v4 = load.i64 notrap aligned v0
@@ -45,7 +45,9 @@ fn dot_is_one_bottom_tested_loop() {
                 brif v25, block2(v24, v22), block3(v22)
 
             block3(v11: f64):
-                store notrap aligned v11, v6
+                v26 = bitcast.i64 v11
+                v27 = bitcast.f64 v26
+                store notrap aligned v27, v6
                 return
             }
         "#]],
@@ -59,31 +61,31 @@ fn prod_gradient() {
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v68 = load.i64 notrap aligned v1
-                v69 = iconst.i64 1
-                v70 = smax v68, v69  ; v69 = 1
-                v71 = iconst.i64 3
-                v72 = ishl v70, v71  ; v71 = 3
-                v73 = iadd v3, v72
-                v74 = iconst.i64 1
-                v75 = iadd v68, v74  ; v74 = 1
-                v76 = iconst.i64 3
-                v77 = ishl v75, v76  ; v76 = 3
-                v78 = iadd v73, v77
-                v79 = iconst.i64 0
+                v72 = load.i64 notrap aligned v1
+                v73 = iconst.i64 1
+                v74 = smax v72, v73  ; v73 = 1
+                v75 = iconst.i64 3
+                v76 = ishl v74, v75  ; v75 = 3
+                v77 = iadd v3, v76
+                v78 = iconst.i64 1
+                v79 = iadd v72, v78  ; v78 = 1
                 v80 = iconst.i64 3
-                v81 = ishl v79, v80  ; v79 = 0, v80 = 3
-                v82 = iadd v3, v81
-                v83 = iconst.i64 -1
-                v84 = iadd v68, v83  ; v83 = -1
-                v85 = iconst.i64 0
-                v86 = smax v84, v85  ; v85 = 0
-                v87 = iconst.i64 3
-                v88 = ishl v79, v87  ; v79 = 0, v87 = 3
-                v89 = iadd v73, v88
-                jump block1(v68, v82, v70, v86, v89, v75)
+                v81 = ishl v79, v80  ; v80 = 3
+                v82 = iadd v77, v81
+                v83 = iconst.i64 0
+                v84 = iconst.i64 3
+                v85 = ishl v83, v84  ; v83 = 0, v84 = 3
+                v86 = iadd v3, v85
+                v87 = iconst.i64 -1
+                v88 = iadd v72, v87  ; v87 = -1
+                v89 = iconst.i64 0
+                v90 = smax v88, v89  ; v89 = 0
+                v91 = iconst.i64 3
+                v92 = ishl v83, v91  ; v83 = 0, v91 = 3
+                v93 = iadd v77, v92
+                jump block1(v72, v86, v74, v90, v93, v79)
 
-            block1(v6: i64, v7: i64, v8: i64, v9: i64, v31: i64, v32: i64):
+            block1(v6: i64, v7: i64, v8: i64, v9: i64, v33: i64, v34: i64):
                 v4 = load.i64 notrap aligned v0
                 v5 = load.i64 notrap aligned v2
                 v10 = iconst.i64 8
@@ -112,50 +114,54 @@ fn prod_gradient() {
                 brif v16, block2(v30, v28), block3(v28)
 
             block3(v18: f64):
-                v33 = f64const 0x1.0000000000000p0
-                store notrap aligned v33, v31  ; v33 = 0x1.0000000000000p0
-                v37 = iconst.i64 0
-                brif.i64 v6, block4(v37, v33), block5(v33)  ; v37 = 0, v33 = 0x1.0000000000000p0, v33 = 0x1.0000000000000p0
+                v31 = bitcast.i64 v18
+                v32 = bitcast.f64 v31
+                v35 = f64const 0x1.0000000000000p0
+                store notrap aligned v35, v33  ; v35 = 0x1.0000000000000p0
+                v39 = iconst.i64 0
+                brif.i64 v6, block4(v39, v35), block5(v35)  ; v39 = 0, v35 = 0x1.0000000000000p0, v35 = 0x1.0000000000000p0
 
-            block4(v34: i64, v35: f64):
-                v38 = iconst.i64 3
-                v39 = ishl v34, v38  ; v38 = 3
-                v40 = iadd.i64 v4, v39
-                v41 = load.f64 notrap aligned v40
-                v42 = iconst.i64 1
-                v43 = iadd v34, v42  ; v42 = 1
-                v44 = iconst.i64 3
-                v45 = ishl v43, v44  ; v44 = 3
-                v46 = iadd.i64 v31, v45
-                v47 = fmul v35, v41
-                store notrap aligned v47, v46
-                v48 = iconst.i64 1
-                v49 = iadd v34, v48  ; v48 = 1
-                v50 = icmp ult v49, v6
-                brif v50, block4(v49, v47), block5(v47)
+            block4(v36: i64, v37: f64):
+                v40 = iconst.i64 3
+                v41 = ishl v36, v40  ; v40 = 3
+                v42 = iadd.i64 v4, v41
+                v43 = load.f64 notrap aligned v42
+                v44 = iconst.i64 1
+                v45 = iadd v36, v44  ; v44 = 1
+                v46 = iconst.i64 3
+                v47 = ishl v45, v46  ; v46 = 3
+                v48 = iadd.i64 v33, v47
+                v49 = fmul v37, v43
+                store notrap aligned v49, v48
+                v50 = iconst.i64 1
+                v51 = iadd v36, v50  ; v50 = 1
+                v52 = icmp ult v51, v6
+                brif v52, block4(v51, v49), block5(v49)
 
-            block5(v36: f64):
-                v52 = iconst.i64 0
-                brif.i64 v6, block6(v52), block7  ; v52 = 0
+            block5(v38: f64):
+                v53 = bitcast.i64 v38
+                v54 = bitcast.f64 v53
+                v56 = iconst.i64 0
+                brif.i64 v6, block6(v56), block7  ; v56 = 0
 
-            block6(v51: i64):
-                v53 = iconst.i64 3
-                v54 = ishl v51, v53  ; v53 = 3
-                v55 = iadd.i64 v7, v54
-                v56 = load.f64 notrap aligned v55
+            block6(v55: i64):
                 v57 = iconst.i64 3
-                v58 = ishl v51, v57  ; v57 = 3
-                v59 = iadd.i64 v31, v58
+                v58 = ishl v55, v57  ; v57 = 3
+                v59 = iadd.i64 v7, v58
                 v60 = load.f64 notrap aligned v59
                 v61 = iconst.i64 3
-                v62 = ishl v51, v61  ; v61 = 3
-                v63 = iadd.i64 v5, v62
-                v64 = fmul v56, v60
-                store notrap aligned v64, v63
-                v65 = iconst.i64 1
-                v66 = iadd v51, v65  ; v65 = 1
-                v67 = icmp ult v66, v6
-                brif v67, block6(v66), block7
+                v62 = ishl v55, v61  ; v61 = 3
+                v63 = iadd.i64 v33, v62
+                v64 = load.f64 notrap aligned v63
+                v65 = iconst.i64 3
+                v66 = ishl v55, v65  ; v65 = 3
+                v67 = iadd.i64 v5, v66
+                v68 = fmul v60, v64
+                store notrap aligned v68, v67
+                v69 = iconst.i64 1
+                v70 = iadd v55, v69  ; v69 = 1
+                v71 = icmp ult v70, v6
+                brif v71, block6(v70), block7
 
             block7:
                 return
