@@ -3,6 +3,9 @@
 //! times of the bundled examples.
 //!
 //! `cargo run --release -p unfad-suite --bin perf-report [-- --quick] [--out DIR]`
+//!
+//! `--only NAME,...` measures those programs at their largest size and prints the figures
+//! without writing the report (a quick look while working on one program).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -22,12 +25,21 @@ fn main() {
 fn run() -> Result<(), String> {
     let mut budget = Budget::REPORT;
     let mut out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let mut only: Option<Vec<String>> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => budget = Budget::QUICK,
             "--out" => out = PathBuf::from(args.next().ok_or("--out needs a directory")?),
-            other => return Err(format!("unknown argument `{other}` (--quick, --out DIR)")),
+            "--only" => {
+                let names = args.next().ok_or("--only needs program names")?;
+                only = Some(names.split(',').map(str::to_string).collect());
+            }
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,...)"
+                ))
+            }
         }
     }
     if debug() {
@@ -35,21 +47,37 @@ fn run() -> Result<(), String> {
     }
     let start = Instant::now();
     let progs = programs();
+    if let Some(names) = &only {
+        if let Some(n) = names.iter().find(|n| !progs.iter().any(|p| p.name == *n)) {
+            return Err(format!("no program `{n}` in the suite"));
+        }
+    }
     let mut measured = Vec::new();
     for p in &progs {
+        let largest = match &only {
+            Some(names) if !names.iter().any(|n| n == p.name) => continue,
+            Some(_) => p.sizes.last().map(std::slice::from_ref),
+            None => None,
+        };
         eprint!("{:<14}", p.name);
-        let m = measure_program(p, None, budget).map_err(|e| format!("{}: {e}", p.name))?;
+        let m = measure_program(p, largest, budget).map_err(|e| format!("{}: {e}", p.name))?;
         if let Some(pt) = m.points.last() {
             eprintln!(
-                " ratio {:>6} model {:>6} vs hand: primal {:.2} gradient {}",
+                " ratio {:>6} model {:>6} vs hand: primal {:.2} gradient {} ({} against {:.3} ms)",
                 pt.ratio.map_or("-".into(), |r| format!("{r:.2}")),
                 pt.model.map_or("-".into(), |m| format!("{:.2}", m.ratio)),
                 pt.primal_vs_hand,
                 pt.gradient_vs_hand
                     .map_or("-".into(), |r| format!("{r:.2}")),
+                pt.gradient_ns
+                    .map_or("-".into(), |t| format!("{:.3} ms", t * 1e-6)),
+                pt.hand_gradient_ns * 1e-6,
             );
         }
         measured.push(m);
+    }
+    if only.is_some() {
+        return Ok(());
     }
     let compile = compile_times()?;
     let report = Report {
