@@ -115,6 +115,23 @@ fn binary_cost(op: BinOp) -> Cost {
     }
 }
 
+/// Whether `e` performs a non-linear operation (NLOPS in the model: the transcendental
+/// functions, `sqrt`, `pow`, `atan2`), the operations dear enough that reading a stored
+/// result is cheaper than computing them again.
+pub fn has_nonlinear(arena: &Arena, e: ExprId) -> bool {
+    with_stack(|| match arena[e] {
+        Node::Op1(op, x) => unary_cost(op).nlops > 0 || has_nonlinear(arena, x),
+        Node::Op2(op, x, y) => {
+            binary_cost(op).nlops > 0 || has_nonlinear(arena, x) || has_nonlinear(arena, y)
+        }
+        _ => {
+            let mut found = false;
+            arena.for_each_child(e, |c| found = found || has_nonlinear(arena, c));
+            found
+        }
+    })
+}
+
 /// The cost of evaluating `e` in `arena` once, with size variables valued by `sizes`.
 /// `e` must be first-order and typed (see [`crate::check_first_order`]).
 pub fn cost_of(arena: &Arena, e: ExprId, sizes: &dyn Fn(&str) -> Option<u64>) -> Cost {

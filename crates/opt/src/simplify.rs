@@ -93,6 +93,8 @@ pub struct Simplifier<'a> {
     /// CSE: expression (hash-consed) -> variable bound to it, for bindings in scope.
     avail: HashMap<ExprId, Var>,
     avail_log: Vec<ExprId>,
+    /// The (simplified) terms that variables bound by `let` in the output stand for.
+    defs: HashMap<Var, ExprId>,
     /// Exact run-time shapes of variables (array lengths), where known.
     shapes: HashMap<Var, Shape>,
     /// Tuple-valued variables (elements of arrays) with their constant components, and
@@ -122,6 +124,7 @@ impl<'a> Simplifier<'a> {
             hashcons: HashMap::default(),
             avail: HashMap::default(),
             avail_log: Vec::new(),
+            defs: HashMap::default(),
             shapes: HashMap::default(),
             constant_parts: HashMap::default(),
             constant_columns: HashMap::default(),
@@ -401,6 +404,11 @@ impl<'a> Simplifier<'a> {
         } else {
             vec![acc, elem]
         }
+    }
+
+    /// The term a variable bound by `let` in this pass's output stands for.
+    pub(crate) fn definition(&self, v: Var) -> Option<ExprId> {
+        self.defs.get(&v).copied()
     }
 
     /// The constant component `i` of the tuple variable `v`, if known (an element of an
@@ -892,6 +900,7 @@ impl<'a> Simplifier<'a> {
             match self.arena[r] {
                 Node::Let(y, a, b) => {
                     self.make_available(a, y);
+                    self.defs.insert(y, a);
                     out.push(Binding::One(y, a));
                     r = b;
                 }
@@ -937,6 +946,7 @@ impl<'a> Simplifier<'a> {
                     let shape = self.shape_of(item);
                     self.shapes.insert(y, shape);
                     self.make_available(item, y);
+                    self.defs.insert(y, item);
                     out.push(Binding::One(y, item));
                     parts.push(self.var(y));
                 }
@@ -966,6 +976,7 @@ impl<'a> Simplifier<'a> {
             self.constant_columns.insert(x2, parts);
         }
         self.make_available(r, x2);
+        self.defs.insert(x2, r);
         out.push(Binding::One(x2, r));
     }
 }

@@ -16,6 +16,7 @@ pub mod algebraic;
 pub mod arrays;
 pub mod conditionals;
 pub mod literals;
+pub mod scans;
 pub mod tuples;
 
 /// A rule: a simplified node in, a simpler equivalent out.
@@ -79,6 +80,7 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
             arrays::map2_fill_body,
             arrays::map2_unused_param,
             arrays::map2_fusion,
+            scans::scan_next_element,
             literals::map_literal,
         ],
         Node::Reduce(..) | Node::Foldl(..) => &[

@@ -573,3 +573,45 @@ fn constant_components_of_array_elements() {
         "#]],
     );
 }
+
+// ---- scans --------------------------------------------------------------------------
+
+#[test]
+fn partial_derivatives_read_the_next_state_of_a_scan() {
+    // The derivative of a tanh recurrence: `tanh(w * h + x)` is the next state.
+    check(
+        "def f(X: [n]real, w: real, h0: real) =
+           let S = scanl (h, x. tanh(w * h + x)) h0 X in
+           (S, map2 (h, x. let v = w * h + x in (1 - tanh(v) * tanh(v)) * x * h) (shift1R S) X)",
+        expect![[r#"
+            def f(X: [n]real, w: real, h0: real): ([n+1]real, [n]real) =
+              let S = scanl (h, x. tanh(w * h + x)) h0 X in
+              (
+                S,
+                map2 (q, next. (1 - next * next) * snd q * fst q) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) X) (shift1L S)
+              )
+        "#]],
+    );
+    // Operands the other way round; the elements are not needed any more.
+    check(
+        "def f(X: [n]real, w: real, h0: real) =
+           let S = scanl (h, x. exp(w * h + x)) h0 X in
+           (S, map2 (x, h. exp(w * h + x) * h) X (shift1R S))",
+        expect![[r#"
+            def f(X: [n]real, w: real, h0: real): ([n+1]real, [n]real) =
+              let S = scanl (h, x. exp(w * h + x)) h0 X in
+              (S, map2 (h_1, next. next * h_1) (shift1R S) (shift1L S))
+        "#]],
+    );
+    // Cheap steps are computed again rather than read.
+    check(
+        "def f(X: [n]real, w: real, h0: real) =
+           let S = scanl (h, x. w * h + x) h0 X in
+           (S, map2 (h, x. (w * h + x) * h) (shift1R S) X)",
+        expect![[r#"
+            def f(X: [n]real, w: real, h0: real): ([n+1]real, [n]real) =
+              let S = scanl (h, x. w * h + x) h0 X in
+              (S, map2 (h_1, x_1. (w * h_1 + x_1) * h_1) (shift1R S) X)
+        "#]],
+    );
+}
