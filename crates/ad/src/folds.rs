@@ -34,6 +34,16 @@
 //!   contribution of step `i` to `c̄` is `∇c e_i` scaled by the adjoint `s_i` of that step's
 //!   result, which is `A3_i * z` (above): products of the `∂x` factors, not of the `∇c`.
 //!
+//! **Extrema.** For `reduce max y0 A` with the closed section (so `min`, and the same
+//! `foldl`) the factors `∂x e` are 0 or 1: the derivative goes to the accumulator when
+//! `acc >= x` (ties included, see [`crate::derivatives`]) and to the element otherwise, so
+//! the whole adjoint goes to the last step that took its element, or to `y0` if none did.
+//! Without NaN the maximum only grows and grows strictly at those steps, so that step is
+//! the one whose element beats the maximum before it and equals the result `m`; with a NaN
+//! anywhere (`m` is NaN) every step after it takes its element, so it is the last step. One
+//! pass over the maxima before each step gives the adjoint (`extremum_adjoint`), where
+//! the general form multiplies 0/1 factors in a `scanr`.
+//!
 //! **Other accumulators: a reverse scan.** For tuples or arrays the paper's `A3 = scanr
 //! tilde-* 1 A1` multiplies Jacobians (matrices of size `|T| x |T|` at every step), which
 //! costs far more than the fold. Instead the adjoints are scanned from the right with the
@@ -57,7 +67,7 @@
 //! (one reverse pass of the body per element, and linear work), and are checked against
 //! the unrolled programs and forward mode.
 
-use unfad_syntax::{Arena, BinOp, ExprId, Node, Type, Var};
+use unfad_syntax::{Arena, BinOp, CmpOp, ExprId, Node, Type, Var};
 
 use crate::build::{self, component, map2, section};
 use crate::elem::{
@@ -94,6 +104,19 @@ pub struct FoldTape {
     pub bindings: Vec<(Var, ExprId)>,
     /// The value of the fold.
     pub value: ExprId,
+    recorded: Recorded,
+}
+
+/// The forward pass's arrays: none for an extremum, the accumulators and the partial
+/// derivatives at every step for the other folds.
+enum Recorded {
+    /// `max` or `min` of the elements and the unit: its adjoint needs only the value.
+    Extremum(BinOp),
+    Steps(StepTape),
+}
+
+/// The accumulators before each step and what the backward pass reads of the steps.
+struct StepTape {
     acc_ty: Type,
     a0: ExprId,
     /// `Ax`, `A2`, `A3` of the paper's form (real accumulators only).
@@ -147,6 +170,20 @@ pub fn fold_tape(
 ) -> Result<FoldTape, AdError> {
     let acc_ty = type_of_atom(a, fold.init)?;
     let mut bindings = Vec::new();
+    if let Some(op) = extremum(a, fold) {
+        let f_copy = elem::instantiate(a, fold.f, &[]);
+        let node = match kind {
+            FoldKind::Reduce => Node::Reduce(f_copy, fold.init, fold.array),
+            FoldKind::Foldl => Node::Foldl(f_copy, fold.init, fold.array),
+        };
+        let value_e = a.add(node);
+        let value = bind(a, &mut bindings, "M", value_e)?;
+        return Ok(FoldTape {
+            bindings,
+            value,
+            recorded: Recorded::Extremum(op),
+        });
+    }
     let f_copy = a.copy_fresh(fold.f);
     let scan = a.add(Node::Scanl(f_copy, fold.init, fold.array));
     let (a0, value) = match kind {
@@ -197,10 +234,12 @@ pub fn fold_tape(
     Ok(FoldTape {
         bindings,
         value,
-        acc_ty,
-        a0,
-        paper,
-        partials,
+        recorded: Recorded::Steps(StepTape {
+            acc_ty,
+            a0,
+            paper,
+            partials,
+        }),
     })
 }
 
@@ -212,6 +251,10 @@ pub fn fold_adjoint(
     tape: &FoldTape,
     z: ExprId,
 ) -> Result<FoldAdjoint, AdError> {
+    let tape = match &tape.recorded {
+        Recorded::Extremum(op) => return extremum_adjoint(a, fold, *op, tape.value, z),
+        Recorded::Steps(steps) => steps,
+    };
     let Some((ax, a2, a3)) = tape.paper else {
         return reverse_fold(a, rev, fold, tape, z);
     };
@@ -271,6 +314,89 @@ pub fn fold_adjoint(
     })
 }
 
+/// `Some(max)` (or `min`) if the fold's function is `(acc, x. max(acc, x))` (or `min`),
+/// capturing nothing.
+fn extremum(a: &Arena, fold: &Fold) -> Option<BinOp> {
+    let (ps, body) = a.lambda_parts(fold.f)?;
+    let Node::Op2(op @ (BinOp::Max | BinOp::Min), x, y) = a[body] else {
+        return None;
+    };
+    let params = [Node::Var(*ps.first()?), Node::Var(*ps.get(1)?)];
+    (fold.captures.is_empty() && [a[x], a[y]] == params).then_some(op)
+}
+
+/// The backward pass of `reduce max y0 A` (or `min`, or `foldl`) with value `m`, for the
+/// adjoint `z` (see the module docs), with `acc_i` the maximum before step `i`:
+/// ```text
+/// let L = if m == m then -2 else len(A) - 1 in       -- the last step, if m is NaN
+/// ȳ0 = if y0 == m || L == -1 then z else 0
+/// Ā  = map2 (p, x. if fst p >= x then 0               -- the accumulator kept it
+///                  else if x == m || snd p == L then z else 0)
+///           (shift1R (scanl (s, x. (max(fst s, x), snd s + 1)) (y0, 0) A)) A
+/// ```
+fn extremum_adjoint(
+    a: &mut Arena,
+    fold: &Fold,
+    op: BinOp,
+    m: ExprId,
+    z: ExprId,
+) -> Result<FoldAdjoint, AdError> {
+    // The accumulator keeps the derivative on ties (the first operand's, `derivatives`).
+    let keeps = if op == BinOp::Max {
+        CmpOp::Ge
+    } else {
+        CmpOp::Le
+    };
+    // `if x == m || i == L then z else 0`: the step that made the extremum, found by its
+    // value unless the extremum is NaN, by its index `L` if it is.
+    let share = |a: &mut Arena, x: ExprId, i: ExprId, l: ExprId| {
+        let by_value = build::cmp(a, CmpOp::Eq, x, m);
+        let by_index = build::cmp(a, CmpOp::Eq, i, l);
+        let won = a.add(Node::Or(by_value, by_index));
+        let zero = build::num(a, 0.0);
+        build::if_(a, won, z, zero)
+    };
+    let mut bindings = Vec::new();
+    let defined = build::cmp(a, CmpOp::Eq, m, m);
+    let never = build::num(a, -2.0);
+    let n = a.add(Node::Len(fold.array));
+    let one = build::num(a, 1.0);
+    let last = build::sub(a, n, one);
+    let l_e = build::if_(a, defined, never, last);
+    let l = bind(a, &mut bindings, "L", l_e)?;
+    let before_first = build::num(a, -1.0);
+    let init = share(a, fold.init, before_first, l);
+    // (acc_i, i) before every step
+    let state = Type::tuple(vec![Type::Real, Type::Real]);
+    let step = build::lambda(a, &[("s", state.clone()), ("x", Type::Real)], |a, p| {
+        let acc = a.proj(0, p[0]);
+        let next = a.op2(op, acc, p[1]);
+        let i = a.proj(1, p[0]);
+        let one = build::num(a, 1.0);
+        let i1 = build::add(a, i, one);
+        build::tuple(a, &[next, i1])
+    })?;
+    let zero = build::num(a, 0.0);
+    let start = build::tuple(a, &[fold.init, zero])?;
+    let scan = a.add(Node::Scanl(step, start, fold.array));
+    let before = a.add(Node::Shift1R(scan));
+    let g = build::lambda(a, &[("p", state), ("x", Type::Real)], |a, p| {
+        let acc = a.proj(0, p[0]);
+        let kept = build::cmp(a, keeps, acc, p[1]);
+        let i = a.proj(1, p[0]);
+        let won = share(a, p[1], i, l);
+        let zero = build::num(a, 0.0);
+        Ok(build::if_(a, kept, zero, won))
+    })?;
+    let array = map2(a, g, before, fold.array);
+    Ok(FoldAdjoint {
+        bindings,
+        init,
+        array,
+        captures: Vec::new(),
+    })
+}
+
 /// The per-step contributions to a component (at a path, of a type) of a capture.
 type PerStep<'p> = dyn FnMut(&mut Arena, &[usize], &Type) -> Result<ExprId, AdError> + 'p;
 
@@ -312,7 +438,7 @@ fn reverse_fold(
     a: &mut Arena,
     rev: &mut dyn Reverse,
     fold: &Fold,
-    tape: &FoldTape,
+    tape: &StepTape,
     z: ExprId,
 ) -> Result<FoldAdjoint, AdError> {
     let mut bindings = Vec::new();

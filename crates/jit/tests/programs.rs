@@ -424,6 +424,26 @@ fn gradients_compile_and_agree() {
 }
 
 #[test]
+fn gradients_of_extrema_at_ties_signed_zeros_and_nan() {
+    let inputs = [
+        json!({"A": [3.0, 1.0, 3.0], "B": [0.5, 1.0, 2.0]}),
+        json!({"A": [-0.0, 0.0, -0.0], "B": [0.5, 1.0, 2.0]}),
+        json!({"A": [-5.0, -7.0], "B": [0.5, 1.0]}),
+        json!({"A": [1.0, "NaN", 2.0], "B": [0.5, 1.0, 2.0]}),
+        json!({"A": ["NaN"], "B": [0.5]}),
+        json!({"A": [], "B": []}),
+    ];
+    for src in [
+        "def f(A: [n]real, B: [n]real) = reduce max (-1) A * sum(B)",
+        "def f(A: [n]real, B: [n]real) = reduce min 1 (map2 * A B)",
+        "def f(A: [n]real, B: [n]real) = \
+         let m = reduce max (-1e300) A in m + log(sum(map2 (a, b. exp(a - m) * b) A B))",
+    ] {
+        assert!(check_gradient(src, &inputs), "{src}");
+    }
+}
+
+#[test]
 fn degenerate_ifs_pad_with_zeros() {
     // At n = 0 the branches have 1 and 0 elements; the result is padded to 1.
     let src = "def f(A: [n]real, x: real) = if x > 0 then scanl + 0 (shift1L A) else A";

@@ -4,6 +4,7 @@ mod deep;
 mod derivatives;
 mod direct;
 mod errors;
+mod extrema;
 mod numeric;
 mod properties;
 mod unf;

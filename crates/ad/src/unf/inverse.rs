@@ -366,6 +366,9 @@ impl Inverse<'_, '_> {
                     self.lets.push(Binding::One(v, e));
                 }
                 let back = folds::fold_adjoint(self.a, self.rev, &fold, &tape, z)?;
+                for (v, e) in back.bindings {
+                    self.lets.push(Binding::One(v, e));
+                }
                 adj[n] = build::add(self.a, adj[n], back.init);
                 adj[n + 1] = add_hat(self.a, arr, adj[n + 1], back.array)?;
             }
