@@ -21,7 +21,8 @@ use std::rc::Rc;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64, I8};
 use cranelift_codegen::ir::{
-    AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Signature, Type, Value,
+    AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlot,
+    StackSlotData, StackSlotKind, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
 use cranelift_module::{Linkage, Module};
@@ -113,6 +114,8 @@ pub(crate) struct Translator<'a> {
     /// Buffers never overlap (inputs are never written), so a store invalidates only the
     /// loads from its own buffer, or every load if either buffer is unknown.
     roots: HashMap<Value, Value>,
+    /// A stack slot of one real that loop results pass through (see `loop_`).
+    relay: Option<StackSlot>,
 }
 
 type Body<'b, 'a> = dyn FnMut(&mut Translator<'a>, Value, &[Value]) -> R<Vec<Value>> + 'b;
@@ -158,6 +161,7 @@ impl<'a> Translator<'a> {
             flags: MemFlagsData::trusted(),
             memo: HashMap::new(),
             roots: HashMap::new(),
+            relay: None,
         }
     }
 
@@ -1229,22 +1233,37 @@ impl<'a> Translator<'a> {
                 .brif(more, body_b, &blockargs(&next), exit_b, &blockargs(&out));
         }
         self.switch_to(exit_b);
-        // The reals a loop leaves behind start new SSA values: a result that must survive a
+        // The reals a loop leaves behind pass through a stack slot, which makes them new
+        // values defined here (a stack load stays where it is): one that must survive a
         // later call (every float register is caller-saved) is then spilled here, once,
-        // instead of at its definition inside the loop, on every iteration (the register
-        // allocator keeps a block parameter and its arguments in one bundle).
-        let outs = outs
-            .into_iter()
-            .map(|v| {
-                if self.b.func.dfg.value_type(v) == F64 {
-                    let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), v);
-                    self.b.ins().bitcast(F64, MemFlagsData::new(), bits)
-                } else {
-                    v
-                }
-            })
-            .collect();
-        Ok(outs)
+        // rather than at its definition inside the loop on every iteration, where the
+        // register allocator puts it when the loop's block parameter and the value are one
+        // live range.
+        let mut relayed = Vec::with_capacity(outs.len());
+        for v in outs {
+            relayed.push(if self.b.func.dfg.value_type(v) == F64 {
+                let slot = self.relay_slot();
+                let addr = self.b.ins().stack_addr(I64, slot, 0);
+                self.b.ins().store(MemFlagsData::trusted(), v, addr, 0);
+                let bits = self.b.ins().atomic_load(I64, MemFlagsData::trusted(), addr);
+                self.b.ins().bitcast(F64, MemFlagsData::new(), bits)
+            } else {
+                v
+            });
+        }
+        Ok(relayed)
+    }
+
+    /// The stack slot loop results pass through.
+    fn relay_slot(&mut self) -> StackSlot {
+        if let Some(s) = self.relay {
+            return s;
+        }
+        let s =
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        self.relay = Some(s);
+        s
     }
 
     // ---- expressions ----------------------------------------------------------------------

@@ -16,9 +16,11 @@ fn dot_is_one_bottom_tested_loop() {
         "def f(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)",
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
+                ss0 = explicit_slot 8, align = 8
+
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v28 = load.i64 notrap aligned v1
-                jump block1(v28)
+                v29 = load.i64 notrap aligned v1
+                jump block1(v29)
 
             block1(v7: i64):
                 v4 = load.i64 notrap aligned v0
@@ -45,9 +47,11 @@ fn dot_is_one_bottom_tested_loop() {
                 brif v25, block2(v24, v22), block3(v22)
 
             block3(v11: f64):
-                v26 = bitcast.i64 v11
-                v27 = bitcast.f64 v26
-                store notrap aligned v27, v6
+                v26 = stack_addr.i64 ss0
+                store notrap aligned v11, v26
+                v27 = atomic_load.i64 notrap aligned v26
+                v28 = bitcast.f64 v27
+                store notrap aligned v28, v6
                 return
             }
         "#]],
@@ -60,32 +64,34 @@ fn prod_gradient() {
         "def f(A: [n]real) = map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A))",
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
-            block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v72 = load.i64 notrap aligned v1
-                v73 = iconst.i64 1
-                v74 = smax v72, v73  ; v73 = 1
-                v75 = iconst.i64 3
-                v76 = ishl v74, v75  ; v75 = 3
-                v77 = iadd v3, v76
-                v78 = iconst.i64 1
-                v79 = iadd v72, v78  ; v78 = 1
-                v80 = iconst.i64 3
-                v81 = ishl v79, v80  ; v80 = 3
-                v82 = iadd v77, v81
-                v83 = iconst.i64 0
-                v84 = iconst.i64 3
-                v85 = ishl v83, v84  ; v83 = 0, v84 = 3
-                v86 = iadd v3, v85
-                v87 = iconst.i64 -1
-                v88 = iadd v72, v87  ; v87 = -1
-                v89 = iconst.i64 0
-                v90 = smax v88, v89  ; v89 = 0
-                v91 = iconst.i64 3
-                v92 = ishl v83, v91  ; v83 = 0, v91 = 3
-                v93 = iadd v77, v92
-                jump block1(v72, v86, v74, v90, v93, v79)
+                ss0 = explicit_slot 8, align = 8
 
-            block1(v6: i64, v7: i64, v8: i64, v9: i64, v33: i64, v34: i64):
+            block0(v0: i64, v1: i64, v2: i64, v3: i64):
+                v74 = load.i64 notrap aligned v1
+                v75 = iconst.i64 1
+                v76 = smax v74, v75  ; v75 = 1
+                v77 = iconst.i64 3
+                v78 = ishl v76, v77  ; v77 = 3
+                v79 = iadd v3, v78
+                v80 = iconst.i64 1
+                v81 = iadd v74, v80  ; v80 = 1
+                v82 = iconst.i64 3
+                v83 = ishl v81, v82  ; v82 = 3
+                v84 = iadd v79, v83
+                v85 = iconst.i64 0
+                v86 = iconst.i64 3
+                v87 = ishl v85, v86  ; v85 = 0, v86 = 3
+                v88 = iadd v3, v87
+                v89 = iconst.i64 -1
+                v90 = iadd v74, v89  ; v89 = -1
+                v91 = iconst.i64 0
+                v92 = smax v90, v91  ; v91 = 0
+                v93 = iconst.i64 3
+                v94 = ishl v85, v93  ; v85 = 0, v93 = 3
+                v95 = iadd v79, v94
+                jump block1(v74, v88, v76, v92, v95, v81)
+
+            block1(v6: i64, v7: i64, v8: i64, v9: i64, v34: i64, v35: i64):
                 v4 = load.i64 notrap aligned v0
                 v5 = load.i64 notrap aligned v2
                 v10 = iconst.i64 8
@@ -114,54 +120,58 @@ fn prod_gradient() {
                 brif v16, block2(v30, v28), block3(v28)
 
             block3(v18: f64):
-                v31 = bitcast.i64 v18
-                v32 = bitcast.f64 v31
-                v35 = f64const 0x1.0000000000000p0
-                store notrap aligned v35, v33  ; v35 = 0x1.0000000000000p0
-                v39 = iconst.i64 0
-                brif.i64 v6, block4(v39, v35), block5(v35)  ; v39 = 0, v35 = 0x1.0000000000000p0, v35 = 0x1.0000000000000p0
+                v31 = stack_addr.i64 ss0
+                store notrap aligned v18, v31
+                v32 = atomic_load.i64 notrap aligned v31
+                v33 = bitcast.f64 v32
+                v36 = f64const 0x1.0000000000000p0
+                store notrap aligned v36, v34  ; v36 = 0x1.0000000000000p0
+                v40 = iconst.i64 0
+                brif.i64 v6, block4(v40, v36), block5(v36)  ; v40 = 0, v36 = 0x1.0000000000000p0, v36 = 0x1.0000000000000p0
 
-            block4(v36: i64, v37: f64):
-                v40 = iconst.i64 3
-                v41 = ishl v36, v40  ; v40 = 3
-                v42 = iadd.i64 v4, v41
-                v43 = load.f64 notrap aligned v42
-                v44 = iconst.i64 1
-                v45 = iadd v36, v44  ; v44 = 1
-                v46 = iconst.i64 3
-                v47 = ishl v45, v46  ; v46 = 3
-                v48 = iadd.i64 v33, v47
-                v49 = fmul v37, v43
-                store notrap aligned v49, v48
-                v50 = iconst.i64 1
-                v51 = iadd v36, v50  ; v50 = 1
-                v52 = icmp ult v51, v6
-                brif v52, block4(v51, v49), block5(v49)
+            block4(v37: i64, v38: f64):
+                v41 = iconst.i64 3
+                v42 = ishl v37, v41  ; v41 = 3
+                v43 = iadd.i64 v4, v42
+                v44 = load.f64 notrap aligned v43
+                v45 = iconst.i64 1
+                v46 = iadd v37, v45  ; v45 = 1
+                v47 = iconst.i64 3
+                v48 = ishl v46, v47  ; v47 = 3
+                v49 = iadd.i64 v34, v48
+                v50 = fmul v38, v44
+                store notrap aligned v50, v49
+                v51 = iconst.i64 1
+                v52 = iadd v37, v51  ; v51 = 1
+                v53 = icmp ult v52, v6
+                brif v53, block4(v52, v50), block5(v50)
 
-            block5(v38: f64):
-                v53 = bitcast.i64 v38
-                v54 = bitcast.f64 v53
-                v56 = iconst.i64 0
-                brif.i64 v6, block6(v56), block7  ; v56 = 0
+            block5(v39: f64):
+                v54 = stack_addr.i64 ss0
+                store notrap aligned v39, v54
+                v55 = atomic_load.i64 notrap aligned v54
+                v56 = bitcast.f64 v55
+                v58 = iconst.i64 0
+                brif.i64 v6, block6(v58), block7  ; v58 = 0
 
-            block6(v55: i64):
-                v57 = iconst.i64 3
-                v58 = ishl v55, v57  ; v57 = 3
-                v59 = iadd.i64 v7, v58
-                v60 = load.f64 notrap aligned v59
-                v61 = iconst.i64 3
-                v62 = ishl v55, v61  ; v61 = 3
-                v63 = iadd.i64 v33, v62
-                v64 = load.f64 notrap aligned v63
-                v65 = iconst.i64 3
-                v66 = ishl v55, v65  ; v65 = 3
-                v67 = iadd.i64 v5, v66
-                v68 = fmul v60, v64
-                store notrap aligned v68, v67
-                v69 = iconst.i64 1
-                v70 = iadd v55, v69  ; v69 = 1
-                v71 = icmp ult v70, v6
-                brif v71, block6(v70), block7
+            block6(v57: i64):
+                v59 = iconst.i64 3
+                v60 = ishl v57, v59  ; v59 = 3
+                v61 = iadd.i64 v7, v60
+                v62 = load.f64 notrap aligned v61
+                v63 = iconst.i64 3
+                v64 = ishl v57, v63  ; v63 = 3
+                v65 = iadd.i64 v34, v64
+                v66 = load.f64 notrap aligned v65
+                v67 = iconst.i64 3
+                v68 = ishl v57, v67  ; v67 = 3
+                v69 = iadd.i64 v5, v68
+                v70 = fmul v62, v66
+                store notrap aligned v70, v69
+                v71 = iconst.i64 1
+                v72 = iadd v57, v71  ; v71 = 1
+                v73 = icmp ult v72, v6
+                brif v73, block6(v72), block7
 
             block7:
                 return
