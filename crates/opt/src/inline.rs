@@ -33,7 +33,8 @@ struct Uses {
 }
 
 /// A term simple enough to recompute: an atom, a projection of one, or one operator on
-/// those.
+/// those that is not a non-linear one (reading a stored `exp(x)` is cheaper than calling
+/// `exp` again).
 fn simple(arena: &Arena, e: ExprId) -> bool {
     let atom = |x: ExprId| match arena[x] {
         Node::Var(_) | Node::Const(_) => true,
@@ -41,6 +42,7 @@ fn simple(arena: &Arena, e: ExprId) -> bool {
         _ => false,
     };
     match arena[e] {
+        Node::Op1(..) | Node::Op2(..) if crate::cost::has_nonlinear(arena, e) => false,
         Node::Op1(_, x) => atom(x),
         Node::Op2(_, x, y) => atom(x) && atom(y),
         _ => atom(e),

@@ -4,8 +4,9 @@
 //! [`optimize`] runs [`simplify::Simplifier`] passes to a fixed point (at most
 //! [`MAX_PASSES`]): continuations are inlined and beta-reduced, and the rewrites of the
 //! paper's Figure "Optimizations for target language" (in [`rules`]) fire on the result.
-//! Bindings used once are then inlined where that moves no work ([`inline`]), Lemma noHO
-//! is enforced ([`check_first_order`]) and the result is type-checked.
+//! Bindings used once are then inlined where that moves no work ([`inline`]), non-linear
+//! terms that loops of several statements compute are computed once ([`share`]), Lemma
+//! noHO is enforced ([`check_first_order`]) and the result is type-checked.
 //!
 //! ```
 //! use unfad_syntax::{print_expr, Program};
@@ -18,11 +19,13 @@
 //! ```
 
 pub mod cost;
+mod expand;
 mod fast_hash;
 pub mod first_order;
 pub mod inline;
 pub mod len;
 pub mod rules;
+pub mod share;
 pub mod simplify;
 
 use unfad_syntax::typeck::{infer, NoSource};
@@ -51,6 +54,12 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     let f = simplify_to_fixed_point(arena, func);
     let f = inline::inline_single_use(arena, &f);
     let f = simplify_to_fixed_point(arena, &f);
+    let shared = share::share_elementwise(arena, &f);
+    let f = if shared.body == f.body {
+        f
+    } else {
+        simplify_to_fixed_point(arena, &shared)
+    };
     check_first_order(arena, &f)?;
     check_types(arena, &f)?;
     Ok(f)

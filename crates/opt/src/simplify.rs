@@ -15,7 +15,8 @@
 //!   float out, giving the flat SSA-like listings of the paper;
 //! - **dead-let elimination**: terms are pure, so an unused binding is dropped;
 //! - **common-subexpression elimination**: nodes are hash-consed, and an expression equal
-//!   to one bound by an enclosing `let` is replaced by its variable.
+//!   to one bound by an enclosing `let` is replaced by its variable (array operations up to
+//!   the names of their functions' binders, which reverse mode makes fresh for every copy).
 //!
 //! Local rewrites (algebraic, array, tuple, conditional) are in [`crate::rules`] and run
 //! on every node rebuilt here.
@@ -93,6 +94,8 @@ pub struct Simplifier<'a> {
     /// CSE: expression (hash-consed) -> variable bound to it, for bindings in scope.
     avail: HashMap<ExprId, Var>,
     avail_log: Vec<ExprId>,
+    /// Stand-ins for the binders of array operations in CSE keys, by depth.
+    canon_vars: Vec<Var>,
     /// The (simplified) terms that variables bound by `let` in the output stand for.
     defs: HashMap<Var, ExprId>,
     /// Exact run-time shapes of variables (array lengths), where known.
@@ -124,6 +127,7 @@ impl<'a> Simplifier<'a> {
             hashcons: HashMap::default(),
             avail: HashMap::default(),
             avail_log: Vec::new(),
+            canon_vars: Vec::new(),
             defs: HashMap::default(),
             shapes: HashMap::default(),
             constant_parts: HashMap::default(),
@@ -514,10 +518,109 @@ impl<'a> Simplifier<'a> {
     }
 
     fn make_available(&mut self, e: ExprId, x: Var) {
-        if !self.is_trivial(e) && !self.avail.contains_key(&e) {
-            self.avail.insert(e, x);
-            self.avail_log.push(e);
+        if self.is_trivial(e) {
+            return;
         }
+        let k = self.cse_key(e);
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.avail.entry(k) {
+            slot.insert(x);
+            self.avail_log.push(k);
+        }
+    }
+
+    /// The variable bound to a term equal to `e` (up to the names of its binders), if one
+    /// is in scope.
+    fn available(&mut self, e: ExprId) -> Option<Var> {
+        if self.avail.is_empty() {
+            return None;
+        }
+        let k = self.cse_key(e);
+        self.avail.get(&k).copied()
+    }
+
+    /// The key of `e` in the CSE table: `e` itself (hash-consed), or for an array
+    /// operation, whose function has binders of its own wherever it was made, the same term
+    /// with every binder replaced by a stand-in for its depth: two `sum(A)` are one key.
+    fn cse_key(&mut self, e: ExprId) -> ExprId {
+        match self.arena[e] {
+            Node::Map(..)
+            | Node::Map2(..)
+            | Node::Reduce(..)
+            | Node::Foldl(..)
+            | Node::Scanl(..)
+            | Node::Scanr(..) => self.canonical(e, &mut Vec::new()),
+            _ => e,
+        }
+    }
+
+    /// `e` with its binders renamed to the stand-ins of their depths (`bound` holds the
+    /// binders met, outermost first).
+    fn canonical(&mut self, e: ExprId, bound: &mut Vec<Var>) -> ExprId {
+        with_stack(|| {
+            let node = self.arena[e];
+            let stand_in = |s: &mut Self, depth: usize| {
+                while s.canon_vars.len() <= depth {
+                    let v = s.arena.fresh_var("_", None);
+                    s.canon_vars.push(v);
+                }
+                s.canon_vars[depth]
+            };
+            match node {
+                Node::Var(v) => match bound.iter().rposition(|&b| b == v) {
+                    Some(d) => {
+                        let c = stand_in(self, d);
+                        self.var(c)
+                    }
+                    None => e,
+                },
+                Node::Lambda(ps, body) => {
+                    let ps = self.arena.vars_of(ps).to_vec();
+                    let mark = bound.len();
+                    let mut new = Vec::with_capacity(ps.len());
+                    for &p in &ps {
+                        new.push(stand_in(self, bound.len()));
+                        bound.push(p);
+                    }
+                    let b = self.canonical(body, bound);
+                    bound.truncate(mark);
+                    let l = self.arena.var_list(&new);
+                    self.mk(Node::Lambda(l, b))
+                }
+                Node::Let(x, r, body) => {
+                    let r = self.canonical(r, bound);
+                    let c = stand_in(self, bound.len());
+                    bound.push(x);
+                    let b = self.canonical(body, bound);
+                    bound.pop();
+                    self.mk(Node::Let(c, r, b))
+                }
+                Node::LetTuple(xs, r, body) => {
+                    let r = self.canonical(r, bound);
+                    let xs = self.arena.vars_of(xs).to_vec();
+                    let mut new = Vec::with_capacity(xs.len());
+                    for &x in &xs {
+                        new.push(stand_in(self, bound.len()));
+                        bound.push(x);
+                    }
+                    let b = self.canonical(body, bound);
+                    bound.truncate(bound.len() - xs.len());
+                    let l = self.arena.var_list(&new);
+                    self.mk(Node::LetTuple(l, r, b))
+                }
+                _ => {
+                    let kids = self.arena.node_children(node);
+                    let new: Vec<ExprId> = kids.iter().map(|&k| self.canonical(k, bound)).collect();
+                    if new == kids {
+                        return e;
+                    }
+                    let mut it = new.into_iter();
+                    let n = self
+                        .arena
+                        .map_children(node, |_, _| it.next().expect("one per child"));
+                    self.mk(n)
+                }
+            }
+        })
     }
 
     /// Simplify `e` in a scope of its own: bindings made inside are not available after.
@@ -671,8 +774,8 @@ impl<'a> Simplifier<'a> {
         };
         let e = self.mk(node);
         let e = self.rewrite(e);
-        let e = match self.avail.get(&e) {
-            Some(&x) => {
+        let e = match self.available(e) {
+            Some(x) => {
                 self.fired();
                 self.var(x)
             }
@@ -937,7 +1040,7 @@ impl<'a> Simplifier<'a> {
             for (i, &item) in items.iter().enumerate() {
                 if self.is_trivial(item) {
                     parts.push(item);
-                } else if let Some(&y) = self.avail.get(&item) {
+                } else if let Some(y) = self.available(item) {
                     parts.push(self.var(y));
                 } else {
                     let name = format!("{}{}", self.arena.var_name(x), i);
@@ -962,7 +1065,7 @@ impl<'a> Simplifier<'a> {
             self.subst.insert(x, Sub::Done(t));
             return;
         }
-        if let Some(&y) = self.avail.get(&r) {
+        if let Some(y) = self.available(r) {
             // Common subexpression: reuse the variable already bound to it.
             self.fired();
             let ey = self.var(y);

@@ -5,7 +5,7 @@
 //! exact length analysis that the operand is never longer than the result (see
 //! [`crate::len`]), since `map2` stops at the shorter array.
 
-use unfad_syntax::{with_stack, BinOp, ExprId, Node, Type, Var};
+use unfad_syntax::{with_stack, BinOp, ExprId, Node, Type, UnOp, Var};
 
 use crate::simplify::Simplifier;
 
@@ -631,4 +631,55 @@ pub fn map_constant_body_operand(s: &mut Simplifier, e: ExprId) -> Option<ExprId
     let x = s.fresh(&name, Some(elem));
     let g = lam(s, &[x], body);
     Some(s.mk(Node::Map(g, w)))
+}
+
+/// `reduce + 0 X` with the function `(a, b. a + b)`.
+fn is_sum(s: &Simplifier, f: ExprId, z: ExprId) -> bool {
+    let Some((ps, body)) = lambda(s, f) else {
+        return false;
+    };
+    s.arena.is_const(z, 0.0)
+        && matches!(s.arena[body], Node::Op2(BinOp::Add, x, y)
+            if s.arena[x] == Node::Var(ps[0]) && s.arena[y] == Node::Var(ps[1]))
+}
+
+/// A sum of the elements of a `map` whose body is `c * e` (or `e * c`, or `-e`) with `c`
+/// not depending on the elements is `c * ` (or `-`) the sum of `e` (distributivity: the
+/// sums of `c * e` over a loop become one product after it).
+pub fn sum_of_scaled(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
+    let Node::Reduce(f, z, a) = s.arena[e] else {
+        return None;
+    };
+    if !is_sum(s, f, z) {
+        return None;
+    }
+    let (g, operands) = match s.arena[a] {
+        Node::Map(g, x) => (g, vec![x]),
+        Node::Map2(g, x, y) => (g, vec![x, y]),
+        _ => return None,
+    };
+    let (ps, body) = lambda(s, g)?;
+    let constant = |s: &Simplifier, c: ExprId| {
+        let free = s.arena.free_vars(c);
+        !ps.iter().any(|p| free.contains(p))
+    };
+    let (factor, rest) = match s.arena[body] {
+        Node::Op1(UnOp::Neg, x) => (None, x),
+        Node::Op2(BinOp::Mul, c, x) if constant(s, c) => (Some(c), x),
+        Node::Op2(BinOp::Mul, x, c) if constant(s, c) => (Some(c), x),
+        _ => return None,
+    };
+    let h = lam(s, &ps, rest);
+    let inner = s.mk(match operands[..] {
+        [x] => Node::Map(h, x),
+        [x, y] => Node::Map2(h, x, y),
+        _ => return None,
+    });
+    let inner = crate::rules::apply(s, inner).unwrap_or(inner);
+    let sum = s.mk(Node::Reduce(f, z, inner));
+    let sum = crate::rules::apply(s, sum).unwrap_or(sum);
+    Some(s.mk(match factor {
+        Some(c) => Node::Op2(BinOp::Mul, c, sum),
+        None => Node::Op1(UnOp::Neg, sum),
+    }))
 }

@@ -87,6 +87,7 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
             arrays::fold_constant_array,
             arrays::count_ones,
             arrays::reduce_tuple_split,
+            arrays::sum_of_scaled,
             arrays::last_of_scan,
             arrays::last_of_fill,
             literals::last_of_literal,

@@ -9,98 +9,8 @@ use crate::fast_hash::FastMap as HashMap;
 
 use unfad_syntax::{ExprId, Node, Type, Var};
 
+use crate::expand::{expand, replace_expansion};
 use crate::simplify::Simplifier;
-
-/// `e` with the variables of `env` replaced by their terms and every `let` inside it
-/// substituted (hash-consed, so equal expansions are one node): two terms compute the same
-/// value when their expansions are equal.
-fn expand(
-    s: &mut Simplifier,
-    e: ExprId,
-    env: &mut HashMap<Var, ExprId>,
-    memo: &mut HashMap<ExprId, ExprId>,
-) -> ExprId {
-    if let Some(&r) = memo.get(&e) {
-        return r;
-    }
-    let r = unfad_syntax::with_stack(|| match s.arena[e] {
-        Node::Var(v) => env.get(&v).copied().unwrap_or(e),
-        Node::Let(x, r, b) => {
-            let r = expand(s, r, env, memo);
-            env.insert(x, r);
-            expand(s, b, env, memo)
-        }
-        node => {
-            let kids = s.arena.node_children(node);
-            let new: Vec<ExprId> = kids.iter().map(|&k| expand(s, k, env, memo)).collect();
-            if new == kids {
-                return e;
-            }
-            let mut it = new.into_iter();
-            let n = s
-                .arena
-                .map_children(node, |_, _| it.next().expect("one per child"));
-            s.mk(n)
-        }
-    });
-    memo.insert(e, r);
-    r
-}
-
-/// `body` with every subterm whose expansion is `target` replaced by `by` (`None` if
-/// there is none).
-fn replace_expansion(
-    s: &mut Simplifier,
-    body: ExprId,
-    target: ExprId,
-    by: ExprId,
-) -> Option<ExprId> {
-    fn go(
-        s: &mut Simplifier,
-        e: ExprId,
-        target: ExprId,
-        by: ExprId,
-        env: &mut HashMap<Var, ExprId>,
-        memo: &mut HashMap<ExprId, ExprId>,
-        done: &mut HashMap<ExprId, ExprId>,
-    ) -> ExprId {
-        if let Some(&r) = done.get(&e) {
-            return r;
-        }
-        let r = unfad_syntax::with_stack(|| {
-            if expand(s, e, env, memo) == target {
-                return by;
-            }
-            let node = s.arena[e];
-            let kids = s.arena.node_children(node);
-            let new: Vec<ExprId> = kids
-                .iter()
-                .map(|&k| go(s, k, target, by, env, memo, done))
-                .collect();
-            if new == kids {
-                return e;
-            }
-            let mut it = new.into_iter();
-            let n = s
-                .arena
-                .map_children(node, |_, _| it.next().expect("one per child"));
-            s.mk(n)
-        });
-        done.insert(e, r);
-        r
-    }
-    let mut done = HashMap::default();
-    let r = go(
-        s,
-        body,
-        target,
-        by,
-        &mut HashMap::default(),
-        &mut HashMap::default(),
-        &mut done,
-    );
-    (r != body).then_some(r)
-}
 
 /// `map2 (h, x. ... e[h, x] ...) (shift1R S) X`, with `S = scanl (h', x'. e) z X` bound and
 /// `e` doing a non-linear operation, reads `e[h, x]`, the next state, from `shift1L S`:
@@ -142,7 +52,7 @@ pub fn scan_next_element(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     let elem_ty = s.arena.var_type(y).cloned()?;
     let t = s.fresh("next", Some(state_ty.clone()));
     let et = s.var(t);
-    let body = replace_expansion(s, gbody, next, et)?;
+    let body = replace_expansion(s, gbody, HashMap::default(), next, et)?;
     let after = s.mk(Node::Shift1L(states));
     let uses = s.arena.free_vars(body);
     let (uses_h, uses_y) = (uses.contains(&h), uses.contains(&y));

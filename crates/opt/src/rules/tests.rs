@@ -63,6 +63,29 @@ pub(crate) fn check(src: &str, expect: Expect) {
     expect.assert_eq(&print_func(&prog.arena, &opt));
 }
 
+/// [`check`] through the whole of [`crate::optimize`] (the passes beyond the rules).
+pub(crate) fn check_optimized(src: &str, expect: Expect) {
+    let mut prog = Program::load(src).unwrap_or_else(|e| panic!("{e}"));
+    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let opt = crate::optimize(&mut prog.arena, &func).unwrap_or_else(|e| panic!("{e}"));
+    for n in [0, 1, 3] {
+        let mut seed = 0.4;
+        let args: Vec<Value<f64>> = func
+            .param_types(&prog.arena)
+            .iter()
+            .map(|t| sample(t, n, &mut seed))
+            .collect();
+        let before = value_to_json(&eval_func(&prog.arena, &func, &args).unwrap());
+        let after = value_to_json(&eval_func(&prog.arena, &opt, &args).unwrap());
+        assert!(
+            close(&before, &after),
+            "n = {n}: {before} became {after}\n{}",
+            print_func(&prog.arena, &opt)
+        );
+    }
+    expect.assert_eq(&print_func(&prog.arena, &opt));
+}
+
 // ---- inlining, beta-reduction, forward substitution ----------------------------------
 
 #[test]
@@ -612,6 +635,34 @@ fn partial_derivatives_read_the_next_state_of_a_scan() {
             def f(X: [n]real, w: real, h0: real): ([n+1]real, [n]real) =
               let S = scanl (h, x. w * h + x) h0 X in
               (S, map2 (h_1, x_1. (w * h_1 + x_1) * h_1) (shift1R S) X)
+        "#]],
+    );
+}
+
+#[test]
+fn constant_factors_leave_sums() {
+    check(
+        "def f(A: [n]real, B: [n]real, c: real) =
+           (reduce + 0 (map (a. c * sin(a)) A), reduce + 0 (map2 (a, b. -(a * b)) A B),
+            reduce + 0 (map (a. a * a) A))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real, c: real): (real, real, real) =
+              (c * reduce + 0 (map (a. sin(a)) A), -reduce + 0 (map2 * A B), reduce + 0 (map (a_1. a_1 * a_1) A))
+        "#]],
+    );
+}
+
+#[test]
+fn array_operations_equal_up_to_their_binders_are_shared() {
+    check(
+        "def f(A: [n]real) =
+           let s = reduce (a, b. a + b) 0 (map (x. x * x) A) in
+           let t = reduce (p, q. p + q) 0 (map (y. y * y) A) in
+           s * t",
+        expect![[r#"
+            def f(A: [n]real): real =
+              let s = reduce + 0 (map (x. x * x) A) in
+              s * s
         "#]],
     );
 }

@@ -1,0 +1,545 @@
+//! Sharing the dear part of elementwise bodies between the loops of a `let` chain.
+//!
+//! A gradient recomputes what the primal computed: `logsumexp`'s gradient sums
+//! `exp(x - m)` over `x` for the value, again for the adjoint of `m`, and again for the
+//! softmax; these loops follow each other (each needs a scalar the previous one made), so
+//! they cannot run as one. When a non-linear term of the elements (`exp(x - m)`, after
+//! `let`s inside the bodies are substituted and up to the names of the parameters) occurs
+//! in loops over the same arrays in two statements of a chain or more, it is computed once
+//! into an array bound before the first, `E = map (x. exp(x - m)) X`, and each loop reads
+//! its element instead: `map (x. ... exp(x - m) ...) X` becomes
+//! `map2 (x, e. ... e ...) X E`. Reading an element costs less than any non-linear
+//! operation; loops of one statement are not shared (the code generator runs them as one
+//! loop and computes the term once there).
+//!
+//! Only loops that run whenever their statement does are counted (not those inside a
+//! branch or a function argument), so that `E` is never computed for nothing; the rewrite
+//! applies to every loop of the statements from the first one on. Function arguments are
+//! chains of their own and are treated alike.
+
+use std::collections::HashSet;
+
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+
+use crate::expand::{expand, replace_expansion};
+use crate::fast_hash::FastMap as HashMap;
+use crate::simplify::Simplifier;
+
+/// Share the non-linear terms of loops over the same arrays between the statements of
+/// every `let` chain of `func`.
+pub fn share_elementwise(arena: &mut Arena, func: &Func) -> Func {
+    if !crate::cost::has_nonlinear(arena, func.body) {
+        return func.clone();
+    }
+    let mut s = Simplifier::new(arena, func);
+    let mut sh = Sharer {
+        placeholders: HashMap::default(),
+        made: HashSet::new(),
+    };
+    let body = sh.scope(&mut s, func.body);
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+/// Arrays made per chain at most.
+const MAX_SHARED: usize = 8;
+
+struct Sharer {
+    /// Stand-ins, in expansions, for the elements of each array loops run over.
+    placeholders: HashMap<Var, Var>,
+    /// The arrays this pass made.
+    made: HashSet<Var>,
+}
+
+/// One statement of a chain: `let x = rhs`, `let (xs) = rhs`, or the chain's result.
+#[derive(Clone, Copy)]
+enum Stmt {
+    One(Var, ExprId),
+    Many(unfad_syntax::VarList, ExprId),
+    Tail(ExprId),
+}
+
+impl Stmt {
+    fn expr(self) -> ExprId {
+        match self {
+            Stmt::One(_, e) | Stmt::Many(_, e) | Stmt::Tail(e) => e,
+        }
+    }
+
+    fn with(self, e: ExprId) -> Stmt {
+        match self {
+            Stmt::One(x, _) => Stmt::One(x, e),
+            Stmt::Many(xs, _) => Stmt::Many(xs, e),
+            Stmt::Tail(_) => Stmt::Tail(e),
+        }
+    }
+}
+
+/// A `map` or `map2`: its parameters, body and operands (the variables among them).
+struct Loop {
+    params: Vec<Var>,
+    body: ExprId,
+    operands: Vec<ExprId>,
+    vars: Vec<Option<Var>>,
+}
+
+/// A term worth sharing: its expansion over the placeholders of the arrays it reads, and
+/// the statements it occurs in.
+struct Candidate {
+    key: ExprId,
+    /// The arrays whose elements it reads.
+    arrays: Vec<Var>,
+    statements: Vec<usize>,
+    size: usize,
+}
+
+impl Sharer {
+    /// The stand-in for the elements of the array `v`.
+    fn placeholder(&mut self, s: &mut Simplifier, v: Var) -> Var {
+        if let Some(&p) = self.placeholders.get(&v) {
+            return p;
+        }
+        let ty = match s.arena.var_type(v) {
+            Some(Type::Array(_, t)) => Some((**t).clone()),
+            _ => None,
+        };
+        let p = s.fresh("elem", ty);
+        self.placeholders.insert(v, p);
+        p
+    }
+
+    /// The loop `e`, if it is a `map` or `map2`.
+    fn as_loop(&self, s: &Simplifier, e: ExprId) -> Option<Loop> {
+        let (f, operands) = match s.arena[e] {
+            Node::Map(f, a) => (f, vec![a]),
+            Node::Map2(f, a, b) => (f, vec![a, b]),
+            _ => return None,
+        };
+        let vars = operands
+            .iter()
+            .map(|&o| match s.arena[o] {
+                Node::Var(v) if !self.made.contains(&v) => Some(v),
+                _ => None,
+            })
+            .collect();
+        let (ps, body) = s.arena.lambda_parts(f)?;
+        (ps.len() == operands.len()).then(|| Loop {
+            params: ps.to_vec(),
+            body,
+            operands,
+            vars,
+        })
+    }
+
+    /// The expansion environment of a loop: each parameter over a variable stands for
+    /// that array's element.
+    fn env_of(&mut self, s: &mut Simplifier, l: &Loop) -> HashMap<Var, ExprId> {
+        let mut env = HashMap::default();
+        for (&p, o) in l.params.iter().zip(&l.vars) {
+            if let Some(o) = *o {
+                let ph = self.placeholder(s, o);
+                let e = s.var(ph);
+                env.insert(p, e);
+            }
+        }
+        env
+    }
+
+    /// The chain starting at `e`, its nested functions first, with shared arrays bound.
+    fn scope(&mut self, s: &mut Simplifier, e: ExprId) -> ExprId {
+        let mut stmts = Vec::new();
+        let mut cur = e;
+        loop {
+            match s.arena[cur] {
+                Node::Let(x, r, b) => {
+                    stmts.push(Stmt::One(x, r));
+                    cur = b;
+                }
+                Node::LetTuple(xs, r, b) => {
+                    stmts.push(Stmt::Many(xs, r));
+                    cur = b;
+                }
+                _ => break,
+            }
+        }
+        stmts.push(Stmt::Tail(cur));
+        for st in stmts.iter_mut() {
+            let inner = self.functions(s, st.expr(), &mut HashMap::default());
+            *st = st.with(inner);
+        }
+        // Share the largest term first, while there are some (each round removes the
+        // occurrences it shares; the bound is a safeguard).
+        for _ in 0..MAX_SHARED {
+            match self.best(s, &stmts) {
+                Some(c) if self.apply(s, &mut stmts, &c) => {}
+                _ => break,
+            }
+        }
+        let mut out = match stmts.pop() {
+            Some(Stmt::Tail(t)) => t,
+            _ => return e,
+        };
+        for st in stmts.into_iter().rev() {
+            out = match st {
+                Stmt::One(x, r) => s.arena.add(Node::Let(x, r, out)),
+                Stmt::Many(xs, r) => s.arena.add(Node::LetTuple(xs, r, out)),
+                Stmt::Tail(_) => out,
+            };
+        }
+        out
+    }
+
+    /// `e` with the body of every function argument in it processed as a chain.
+    fn functions(
+        &mut self,
+        s: &mut Simplifier,
+        e: ExprId,
+        done: &mut HashMap<ExprId, ExprId>,
+    ) -> ExprId {
+        if let Some(&r) = done.get(&e) {
+            return r;
+        }
+        let r = with_stack(|| {
+            let node = s.arena[e];
+            let new = match node {
+                Node::Lambda(ps, b) => Node::Lambda(ps, self.scope(s, b)),
+                _ => {
+                    let kids = s.arena.node_children(node);
+                    let new: Vec<ExprId> =
+                        kids.iter().map(|&k| self.functions(s, k, done)).collect();
+                    let mut it = new.into_iter();
+                    s.arena
+                        .map_children(node, |_, _| it.next().expect("one per child"))
+                }
+            };
+            s.arena.rebuild(e, new)
+        });
+        done.insert(e, r);
+        r
+    }
+
+    /// The loops over variables that run whenever `e` is evaluated (not inside branches
+    /// or function arguments).
+    fn strict_loops(&self, s: &Simplifier, e: ExprId, out: &mut Vec<Loop>) {
+        with_stack(|| {
+            let node = s.arena[e];
+            if let Some(l) = self.as_loop(s, e) {
+                out.push(l);
+            }
+            let kids = s.arena.node_children(node);
+            for (i, k) in kids.into_iter().enumerate() {
+                let conditional = match node {
+                    Node::Lambda(..) => true,
+                    Node::If(..) | Node::And(..) | Node::Or(..) => i > 0,
+                    _ => false,
+                };
+                if !conditional {
+                    self.strict_loops(s, k, out);
+                }
+            }
+        })
+    }
+
+    /// The largest non-linear term of the elements of the same arrays that loops of two
+    /// statements or more compute.
+    fn best(&mut self, s: &mut Simplifier, stmts: &[Stmt]) -> Option<Candidate> {
+        let mut found: HashMap<ExprId, Candidate> = HashMap::default();
+        for (k, st) in stmts.iter().enumerate() {
+            let mut loops = Vec::new();
+            self.strict_loops(s, st.expr(), &mut loops);
+            // Variables bound inside the statement are not in scope before it.
+            let local = bound_inside(s.arena, st.expr());
+            for l in loops {
+                // Expanding the body binds its `let`s in `env` for the terms inside.
+                let mut env = self.env_of(s, &l);
+                let mut memo = HashMap::default();
+                expand(s, l.body, &mut env, &mut memo);
+                let mut terms = Vec::new();
+                nonlinear_terms(s.arena, l.body, &mut terms);
+                for t in terms {
+                    let key = expand(s, t, &mut env, &mut memo);
+                    let free = s.arena.free_vars(key);
+                    if free.iter().any(|v| local.contains(v)) {
+                        continue;
+                    }
+                    let arrays: Vec<Var> = l
+                        .vars
+                        .iter()
+                        .flatten()
+                        .copied()
+                        .filter(|o| free.contains(&self.placeholders[o]))
+                        .collect();
+                    if arrays.is_empty() {
+                        continue;
+                    }
+                    let c = found.entry(key).or_insert_with(|| Candidate {
+                        key,
+                        arrays,
+                        statements: Vec::new(),
+                        size: s.arena.tree_size(key),
+                    });
+                    if !c.statements.contains(&k) {
+                        c.statements.push(k);
+                    }
+                }
+            }
+        }
+        found
+            .into_values()
+            .filter(|c| c.statements.len() >= 2)
+            .max_by_key(|c| (c.size, std::cmp::Reverse(c.statements[0])))
+    }
+
+    /// Make the loops of the statements from `c`'s first one on read its term from an
+    /// array: the one the first statement binds if that is exactly the term's array, else
+    /// one bound before it. False if nothing changed.
+    fn apply(&mut self, s: &mut Simplifier, stmts: &mut Vec<Stmt>, c: &Candidate) -> bool {
+        let first = c.statements[0];
+        let existing = match stmts[first] {
+            Stmt::One(x, r) => self.as_loop(s, r).and_then(|l| {
+                let env = self.env_of(s, &l);
+                let whole = expand(s, l.body, &mut env.clone(), &mut HashMap::default());
+                let vars: Vec<Var> = l.vars.iter().flatten().copied().collect();
+                (whole == c.key && l.vars.len() == vars.len() && vars == c.arrays).then_some(x)
+            }),
+            _ => None,
+        };
+        let (shared, from) = match existing {
+            Some(x) => (x, first + 1),
+            None => {
+                let Some(array) = self.array_of(s, c) else {
+                    return false;
+                };
+                let ty = s.ty(array);
+                let e_var = s.fresh("E", ty);
+                stmts.insert(first, Stmt::One(e_var, array));
+                (e_var, first + 1)
+            }
+        };
+        self.made.insert(shared);
+        let mut changed = existing.is_none();
+        for st in stmts.iter_mut().skip(from) {
+            let mut done = HashMap::default();
+            let new = self.read_shared(s, st.expr(), c, shared, &mut done);
+            changed |= new != st.expr();
+            *st = st.with(new);
+        }
+        changed
+    }
+
+    /// `map (x. t) X` (or `map2` over two arrays) for the term of `c`.
+    fn array_of(&mut self, s: &mut Simplifier, c: &Candidate) -> Option<ExprId> {
+        let mut sub = std::collections::HashMap::new();
+        let mut params = Vec::new();
+        for &a in &c.arrays {
+            let ph = self.placeholder(s, a);
+            let p = s.fresh("x", s.arena.var_type(ph).cloned());
+            let ep = s.var(p);
+            sub.insert(ph, ep);
+            params.push(p);
+        }
+        let body = s.arena.subst(c.key, &sub);
+        let l = s.arena.var_list(&params);
+        let lam = s.arena.add(Node::Lambda(l, body));
+        let operands: Vec<ExprId> = c.arrays.iter().map(|&a| s.var(a)).collect();
+        Some(match operands[..] {
+            [a] => s.arena.add(Node::Map(lam, a)),
+            [a, b] => s.arena.add(Node::Map2(lam, a, b)),
+            _ => return None,
+        })
+    }
+
+    /// `e` with every loop over `c`'s arrays that computes its term reading it from the
+    /// array `shared` instead.
+    fn read_shared(
+        &mut self,
+        s: &mut Simplifier,
+        e: ExprId,
+        c: &Candidate,
+        shared: Var,
+        done: &mut HashMap<ExprId, ExprId>,
+    ) -> ExprId {
+        if let Some(&r) = done.get(&e) {
+            return r;
+        }
+        let r = with_stack(|| {
+            let node = s.arena[e];
+            let kids = s.arena.node_children(node);
+            let new: Vec<ExprId> = kids
+                .iter()
+                .map(|&k| self.read_shared(s, k, c, shared, done))
+                .collect();
+            let mut it = new.into_iter();
+            let node = s
+                .arena
+                .map_children(node, |_, _| it.next().expect("one per child"));
+            let rebuilt = s.arena.rebuild(e, node);
+            self.reading(s, rebuilt, c, shared).unwrap_or(rebuilt)
+        });
+        done.insert(e, r);
+        r
+    }
+
+    /// The loop `e`, reading the shared array where its body computes `c`'s term.
+    fn reading(
+        &mut self,
+        s: &mut Simplifier,
+        e: ExprId,
+        c: &Candidate,
+        shared: Var,
+    ) -> Option<ExprId> {
+        let l = self.as_loop(s, e)?;
+        if !c.arrays.iter().all(|a| l.vars.contains(&Some(*a))) {
+            return None;
+        }
+        let env = self.env_of(s, &l);
+        let elem_ty = match s.arena.var_type(shared) {
+            Some(Type::Array(_, t)) => Some((**t).clone()),
+            _ => None,
+        };
+        let ev = s.fresh("e", elem_ty);
+        let by = s.var(ev);
+        let body = replace_expansion(s, l.body, env, c.key, by)?;
+        let es = s.var(shared);
+        // The parameters the body still reads (the others' arrays are not zipped in).
+        let free = s.arena.free_vars(body);
+        let (params, operands): (Vec<Var>, Vec<ExprId>) = l
+            .params
+            .iter()
+            .zip(&l.operands)
+            .filter(|(p, _)| free.contains(p))
+            .map(|(&p, &o)| (p, o))
+            .unzip();
+        let (params, operands) = if params.is_empty() {
+            (vec![l.params[0]], vec![l.operands[0]])
+        } else {
+            (params, operands)
+        };
+        let out = match params[..] {
+            [p] => {
+                let ps = s.arena.var_list(&[p, ev]);
+                let lam = s.arena.add(Node::Lambda(ps, body));
+                let lam = s.arena.copy_fresh(lam);
+                s.arena.add(Node::Map2(lam, operands[0], es))
+            }
+            [p, q] => {
+                // map2 (r, e. body[r.0/p, r.1/q]) (map2 (p, q. (p, q)) A B) E
+                let tp = s.arena.var_type(p).cloned()?;
+                let tq = s.arena.var_type(q).cloned()?;
+                let r = s.fresh("r", Some(Type::Tuple(vec![tp, tq].into())));
+                let er = s.var(r);
+                let (r0, r1) = (s.arena.proj(0, er), s.arena.proj(1, er));
+                let sub: std::collections::HashMap<Var, ExprId> =
+                    [(p, r0), (q, r1)].into_iter().collect();
+                let body = s.arena.subst(body, &sub);
+                let ps = s.arena.var_list(&[r, ev]);
+                let lam = s.arena.add(Node::Lambda(ps, body));
+                let lam = s.arena.copy_fresh(lam);
+                let (p2, q2) = (s.arena.clone_var(p), s.arena.clone_var(q));
+                let (ep2, eq2) = (s.var(p2), s.var(q2));
+                let pair = s.arena.tuple(&[ep2, eq2]);
+                let zl = s.arena.var_list(&[p2, q2]);
+                let zip = s.arena.add(Node::Lambda(zl, pair));
+                let zipped = s.arena.add(Node::Map2(zip, operands[0], operands[1]));
+                s.arena.add(Node::Map2(lam, zipped, es))
+            }
+            _ => return None,
+        };
+        Some(out)
+    }
+}
+
+/// The non-linear operations in `e`, outside function arguments.
+fn nonlinear_terms(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
+    with_stack(|| {
+        let node = arena[e];
+        if matches!(node, Node::Lambda(..)) {
+            return;
+        }
+        if is_nonlinear_op(node) && !out.contains(&e) {
+            out.push(e);
+        }
+        arena.for_each_child(e, |k| nonlinear_terms(arena, k, out));
+    })
+}
+
+/// A non-linear operator at the root of a node.
+fn is_nonlinear_op(node: Node) -> bool {
+    use unfad_syntax::{BinOp, UnOp};
+    match node {
+        Node::Op1(op, _) => !matches!(op, UnOp::Neg | UnOp::Abs),
+        Node::Op2(op, ..) => matches!(op, BinOp::Pow | BinOp::Atan2),
+        _ => false,
+    }
+}
+
+/// Every variable bound inside `e`.
+fn bound_inside(arena: &Arena, e: ExprId) -> HashSet<Var> {
+    let mut out = HashSet::new();
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        out.extend(arena.binders(arena[x]));
+        arena.for_each_child(x, |k| stack.push(k));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use crate::rules::tests::check_optimized;
+
+    #[test]
+    fn a_term_of_loops_in_two_statements_is_computed_once() {
+        // log-sum-exp's shape: the sum, then a loop that needs it.
+        check_optimized(
+            "def f(x: [n]real, m: real) =
+               let s = reduce + 0 (map (a. exp(a - m)) x) in
+               map (b. exp(b - m) / s) x",
+            expect![[r#"
+                def f(x: [n]real, m: real): [n]real =
+                  let E = map (x_1. exp(x_1 - m)) x in
+                  let s = reduce + 0 E in
+                  map (e. e / s) E
+            "#]],
+        );
+        // Over two arrays, with `let`s inside the bodies and another name for the term.
+        check_optimized(
+            "def f(x: [n]real, y: [n]real) =
+               let s = reduce + 0 (map2 (a, b. let t = a * b in sin(t) * a) x y) in
+               map2 (c, d. let u = c * d in s * sin(u) + d) x y",
+            expect![[r#"
+                def f(x: [n]real, y: [n]real): [n]real =
+                  let E = map2 (x_1, x_2. sin(x_1 * x_2)) x y in
+                  let s = reduce + 0 (map2 (a, e. e * a) x E) in
+                  map2 (d, e_1. s * e_1 + d) y E
+            "#]],
+        );
+    }
+
+    #[test]
+    fn loops_of_one_statement_and_conditional_loops_are_left_alone() {
+        // One statement: the code generator runs the loops as one.
+        check_optimized(
+            "def f(x: [n]real) = (reduce + 0 (map (a. exp(a)) x), map (b. exp(b) * 2) x)",
+            expect![[r#"
+                def f(x: [n]real): (real, [n]real) =
+                  (reduce + 0 (map (a. exp(a)) x), map (b. exp(b) * 2) x)
+            "#]],
+        );
+        // The second loop runs only sometimes: no array is made for the first alone.
+        check_optimized(
+            "def f(x: [n]real, c: real) =
+               let s = reduce + 0 (map (a. exp(a)) x) in
+               if c > 0 then reduce + 0 (map (b. exp(b) * b) x) else s",
+            expect![[r#"
+                def f(x: [n]real, c: real): real =
+                  let s = reduce + 0 (map (a. exp(a)) x) in
+                  if c > 0 then reduce + 0 (map (b. exp(b) * b) x) else s
+            "#]],
+        );
+    }
+}
