@@ -61,6 +61,14 @@
 //! its body straight into the destination. `zeros_like` and `ones_like` are known constants
 //! and are only ever written out when they must be in memory. Shifts are views.
 //!
+//! A shifted `scanl` whose accumulator is made of reals (`shift1R (scanl f z A)`, the
+//! accumulators before each step, or `shift1L`, after each step) is computed in the loop
+//! that reads it, which must read its elements once and in order: the accumulator lives in
+//! variables of the function (`prod`'s gradient reads the prefix products where it
+//! multiplies them). Read any other way it is computed into memory first. A map stored
+//! because it is read again later is folded in the loop that stores it when the next
+//! binding folds it (`let E = map (t. exp(t - m)) A in let s = sum(E)` is one loop).
+//!
 //! The components of a tuple that are loops over the same length (scalar folds, and arrays
 //! written element by element: maps, copies, fills) run as **one loop** (a gradient is
 //! typically such a tuple: the value's reduction and one map per parameter, all over the
@@ -72,9 +80,12 @@
 //! # What is not done
 //!
 //! Loops are not vectorised or unrolled, and reductions run in the term's order (so that
-//! results agree with the interpreter bit for bit). Scans are always computed into memory.
-//! Values are not shared between loops that are not fused: a subexpression several passes
-//! recompute (gradients recompute the primal's `exp`s and `tanh`s) is computed in each.
+//! results agree with the interpreter bit for bit). Scans are computed into memory except
+//! as above. Values are not shared between loops that are not fused (the optimizer stores
+//! the non-linear terms several loops compute, `unfad_opt::share`). The components of a
+//! tuple that are not fused are written arrays first, so that a scalar component's
+//! run-time call does not come before their loops (Cranelift's register allocator spills
+//! values live across a call inside the loops that use them).
 //! Array subterms of a function argument that do not depend on its parameters are
 //! recomputed in every iteration, as the term says (hoisting them is the optimizer's
 //! business). Cranelift's verifier runs on every function in debug builds only.

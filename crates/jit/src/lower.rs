@@ -33,8 +33,8 @@ use crate::layout::{Dim, SizeExpr};
 use crate::runtime::{self, Lowering};
 use crate::shape::{lambda, Analysis, SArr, SShape};
 use crate::value::{
-    concat_holds, no_holds, sized, Arr, Buf, FillElem, Holds, Kind, Layout, Place, Slots, Val, BV,
-    FV, IV,
+    concat_holds, no_holds, sized, Arr, Buf, FillElem, Holds, Kind, Layout, Place, Scan, Slots,
+    Val, BV, FV, IV,
 };
 
 /// A value computed once in the prologue.
@@ -116,9 +116,22 @@ pub(crate) struct Translator<'a> {
     roots: HashMap<Value, Value>,
     /// A stack slot of one real that loop results pass through (see `loop_`).
     relay: Option<StackSlot>,
+    /// The counter of each loop being built, innermost last (`None` for one counting
+    /// down): where a [`Scan`] may be read.
+    counters: Vec<Option<Value>>,
 }
 
 type Body<'b, 'a> = dyn FnMut(&mut Translator<'a>, Value, &[Value]) -> R<Vec<Value>> + 'b;
+
+/// Whether reading the elements of `a` computes a [`Scan`].
+fn reads_scan(a: &Arr) -> bool {
+    match &a.kind {
+        Kind::Scan(_) => true,
+        Kind::Map { src, .. } => reads_scan(src),
+        Kind::Map2 { a, b, .. } => reads_scan(a) || reads_scan(b),
+        Kind::Mem { .. } | Kind::Fill { .. } => false,
+    }
+}
 
 fn expect_arr(v: Val) -> R<Rc<Arr>> {
     match v {
@@ -162,6 +175,7 @@ impl<'a> Translator<'a> {
             memo: HashMap::new(),
             roots: HashMap::new(),
             relay: None,
+            counters: Vec::new(),
         }
     }
 
@@ -285,8 +299,10 @@ impl<'a> Translator<'a> {
         if let Some(&v) = self.pro.get(&p) {
             return v;
         }
-        // The body block already has instructions; this builder defines no `Variable`s, so
-        // adding a parameter cannot disturb its SSA construction.
+        // The body block already has instructions; the builder's only `Variable`s (the
+        // state of scans computed where they are read) are defined before every use, in
+        // this block or after it, so the SSA construction never gives this block a
+        // parameter, and adding one cannot disturb it.
         if self.pro_order.len() >= MAX_BLOCK_PARAMS {
             // Refused in `finish_prologue`; until then any value keeps the IR well-formed.
             if let Some(&(_, v)) = self.pro_order.last() {
@@ -650,7 +666,83 @@ impl<'a> Translator<'a> {
                 let y = self.elem(b, i)?;
                 self.apply(*f, vec![x, y])
             }
+            Kind::Scan(scan) => self.scan_step(scan, i),
         }
+    }
+
+    /// Element `i` of a scan computed where it is read: the accumulator before the step,
+    /// or after it; the step itself updates the state for the next element.
+    fn scan_step(&mut self, scan: &Scan, i: IV) -> R<Val> {
+        if scan.read.replace(true) {
+            return internal("a scan computed where it is read is read twice");
+        }
+        let in_order = match self.counters.last() {
+            Some(&Some(c)) => i == IV::V(c) && self.counters.len() == scan.depth + 1,
+            _ => false,
+        };
+        if !in_order {
+            return internal("a scan computed where it is read is not read in order");
+        }
+        let cur: Vec<Value> = scan.state.iter().map(|&v| self.b.use_var(v)).collect();
+        let acc = self.rebuild(&scan.template, &scan.acc, &mut cur.iter(), &no_holds())?;
+        let x = self.elem(&scan.src, i)?;
+        let (ps, body) = lambda(self.arena, scan.f, 2, "a scan")?;
+        self.bind(ps[0], acc.clone());
+        self.bind(ps[1], x);
+        let next = self.emit(body);
+        self.unbind(ps[0]);
+        self.unbind(ps[1]);
+        let next = next?;
+        let mut vals = Vec::with_capacity(scan.state.len());
+        self.flatten(&next, &mut vals)?;
+        if vals.len() != scan.state.len() {
+            return internal("a scan's step changes the shape of its accumulator");
+        }
+        for (&var, v) in scan.state.iter().zip(vals) {
+            self.b.def_var(var, v);
+        }
+        Ok(if scan.after { next } else { acc })
+    }
+
+    /// `shift1R (scanl f z x)` or `shift1L` of it, with an accumulator of reals, as a
+    /// [`Scan`] (`None` for other shifts).
+    fn lazy_scan(&mut self, e: ExprId, x: ExprId, left: bool) -> R<Option<Val>> {
+        let Node::Scanl(f, z, src) = self.arena[x] else {
+            return Ok(None);
+        };
+        let (ps, _) = lambda(self.arena, f, 2, "a scan")?;
+        let acc = self.an.var_shape(ps[0])?.clone();
+        if acc.has_arrays() {
+            return Ok(None);
+        }
+        let sa = shape_arr(&self.shape(e)?)?;
+        let template = self.emit(z)?;
+        let src = self.emit_arr(src)?;
+        let mut init = Vec::new();
+        self.flatten(&template, &mut init)?;
+        let state = init
+            .into_iter()
+            .map(|v| {
+                let ty = self.b.func.dfg.value_type(v);
+                let var = self.b.declare_var(ty);
+                self.b.def_var(var, v);
+                var
+            })
+            .collect();
+        Ok(Some(Val::Arr(Rc::new(Arr {
+            len: src.len,
+            shape: sized(&sa, src.stat()),
+            kind: Kind::Scan(Rc::new(Scan {
+                f,
+                src,
+                state,
+                template,
+                acc,
+                after: left,
+                depth: self.frames.len(),
+                read: Default::default(),
+            })),
+        }))))
     }
 
     fn fill_val(&mut self, e: &FillElem) -> Val {
@@ -729,7 +821,7 @@ impl<'a> Translator<'a> {
                 }
                 return self.map_into(*f, vec![a.clone(), b.clone()], p);
             }
-            Kind::Mem { .. } | Kind::Fill { .. } => {}
+            Kind::Mem { .. } | Kind::Fill { .. } | Kind::Scan(_) => {}
         }
         let (count, dim) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
         if self.write_flat(a, p, count)? {
@@ -760,7 +852,7 @@ impl<'a> Translator<'a> {
         let same = match &a.kind {
             Kind::Mem { layout: src, .. } => same_layout(src, dst, &mut leaves),
             Kind::Fill { elem } => fill_layout(elem, dst, &mut leaves),
-            Kind::Map { .. } | Kind::Map2 { .. } => false,
+            Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => false,
         };
         if !same {
             return Ok(false);
@@ -846,7 +938,7 @@ impl<'a> Translator<'a> {
             ),
             Val::Arr(a) => match a.kind {
                 Kind::Mem { .. } | Kind::Fill { .. } => Val::Arr(a),
-                Kind::Map { .. } | Kind::Map2 { .. } => {
+                Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => {
                     let p = self.alloc(&a.shape)?;
                     self.write_arr(&a, &p)?
                 }
@@ -1204,7 +1296,9 @@ impl<'a> Translator<'a> {
         }
         self.switch_to(body_b);
         self.frames.push(Vec::new());
+        self.counters.push((!rev).then_some(i));
         let out = body(self, i, &params);
+        self.counters.pop();
         let pinned = self.frames.pop();
         let out = out?;
         drop(pinned);
@@ -1327,6 +1421,9 @@ impl<'a> Translator<'a> {
             Var(v) => self.use_var(v),
             Let(x, e1, e2) => {
                 let v = self.emit(e1)?;
+                if let Some(r) = self.stored_then_folded(x, &v, e2, None)? {
+                    return Ok(r);
+                }
                 self.bind_let(x, v)?;
                 let r = self.emit(e2)?;
                 self.end_scope(&[x], &r);
@@ -1446,10 +1543,83 @@ impl<'a> Translator<'a> {
             Reduce(f, z, x) | Foldl(f, z, x) => self.emit_fold(f, z, x),
             Shift1L(x) | Shift1R(x) => {
                 let left = matches!(arena[e], Shift1L(_));
+                if let Some(v) = self.lazy_scan(e, x, left)? {
+                    return Ok(v);
+                }
                 let a = self.emit_arr(x)?;
                 Ok(Val::Arr(self.shift(&a, left)?))
             }
         }
+    }
+
+    /// `let x = v in let y = fold f z x in rest` where the map `v` must be stored (it is read
+    /// again later): one loop computes each element, stores it and folds it, where storing
+    /// `x` and then folding it would take two (`let E = map (t. exp(t - m)) A in let s =
+    /// sum(E)`). `None` (nothing emitted) for other terms.
+    fn stored_then_folded(
+        &mut self,
+        x: Var,
+        v: &Val,
+        e2: ExprId,
+        into: Option<&Place>,
+    ) -> R<Option<Val>> {
+        let arena = self.arena;
+        let Val::Arr(a) = v else {
+            return Ok(None);
+        };
+        if !matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. }) || self.an.lazy_ok(x) {
+            return Ok(None);
+        }
+        let Node::Let(y, fold, rest) = arena[e2] else {
+            return Ok(None);
+        };
+        let (Node::Reduce(f, z, src) | Node::Foldl(f, z, src)) = arena[fold] else {
+            return Ok(None);
+        };
+        let (ps, body) = lambda(arena, f, 2, "a fold")?;
+        let (pa, px) = (ps[0], ps[1]);
+        let acc_shape = self.an.var_shape(pa)?.clone();
+        if arena[src] != Node::Var(x)
+            || acc_shape.has_arrays()
+            || self.extremum(pa, px, body).is_some()
+            || arena.free_vars(z).contains(&x)
+        {
+            return Ok(None);
+        }
+        let d = self.alloc(&a.shape)?;
+        let zv = self.emit(z)?;
+        let mut init = Vec::new();
+        self.flatten(&zv, &mut init)?;
+        let (count, dim) = self.min_len(&[(a.len, a.stat()), (d.len, d.stat())]);
+        let holds = no_holds();
+        let out = self.loop_(count, false, init, &mut |t, i, cur| {
+            let xi = t.elem(a, IV::V(i))?;
+            let dst = t.place_elem(&d, IV::V(i))?;
+            let xi = t.write(&xi, &dst)?;
+            let acc = t.rebuild(&zv, &acc_shape, &mut cur.iter(), &holds)?;
+            t.bind(pa, acc);
+            t.bind(px, xi);
+            let r = t.emit(body);
+            t.unbind(pa);
+            t.unbind(px);
+            let mut next = Vec::new();
+            t.flatten(&r?, &mut next)?;
+            Ok(next)
+        })?;
+        self.pad(&d, count)?;
+        let stored = Self::view(&d, count, dim)?;
+        let folded = self.rebuild(&zv, &acc_shape, &mut out.iter(), &holds)?;
+        self.bind(x, stored);
+        // The fold's reading of `x` was just done.
+        self.skip(src);
+        self.bind_let(y, folded)?;
+        let r = match into {
+            Some(p) => self.emit_into(rest, p)?,
+            None => self.emit(rest)?,
+        };
+        self.end_scope(&[y], &r);
+        self.end_scope(&[x], &r);
+        Ok(Some(r))
     }
 
     /// `e` written to `p`; returns the value as written.
@@ -1464,6 +1634,9 @@ impl<'a> Translator<'a> {
             (_, Place::Reg) => self.emit(e),
             (Let(x, e1, e2), _) => {
                 let v = self.emit(e1)?;
+                if let Some(r) = self.stored_then_folded(x, &v, e2, Some(p))? {
+                    return Ok(r);
+                }
                 self.bind_let(x, v)?;
                 let r = self.emit_into(e2, p)?;
                 self.end_scope(&[x], &r);
@@ -1482,11 +1655,21 @@ impl<'a> Translator<'a> {
                 if let Some(v) = self.fused_tuple(arena.exprs(l), ps)? {
                     return Ok(v);
                 }
-                let items = arena
-                    .exprs(l)
-                    .iter()
-                    .zip(ps.iter())
-                    .map(|(&i, p)| self.emit_into(i, p))
+                // Components with arrays first: a scalar's run-time call (`log` of a sum)
+                // then comes after their loops, so that nothing the loops use lives across
+                // it (the register allocator spills such values inside the loops).
+                let items = arena.exprs(l);
+                let mut out: Vec<Option<Val>> = vec![None; items.len()];
+                for arrays in [true, false] {
+                    for (k, (&i, p)) in items.iter().zip(ps.iter()).enumerate() {
+                        if self.shape(i)?.has_arrays() == arrays {
+                            out[k] = Some(self.emit_into(i, p)?);
+                        }
+                    }
+                }
+                let items = out
+                    .into_iter()
+                    .map(|v| v.ok_or_else(|| JitError::Internal("a component was lost".into())))
                     .collect::<R<Vec<_>>>()?;
                 Ok(Val::Tuple(items.into()))
             }
@@ -1742,7 +1925,11 @@ impl<'a> Translator<'a> {
             (ps[0], ps[1])
         };
         let zv = self.emit(z)?;
-        let src = self.emit_arr(x)?;
+        let mut src = self.emit_arr(x)?;
+        if right && reads_scan(&src) {
+            // Read from the last element first: scans computed where they are read cannot.
+            src = expect_arr(self.force(Val::Arr(src))?)?;
+        }
         let room = match d.stat() {
             Some(dd) => (self.dim(dd.dec()), Some(dd.dec())),
             None => (self.dec(d.len), None),
@@ -2031,6 +2218,12 @@ impl<'a> Translator<'a> {
 
     /// `shift1L a` (drop the first element) or `shift1R a` (drop the last): a view.
     fn shift(&mut self, a: &Arr, left: bool) -> R<Rc<Arr>> {
+        if let Kind::Scan(_) = a.kind {
+            // Its elements come in order from the first: computed into memory first.
+            let p = self.alloc(&a.shape)?;
+            let v = expect_arr(self.write_arr(a, &p)?)?;
+            return self.shift(&v, left);
+        }
         let (len, shape) = match a.stat() {
             Some(d) => {
                 let d = d.dec();
@@ -2081,6 +2274,7 @@ impl<'a> Translator<'a> {
                     read: Default::default(),
                 }
             }
+            Kind::Scan(_) => return internal("a scan computed where it is read is shifted"),
         };
         Ok(Rc::new(Arr { len, shape, kind }))
     }
@@ -2156,7 +2350,7 @@ impl<'a> Translator<'a> {
                         Self::fill_elem_from_layout(layout, &a.shape.elem, c)?
                     }
                     Kind::Fill { elem } => Self::refill(elem, c),
-                    Kind::Map { .. } | Kind::Map2 { .. } => {
+                    Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => {
                         self.fill_elem_from_shape(&a.shape.elem, c)?
                     }
                 };

@@ -7,16 +7,18 @@
 //!   are stored as tuples of arrays, nested arrays row-major in one buffer);
 //! - a fill ([`Kind::Fill`]): every leaf the same known constant (`zeros_like`, `ones_like`);
 //! - unevaluated ([`Kind::Map`], [`Kind::Map2`]): a `map` whose element is computed where a
-//!   consumer reads it, which fuses the map into the consumer's loop.
+//!   consumer reads it, which fuses the map into the consumer's loop;
+//! - a shifted `scanl` computed in the loop that reads it ([`Kind::Scan`]).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use cranelift_codegen::ir::Value;
+use cranelift_frontend::Variable;
 use unfad_syntax::ExprId;
 
 use crate::layout::Dim;
-use crate::shape::SArr;
+use crate::shape::{SArr, SShape};
 
 /// An integer (a length, an index or a stride): known, or computed at run time.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -75,6 +77,27 @@ pub(crate) enum Kind {
         b: Rc<Arr>,
         read: Cell<bool>,
     },
+    /// A shifted `scanl`, computed in the loop that reads it (see [`Scan`]).
+    Scan(Rc<Scan>),
+}
+
+/// `shift1R (scanl f z src)`, the accumulator before each step, or `shift1L`, after each
+/// step: computed in the loop that reads it, which must read every element once and in
+/// order from the first, with the accumulator in variables of the function being built
+/// (one per leaf) instead of an array in memory.
+#[derive(Debug)]
+pub(crate) struct Scan {
+    pub f: ExprId,
+    pub src: Rc<Arr>,
+    pub state: Vec<Variable>,
+    /// The initial accumulator, whose structure the state's values are rebuilt into.
+    pub template: Val,
+    pub acc: SShape,
+    /// Whether element `i` is the accumulator after step `i` (`shift1L`).
+    pub after: bool,
+    /// The loop depth where it was made; the loop reading it is one deeper.
+    pub depth: usize,
+    pub read: Cell<bool>,
 }
 
 /// Where the elements of an in-memory array are; mirrors the element type.
@@ -224,7 +247,7 @@ impl Val {
         match self {
             Val::Real(_) | Val::Bool(_) => false,
             Val::Tuple(items) => items.iter().any(Val::has_lazy),
-            Val::Arr(a) => matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. }),
+            Val::Arr(a) => matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_)),
         }
     }
 }

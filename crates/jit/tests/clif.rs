@@ -67,31 +67,23 @@ fn prod_gradient() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v74 = load.i64 notrap aligned v1
-                v75 = iconst.i64 1
-                v76 = smax v74, v75  ; v75 = 1
-                v77 = iconst.i64 3
-                v78 = ishl v76, v77  ; v77 = 3
-                v79 = iadd v3, v78
-                v80 = iconst.i64 1
-                v81 = iadd v74, v80  ; v80 = 1
-                v82 = iconst.i64 3
-                v83 = ishl v81, v82  ; v82 = 3
-                v84 = iadd v79, v83
-                v85 = iconst.i64 0
-                v86 = iconst.i64 3
-                v87 = ishl v85, v86  ; v85 = 0, v86 = 3
-                v88 = iadd v3, v87
-                v89 = iconst.i64 -1
-                v90 = iadd v74, v89  ; v89 = -1
-                v91 = iconst.i64 0
-                v92 = smax v90, v91  ; v91 = 0
-                v93 = iconst.i64 3
-                v94 = ishl v85, v93  ; v85 = 0, v93 = 3
-                v95 = iadd v79, v94
-                jump block1(v74, v88, v76, v92, v95, v81)
+                v54 = load.i64 notrap aligned v1
+                v55 = iconst.i64 1
+                v56 = smax v54, v55  ; v55 = 1
+                v57 = iconst.i64 3
+                v58 = ishl v56, v57  ; v57 = 3
+                v59 = iadd v3, v58
+                v60 = iconst.i64 0
+                v61 = iconst.i64 3
+                v62 = ishl v60, v61  ; v60 = 0, v61 = 3
+                v63 = iadd v3, v62
+                v64 = iconst.i64 -1
+                v65 = iadd v54, v64  ; v64 = -1
+                v66 = iconst.i64 0
+                v67 = smax v65, v66  ; v66 = 0
+                jump block1(v54, v63, v56, v67)
 
-            block1(v6: i64, v7: i64, v8: i64, v9: i64, v34: i64, v35: i64):
+            block1(v6: i64, v7: i64, v8: i64, v9: i64):
                 v4 = load.i64 notrap aligned v0
                 v5 = load.i64 notrap aligned v2
                 v10 = iconst.i64 8
@@ -124,56 +116,31 @@ fn prod_gradient() {
                 store notrap aligned v18, v31
                 v32 = atomic_load.i64 notrap aligned v31
                 v33 = bitcast.f64 v32
-                v36 = f64const 0x1.0000000000000p0
-                store notrap aligned v36, v34  ; v36 = 0x1.0000000000000p0
-                v40 = iconst.i64 0
-                brif.i64 v6, block4(v40, v36), block5(v36)  ; v40 = 0, v36 = 0x1.0000000000000p0, v36 = 0x1.0000000000000p0
+                v34 = f64const 0x1.0000000000000p0
+                v36 = iconst.i64 0
+                brif.i64 v6, block4(v36, v34), block5  ; v36 = 0, v34 = 0x1.0000000000000p0
 
-            block4(v37: i64, v38: f64):
-                v41 = iconst.i64 3
-                v42 = ishl v37, v41  ; v41 = 3
-                v43 = iadd.i64 v4, v42
-                v44 = load.f64 notrap aligned v43
-                v45 = iconst.i64 1
-                v46 = iadd v37, v45  ; v45 = 1
+            block4(v35: i64, v41: f64):
+                v37 = iconst.i64 3
+                v38 = ishl v35, v37  ; v37 = 3
+                v39 = iadd.i64 v7, v38
+                v40 = load.f64 notrap aligned v39
+                v42 = iconst.i64 3
+                v43 = ishl v35, v42  ; v42 = 3
+                v44 = iadd.i64 v4, v43
+                v45 = load.f64 notrap aligned v44
+                v46 = fmul v41, v45
                 v47 = iconst.i64 3
-                v48 = ishl v46, v47  ; v47 = 3
-                v49 = iadd.i64 v34, v48
-                v50 = fmul v38, v44
+                v48 = ishl v35, v47  ; v47 = 3
+                v49 = iadd.i64 v5, v48
+                v50 = fmul v40, v41
                 store notrap aligned v50, v49
                 v51 = iconst.i64 1
-                v52 = iadd v37, v51  ; v51 = 1
+                v52 = iadd v35, v51  ; v51 = 1
                 v53 = icmp ult v52, v6
-                brif v53, block4(v52, v50), block5(v50)
+                brif v53, block4(v52, v46), block5
 
-            block5(v39: f64):
-                v54 = stack_addr.i64 ss0
-                store notrap aligned v39, v54
-                v55 = atomic_load.i64 notrap aligned v54
-                v56 = bitcast.f64 v55
-                v58 = iconst.i64 0
-                brif.i64 v6, block6(v58), block7  ; v58 = 0
-
-            block6(v57: i64):
-                v59 = iconst.i64 3
-                v60 = ishl v57, v59  ; v59 = 3
-                v61 = iadd.i64 v7, v60
-                v62 = load.f64 notrap aligned v61
-                v63 = iconst.i64 3
-                v64 = ishl v57, v63  ; v63 = 3
-                v65 = iadd.i64 v34, v64
-                v66 = load.f64 notrap aligned v65
-                v67 = iconst.i64 3
-                v68 = ishl v57, v67  ; v67 = 3
-                v69 = iadd.i64 v5, v68
-                v70 = fmul v62, v66
-                store notrap aligned v70, v69
-                v71 = iconst.i64 1
-                v72 = iadd v57, v71  ; v71 = 1
-                v73 = icmp ult v72, v6
-                brif v73, block6(v72), block7
-
-            block7:
+            block5:
                 return
             }
         "#]],

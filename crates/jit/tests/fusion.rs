@@ -148,3 +148,70 @@ fn max_and_min_reductions_run_in_lanes_bit_for_bit() {
         check(src, &inputs);
     }
 }
+
+/// Workspace of `src` at `n`, in reals.
+fn workspace(src: &str, n: u64) -> usize {
+    let (prog, func) = common::load(src);
+    unfad_jit::compile(&prog.arena, &func)
+        .unwrap()
+        .workspace_len(&[n])
+}
+
+#[test]
+fn a_shifted_scan_is_computed_in_the_loop_that_reads_it() {
+    // The gradient of prod: only the suffix products are stored (n reals), and the prefix
+    // products are computed in the loop of the product.
+    let src = "def f(A: [n]real, B: [n]real) = \
+               map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A))";
+    check(src, &inputs_ab(false));
+    assert_eq!(workspace(src, 7), 7);
+    // Accumulators that are tuples, elements after each step, read by a fold, by a map of a
+    // map, and in a row of a nested loop.
+    for src in [
+        "def f(A: [n]real, B: [n]real) = \
+         map2 (p, b. fst p * b + snd p) (shift1L (scanl (s, a. (fst s * 0.5 + a, max(snd s, a))) (1, -1) A)) B",
+        "def f(A: [n]real, B: [n]real) = reduce + 0 (map2 * (shift1R (scanl + 0 A)) B)",
+        "def f(A: [n]real, B: [n]real) = map (c. c * 2) (map2 - B (shift1L (scanl * 1 A)))",
+        "def f(A: [n]real, B: [n]real) = map (b. sum(map2 * (shift1R (scanl (s, a. s + a * b) b A)) A)) B",
+    ] {
+        check(src, &inputs_ab(false));
+        assert_eq!(workspace(src, 7), 0, "{src}");
+    }
+}
+
+#[test]
+fn a_scan_read_otherwise_is_stored() {
+    // Read from the last element first, shifted again, or read twice: in memory first.
+    for src in [
+        "def f(A: [n]real, B: [n]real) = scanr + 0 (map2 * (shift1R (scanl + 0 A)) B)",
+        "def f(A: [n]real, B: [n]real) = map2 * (shift1L (shift1R (scanl + 0 A))) (shift1L B)",
+        "def f(A: [n]real, B: [n]real) = let S = shift1R (scanl + 1 A) in (map2 * S B, map2 + S A)",
+        "def f(A: [n]real, B: [n]real) = map (b. sum(map2 * (shift1R (scanl + b A)) A)) (shift1L (scanl * 1 B))",
+    ] {
+        check(src, &inputs_ab(false));
+    }
+}
+
+#[test]
+fn an_array_stored_for_later_is_folded_in_the_loop_that_stores_it() {
+    // log-sum-exp's gradient: exp(a - m) stored, summed, then read again.
+    let src = "def f(A: [n]real, B: [n]real) = \
+               let m = reduce max (-1e300) A in \
+               let E = map (a. exp(a - m)) A in \
+               let s = reduce + 0 E in \
+               map2 (e, b. e / s + b) E B";
+    check(src, &inputs_ab(false));
+    // The maximum (four lanes, then the rest), the stored and summed exponentials, the
+    // result.
+    assert_eq!(loops(src), 4);
+    // A fold whose unit reads the array, and a fold of tuples.
+    for src in [
+        "def f(A: [n]real, B: [n]real) = \
+         let E = map (a. a * a) A in let s = reduce + (reduce max 0 E) E in map (e. e * s) E",
+        "def f(A: [n]real, B: [n]real) = \
+         let E = map2 * A B in let p = foldl (q, e. (fst q + e, snd q * e)) (0, 1) E in \
+         map (e. e * fst p + snd p) E",
+    ] {
+        check(src, &inputs_ab(false));
+    }
+}
