@@ -34,6 +34,12 @@
 //!   contribution of step `i` to `c̄` is `∇c e_i` scaled by the adjoint `s_i` of that step's
 //!   result, which is `A3_i * z` (above): products of the `∂x` factors, not of the `∇c`.
 //!
+//! **Sums.** `reduce + y0 A` over reals (the closed section, so the same `foldl`) passes the
+//! adjoint of its result unchanged to the unit and to every element, `Ā = map (b. z) A`,
+//! the closed form the general rule reaches only after partial evaluation (every `∂x e` and
+//! `∂y e` is 1), built directly: sums are everywhere (`dot`, `sum`) and the general rule's
+//! terms for them are most of the work of reverse mode and of the optimizer.
+//!
 //! **Extrema.** For `reduce max y0 A` with the closed section (so `min`, and the same
 //! `foldl`) the factors `∂x e` are 0 or 1: the derivative goes to the accumulator when
 //! `acc >= x` (ties included, see [`crate::derivatives`]) and to the element otherwise, so
@@ -112,6 +118,8 @@ pub struct FoldTape {
 enum Recorded {
     /// `max` or `min` of the elements and the unit: its adjoint needs only the value.
     Extremum(BinOp),
+    /// A sum of reals: every element and the unit get the adjoint of the result.
+    Sum,
     Steps(StepTape),
 }
 
@@ -170,18 +178,27 @@ pub fn fold_tape(
 ) -> Result<FoldTape, AdError> {
     let acc_ty = type_of_atom(a, fold.init)?;
     let mut bindings = Vec::new();
-    if let Some(op) = extremum(a, fold) {
+    let op = operator_section(a, fold);
+    let sum =
+        op == Some(BinOp::Add) && acc_ty == Type::Real && elem_type(a, fold.array)? == Type::Real;
+    if matches!(op, Some(BinOp::Max | BinOp::Min)) || sum {
         let f_copy = elem::instantiate(a, fold.f, &[]);
         let node = match kind {
             FoldKind::Reduce => Node::Reduce(f_copy, fold.init, fold.array),
             FoldKind::Foldl => Node::Foldl(f_copy, fold.init, fold.array),
         };
         let value_e = a.add(node);
-        let value = bind(a, &mut bindings, "M", value_e)?;
+        let (value, recorded) = match op {
+            Some(op @ (BinOp::Max | BinOp::Min)) => {
+                let m = bind(a, &mut bindings, "M", value_e)?;
+                (m, Recorded::Extremum(op))
+            }
+            _ => (value_e, Recorded::Sum),
+        };
         return Ok(FoldTape {
             bindings,
             value,
-            recorded: Recorded::Extremum(op),
+            recorded,
         });
     }
     let f_copy = a.copy_fresh(fold.f);
@@ -253,6 +270,16 @@ pub fn fold_adjoint(
 ) -> Result<FoldAdjoint, AdError> {
     let tape = match &tape.recorded {
         Recorded::Extremum(op) => return extremum_adjoint(a, fold, *op, tape.value, z),
+        Recorded::Sum => {
+            // ȳ0 = z, Ā = map (b. z) A
+            let spread = build::lambda(a, &[("b", Type::Real)], |_, _| Ok(z))?;
+            return Ok(FoldAdjoint {
+                bindings: Vec::new(),
+                init: z,
+                array: build::map(a, spread, fold.array),
+                captures: Vec::new(),
+            });
+        }
         Recorded::Steps(steps) => steps,
     };
     let Some((ax, a2, a3)) = tape.paper else {
@@ -314,11 +341,11 @@ pub fn fold_adjoint(
     })
 }
 
-/// `Some(max)` (or `min`) if the fold's function is `(acc, x. max(acc, x))` (or `min`),
-/// capturing nothing.
-fn extremum(a: &Arena, fold: &Fold) -> Option<BinOp> {
+/// `Some(op)` if the fold's function is the section `(acc, x. acc op x)`, capturing
+/// nothing.
+fn operator_section(a: &Arena, fold: &Fold) -> Option<BinOp> {
     let (ps, body) = a.lambda_parts(fold.f)?;
-    let Node::Op2(op @ (BinOp::Max | BinOp::Min), x, y) = a[body] else {
+    let Node::Op2(op, x, y) = a[body] else {
         return None;
     };
     let params = [Node::Var(*ps.first()?), Node::Var(*ps.get(1)?)];

@@ -316,29 +316,12 @@ fn map2_without_free_variables() {
                      (fun (dA_6: [n]real, dA_7: [n]real, dv12: real, z_10: [n]real) -> Y12(dA_6, map2 + dA_7 z_10, dv12))
                    )
                  in
-                 let A0 = shift1R (scanl + v12 v13) in
-                 let Ax =
-                   map2 (x_2, y_2.
-                     let Y14 = fun (dx_8: real, dy_8: real) -> dx_8 in
-                     (snd (let (v15, Y15) = (x_2, (fun (dx_9: real, dy_9: real, z_11: real) -> Y14(dx_9 + z_11, dy_9))) in
-                      let (v16, Y16) = (y_2, (fun (dx_10: real, dy_10: real, dv15: real, z_12: real) -> Y15(dx_10, dy_10 + z_12, dv15))) in
-                      (v15 + v16, (fun (dx_11: real, dy_11: real, z_13: real) -> Y16(dx_11, dy_11, 1 * z_13, 1 * z_13)))))(0, 0, 1)) A0 v13
-                 in
-                 let A2 =
-                   map2 (x_3, y_3.
-                     let Y17 = fun (dx_12: real, dy_12: real) -> dy_12 in
-                     (snd (let (v18, Y18) = (x_3, (fun (dx_13: real, dy_13: real, z_14: real) -> Y17(dx_13 + z_14, dy_13))) in
-                      let (v19, Y19) = (y_3, (fun (dx_14: real, dy_14: real, dv18: real, z_15: real) -> Y18(dx_14, dy_14 + z_15, dv18))) in
-                      (v18 + v19, (fun (dx_15: real, dy_15: real, z_16: real) -> Y19(dx_15, dy_15, 1 * z_16, 1 * z_16)))))(0, 0, 1)) A0 v13
-                 in
-                 let A3 = scanr * 1 (shift1L Ax) in
                  (
                    reduce + v12 v13,
-                   (fun (dA_8: [n]real, dA_9: [n]real, z_17: real) ->
-                      Y13(dA_8, dA_9, z_17 * reduce * 1 Ax, map2 (a, b. a * b * z_17) A3 A2))
+                   (fun (dA_8: [n]real, dA_9: [n]real, z_11: real) -> Y13(dA_8, dA_9, z_11, map (b. z_11) v13))
                  )
                in
-               (v11, (fun (dA_10: [n]real, z_18: real) -> Y11(dA_10, zeros_like(A_1), z_18)))))(zeros_like(A), 1)
+               (v11, (fun (dA_10: [n]real, z_12: real) -> Y11(dA_10, zeros_like(A_1), z_12)))))(zeros_like(A), 1)
         "#]],
     );
 }
@@ -378,29 +361,13 @@ fn map2_with_a_free_variable() {
                         Y7(dA_6, dw_7, map2 + dA_7 z_5, dv7))
                    )
                  in
-                 let A0 = shift1R (scanl + v7 v8) in
-                 let Ax =
-                   map2 (x, y.
-                     let Y9 = fun (dx: real, dy: real) -> dx in
-                     (snd (let (v10, Y10) = (x, (fun (dx_1: real, dy_1: real, z_6: real) -> Y9(dx_1 + z_6, dy_1))) in
-                      let (v11, Y11) = (y, (fun (dx_2: real, dy_2: real, dv10: real, z_7: real) -> Y10(dx_2, dy_2 + z_7, dv10))) in
-                      (v10 + v11, (fun (dx_3: real, dy_3: real, z_8: real) -> Y11(dx_3, dy_3, 1 * z_8, 1 * z_8)))))(0, 0, 1)) A0 v8
-                 in
-                 let A2 =
-                   map2 (x_1, y_1.
-                     let Y12 = fun (dx_4: real, dy_4: real) -> dy_4 in
-                     (snd (let (v13, Y13) = (x_1, (fun (dx_5: real, dy_5: real, z_9: real) -> Y12(dx_5 + z_9, dy_5))) in
-                      let (v14, Y14) = (y_1, (fun (dx_6: real, dy_6: real, dv13: real, z_10: real) -> Y13(dx_6, dy_6 + z_10, dv13))) in
-                      (v13 + v14, (fun (dx_7: real, dy_7: real, z_11: real) -> Y14(dx_7, dy_7, 1 * z_11, 1 * z_11)))))(0, 0, 1)) A0 v8
-                 in
-                 let A3 = scanr * 1 (shift1L Ax) in
                  (
                    reduce + v7 v8,
-                   (fun (dA_8: [n]real, dw_8: real, dA_9: [n]real, z_12: real) ->
-                      Y8(dA_8, dw_8, dA_9, z_12 * reduce * 1 Ax, map2 (a_2, b_2. a_2 * b_2 * z_12) A3 A2))
+                   (fun (dA_8: [n]real, dw_8: real, dA_9: [n]real, z_6: real) ->
+                      Y8(dA_8, dw_8, dA_9, z_6, map (b_2. z_6) v8))
                  )
                in
-               (v6, (fun (dA_10: [n]real, dw_9: real, z_13: real) -> Y6(dA_10, dw_9, zeros_like(A_1), z_13)))))(zeros_like(A), 0, 1)
+               (v6, (fun (dA_10: [n]real, dw_9: real, z_7: real) -> Y6(dA_10, dw_9, zeros_like(A_1), z_7)))))(zeros_like(A), 0, 1)
         "#]],
     );
 }
@@ -473,61 +440,45 @@ fn map_with_a_free_variable() {
     check(
         "def f(A: [n]real, w: real) = sum(map (a. a * w) A)",
         expect![[r#"
-        def f(A: [n]real, w: real): ([n]real, real) =
-          let Y1 = fun (dA: [n]real, dw: real) -> (dA, dw) in
-          (snd (let (A_1, Y2) =
-             let (v3, Y3) = (A, (fun (dA_1: [n]real, dw_1: real, z: [n]real) -> Y1(map2 + dA_1 z, dw_1))) in
-             (
-               map (a. a * w) v3,
-               (fun (dA_2: [n]real, dw_2: real, z_1: [n]real) ->
-                  Y3(
-                    dA_2,
-                    dw_2 + reduce + 0 (map2 * z_1 (map (a_1.
-                            let Y4 = fun (da: real, dw_3: real) -> dw_3 in
-                            (snd (let (v5, Y5) = (a_1, (fun (da_1: real, dw_4: real, z_2: real) -> Y4(da_1 + z_2, dw_4))) in
-                             let (v6, Y6) = (w, (fun (da_2: real, dw_5: real, dv5: real, z_3: real) -> Y5(da_2, dw_5 + z_3, dv5))) in
-                             (v5 * v6, (fun (da_3: real, dw_6: real, z_4: real) -> Y6(da_3, dw_6, v6 * z_4, v5 * z_4)))))(0, 0, 1)) v3)),
-                    map2 * (map (a_2.
-                         let Y7 = fun (da_4: real, dw_7: real) -> da_4 in
-                         (snd (let (v8, Y8) = (a_2, (fun (da_5: real, dw_8: real, z_5: real) -> Y7(da_5 + z_5, dw_8))) in
-                          let (v9, Y9) = (w, (fun (da_6: real, dw_9: real, dv8: real, z_6: real) -> Y8(da_6, dw_9 + z_6, dv8))) in
-                          (v8 * v9, (fun (da_7: real, dw_10: real, z_7: real) -> Y9(da_7, dw_10, v9 * z_7, v8 * z_7)))))(0, 0, 1)) v3) z_1
-                  ))
-             )
-           in
-           let (v10, Y10) =
-             let (v11, Y11) = (0, (fun (dA_3: [n]real, dw_11: real, dA_4: [n]real, z_8: real) -> Y2(dA_3, dw_11, dA_4))) in
-             let (v12, Y12) =
-               (
-                 A_1,
-                 (fun (dA_5: [n]real, dw_12: real, dA_6: [n]real, dv11: real, z_9: [n]real) ->
-                    Y11(dA_5, dw_12, map2 + dA_6 z_9, dv11))
-               )
-             in
-             let A0 = shift1R (scanl + v11 v12) in
-             let Ax =
-               map2 (x, y.
-                 let Y13 = fun (dx: real, dy: real) -> dx in
-                 (snd (let (v14, Y14) = (x, (fun (dx_1: real, dy_1: real, z_10: real) -> Y13(dx_1 + z_10, dy_1))) in
-                  let (v15, Y15) = (y, (fun (dx_2: real, dy_2: real, dv14: real, z_11: real) -> Y14(dx_2, dy_2 + z_11, dv14))) in
-                  (v14 + v15, (fun (dx_3: real, dy_3: real, z_12: real) -> Y15(dx_3, dy_3, 1 * z_12, 1 * z_12)))))(0, 0, 1)) A0 v12
-             in
-             let A2 =
-               map2 (x_1, y_1.
-                 let Y16 = fun (dx_4: real, dy_4: real) -> dy_4 in
-                 (snd (let (v17, Y17) = (x_1, (fun (dx_5: real, dy_5: real, z_13: real) -> Y16(dx_5 + z_13, dy_5))) in
-                  let (v18, Y18) = (y_1, (fun (dx_6: real, dy_6: real, dv17: real, z_14: real) -> Y17(dx_6, dy_6 + z_14, dv17))) in
-                  (v17 + v18, (fun (dx_7: real, dy_7: real, z_15: real) -> Y18(dx_7, dy_7, 1 * z_15, 1 * z_15)))))(0, 0, 1)) A0 v12
-             in
-             let A3 = scanr * 1 (shift1L Ax) in
-             (
-               reduce + v11 v12,
-               (fun (dA_7: [n]real, dw_13: real, dA_8: [n]real, z_16: real) ->
-                  Y12(dA_7, dw_13, dA_8, z_16 * reduce * 1 Ax, map2 (a_3, b. a_3 * b * z_16) A3 A2))
-             )
-           in
-           (v10, (fun (dA_9: [n]real, dw_14: real, z_17: real) -> Y10(dA_9, dw_14, zeros_like(A_1), z_17)))))(zeros_like(A), 0, 1)
-    "#]],
+            def f(A: [n]real, w: real): ([n]real, real) =
+              let Y1 = fun (dA: [n]real, dw: real) -> (dA, dw) in
+              (snd (let (A_1, Y2) =
+                 let (v3, Y3) = (A, (fun (dA_1: [n]real, dw_1: real, z: [n]real) -> Y1(map2 + dA_1 z, dw_1))) in
+                 (
+                   map (a. a * w) v3,
+                   (fun (dA_2: [n]real, dw_2: real, z_1: [n]real) ->
+                      Y3(
+                        dA_2,
+                        dw_2 + reduce + 0 (map2 * z_1 (map (a_1.
+                                let Y4 = fun (da: real, dw_3: real) -> dw_3 in
+                                (snd (let (v5, Y5) = (a_1, (fun (da_1: real, dw_4: real, z_2: real) -> Y4(da_1 + z_2, dw_4))) in
+                                 let (v6, Y6) = (w, (fun (da_2: real, dw_5: real, dv5: real, z_3: real) -> Y5(da_2, dw_5 + z_3, dv5))) in
+                                 (v5 * v6, (fun (da_3: real, dw_6: real, z_4: real) -> Y6(da_3, dw_6, v6 * z_4, v5 * z_4)))))(0, 0, 1)) v3)),
+                        map2 * (map (a_2.
+                             let Y7 = fun (da_4: real, dw_7: real) -> da_4 in
+                             (snd (let (v8, Y8) = (a_2, (fun (da_5: real, dw_8: real, z_5: real) -> Y7(da_5 + z_5, dw_8))) in
+                              let (v9, Y9) = (w, (fun (da_6: real, dw_9: real, dv8: real, z_6: real) -> Y8(da_6, dw_9 + z_6, dv8))) in
+                              (v8 * v9, (fun (da_7: real, dw_10: real, z_7: real) -> Y9(da_7, dw_10, v9 * z_7, v8 * z_7)))))(0, 0, 1)) v3) z_1
+                      ))
+                 )
+               in
+               let (v10, Y10) =
+                 let (v11, Y11) = (0, (fun (dA_3: [n]real, dw_11: real, dA_4: [n]real, z_8: real) -> Y2(dA_3, dw_11, dA_4))) in
+                 let (v12, Y12) =
+                   (
+                     A_1,
+                     (fun (dA_5: [n]real, dw_12: real, dA_6: [n]real, dv11: real, z_9: [n]real) ->
+                        Y11(dA_5, dw_12, map2 + dA_6 z_9, dv11))
+                   )
+                 in
+                 (
+                   reduce + v11 v12,
+                   (fun (dA_7: [n]real, dw_13: real, dA_8: [n]real, z_10: real) ->
+                      Y12(dA_7, dw_13, dA_8, z_10, map (b. z_10) v12))
+                 )
+               in
+               (v10, (fun (dA_9: [n]real, dw_14: real, z_11: real) -> Y10(dA_9, dw_14, zeros_like(A_1), z_11)))))(zeros_like(A), 0, 1)
+        "#]],
     );
 }
 
@@ -574,43 +525,23 @@ fn array_literal() {
     check(
         "def f(x: real) = sum([x, 2])",
         expect![[r#"
-        def f(x: real): real =
-          let Y1 = fun (dx: real) -> dx in
-          (snd (let (A, Y2) =
-             let (v3, Y3) = (x, (fun (dx_1: real, z: real) -> Y1(dx_1 + z))) in
-             let (v4, Y4) = (2, (fun (dx_2: real, dv3: real, z_1: real) -> Y3(dx_2, dv3))) in
-             (
-               [v3, v4],
-               (fun (dx_3: real, z_2: [2]real) ->
-                  Y4(dx_3, foldl (acc, x_1. x_1) 0 (shift1R z_2), foldl (acc_1, x_2. x_2) 0 z_2))
-             )
-           in
-           let (v5, Y5) =
-             let (v6, Y6) = (0, (fun (dx_4: real, dA: [2]real, z_3: real) -> Y2(dx_4, dA))) in
-             let (v7, Y7) = (A, (fun (dx_5: real, dA_1: [2]real, dv6: real, z_4: [2]real) -> Y6(dx_5, map2 + dA_1 z_4, dv6))) in
-             let A0 = shift1R (scanl + v6 v7) in
-             let Ax =
-               map2 (x_3, y.
-                 let Y8 = fun (dx_6: real, dy: real) -> dx_6 in
-                 (snd (let (v9, Y9) = (x_3, (fun (dx_7: real, dy_1: real, z_5: real) -> Y8(dx_7 + z_5, dy_1))) in
-                  let (v10, Y10) = (y, (fun (dx_8: real, dy_2: real, dv9: real, z_6: real) -> Y9(dx_8, dy_2 + z_6, dv9))) in
-                  (v9 + v10, (fun (dx_9: real, dy_3: real, z_7: real) -> Y10(dx_9, dy_3, 1 * z_7, 1 * z_7)))))(0, 0, 1)) A0 v7
-             in
-             let A2 =
-               map2 (x_4, y_1.
-                 let Y11 = fun (dx_10: real, dy_4: real) -> dy_4 in
-                 (snd (let (v12, Y12) = (x_4, (fun (dx_11: real, dy_5: real, z_8: real) -> Y11(dx_11 + z_8, dy_5))) in
-                  let (v13, Y13) = (y_1, (fun (dx_12: real, dy_6: real, dv12: real, z_9: real) -> Y12(dx_12, dy_6 + z_9, dv12))) in
-                  (v12 + v13, (fun (dx_13: real, dy_7: real, z_10: real) -> Y13(dx_13, dy_7, 1 * z_10, 1 * z_10)))))(0, 0, 1)) A0 v7
-             in
-             let A3 = scanr * 1 (shift1L Ax) in
-             (
-               reduce + v6 v7,
-               (fun (dx_14: real, dA_2: [2]real, z_11: real) ->
-                  Y7(dx_14, dA_2, z_11 * reduce * 1 Ax, map2 (a, b. a * b * z_11) A3 A2))
-             )
-           in
-           (v5, (fun (dx_15: real, z_12: real) -> Y5(dx_15, zeros_like(A), z_12)))))(0, 1)
-    "#]],
+            def f(x: real): real =
+              let Y1 = fun (dx: real) -> dx in
+              (snd (let (A, Y2) =
+                 let (v3, Y3) = (x, (fun (dx_1: real, z: real) -> Y1(dx_1 + z))) in
+                 let (v4, Y4) = (2, (fun (dx_2: real, dv3: real, z_1: real) -> Y3(dx_2, dv3))) in
+                 (
+                   [v3, v4],
+                   (fun (dx_3: real, z_2: [2]real) ->
+                      Y4(dx_3, foldl (acc, x_1. x_1) 0 (shift1R z_2), foldl (acc_1, x_2. x_2) 0 z_2))
+                 )
+               in
+               let (v5, Y5) =
+                 let (v6, Y6) = (0, (fun (dx_4: real, dA: [2]real, z_3: real) -> Y2(dx_4, dA))) in
+                 let (v7, Y7) = (A, (fun (dx_5: real, dA_1: [2]real, dv6: real, z_4: [2]real) -> Y6(dx_5, map2 + dA_1 z_4, dv6))) in
+                 (reduce + v6 v7, (fun (dx_6: real, dA_2: [2]real, z_5: real) -> Y7(dx_6, dA_2, z_5, map (b. z_5) v7)))
+               in
+               (v5, (fun (dx_7: real, z_6: real) -> Y5(dx_7, zeros_like(A), z_6)))))(0, 1)
+        "#]],
     );
 }

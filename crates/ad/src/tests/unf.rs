@@ -397,40 +397,12 @@ fn via_unf_map2_with_a_free_variable() {
                    Y11(y1_9, y2_9, y3_9, zeros_like(A), zeros_like(A), y4_7)
                in
                let x5 = reduce + 0 x6 in
-               let Y23 =
+               let Y13 =
                  fun (y1_10: [n]real, y2_10: real, y3_10: real, y4_8: [n]real, y5_4: real) ->
-                   let A0 = shift1R (scanl + 0 x6) in
-                   let Ax =
-                     map2 (x, y.
-                       let Y13 = fun (dx: real, dy: real) -> dx in
-                       (snd (let Y14 = fun (y1_11: real, y2_11: real, y3_11: real) -> Y13(y1_11 + y3_11, y2_11) in
-                        let Y15 = fun (y1_12: real, y2_12: real, y3_12: real, y4_9: real) -> Y14(y1_12, y2_12 + y4_9, y3_12) in
-                        let x5_1 = x + y in
-                        let Y16 =
-                          fun (y1_13: real, y2_13: real, y3_13: real, y4_10: real, y5_5: real) ->
-                            Y15(y1_13, y2_13, y3_13 + 1 * y5_5, y4_10 + 1 * y5_5)
-                        in
-                        let Y17 = fun (y1_14: real, y2_14: real, y3_14: real) -> Y16(y1_14, y2_14, 0, 0, y3_14) in
-                        (x5_1, Y17)))(0, 0, 1)) A0 x6
-                   in
-                   let A2 =
-                     map2 (x_1, y_1.
-                       let Y18 = fun (dx_1: real, dy_1: real) -> dy_1 in
-                       (snd (let Y19 = fun (y1_15: real, y2_15: real, y3_15: real) -> Y18(y1_15 + y3_15, y2_15) in
-                        let Y20 = fun (y1_16: real, y2_16: real, y3_16: real, y4_11: real) -> Y19(y1_16, y2_16 + y4_11, y3_16) in
-                        let x5_2 = x_1 + y_1 in
-                        let Y21 =
-                          fun (y1_17: real, y2_17: real, y3_17: real, y4_12: real, y5_6: real) ->
-                            Y20(y1_17, y2_17, y3_17 + 1 * y5_6, y4_12 + 1 * y5_6)
-                        in
-                        let Y22 = fun (y1_18: real, y2_18: real, y3_18: real) -> Y21(y1_18, y2_18, 0, 0, y3_18) in
-                        (x5_2, Y22)))(0, 0, 1)) A0 x6
-                   in
-                   let A3 = scanr * 1 (shift1L Ax) in
-                   Y12(y1_10, y2_10, y3_10 + y5_4 * reduce * 1 Ax, map2 + y4_8 (map2 (a_2, b_2. a_2 * b_2 * y5_4) A3 A2))
+                   Y12(y1_10, y2_10, y3_10 + y5_4, map2 + y4_8 (map (b_2. y5_4) x6))
                in
-               let Y24 = fun (y1_19: [n]real, y2_19: real, y3_19: real) -> Y23(y1_19, y2_19, 0, zeros_like(x6), y3_19) in
-               (x5, Y24)))(zeros_like(A), 0, 1)
+               let Y14 = fun (y1_11: [n]real, y2_11: real, y3_11: real) -> Y13(y1_11, y2_11, 0, zeros_like(x6), y3_11) in
+               (x5, Y14)))(zeros_like(A), 0, 1)
         "#]],
     );
 }
