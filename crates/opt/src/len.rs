@@ -129,9 +129,9 @@ impl Len {
 pub enum Shape {
     /// Nothing known: a real, a condition, or a value of unknown shape.
     Unknown,
-    Tuple(Vec<Shape>),
+    Tuple(Arc<[Shape]>),
     /// An array: its length if known, and a shape all its elements have.
-    Array(Option<Len>, Box<Shape>),
+    Array(Option<Len>, Arc<Shape>),
 }
 
 impl Shape {
@@ -145,7 +145,7 @@ impl Shape {
     }
 
     pub fn array(len: Option<Len>, elem: Shape) -> Shape {
-        Shape::Array(len, Box::new(elem))
+        Shape::Array(len, Arc::new(elem))
     }
 
     /// The length, for an array.
@@ -176,7 +176,7 @@ impl Shape {
     pub fn meet(&self, other: &Shape) -> Shape {
         match (self, other) {
             (Shape::Tuple(a), Shape::Tuple(b)) if a.len() == b.len() => {
-                Shape::Tuple(a.iter().zip(b).map(|(x, y)| x.meet(y)).collect())
+                Shape::Tuple(a.iter().zip(b.iter()).map(|(x, y)| x.meet(y)).collect())
             }
             (Shape::Array(la, ea), Shape::Array(lb, eb)) => {
                 let len = if la == lb { la.clone() } else { None };
@@ -224,11 +224,11 @@ mod tests {
     fn shapes_keep_what_both_sides_have() {
         let n = || Some(n());
         let row = Shape::array(Some(Len::Lit(2)), Shape::Unknown);
-        let a = Shape::Tuple(vec![Shape::array(n(), row.clone()), Shape::Unknown]);
-        let b = Shape::Tuple(vec![Shape::array(None, row.clone()), Shape::Unknown]);
+        let a = Shape::Tuple(vec![Shape::array(n(), row.clone()), Shape::Unknown].into());
+        let b = Shape::Tuple(vec![Shape::array(None, row.clone()), Shape::Unknown].into());
         assert_eq!(
             a.meet(&b),
-            Shape::Tuple(vec![Shape::array(None, row.clone()), Shape::Unknown])
+            Shape::Tuple(vec![Shape::array(None, row.clone()), Shape::Unknown].into())
         );
         assert_eq!(a.meet(&a), a);
         assert_eq!(a.component(0).elem().len(), Some(Len::Lit(2)));

@@ -94,12 +94,14 @@ pub struct Simplifier<'a> {
     /// CSE: expression (hash-consed) -> variable bound to it, for bindings in scope.
     avail: HashMap<ExprId, Var>,
     avail_log: Vec<ExprId>,
-    /// Stand-ins for the binders of array operations in CSE keys, by depth.
+    /// The parameters of the operator sections in CSE keys.
     canon_vars: Vec<Var>,
     /// The (simplified) terms that variables bound by `let` in the output stand for.
     defs: HashMap<Var, ExprId>,
     /// Exact run-time shapes of variables (array lengths), where known.
     shapes: HashMap<Var, Shape>,
+    /// Shapes of terms already asked for (they depend on `shapes`, which only grows).
+    shape_memo: std::cell::RefCell<HashMap<ExprId, Shape>>,
     /// Tuple-valued variables (elements of arrays) with their constant components, and
     /// arrays of tuples with the constant components of every element.
     constant_parts: HashMap<Var, Parts>,
@@ -117,8 +119,7 @@ pub struct Simplifier<'a> {
 impl<'a> Simplifier<'a> {
     /// A pass over `func`; `occ` counts the occurrences of each variable in it.
     pub fn new(arena: &'a mut Arena, func: &Func) -> Simplifier<'a> {
-        let occ = arena.occurrences(func.body).into_iter().collect();
-        let input_binders = binders_of(arena, func.body);
+        let (occ, input_binders) = occurrences_and_binders(arena, func.body);
         let mut s = Simplifier {
             arena,
             subst: HashMap::default(),
@@ -130,6 +131,7 @@ impl<'a> Simplifier<'a> {
             canon_vars: Vec::new(),
             defs: HashMap::default(),
             shapes: HashMap::default(),
+            shape_memo: Default::default(),
             constant_parts: HashMap::default(),
             constant_columns: HashMap::default(),
             real_array_params: Vec::new(),
@@ -301,7 +303,12 @@ impl<'a> Simplifier<'a> {
     /// elements), folds and scans (the shape their accumulator keeps), shifts, `let` and
     /// `if`.
     pub(crate) fn shape_of(&self, e: ExprId) -> Shape {
-        self.shape_in(e, &mut Vec::new())
+        if let Some(s) = self.shape_memo.borrow().get(&e) {
+            return s.clone();
+        }
+        let s = self.shape_in(e, &mut Vec::new());
+        self.shape_memo.borrow_mut().insert(e, s.clone());
+        s
     }
 
     /// [`Simplifier::shape_of`] with the shapes `env` of the parameters of the functions
@@ -538,88 +545,51 @@ impl<'a> Simplifier<'a> {
         self.avail.get(&k).copied()
     }
 
-    /// The key of `e` in the CSE table: `e` itself (hash-consed), or for an array
-    /// operation, whose function has binders of its own wherever it was made, the same term
-    /// with every binder replaced by a stand-in for its depth: two `sum(A)` are one key.
+    /// The key of `e` in the CSE table: `e` itself (hash-consed), or for a fold or scan
+    /// whose function is an operator section, whose binders reverse mode makes fresh for
+    /// every copy, the same node with one section per operator: two `sum(A)` are one key.
     fn cse_key(&mut self, e: ExprId) -> ExprId {
-        match self.arena[e] {
-            Node::Map(..)
-            | Node::Map2(..)
-            | Node::Reduce(..)
-            | Node::Foldl(..)
-            | Node::Scanl(..)
-            | Node::Scanr(..) => self.canonical(e, &mut Vec::new()),
-            _ => e,
+        let node = self.arena[e];
+        let (Node::Reduce(f, z, a)
+        | Node::Foldl(f, z, a)
+        | Node::Scanl(f, z, a)
+        | Node::Scanr(f, z, a)) = node
+        else {
+            return e;
+        };
+        let Some((ps, body)) = self.arena.lambda_parts(f) else {
+            return e;
+        };
+        let Node::Op2(op, x, y) = self.arena[body] else {
+            return e;
+        };
+        let (p, q) = match ps {
+            [p, q] => (Node::Var(*p), Node::Var(*q)),
+            _ => return e,
+        };
+        let swapped = match (self.arena[x], self.arena[y]) {
+            (a, b) if (a, b) == (p, q) => false,
+            (a, b) if (a, b) == (q, p) => true,
+            _ => return e,
+        };
+        while self.canon_vars.len() < 2 {
+            let v = self.arena.fresh_var("_", None);
+            self.canon_vars.push(v);
         }
-    }
-
-    /// `e` with its binders renamed to the stand-ins of their depths (`bound` holds the
-    /// binders met, outermost first).
-    fn canonical(&mut self, e: ExprId, bound: &mut Vec<Var>) -> ExprId {
-        with_stack(|| {
-            let node = self.arena[e];
-            let stand_in = |s: &mut Self, depth: usize| {
-                while s.canon_vars.len() <= depth {
-                    let v = s.arena.fresh_var("_", None);
-                    s.canon_vars.push(v);
-                }
-                s.canon_vars[depth]
-            };
-            match node {
-                Node::Var(v) => match bound.iter().rposition(|&b| b == v) {
-                    Some(d) => {
-                        let c = stand_in(self, d);
-                        self.var(c)
-                    }
-                    None => e,
-                },
-                Node::Lambda(ps, body) => {
-                    let ps = self.arena.vars_of(ps).to_vec();
-                    let mark = bound.len();
-                    let mut new = Vec::with_capacity(ps.len());
-                    for &p in &ps {
-                        new.push(stand_in(self, bound.len()));
-                        bound.push(p);
-                    }
-                    let b = self.canonical(body, bound);
-                    bound.truncate(mark);
-                    let l = self.arena.var_list(&new);
-                    self.mk(Node::Lambda(l, b))
-                }
-                Node::Let(x, r, body) => {
-                    let r = self.canonical(r, bound);
-                    let c = stand_in(self, bound.len());
-                    bound.push(x);
-                    let b = self.canonical(body, bound);
-                    bound.pop();
-                    self.mk(Node::Let(c, r, b))
-                }
-                Node::LetTuple(xs, r, body) => {
-                    let r = self.canonical(r, bound);
-                    let xs = self.arena.vars_of(xs).to_vec();
-                    let mut new = Vec::with_capacity(xs.len());
-                    for &x in &xs {
-                        new.push(stand_in(self, bound.len()));
-                        bound.push(x);
-                    }
-                    let b = self.canonical(body, bound);
-                    bound.truncate(bound.len() - xs.len());
-                    let l = self.arena.var_list(&new);
-                    self.mk(Node::LetTuple(l, r, b))
-                }
-                _ => {
-                    let kids = self.arena.node_children(node);
-                    let new: Vec<ExprId> = kids.iter().map(|&k| self.canonical(k, bound)).collect();
-                    if new == kids {
-                        return e;
-                    }
-                    let mut it = new.into_iter();
-                    let n = self
-                        .arena
-                        .map_children(node, |_, _| it.next().expect("one per child"));
-                    self.mk(n)
-                }
-            }
+        let (c0, c1) = (self.canon_vars[0], self.canon_vars[1]);
+        let (e0, e1) = (self.var(c0), self.var(c1));
+        let body = if swapped {
+            self.mk(Node::Op2(op, e1, e0))
+        } else {
+            self.mk(Node::Op2(op, e0, e1))
+        };
+        let l = self.arena.var_list(&[c0, c1]);
+        let section = self.mk(Node::Lambda(l, body));
+        self.mk(match node {
+            Node::Reduce(..) => Node::Reduce(section, z, a),
+            Node::Foldl(..) => Node::Foldl(section, z, a),
+            Node::Scanl(..) => Node::Scanl(section, z, a),
+            _ => Node::Scanr(section, z, a),
         })
     }
 
@@ -1084,17 +1054,38 @@ impl<'a> Simplifier<'a> {
     }
 }
 
-/// Every variable bound in the tree of `e`.
-fn binders_of(arena: &Arena, e: ExprId) -> HashSet<Var> {
-    let mut out = HashSet::default();
+/// How many times each variable occurs in the tree of `e` (a subterm shared by several
+/// parents counts once per path to it), and every variable bound in it; one visit per node
+/// of the DAG.
+fn occurrences_and_binders(arena: &Arena, e: ExprId) -> (HashMap<Var, usize>, HashSet<Var>) {
+    // Nodes in depth-first post-order: every node after its children.
+    let mut order = Vec::new();
     let mut seen = HashSet::default();
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        if !seen.insert(e) {
+    let mut stack = vec![(e, false)];
+    while let Some((x, done)) = stack.pop() {
+        if done {
+            order.push(x);
             continue;
         }
-        out.extend(arena.binders(arena[e]));
-        arena.for_each_child(e, |c| stack.push(c));
+        if !seen.insert(x) {
+            continue;
+        }
+        stack.push((x, true));
+        arena.for_each_child(x, |c| stack.push((c, false)));
     }
-    out
+    // Paths from the root to each node, parents first.
+    let mut paths: HashMap<ExprId, usize> = HashMap::default();
+    paths.insert(e, 1);
+    let mut occ = HashMap::default();
+    let mut binders = HashSet::default();
+    for &x in order.iter().rev() {
+        let p = paths.get(&x).copied().unwrap_or(0);
+        let node = arena[x];
+        if let Node::Var(v) = node {
+            *occ.entry(v).or_insert(0) += p;
+        }
+        binders.extend(arena.binders(node));
+        arena.for_each_child(x, |c| *paths.entry(c).or_insert(0) += p);
+    }
+    (occ, binders)
 }

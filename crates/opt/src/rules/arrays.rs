@@ -14,8 +14,17 @@ fn lambda(s: &Simplifier, f: ExprId) -> Option<(Vec<Var>, ExprId)> {
     s.arena.lambda_parts(f).map(|(ps, b)| (ps.to_vec(), b))
 }
 
+/// Whether `v` occurs in `body` (binders being unique, a parameter of the function around
+/// `body` is free wherever it occurs there).
 fn mentions(s: &Simplifier, body: ExprId, v: Var) -> bool {
-    s.arena.free_vars(body).contains(&v)
+    let mut stack = vec![body];
+    while let Some(e) = stack.pop() {
+        match s.arena[e] {
+            Node::Var(w) if w == v => return true,
+            _ => s.arena.for_each_child(e, |c| stack.push(c)),
+        }
+    }
+    false
 }
 
 /// `zeros_like(A)` / `ones_like(A)` of an array of reals: `(A, 0.0 or 1.0)`.

@@ -653,16 +653,18 @@ fn constant_factors_leave_sums() {
 }
 
 #[test]
-fn array_operations_equal_up_to_their_binders_are_shared() {
+fn folds_of_operator_sections_are_shared_whatever_their_binders() {
     check(
         "def f(A: [n]real) =
-           let s = reduce (a, b. a + b) 0 (map (x. x * x) A) in
-           let t = reduce (p, q. p + q) 0 (map (y. y * y) A) in
-           s * t",
+           let s = reduce (a, b. a + b) 0 A in
+           let t = reduce (p, q. p + q) 0 A in
+           let u = scanl (p, q. max(p, q)) 0 A in
+           let v = scanl (c, d. max(c, d)) 0 A in
+           s * t + sum(map2 * u v)",
         expect![[r#"
             def f(A: [n]real): real =
-              let s = reduce + 0 (map (x. x * x) A) in
-              s * s
+              let s = reduce + 0 A in
+              s * s + reduce + 0 (map (x. x * x) (scanl max 0 A))
         "#]],
     );
 }
