@@ -5,7 +5,8 @@
 //! `cargo run --release -p unfad-suite --bin perf-report [-- --quick] [--out DIR]`
 //!
 //! `--only NAME,...` measures those programs at their largest size and prints the figures
-//! without writing the report (a quick look while working on one program).
+//! without writing the report (a quick look while working on one program); `--compile`
+//! prints the compile times of the examples alone.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -31,13 +32,31 @@ fn run() -> Result<(), String> {
         match a.as_str() {
             "--quick" => budget = Budget::QUICK,
             "--out" => out = PathBuf::from(args.next().ok_or("--out needs a directory")?),
+            "--compile" => {
+                for row in compile_times()? {
+                    let ms = |r: &Result<f64, String>| {
+                        r.as_ref()
+                            .map_or_else(|e| e.clone(), |t| format!("{t:.2} ms"))
+                    };
+                    let stages = row.stages.map_or(String::from("-"), |s| {
+                        format!("{:.2} / {:.2} / {:.2} / {:.2}", s[0], s[1], s[2], s[3])
+                    });
+                    eprintln!(
+                        "{:<28} compile_grad {:>10}  (parse / reverse / optimize / JIT: {stages} ms)  compile {}",
+                        row.file,
+                        ms(&row.grad_ms),
+                        ms(&row.primal_ms)
+                    );
+                }
+                return Ok(());
+            }
             "--only" => {
                 let names = args.next().ok_or("--only needs program names")?;
                 only = Some(names.split(',').map(str::to_string).collect());
             }
             other => {
                 return Err(format!(
-                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,...)"
+                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,..., --compile)"
                 ))
             }
         }
