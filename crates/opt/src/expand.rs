@@ -7,16 +7,30 @@ use unfad_syntax::{with_stack, ExprId, Node, Var};
 use crate::fast_hash::FastMap as HashMap;
 use crate::simplify::Simplifier;
 
-/// `e` with the variables of `env` replaced by their terms and every `let` inside it
-/// substituted, rebuilt through the pass's hash-consing (so equal expansions are one node):
-/// two terms compute the same value when their expansions are equal.
+/// `e` with the variables of `env` replaced by their terms, every `let` inside it
+/// substituted and the parameters of the functions inside it renamed to stand-ins for
+/// their depth, rebuilt through the pass's hash-consing (so equal expansions are one
+/// node): two terms compute the same value when their expansions are equal.
 pub(crate) fn expand(
     s: &mut Simplifier,
     e: ExprId,
     env: &mut HashMap<Var, ExprId>,
-    memo: &mut HashMap<ExprId, ExprId>,
+    memo: &mut Memo,
 ) -> ExprId {
-    if let Some(&r) = memo.get(&e) {
+    expand_at(s, e, 0, env, memo)
+}
+
+/// Expansions already made, by node and depth of functions around it.
+pub(crate) type Memo = HashMap<(ExprId, u32), ExprId>;
+
+pub(crate) fn expand_at(
+    s: &mut Simplifier,
+    e: ExprId,
+    depth: u32,
+    env: &mut HashMap<Var, ExprId>,
+    memo: &mut Memo,
+) -> ExprId {
+    if let Some(&r) = memo.get(&(e, depth)) {
         return r;
     }
     let r = with_stack(|| match s.arena[e] {
@@ -25,13 +39,29 @@ pub(crate) fn expand(
             None => s.var(v),
         },
         Node::Let(x, r, b) => {
-            let r = expand(s, r, env, memo);
+            let r = expand_at(s, r, depth, env, memo);
             env.insert(x, r);
-            expand(s, b, env, memo)
+            expand_at(s, b, depth, env, memo)
+        }
+        Node::Lambda(ps, b) => {
+            let ps = s.arena.vars_of(ps).to_vec();
+            let mut stand_ins = Vec::with_capacity(ps.len());
+            for (i, &p) in ps.iter().enumerate() {
+                let c = s.stand_in(depth, i);
+                let ec = s.var(c);
+                env.insert(p, ec);
+                stand_ins.push(c);
+            }
+            let b = expand_at(s, b, depth + 1, env, memo);
+            let l = s.arena.var_list(&stand_ins);
+            s.mk(Node::Lambda(l, b))
         }
         node => {
             let kids = s.arena.node_children(node);
-            let new: Vec<ExprId> = kids.iter().map(|&k| expand(s, k, env, memo)).collect();
+            let new: Vec<ExprId> = kids
+                .iter()
+                .map(|&k| expand_at(s, k, depth, env, memo))
+                .collect();
             let mut it = new.into_iter();
             let n = s
                 .arena
@@ -39,7 +69,7 @@ pub(crate) fn expand(
             s.mk(n)
         }
     });
-    memo.insert(e, r);
+    memo.insert((e, depth), r);
     r
 }
 
@@ -52,27 +82,30 @@ pub(crate) fn replace_expansion(
     target: ExprId,
     by: ExprId,
 ) -> Option<ExprId> {
+    #[allow(clippy::too_many_arguments)]
     fn go(
         s: &mut Simplifier,
         e: ExprId,
+        depth: u32,
         target: ExprId,
         by: ExprId,
         env: &mut HashMap<Var, ExprId>,
-        memo: &mut HashMap<ExprId, ExprId>,
-        done: &mut HashMap<ExprId, ExprId>,
+        memo: &mut Memo,
+        done: &mut HashMap<(ExprId, u32), ExprId>,
     ) -> ExprId {
-        if let Some(&r) = done.get(&e) {
+        if let Some(&r) = done.get(&(e, depth)) {
             return r;
         }
         let r = with_stack(|| {
-            if expand(s, e, env, memo) == target {
+            if expand_at(s, e, depth, env, memo) == target {
                 return by;
             }
             let node = s.arena[e];
+            let inner = depth + matches!(node, Node::Lambda(..)) as u32;
             let kids = s.arena.node_children(node);
             let new: Vec<ExprId> = kids
                 .iter()
-                .map(|&k| go(s, k, target, by, env, memo, done))
+                .map(|&k| go(s, k, inner, target, by, env, memo, done))
                 .collect();
             if new == kids {
                 return e;
@@ -83,13 +116,14 @@ pub(crate) fn replace_expansion(
                 .map_children(node, |_, _| it.next().expect("one per child"));
             s.mk(n)
         });
-        done.insert(e, r);
+        done.insert((e, depth), r);
         r
     }
     let mut done = HashMap::default();
     let r = go(
         s,
         body,
+        0,
         target,
         by,
         &mut env,

@@ -28,7 +28,7 @@ use crate::simplify::Simplifier;
 /// Share the non-linear terms of loops over the same arrays between the statements of
 /// every `let` chain of `func`.
 pub fn share_elementwise(arena: &mut Arena, func: &Func) -> Func {
-    if !crate::cost::has_nonlinear(arena, func.body) {
+    if !crate::cost::has_nonlinear(arena, func.body) && !nested_loop(arena, func.body) {
         return func.clone();
     }
     let mut s = Simplifier::new(arena, func);
@@ -93,6 +93,9 @@ struct Candidate {
     arrays: Vec<Var>,
     statements: Vec<usize>,
     size: usize,
+    /// For a loop, one occurrence as written, with the parameters of its loop and their
+    /// arrays.
+    written: Option<(ExprId, Vec<Var>, Vec<Option<Var>>)>,
 }
 
 impl Sharer {
@@ -165,17 +168,18 @@ impl Sharer {
             }
         }
         stmts.push(Stmt::Tail(cur));
-        for st in stmts.iter_mut() {
-            let inner = self.functions(s, st.expr(), &mut HashMap::default());
-            *st = st.with(inner);
-        }
         // Share the largest term first, while there are some (each round removes the
-        // occurrences it shares; the bound is a safeguard).
+        // occurrences it shares; the bound is a safeguard); then the chains of the
+        // functions inside, which the arrays made here may have changed.
         for _ in 0..MAX_SHARED {
             match self.best(s, &stmts) {
                 Some(c) if self.apply(s, &mut stmts, &c) => {}
                 _ => break,
             }
+        }
+        for st in stmts.iter_mut() {
+            let inner = self.functions(s, st.expr(), &mut HashMap::default());
+            *st = st.with(inner);
         }
         let mut out = match stmts.pop() {
             Some(Stmt::Tail(t)) => t,
@@ -247,6 +251,9 @@ impl Sharer {
     fn best(&mut self, s: &mut Simplifier, stmts: &[Stmt]) -> Option<Candidate> {
         let mut found: HashMap<ExprId, Candidate> = HashMap::default();
         for (k, st) in stmts.iter().enumerate() {
+            if matches!(st, Stmt::One(v, _) if self.made.contains(v)) {
+                continue;
+            }
             let mut loops = Vec::new();
             self.strict_loops(s, st.expr(), &mut loops);
             // Variables bound inside the statement are not in scope before it.
@@ -257,8 +264,18 @@ impl Sharer {
                 let mut memo = HashMap::default();
                 expand(s, l.body, &mut env, &mut memo);
                 let mut terms = Vec::new();
-                nonlinear_terms(s.arena, l.body, &mut terms);
+                dear_terms(s.arena, l.body, &mut terms);
+                let inner = bound_inside(s.arena, l.body);
                 for t in terms {
+                    // A loop is shared as it is written, so it may not read the body's
+                    // `let`s (its expansion would compute them again).
+                    let is_loop = !is_nonlinear_op(s.arena[t]);
+                    if is_loop
+                        && (s.arena.free_vars(t).iter().any(|v| inner.contains(v))
+                            || !worth_storing(s, t))
+                    {
+                        continue;
+                    }
                     let key = expand(s, t, &mut env, &mut memo);
                     let free = s.arena.free_vars(key);
                     if free.iter().any(|v| local.contains(v)) {
@@ -274,11 +291,13 @@ impl Sharer {
                     if arrays.is_empty() {
                         continue;
                     }
+                    let written = is_loop.then(|| (t, l.params.clone(), l.vars.clone()));
                     let c = found.entry(key).or_insert_with(|| Candidate {
                         key,
                         arrays,
                         statements: Vec::new(),
                         size: s.arena.tree_size(key),
+                        written,
                     });
                     if !c.statements.contains(&k) {
                         c.statements.push(k);
@@ -338,11 +357,24 @@ impl Sharer {
             let p = s.fresh("x", s.arena.var_type(ph).cloned());
             let ep = s.var(p);
             sub.insert(ph, ep);
+            if let Some((_, ps, vars)) = &c.written {
+                for (&q, v) in ps.iter().zip(vars) {
+                    if *v == Some(a) {
+                        sub.insert(q, ep);
+                    }
+                }
+            }
             params.push(p);
         }
-        let body = s.arena.subst(c.key, &sub);
+        let term = match &c.written {
+            Some((t, ..)) => *t,
+            None => c.key,
+        };
+        let body = s.arena.subst(term, &sub);
         let l = s.arena.var_list(&params);
+        // Fresh binders for the functions inside (the key's are stand-ins).
         let lam = s.arena.add(Node::Lambda(l, body));
+        let lam = s.arena.copy_fresh(lam);
         let operands: Vec<ExprId> = c.arrays.iter().map(|&a| s.var(a)).collect();
         Some(match operands[..] {
             [a] => s.arena.add(Node::Map(lam, a)),
@@ -451,18 +483,42 @@ impl Sharer {
     }
 }
 
-/// The non-linear operations in `e`, outside function arguments.
-fn nonlinear_terms(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
+/// The dear terms in `e`: non-linear operations and loops, outside function arguments.
+fn dear_terms(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
     with_stack(|| {
         let node = arena[e];
         if matches!(node, Node::Lambda(..)) {
             return;
         }
-        if is_nonlinear_op(node) && !out.contains(&e) {
+        let dear = is_nonlinear_op(node)
+            || matches!(
+                node,
+                Node::Map(..)
+                    | Node::Map2(..)
+                    | Node::Reduce(..)
+                    | Node::Foldl(..)
+                    | Node::Scanl(..)
+                    | Node::Scanr(..)
+            );
+        if dear && !out.contains(&e) {
             out.push(e);
         }
-        arena.for_each_child(e, |k| nonlinear_terms(arena, k, out));
+        arena.for_each_child(e, |k| dear_terms(arena, k, out));
     })
+}
+
+/// Whether a loop computes much more than it makes (at sizes of 10): storing its result
+/// and reading it back is then cheaper than computing it again.
+fn worth_storing(s: &mut Simplifier, t: ExprId) -> bool {
+    /// Operations of the cost model per real of the result.
+    const RATIO: u64 = 16;
+    let Some(ty) = s.ty(t) else {
+        return false;
+    };
+    let sizes = |_: &str| Some(10);
+    let leaves = ty.leaf_count(&sizes).unwrap_or(u64::MAX);
+    let cost = crate::cost::cost_of(s.arena, t, &sizes).total();
+    cost >= RATIO.saturating_mul(leaves)
 }
 
 /// A non-linear operator at the root of a node.
@@ -473,6 +529,30 @@ fn is_nonlinear_op(node: Node) -> bool {
         Node::Op2(op, ..) => matches!(op, BinOp::Pow | BinOp::Atan2),
         _ => false,
     }
+}
+
+/// Whether a loop runs inside the function argument of another in `e` (only those can be
+/// worth storing).
+fn nested_loop(arena: &Arena, e: ExprId) -> bool {
+    let mut stack = vec![(e, false)];
+    while let Some((x, inside)) = stack.pop() {
+        let node = arena[x];
+        let is_loop = matches!(
+            node,
+            Node::Map(..)
+                | Node::Map2(..)
+                | Node::Reduce(..)
+                | Node::Foldl(..)
+                | Node::Scanl(..)
+                | Node::Scanr(..)
+        );
+        if is_loop && inside {
+            return true;
+        }
+        let deeper = inside || matches!(node, Node::Lambda(..));
+        arena.for_each_child(x, |k| stack.push((k, deeper)));
+    }
+    false
 }
 
 /// Every variable bound inside `e`.
@@ -516,6 +596,23 @@ mod tests {
                   let E = map2 (x_1, x_2. sin(x_1 * x_2)) x y in
                   let s = reduce + 0 (map2 (a, e. e * a) x E) in
                   map2 (d, e_1. s * e_1 + d) y E
+            "#]],
+        );
+    }
+
+    #[test]
+    fn a_dear_loop_of_the_elements_is_computed_once() {
+        // Each row's products with every row, in the value and in the gradient: the loop
+        // costs many times the reals it makes.
+        check_optimized(
+            "def f(M: [n][m]real) =
+               let s = sum(map (r. sum(map (c. dot(r, c)) M)) M) in
+               map (r. let p = map (c. dot(r, c)) M in map (d. d * s * sum(p)) p) M",
+            expect![[r#"
+                def f(M: [n][m]real): [n][n]real =
+                  let E = map (x. map (c. reduce + 0 (map2 * x c)) M) M in
+                  let s = reduce + 0 (map (e. reduce + 0 e) E) in
+                  map (e_1. map (d. d * s * reduce + 0 e_1) e_1) E
             "#]],
         );
     }

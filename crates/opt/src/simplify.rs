@@ -96,6 +96,8 @@ pub struct Simplifier<'a> {
     avail_log: Vec<ExprId>,
     /// The parameters of the operator sections in CSE keys.
     canon_vars: Vec<Var>,
+    /// Stand-ins for the parameters of functions in expansions, by depth and position.
+    stand_ins: HashMap<(u32, usize), Var>,
     /// The (simplified) terms that variables bound by `let` in the output stand for.
     defs: HashMap<Var, ExprId>,
     /// Exact run-time shapes of variables (array lengths), where known.
@@ -129,6 +131,7 @@ impl<'a> Simplifier<'a> {
             avail: HashMap::default(),
             avail_log: Vec::new(),
             canon_vars: Vec::new(),
+            stand_ins: HashMap::default(),
             defs: HashMap::default(),
             shapes: HashMap::default(),
             shape_memo: Default::default(),
@@ -543,6 +546,16 @@ impl<'a> Simplifier<'a> {
         }
         let k = self.cse_key(e);
         self.avail.get(&k).copied()
+    }
+
+    /// The stand-in for parameter `i` of the functions at depth `depth` in expansions.
+    pub(crate) fn stand_in(&mut self, depth: u32, i: usize) -> Var {
+        if let Some(&v) = self.stand_ins.get(&(depth, i)) {
+            return v;
+        }
+        let v = self.arena.fresh_var("_", None);
+        self.stand_ins.insert((depth, i), v);
+        v
     }
 
     /// The key of `e` in the CSE table: `e` itself (hash-consed), or for a fold or scan
