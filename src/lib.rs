@@ -5,10 +5,12 @@
 //! - [`suite`]: the programs, their inputs and hand-written Rust baselines;
 //! - [`native`]: calls of the compiled code without the facade's checks;
 //! - [`measure`]: timing, the cost model's ratio, fits of time against size;
-//! - [`report`]: the Markdown report and its SVG plot.
+//! - [`report`]: the Markdown report and its SVG plot;
+//! - [`gradbench`]: the GradBench tool's own figures for its `gmm` module.
 
 use std::path::PathBuf;
 
+pub mod gradbench;
 pub mod measure;
 pub mod native;
 pub mod report;

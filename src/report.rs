@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use plotters::prelude::*;
 
+use crate::gradbench::GmmFigures;
 use crate::measure::{fit, Budget, Measured, Point};
 use crate::suite::{Program, Size};
 
@@ -162,6 +163,42 @@ fn yes(ok: bool) -> &'static str {
     }
 }
 
+/// The GradBench gmm section.
+fn gradbench_section(s: &mut String, g: &Result<GmmFigures, String>) {
+    let _ = writeln!(
+        s,
+        "## GradBench: gmm (issue 8)\n\n\
+         The GradBench tool's own timings (`crates/gradbench`), measured through its code: \
+         `unfad_gradbench::define(\"gmm\")` compiles the module, then its `objective` and \
+         `jacobian` calls run as `evaluate` messages run them (arguments converted once, \
+         untimed; each run checks its arguments and, for the jacobian, fills the gradients of \
+         `alpha`, `mu`, `q` and `L`). The input is generated as GradBench generates its gmm \
+         inputs: `x`, `alpha`, `q` and `l` standard normal, `mu` uniform in [0, 1), `m = 0`, \
+         `gamma = 1` (`src/gradbench.rs`, a fixed seed). The two calls are sampled in turn as \
+         above; the ratio is the median of the ratios within a round.\n"
+    );
+    match g {
+        Ok(f) => {
+            let _ = writeln!(
+                s,
+                "| d | k | n | `define` (compile) | objective | jacobian | jacobian / objective |\n\
+                 |---:|---:|---:|---:|---:|---:|---:|\n\
+                 | {} | {} | {} | {:.1} ms | {} | {} | {} |\n",
+                f.d,
+                f.k,
+                f.n,
+                f.define_ms,
+                ns(f.objective_ns),
+                ns(f.jacobian_ns),
+                x(f.ratio)
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(s, "Not measured: {e}\n");
+        }
+    }
+}
+
 impl Report<'_> {
     fn program(&self, name: &str) -> Option<&Program> {
         self.programs.iter().find(|p| p.name == name)
@@ -169,6 +206,12 @@ impl Report<'_> {
 
     /// The Markdown text of `docs/performance.md`.
     pub fn markdown(&self) -> String {
+        self.markdown_with_gmm(None)
+    }
+
+    /// [`Report::markdown`] with the section of the GradBench tool's gmm figures (or why
+    /// they could not be measured).
+    pub fn markdown_with_gmm(&self, gmm: Option<&Result<GmmFigures, String>>) -> String {
         let mut s = String::new();
         let m = &self.machine;
         let _ = writeln!(
@@ -197,6 +240,9 @@ impl Report<'_> {
             self.budget.sample.as_secs_f64() * 1e3,
         );
         self.targets(&mut s);
+        if let Some(g) = gmm {
+            gradbench_section(&mut s, g);
+        }
         self.summary(&mut s);
         self.scaling(&mut s);
         self.details(&mut s);

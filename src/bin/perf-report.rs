@@ -6,12 +6,13 @@
 //!
 //! `--only NAME,...` measures those programs at their largest size and prints the figures
 //! without writing the report (a quick look while working on one program); `--compile`
-//! prints the compile times of the examples alone.
+//! prints the compile times of the examples alone, `--gradbench` the GradBench gmm figures.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use unfad::Engine;
+use unfad_suite::gradbench::{gmm_input, measure_gmm, GmmFigures, GMM_SIZE};
 use unfad_suite::measure::{measure_program, median_ms, Budget};
 use unfad_suite::report::{CompileRow, Machine, Report};
 use unfad_suite::suite::programs;
@@ -50,13 +51,17 @@ fn run() -> Result<(), String> {
                 }
                 return Ok(());
             }
+            "--gradbench" => {
+                eprintln!("{:?}", gradbench_gmm(budget));
+                return Ok(());
+            }
             "--only" => {
                 let names = args.next().ok_or("--only needs program names")?;
                 only = Some(names.split(',').map(str::to_string).collect());
             }
             other => {
                 return Err(format!(
-                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,..., --compile)"
+                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,..., --compile, --gradbench)"
                 ))
             }
         }
@@ -98,6 +103,9 @@ fn run() -> Result<(), String> {
     if only.is_some() {
         return Ok(());
     }
+    eprint!("gradbench gmm ");
+    let gmm = gradbench_gmm(budget);
+    eprintln!("{gmm:?}");
     let compile = compile_times()?;
     let report = Report {
         machine: Machine::detect(),
@@ -109,7 +117,8 @@ fn run() -> Result<(), String> {
     };
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let md = out.join("performance.md");
-    std::fs::write(&md, report.markdown()).map_err(|e| format!("{}: {e}", md.display()))?;
+    std::fs::write(&md, report.markdown_with_gmm(Some(&gmm)))
+        .map_err(|e| format!("{}: {e}", md.display()))?;
     let svg = out.join("performance.svg");
     report.svg(&svg)?;
     eprintln!(
@@ -119,6 +128,12 @@ fn run() -> Result<(), String> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The GradBench tool's gmm figures at GradBench's `d = 10, k = 25, n = 1000`.
+fn gradbench_gmm(budget: Budget) -> Result<GmmFigures, String> {
+    let (d, k, n) = GMM_SIZE;
+    measure_gmm(&gmm_input(d, k, n, 1), budget)
 }
 
 fn debug() -> bool {
