@@ -77,6 +77,13 @@ impl Kids {
 /// The components of a tuple known to be constants (`None` for the others).
 type Parts = Vec<Option<ExprId>>;
 
+/// Which children of a node are evaluated whenever it is (so `let`s may float out of them).
+#[derive(Clone, Copy)]
+enum Strict<'a> {
+    All,
+    Some(&'a [usize]),
+}
+
 /// A binding emitted by the pass.
 enum Binding {
     One(Var, ExprId),
@@ -722,12 +729,14 @@ impl<'a> Simplifier<'a> {
                 _ => {
                     let kids = self.arena.children(e);
                     let new: Vec<ExprId> = kids.iter().map(|&k| self.simplify(k)).collect();
-                    let mut it = new.into_iter();
-                    let node = self
-                        .arena
-                        .map_children(node, |_, _| it.next().expect("one per child"));
-                    let strict: Vec<usize> = (0..kids.len()).collect();
-                    self.hoisted(node, &strict)
+                    let node = if new == kids {
+                        node
+                    } else {
+                        let mut it = new.iter().copied();
+                        self.arena
+                            .map_children(node, |_, _| it.next().expect("one per child"))
+                    };
+                    self.hoisted_kids(node, new, Strict::All)
                 }
             }
         })
@@ -737,21 +746,30 @@ impl<'a> Simplifier<'a> {
     /// positions `strict` (child indices), then apply the local rules.
     fn hoisted(&mut self, node: Node, strict: &[usize]) -> ExprId {
         let kids = self.arena.node_children(node);
+        self.hoisted_kids(node, kids, Strict::Some(strict))
+    }
+
+    /// [`Simplifier::hoisted`] given the children of `node`.
+    fn hoisted_kids(&mut self, node: Node, mut kids: Vec<ExprId>, strict: Strict) -> ExprId {
         let mut chain = Vec::new();
-        let mut new_kids = kids.clone();
-        for &i in strict {
-            let mut k = kids[i];
-            while let Node::Let(x, r, b) = self.arena[k] {
-                chain.push(Binding::One(x, r));
-                k = b;
+        let is_strict = |i: usize| match strict {
+            Strict::All => true,
+            Strict::Some(list) => list.contains(&i),
+        };
+        for (i, k) in kids.iter_mut().enumerate() {
+            if !is_strict(i) {
+                continue;
             }
-            new_kids[i] = k;
+            while let Node::Let(x, r, b) = self.arena[*k] {
+                chain.push(Binding::One(x, r));
+                *k = b;
+            }
         }
         let node = if chain.is_empty() {
             node
         } else {
             self.fired();
-            let mut it = new_kids.into_iter();
+            let mut it = kids.into_iter();
             self.arena
                 .map_children(node, |_, _| it.next().expect("one per child"))
         };
