@@ -12,6 +12,10 @@
 //! operation; loops of one statement are not shared (the code generator runs them as one
 //! loop and computes the term once there).
 //!
+//! Loops of the elements that cost many times the reals they make (a row's dot products
+//! with every component of a mixture) are shared likewise, also between the loops of one
+//! statement, since the code generator does not merge the loops inside a fused loop.
+//!
 //! Only loops that run whenever their statement does are counted (not those inside a
 //! branch or a function argument), so that `E` is never computed for nothing; the rewrite
 //! applies to every loop of the statements from the first one on. Function arguments are
@@ -79,6 +83,7 @@ impl Stmt {
 
 /// A `map` or `map2`: its parameters, body and operands (the variables among them).
 struct Loop {
+    node: ExprId,
     params: Vec<Var>,
     body: ExprId,
     operands: Vec<ExprId>,
@@ -92,6 +97,8 @@ struct Candidate {
     /// The arrays whose elements it reads.
     arrays: Vec<Var>,
     statements: Vec<usize>,
+    /// The loops it occurs in.
+    loops: Vec<ExprId>,
     size: usize,
     /// For a loop, one occurrence as written, with the parameters of its loop and their
     /// arrays.
@@ -129,6 +136,7 @@ impl Sharer {
             .collect();
         let (ps, body) = s.arena.lambda_parts(f)?;
         (ps.len() == operands.len()).then(|| Loop {
+            node: e,
             params: ps.to_vec(),
             body,
             operands,
@@ -296,18 +304,24 @@ impl Sharer {
                         key,
                         arrays,
                         statements: Vec::new(),
+                        loops: Vec::new(),
                         size: s.arena.tree_size(key),
                         written,
                     });
                     if !c.statements.contains(&k) {
                         c.statements.push(k);
                     }
+                    if !c.loops.contains(&l.node) {
+                        c.loops.push(l.node);
+                    }
                 }
             }
         }
         found
             .into_values()
-            .filter(|c| c.statements.len() >= 2)
+            // A loop in loops of one statement too: the code generator runs those loops as
+            // one, but not the loops inside them.
+            .filter(|c| c.statements.len() >= 2 || (c.written.is_some() && c.loops.len() >= 2))
             .max_by_key(|c| (c.size, std::cmp::Reverse(c.statements[0])))
     }
 
@@ -613,6 +627,21 @@ mod tests {
                   let E = map (x. map (c. reduce + 0 (map2 * x c)) M) M in
                   let s = reduce + 0 (map (e. reduce + 0 e) E) in
                   map (e_1. map (d. d * s * reduce + 0 e_1) e_1) E
+            "#]],
+        );
+    }
+
+    #[test]
+    fn a_dear_loop_in_two_loops_of_one_statement_is_computed_once() {
+        // The maximum of each row, in the value and in the gradient of a row-wise
+        // log-sum-exp (one tuple: the loops over the rows run as one, not those inside).
+        check_optimized(
+            "def f(M: [n][m]real) =
+               (sum(map (r. reduce max 0 r) M), map (r. let x = reduce max 0 r in map (t. t * x) r) M)",
+            expect![[r#"
+                def f(M: [n][m]real): (real, [n][m]real) =
+                  let E = map (x. reduce max 0 x) M in
+                  (reduce + 0 E, map2 (r, e. map (t. t * e) r) M E)
             "#]],
         );
     }
