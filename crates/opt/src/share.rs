@@ -130,7 +130,7 @@ impl Sharer {
         let vars = operands
             .iter()
             .map(|&o| match s.arena[o] {
-                Node::Var(v) if !self.made.contains(&v) => Some(v),
+                Node::Var(v) => Some(v),
                 _ => None,
             })
             .collect();
@@ -522,16 +522,20 @@ fn dear_terms(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
 }
 
 /// Whether a loop computes much more than it makes (at sizes of 10): storing its result
-/// and reading it back is then cheaper than computing it again.
+/// and reading it back is then cheaper than computing it again. The cost model's
+/// operations count, a non-linear one (a run-time call) as many moves.
 fn worth_storing(s: &mut Simplifier, t: ExprId) -> bool {
-    /// Operations of the cost model per real of the result.
+    /// Weighted operations per real of the result.
     const RATIO: u64 = 16;
+    /// The weight of a non-linear operation.
+    const NLOP: u64 = 16;
     let Some(ty) = s.ty(t) else {
         return false;
     };
     let sizes = |_: &str| Some(10);
     let leaves = ty.leaf_count(&sizes).unwrap_or(u64::MAX);
-    let cost = crate::cost::cost_of(s.arena, t, &sizes).total();
+    let c = crate::cost::cost_of(s.arena, t, &sizes);
+    let cost = c.total().saturating_add(c.nlops.saturating_mul(NLOP - 1));
     cost >= RATIO.saturating_mul(leaves)
 }
 
