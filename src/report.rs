@@ -309,6 +309,52 @@ impl Report<'_> {
             let _ = writeln!(s, "| `{}` | {g} | {met} | {st} | {p} |", c.file);
         }
         s.push('\n');
+        self.compile_notes(s);
+    }
+
+    /// Why the examples over the compile-time target are: their largest stages, and what
+    /// makes those stages slow.
+    fn compile_notes(&self, s: &mut String) {
+        const STAGES: [&str; 4] = ["parsing", "reverse mode", "the optimizer", "the JIT"];
+        let slow: Vec<&CompileRow> = self
+            .compile
+            .iter()
+            .filter(|c| matches!(c.grad_ms, Ok(t) if t >= COMPILE_TARGET_MS))
+            .collect();
+        if slow.is_empty() {
+            return;
+        }
+        let _ = writeln!(s, "Not met:\n");
+        for c in slow {
+            let Some(st) = c.stages else { continue };
+            let mut order: Vec<usize> = (0..4).collect();
+            order.sort_by(|&a, &b| st[b].total_cmp(&st[a]));
+            let _ = writeln!(
+                s,
+                "- `{}`: {} {:.1} ms, {} {:.1} ms, {} {:.1} ms.",
+                c.file,
+                STAGES[order[0]],
+                st[order[0]],
+                STAGES[order[1]],
+                st[order[1]],
+                STAGES[order[2]],
+                st[order[2]]
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nThese programs nest `map`s deepest of the examples, and every stage grows \
+             with that. Reverse mode is the paper's macro: each use of a `map`'s body gets a reverse \
+             pass of the body made of continuations over its context, so the term it builds is \
+             many times the program (the optimizer's first pass, which beta-reduces those \
+             continuations, is most of the optimizer's time; each later pass of the fixed \
+             point walks the whole, much smaller, term again). The JIT's time is mostly \
+             Cranelift's register allocator on a function of a few hundred blocks, one or more \
+             per loop. Meeting the target needs a reverse pass of the bodies of array \
+             operations that builds straight-line adjoint code instead of continuations (what \
+             partial evaluation turns the continuations into anyway), and a code generator \
+             that emits less code per loop.\n"
+        );
     }
 
     fn summary(&self, s: &mut String) {

@@ -297,7 +297,7 @@ pub fn programs() -> Vec<Program> {
                 }
                 p
             },
-            note: "The prefix and suffix products are stored in the workspace, then one fused loop computes the value and the gradient: three passes against the primal's one. The hand-written gradient makes two, building the prefix products in the output (the JIT does not yet fuse a `scanl` into a consumer that reads it forward).",
+            note: "The suffix products are stored in the workspace (a backward pass); the prefix products are computed in the loop that multiplies them (a shifted `scanl` read in order), with the value: two passes, as in the hand-written gradient. The model charges the scans' moves as much as the primal's multiplications.",
         },
         Program {
             name: "logsumexp",
@@ -336,7 +336,7 @@ pub fn programs() -> Vec<Program> {
                 }
                 m + s.ln()
             },
-            note: "The gradient computes `exp(x - m)` in three passes (the sum, the adjoint of `m`, the softmax), and the adjoint of the maximum through the general `reduce` rule (a prefix scan of maxima and a suffix product of indicators). The hand-written gradient computes each exponential once and uses that the adjoint of `m` is zero.",
+            note: "The optimizer computes `exp(x - m)` once for the sum, the adjoint of `m` and the softmax (one loop stores and sums it), and the adjoint of `m`'s sum becomes a product with the sum; the maximum's adjoint has its own rule, computed in the last loop with the running maximum and index. Three passes, as in the hand-written gradient, whose last one only scales: the bookkeeping the adjoint of `reduce max` needs to be exact on ties and NaN (the first element attaining the maximum) costs little beside `exp`, while the model charges it and the stores like the primal's work.",
         },
         Program {
             name: "sumexpsin",
@@ -457,7 +457,7 @@ pub fn programs() -> Vec<Program> {
                 rest[2][0] = dh;
                 h * h
             },
-            note: "The time is the `tanh` calls, each dearer than many moves or multiplications: the primal makes one per element, the gradient three (the forward scan, the derivative `Ax`, and the fused loop of the three outputs, where value numbering merges the repeated `tanh(w * h + u * x)`). The model weighs all operations alike, and most of the gradient's cost in it is moves (scans, shifts, reloads), which cost next to nothing beside a `tanh`: it predicts several times the measured ratio.",
+            note: "The time is the `tanh` calls, each dearer than many moves or multiplications: the primal and the gradient make one per element each (the partial derivatives read the next state from the scan, since `tanh(w * h + u * x)` is that state). The model weighs all operations alike, and most of the gradient's cost in it is moves (scans, shifts, reloads), which cost next to nothing beside a `tanh`: it predicts several times the measured ratio.",
         },
         // ---- p = 2 ----------------------------------------------------------------------
         Program {
@@ -556,7 +556,7 @@ pub fn programs() -> Vec<Program> {
                 }
                 s
             },
-            note: "As for `matvec_sq`, with a `tanh` per row. The hand-written gradient computes each row's pre-activation once and accumulates the gradient of `x` in place.",
+            note: "The rows' `tanh(dot(row, x) + b)` are computed once for the value and the gradients (the optimizer stores them); the gradient of `x` is accumulated in alternating buffers of `m` reals, where the hand-written gradient accumulates in place.",
         },
         Program {
             name: "row_lse",
@@ -596,7 +596,7 @@ pub fn programs() -> Vec<Program> {
                 }
                 s
             },
-            note: "As `logsumexp`, per row: three passes of `exp` over each row, and the maximum's adjoint through prefix and suffix scans.",
+            note: "As `logsumexp`, per row: the rows' maxima and sums of exponentials are computed once for the value and the gradient (the optimizer stores them), but the softmax computes the exponentials again, two `exp` per element against the hand-written gradient's one.",
         },
     ]
 }
