@@ -1,5 +1,6 @@
 //! Reverse mode followed by partial evaluation and the optimizations gives the paper's
-//! closed forms by itself (section "Gradient from the introduction").
+//! closed forms by itself (section "Gradient from the introduction"): with the paper's
+//! rules only, and with the dedicated rules for sums and extrema the engine uses.
 
 use expect_test::{expect, Expect};
 use unfad_syntax::{print_func, Program};
@@ -9,15 +10,21 @@ use unfad_syntax::{print_func, Program};
 /// must print the same.
 fn check(src: &str, wrt: &[usize], expect: Expect) {
     let mut outputs = Vec::new();
-    for via_unf in [false, true] {
+    type Pipeline = fn(
+        &mut unfad_syntax::Arena,
+        &unfad_syntax::Func,
+        &[usize],
+    ) -> Result<unfad_syntax::Func, unfad_ad::AdError>;
+    let pipelines: [Pipeline; 4] = [
+        unfad_ad::gradient_paper,
+        unfad_ad::gradient_via_unf_paper,
+        unfad_ad::gradient,
+        unfad_ad::gradient_via_unf,
+    ];
+    for pipeline in pipelines {
         let mut prog = Program::load(src).unwrap();
         let func = prog.inline(prog.entry(None).unwrap()).unwrap();
-        let grad = if via_unf {
-            unfad_ad::gradient_via_unf(&mut prog.arena, &func, wrt)
-        } else {
-            unfad_ad::gradient(&mut prog.arena, &func, wrt)
-        }
-        .unwrap();
+        let grad = pipeline(&mut prog.arena, &func, wrt).unwrap();
         let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap_or_else(|e| panic!("{e}"));
         outputs.push(print_func(&prog.arena, &opt));
     }

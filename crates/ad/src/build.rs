@@ -98,14 +98,25 @@ pub(crate) fn is_atom(a: &Arena, e: ExprId) -> bool {
     matches!(a[e], Node::Var(_) | Node::Const(_))
 }
 
-/// A counter for readable name hints (`Y1`, `Y2`, ...), unique within one run.
-/// Shared by reference between the nested runs of one call (hence the `Cell`).
+/// The state shared by every part of one reverse-mode run: the counter that makes name
+/// hints (`Y1`, `Y2`, ...) distinct, and which rules apply. Shared by reference between the
+/// nested runs of one call (hence the `Cell`).
 #[derive(Default)]
-pub struct Names {
+pub struct Run {
     next: std::cell::Cell<usize>,
+    /// Only the paper's rules (no dedicated rules for sums and extrema).
+    pub(crate) paper_rules_only: bool,
 }
 
-impl Names {
+impl Run {
+    /// A run with the paper's rules only.
+    pub(crate) fn paper() -> Run {
+        Run {
+            paper_rules_only: true,
+            ..Run::default()
+        }
+    }
+
     pub(crate) fn next(&self) -> usize {
         let n = self.next.get() + 1;
         self.next.set(n);

@@ -181,7 +181,8 @@ pub fn fold_tape(
     let op = operator_section(a, fold);
     let sum =
         op == Some(BinOp::Add) && acc_ty == Type::Real && elem_type(a, fold.array)? == Type::Real;
-    if matches!(op, Some(BinOp::Max | BinOp::Min)) || sum {
+    let dedicated = matches!(op, Some(BinOp::Max | BinOp::Min)) || sum;
+    if dedicated && !rev.names().paper_rules_only {
         let f_copy = elem::instantiate(a, fold.f, &[]);
         let node = match kind {
             FoldKind::Reduce => Node::Reduce(f_copy, fold.init, fold.array),

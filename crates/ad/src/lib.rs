@@ -71,39 +71,59 @@ mod tests;
 
 use unfad_syntax::{Arena, ExprId, Func, Type, Var};
 
-use build::Names;
+use build::Run;
 use pipeline::Reverse;
 
 /// Value and gradient by the direct macro: the result has `func`'s parameters and its body
 /// evaluates to `(value, g_1, ..., g_k)`, `g_i` the gradient with respect to parameter
 /// `wrt[i]` (of that parameter's type). `func` must return `real`.
 pub fn reverse(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
-    let names = Names::default();
+    let names = Run::default();
     pipeline::reverse_with(&mut direct::Direct { names: &names }, arena, func, wrt)
 }
 
 /// The paper's `∇ = π2 D^ρ_{Γ;Y}(e)(0_Γ, 1)` by the direct macro: the body evaluates to
 /// the gradients `(g_1, ..., g_k)` (one value when `k = 1`).
 pub fn gradient(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
-    let names = Names::default();
+    let names = Run::default();
     pipeline::gradient_with(&mut direct::Direct { names: &names }, arena, func, wrt)
+}
+
+/// [`gradient`] with the paper's rules only: no dedicated rules for sums and extrema
+/// (`reduce +`, `reduce max`, `reduce min` with the closed section), whose closed forms
+/// then come out of partial evaluation, as in the paper's section "Gradient from the
+/// introduction". The dedicated rules give the same closed forms directly, with far less
+/// work for the optimizer; [`reverse`] and [`gradient`] use them.
+pub fn gradient_paper(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
+    let run = Run::paper();
+    pipeline::gradient_with(&mut direct::Direct { names: &run }, arena, func, wrt)
+}
+
+/// [`gradient_paper`] through UNF.
+pub fn gradient_via_unf_paper(
+    arena: &mut Arena,
+    func: &Func,
+    wrt: &[usize],
+) -> Result<Func, AdError> {
+    let run = Run::paper();
+    pipeline::gradient_with(&mut ViaUnf { names: &run }, arena, func, wrt)
 }
 
 /// [`reverse`] through UNF: `UNF^-1(D_ρ(UNF(e)))`.
 pub fn reverse_via_unf(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
-    let names = Names::default();
+    let names = Run::default();
     pipeline::reverse_with(&mut ViaUnf { names: &names }, arena, func, wrt)
 }
 
 /// [`gradient`] through UNF.
 pub fn gradient_via_unf(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
-    let names = Names::default();
+    let names = Run::default();
     pipeline::gradient_with(&mut ViaUnf { names: &names }, arena, func, wrt)
 }
 
 /// The UNF pipeline.
 struct ViaUnf<'n> {
-    names: &'n Names,
+    names: &'n Run,
 }
 
 impl Reverse for ViaUnf<'_> {
@@ -137,7 +157,7 @@ impl Reverse for ViaUnf<'_> {
         Ok(unf::inverse::wrap(a, lets, pair))
     }
 
-    fn names(&self) -> &Names {
+    fn names(&self) -> &Run {
         self.names
     }
 }

@@ -3,7 +3,7 @@
 
 use unfad_syntax::{Arena, ExprId, Func, Type, Var};
 
-use crate::build::Names;
+use crate::build::Run;
 use crate::error::AdError;
 use crate::ground;
 
@@ -22,7 +22,7 @@ pub trait Reverse {
     ) -> Result<ExprId, AdError>;
 
     /// The name hints of this run.
-    fn names(&self) -> &Names;
+    fn names(&self) -> &Run;
 
     /// `∇`: the gradient of the real term `e` with respect to the context variables
     /// `gamma[wrt[i]]`, as the paper's `π2 D^ρ_{Γ;Y}(e)(0_Γ, 1)` with `Y` the projection
@@ -80,7 +80,7 @@ pub(crate) fn adjoint_name(a: &Arena, v: Var) -> String {
 /// paper's projection for `ρ ⊂ Γ`; `Id_Γ` when `wrt` is everything), its variable, and ρ.
 pub(crate) fn projection(
     a: &mut Arena,
-    names: &Names,
+    names: &Run,
     gamma: &[Var],
     wrt: &[usize],
 ) -> Result<(Var, ExprId, Type), AdError> {

@@ -24,7 +24,7 @@ mod conditionals;
 
 use unfad_syntax::{with_stack, Arena, ExprId, Node, Type, Var};
 
-use crate::build::{component, is_atom, Names};
+use crate::build::{component, is_atom, Run};
 use crate::derivatives::{binary_partials, unary_partial};
 use crate::error::AdError;
 use crate::folds::FoldKind;
@@ -33,7 +33,7 @@ use crate::pipeline::{adjoint_name, types_of, Reverse};
 
 /// The direct pipeline.
 pub struct Direct<'n> {
-    pub(crate) names: &'n Names,
+    pub(crate) names: &'n Run,
 }
 
 impl Reverse for Direct<'_> {
@@ -59,7 +59,7 @@ impl Reverse for Direct<'_> {
         m.d(e, y)
     }
 
-    fn names(&self) -> &Names {
+    fn names(&self) -> &Run {
         self.names
     }
 }
@@ -67,7 +67,7 @@ impl Reverse for Direct<'_> {
 /// One run of the macro: the arena, ρ, and the current context Γ.
 struct Macro<'a, 'n> {
     a: &'a mut Arena,
-    names: &'n Names,
+    names: &'n Run,
     rho: Type,
     ctx: Vec<Var>,
     pos: HashMap<Var, usize>,

@@ -13,7 +13,7 @@ use unfad_syntax::{Arena, ExprId, Node, Type, Var};
 
 use super::{Ctx, OpKind, Prim, TargetUnf};
 use crate::arrays;
-use crate::build::{self, component, is_atom, Names};
+use crate::build::{self, component, is_atom, Run};
 use crate::derivatives::{binary_partials, unary_partial};
 use crate::elem::{self, Capture};
 use crate::error::{internal, AdError};
@@ -59,7 +59,7 @@ struct Inverse<'a, 'r> {
 }
 
 impl Inverse<'_, '_> {
-    fn names(&self) -> &Names {
+    fn names(&self) -> &Run {
         self.rev.names()
     }
 
