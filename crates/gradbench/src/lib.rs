@@ -14,7 +14,7 @@
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 pub mod gmm;
 mod modules;
@@ -184,21 +184,11 @@ pub fn matrix(j: &Json, what: &str) -> Result<(Vec<f64>, usize, usize), Fail> {
     Ok((data, rows.len(), width.unwrap_or(0)))
 }
 
-/// Shape of the JSON object for a row-major matrix of `rows` rows.
+/// A row-major matrix of `rows` rows as a JSON array of rows.
 pub fn rows_json(data: &[f64], rows: usize) -> Result<Json, Fail> {
-    let width = if rows == 0 { 0 } else { data.len() / rows };
+    let width = data.len().checked_div(rows).unwrap_or(0);
     let out: Result<Vec<Json>, Fail> = (0..rows)
         .map(|r| numbers(&data[r * width..(r + 1) * width]))
         .collect();
     Ok(Json::Array(out?))
-}
-
-#[doc(hidden)]
-pub fn object(pairs: Vec<(&str, Json)>) -> Json {
-    Json::Object(
-        pairs
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect::<Map<_, _>>(),
-    )
 }
