@@ -313,25 +313,6 @@ fn cost_reports_the_bound() {
 }
 
 #[test]
-fn check_compares_native_interpreter_and_finite_differences() {
-    for name in ["intro", "prod", "sum", "dot"] {
-        let (code, out, err) = unfad(&[
-            "check",
-            &format!("{name}.ad"),
-            "--input",
-            &format!("{name}.json"),
-        ]);
-        assert_eq!((code, err.as_str()), (0, ""), "{name}: {out}");
-        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(report["ok"], true);
-        assert_eq!(
-            report["max_error"]["native_vs_forward_mode"]["relative"], 0.0,
-            "{name}"
-        );
-    }
-}
-
-#[test]
 fn bench_times_primal_and_gradient() {
     let (code, out, _) = unfad(&[
         "bench",
@@ -371,5 +352,12 @@ fn check_passes_on_every_example() {
         assert_eq!((code, err.as_str()), (0, ""), "{name}: {out}");
         let report: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(report["ok"], true, "{name}: {out}");
+        // The paper's examples: the native gradient is forward mode's, exactly.
+        if ["intro", "prod", "sum", "dot"].contains(&name.as_str()) {
+            assert_eq!(
+                report["max_error"]["native_vs_forward_mode"]["relative"], 0.0,
+                "{name}"
+            );
+        }
     }
 }

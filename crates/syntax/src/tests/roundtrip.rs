@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+use unfad_testgen::{generate, Features, Rng};
+
 use crate::{alpha_eq, print_func, Program};
 
 /// Print the entry point of `src`, parse the printout, and compare the two terms.
@@ -24,6 +26,8 @@ pub(crate) fn assert_round_trip(src: &str) {
         print_func(&again.arena, &func2)
     );
     assert_eq!(func.ret, func2.ret);
+    // Printing is deterministic and a fixed point after one round.
+    assert_eq!(printed, print_func(&again.arena, &func2));
 }
 
 #[test]
@@ -39,5 +43,88 @@ fn hand_written_programs_round_trip() {
         "def f(x: real) = 1 + (let y = x in y) * 2 + (if x > 0 then x else 0)",
     ] {
         assert_round_trip(src);
+    }
+}
+
+#[test]
+fn random_programs_round_trip() {
+    for seed in 0..1500 {
+        assert_round_trip(&generate(seed, &Features::all()).source);
+    }
+    for seed in 0..500 {
+        assert_round_trip(
+            &generate(
+                seed,
+                &Features {
+                    real_result: false,
+                    ..Features::all()
+                },
+            )
+            .source,
+        );
+    }
+}
+
+/// Run the whole front end on `text`; it may fail, but only with an error value.
+fn front_end(text: &str) {
+    if let Ok(mut prog) = Program::load(text) {
+        if let Ok(d) = prog.entry(None) {
+            let _ = prog.inline(d);
+        }
+    }
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut rng = Rng::new(1);
+    let alphabet: Vec<char> =
+        "defletinifthenelsefunmapreduce()[],.:=+-*/<>!&|0123456789 \n\tABnxyé#_'"
+            .chars()
+            .collect();
+    for _ in 0..3000 {
+        let len = rng.below(60);
+        let text: String = if rng.chance(0.3) {
+            // arbitrary bytes, made into a string the way a file reader would
+            let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        } else {
+            (0..len).map(|_| *rng.pick(&alphabet)).collect()
+        };
+        front_end(&text);
+    }
+}
+
+#[test]
+fn mutated_programs_never_panic() {
+    let mut rng = Rng::new(2);
+    let tokens = [
+        "(", ")", "[", "]", ",", ".", "let", "in", "map2", "reduce", "fst", "x", "A", "1", "-",
+        "*", ":", "[n]real", "if", "fun",
+    ];
+    for seed in 0..1500 {
+        let src = generate(seed, &Features::all()).source;
+        let mut chars: Vec<char> = src.chars().collect();
+        for _ in 0..1 + rng.below(4) {
+            if chars.is_empty() {
+                break;
+            }
+            let i = rng.below(chars.len());
+            match rng.below(3) {
+                0 => {
+                    chars.remove(i);
+                }
+                1 => {
+                    let t = rng.pick(&tokens);
+                    for (k, c) in t.chars().enumerate() {
+                        chars.insert(i + k, c);
+                    }
+                }
+                _ => {
+                    let j = rng.below(chars.len());
+                    chars.swap(i, j);
+                }
+            }
+        }
+        front_end(&chars.into_iter().collect::<String>());
     }
 }
