@@ -1,6 +1,6 @@
 //! Checks of the invariants of generated terms, for tests and for later stages.
 
-use std::collections::HashSet;
+use unfad_syntax::fast_hash::FastSet as HashSet;
 
 use unfad_syntax::{with_stack, Arena, ExprId, Node, Type, Var};
 
@@ -29,7 +29,7 @@ pub fn check_linear(a: &Arena, e: ExprId) -> Result<(), String> {
 pub fn check_unique_binders(a: &Arena, e: ExprId) -> Result<(), String> {
     let mut bound = Vec::new();
     collect_binders(a, e, &mut bound);
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     for v in bound {
         if !seen.insert(v) {
             return Err(format!("`{}` is bound twice", a.var_name(v)));

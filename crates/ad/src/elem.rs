@@ -12,7 +12,7 @@
 //! Both come from the pipeline itself ([`Reverse::vjp_term`]) run on a fresh copy of the
 //! body, in the context of its parameters and captures.
 
-use std::collections::{HashMap, HashSet};
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
 use unfad_syntax::{typeck, Arena, ExprId, Node, Type, Var};
 
@@ -121,7 +121,7 @@ pub(crate) fn vjp_many(
     seed: ExprId,
     targets: &[Wrt],
 ) -> Result<ExprId, AdError> {
-    let mut renaming = HashMap::new();
+    let mut renaming = HashMap::default();
     let mut fresh = Vec::with_capacity(captures.len());
     for c in captures {
         let v = a.clone_var(c.var);
@@ -327,7 +327,7 @@ pub(crate) fn first(a: &mut Arena, x: ExprId, init: ExprId) -> Result<ExprId, Ad
 /// operands only give shapes or choose branches) and outside the right-hand sides of
 /// inert `let`s (see [`inert_lets`]). The others have zero adjoints.
 pub(crate) fn differentiable_free_vars(a: &Arena, e: ExprId) -> Vec<Var> {
-    let mut inert = HashSet::new();
+    let mut inert = HashSet::default();
     let mut out = Flow::default();
     flow(a, e, &mut out, &mut inert);
     out.order
@@ -338,7 +338,7 @@ pub(crate) fn differentiable_free_vars(a: &Arena, e: ExprId) -> Vec<Var> {
 /// macro binds them as values without differentiating their right-hand sides, and they
 /// are not in the context Γ.
 pub(crate) fn inert_lets(a: &Arena, e: ExprId) -> HashSet<Var> {
-    let mut inert = HashSet::new();
+    let mut inert = HashSet::default();
     flow(a, e, &mut Flow::default(), &mut inert);
     inert
 }

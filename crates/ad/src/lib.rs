@@ -78,6 +78,8 @@ use pipeline::Reverse;
 /// evaluates to `(value, g_1, ..., g_k)`, `g_i` the gradient with respect to parameter
 /// `wrt[i]` (of that parameter's type). `func` must return `real`.
 pub fn reverse(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
+    // The macro's term is tens of times the program's (continuations over the context).
+    arena.reserve(32 * arena.node_count());
     let names = Run::default();
     pipeline::reverse_with(&mut direct::Direct { names: &names }, arena, func, wrt)
 }

@@ -15,8 +15,8 @@
 //! prologue that is emitted last (when all slots are known) into the entry block and
 //! passed to the body's first block as parameters.
 
-use std::collections::HashMap;
 use std::rc::Rc;
+use unfad_syntax::fast_hash::FastMap as HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64, I8};
@@ -164,16 +164,16 @@ impl<'a> Translator<'a> {
             module,
             arena,
             an,
-            env: HashMap::new(),
+            env: HashMap::default(),
             frames: Vec::new(),
             slots: Slots::new(),
-            pro: HashMap::new(),
+            pro: HashMap::default(),
             pro_order: Vec::new(),
             main,
-            externs: HashMap::new(),
+            externs: HashMap::default(),
             flags: MemFlagsData::trusted(),
-            memo: HashMap::new(),
-            roots: HashMap::new(),
+            memo: HashMap::default(),
+            roots: HashMap::default(),
             relay: None,
             counters: Vec::new(),
         }
@@ -2605,8 +2605,8 @@ impl<'a> Translator<'a> {
             .collect();
         let total = SizeExpr::sum(slot_sizes.iter().cloned());
         self.switch_to(entry);
-        let mut cache: HashMap<SizeExpr, Value> = HashMap::new();
-        let mut size_vals: HashMap<u32, Value> = HashMap::new();
+        let mut cache: HashMap<SizeExpr, Value> = HashMap::default();
+        let mut size_vals: HashMap<u32, Value> = HashMap::default();
         // Slot `k` starts after the slots before it. Every address is below the total,
         // which a call checks, so the wrapping arithmetic here is exact.
         let mut slot_addr = Vec::with_capacity(slot_sizes.len());

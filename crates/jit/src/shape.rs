@@ -10,8 +10,8 @@
 //! buffers after their last use, and decides which `let`-bound arrays may stay unevaluated
 //! (fused into their single consumer).
 
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 

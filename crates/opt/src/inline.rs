@@ -6,7 +6,7 @@
 //! depth so that no work moves into a loop or becomes conditional; the pass runs on the
 //! final first-order term, where that is exact.
 
-use std::collections::{HashMap, HashSet};
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Var};
 
@@ -172,7 +172,7 @@ pub fn inline_single_use(arena: &mut Arena, func: &Func) -> Func {
     if inline.is_empty() {
         return func.clone();
     }
-    let mut subst = HashMap::new();
+    let mut subst = HashMap::default();
     let body = rebuild(arena, func.body, &inline, &mut subst);
     Func {
         body,

@@ -20,7 +20,7 @@
 
 pub mod cost;
 mod expand;
-mod fast_hash;
+use unfad_syntax::fast_hash;
 pub mod first_order;
 pub mod inline;
 pub mod len;
@@ -51,6 +51,8 @@ pub enum OptError {
 
 /// Optimize `func` to a fixed point and check that the result is first-order.
 pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
+    // The passes build about twice the arena they start from.
+    arena.reserve(2 * arena.node_count());
     let f = simplify_to_fixed_point(arena, func);
     let f = inline::inline_single_use(arena, &f);
     let f = simplify_to_fixed_point(arena, &f);

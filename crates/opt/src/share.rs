@@ -21,7 +21,7 @@
 //! applies to every loop of the statements from the first one on. Function arguments are
 //! chains of their own and are treated alike.
 
-use std::collections::HashSet;
+use unfad_syntax::fast_hash::FastSet as HashSet;
 
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
@@ -38,7 +38,7 @@ pub fn share_elementwise(arena: &mut Arena, func: &Func) -> Func {
     let mut s = Simplifier::new(arena, func);
     let mut sh = Sharer {
         placeholders: HashMap::default(),
-        made: HashSet::new(),
+        made: HashSet::default(),
     };
     let body = sh.scope(&mut s, func.body);
     Func {
@@ -364,7 +364,7 @@ impl Sharer {
 
     /// `map (x. t) X` (or `map2` over two arrays) for the term of `c`.
     fn array_of(&mut self, s: &mut Simplifier, c: &Candidate) -> Option<ExprId> {
-        let mut sub = std::collections::HashMap::new();
+        let mut sub = HashMap::default();
         let mut params = Vec::new();
         for &a in &c.arrays {
             let ph = self.placeholder(s, a);
@@ -477,7 +477,7 @@ impl Sharer {
                 let r = s.fresh("r", Some(Type::Tuple(vec![tp, tq].into())));
                 let er = s.var(r);
                 let (r0, r1) = (s.arena.proj(0, er), s.arena.proj(1, er));
-                let sub: std::collections::HashMap<Var, ExprId> =
+                let sub: unfad_syntax::fast_hash::FastMap<Var, ExprId> =
                     [(p, r0), (q, r1)].into_iter().collect();
                 let body = s.arena.subst(body, &sub);
                 let ps = s.arena.var_list(&[r, ev]);
@@ -575,7 +575,7 @@ fn nested_loop(arena: &Arena, e: ExprId) -> bool {
 
 /// Every variable bound inside `e`.
 fn bound_inside(arena: &Arena, e: ExprId) -> HashSet<Var> {
-    let mut out = HashSet::new();
+    let mut out = HashSet::default();
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
         out.extend(arena.binders(arena[x]));

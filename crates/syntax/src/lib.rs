@@ -14,6 +14,7 @@
 //! ```
 
 pub mod error;
+pub mod fast_hash;
 pub mod fragment;
 pub mod lexer;
 pub mod ops;

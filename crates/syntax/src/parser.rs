@@ -4,7 +4,7 @@
 //! already satisfies the unique-binder invariant. Operator sections become lambdas. A
 //! syntax error names the line, the column and what was expected.
 
-use std::collections::HashMap;
+use crate::fast_hash::FastMap as HashMap;
 
 use crate::error::{Error, ErrorKind};
 use crate::lexer::{lex, TokKind, Token};

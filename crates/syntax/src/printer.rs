@@ -6,7 +6,7 @@
 //! as in the paper's listings; free lambdas carry their parameter types, binders of array
 //! operations do not (they are inferred).
 
-use std::collections::{HashMap, HashSet};
+use crate::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
 use crate::lexer::KEYWORDS;
 use crate::ops::{BinOp, UnOp};
@@ -86,8 +86,8 @@ impl<'a> Printer<'a> {
         Printer {
             arena,
             def_names: Vec::new(),
-            names: HashMap::new(),
-            used: HashSet::new(),
+            names: HashMap::default(),
+            used: HashSet::default(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Programs: definitions, the prelude, entry points, and inlining of calls.
 
-use std::collections::HashMap;
+use crate::fast_hash::FastMap as HashMap;
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Position};
@@ -238,7 +238,7 @@ impl Program {
                 format!("`{}` has not been type-checked", def.name),
             ));
         };
-        let mut ren = HashMap::new();
+        let mut ren = HashMap::default();
         let params: Vec<Var> = def
             .params
             .iter()
@@ -248,7 +248,7 @@ impl Program {
                 q
             })
             .collect();
-        let no_sizes = HashMap::new();
+        let no_sizes = HashMap::default();
         let body = inline_expr(&mut self.arena, &self.defs, def.body, &mut ren, &no_sizes);
         let func = Func {
             name: def.name.clone(),
@@ -284,7 +284,7 @@ fn inline_expr(
                 let args = arena.exprs(l).to_vec();
                 let def = &defs[d.0 as usize];
                 // Instantiate the callee's sizes from the (checked) argument types.
-                let mut callee_sizes: HashMap<Arc<str>, Size> = HashMap::new();
+                let mut callee_sizes: HashMap<Arc<str>, Size> = HashMap::default();
                 for (&a, &p) in args.iter().zip(&def.params) {
                     let ta = arena.type_of(a).cloned().expect("arguments are typed");
                     let ta = ta.subst_sizes(&|v| sizes.get(v).cloned());
@@ -295,7 +295,7 @@ fn inline_expr(
                     .iter()
                     .map(|&a| inline_expr(arena, defs, a, ren, sizes))
                     .collect();
-                let mut callee_ren = HashMap::new();
+                let mut callee_ren = HashMap::default();
                 let mut params = Vec::new();
                 for &p in &def.params {
                     let tp = arena

@@ -10,7 +10,7 @@
 //! rather than in an environment. Whoever duplicates a subterm that contains binders makes
 //! the copy with [`Arena::copy_fresh`].
 
-use std::collections::HashMap;
+use crate::fast_hash::FastMap as HashMap;
 
 use crate::ops::{BinOp, CmpOp, UnOp};
 use crate::span::Span;
@@ -177,6 +177,14 @@ impl Arena {
     }
 
     /// Add a node that comes from `span` in a source.
+    /// Room for `additional` more nodes, so that a stage known to build many does not
+    /// grow the arena's tables step by step.
+    pub fn reserve(&mut self, additional: usize) {
+        self.nodes.reserve(additional);
+        self.spans.reserve(additional);
+        self.types.reserve(additional);
+    }
+
     pub fn add_at(&mut self, node: Node, span: Span) -> ExprId {
         // Negation of a constant is the negative constant: one spelling for `-2`.
         let node = match node {
@@ -559,7 +567,7 @@ impl Arena {
         if map.is_empty() {
             return e;
         }
-        let mut memo = HashMap::new();
+        let mut memo = HashMap::default();
         self.subst_rec(e, map, &mut memo)
     }
 
@@ -586,7 +594,7 @@ impl Arena {
     /// A copy of `e` in which every variable bound inside `e` is replaced by a fresh one
     /// (free variables are kept, or renamed by `renaming` if they are in it).
     pub fn copy_fresh(&mut self, e: ExprId) -> ExprId {
-        let mut renaming = HashMap::new();
+        let mut renaming = HashMap::default();
         self.copy_fresh_with(e, &mut renaming)
     }
 
@@ -620,8 +628,8 @@ impl Arena {
     /// The free variables of `e`, in order of first occurrence.
     pub fn free_vars(&self, e: ExprId) -> Vec<Var> {
         let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut bound = std::collections::HashSet::new();
+        let mut seen = crate::fast_hash::FastSet::default();
+        let mut bound = crate::fast_hash::FastSet::default();
         self.free_vars_rec(e, &mut bound, &mut seen, &mut out);
         out
     }
@@ -629,8 +637,8 @@ impl Arena {
     fn free_vars_rec(
         &self,
         e: ExprId,
-        bound: &mut std::collections::HashSet<Var>,
-        seen: &mut std::collections::HashSet<Var>,
+        bound: &mut crate::fast_hash::FastSet<Var>,
+        seen: &mut crate::fast_hash::FastSet<Var>,
         out: &mut Vec<Var>,
     ) {
         with_stack(|| match self[e] {
@@ -662,7 +670,7 @@ impl Arena {
 
     /// How many times each variable occurs (as a `Var` node) in the tree of `e`.
     pub fn occurrences(&self, e: ExprId) -> HashMap<Var, usize> {
-        let mut counts = HashMap::new();
+        let mut counts = HashMap::default();
         self.count_rec(e, &mut counts);
         counts
     }
@@ -796,7 +804,7 @@ mod tests {
         };
         assert_ne!(x2, x);
         assert_eq!(a.free_vars(c), vec![free]);
-        let free_map = HashMap::from([(free, free)]);
+        let free_map = HashMap::from_iter([(free, free)]);
         assert!(alpha_eq(&a, e, &a, c, &free_map));
     }
 
@@ -808,7 +816,7 @@ mod tests {
         let ex = a.var(x);
         let e = a.op2(BinOp::Mul, ex, ex);
         let ey = a.var(y);
-        let r = a.subst(e, &HashMap::from([(x, ey)]));
+        let r = a.subst(e, &HashMap::from_iter([(x, ey)]));
         assert_eq!(a.free_vars(r), vec![y]);
         assert_eq!(a.occurrences(r)[&y], 2);
     }
@@ -823,6 +831,6 @@ mod tests {
         }
         assert_eq!(a.tree_size(e), 400_001);
         let c = a.copy_fresh(e);
-        assert!(alpha_eq(&a, e, &a, c, &HashMap::new()));
+        assert!(alpha_eq(&a, e, &a, c, &HashMap::default()));
     }
 }

@@ -5,7 +5,7 @@
 //! and the type of each variable bound by `let` or by an array operation's binder.
 //! Errors point at the offending expression and show both types or sizes.
 
-use std::collections::HashMap;
+use crate::fast_hash::FastMap as HashMap;
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind};
@@ -500,7 +500,7 @@ impl Checker<'_> {
                 ),
             ));
         }
-        let mut subst: HashMap<Arc<str>, Size> = HashMap::new();
+        let mut subst: HashMap<Arc<str>, Size> = HashMap::default();
         for (i, (&a, p)) in args.iter().zip(&params).enumerate() {
             let ta = self.infer(a)?;
             if let Err(why) = unify(p, &ta, &mut subst) {

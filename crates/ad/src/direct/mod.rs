@@ -17,7 +17,7 @@
 //! Conditions (`bool` values) are not differentiated: they are in scope as values but
 //! not in the context Γ (they have no adjoint), as the paper treats array sizes.
 
-use std::collections::{HashMap, HashSet};
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
 mod arrays;
 mod conditionals;
@@ -51,7 +51,7 @@ impl Reverse for Direct<'_> {
             names: self.names,
             rho: rho.clone(),
             ctx: Vec::new(),
-            pos: HashMap::new(),
+            pos: HashMap::default(),
         };
         for &g in gamma {
             m.push(g);

@@ -16,7 +16,7 @@
 //! checks it), without a pass over `UNF(e2)` per enclosing operator, which made deep terms
 //! cost cubic time.
 
-use std::collections::HashMap;
+use unfad_syntax::fast_hash::FastMap as HashMap;
 
 use unfad_syntax::{with_stack, Arena, ExprId, Node, Type, Var};
 
@@ -31,7 +31,7 @@ pub fn unf(a: &Arena, gamma: &[Var], e: ExprId) -> Result<SourceUnf, AdError> {
         a,
         ctx: Vec::new(),
         tys: Vec::new(),
-        pos: HashMap::new(),
+        pos: HashMap::default(),
     };
     for &g in gamma {
         t.push(g)?;

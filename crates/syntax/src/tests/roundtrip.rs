@@ -1,6 +1,6 @@
 //! `parse(print(t))` is `t` up to the names of bound variables.
 
-use std::collections::HashMap;
+use crate::fast_hash::FastMap as HashMap;
 
 use unfad_testgen::{generate, Features, Rng};
 

@@ -1,5 +1,5 @@
-//! A fast, non-cryptographic hasher for the optimizer's tables, keyed by small integers
-//! (variable and node indices): the standard SipHash dominated the optimizer's profile.
+//! A fast, non-cryptographic hasher for the tables of every stage (substitution, reverse mode, the optimizer, lowering), keyed by small integers
+//! (variable and node indices): the standard SipHash dominated the optimizer's and reverse mode's profiles.
 //! It multiplies and rotates (the "Fx" scheme); nothing here is exposed to untrusted keys.
 
 use std::collections::{HashMap, HashSet};
