@@ -55,16 +55,21 @@ impl SizeEnv {
     }
 }
 
-fn number(param: &str, ty: &Type, j: &Json) -> Result<f64, InputError> {
+/// Where in a parameter's value a JSON value sits: `A`, `A[2]`, `p.1[0]`.
+fn at(path: &str, step: impl std::fmt::Display) -> String {
+    format!("{path}{step}")
+}
+
+fn number(path: &str, ty: &Type, j: &Json) -> Result<f64, InputError> {
     match j {
         Json::Number(n) => n
             .as_f64()
-            .ok_or_else(|| InputError(format!("parameter `{param}`: {n} is not a double"))),
+            .ok_or_else(|| InputError(format!("parameter `{path}`: {n} is not a double"))),
         Json::String(s) if s == "NaN" => Ok(f64::NAN),
         Json::String(s) if s == "Infinity" => Ok(f64::INFINITY),
         Json::String(s) if s == "-Infinity" => Ok(f64::NEG_INFINITY),
         other => Err(InputError(format!(
-            "parameter `{param}` (type `{ty}`): expected a number, found {}",
+            "parameter `{path}` (type `{ty}`): expected a number, found {}",
             kind(other)
         ))),
     }
@@ -81,22 +86,38 @@ fn kind(j: &Json) -> String {
     }
 }
 
-/// Read the value of parameter `param` of type `ty`, binding sizes in `sizes`.
+/// Read the value of parameter `param` of type `ty`, binding sizes in `sizes`. Errors name
+/// the parameter and, inside arrays and tuples, the element (`A[2]`, `p.1`).
 pub fn value_from_json<S: Scalar>(
     param: &str,
     ty: &Type,
     j: &Json,
     sizes: &mut SizeEnv,
 ) -> Result<Value<S>, InputError> {
+    read(param, param, ty, j, sizes)
+}
+
+fn read<S: Scalar>(
+    param: &str,
+    path: &str,
+    ty: &Type,
+    j: &Json,
+    sizes: &mut SizeEnv,
+) -> Result<Value<S>, InputError> {
     match ty {
-        Type::Real => Ok(Value::Real(S::constant(number(param, ty, j)?))),
+        Type::Real => Ok(Value::Real(S::constant(number(path, ty, j)?))),
         Type::Tuple(items) => match j {
             Json::Array(xs) if xs.len() == items.len() => {
-                let vals = items.iter().zip(xs).map(|(t, x)| value_from_json(param, t, x, sizes)).collect::<Result<Vec<_>, _>>()?;
+                let vals = items
+                    .iter()
+                    .zip(xs)
+                    .enumerate()
+                    .map(|(i, (t, x))| read(param, &at(path, format_args!(".{}", i + 1)), t, x, sizes))
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(Value::tuple(vals))
             }
             other => Err(InputError(format!(
-                "parameter `{param}`: a tuple of type `{ty}` is a JSON array of {} elements, found {}",
+                "parameter `{path}`: a tuple of type `{ty}` is a JSON array of {} elements, found {}",
                 items.len(),
                 kind(other)
             ))),
@@ -104,12 +125,21 @@ pub fn value_from_json<S: Scalar>(
         Type::Array(size, elem) => match j {
             Json::Array(xs) => {
                 sizes.bind(param, ty, size, xs.len() as u64)?;
-                let vals = xs.iter().map(|x| value_from_json(param, elem, x, sizes)).collect::<Result<Vec<_>, _>>()?;
+                let vals = xs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| read(param, &at(path, format_args!("[{i}]")), elem, x, sizes))
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(Value::array(vals))
             }
-            other => Err(InputError(format!("parameter `{param}`: expected an array of type `{ty}`, found {}", kind(other)))),
+            other => Err(InputError(format!(
+                "parameter `{path}`: expected an array of type `{ty}`, found {}",
+                kind(other)
+            ))),
         },
-        Type::Bool | Type::Func(..) => Err(InputError(format!("parameter `{param}` has type `{ty}`, which has no JSON form"))),
+        Type::Bool | Type::Func(..) => Err(InputError(format!(
+            "parameter `{path}` has type `{ty}`, which has no JSON form"
+        ))),
     }
 }
 

@@ -134,7 +134,11 @@ fn input_errors_name_the_parameter_and_both_sizes() {
     assert_eq!(err(json!([1])), "the input must be a JSON object from parameter name to value, found an array of 1 elements");
     assert_eq!(
         err(json!({"A": ["x"], "B": [1], "M": m})),
-        "parameter `A` (type `real`): expected a number, found the string \"x\""
+        "parameter `A[0]` (type `real`): expected a number, found the string \"x\""
+    );
+    assert_eq!(
+        err(json!({"A": [1], "B": [1], "M": [[1, 2], [3, null]]})),
+        "parameter `M[1][1]` (type `real`): expected a number, found null"
     );
 }
 
