@@ -478,11 +478,28 @@ fn reverse_fold(
         let args = [a.proj(0, qe), a.proj(1, qe)];
         vjp(a, rev, fold.f, fold.captures, &args, t, Wrt::Param(0), &[])
     })?;
-    let r_e = a.add(Node::Scanr(step, z, q));
+    backward_scan(a, rev, fold, &tape.acc_ty, step, z, q, bindings)
+}
+
+/// The end of a backward pass by a reverse scan: the accumulators' adjoints
+/// `R = scanr step seed Q` (`R[0]` is the initial value's), and from the adjoint of each
+/// step's accumulator, `shift1L R`, those of the elements and the captured variables.
+#[allow(clippy::too_many_arguments)]
+fn backward_scan(
+    a: &mut Arena,
+    rev: &mut dyn Reverse,
+    fold: &Fold,
+    acc_ty: &Type,
+    step: ExprId,
+    seed: ExprId,
+    q: ExprId,
+    mut bindings: Vec<(Var, ExprId)>,
+) -> Result<FoldAdjoint, AdError> {
+    let r_e = a.add(Node::Scanr(step, seed, q));
     let r = bind(a, &mut bindings, "R", r_e)?;
     let w_e = a.add(Node::Shift1L(r));
     let w = bind(a, &mut bindings, "W", w_e)?;
-    let zero = ground::zero(a, &tape.acc_ty, fold.init)?;
+    let zero = ground::zero(a, acc_ty, fold.init)?;
     let init = first(a, r, zero)?;
     let steps = Steps {
         f: fold.f,
@@ -643,26 +660,7 @@ pub fn scanl_adjoint(
     })?;
     let zero = ground::zero(a, &acc_ty, fold.init)?;
     let z_last = last(a, z, zero)?;
-    let r_e = a.add(Node::Scanr(step, z_last, q));
-    let r = bind(a, &mut bindings, "R", r_e)?;
-    let w_e = a.add(Node::Shift1L(r));
-    let w = bind(a, &mut bindings, "W", w_e)?;
-    let zero = ground::zero(a, &acc_ty, fold.init)?;
-    let init = first(a, r, zero)?;
-    let steps = Steps {
-        f: fold.f,
-        captures: fold.captures,
-        q,
-        seeds: w,
-        seed: &|_, _, t| Ok(t),
-    };
-    let (array, captures) = steps.adjoints(a, rev, fold, Wrt::Param(1), &mut bindings)?;
-    Ok(FoldAdjoint {
-        bindings,
-        init,
-        array,
-        captures,
-    })
+    backward_scan(a, rev, fold, &acc_ty, step, z_last, q, bindings)
 }
 
 /// The backward pass of `R = scanr (x, acc. e) y0 A` (the atom `scan`) for its adjoint

@@ -2690,18 +2690,7 @@ impl<'a> Translator<'a> {
                 }
             },
             SizeExpr::Sum(xs) => {
-                let mut acc: Option<Value> = None;
-                for x in xs.iter() {
-                    let v = self.size_value(x, sizes, cache, size_vals);
-                    acc = Some(match acc {
-                        None => v,
-                        Some(a) => self.b.ins().iadd(a, v),
-                    });
-                }
-                match acc {
-                    Some(v) => v,
-                    None => self.b.ins().iconst(I64, 0),
-                }
+                self.size_fold(xs, sizes, cache, size_vals, |b, a, v| b.ins().iadd(a, v))
             }
             SizeExpr::Mul(a, b) => {
                 let (x, y) = (
@@ -2711,22 +2700,31 @@ impl<'a> Translator<'a> {
                 self.b.ins().imul(x, y)
             }
             SizeExpr::Max(xs) => {
-                let mut acc: Option<Value> = None;
-                for x in xs.iter() {
-                    let v = self.size_value(x, sizes, cache, size_vals);
-                    acc = Some(match acc {
-                        None => v,
-                        Some(a) => self.b.ins().smax(a, v),
-                    });
-                }
-                match acc {
-                    Some(v) => v,
-                    None => self.b.ins().iconst(I64, 0),
-                }
+                self.size_fold(xs, sizes, cache, size_vals, |b, a, v| b.ins().smax(a, v))
             }
         };
         cache.insert(e.clone(), v);
         v
+    }
+
+    /// The sizes `xs` combined left to right by `op` (0 for none).
+    fn size_fold(
+        &mut self,
+        xs: &[SizeExpr],
+        sizes: Value,
+        cache: &mut HashMap<SizeExpr, Value>,
+        size_vals: &mut HashMap<u32, Value>,
+        op: impl Fn(&mut FunctionBuilder, Value, Value) -> Value,
+    ) -> Value {
+        let mut acc: Option<Value> = None;
+        for x in xs {
+            let v = self.size_value(x, sizes, cache, size_vals);
+            acc = Some(match acc {
+                None => v,
+                Some(a) => op(&mut self.b, a, v),
+            });
+        }
+        acc.unwrap_or_else(|| self.b.ins().iconst(I64, 0))
     }
 }
 
