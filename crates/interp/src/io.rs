@@ -7,7 +7,7 @@
 //! and `"-Infinity"` and read back from them.
 
 use serde_json::Value as Json;
-use unfad_syntax::{Arena, Func, Size, SizeBindings, Type};
+use unfad_syntax::{Arena, At, Func, Size, SizeBindings, Type};
 
 use crate::scalar::Scalar;
 use crate::value::Value;
@@ -55,21 +55,18 @@ impl SizeEnv {
     }
 }
 
-/// Where in a parameter's value a JSON value sits: `A`, `A[2]`, `p.1[0]`.
-fn at(path: &str, step: impl std::fmt::Display) -> String {
-    format!("{path}{step}")
-}
-
-fn number(path: &str, ty: &Type, j: &Json) -> Result<f64, InputError> {
+fn number(param: &str, at: Option<&At>, ty: &Type, j: &Json) -> Result<f64, InputError> {
+    let path = || At::place(param, at);
     match j {
         Json::Number(n) => n
             .as_f64()
-            .ok_or_else(|| InputError(format!("parameter `{path}`: {n} is not a double"))),
+            .ok_or_else(|| InputError(format!("parameter `{}`: {n} is not a double", path()))),
         Json::String(s) if s == "NaN" => Ok(f64::NAN),
         Json::String(s) if s == "Infinity" => Ok(f64::INFINITY),
         Json::String(s) if s == "-Infinity" => Ok(f64::NEG_INFINITY),
         other => Err(InputError(format!(
-            "parameter `{path}` (type `{ty}`): expected a number, found {}",
+            "parameter `{}` (type `{ty}`): expected a number, found {}",
+            path(),
             kind(other)
         ))),
     }
@@ -87,37 +84,38 @@ fn kind(j: &Json) -> String {
 }
 
 /// Read the value of parameter `param` of type `ty`, binding sizes in `sizes`. Errors name
-/// the parameter and, inside arrays and tuples, the element (`A[2]`, `p.1`).
+/// the parameter and, inside arrays and tuples, the element (`A[2]`, `p.0`).
 pub fn value_from_json<S: Scalar>(
     param: &str,
     ty: &Type,
     j: &Json,
     sizes: &mut SizeEnv,
 ) -> Result<Value<S>, InputError> {
-    read(param, param, ty, j, sizes)
+    read(param, None, ty, j, sizes)
 }
 
 fn read<S: Scalar>(
     param: &str,
-    path: &str,
+    at: Option<&At>,
     ty: &Type,
     j: &Json,
     sizes: &mut SizeEnv,
 ) -> Result<Value<S>, InputError> {
     match ty {
-        Type::Real => Ok(Value::Real(S::constant(number(path, ty, j)?))),
+        Type::Real => Ok(Value::Real(S::constant(number(param, at, ty, j)?))),
         Type::Tuple(items) => match j {
             Json::Array(xs) if xs.len() == items.len() => {
                 let vals = items
                     .iter()
                     .zip(xs)
                     .enumerate()
-                    .map(|(i, (t, x))| read(param, &at(path, format_args!(".{}", i + 1)), t, x, sizes))
+                    .map(|(i, (t, x))| read(param, Some(&At::item(at, i)), t, x, sizes))
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Value::tuple(vals))
             }
             other => Err(InputError(format!(
-                "parameter `{path}`: a tuple of type `{ty}` is a JSON array of {} elements, found {}",
+                "parameter `{}`: a tuple of type `{ty}` is a JSON array of {} elements, found {}",
+                At::place(param, at),
                 items.len(),
                 kind(other)
             ))),
@@ -128,17 +126,19 @@ fn read<S: Scalar>(
                 let vals = xs
                     .iter()
                     .enumerate()
-                    .map(|(i, x)| read(param, &at(path, format_args!("[{i}]")), elem, x, sizes))
+                    .map(|(i, x)| read(param, Some(&At::element(at, i)), elem, x, sizes))
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Value::array(vals))
             }
             other => Err(InputError(format!(
-                "parameter `{path}`: expected an array of type `{ty}`, found {}",
+                "parameter `{}`: expected an array of type `{ty}`, found {}",
+                At::place(param, at),
                 kind(other)
             ))),
         },
         Type::Bool | Type::Func(..) => Err(InputError(format!(
-            "parameter `{path}` has type `{ty}`, which has no JSON form"
+            "parameter `{}` has type `{ty}`, which has no JSON form",
+            At::place(param, at)
         ))),
     }
 }

@@ -33,7 +33,7 @@ pub use printer::{format_const, print_expr, print_func, Printer};
 pub use program::{Def, Func, Program, PRELUDE};
 pub use span::{SourceId, Span};
 pub use term::{alpha_eq, with_stack, Arena, DefId, ExprId, ExprList, Node, Var, VarData, VarList};
-pub use types::{Size, SizeBindings, Type};
+pub use types::{At, Size, SizeBindings, Type};
 
 #[cfg(test)]
 mod tests;

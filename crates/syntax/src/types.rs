@@ -305,3 +305,57 @@ mod tests {
         assert!(t.is_higher_order());
     }
 }
+
+/// Where a part of an argument sits inside its parameter's value, as a chain on the stack
+/// (nothing is allocated unless an error names it): printed `A`, `A[2]`, `p.0[1]`.
+#[derive(Clone, Copy, Debug)]
+pub struct At<'p> {
+    outer: Option<&'p At<'p>>,
+    step: Step,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// Element `i` of an array.
+    Element(usize),
+    /// Item `i` of a tuple (`e.i` in the language, from 0).
+    Item(usize),
+}
+
+impl<'p> At<'p> {
+    /// Element `i` of the array at `outer` (`None`: the parameter itself).
+    pub fn element(outer: Option<&'p At<'p>>, i: usize) -> At<'p> {
+        At {
+            outer,
+            step: Step::Element(i),
+        }
+    }
+
+    /// Item `i` of the tuple at `outer`.
+    pub fn item(outer: Option<&'p At<'p>>, i: usize) -> At<'p> {
+        At {
+            outer,
+            step: Step::Item(i),
+        }
+    }
+}
+
+impl At<'_> {
+    /// The parameter's name followed by the position `at`.
+    pub fn place(param: &str, at: Option<&At>) -> String {
+        let mut steps = Vec::new();
+        let mut cur = at;
+        while let Some(a) = cur {
+            steps.push(a.step);
+            cur = a.outer;
+        }
+        let mut out = param.to_string();
+        for step in steps.iter().rev() {
+            match step {
+                Step::Element(i) => out.push_str(&format!("[{i}]")),
+                Step::Item(i) => out.push_str(&format!(".{i}")),
+            }
+        }
+        out
+    }
+}

@@ -1,7 +1,7 @@
 //! Arguments: user values (`Arg`) checked against parameter types and laid out as the
 //! native ABI's components.
 
-use unfad_syntax::{Size, SizeBindings, Type};
+use unfad_syntax::{At, Size, SizeBindings, Type};
 
 use crate::Error;
 
@@ -87,7 +87,8 @@ impl Binder<'_> {
 
     /// Check `arg` against `ty` for parameter `param`, binding sizes, and push its leaves
     /// onto the components `comps[base..]` (arrays distribute over tuples, so every
-    /// component receives its leaves in row-major order).
+    /// component receives its leaves in row-major order). `at` is where `arg` sits inside
+    /// the parameter's value, for error messages.
     pub fn scatter(
         &mut self,
         param: usize,
@@ -95,8 +96,8 @@ impl Binder<'_> {
         arg: &Arg,
         comps: &mut [Vec<f64>],
         base: usize,
+        at: Option<&At>,
     ) -> Result<(), Error> {
-        let name = self.names[param].clone();
         match (ty, arg) {
             (Type::Real, Arg::Real(x)) => {
                 comps[base].push(*x);
@@ -105,22 +106,25 @@ impl Binder<'_> {
             (Type::Tuple(items), Arg::Tuple(args)) => {
                 if items.len() != args.len() {
                     return Err(Error::Argument(format!(
-                        "parameter `{name}`: a tuple of type `{ty}` has {} items, found {}",
+                        "parameter `{}`: a tuple of type `{ty}` has {} items, found {}",
+                        self.place(param, at),
                         items.len(),
                         args.len()
                     )));
                 }
                 let mut offset = base;
-                for (t, a) in items.iter().zip(args) {
-                    self.scatter(param, t, a, comps, offset)?;
+                for (i, (t, a)) in items.iter().zip(args).enumerate() {
+                    let here = At::item(at, i);
+                    self.scatter(param, t, a, comps, offset, Some(&here))?;
                     offset += component_count(t);
                 }
                 Ok(())
             }
             (Type::Array(size, elem), Arg::Elements(items)) => {
                 self.bind_size(param, ty, size, items.len())?;
-                for a in items {
-                    self.scatter(param, elem, a, comps, base)?;
+                for (i, a) in items.iter().enumerate() {
+                    let here = At::element(at, i);
+                    self.scatter(param, elem, a, comps, base, Some(&here))?;
                 }
                 Ok(())
             }
@@ -130,10 +134,15 @@ impl Binder<'_> {
                 Ok(())
             }
             _ => Err(Error::Argument(format!(
-                "parameter `{name}` has type `{ty}`, but the argument is {}",
+                "parameter `{}` has type `{ty}`, but the argument is {}",
+                self.place(param, at),
                 kind(arg)
             ))),
         }
+    }
+
+    fn place(&self, param: usize, at: Option<&At>) -> String {
+        At::place(&self.names[param], at)
     }
 }
 

@@ -512,7 +512,7 @@ fn prepare<'a>(
                 for c in &mut scratch.inputs[k..k + n] {
                     c.clear();
                 }
-                binder.scatter(i, &p.ty, a, &mut scratch.inputs[k..k + n], 0)?;
+                binder.scatter(i, &p.ty, a, &mut scratch.inputs[k..k + n], 0, None)?;
                 for _ in 0..n {
                     direct.push(None);
                 }

@@ -194,6 +194,17 @@ fn wrong_arguments_are_errors_with_a_clear_message() {
         arg_error(tup, &[Arg::tuple(vec![1.0.into()])]),
         "parameter `p`: a tuple of type `(real, real)` has 2 items, found 1"
     );
+    let nested = "def f(ps: [n]((real, real), real)) = reduce + 0 (map (p. (p.0).1 * p.1) ps)";
+    let pair =
+        |x: f64, y: f64, w: f64| Arg::tuple(vec![Arg::tuple(vec![x.into(), y.into()]), w.into()]);
+    let bad = Arg::tuple(vec![
+        Arg::tuple(vec![1.0.into(), a2.as_slice().into()]),
+        2.0.into(),
+    ]);
+    assert_eq!(
+        arg_error(nested, &[Arg::elements(vec![pair(1.0, 2.0, 3.0), bad])]),
+        "parameter `ps[1].0.1` has type `real`, but the argument is an array of shape [2]"
+    );
 }
 
 #[test]
