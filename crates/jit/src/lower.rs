@@ -565,6 +565,19 @@ impl<'a> Translator<'a> {
         })
     }
 
+    /// The array in memory laid out as `elem` repeated `len` times, of shape `sa`.
+    fn mem_arr(&mut self, len: IV, elem: &Layout, sa: &Rc<SArr>, holds: &Holds) -> Rc<Arr> {
+        let d = self.stat_of(len, sa.len);
+        Rc::new(Arr {
+            len,
+            shape: sized(sa, d),
+            kind: Kind::Mem {
+                layout: elem.clone(),
+                holds: holds.clone(),
+            },
+        })
+    }
+
     /// The value described by the layout of one element (of shape `s`).
     fn layout_val(&mut self, lay: &Layout, s: &SShape, holds: &Holds) -> R<Val> {
         Ok(match (lay, s) {
@@ -576,17 +589,9 @@ impl<'a> Translator<'a> {
                     .collect::<R<Vec<_>>>()?
                     .into(),
             ),
-            (Layout::Array { len, elem }, SShape::Arr(sa)) => Val::Arr(Rc::new(Arr {
-                len: *len,
-                shape: {
-                    let d = self.stat_of(*len, sa.len);
-                    sized(sa, d)
-                },
-                kind: Kind::Mem {
-                    layout: (**elem).clone(),
-                    holds: holds.clone(),
-                },
-            })),
+            (Layout::Array { len, elem }, SShape::Arr(sa)) => {
+                Val::Arr(self.mem_arr(*len, elem, sa, holds))
+            }
             _ => return internal("a layout does not match its shape"),
         })
     }
@@ -602,17 +607,9 @@ impl<'a> Translator<'a> {
                     .collect::<R<Vec<_>>>()?
                     .into(),
             ),
-            (Layout::Array { len, elem }, SShape::Arr(sa)) => Place::Arr(Rc::new(Arr {
-                len: *len,
-                shape: {
-                    let d = self.stat_of(*len, sa.len);
-                    sized(sa, d)
-                },
-                kind: Kind::Mem {
-                    layout: (**elem).clone(),
-                    holds: holds.clone(),
-                },
-            })),
+            (Layout::Array { len, elem }, SShape::Arr(sa)) => {
+                Place::Arr(self.mem_arr(*len, elem, sa, holds))
+            }
             _ => return internal("a layout does not match its shape"),
         })
     }
