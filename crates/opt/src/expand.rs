@@ -74,11 +74,13 @@ pub(crate) fn expand_at(
 }
 
 /// `body` with every subterm whose expansion (with the variables of `env` replaced) is
-/// `target` replaced by `by` (`None` if there is none).
+/// `target` replaced by `by` (`None` if there is none). `memo` holds expansions already
+/// made with `env` (the caller may keep both from an earlier expansion of `body`).
 pub(crate) fn replace_expansion(
     s: &mut Simplifier,
     body: ExprId,
-    mut env: HashMap<Var, ExprId>,
+    env: &mut HashMap<Var, ExprId>,
+    memo: &mut Memo,
     target: ExprId,
     by: ExprId,
 ) -> Option<ExprId> {
@@ -120,15 +122,6 @@ pub(crate) fn replace_expansion(
         r
     }
     let mut done = HashMap::default();
-    let r = go(
-        s,
-        body,
-        0,
-        target,
-        by,
-        &mut env,
-        &mut HashMap::default(),
-        &mut done,
-    );
+    let r = go(s, body, 0, target, by, env, memo, &mut done);
     (r != body).then_some(r)
 }

@@ -25,7 +25,7 @@ use unfad_syntax::fast_hash::FastSet as HashSet;
 
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
-use crate::expand::{expand, replace_expansion};
+use crate::expand::{expand, replace_expansion, Memo};
 use crate::fast_hash::FastMap as HashMap;
 use crate::simplify::Simplifier;
 
@@ -39,6 +39,7 @@ pub fn share_elementwise(arena: &mut Arena, func: &Func) -> Func {
     let mut sh = Sharer {
         placeholders: HashMap::default(),
         made: HashSet::default(),
+        terms: HashMap::default(),
     };
     let body = sh.scope(&mut s, func.body);
     Func {
@@ -55,6 +56,20 @@ struct Sharer {
     placeholders: HashMap<Var, Var>,
     /// The arrays this pass made.
     made: HashSet<Var>,
+    /// What the expansion of each loop met found, by its node (a loop the rounds leave
+    /// alone keeps its id, and is not expanded again).
+    terms: HashMap<ExprId, LoopTerms>,
+}
+
+/// The expansion of a loop's body: its dear terms that may be shared (each as its
+/// expansion, the key, as written, and whether it is a loop), and the expansions of all
+/// its subterms (a term whose expansion is none of them does not occur in the loop).
+struct LoopTerms {
+    shareable: Vec<(ExprId, ExprId, bool)>,
+    all: HashSet<ExprId>,
+    /// The expansion's environment and memo, for replacing terms in the body.
+    env: HashMap<Var, ExprId>,
+    memo: Memo,
 }
 
 /// One statement of a chain: `let x = rhs`, `let (xs) = rhs`, or the chain's result.
@@ -254,6 +269,46 @@ impl Sharer {
         })
     }
 
+    /// The expansion of loop `l`'s body (made once per loop node).
+    fn loop_terms(&mut self, s: &mut Simplifier, l: &Loop) -> &LoopTerms {
+        if !self.terms.contains_key(&l.node) {
+            let found = self.expand_loop(s, l);
+            self.terms.insert(l.node, found);
+        }
+        &self.terms[&l.node]
+    }
+
+    fn expand_loop(&mut self, s: &mut Simplifier, l: &Loop) -> LoopTerms {
+        // Expanding the body binds its `let`s in `env` for the terms inside.
+        let mut env = self.env_of(s, l);
+        let mut memo = HashMap::default();
+        expand(s, l.body, &mut env, &mut memo);
+        let all = memo.values().copied().collect();
+        let mut terms = Vec::new();
+        dear_terms(s.arena, l.body, &mut terms);
+        let inner = bound_inside(s.arena, l.body);
+        let mut shareable = Vec::new();
+        for t in terms {
+            // A loop is shared as it is written, so it may not read the body's `let`s
+            // (its expansion would compute them again).
+            let is_loop = !is_nonlinear_op(s.arena[t]);
+            if is_loop
+                && (s.arena.free_vars(t).iter().any(|v| inner.contains(v))
+                    || !worth_storing(s, t))
+            {
+                continue;
+            }
+            let key = expand(s, t, &mut env, &mut memo);
+            shareable.push((key, t, is_loop));
+        }
+        LoopTerms {
+            shareable,
+            all,
+            env,
+            memo,
+        }
+    }
+
     /// The largest non-linear term of the elements of the same arrays that loops of two
     /// statements or more compute.
     fn best(&mut self, s: &mut Simplifier, stmts: &[Stmt]) -> Option<Candidate> {
@@ -267,24 +322,7 @@ impl Sharer {
             // Variables bound inside the statement are not in scope before it.
             let local = bound_inside(s.arena, st.expr());
             for l in loops {
-                // Expanding the body binds its `let`s in `env` for the terms inside.
-                let mut env = self.env_of(s, &l);
-                let mut memo = HashMap::default();
-                expand(s, l.body, &mut env, &mut memo);
-                let mut terms = Vec::new();
-                dear_terms(s.arena, l.body, &mut terms);
-                let inner = bound_inside(s.arena, l.body);
-                for t in terms {
-                    // A loop is shared as it is written, so it may not read the body's
-                    // `let`s (its expansion would compute them again).
-                    let is_loop = !is_nonlinear_op(s.arena[t]);
-                    if is_loop
-                        && (s.arena.free_vars(t).iter().any(|v| inner.contains(v))
-                            || !worth_storing(s, t))
-                    {
-                        continue;
-                    }
-                    let key = expand(s, t, &mut env, &mut memo);
+                for (key, t, is_loop) in self.loop_terms(s, &l).shareable.clone() {
                     let free = s.arena.free_vars(key);
                     if free.iter().any(|v| local.contains(v)) {
                         continue;
@@ -437,17 +475,19 @@ impl Sharer {
         shared: Var,
     ) -> Option<ExprId> {
         let l = self.as_loop(s, e)?;
-        if !c.arrays.iter().all(|a| l.vars.contains(&Some(*a))) {
+        if !c.arrays.iter().all(|a| l.vars.contains(&Some(*a)))
+            || !self.loop_terms(s, &l).all.contains(&c.key)
+        {
             return None;
         }
-        let env = self.env_of(s, &l);
         let elem_ty = match s.arena.var_type(shared) {
             Some(Type::Array(_, t)) => Some((**t).clone()),
             _ => None,
         };
         let ev = s.fresh("e", elem_ty);
         let by = s.var(ev);
-        let body = replace_expansion(s, l.body, env, c.key, by)?;
+        let known = self.terms.get_mut(&l.node).expect("expanded above");
+        let body = replace_expansion(s, l.body, &mut known.env, &mut known.memo, c.key, by)?;
         let es = s.var(shared);
         // The parameters the body still reads (the others' arrays are not zipped in).
         let free = s.arena.free_vars(body);

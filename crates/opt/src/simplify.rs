@@ -94,9 +94,9 @@ enum Binding {
 pub struct Simplifier<'a> {
     pub(crate) arena: &'a mut Arena,
     subst: HashMap<Var, Sub>,
-    occ: HashMap<Var, usize>,
-    /// Variables bound in the input term; only their occurrence counts are known.
-    input_binders: HashSet<Var>,
+    /// Occurrences of the input's variables and which of them it binds (only their
+    /// occurrence counts are known).
+    occ: Occurrences,
     hashcons: HashMap<Key, ExprId>,
     /// CSE: expression (hash-consed) -> variable bound to it, for bindings in scope.
     avail: HashMap<ExprId, Var>,
@@ -128,13 +128,14 @@ pub struct Simplifier<'a> {
 impl<'a> Simplifier<'a> {
     /// A pass over `func`; `occ` counts the occurrences of each variable in it.
     pub fn new(arena: &'a mut Arena, func: &Func) -> Simplifier<'a> {
-        let (occ, input_binders) = occurrences_and_binders(arena, func.body);
+        let occ = occurrences_and_binders(arena, func.body);
+        // Most passes build about as many nodes as their input has.
+        let room = occ.nodes;
         let mut s = Simplifier {
             arena,
             subst: HashMap::default(),
             occ,
-            input_binders,
-            hashcons: HashMap::default(),
+            hashcons: HashMap::with_capacity_and_hasher(room, Default::default()),
             avail: HashMap::default(),
             avail_log: Vec::new(),
             canon_vars: Vec::new(),
@@ -172,10 +173,9 @@ impl<'a> Simplifier<'a> {
     /// Occurrences of a binder of the input; unknown (assumed many) for variables made
     /// during the pass.
     fn uses(&self, x: Var) -> usize {
-        if self.input_binders.contains(&x) {
-            self.occ.get(&x).copied().unwrap_or(0)
-        } else {
-            usize::MAX
+        match self.occ.bound.get(x.index()) {
+            Some(true) => self.occ.occ[x.index()],
+            _ => usize::MAX,
         }
     }
 
@@ -1086,37 +1086,57 @@ impl<'a> Simplifier<'a> {
 }
 
 /// How many times each variable occurs in the tree of `e` (a subterm shared by several
-/// parents counts once per path to it), and every variable bound in it; one visit per node
-/// of the DAG.
-fn occurrences_and_binders(arena: &Arena, e: ExprId) -> (HashMap<Var, usize>, HashSet<Var>) {
-    // Nodes in depth-first post-order: every node after its children.
+/// parents counts once per path to it), and which variables are bound in it, indexed by
+/// variable; also the number of nodes of its DAG. One visit per node of the DAG.
+fn occurrences_and_binders(arena: &Arena, e: ExprId) -> Occurrences {
+    // Nodes in depth-first post-order: every node after its children. Dense tables by
+    // node index (the ids of one arena are consecutive).
     let mut order = Vec::new();
-    let mut seen = HashSet::default();
+    let mut seen = vec![false; arena.node_count()];
     let mut stack = vec![(e, false)];
     while let Some((x, done)) = stack.pop() {
         if done {
             order.push(x);
             continue;
         }
-        if !seen.insert(x) {
+        if std::mem::replace(&mut seen[x.index()], true) {
             continue;
         }
         stack.push((x, true));
         arena.for_each_child(x, |c| stack.push((c, false)));
     }
-    // Paths from the root to each node, parents first.
-    let mut paths: HashMap<ExprId, usize> = HashMap::default();
-    paths.insert(e, 1);
-    let mut occ = HashMap::default();
-    let mut binders = HashSet::default();
+    // Paths from the root to each node, parents first (reusing `seen`'s room).
+    drop(seen);
+    let mut paths = vec![0usize; arena.node_count()];
+    paths[e.index()] = 1;
+    let mut occ = vec![0usize; arena.var_count()];
+    let mut bound = vec![false; arena.var_count()];
     for &x in order.iter().rev() {
-        let p = paths.get(&x).copied().unwrap_or(0);
+        let p = paths[x.index()];
         let node = arena[x];
-        if let Node::Var(v) = node {
-            *occ.entry(v).or_insert(0) += p;
+        match node {
+            Node::Var(v) => occ[v.index()] += p,
+            Node::Let(v, ..) => bound[v.index()] = true,
+            Node::LetTuple(vs, ..) | Node::Lambda(vs, _) => {
+                for v in arena.vars_of(vs) {
+                    bound[v.index()] = true;
+                }
+            }
+            _ => {}
         }
-        binders.extend(arena.binders(node));
-        arena.for_each_child(x, |c| *paths.entry(c).or_insert(0) += p);
+        arena.for_each_child(x, |c| paths[c.index()] += p);
     }
-    (occ, binders)
+    Occurrences {
+        occ,
+        bound,
+        nodes: order.len(),
+    }
+}
+
+/// What [`occurrences_and_binders`] finds: occurrence counts and binders of the input
+/// term, by variable index (variables made later are past the end).
+struct Occurrences {
+    occ: Vec<usize>,
+    bound: Vec<bool>,
+    nodes: usize,
 }

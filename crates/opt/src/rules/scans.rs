@@ -52,7 +52,14 @@ pub fn scan_next_element(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     let elem_ty = s.arena.var_type(y).cloned()?;
     let t = s.fresh("next", Some(state_ty.clone()));
     let et = s.var(t);
-    let body = replace_expansion(s, gbody, HashMap::default(), next, et)?;
+    let body = replace_expansion(
+        s,
+        gbody,
+        &mut HashMap::default(),
+        &mut HashMap::default(),
+        next,
+        et,
+    )?;
     let after = s.mk(Node::Shift1L(states));
     let uses = s.arena.free_vars(body);
     let (uses_h, uses_y) = (uses.contains(&h), uses.contains(&y));
