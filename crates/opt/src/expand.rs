@@ -2,7 +2,7 @@
 //! in a pass of the simplifier, so that two terms computing the same value from the same
 //! variables (however they name their intermediate results) have one expansion.
 
-use unfad_syntax::{with_stack, ExprId, Node, Var};
+use unfad_syntax::{with_stack, ExprId, Kids, Node, Var};
 
 use crate::fast_hash::FastMap as HashMap;
 use crate::simplify::Simplifier;
@@ -58,7 +58,7 @@ pub(crate) fn expand_at(
         }
         node => {
             let kids = s.arena.node_children(node);
-            let new: Vec<ExprId> = kids
+            let new: Kids = kids
                 .iter()
                 .map(|&k| expand_at(s, k, depth, env, memo))
                 .collect();
@@ -105,7 +105,7 @@ pub(crate) fn replace_expansion(
             let node = s.arena[e];
             let inner = depth + matches!(node, Node::Lambda(..)) as u32;
             let kids = s.arena.node_children(node);
-            let new: Vec<ExprId> = kids
+            let new: Kids = kids
                 .iter()
                 .map(|&k| go(s, k, inner, target, by, env, memo, done))
                 .collect();

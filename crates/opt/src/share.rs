@@ -23,7 +23,7 @@
 
 use unfad_syntax::fast_hash::FastSet as HashSet;
 
-use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Kids, Node, Type, Var};
 
 use crate::expand::{expand, replace_expansion, Memo};
 use crate::fast_hash::FastMap as HashMap;
@@ -234,8 +234,7 @@ impl Sharer {
                 Node::Lambda(ps, b) => Node::Lambda(ps, self.scope(s, b)),
                 _ => {
                     let kids = s.arena.node_children(node);
-                    let new: Vec<ExprId> =
-                        kids.iter().map(|&k| self.functions(s, k, done)).collect();
+                    let new: Kids = kids.iter().map(|&k| self.functions(s, k, done)).collect();
                     let mut it = new.into_iter();
                     s.arena
                         .map_children(node, |_, _| it.next().expect("one per child"))
@@ -293,8 +292,7 @@ impl Sharer {
             // (its expansion would compute them again).
             let is_loop = !is_nonlinear_op(s.arena[t]);
             if is_loop
-                && (s.arena.free_vars(t).iter().any(|v| inner.contains(v))
-                    || !worth_storing(s, t))
+                && (s.arena.free_vars(t).iter().any(|v| inner.contains(v)) || !worth_storing(s, t))
             {
                 continue;
             }
@@ -451,7 +449,7 @@ impl Sharer {
         let r = with_stack(|| {
             let node = s.arena[e];
             let kids = s.arena.node_children(node);
-            let new: Vec<ExprId> = kids
+            let new: Kids = kids
                 .iter()
                 .map(|&k| self.read_shared(s, k, c, shared, done))
                 .collect();

@@ -24,7 +24,7 @@
 use crate::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
 use unfad_syntax::typeck::{infer, NoSource};
-use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Kids, Node, Type, Var};
 
 use crate::len::{Len, Shape};
 
@@ -43,34 +43,39 @@ struct Key {
     tag: u8,
     op: u32,
     bits: u64,
-    kids: Kids,
+    kids: KeyKids,
 }
 
 /// The children of a key: inline when there are few (most nodes), so that building a
 /// key does not allocate.
 #[derive(Clone, PartialEq, Eq, Hash)]
-enum Kids {
+enum KeyKids {
     Few(u8, [u32; 3]),
     Many(Box<[u32]>),
 }
 
-impl From<Vec<u32>> for Kids {
-    fn from(v: Vec<u32>) -> Kids {
-        if v.len() <= 3 {
+impl KeyKids {
+    /// `first` followed by `rest`, allocating only when there are more than three.
+    fn chain(first: &[u32], rest: impl ExactSizeIterator<Item = u32>) -> KeyKids {
+        let n = first.len() + rest.len();
+        if n <= 3 {
             let mut a = [0; 3];
-            a[..v.len()].copy_from_slice(&v);
-            Kids::Few(v.len() as u8, a)
+            a[..first.len()].copy_from_slice(first);
+            for (slot, x) in a[first.len()..].iter_mut().zip(rest) {
+                *slot = x;
+            }
+            KeyKids::Few(n as u8, a)
         } else {
-            Kids::Many(v.into_boxed_slice())
+            KeyKids::Many(first.iter().copied().chain(rest).collect())
         }
     }
 }
 
-impl Kids {
-    fn few(items: &[u32]) -> Kids {
+impl KeyKids {
+    fn few(items: &[u32]) -> KeyKids {
         let mut a = [0; 3];
         a[..items.len()].copy_from_slice(items);
-        Kids::Few(items.len() as u8, a)
+        KeyKids::Few(items.len() as u8, a)
     }
 }
 
@@ -187,7 +192,7 @@ impl<'a> Simplifier<'a> {
 
     fn key(&self, node: &Node) -> Key {
         use Node::*;
-        let k = |tag: u8, op: u32, bits: u64, kids: Kids| Key {
+        let k = |tag: u8, op: u32, bits: u64, kids: KeyKids| Key {
             tag,
             op,
             bits,
@@ -195,16 +200,15 @@ impl<'a> Simplifier<'a> {
         };
         let id = |e: ExprId| e.index() as u32;
         let list = |l: unfad_syntax::ExprList, first: &[u32]| {
-            let mut v = first.to_vec();
-            v.extend(self.arena.exprs(l).iter().map(|e| e.index() as u32));
-            Kids::from(v)
+            KeyKids::chain(first, self.arena.exprs(l).iter().map(|e| e.index() as u32))
         };
         let vlist = |l: unfad_syntax::VarList, first: &[u32]| {
-            let mut v = first.to_vec();
-            v.extend(self.arena.vars_of(l).iter().map(|v| v.index() as u32));
-            Kids::from(v)
+            KeyKids::chain(
+                first,
+                self.arena.vars_of(l).iter().map(|v| v.index() as u32),
+            )
         };
-        let few = |items: &[u32]| Kids::few(items);
+        let few = |items: &[u32]| KeyKids::few(items);
         match *node {
             Const(c) => k(0, 0, c.to_bits(), few(&[])),
             Bool(b) => k(1, b as u32, 0, few(&[])),
@@ -728,7 +732,7 @@ impl<'a> Simplifier<'a> {
                 }
                 _ => {
                     let kids = self.arena.children(e);
-                    let new: Vec<ExprId> = kids.iter().map(|&k| self.simplify(k)).collect();
+                    let new: Kids = kids.iter().map(|&k| self.simplify(k)).collect();
                     let node = if new == kids {
                         node
                     } else {
@@ -750,7 +754,7 @@ impl<'a> Simplifier<'a> {
     }
 
     /// [`Simplifier::hoisted`] given the children of `node`.
-    fn hoisted_kids(&mut self, node: Node, mut kids: Vec<ExprId>, strict: Strict) -> ExprId {
+    fn hoisted_kids(&mut self, node: Node, mut kids: Kids, strict: Strict) -> ExprId {
         let mut chain = Vec::new();
         let is_strict = |i: usize| match strict {
             Strict::All => true,

@@ -32,7 +32,9 @@ pub use ops::{BinOp, CmpOp, UnOp};
 pub use printer::{format_const, print_expr, print_func, Printer};
 pub use program::{Def, Func, Program, PRELUDE};
 pub use span::{SourceId, Span};
-pub use term::{alpha_eq, with_stack, Arena, DefId, ExprId, ExprList, Node, Var, VarData, VarList};
+pub use term::{
+    alpha_eq, with_stack, Arena, DefId, ExprId, ExprList, Kids, Node, Var, VarData, VarList,
+};
 pub use types::{At, Size, SizeBindings, Type};
 
 #[cfg(test)]

@@ -130,8 +130,9 @@ pub enum Node {
 /// What the arena knows of a variable.
 #[derive(Clone, Debug)]
 pub struct VarData {
-    /// The name the user wrote, or a hint for generated variables; not unique.
-    pub name: String,
+    /// The name the user wrote, or a hint for generated variables; not unique (copies of
+    /// a variable share it).
+    pub name: std::sync::Arc<str>,
     /// Known once the variable is bound in a type-checked term.
     pub ty: Option<Type>,
 }
@@ -146,6 +147,9 @@ pub struct Arena {
     expr_pool: Vec<ExprId>,
     var_pool: Vec<Var>,
 }
+
+/// The children of a node: inline for the usual few, so listing them does not allocate.
+pub type Kids = smallvec::SmallVec<[ExprId; 4]>;
 
 /// Run `f` with enough stack for deep recursion (deeply nested terms are legal input).
 pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
@@ -256,7 +260,7 @@ impl Arena {
     pub fn fresh_var(&mut self, name: &str, ty: Option<Type>) -> Var {
         let v = Var(u32::try_from(self.vars.len()).expect("too many variables"));
         self.vars.push(VarData {
-            name: name.to_string(),
+            name: name.into(),
             ty,
         });
         v
@@ -265,7 +269,9 @@ impl Arena {
     /// A new variable with the name and type of `v`.
     pub fn clone_var(&mut self, v: Var) -> Var {
         let data = self.vars[v.index()].clone();
-        self.fresh_var(&data.name, data.ty)
+        let w = Var(u32::try_from(self.vars.len()).expect("too many variables"));
+        self.vars.push(data);
+        w
     }
 
     pub fn var_name(&self, v: Var) -> &str {
@@ -365,8 +371,8 @@ impl Arena {
     // ---- generic traversal ------------------------------------------------------------
 
     /// The direct subterms of `e`, in evaluation order.
-    pub fn children(&self, e: ExprId) -> Vec<ExprId> {
-        let mut out = Vec::new();
+    pub fn children(&self, e: ExprId) -> Kids {
+        let mut out = Kids::new();
         self.for_each_child(e, |c| out.push(c));
         out
     }
@@ -376,8 +382,8 @@ impl Arena {
     }
 
     /// The direct subterms of a node not (yet) in the arena.
-    pub fn node_children(&self, node: Node) -> Vec<ExprId> {
-        let mut out = Vec::new();
+    pub fn node_children(&self, node: Node) -> Kids {
+        let mut out = Kids::new();
         self.for_each_child_of(node, |c| out.push(c));
         out
     }
