@@ -79,7 +79,7 @@ use pipeline::Reverse;
 /// `wrt[i]` (of that parameter's type). `func` must return `real`.
 pub fn reverse(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
     // The macro's term is tens of times the program's (continuations over the context).
-    arena.reserve(32 * arena.node_count());
+    arena.reserve(40 * arena.node_count());
     let names = Run::default();
     pipeline::reverse_with(&mut direct::Direct { names: &names }, arena, func, wrt)
 }

@@ -21,7 +21,7 @@
 //! Local rewrites (algebraic, array, tuple, conditional) are in [`crate::rules`] and run
 //! on every node rebuilt here.
 
-use crate::fast_hash::{FastMap as HashMap, FastSet as HashSet};
+use crate::fast_hash::FastMap as HashMap;
 
 use unfad_syntax::typeck::{infer, NoSource};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Kids, Node, Type, Var};
@@ -89,6 +89,33 @@ enum Strict<'a> {
     Some(&'a [usize]),
 }
 
+/// A table by variable: the variables of an arena are numbered densely, so a vector
+/// indexed by number is cheaper than hashing for the tables every node visits.
+struct ByVar<T> {
+    slots: Vec<Option<T>>,
+}
+
+impl<T: Clone> ByVar<T> {
+    fn new() -> Self {
+        ByVar { slots: Vec::new() }
+    }
+
+    fn get(&self, v: &Var) -> Option<&T> {
+        self.slots.get(v.index()).and_then(Option::as_ref)
+    }
+
+    fn insert(&mut self, v: Var, x: T) -> Option<T> {
+        if v.index() >= self.slots.len() {
+            self.slots.resize(v.index() + 1, None);
+        }
+        self.slots[v.index()].replace(x)
+    }
+
+    fn remove(&mut self, v: &Var) -> Option<T> {
+        self.slots.get_mut(v.index()).and_then(Option::take)
+    }
+}
+
 /// A binding emitted by the pass.
 enum Binding {
     One(Var, ExprId),
@@ -98,7 +125,7 @@ enum Binding {
 /// State of one simplification pass over one term.
 pub struct Simplifier<'a> {
     pub(crate) arena: &'a mut Arena,
-    subst: HashMap<Var, Sub>,
+    subst: ByVar<Sub>,
     /// Occurrences of the input's variables and which of them it binds (only their
     /// occurrence counts are known).
     occ: Occurrences,
@@ -111,7 +138,7 @@ pub struct Simplifier<'a> {
     /// Stand-ins for the parameters of functions in expansions, by depth and position.
     stand_ins: HashMap<(u32, usize), Var>,
     /// The (simplified) terms that variables bound by `let` in the output stand for.
-    defs: HashMap<Var, ExprId>,
+    defs: ByVar<ExprId>,
     /// Exact run-time shapes of variables (array lengths), where known.
     shapes: HashMap<Var, Shape>,
     /// Shapes of terms already asked for (they depend on `shapes`, which only grows).
@@ -125,7 +152,7 @@ pub struct Simplifier<'a> {
     /// Parameters that are arrays of any type, with their lengths.
     array_params: Vec<(Len, Var)>,
     /// Binders already present in the output (a second one gets a fresh variable).
-    emitted: HashSet<Var>,
+    emitted: ByVar<()>,
     /// How many rewrites this pass made (0 means a fixed point).
     pub rewrites: usize,
 }
@@ -138,25 +165,25 @@ impl<'a> Simplifier<'a> {
         let room = occ.nodes;
         let mut s = Simplifier {
             arena,
-            subst: HashMap::default(),
+            subst: ByVar::new(),
             occ,
             hashcons: HashMap::with_capacity_and_hasher(room, Default::default()),
             avail: HashMap::default(),
             avail_log: Vec::new(),
             canon_vars: Vec::new(),
             stand_ins: HashMap::default(),
-            defs: HashMap::default(),
+            defs: ByVar::new(),
             shapes: HashMap::default(),
             shape_memo: Default::default(),
             constant_parts: HashMap::default(),
             constant_columns: HashMap::default(),
             real_array_params: Vec::new(),
             array_params: Vec::new(),
-            emitted: HashSet::default(),
+            emitted: ByVar::new(),
             rewrites: 0,
         };
         for &p in &func.params {
-            s.emitted.insert(p);
+            s.emitted.insert(p, ());
             if let Some(t) = s.arena.var_type(p) {
                 s.shapes.insert(p, Shape::of_type(t));
             }
@@ -285,7 +312,7 @@ impl<'a> Simplifier<'a> {
     /// A new variable with a name hint and a type.
     pub(crate) fn fresh(&mut self, name: &str, ty: Option<Type>) -> Var {
         let v = self.arena.fresh_var(name, ty);
-        self.emitted.insert(v);
+        self.emitted.insert(v, ());
         v
     }
 
@@ -635,11 +662,11 @@ impl<'a> Simplifier<'a> {
 
     /// The output variable for binder `x`: `x` itself the first time, a fresh copy after.
     fn bind_var(&mut self, x: Var) -> Var {
-        if self.emitted.insert(x) {
+        if self.emitted.insert(x, ()).is_none() {
             x
         } else {
             let y = self.arena.clone_var(x);
-            self.emitted.insert(y);
+            self.emitted.insert(y, ());
             if let Some(sh) = self.shapes.get(&x).cloned() {
                 self.shapes.insert(y, sh);
             }
@@ -1093,10 +1120,37 @@ impl<'a> Simplifier<'a> {
 /// parents counts once per path to it), and which variables are bound in it, indexed by
 /// variable; also the number of nodes of its DAG. One visit per node of the DAG.
 fn occurrences_and_binders(arena: &Arena, e: ExprId) -> Occurrences {
-    // Nodes in depth-first post-order: every node after its children. Dense tables by
-    // node index (the ids of one arena are consecutive).
+    thread_local! {
+        /// Per-node tables (visited, paths) kept between passes, all clear between uses:
+        /// clearing the nodes a pass visited costs less than zeroing a table as large as
+        /// the arena every pass.
+        static NODE_TABLES: std::cell::RefCell<(Vec<bool>, Vec<usize>)> =
+            const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    }
+    NODE_TABLES.with_borrow_mut(|(seen, paths)| {
+        if seen.len() < arena.node_count() {
+            seen.resize(arena.node_count(), false);
+            paths.resize(arena.node_count(), 0);
+        }
+        let found = count_occurrences(arena, e, seen, paths);
+        for &x in &found.1 {
+            seen[x.index()] = false;
+            paths[x.index()] = 0;
+        }
+        found.0
+    })
+}
+
+/// [`occurrences_and_binders`] with clear tables `seen` and `paths` as large as the arena;
+/// also returns the nodes visited (whose entries it leaves set).
+fn count_occurrences(
+    arena: &Arena,
+    e: ExprId,
+    seen: &mut [bool],
+    paths: &mut [usize],
+) -> (Occurrences, Vec<ExprId>) {
+    // Nodes in depth-first post-order: every node after its children.
     let mut order = Vec::new();
-    let mut seen = vec![false; arena.node_count()];
     let mut stack = vec![(e, false)];
     while let Some((x, done)) = stack.pop() {
         if done {
@@ -1109,9 +1163,8 @@ fn occurrences_and_binders(arena: &Arena, e: ExprId) -> Occurrences {
         stack.push((x, true));
         arena.for_each_child(x, |c| stack.push((c, false)));
     }
-    // Paths from the root to each node, parents first (reusing `seen`'s room).
-    drop(seen);
-    let mut paths = vec![0usize; arena.node_count()];
+    // Paths from the root to each node, parents first (saturating: only 0, 1 and "many"
+    // matter, and a DAG can have exponentially many paths).
     paths[e.index()] = 1;
     let mut occ = vec![0usize; arena.var_count()];
     let mut bound = vec![false; arena.var_count()];
@@ -1119,7 +1172,7 @@ fn occurrences_and_binders(arena: &Arena, e: ExprId) -> Occurrences {
         let p = paths[x.index()];
         let node = arena[x];
         match node {
-            Node::Var(v) => occ[v.index()] += p,
+            Node::Var(v) => occ[v.index()] = occ[v.index()].saturating_add(p),
             Node::Let(v, ..) => bound[v.index()] = true,
             Node::LetTuple(vs, ..) | Node::Lambda(vs, _) => {
                 for v in arena.vars_of(vs) {
@@ -1128,13 +1181,10 @@ fn occurrences_and_binders(arena: &Arena, e: ExprId) -> Occurrences {
             }
             _ => {}
         }
-        arena.for_each_child(x, |c| paths[c.index()] += p);
+        arena.for_each_child(x, |c| paths[c.index()] = paths[c.index()].saturating_add(p));
     }
-    Occurrences {
-        occ,
-        bound,
-        nodes: order.len(),
-    }
+    let nodes = order.len();
+    (Occurrences { occ, bound, nodes }, order)
 }
 
 /// What [`occurrences_and_binders`] finds: occurrence counts and binders of the input

@@ -187,6 +187,11 @@ impl Arena {
         self.nodes.reserve(additional);
         self.spans.reserve(additional);
         self.types.reserve(additional);
+        // Lists and variables grow with the nodes (about one list item per node and one
+        // variable per two in reverse mode's terms).
+        self.expr_pool.reserve(additional);
+        self.var_pool.reserve(additional / 2);
+        self.vars.reserve(additional / 2);
     }
 
     pub fn add_at(&mut self, node: Node, span: Span) -> ExprId {
