@@ -346,14 +346,17 @@ impl Report<'_> {
             "\nThese programs nest `map`s deepest of the examples, and every stage grows \
              with that. Reverse mode is the paper's macro: each use of a `map`'s body gets a reverse \
              pass of the body made of continuations over its context, so the term it builds is \
-             many times the program (the optimizer's first pass, which beta-reduces those \
-             continuations, is most of the optimizer's time; each later pass of the fixed \
-             point walks the whole, much smaller, term again). The JIT's time is mostly \
-             Cranelift's register allocator on a function of a few hundred blocks, one or more \
-             per loop. Meeting the target needs a reverse pass of the bodies of array \
-             operations that builds straight-line adjoint code instead of continuations (what \
-             partial evaluation turns the continuations into anyway), and a code generator \
-             that emits less code per loop.\n"
+             many times the program, mostly variables forwarding adjoints (the optimizer's first \
+             pass, which beta-reduces those continuations, is about half of the optimizer's \
+             time; each later pass of the fixed point walks the whole, much smaller, term \
+             again). The JIT's time is mostly Cranelift's register allocator on a function of a \
+             few hundred blocks, one or more per loop, where many values stay live across loops \
+             and across the calls of `exp` and `log` (which clobber every float register), so a \
+             large part of the machine code is spills and reloads. Meeting the target needs a \
+             reverse pass of the bodies of array operations that builds straight-line adjoint \
+             code instead of continuations (what partial evaluation turns the continuations \
+             into anyway), and a code generator that emits less code per loop or compiles the \
+             loops of one gradient as separate functions on several cores.\n"
         );
     }
 

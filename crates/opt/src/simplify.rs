@@ -155,6 +155,8 @@ pub struct Simplifier<'a> {
     emitted: ByVar<()>,
     /// How many rewrites this pass made (0 means a fixed point).
     pub rewrites: usize,
+    /// An administrative pass (see [`Simplifier::administrative`]).
+    light: bool,
 }
 
 impl<'a> Simplifier<'a> {
@@ -181,6 +183,7 @@ impl<'a> Simplifier<'a> {
             array_params: Vec::new(),
             emitted: ByVar::new(),
             rewrites: 0,
+            light: false,
         };
         for &p in &func.params {
             s.emitted.insert(p, ());
@@ -195,6 +198,16 @@ impl<'a> Simplifier<'a> {
             }
         }
         s
+    }
+
+    /// Make this pass administrative: it reduces the continuations (inlining,
+    /// beta-reduction, substitution, tuple splitting, projections of tuples, let
+    /// floating, dead bindings) and nothing else: no hash-consing, shapes, CSE or other
+    /// rules. Run first on reverse mode's term, it removes most of the term at a fraction
+    /// of a full pass's cost per node, and the full passes that follow see what is left.
+    pub fn administrative(mut self) -> Self {
+        self.light = true;
+        self
     }
 
     /// Simplify the body of the function the pass was made for.
@@ -279,6 +292,9 @@ impl<'a> Simplifier<'a> {
             },
             _ => node,
         };
+        if self.light {
+            return self.arena.add(node);
+        }
         let key = self.key(&node);
         if let Some(&e) = self.hashcons.get(&key) {
             return e;
@@ -344,6 +360,9 @@ impl<'a> Simplifier<'a> {
     /// elements), folds and scans (the shape their accumulator keeps), shifts, `let` and
     /// `if`.
     pub(crate) fn shape_of(&self, e: ExprId) -> Shape {
+        if self.light {
+            return Shape::Unknown;
+        }
         if let Some(s) = self.shape_memo.borrow().get(&e) {
             return s.clone();
         }
@@ -472,6 +491,9 @@ impl<'a> Simplifier<'a> {
     /// The constant components of the elements of the array `a`, when they are tuples:
     /// `map (x. (0, x, 1)) A` has components 0 and 2 constant.
     fn columns_of(&self, a: ExprId) -> Option<Parts> {
+        if self.light {
+            return None;
+        }
         let f = match self.arena[a] {
             Node::Var(v) => return self.constant_columns.get(&v).cloned(),
             Node::Map(f, _) | Node::Map2(f, ..) => f,
@@ -566,7 +588,7 @@ impl<'a> Simplifier<'a> {
     }
 
     fn make_available(&mut self, e: ExprId, x: Var) {
-        if self.is_trivial(e) {
+        if self.light || self.is_trivial(e) {
             return;
         }
         let k = self.cse_key(e);
@@ -579,7 +601,7 @@ impl<'a> Simplifier<'a> {
     /// The variable bound to a term equal to `e` (up to the names of its binders), if one
     /// is in scope.
     fn available(&mut self, e: ExprId) -> Option<Var> {
-        if self.avail.is_empty() {
+        if self.light || self.avail.is_empty() {
             return None;
         }
         let k = self.cse_key(e);
@@ -818,6 +840,16 @@ impl<'a> Simplifier<'a> {
 
     /// Apply the local rules to `e` until none fires (bounded).
     fn rewrite(&mut self, mut e: ExprId) -> ExprId {
+        if self.light {
+            // Only what exposes continuations: `snd (a, k)` is `k`.
+            return match crate::rules::tuples::project_tuple(self, e) {
+                Some(r) => {
+                    self.fired();
+                    r
+                }
+                None => e,
+            };
+        }
         for _ in 0..16 {
             match crate::rules::apply(self, e) {
                 Some(r) if r != e => {
