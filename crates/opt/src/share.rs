@@ -616,7 +616,13 @@ fn bound_inside(arena: &Arena, e: ExprId) -> HashSet<Var> {
     let mut out = HashSet::default();
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
-        out.extend(arena.binders(arena[x]));
+        match arena[x] {
+            Node::Let(v, ..) => {
+                out.insert(v);
+            }
+            Node::LetTuple(vs, ..) | Node::Lambda(vs, _) => out.extend(arena.vars_of(vs)),
+            _ => {}
+        }
         arena.for_each_child(x, |k| stack.push(k));
     }
     out
