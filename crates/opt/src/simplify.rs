@@ -96,8 +96,11 @@ struct ByVar<T> {
 }
 
 impl<T: Clone> ByVar<T> {
-    fn new() -> Self {
-        ByVar { slots: Vec::new() }
+    /// Room for the variables of an arena with `n` of them (more grow the table).
+    fn with_room(n: usize) -> Self {
+        ByVar {
+            slots: Vec::with_capacity(n + n / 2),
+        }
     }
 
     fn get(&self, v: &Var) -> Option<&T> {
@@ -157,6 +160,8 @@ pub struct Simplifier<'a> {
     pub rewrites: usize,
     /// An administrative pass (see [`Simplifier::administrative`]).
     light: bool,
+    /// Empty chains of bindings, for reuse.
+    chains: Vec<Vec<Binding>>,
 }
 
 impl<'a> Simplifier<'a> {
@@ -165,25 +170,27 @@ impl<'a> Simplifier<'a> {
         let occ = occurrences_and_binders(arena, func.body);
         // Most passes build about as many nodes as their input has.
         let room = occ.nodes;
+        let vars = arena.var_count();
         let mut s = Simplifier {
             arena,
-            subst: ByVar::new(),
+            subst: ByVar::with_room(vars),
             occ,
             hashcons: HashMap::with_capacity_and_hasher(room, Default::default()),
             avail: HashMap::default(),
             avail_log: Vec::new(),
             canon_vars: Vec::new(),
             stand_ins: HashMap::default(),
-            defs: ByVar::new(),
+            defs: ByVar::with_room(vars),
             shapes: HashMap::default(),
             shape_memo: Default::default(),
             constant_parts: HashMap::default(),
             constant_columns: HashMap::default(),
             real_array_params: Vec::new(),
             array_params: Vec::new(),
-            emitted: ByVar::new(),
+            emitted: ByVar::with_room(vars),
             rewrites: 0,
             light: false,
+            chains: Vec::new(),
         };
         for &p in &func.params {
             s.emitted.insert(p, ());
@@ -804,7 +811,7 @@ impl<'a> Simplifier<'a> {
 
     /// [`Simplifier::hoisted`] given the children of `node`.
     fn hoisted_kids(&mut self, node: Node, mut kids: Kids, strict: Strict) -> ExprId {
-        let mut chain = Vec::new();
+        let mut chain = self.chain();
         let is_strict = |i: usize| match strict {
             Strict::All => true,
             Strict::Some(list) => list.contains(&i),
@@ -862,8 +869,8 @@ impl<'a> Simplifier<'a> {
         e
     }
 
-    fn wrap(&mut self, chain: Vec<Binding>, mut body: ExprId) -> ExprId {
-        for b in chain.into_iter().rev() {
+    fn wrap(&mut self, mut chain: Vec<Binding>, mut body: ExprId) -> ExprId {
+        while let Some(b) = chain.pop() {
             body = match b {
                 Binding::One(x, r) => self.mk(Node::Let(x, r, body)),
                 Binding::Many(xs, r) => {
@@ -872,7 +879,15 @@ impl<'a> Simplifier<'a> {
                 }
             };
         }
+        self.chains.push(chain);
         body
+    }
+
+    /// An empty chain of bindings (one given back by [`Simplifier::wrap`] if any: chains
+    /// are made and dropped for every application and `let`, and growing new ones was a
+    /// large share of the pass's allocations).
+    fn chain(&mut self) -> Vec<Binding> {
+        self.chains.pop().unwrap_or_default()
     }
 
     /// A function argument or a lambda not inlined: fresh binders, body in its own scope.
@@ -922,7 +937,7 @@ impl<'a> Simplifier<'a> {
         };
         let args = self.arena.exprs(l).to_vec();
         let m = self.mark();
-        let mut out = Vec::new();
+        let mut out = self.chain();
         // Let normalisation in function position: `(let x = e1 in f)(args)` is
         // `let x = e1 in f(args)`.
         let lam = self.peel(lam, &mut out);
@@ -949,7 +964,7 @@ impl<'a> Simplifier<'a> {
     /// A chain of `let`s and its tail.
     fn bindings(&mut self, e: ExprId) -> ExprId {
         let m = self.mark();
-        let mut out = Vec::new();
+        let mut out = self.chain();
         let mut cur = e;
         loop {
             match self.arena[cur] {
