@@ -69,9 +69,7 @@ impl KeyKids {
             KeyKids::Many(first.iter().copied().chain(rest).collect())
         }
     }
-}
 
-impl KeyKids {
     fn few(items: &[u32]) -> KeyKids {
         let mut a = [0; 3];
         a[..items.len()].copy_from_slice(items);
@@ -165,7 +163,7 @@ pub struct Simplifier<'a> {
 }
 
 impl<'a> Simplifier<'a> {
-    /// A pass over `func`; `occ` counts the occurrences of each variable in it.
+    /// A pass over `func`.
     pub fn new(arena: &'a mut Arena, func: &Func) -> Simplifier<'a> {
         let occ = occurrences_and_binders(arena, func.body);
         // Most passes build about as many nodes as their input has.

@@ -263,20 +263,22 @@ impl Arena {
 
     /// A new variable, distinct from every other one.
     pub fn fresh_var(&mut self, name: &str, ty: Option<Type>) -> Var {
-        let v = Var(u32::try_from(self.vars.len()).expect("too many variables"));
-        self.vars.push(VarData {
+        self.push_var(VarData {
             name: name.into(),
             ty,
-        });
-        v
+        })
     }
 
     /// A new variable with the name and type of `v`.
     pub fn clone_var(&mut self, v: Var) -> Var {
         let data = self.vars[v.index()].clone();
-        let w = Var(u32::try_from(self.vars.len()).expect("too many variables"));
+        self.push_var(data)
+    }
+
+    fn push_var(&mut self, data: VarData) -> Var {
+        let v = Var(u32::try_from(self.vars.len()).expect("too many variables"));
         self.vars.push(data);
-        w
+        v
     }
 
     pub fn var_name(&self, v: Var) -> &str {
