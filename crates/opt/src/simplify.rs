@@ -355,6 +355,13 @@ impl<'a> Simplifier<'a> {
         }
     }
 
+    /// Record the shape of variable `v` (an administrative pass keeps none).
+    fn set_shape(&mut self, v: Var, shape: Shape) {
+        if !self.light {
+            self.shapes.insert(v, shape);
+        }
+    }
+
     /// The exact run-time length of an array term, if known.
     pub(crate) fn len_of(&self, e: ExprId) -> Option<Len> {
         self.shape_of(e).len()
@@ -473,6 +480,9 @@ impl<'a> Simplifier<'a> {
     /// The shapes of the parameters of the function `f` of a fold or scan with initial
     /// value `z` and elements of shape `elem`.
     fn fold_param_shapes(&mut self, f: ExprId, z: ExprId, elem: Shape, right: bool) -> Vec<Shape> {
+        if self.light {
+            return Vec::new();
+        }
         let zs = self.shape_of(z);
         let acc = self.fold_shape(f, zs, elem.clone(), right, &mut Vec::new());
         if right {
@@ -695,7 +705,7 @@ impl<'a> Simplifier<'a> {
             let y = self.arena.clone_var(x);
             self.emitted.insert(y, ());
             if let Some(sh) = self.shapes.get(&x).cloned() {
-                self.shapes.insert(y, sh);
+                self.set_shape(y, sh);
             }
             let ey = self.var(y);
             self.subst.insert(x, Sub::Done(ey));
@@ -908,8 +918,8 @@ impl<'a> Simplifier<'a> {
         for (i, &p) in params.iter().enumerate() {
             let q = self.bind_var(p);
             let shape = param_shapes.get(i).cloned().unwrap_or(Shape::Unknown);
-            self.shapes.insert(p, shape.clone());
-            self.shapes.insert(q, shape);
+            self.set_shape(p, shape.clone());
+            self.set_shape(q, shape);
             if let Some(Some(known)) = parts.get(i) {
                 self.constant_parts.insert(q, known.clone());
             }
@@ -1099,7 +1109,7 @@ impl<'a> Simplifier<'a> {
         if self.is_trivial(r) {
             self.fired();
             let shape = self.shape_of(r);
-            self.shapes.insert(x, shape);
+            self.set_shape(x, shape);
             self.subst.insert(x, Sub::Done(r));
             return;
         }
@@ -1124,7 +1134,7 @@ impl<'a> Simplifier<'a> {
                     let ty = self.ty(item);
                     let y = self.fresh(&name, ty);
                     let shape = self.shape_of(item);
-                    self.shapes.insert(y, shape);
+                    self.set_shape(y, shape);
                     self.make_available(item, y);
                     self.defs.insert(y, item);
                     out.push(Binding::One(y, item));
@@ -1138,7 +1148,7 @@ impl<'a> Simplifier<'a> {
                 self.tuple(&parts)
             };
             let shape = self.shape_of(t);
-            self.shapes.insert(x, shape);
+            self.set_shape(x, shape);
             self.subst.insert(x, Sub::Done(t));
             return;
         }
@@ -1151,7 +1161,7 @@ impl<'a> Simplifier<'a> {
         }
         let x2 = self.bind_var(x);
         let shape = self.shape_of(r);
-        self.shapes.insert(x2, shape);
+        self.set_shape(x2, shape);
         if let Some(parts) = self.columns_of(r) {
             self.constant_columns.insert(x2, parts);
         }
