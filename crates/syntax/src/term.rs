@@ -269,6 +269,11 @@ impl Arena {
         })
     }
 
+    /// [`Arena::fresh_var`] with a name already shared (no copy of it is made).
+    pub fn fresh_var_named(&mut self, name: std::sync::Arc<str>, ty: Option<Type>) -> Var {
+        self.push_var(VarData { name, ty })
+    }
+
     /// A new variable with the name and type of `v`.
     pub fn clone_var(&mut self, v: Var) -> Var {
         let data = self.vars[v.index()].clone();

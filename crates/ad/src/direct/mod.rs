@@ -52,6 +52,7 @@ impl Reverse for Direct<'_> {
             rho: rho.clone(),
             ctx: Vec::new(),
             pos: HashMap::default(),
+            adjoint_names: HashMap::default(),
         };
         for &g in gamma {
             m.push(g);
@@ -73,6 +74,9 @@ struct Macro<'a, 'n> {
     pos: HashMap<Var, usize>,
     /// Variables of `let`s that carry no derivative ([`crate::elem::inert_lets`]).
     inert: HashSet<Var>,
+    /// The name of the adjoint of each variable (`d` and its name), made once: every
+    /// continuation has a parameter for each variable of its context.
+    adjoint_names: HashMap<Var, std::sync::Arc<str>>,
 }
 
 /// An error for a construct the macro has no rule for.
@@ -151,8 +155,7 @@ impl Macro<'_, '_> {
         let tys = types_of(self.a, &self.ctx)?;
         let mut params: Vec<Var> = Vec::with_capacity(self.ctx.len() + 1);
         for (i, t) in tys.into_iter().enumerate() {
-            let n = adjoint_name(self.a, self.ctx[i]);
-            params.push(self.a.fresh_var(&n, Some(t)));
+            params.push(self.adjoint_var(self.ctx[i], Some(t)));
         }
         let z = self.a.fresh_var("z", Some(z_ty.clone()));
         let dx: Vec<ExprId> = params.iter().map(|&p| self.a.var(p)).collect();
@@ -160,6 +163,17 @@ impl Macro<'_, '_> {
         let b = body(self, dx, ez)?;
         params.push(z);
         Ok(self.a.lambda(&params, b))
+    }
+
+    /// A fresh variable for an adjoint of `g`, of type `ty`.
+    fn adjoint_var(&mut self, g: Var, ty: Option<Type>) -> Var {
+        let a = &*self.a;
+        let name = self
+            .adjoint_names
+            .entry(g)
+            .or_insert_with(|| adjoint_name(a, g).into())
+            .clone();
+        self.a.fresh_var_named(name, ty)
     }
 
     /// `Y(args)`.
@@ -380,10 +394,10 @@ impl Macro<'_, '_> {
                 .fresh_var(&format!("Y{k}"), Some(Type::func(tys, self.rho.clone())))
         };
         let mut params = Vec::new();
-        for &g in self.ctx.iter().chain(xs) {
-            let n = adjoint_name(self.a, g);
+        let ctx = self.ctx.clone();
+        for &g in ctx.iter().chain(xs) {
             let ty = self.a.var_type(g).cloned();
-            params.push(self.a.fresh_var(&n, ty));
+            params.push(self.adjoint_var(g, ty));
         }
         let refs: Vec<ExprId> = params.iter().map(|&v| self.a.var(v)).collect();
         let (ctx_part, x_part) = refs.split_at(self.ctx.len());
