@@ -78,8 +78,10 @@ use pipeline::Reverse;
 /// evaluates to `(value, g_1, ..., g_k)`, `g_i` the gradient with respect to parameter
 /// `wrt[i]` (of that parameter's type). `func` must return `real`.
 pub fn reverse(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
-    // The macro's term is tens of times the program's (continuations over the context).
-    arena.reserve(40 * arena.node_count());
+    // The macro's term is tens of times the program's (continuations over the context);
+    // growing the arena's tables step by step copied them several times. (Room only:
+    // nothing is touched until used. Bounded for very large programs.)
+    arena.reserve((64 * arena.node_count()).min(1 << 22));
     let names = Run::default();
     pipeline::reverse_with(&mut direct::Direct { names: &names }, arena, func, wrt)
 }
