@@ -79,9 +79,10 @@ impl Func {
 }
 
 impl Program {
-    fn empty(user_text: &str) -> Program {
+    fn empty(user_text: &str, mut arena: Arena) -> Program {
+        arena.clear();
         Program {
-            arena: Arena::new(),
+            arena,
             defs: Vec::new(),
             sources: vec![PRELUDE.to_string(), user_text.to_string()],
         }
@@ -89,15 +90,26 @@ impl Program {
 
     /// Parse the prelude and `text` (no type checking).
     pub fn parse(text: &str) -> Result<Program, Error> {
-        let mut prog = Program::empty(text);
+        Program::parse_in(text, Arena::new())
+    }
+
+    /// Parse and type-check every definition.
+    pub fn load(text: &str) -> Result<Program, Error> {
+        Program::load_in(text, Arena::new())
+    }
+
+    /// [`Program::parse`] into `arena`, emptied first (its tables keep their room: a
+    /// compiler that reuses one arena does not allocate and fault in its memory again).
+    pub fn parse_in(text: &str, arena: Arena) -> Result<Program, Error> {
+        let mut prog = Program::empty(text, arena);
         Parser::new(&mut prog, SourceId::PRELUDE).program()?;
         Parser::new(&mut prog, SourceId::USER).program()?;
         Ok(prog)
     }
 
-    /// Parse and type-check every definition.
-    pub fn load(text: &str) -> Result<Program, Error> {
-        let mut prog = Program::parse(text)?;
+    /// [`Program::load`] into `arena` (see [`Program::parse_in`]).
+    pub fn load_in(text: &str, arena: Arena) -> Result<Program, Error> {
+        let mut prog = Program::parse_in(text, arena)?;
         for i in 0..prog.defs.len() {
             prog.check_def(DefId(i as u32))?;
         }

@@ -168,6 +168,16 @@ impl Arena {
         Arena::default()
     }
 
+    /// Remove every node, list and variable, keeping the room the tables have.
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.spans.clear();
+        self.types.clear();
+        self.vars.clear();
+        self.expr_pool.clear();
+        self.var_pool.clear();
+    }
+
     /// Number of nodes ever added (a measure of work, not of any one term).
     pub fn node_count(&self) -> usize {
         self.nodes.len()

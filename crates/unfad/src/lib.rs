@@ -89,11 +89,22 @@ impl From<unfad_jit::JitError> for Error {
     }
 }
 
-/// Compiles programs. Cheap to create; holds no state between compilations.
-#[derive(Clone, Debug, Default)]
+/// Compiles programs. Cheap to create. Between compilations it keeps only memory: the term
+/// arenas of finished compilations, whose tables a later compilation fills again instead of
+/// allocating (and faulting in) fresh ones. A clone starts with none.
+#[derive(Debug, Default)]
 pub struct Engine {
-    _private: (),
+    arenas: Mutex<Vec<unfad_syntax::Arena>>,
 }
+
+impl Clone for Engine {
+    fn clone(&self) -> Engine {
+        Engine::default()
+    }
+}
+
+/// Arenas an engine keeps for reuse at most (one per compilation running at once).
+const KEPT_ARENAS: usize = 4;
 
 /// What to differentiate: the entry point and the parameters (the paper's rho).
 #[derive(Clone, Copy, Debug, Default)]
@@ -144,7 +155,7 @@ impl Engine {
 
     /// The general form: entry point and parameters to differentiate against.
     pub fn compile_grad_with(&self, src: &str, options: GradOptions) -> Result<GradFn, Error> {
-        let mut p = Pipeline::load(src, options.entry)?;
+        let mut p = Pipeline::load_in(src, options.entry, self.take_arena())?;
         // Gradients are computed in parameter order whatever order `wrt` names them in.
         let mut wrt = p.wrt(options.wrt)?;
         wrt.sort_unstable();
@@ -152,6 +163,7 @@ impl Engine {
         let compiled = unfad_jit::compile(&p.program.arena, &grad)?;
         let params = params_of(&p);
         let names = params.iter().map(|p| p.name.clone()).collect();
+        self.keep_arena(p.into_arena());
         Ok(GradFn {
             compiled,
             params,
@@ -159,6 +171,21 @@ impl Engine {
             wrt,
             pool: Mutex::new(Vec::new()),
         })
+    }
+
+    /// An arena kept from an earlier compilation, or a new one.
+    fn take_arena(&self) -> unfad_syntax::Arena {
+        let kept = self.arenas.lock().ok().and_then(|mut v| v.pop());
+        kept.unwrap_or_default()
+    }
+
+    /// Keep `arena` for a later compilation (emptied then, not now: the caller is waiting).
+    fn keep_arena(&self, arena: unfad_syntax::Arena) {
+        if let Ok(mut v) = self.arenas.lock() {
+            if v.len() < KEPT_ARENAS {
+                v.push(arena);
+            }
+        }
     }
 
     /// The native function computing the last definition of `src` (any ground result).
@@ -172,11 +199,12 @@ impl Engine {
     }
 
     fn compile_func(&self, src: &str, entry: Option<&str>) -> Result<Func, Error> {
-        let p = Pipeline::load(src, entry)?;
+        let p = Pipeline::load_in(src, entry, self.take_arena())?;
         let compiled = unfad_jit::compile(&p.program.arena, &p.source)?;
         let params = params_of(&p);
         let names = params.iter().map(|p| p.name.clone()).collect();
         let ret = p.source.ret.clone();
+        self.keep_arena(p.into_arena());
         Ok(Func {
             compiled,
             params,

@@ -4,7 +4,7 @@
 
 use unfad_ad::AdError;
 use unfad_opt::OptError;
-use unfad_syntax::{check_source, ErrorKind, Func, Program};
+use unfad_syntax::{check_source, Arena, ErrorKind, Func, Program};
 
 use crate::Error;
 
@@ -18,7 +18,12 @@ pub struct Pipeline {
 impl Pipeline {
     /// Parse `src`, type-check it and inline the entry point (`None`: the last definition).
     pub fn load(src: &str, entry: Option<&str>) -> Result<Pipeline, Error> {
-        let mut program = Program::load(src)?;
+        Pipeline::load_in(src, entry, Arena::new())
+    }
+
+    /// [`Pipeline::load`] into `arena` (emptied first; see [`Program::parse_in`]).
+    pub fn load_in(src: &str, entry: Option<&str>, arena: Arena) -> Result<Pipeline, Error> {
+        let mut program = Program::load_in(src, arena)?;
         let d = program.entry(entry)?;
         let source = program.inline(d)?;
         Ok(Pipeline { program, source })
@@ -52,6 +57,11 @@ impl Pipeline {
                 Ok(out)
             }
         }
+    }
+
+    /// The arena, for another compilation (see [`Program::parse_in`]).
+    pub fn into_arena(self) -> Arena {
+        self.program.arena
     }
 
     /// Check that the entry point can be differentiated: Source fragment, real result.

@@ -146,6 +146,67 @@ fn calls_from_several_threads_at_once() {
     });
 }
 
+/// An engine reuses the arenas of earlier compilations: what it compiles afterwards, one
+/// program after another, after a failure, or from several threads at once, is what a new
+/// engine compiles.
+#[test]
+fn an_engine_that_compiled_before_compiles_the_same() {
+    let programs = [
+        "def f(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)",
+        "def g(x: real, A: [n]real) = reduce + 0 (map (a. sin(a * x)) A) * x",
+        "def h(M: [m][n]real) = reduce + 0 (map (r. log(reduce + 0 (map (v. exp(v)) r))) M)",
+    ];
+    let args: [Vec<Arg>; 3] = [
+        vec![[1.0, 2.0, 3.0][..].into(), [4.0, -5.0, 6.0][..].into()],
+        vec![0.7.into(), [0.5, -1.5][..].into()],
+        vec![Arg::array(&[0.1, 0.2, 0.3, -0.4, 0.5, 0.6], &[2, 3])],
+    ];
+    let fresh: Vec<Output> = programs
+        .iter()
+        .zip(&args)
+        .map(|(p, a)| Engine::new().compile_grad(p).unwrap().call(a).unwrap())
+        .collect();
+    let same = |out: &Output, k: usize| {
+        assert_eq!(out.value.to_bits(), fresh[k].value.to_bits());
+        for i in 0..args[k].len() {
+            let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(out.gradient(i)), bits(fresh[k].gradient(i)));
+        }
+    };
+    let engine = Engine::new();
+    for k in [2, 0, 1, 2, 1, 0] {
+        same(
+            &engine
+                .compile_grad(programs[k])
+                .unwrap()
+                .call(&args[k])
+                .unwrap(),
+            k,
+        );
+        assert!(engine.compile_grad("def bad(x: real) = x +").is_err());
+        assert!(engine.compile(programs[k]).is_ok());
+    }
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (engine, same) = (&engine, &same);
+            let (programs, args) = (&programs, &args);
+            s.spawn(move || {
+                for j in 0..6 {
+                    let k = (t + j) % 3;
+                    same(
+                        &engine
+                            .compile_grad(programs[k])
+                            .unwrap()
+                            .call(&args[k])
+                            .unwrap(),
+                        k,
+                    );
+                }
+            });
+        }
+    });
+}
+
 fn arg_error(src: &str, args: &[Arg]) -> String {
     match Engine::new().compile_grad(src).unwrap().call(args) {
         Err(Error::Argument(m)) => m,
