@@ -93,6 +93,7 @@ fn the_report_has_every_table_and_the_plot() {
     let compile = vec![CompileRow {
         file: "examples/dot.ad".into(),
         grad_ms: Ok(0.5),
+        grad_new_engine_ms: Ok(0.6),
         primal_ms: Ok(0.2),
         stages: Some([0.01, 0.1, 0.2, 0.19]),
     }];
@@ -112,6 +113,7 @@ fn the_report_has_every_table_and_the_plot() {
         "## Scaling",
         "### dot (p = 1)",
         "performance.svg",
+        "| `examples/dot.ad` | 0.50 ms | yes | 0.60 ms | yes |",
     ] {
         assert!(md.contains(want), "missing {want:?}:\n{md}");
     }

@@ -43,9 +43,10 @@ fn run() -> Result<(), String> {
                         format!("{:.2} / {:.2} / {:.2} / {:.2}", s[0], s[1], s[2], s[3])
                     });
                     eprintln!(
-                        "{:<28} compile_grad {:>10}  (parse / reverse / optimize / JIT: {stages} ms)  compile {}",
+                        "{:<28} compile_grad {:>10} (new engine {:>10})  (parse / reverse / optimize / JIT: {stages} ms)  compile {}",
                         row.file,
                         ms(&row.grad_ms),
+                        ms(&row.grad_new_engine_ms),
                         ms(&row.primal_ms)
                     );
                 }
@@ -153,6 +154,18 @@ fn compile_times() -> Result<Vec<CompileRow>, String> {
     let mut rows = Vec::new();
     for f in files {
         let src = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let new_engine = || -> Result<f64, String> {
+            let once = || {
+                Engine::new()
+                    .compile_grad(&src)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string().lines().next().unwrap_or("").to_string())
+            };
+            once()?;
+            Ok(median_ms(20, || {
+                let _ = std::hint::black_box(once());
+            }))
+        };
         let time = |grad: bool| -> Result<f64, String> {
             let once = |engine: &Engine| -> Result<(), String> {
                 if grad {
@@ -174,6 +187,7 @@ fn compile_times() -> Result<Vec<CompileRow>, String> {
                     .map_or(String::new(), |n| n.to_string_lossy().into_owned())
             ),
             grad_ms: time(true),
+            grad_new_engine_ms: new_engine(),
             primal_ms: time(false),
             stages: stages(&src),
         });
