@@ -375,17 +375,25 @@ impl<'a> Simplifier<'a> {
         if self.light {
             return Shape::Unknown;
         }
-        if let Some(s) = self.shape_memo.borrow().get(&e) {
-            return s.clone();
-        }
-        let s = self.shape_in(e, &mut Vec::new());
-        self.shape_memo.borrow_mut().insert(e, s.clone());
-        s
+        self.shape_in(e, &mut Vec::new())
     }
 
     /// [`Simplifier::shape_of`] with the shapes `env` of the parameters of the functions
     /// being walked through (innermost last).
     fn shape_in(&self, e: ExprId, env: &mut Vec<(Var, Shape)>) -> Shape {
+        // Outside functions a term's shape depends on nothing but the term: memoized.
+        if env.is_empty() {
+            if let Some(s) = self.shape_memo.borrow().get(&e) {
+                return s.clone();
+            }
+            let s = self.shape_walk(e, env);
+            self.shape_memo.borrow_mut().insert(e, s.clone());
+            return s;
+        }
+        self.shape_walk(e, env)
+    }
+
+    fn shape_walk(&self, e: ExprId, env: &mut Vec<(Var, Shape)>) -> Shape {
         with_stack(|| match self.arena[e] {
             Node::Var(v) => match env.iter().rev().find(|(w, _)| *w == v) {
                 Some((_, shape)) => shape.clone(),
