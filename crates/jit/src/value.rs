@@ -15,6 +15,7 @@ use std::rc::Rc;
 
 use cranelift_codegen::ir::Value;
 use cranelift_frontend::Variable;
+use unfad_syntax::fast_hash::FastMap as HashMap;
 use unfad_syntax::ExprId;
 
 use crate::layout::Dim;
@@ -248,6 +249,173 @@ impl Val {
             Val::Real(_) | Val::Bool(_) => false,
             Val::Tuple(items) => items.iter().any(Val::has_lazy),
             Val::Arr(a) => matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_)),
+        }
+    }
+}
+
+// ---- passing values to another function -------------------------------------------------
+
+/// The SSA values a compile-time value refers to (scalars, lengths, addresses), appended to
+/// `out`; false if it holds an unevaluated array, whose code needs the function being
+/// built (a gradient split in two passes its live values from the first function to the
+/// second through memory, see `Translator::split_here`).
+pub(crate) fn values_of(v: &Val, out: &mut Vec<Value>) -> bool {
+    match v {
+        Val::Real(FV::V(x)) | Val::Bool(BV::V(x)) => out.push(*x),
+        Val::Real(FV::K(_)) | Val::Bool(BV::K(_)) => {}
+        Val::Tuple(items) => return items.iter().all(|i| values_of(i, out)),
+        Val::Arr(a) => return arr_values(a, out),
+    }
+    true
+}
+
+/// [`values_of`] for a place.
+pub(crate) fn place_values(p: &Place, out: &mut Vec<Value>) -> bool {
+    match p {
+        Place::Reg => true,
+        Place::Real(x) => {
+            out.push(*x);
+            true
+        }
+        Place::Tuple(items) => items.iter().all(|i| place_values(i, out)),
+        Place::Arr(a) => arr_values(a, out),
+    }
+}
+
+fn iv_values(x: &IV, out: &mut Vec<Value>) {
+    if let IV::V(v) = x {
+        out.push(*v);
+    }
+}
+
+fn arr_values(a: &Arr, out: &mut Vec<Value>) -> bool {
+    iv_values(&a.len, out);
+    match &a.kind {
+        Kind::Mem { layout, .. } => layout_values(layout, out),
+        Kind::Fill { elem } => fill_values(elem, out),
+        Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => return false,
+    }
+    true
+}
+
+fn layout_values(l: &Layout, out: &mut Vec<Value>) {
+    match l {
+        Layout::Real { base, strides } => {
+            out.push(*base);
+            strides.iter().for_each(|s| iv_values(s, out));
+        }
+        Layout::Tuple(items) => items.iter().for_each(|i| layout_values(i, out)),
+        Layout::Array { len, elem } => {
+            iv_values(len, out);
+            layout_values(elem, out);
+        }
+    }
+}
+
+fn fill_values(f: &FillElem, out: &mut Vec<Value>) {
+    match f {
+        FillElem::Real(_) => {}
+        FillElem::Tuple(items) => items.iter().for_each(|i| fill_values(i, out)),
+        FillElem::Array { len, elem, .. } => {
+            iv_values(len, out);
+            fill_values(elem, out);
+        }
+    }
+}
+
+/// Compile-time values rewritten for another function: every SSA value through `map`
+/// (which has all of those [`values_of`] listed), arrays shared between values still
+/// shared.
+pub(crate) struct Remap<'m> {
+    pub map: &'m HashMap<Value, Value>,
+    arrs: HashMap<*const Arr, Rc<Arr>>,
+}
+
+impl<'m> Remap<'m> {
+    pub fn new(map: &'m HashMap<Value, Value>) -> Self {
+        Remap {
+            map,
+            arrs: HashMap::default(),
+        }
+    }
+
+    fn value(&self, v: Value) -> Value {
+        self.map.get(&v).copied().unwrap_or(v)
+    }
+
+    fn iv(&self, x: IV) -> IV {
+        match x {
+            IV::V(v) => IV::V(self.value(v)),
+            k => k,
+        }
+    }
+
+    pub fn val(&mut self, v: &Val) -> Val {
+        match v {
+            Val::Real(FV::V(x)) => Val::Real(FV::V(self.value(*x))),
+            Val::Bool(BV::V(x)) => Val::Bool(BV::V(self.value(*x))),
+            Val::Real(_) | Val::Bool(_) => v.clone(),
+            Val::Tuple(items) => Val::Tuple(items.iter().map(|i| self.val(i)).collect()),
+            Val::Arr(a) => Val::Arr(self.arr(a)),
+        }
+    }
+
+    pub fn place(&mut self, p: &Place) -> Place {
+        match p {
+            Place::Reg => Place::Reg,
+            Place::Real(x) => Place::Real(self.value(*x)),
+            Place::Tuple(items) => Place::Tuple(items.iter().map(|i| self.place(i)).collect()),
+            Place::Arr(a) => Place::Arr(self.arr(a)),
+        }
+    }
+
+    fn arr(&mut self, a: &Rc<Arr>) -> Rc<Arr> {
+        if let Some(done) = self.arrs.get(&Rc::as_ptr(a)) {
+            return done.clone();
+        }
+        let kind = match &a.kind {
+            Kind::Mem { layout, holds } => Kind::Mem {
+                layout: self.layout(layout),
+                holds: holds.clone(),
+            },
+            Kind::Fill { elem } => Kind::Fill {
+                elem: self.fill(elem),
+            },
+            // Never passed (see `values_of`).
+            Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => return a.clone(),
+        };
+        let out = Rc::new(Arr {
+            len: self.iv(a.len),
+            shape: a.shape.clone(),
+            kind,
+        });
+        self.arrs.insert(Rc::as_ptr(a), out.clone());
+        out
+    }
+
+    fn layout(&self, l: &Layout) -> Layout {
+        match l {
+            Layout::Real { base, strides } => Layout::Real {
+                base: self.value(*base),
+                strides: strides.iter().map(|&s| self.iv(s)).collect(),
+            },
+            Layout::Tuple(items) => Layout::Tuple(items.iter().map(|i| self.layout(i)).collect()),
+            Layout::Array { len, elem } => Layout::Array {
+                len: self.iv(*len),
+                elem: Rc::new(self.layout(elem)),
+            },
+        }
+    }
+
+    fn fill(&self, f: &FillElem) -> FillElem {
+        match f {
+            FillElem::Real(c) => FillElem::Real(*c),
+            FillElem::Tuple(items) => FillElem::Tuple(items.iter().map(|i| self.fill(i)).collect()),
+            FillElem::Array { len, shape, elem } => FillElem::Array {
+                len: self.iv(*len),
+                shape: shape.clone(),
+                elem: Rc::new(self.fill(elem)),
+            },
         }
     }
 }
