@@ -50,16 +50,6 @@
 //! straight into their destination (the caller's output buffers, the row of a nested array,
 //! an accumulator's buffer) instead of being copied there.
 //!
-//! # Compiling on two cores
-//!
-//! A large function ([`SPLIT_NODES`]) is lowered as two Cranelift functions split between
-//! two top-level statements, where the statements before are about half of it (or the
-//! first later one whose live values are all evaluated): the first stores the values the
-//! rest refers to (scalars, lengths, buffer addresses) into a frame in the workspace and
-//! returns, the second loads them and goes on. Cranelift compiles the two on two threads,
-//! and the entry point is a third function that calls them in turn. The ABI, the results
-//! and the memory plan are those of one function.
-//!
 //! # Fusion
 //!
 //! A `map` or `map2` is not computed where it occurs: its elements are computed where a
@@ -128,16 +118,16 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, FuncId, Linkage, Module, ModuleReloc};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 use unfad_syntax::typeck::{infer, NoSource};
-use unfad_syntax::{Arena, ExprId, Func, Node, Type};
+use unfad_syntax::{Arena, Func, Type};
 
 pub use error::JitError;
 pub use layout::{Component, Dim, PathStep, Shape};
 
 use error::R;
 use layout::SizeExpr;
-use lower::{FnState, Split, Translator};
+use lower::Translator;
 use shape::{Analysis, SShape};
 
 /// The native function: `f(inputs, sizes, outputs, workspace)` (see the crate docs).
@@ -154,8 +144,6 @@ struct Inner {
     /// Owns the executable memory; freed on drop.
     module: Mutex<Option<JITModule>>,
     entry: RawFn,
-    /// The functions the code was compiled as (2 when split, see [`compile_split`]).
-    parts: usize,
     size_vars: Vec<String>,
     param_names: Vec<String>,
     inputs: Vec<Component>,
@@ -228,12 +216,6 @@ impl Compiled {
     /// The shape of the result (to read it from the components: [`Shape::gather`]).
     pub fn result_shape(&self) -> &Shape {
         &self.inner.result_shape
-    }
-
-    /// How many functions the code was compiled as: 1, or 2 for a function split in two
-    /// (see [`compile_split`]).
-    pub fn parts(&self) -> usize {
-        self.inner.parts
     }
 
     /// The number of reals the workspace must hold for these sizes (`usize::MAX` if the
@@ -359,22 +341,8 @@ impl Compiled {
     }
 }
 
-/// Gradients of at least this many nodes (of their tree) are compiled as two functions at
-/// once, split between two top-level statements (see [`compile_split`]).
-pub const SPLIT_NODES: usize = 600;
-
 /// Compile `func` (whose nodes live in `arena`) to native code for the host.
 pub fn compile(arena: &Arena, func: &Func) -> Result<Compiled, JitError> {
-    compile_split(arena, func, SPLIT_NODES)
-}
-
-/// [`compile`], splitting a function of at least `split_nodes` nodes into two that
-/// Cranelift compiles on two threads (the first stores the values the second needs into
-/// the workspace; a third function calls both). The split is where the statements before
-/// it are about half of the function, or the first later one whose live values can be
-/// passed; a function with none stays whole. `split_nodes = 0` splits every function with
-/// two statements or more (tests).
-pub fn compile_split(arena: &Arena, func: &Func, split_nodes: usize) -> Result<Compiled, JitError> {
     let arena = typed(arena, func)?;
     let isa = host_isa()?;
     let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
@@ -382,49 +350,16 @@ pub fn compile_split(arena: &Arena, func: &Func, split_nodes: usize) -> Result<C
         jb.symbol(name, ptr);
     }
     let mut module = JITModule::new(jb);
-    let lowered = build(&arena, func, &mut module, split_nodes)?;
-    let codegen = |e: cranelift_module::ModuleError| JitError::Codegen(format!("{e:?}"));
-    let sig = entry_signature(&module);
-    let entry = module
-        .declare_function("unfad_entry", Linkage::Local, &sig)
-        .map_err(codegen)?;
-    let mut contexts = lowered.contexts;
-    let parts = contexts.len();
-    if parts == 1 {
-        contexts[0].func.name = UserFuncName::user(0, entry.as_u32());
-        module
-            .define_function(entry, &mut contexts[0])
-            .map_err(codegen)?;
-    } else {
-        let mut parts = Vec::with_capacity(contexts.len());
-        for (k, ctx) in contexts.iter_mut().enumerate() {
-            let id = module
-                .declare_function(&format!("unfad_part{k}"), Linkage::Local, &sig)
-                .map_err(codegen)?;
-            ctx.func.name = UserFuncName::user(0, id.as_u32());
-            parts.push(id);
-        }
-        let codes = compile_at_once(module.isa(), &mut contexts)?;
-        for ((id, ctx), code) in parts.iter().zip(&contexts).zip(codes) {
-            let relocs: Vec<ModuleReloc> = code
-                .relocs
-                .iter()
-                .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, *id))
-                .collect();
-            module
-                .define_function_bytes(*id, code.alignment, &code.bytes, &relocs)
-                .map_err(codegen)?;
-        }
-        let mut driver = calling_in_turn(&mut module, &sig, entry, &parts);
-        module
-            .define_function(entry, &mut driver)
-            .map_err(codegen)?;
-    }
+    let mut ctx = module.make_context();
+    let (id, built) = build(&arena, func, &mut module, &mut ctx)?;
+    module
+        .define_function(id, &mut ctx)
+        .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+    module.clear_context(&mut ctx);
     module
         .finalize_definitions()
         .map_err(|e| JitError::Codegen(e.to_string()))?;
-    let code = module.get_finalized_function(entry);
-    let built = lowered.built;
+    let code = module.get_finalized_function(id);
     // SAFETY: `code` is the address of the function just compiled with the signature
     // (ptr, ptr, ptr, ptr) -> () in the host's default calling convention, which is the C
     // ABI of `RawFn`; it stays valid as long as `module`, which `Inner` owns, is alive.
@@ -433,7 +368,6 @@ pub fn compile_split(arena: &Arena, func: &Func, split_nodes: usize) -> Result<C
         inner: Arc::new(Inner {
             module: Mutex::new(Some(module)),
             entry,
-            parts,
             size_vars: built.size_vars,
             param_names: built.param_names,
             inputs: built.inputs,
@@ -446,109 +380,14 @@ pub fn compile_split(arena: &Arena, func: &Func, split_nodes: usize) -> Result<C
     })
 }
 
-/// Machine code of one function, with what the module needs to place it.
-struct Code {
-    alignment: u64,
-    bytes: Vec<u8>,
-    relocs: Vec<cranelift_codegen::FinalizedMachReloc>,
-}
-
-/// Compile the functions of `contexts`: the first on this thread while another compiles
-/// the others.
-fn compile_at_once(
-    isa: &dyn cranelift_codegen::isa::TargetIsa,
-    contexts: &mut [Context],
-) -> R<Vec<Code>> {
-    let one = |ctx: &mut Context| -> R<Code> {
-        let mut plane = cranelift_codegen::control::ControlPlane::default();
-        let code = ctx
-            .compile(isa, &mut plane)
-            .map_err(|e| JitError::Codegen(format!("{:?}", e.inner)))?;
-        Ok(Code {
-            alignment: u64::from(code.buffer.alignment),
-            bytes: code.code_buffer().to_vec(),
-            relocs: code.buffer.relocs().to_vec(),
-        })
-    };
-    let one = &one;
-    std::thread::scope(|s| {
-        // One more thread compiles the functions but the first; without one (it could not
-        // be started) this thread compiles them all.
-        let (send, receive) = std::sync::mpsc::channel::<&mut Context>();
-        let worker = std::thread::Builder::new().spawn_scoped(s, move || {
-            receive.into_iter().map(one).collect::<Vec<R<Code>>>()
-        });
-        let Ok(worker) = worker else {
-            return contexts.iter_mut().map(one).collect();
-        };
-        let Some((first, rest)) = contexts.split_first_mut() else {
-            return Ok(Vec::new());
-        };
-        for ctx in rest {
-            send.send(ctx)
-                .map_err(|_| JitError::Internal("the compilation thread stopped".into()))?;
-        }
-        drop(send);
-        let mut out = vec![one(first)?];
-        let others = worker
-            .join()
-            .map_err(|_| JitError::Internal("a compilation thread panicked".into()))?;
-        for code in others {
-            out.push(code?);
-        }
-        Ok(out)
-    })
-}
-
-/// A function of the entry signature that calls `parts` in turn with its own arguments.
-fn calling_in_turn(
-    module: &mut JITModule,
-    sig: &cranelift_codegen::ir::Signature,
-    id: FuncId,
-    parts: &[FuncId],
-) -> Context {
-    let mut ctx = module.make_context();
-    ctx.func.signature = sig.clone();
-    ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let mut fctx = FunctionBuilderContext::new();
-    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-    let block = b.create_block();
-    b.append_block_params_for_function_params(block);
-    b.switch_to_block(block);
-    b.seal_block(block);
-    let args = b.block_params(block).to_vec();
-    for &part in parts {
-        let f = module.declare_func_in_func(part, b.func);
-        b.ins().call(f, &args);
-    }
-    b.ins().return_(&[]);
-    b.finalize(module.isa().frontend_config());
-    ctx
-}
-
-/// The signature of the native entry point: (inputs, sizes, outputs, workspace) -> ().
-fn entry_signature(module: &JITModule) -> cranelift_codegen::ir::Signature {
-    let ptr = module.target_config().pointer_type();
-    let mut sig = module.make_signature();
-    for _ in 0..4 {
-        sig.params.push(AbiParam::new(ptr));
-    }
-    sig
-}
-
-/// The Cranelift IR of `func`, as text (before Cranelift's optimizations); a split
-/// function's parts one after the other.
+/// The Cranelift IR of `func`, as text (before Cranelift's optimizations).
 pub fn clif_text(arena: &Arena, func: &Func) -> Result<String, JitError> {
     let arena = typed(arena, func)?;
     let isa = host_isa()?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
-    let lowered = build(&arena, func, &mut module, SPLIT_NODES)?;
-    Ok(lowered
-        .contexts
-        .iter()
-        .map(|c| c.func.display().to_string())
-        .collect::<Vec<_>>()
-        .join("\n"))
+    let mut ctx = module.make_context();
+    build(&arena, func, &mut module, &mut ctx)?;
+    Ok(ctx.func.display().to_string())
 }
 
 /// The machine code of `func` for the host, as assembly text (after Cranelift's
@@ -557,17 +396,14 @@ pub fn asm_text(arena: &Arena, func: &Func) -> Result<String, JitError> {
     let arena = typed(arena, func)?;
     let isa = host_isa()?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
-    let lowered = build(&arena, func, &mut module, SPLIT_NODES)?;
-    let mut out = String::new();
-    for mut ctx in lowered.contexts {
-        ctx.set_disasm(true);
-        let mut plane = cranelift_codegen::control::ControlPlane::default();
-        let code = ctx
-            .compile(module.isa(), &mut plane)
-            .map_err(|e| JitError::Codegen(format!("{:?}", e.inner)))?;
-        out.push_str(code.vcode.as_deref().unwrap_or_default());
-    }
-    Ok(out)
+    let mut ctx = module.make_context();
+    build(&arena, func, &mut module, &mut ctx)?;
+    ctx.set_disasm(true);
+    let mut plane = cranelift_codegen::control::ControlPlane::default();
+    let code = ctx
+        .compile(module.isa(), &mut plane)
+        .map_err(|e| JitError::Codegen(format!("{:?}", e.inner)))?;
+    Ok(code.vcode.clone().unwrap_or_default())
 }
 
 /// The arena with every node of `func` typed (type-checking a copy if needed).
@@ -651,35 +487,13 @@ fn components(
     }
 }
 
-/// The functions of a lowered `func`: one, or the two parts of a split.
-struct Lowered {
-    contexts: Vec<Context>,
-    built: Built,
-}
-
-/// The top-level statements of `func` before which it may be split (see
-/// [`compile_split`]), or `None` if it is not split.
-fn split_points(arena: &Arena, func: &Func, split_nodes: usize) -> Option<Vec<ExprId>> {
-    let mut statements = Vec::new();
-    let mut cur = func.body;
-    while let Node::Let(_, e1, e2) | Node::LetTuple(_, e1, e2) = arena[cur] {
-        statements.push((e2, arena.tree_size(e1)));
-        cur = e2;
-    }
-    let total = statements.iter().map(|s| s.1).sum::<usize>() + arena.tree_size(cur);
-    if statements.is_empty() || total < split_nodes {
-        return None;
-    }
-    let mut before = 0;
-    let half = statements.iter().position(|&(_, size)| {
-        before += size;
-        2 * before >= total
-    })?;
-    Some(statements[half..].iter().map(|s| s.0).collect())
-}
-
-/// Lower `func` into Cranelift functions of `module`'s signature for the entry point.
-fn build(arena: &Arena, func: &Func, module: &mut JITModule, split_nodes: usize) -> R<Lowered> {
+/// Lower `func` into `ctx.func`, declared in `module`.
+fn build(
+    arena: &Arena,
+    func: &Func,
+    module: &mut JITModule,
+    ctx: &mut Context,
+) -> R<(FuncId, Built)> {
     let mut size_vars: Vec<Arc<str>> = Vec::new();
     let mut param_names = Vec::new();
     for &p in &func.params {
@@ -720,37 +534,39 @@ fn build(arena: &Arena, func: &Func, module: &mut JITModule, split_nodes: usize)
             "a host without 64-bit pointers".into(),
         ));
     }
-    let sig = entry_signature(module);
+    let mut sig = module.make_signature();
+    for _ in 0..4 {
+        sig.params.push(AbiParam::new(ptr));
+    }
+    let id = module
+        .declare_function("unfad_entry", Linkage::Local, &sig)
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
     let frontend = module.isa().frontend_config();
-    let (mut ctx0, mut ctx1) = (module.make_context(), module.make_context());
-    ctx0.func.signature = sig.clone();
-    ctx1.func.signature = sig;
-    let (mut fctx0, mut fctx1) = (FunctionBuilderContext::new(), FunctionBuilderContext::new());
-    let first = FnState::new(FunctionBuilder::new(&mut ctx0.func, &mut fctx0))?;
-    let split = match split_points(arena, func, split_nodes) {
-        Some(candidates) => Some(Split {
-            candidates,
-            next: Some(FnState::new(FunctionBuilder::new(
-                &mut ctx1.func,
-                &mut fctx1,
-            ))?),
-        }),
-        None => None,
-    };
-    let mut t = Translator::new(first, split, module, arena, &an);
-    let [p_inputs, _, p_outputs, _] = t.params();
+
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    // The entry block comes first in the layout but is filled last (with the prologue).
+    b.func.layout.append_block(entry);
+    let [p_inputs, p_sizes, p_outputs, p_ws]: [Value; 4] = b
+        .block_params(entry)
+        .try_into()
+        .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))?;
+    let main = b.create_block();
+    b.switch_to_block(main);
     let flags = MemFlagsData::trusted();
-    let load_ptrs = |t: &mut Translator, base: Value, n: usize| -> Vec<Value> {
+    let load_ptrs = |b: &mut FunctionBuilder, base: Value, n: usize| -> Vec<Value> {
         (0..n)
-            .map(|k| {
-                t.builder()
-                    .ins()
-                    .load(ptr, flags, base, (k as i32).wrapping_mul(8))
-            })
+            .map(|k| b.ins().load(ptr, flags, base, (k as i32).wrapping_mul(8)))
             .collect()
     };
-    let in_ptrs = load_ptrs(&mut t, p_inputs, inputs.len());
-    let out_ptrs = load_ptrs(&mut t, p_outputs, outputs.len());
+    let in_ptrs = load_ptrs(&mut b, p_inputs, inputs.len());
+    let out_ptrs = load_ptrs(&mut b, p_outputs, outputs.len());
+
+    let mut t = Translator::new(b, module, arena, &an, main);
     let mut it = in_ptrs.iter();
     for (&p, s) in func.params.iter().zip(&param_shapes) {
         let v = t.param_val(s, &mut it)?;
@@ -759,30 +575,23 @@ fn build(arena: &Arena, func: &Func, module: &mut JITModule, split_nodes: usize)
     let out = t.result_place(&result, &mut out_ptrs.iter())?;
     t.emit_result(func.body, &out)?;
     drop(out);
-    let (plan, builders) = t.finish()?;
-    let parts = builders.len();
-    for mut b in builders {
-        b.seal_all_blocks();
-        b.finalize(frontend);
-    }
-    let contexts = if parts == 1 {
-        vec![ctx0]
-    } else {
-        vec![ctx0, ctx1]
-    };
+    t.builder().ins().return_(&[]);
+    let plan = t.finish_prologue(entry, p_sizes, p_ws)?;
+    let mut b = t.into_builder();
+    b.seal_all_blocks();
+    b.finalize(frontend);
+
     if cfg!(debug_assertions) {
-        for ctx in &contexts {
-            cranelift_codegen::verify_function(&ctx.func, module.isa()).map_err(|e| {
-                JitError::Codegen(format!(
-                    "the generated code fails verification:\n{}",
-                    cranelift_codegen::print_errors::pretty_verifier_error(&ctx.func, None, e)
-                ))
-            })?;
-        }
+        cranelift_codegen::verify_function(&ctx.func, module.isa()).map_err(|e| {
+            JitError::Codegen(format!(
+                "the generated code fails verification:\n{}",
+                cranelift_codegen::print_errors::pretty_verifier_error(&ctx.func, None, e)
+            ))
+        })?;
     }
-    Ok(Lowered {
-        contexts,
-        built: Built {
+    Ok((
+        id,
+        Built {
             size_vars: size_vars.iter().map(|s| s.to_string()).collect(),
             param_names,
             inputs,
@@ -792,5 +601,5 @@ fn build(arena: &Arena, func: &Func, module: &mut JITModule, split_nodes: usize)
             workspace: plan.workspace,
             checks: plan.checks,
         },
-    })
+    ))
 }

@@ -14,10 +14,6 @@
 //! Lengths and buffer addresses that depend only on the sizes are computed once, in a
 //! prologue that is emitted last (when all slots are known) into the entry block and
 //! passed to the body's first block as parameters.
-//!
-//! A large function is built as two (see `Translator::split_here`): the translator swaps
-//! in the second function's state at a top-level statement, and emits both prologues at
-//! the end.
 
 use std::rc::Rc;
 use unfad_syntax::fast_hash::FastMap as HashMap;
@@ -37,8 +33,8 @@ use crate::layout::{Dim, SizeExpr};
 use crate::runtime::{self, Lowering};
 use crate::shape::{lambda, Analysis, SArr, SShape};
 use crate::value::{
-    concat_holds, no_holds, place_values, sized, values_of, Arr, Buf, FillElem, Holds, Kind,
-    Layout, Place, Remap, Scan, Slots, Val, BV, FV, IV,
+    concat_holds, no_holds, sized, Arr, Buf, FillElem, Holds, Kind, Layout, Place, Scan, Slots,
+    Val, BV, FV, IV,
 };
 
 /// A value computed once in the prologue.
@@ -95,68 +91,8 @@ pub(crate) struct Plan {
     pub checks: Vec<SizeExpr>,
 }
 
-/// What belongs to one Cranelift function being built. A gradient split in two (see
-/// [`Translator::split_here`]) builds the second with a state of its own and keeps the
-/// first's until its prologue is emitted.
-pub(crate) struct FnState<'a> {
-    pub b: FunctionBuilder<'a>,
-    /// The entry block (filled last, with the prologue) and its parameters.
-    pub entry: Block,
-    pub params: [Value; 4],
-    main: Block,
-    pro: HashMap<Pro, Value>,
-    pro_order: Vec<(Pro, Value)>,
-    externs: HashMap<&'static str, FuncRef>,
-    memo: HashMap<Memo, Value>,
-    roots: HashMap<Value, Value>,
-    relay: Option<StackSlot>,
-}
-
-impl<'a> FnState<'a> {
-    /// A function with the entry block's signature parameters (inputs, sizes, outputs,
-    /// workspace), its entry block first in the layout, and the body's first block current.
-    pub fn new(mut b: FunctionBuilder<'a>) -> R<FnState<'a>> {
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        // The entry block comes first in the layout but is filled last (with the prologue).
-        b.func.layout.append_block(entry);
-        let params: [Value; 4] = b
-            .block_params(entry)
-            .try_into()
-            .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))?;
-        let main = b.create_block();
-        b.switch_to_block(main);
-        Ok(FnState {
-            b,
-            entry,
-            params,
-            main,
-            pro: HashMap::default(),
-            pro_order: Vec::new(),
-            externs: HashMap::default(),
-            memo: HashMap::default(),
-            roots: HashMap::default(),
-            relay: None,
-        })
-    }
-}
-
-/// Where to split the function in two, and the second function until it is begun.
-pub(crate) struct Split<'a> {
-    /// The bodies of the top-level `let`s before which a split may happen, the first
-    /// one that can be taken is (the live values must be passable, see
-    /// [`crate::value::values_of`]).
-    pub candidates: Vec<ExprId>,
-    pub next: Option<FnState<'a>>,
-}
-
 pub(crate) struct Translator<'a> {
     b: FunctionBuilder<'a>,
-    entry: Block,
-    params: [Value; 4],
-    /// The function to split off, and once split, the state of the first function.
-    split: Option<Split<'a>>,
-    first: Option<FnState<'a>>,
     module: &'a mut dyn Module,
     arena: &'a Arena,
     an: &'a Analysis,
@@ -217,54 +153,30 @@ fn blockargs(vals: &[Value]) -> Vec<BlockArg> {
 
 impl<'a> Translator<'a> {
     pub fn new(
-        f: FnState<'a>,
-        split: Option<Split<'a>>,
+        b: FunctionBuilder<'a>,
         module: &'a mut dyn Module,
         arena: &'a Arena,
         an: &'a Analysis,
+        main: Block,
     ) -> Translator<'a> {
         Translator {
-            b: f.b,
-            entry: f.entry,
-            params: f.params,
-            split,
-            first: None,
+            b,
             module,
             arena,
             an,
             env: HashMap::default(),
             frames: Vec::new(),
             slots: Slots::new(),
-            pro: f.pro,
-            pro_order: f.pro_order,
-            main: f.main,
-            externs: f.externs,
+            pro: HashMap::default(),
+            pro_order: Vec::new(),
+            main,
+            externs: HashMap::default(),
             flags: MemFlagsData::trusted(),
-            memo: f.memo,
-            roots: f.roots,
-            relay: f.relay,
+            memo: HashMap::default(),
+            roots: HashMap::default(),
+            relay: None,
             counters: Vec::new(),
         }
-    }
-
-    /// The parameters of the current function's entry block: inputs, sizes, outputs,
-    /// workspace.
-    pub fn params(&self) -> [Value; 4] {
-        self.params
-    }
-
-    /// Exchange the current function's state with `f`'s.
-    fn swap_function(&mut self, f: &mut FnState<'a>) {
-        std::mem::swap(&mut self.b, &mut f.b);
-        std::mem::swap(&mut self.entry, &mut f.entry);
-        std::mem::swap(&mut self.params, &mut f.params);
-        std::mem::swap(&mut self.main, &mut f.main);
-        std::mem::swap(&mut self.pro, &mut f.pro);
-        std::mem::swap(&mut self.pro_order, &mut f.pro_order);
-        std::mem::swap(&mut self.externs, &mut f.externs);
-        std::mem::swap(&mut self.memo, &mut f.memo);
-        std::mem::swap(&mut self.roots, &mut f.roots);
-        std::mem::swap(&mut self.relay, &mut f.relay);
     }
 
     // ---- local value numbering ----------------------------------------------------------
@@ -306,6 +218,10 @@ impl<'a> Translator<'a> {
     /// The builder, for the caller that sets up and finishes the function.
     pub fn builder(&mut self) -> &mut FunctionBuilder<'a> {
         &mut self.b
+    }
+
+    pub fn into_builder(self) -> FunctionBuilder<'a> {
+        self.b
     }
 
     // ---- variables ----------------------------------------------------------------------
@@ -1719,10 +1635,7 @@ impl<'a> Translator<'a> {
                     return Ok(r);
                 }
                 self.bind_let(x, v)?;
-                let r = match self.split_here(e2, p)? {
-                    Some(p) => self.emit_into(e2, &p)?,
-                    None => self.emit_into(e2, p)?,
-                };
+                let r = self.emit_into(e2, p)?;
                 self.end_scope(&[x], &r);
                 Ok(r)
             }
@@ -1730,10 +1643,7 @@ impl<'a> Translator<'a> {
                 let v = self.emit(e1)?;
                 let xs = arena.vars_of(xs);
                 self.bind_let_tuple(xs, v)?;
-                let r = match self.split_here(e2, p)? {
-                    Some(p) => self.emit_into(e2, &p)?,
-                    None => self.emit_into(e2, p)?,
-                };
+                let r = self.emit_into(e2, p)?;
                 self.end_scope(xs, &r);
                 Ok(r)
             }
@@ -2670,102 +2580,6 @@ impl<'a> Translator<'a> {
         })
     }
 
-    /// Split the function before the statement `rest` (the body of a top-level `let`) if
-    /// it is the planned place and every live value can be passed: the values the rest
-    /// refers to are stored into a frame in the workspace, the current function returns,
-    /// and a second function (with the same parameters, called after the first) loads
-    /// them and goes on. The two compile at once. Returns `out` as the second function
-    /// sees it.
-    fn split_here(&mut self, rest: ExprId, out: &Place) -> R<Option<Place>> {
-        let planned = self
-            .split
-            .as_ref()
-            .is_some_and(|s| s.next.is_some() && s.candidates.contains(&rest));
-        if !planned || !self.frames.is_empty() {
-            return Ok(None);
-        }
-        // The live values, in a fixed order (the variables' numbers).
-        let mut live: Vec<(Var, Val)> = self
-            .env
-            .iter()
-            .map(|(&v, ent)| (v, ent.val.clone()))
-            .collect();
-        live.sort_by_key(|(v, _)| v.index());
-        let mut values = Vec::new();
-        if !live.iter().all(|(_, v)| values_of(v, &mut values)) || !place_values(out, &mut values) {
-            return Ok(None);
-        }
-        let mut seen = unfad_syntax::fast_hash::FastSet::default();
-        values.retain(|v| seen.insert(*v));
-        let types: Vec<Type> = values
-            .iter()
-            .map(|&v| self.b.func.dfg.value_type(v))
-            .collect();
-        // The first function ends by storing them.
-        let frame = self.slots.alloc(SizeExpr::K(values.len().max(1) as u64));
-        let at = self.pro_value(Pro::Addr(frame.slot, SizeExpr::K(0)));
-        for (k, (&v, &ty)) in values.iter().zip(&types).enumerate() {
-            let x = if ty == I8 {
-                self.b.ins().uextend(I64, v)
-            } else {
-                v
-            };
-            self.b.ins().store(self.flags, x, at, (8 * k) as i32);
-        }
-        self.b.ins().return_(&[]);
-        let Some(mut next) = self.split.as_mut().and_then(|s| s.next.take()) else {
-            return internal("the second function of a split was begun twice");
-        };
-        self.swap_function(&mut next);
-        let first_roots = next.roots.clone();
-        self.first = Some(next);
-        // The second begins by loading them.
-        let main = self.main;
-        self.switch_to(main);
-        let at = self.pro_value(Pro::Addr(frame.slot, SizeExpr::K(0)));
-        let mut map: HashMap<Value, Value> = HashMap::default();
-        for (k, (&v, &ty)) in values.iter().zip(&types).enumerate() {
-            let load_ty = if ty == I8 { I64 } else { ty };
-            let x = self.b.ins().load(load_ty, self.flags, at, (8 * k) as i32);
-            let x = if ty == I8 {
-                self.b.ins().ireduce(I8, x)
-            } else {
-                x
-            };
-            map.insert(v, x);
-        }
-        drop(frame);
-        // Addresses keep their buffers (for the alias rule of local value numbering).
-        for (old, new) in &map {
-            if let Some(root) = first_roots.get(old).and_then(|r| map.get(r)) {
-                self.roots.insert(*new, *root);
-            }
-        }
-        let mut remap = Remap::new(&map);
-        for ent in self.env.values_mut() {
-            ent.val = remap.val(&ent.val);
-        }
-        Ok(Some(remap.place(out)))
-    }
-
-    /// End the function(s): return, emit the prologues (the slots are final now), and
-    /// give the builders, the first function's first.
-    pub fn finish(mut self) -> R<(Plan, Vec<FunctionBuilder<'a>>)> {
-        self.b.ins().return_(&[]);
-        let mut plan = self.finish_prologue()?;
-        let Some(mut first) = self.first.take() else {
-            return Ok((plan, vec![self.b]));
-        };
-        self.swap_function(&mut first);
-        let plan_first = self.finish_prologue()?;
-        for c in plan_first.checks {
-            if !plan.checks.contains(&c) {
-                plan.checks.push(c);
-            }
-        }
-        Ok((plan, vec![self.b, first.b]))
-    }
-
     /// Write the function's result.
     pub fn emit_result(&mut self, body: ExprId, out: &Place) -> R<()> {
         self.emit_into(body, out)?;
@@ -2774,8 +2588,7 @@ impl<'a> Translator<'a> {
 
     /// Emit the prologue into `entry` (which must be empty): load the sizes, compute every
     /// count and buffer address the body uses, and jump to the body's first block.
-    fn finish_prologue(&mut self) -> R<Plan> {
-        let (entry, sizes, workspace) = (self.entry, self.params[1], self.params[3]);
+    pub fn finish_prologue(&mut self, entry: Block, sizes: Value, workspace: Value) -> R<Plan> {
         if self.pro_order.len() > MAX_BLOCK_PARAMS {
             return unsupported("a function with this many distinct array lengths");
         }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{check_func, check_func_split, gradient, load};
+use common::{check_func, gradient, load};
 use unfad_testgen::{generate, Features};
 
 #[test]
@@ -41,23 +41,4 @@ fn random_gradients_agree_with_the_interpreter() {
         checked >= 100,
         "only {checked} random gradients could be made"
     );
-}
-
-/// Every program and gradient with two statements or more split in two functions (the
-/// first passes the second its live values through the workspace): the same results.
-#[test]
-fn random_programs_split_in_two_agree_with_the_interpreter() {
-    let mut split = 0;
-    for seed in 0..300 {
-        let g = generate(seed, &Features::all());
-        let (prog, func) = load(&g.source);
-        eprintln!("split, seed {seed}");
-        split += (check_func_split(&prog.arena, &func, &g.input, 0).parts() == 2) as usize;
-        if let Ok((prog, func)) = gradient(&g.source) {
-            eprintln!("split gradient, seed {seed}");
-            split += (check_func_split(&prog.arena, &func, &g.input, 0).parts() == 2) as usize;
-        }
-    }
-    eprintln!("{split} functions split");
-    assert!(split >= 100, "only {split} functions were split");
 }

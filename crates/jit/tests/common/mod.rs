@@ -118,15 +118,8 @@ pub fn run_native(
 /// Compile `func`, run it on `input` natively and in the interpreter, and require equal
 /// results, bit for bit. Returns the compiled function.
 pub fn check_func(arena: &Arena, func: &Func, input: &Json) -> Compiled {
-    check_func_split(arena, func, input, unfad_jit::SPLIT_NODES)
-}
-
-/// [`check_func`], splitting functions of `split_nodes` nodes or more in two (see
-/// `unfad_jit::compile_split`).
-pub fn check_func_split(arena: &Arena, func: &Func, input: &Json, split_nodes: usize) -> Compiled {
     let text = || print_func(arena, func);
-    let compiled = unfad_jit::compile_split(arena, func, split_nodes)
-        .unwrap_or_else(|e| panic!("{e}\n{}", text()));
+    let compiled = compile(arena, func).unwrap_or_else(|e| panic!("{e}\n{}", text()));
     let (args, _) = args_from_json::<f64>(arena, func, input).unwrap();
     let expected = eval_func(arena, func, &args).unwrap_or_else(|e| panic!("{e}\n{}", text()));
     let mut want = Vec::new();
