@@ -62,9 +62,11 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     };
     let f = simplify_to_fixed_point(arena, &f);
     let f = inline::inline_single_use(arena, &f);
-    let f = simplify_to_fixed_point(arena, &f);
+    // Nearly to a fixed point: the passes after sharing finish the job (a pass that
+    // changes nothing is as dear as one that does).
+    let (f, settled) = simplify_while(arena, &f, |rewrites, nodes| 100 * rewrites > nodes);
     let shared = share::share_elementwise(arena, &f);
-    let f = if shared.body == f.body {
+    let f = if settled && shared.body == f.body {
         f
     } else {
         simplify_to_fixed_point(arena, &shared)
@@ -77,17 +79,31 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
 /// Optimize `func` to a fixed point without requiring a first-order result (for terms
 /// that legitimately keep lambdas, and for showing intermediate results).
 pub fn simplify_to_fixed_point(arena: &mut Arena, func: &Func) -> Func {
+    simplify_while(arena, func, |rewrites, _| rewrites > 0).0
+}
+
+/// Simplifier passes over `func` while `again(rewrites, nodes)` holds for the last one
+/// (`nodes`: the size of its input), at most [`MAX_PASSES`]; and whether the last one
+/// changed nothing (a fixed point).
+fn simplify_while(
+    arena: &mut Arena,
+    func: &Func,
+    again: impl Fn(usize, usize) -> bool,
+) -> (Func, bool) {
     let mut f = func.clone();
+    let mut settled = false;
     for _ in 0..MAX_PASSES {
         let mut s = Simplifier::new(arena, &f);
+        let nodes = s.input_nodes();
         let body = s.run(f.body);
         let rewrites = s.rewrites;
         f = Func { body, ..f };
-        if rewrites == 0 {
+        settled = rewrites == 0;
+        if !again(rewrites, nodes) {
             break;
         }
     }
-    f
+    (f, settled)
 }
 
 /// Type-check an optimized function (its result type must not change).

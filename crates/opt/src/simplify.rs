@@ -215,6 +215,11 @@ impl<'a> Simplifier<'a> {
         self
     }
 
+    /// The number of nodes of the term the pass was made for (of its DAG).
+    pub fn input_nodes(&self) -> usize {
+        self.occ.nodes
+    }
+
     /// Simplify the body of the function the pass was made for.
     pub fn run(&mut self, body: ExprId) -> ExprId {
         self.simplify(body)
