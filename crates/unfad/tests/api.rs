@@ -166,7 +166,13 @@ fn an_engine_that_compiled_before_compiles_the_same() {
         .zip(&args)
         .map(|(p, a)| Engine::new().compile_grad(p).unwrap().call(a).unwrap())
         .collect();
-    let same = |out: &Output, k: usize| {
+    // Compile program `k` with `engine`, run it, and compare with a new engine's result.
+    let check = |engine: &Engine, k: usize| {
+        let out = engine
+            .compile_grad(programs[k])
+            .unwrap()
+            .call(&args[k])
+            .unwrap();
         assert_eq!(out.value.to_bits(), fresh[k].value.to_bits());
         for i in 0..args[k].len() {
             let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
@@ -175,32 +181,16 @@ fn an_engine_that_compiled_before_compiles_the_same() {
     };
     let engine = Engine::new();
     for k in [2, 0, 1, 2, 1, 0] {
-        same(
-            &engine
-                .compile_grad(programs[k])
-                .unwrap()
-                .call(&args[k])
-                .unwrap(),
-            k,
-        );
+        check(&engine, k);
         assert!(engine.compile_grad("def bad(x: real) = x +").is_err());
         assert!(engine.compile(programs[k]).is_ok());
     }
     std::thread::scope(|s| {
         for t in 0..4 {
-            let (engine, same) = (&engine, &same);
-            let (programs, args) = (&programs, &args);
+            let (engine, check) = (&engine, &check);
             s.spawn(move || {
                 for j in 0..6 {
-                    let k = (t + j) % 3;
-                    same(
-                        &engine
-                            .compile_grad(programs[k])
-                            .unwrap()
-                            .call(&args[k])
-                            .unwrap(),
-                        k,
-                    );
+                    check(engine, (t + j) % 3);
                 }
             });
         }
