@@ -92,7 +92,7 @@ impl From<unfad_jit::JitError> for Error {
 /// Compiles programs. Cheap to create. Between compilations it keeps only memory: the term
 /// arenas of finished compilations, whose tables a later compilation fills again instead of
 /// allocating (and faulting in) fresh ones. A clone starts with none.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Engine {
     arenas: Mutex<Vec<unfad_syntax::Arena>>,
 }
@@ -100,6 +100,15 @@ pub struct Engine {
 impl Clone for Engine {
     fn clone(&self) -> Engine {
         Engine::default()
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.arenas.lock().map_or(0, |v| v.len());
+        f.debug_struct("Engine")
+            .field("kept_arenas", &kept)
+            .finish()
     }
 }
 
