@@ -550,8 +550,8 @@ impl Arena {
         l: ExprList,
         f: &mut impl FnMut(&mut Arena, ExprId) -> ExprId,
     ) -> ExprList {
-        let items = self.exprs(l).to_vec();
-        let new: Vec<ExprId> = items.iter().map(|&c| f(self, c)).collect();
+        let items: Kids = self.exprs(l).iter().copied().collect();
+        let new: Kids = items.iter().map(|&c| f(self, c)).collect();
         if new == items {
             l
         } else {
@@ -605,15 +605,19 @@ impl Arena {
         map: &HashMap<Var, ExprId>,
         memo: &mut HashMap<ExprId, ExprId>,
     ) -> ExprId {
+        // Leaves (most nodes) directly: a memo entry costs more than the leaf.
+        match self[e] {
+            Node::Var(v) => return map.get(&v).copied().unwrap_or(e),
+            Node::Const(_) | Node::Bool(_) => return e,
+            _ => {}
+        }
         if let Some(&r) = memo.get(&e) {
             return r;
         }
-        let r = with_stack(|| match self[e] {
-            Node::Var(v) => map.get(&v).copied().unwrap_or(e),
-            node => {
-                let new = self.map_children(node, |a, c| a.subst_rec(c, map, memo));
-                self.rebuild(e, new)
-            }
+        let r = with_stack(|| {
+            let node = self[e];
+            let new = self.map_children(node, |a, c| a.subst_rec(c, map, memo));
+            self.rebuild(e, new)
         });
         memo.insert(e, r);
         r
