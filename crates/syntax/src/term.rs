@@ -623,6 +623,16 @@ impl Arena {
         r
     }
 
+    /// `node` added as a copy of `e`: same position and type (a copy's binders are
+    /// renamed, and types do not mention variables, so the type is the copy's too).
+    fn copy_node(&mut self, e: ExprId, node: Node) -> ExprId {
+        let span = self.span(e);
+        let ty = self.types[e.index()].clone();
+        let c = self.add_at(node, span);
+        self.types[c.index()] = ty;
+        c
+    }
+
     /// A copy of `e` in which every variable bound inside `e` is replaced by a fresh one
     /// (free variables are kept, or renamed by `renaming` if they are in it).
     pub fn copy_fresh(&mut self, e: ExprId) -> ExprId {
@@ -637,10 +647,7 @@ impl Arena {
             let node = self[e];
             match node {
                 Node::Var(v) => match renaming.get(&v) {
-                    Some(&w) => {
-                        let span = self.span(e);
-                        self.add_at(Node::Var(w), span)
-                    }
+                    Some(&w) => self.copy_node(e, Node::Var(w)),
                     None => e,
                 },
                 _ => {
@@ -650,8 +657,7 @@ impl Arena {
                         w
                     });
                     let new = self.map_children(node, |a, c| a.copy_fresh_with(c, renaming));
-                    let span = self.span(e);
-                    self.add_at(new, span)
+                    self.copy_node(e, new)
                 }
             }
         })
