@@ -228,10 +228,7 @@ impl<'a> Simplifier<'a> {
     /// Occurrences of a binder of the input; unknown (assumed many) for variables made
     /// during the pass.
     fn uses(&self, x: Var) -> usize {
-        match self.occ.bound.get(x.index()) {
-            Some(true) => self.occ.occ[x.index()],
-            _ => usize::MAX,
-        }
+        self.occ.uses(x)
     }
 
     pub(crate) fn fired(&mut self) {
@@ -1234,17 +1231,17 @@ fn count_occurrences(
     // Paths from the root to each node, parents first (saturating: only 0, 1 and "many"
     // matter, and a DAG can have exponentially many paths).
     paths[e.index()] = 1;
-    let mut occ = vec![0usize; arena.var_count()];
-    let mut bound = vec![false; arena.var_count()];
+    let mut vars = VAR_TABLES.with_borrow_mut(Option::take).unwrap_or_default();
+    vars.begin(arena.var_count());
     for &x in order.iter().rev() {
         let p = paths[x.index()];
         let node = arena[x];
         match node {
-            Node::Var(v) => occ[v.index()] = occ[v.index()].saturating_add(p),
-            Node::Let(v, ..) => bound[v.index()] = true,
+            Node::Var(v) => vars.occurs(v, p),
+            Node::Let(v, ..) => vars.bind(v),
             Node::LetTuple(vs, ..) | Node::Lambda(vs, _) => {
-                for v in arena.vars_of(vs) {
-                    bound[v.index()] = true;
+                for &v in arena.vars_of(vs) {
+                    vars.bind(v);
                 }
             }
             _ => {}
@@ -1252,13 +1249,84 @@ fn count_occurrences(
         arena.for_each_child(x, |c| paths[c.index()] = paths[c.index()].saturating_add(p));
     }
     let nodes = order.len();
-    (Occurrences { occ, bound, nodes }, order)
+    (Occurrences { vars, nodes }, order)
+}
+
+thread_local! {
+    /// Per-variable tables kept between passes (see [`VarTables`]).
+    static VAR_TABLES: std::cell::RefCell<Option<VarTables>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Occurrence counts and binders by variable index, valid for the pass whose generation
+/// they carry: a new pass starts a new generation instead of clearing tables as large as
+/// the arena's variables.
+#[derive(Default)]
+struct VarTables {
+    generation: u32,
+    count: Vec<u32>,
+    counted: Vec<u32>,
+    bound: Vec<u32>,
+}
+
+impl VarTables {
+    fn begin(&mut self, vars: usize) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // After 2^32 passes: forget every generation.
+            self.counted.fill(0);
+            self.bound.fill(0);
+            self.generation = 1;
+        }
+        if self.count.len() < vars {
+            self.count.resize(vars, 0);
+            self.counted.resize(vars, 0);
+            self.bound.resize(vars, 0);
+        }
+    }
+
+    fn occurs(&mut self, v: Var, times: usize) {
+        let i = v.index();
+        if self.counted[i] != self.generation {
+            self.counted[i] = self.generation;
+            self.count[i] = 0;
+        }
+        let times = u32::try_from(times).unwrap_or(u32::MAX);
+        self.count[i] = self.count[i].saturating_add(times);
+    }
+
+    fn bind(&mut self, v: Var) {
+        self.bound[v.index()] = self.generation;
+    }
 }
 
 /// What [`occurrences_and_binders`] finds: occurrence counts and binders of the input
-/// term, by variable index (variables made later are past the end).
+/// term, and the number of its nodes.
 struct Occurrences {
-    occ: Vec<usize>,
-    bound: Vec<bool>,
+    vars: VarTables,
     nodes: usize,
+}
+
+impl Occurrences {
+    /// Occurrences of a binder of the input; unknown (assumed many) for other variables.
+    fn uses(&self, x: Var) -> usize {
+        let (t, i) = (&self.vars, x.index());
+        match t.bound.get(i) {
+            Some(&g) if g == t.generation => {
+                if t.counted[i] == t.generation {
+                    t.count[i] as usize
+                } else {
+                    0
+                }
+            }
+            _ => usize::MAX,
+        }
+    }
+}
+
+impl Drop for Occurrences {
+    fn drop(&mut self) {
+        let vars = std::mem::take(&mut self.vars);
+        VAR_TABLES.with_borrow_mut(|kept| *kept = Some(vars));
+    }
 }
