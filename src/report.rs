@@ -288,8 +288,8 @@ impl Report<'_> {
             "\n`compile_grad` (parse to native code) of each program in `examples/`, median of \
              repeated compilations; target under {COMPILE_TARGET_MS} ms. Twice: by one `Engine` \
              that compiled the program before (an engine keeps the term arenas of finished \
-             compilations and fills them again), and by a new `Engine` each time (its memory \
-             allocated and faulted in afresh, as for the first compilation of a process). The \
+             compilations and fills them again), and by a new `Engine` each time (its arenas \
+             allocated afresh, as for the first compilation of a process). The \
              stages of `compile_grad`, each timed alone (medians, new arenas): parsing with \
              inlining, reverse mode, the optimizer (`unfad_opt::optimize`), the JIT (lowering \
              and Cranelift).\n\n\
