@@ -1,7 +1,7 @@
 //! Inlining of bindings: `let x = e1 in e2`, with `x` used once in `e2` and not inside a
 //! function argument or a conditional branch, becomes `e2[e1/x]`. It saves the move of the
 //! binding and gives the paper's compact forms (`map2 * (scanr * 1 (shift1L A))
-//! (shift1R (scanl * 1 A))`). A cheap map (see [`duplicable`]) is inlined at every use,
+//! (shift1R (scanl * 1 A))`). A cheap map (see `duplicable`) is inlined at every use,
 //! where fusion keeps of it only what that use needs. The uses must be at the binding's
 //! depth so that no work moves into a loop or becomes conditional; the pass runs on the
 //! final first-order term, where that is exact.
