@@ -195,21 +195,7 @@ impl Map<'_> {
             return build::tuple(a, &parts);
         }
         let col = column_at(a, g, i, path)?;
-        let scaled = match self.form {
-            Form::Gradient => {
-                let scale_fn =
-                    build::lambda(a, &[("z", Type::Real), ("g", ty.clone())], |a, p| {
-                        ground::scale(a, ty, p[0], p[1])
-                    })?;
-                map2(a, scale_fn, self.z, col)
-            }
-            Form::Reverse => col,
-        };
-        let mut witness = self.captures[j].value;
-        for &c in path.iter() {
-            witness = component(a, witness, c);
-        }
-        ground::sum(a, ty, scaled, witness)
+        self.capture_total(a, col, j, ty, path)
     }
 
     /// The adjoint of capture `j` from passes of its own, one per component.
@@ -276,20 +262,39 @@ impl Map<'_> {
             }
             return build::tuple(a, &parts);
         }
-        let scaled = match self.form {
+        let d = match self.form {
             Form::Gradient => {
                 let df = gradient_fun(a, rev, self.f, self.captures, Wrt::Capture(j), path)?;
-                let per_element = per_element(a, df, self.arrays);
+                per_element(a, df, self.arrays)
+            }
+            Form::Reverse => self.reverse_pass(a, rev, Wrt::Capture(j), path)?,
+        };
+        self.capture_total(a, d, j, ty, path)
+    }
+
+    /// Capture `j`'s adjoint (its component at `path`, of type `ty`) from `d`, the
+    /// elements' contributions: summed, after scaling by the adjoint `Z` in the gradient
+    /// form (where `d` holds partial derivatives).
+    fn capture_total(
+        &self,
+        a: &mut Arena,
+        d: ExprId,
+        j: usize,
+        ty: &Type,
+        path: &[usize],
+    ) -> Result<ExprId, AdError> {
+        let scaled = match self.form {
+            Form::Gradient => {
                 let scale_fn =
                     build::lambda(a, &[("z", Type::Real), ("g", ty.clone())], |a, p| {
                         ground::scale(a, ty, p[0], p[1])
                     })?;
-                map2(a, scale_fn, self.z, per_element)
+                map2(a, scale_fn, self.z, d)
             }
-            Form::Reverse => self.reverse_pass(a, rev, Wrt::Capture(j), path)?,
+            Form::Reverse => d,
         };
         let mut witness = self.captures[j].value;
-        for &i in path.iter() {
+        for &i in path {
             witness = component(a, witness, i);
         }
         ground::sum(a, ty, scaled, witness)

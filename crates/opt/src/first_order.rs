@@ -41,16 +41,7 @@ fn offending(arena: &Arena, e: ExprId) -> Option<(ExprId, String)> {
                 break;
             }
             // The function argument of an array operation is a binder, not a value.
-            let is_function_arg = i == 0
-                && matches!(
-                    node,
-                    Node::Map(..)
-                        | Node::Map2(..)
-                        | Node::Reduce(..)
-                        | Node::Foldl(..)
-                        | Node::Scanl(..)
-                        | Node::Scanr(..)
-                );
+            let is_function_arg = i == 0 && node.is_array_op();
             found = if is_function_arg {
                 match arena[k] {
                     Node::Lambda(ps, body) => {

@@ -542,16 +542,7 @@ fn dear_terms(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
         if matches!(node, Node::Lambda(..)) {
             return;
         }
-        let dear = is_nonlinear_op(node)
-            || matches!(
-                node,
-                Node::Map(..)
-                    | Node::Map2(..)
-                    | Node::Reduce(..)
-                    | Node::Foldl(..)
-                    | Node::Scanl(..)
-                    | Node::Scanr(..)
-            );
+        let dear = is_nonlinear_op(node) || node.is_array_op();
         if dear && !out.contains(&e) {
             out.push(e);
         }
@@ -593,15 +584,7 @@ fn nested_loop(arena: &Arena, e: ExprId) -> bool {
     let mut stack = vec![(e, false)];
     while let Some((x, inside)) = stack.pop() {
         let node = arena[x];
-        let is_loop = matches!(
-            node,
-            Node::Map(..)
-                | Node::Map2(..)
-                | Node::Reduce(..)
-                | Node::Foldl(..)
-                | Node::Scanl(..)
-                | Node::Scanr(..)
-        );
+        let is_loop = node.is_array_op();
         if is_loop && inside {
             return true;
         }

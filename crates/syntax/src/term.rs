@@ -148,6 +148,22 @@ pub struct Arena {
     var_pool: Vec<Var>,
 }
 
+impl Node {
+    /// `map`, `map2`, `reduce`, `foldl`, `scanl` or `scanr`: an array operation, whose first
+    /// child is its function argument and which runs as a loop.
+    pub fn is_array_op(self) -> bool {
+        matches!(
+            self,
+            Node::Map(..)
+                | Node::Map2(..)
+                | Node::Reduce(..)
+                | Node::Foldl(..)
+                | Node::Scanl(..)
+                | Node::Scanr(..)
+        )
+    }
+}
+
 /// The children of a node: inline for the usual few, so listing them does not allocate.
 pub type Kids = smallvec::SmallVec<[ExprId; 4]>;
 
