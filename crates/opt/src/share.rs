@@ -19,7 +19,9 @@
 //! Only loops that run whenever their statement does are counted (not those inside a
 //! branch or a function argument), so that `E` is never computed for nothing; the rewrite
 //! applies to every loop of the statements from the first one on. Function arguments are
-//! chains of their own and are treated alike.
+//! chains of their own and are treated alike. Loops over the same component of a tuple
+//! bound outside the chain (`snd r`, where `r` is an element of arrays that reverse mode
+//! zipped) are loops over one array.
 
 use unfad_syntax::fast_hash::FastSet as HashSet;
 
@@ -191,14 +193,24 @@ impl Sharer {
             }
         }
         stmts.push(Stmt::Tail(cur));
+        // Loops over a component of a tuple (`snd r`, where `r` is an element of zipped
+        // arrays) run over a variable bound first, so that they are seen to run over the
+        // same array; kept only if something is shared (the passes after this substitute
+        // those variables back).
+        let original = stmts.clone();
+        let named = self.name_components(s, &mut stmts);
         // Share the largest term first, while there are some (each round removes the
         // occurrences it shares; the bound is a safeguard); then the chains of the
         // functions inside, which the arrays made here may have changed.
+        let mut shared = false;
         for _ in 0..MAX_SHARED {
             match self.best(s, &stmts) {
-                Some(c) if self.apply(s, &mut stmts, &c) => {}
+                Some(c) if self.apply(s, &mut stmts, &c) => shared = true,
                 _ => break,
             }
+        }
+        if named && !shared {
+            stmts = original;
         }
         for st in stmts.iter_mut() {
             let inner = self.functions(s, st.expr(), &mut HashMap::default());
@@ -216,6 +228,100 @@ impl Sharer {
             };
         }
         out
+    }
+
+    /// Bind, before the chain `stmts`, every component of a tuple variable bound outside
+    /// it that loops outside function arguments run over, and make those loops run over
+    /// the new variables. Whether any was bound.
+    fn name_components(&mut self, s: &mut Simplifier, stmts: &mut Vec<Stmt>) -> bool {
+        let mut inside = HashSet::default();
+        for st in stmts.iter() {
+            if let Stmt::One(x, _) = st {
+                inside.insert(*x);
+            }
+            if let Stmt::Many(xs, _) = st {
+                inside.extend(s.arena.vars_of(*xs));
+            }
+            inside.extend(bound_inside(s.arena, st.expr()));
+        }
+        let mut names: Vec<(ExprId, Var)> = Vec::new();
+        let mut done = HashMap::default();
+        for st in stmts.iter_mut() {
+            let e = self.component_loops(s, st.expr(), &inside, &mut names, &mut done);
+            *st = st.with(e);
+        }
+        let named = !names.is_empty();
+        for (path, v) in names.into_iter().rev() {
+            stmts.insert(0, Stmt::One(v, path));
+        }
+        named
+    }
+
+    /// `e` with the loops over components of tuples (see [`Sharer::name_components`])
+    /// running over their names instead, outside function arguments.
+    fn component_loops(
+        &mut self,
+        s: &mut Simplifier,
+        e: ExprId,
+        inside: &HashSet<Var>,
+        names: &mut Vec<(ExprId, Var)>,
+        done: &mut HashMap<ExprId, ExprId>,
+    ) -> ExprId {
+        if let Some(&r) = done.get(&e) {
+            return r;
+        }
+        let r = with_stack(|| {
+            let node = s.arena[e];
+            if matches!(node, Node::Lambda(..)) {
+                return e;
+            }
+            let kids = s.arena.node_children(node);
+            let new: Kids = kids
+                .iter()
+                .map(|&k| self.component_loops(s, k, inside, names, done))
+                .collect();
+            let mut it = new.into_iter();
+            let node = s
+                .arena
+                .map_children(node, |_, _| it.next().expect("one per child"));
+            let node = match node {
+                Node::Map(f, a) => Node::Map(f, self.component_name(s, a, inside, names)),
+                Node::Map2(f, a, b) => {
+                    let a = self.component_name(s, a, inside, names);
+                    Node::Map2(f, a, self.component_name(s, b, inside, names))
+                }
+                other => other,
+            };
+            s.arena.rebuild(e, node)
+        });
+        done.insert(e, r);
+        r
+    }
+
+    /// The variable naming `a` if it is a component of a tuple variable bound outside the
+    /// chain (made on first use), else `a`.
+    fn component_name(
+        &mut self,
+        s: &mut Simplifier,
+        a: ExprId,
+        inside: &HashSet<Var>,
+        names: &mut Vec<(ExprId, Var)>,
+    ) -> ExprId {
+        let mut root = a;
+        while let Node::Proj(_, t) = s.arena[root] {
+            root = t;
+        }
+        match s.arena[root] {
+            Node::Var(v) if root != a && !inside.contains(&v) => {}
+            _ => return a,
+        }
+        if let Some(&(_, v)) = names.iter().find(|(p, _)| same_path(s.arena, *p, a)) {
+            return s.var(v);
+        }
+        let ty = s.ty(a);
+        let v = s.fresh("c", ty);
+        names.push((a, v));
+        s.var(v)
     }
 
     /// `e` with the body of every function argument in it processed as a chain.
@@ -594,6 +700,17 @@ fn nested_loop(arena: &Arena, e: ExprId) -> bool {
     false
 }
 
+/// Whether `a` and `b` are the same projections of the same variable.
+fn same_path(arena: &Arena, mut a: ExprId, mut b: ExprId) -> bool {
+    loop {
+        match (arena[a], arena[b]) {
+            (Node::Proj(i, x), Node::Proj(j, y)) if i == j => (a, b) = (x, y),
+            (Node::Var(v), Node::Var(w)) => return v == w,
+            _ => return false,
+        }
+    }
+}
+
 /// Every variable bound inside `e`.
 fn bound_inside(arena: &Arena, e: ExprId) -> HashSet<Var> {
     let mut out = HashSet::default();
@@ -673,6 +790,25 @@ mod tests {
                 def f(M: [n][m]real): (real, [n][m]real) =
                   let E = map (x. reduce max 0 x) M in
                   (reduce + 0 E, map2 (r, e. map (t. t * e) r) M E)
+            "#]],
+        );
+    }
+
+    #[test]
+    fn loops_over_a_component_of_zipped_arrays_are_shared() {
+        // `snd r` is the same array in both statements of the body (reverse mode makes
+        // such zips of the primal's arrays with their adjoints).
+        check_optimized(
+            "def f(X: [k][n]real, c: [k]real, d: [k]real) =
+               map2 (r, w. let s = sum(map (t. exp(t - fst r)) (snd r)) in
+                           map (t. w * exp(t - fst r) / s) (snd r))
+                    (map2 (a, x. (a, x)) c X) d",
+            expect![[r#"
+                def f(X: [k][n]real, c: [k]real, d: [k]real): [k][n]real =
+                  map2 (r, w.
+                    let E = map (x. exp(x - fst r)) (snd r) in
+                    let s = reduce + 0 E in
+                    map (e. w * e / s) E) (map2 (a, x_1. (a, x_1)) c X) d
             "#]],
         );
     }
