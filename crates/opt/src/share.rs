@@ -234,6 +234,12 @@ impl Sharer {
     /// it that loops outside function arguments run over, and make those loops run over
     /// the new variables. Whether any was bound.
     fn name_components(&mut self, s: &mut Simplifier, stmts: &mut Vec<Stmt>) -> bool {
+        if !stmts
+            .iter()
+            .any(|st| loops_over_components(s.arena, st.expr()))
+        {
+            return false;
+        }
         let mut inside = HashSet::default();
         for st in stmts.iter() {
             if let Stmt::One(x, _) = st {
@@ -696,6 +702,28 @@ fn nested_loop(arena: &Arena, e: ExprId) -> bool {
         }
         let deeper = inside || matches!(node, Node::Lambda(..));
         arena.for_each_child(x, |k| stack.push((k, deeper)));
+    }
+    false
+}
+
+/// Whether a loop outside function arguments in `e` runs over a projection of a variable.
+fn loops_over_components(arena: &Arena, e: ExprId) -> bool {
+    let is_path = |mut a: ExprId| {
+        let mut projected = false;
+        while let Node::Proj(_, t) = arena[a] {
+            (a, projected) = (t, true);
+        }
+        projected && matches!(arena[a], Node::Var(_))
+    };
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        match arena[x] {
+            Node::Lambda(..) => continue,
+            Node::Map(_, a) if is_path(a) => return true,
+            Node::Map2(_, a, b) if is_path(a) || is_path(b) => return true,
+            _ => {}
+        }
+        arena.for_each_child(x, |k| stack.push(k));
     }
     false
 }
