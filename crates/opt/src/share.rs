@@ -281,15 +281,9 @@ impl Sharer {
             if matches!(node, Node::Lambda(..)) {
                 return e;
             }
-            let kids = s.arena.node_children(node);
-            let new: Kids = kids
-                .iter()
-                .map(|&k| self.component_loops(s, k, inside, names, done))
-                .collect();
-            let mut it = new.into_iter();
-            let node = s
-                .arena
-                .map_children(node, |_, _| it.next().expect("one per child"));
+            let node = with_kids(s, node, |s, k| {
+                self.component_loops(s, k, inside, names, done)
+            });
             let node = match node {
                 Node::Map(f, a) => Node::Map(f, self.component_name(s, a, inside, names)),
                 Node::Map2(f, a, b) => {
@@ -313,12 +307,8 @@ impl Sharer {
         inside: &HashSet<Var>,
         names: &mut Vec<(ExprId, Var)>,
     ) -> ExprId {
-        let mut root = a;
-        while let Node::Proj(_, t) = s.arena[root] {
-            root = t;
-        }
-        match s.arena[root] {
-            Node::Var(v) if root != a && !inside.contains(&v) => {}
+        match component_root(s.arena, a) {
+            Some(v) if !inside.contains(&v) => {}
             _ => return a,
         }
         if let Some(&(_, v)) = names.iter().find(|(p, _)| same_path(s.arena, *p, a)) {
@@ -344,13 +334,7 @@ impl Sharer {
             let node = s.arena[e];
             let new = match node {
                 Node::Lambda(ps, b) => Node::Lambda(ps, self.scope(s, b)),
-                _ => {
-                    let kids = s.arena.node_children(node);
-                    let new: Kids = kids.iter().map(|&k| self.functions(s, k, done)).collect();
-                    let mut it = new.into_iter();
-                    s.arena
-                        .map_children(node, |_, _| it.next().expect("one per child"))
-                }
+                _ => with_kids(s, node, |s, k| self.functions(s, k, done)),
             };
             s.arena.rebuild(e, new)
         });
@@ -559,16 +543,9 @@ impl Sharer {
             return r;
         }
         let r = with_stack(|| {
-            let node = s.arena[e];
-            let kids = s.arena.node_children(node);
-            let new: Kids = kids
-                .iter()
-                .map(|&k| self.read_shared(s, k, c, shared, done))
-                .collect();
-            let mut it = new.into_iter();
-            let node = s
-                .arena
-                .map_children(node, |_, _| it.next().expect("one per child"));
+            let node = with_kids(s, s.arena[e], |s, k| {
+                self.read_shared(s, k, c, shared, done)
+            });
             let rebuilt = s.arena.rebuild(e, node);
             self.reading(s, rebuilt, c, shared).unwrap_or(rebuilt)
         });
@@ -647,6 +624,19 @@ impl Sharer {
     }
 }
 
+/// `node` with each of its children `k` replaced by `f(k)`.
+fn with_kids(
+    s: &mut Simplifier,
+    node: Node,
+    mut f: impl FnMut(&mut Simplifier, ExprId) -> ExprId,
+) -> Node {
+    let kids = s.arena.node_children(node);
+    let new: Kids = kids.iter().map(|&k| f(s, k)).collect();
+    let mut it = new.into_iter();
+    s.arena
+        .map_children(node, |_, _| it.next().expect("one per child"))
+}
+
 /// The dear terms in `e`: non-linear operations and loops, outside function arguments.
 fn dear_terms(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
     with_stack(|| {
@@ -708,13 +698,7 @@ fn nested_loop(arena: &Arena, e: ExprId) -> bool {
 
 /// Whether a loop outside function arguments in `e` runs over a projection of a variable.
 fn loops_over_components(arena: &Arena, e: ExprId) -> bool {
-    let is_path = |mut a: ExprId| {
-        let mut projected = false;
-        while let Node::Proj(_, t) = arena[a] {
-            (a, projected) = (t, true);
-        }
-        projected && matches!(arena[a], Node::Var(_))
-    };
+    let is_path = |a| component_root(arena, a).is_some();
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
         match arena[x] {
@@ -726,6 +710,18 @@ fn loops_over_components(arena: &Arena, e: ExprId) -> bool {
         arena.for_each_child(x, |k| stack.push(k));
     }
     false
+}
+
+/// `v` if `a` is a projection of a projection ... of the variable `v`.
+fn component_root(arena: &Arena, mut a: ExprId) -> Option<Var> {
+    let mut projected = false;
+    while let Node::Proj(_, t) = arena[a] {
+        (a, projected) = (t, true);
+    }
+    match arena[a] {
+        Node::Var(v) if projected => Some(v),
+        _ => None,
+    }
 }
 
 /// Whether `a` and `b` are the same projections of the same variable.
