@@ -273,10 +273,7 @@ impl Sharer {
         names: &mut Vec<(ExprId, Var)>,
         done: &mut HashMap<ExprId, ExprId>,
     ) -> ExprId {
-        if let Some(&r) = done.get(&e) {
-            return r;
-        }
-        let r = with_stack(|| {
+        memoized(done, e, |done| {
             let node = s.arena[e];
             if matches!(node, Node::Lambda(..)) {
                 return e;
@@ -293,9 +290,7 @@ impl Sharer {
                 other => other,
             };
             s.arena.rebuild(e, node)
-        });
-        done.insert(e, r);
-        r
+        })
     }
 
     /// The variable naming `a` if it is a component of a tuple variable bound outside the
@@ -327,19 +322,14 @@ impl Sharer {
         e: ExprId,
         done: &mut HashMap<ExprId, ExprId>,
     ) -> ExprId {
-        if let Some(&r) = done.get(&e) {
-            return r;
-        }
-        let r = with_stack(|| {
+        memoized(done, e, |done| {
             let node = s.arena[e];
             let new = match node {
                 Node::Lambda(ps, b) => Node::Lambda(ps, self.scope(s, b)),
                 _ => with_kids(s, node, |s, k| self.functions(s, k, done)),
             };
             s.arena.rebuild(e, new)
-        });
-        done.insert(e, r);
-        r
+        })
     }
 
     /// The loops over variables that run whenever `e` is evaluated (not inside branches
@@ -539,18 +529,13 @@ impl Sharer {
         shared: Var,
         done: &mut HashMap<ExprId, ExprId>,
     ) -> ExprId {
-        if let Some(&r) = done.get(&e) {
-            return r;
-        }
-        let r = with_stack(|| {
+        memoized(done, e, |done| {
             let node = with_kids(s, s.arena[e], |s, k| {
                 self.read_shared(s, k, c, shared, done)
             });
             let rebuilt = s.arena.rebuild(e, node);
             self.reading(s, rebuilt, c, shared).unwrap_or(rebuilt)
-        });
-        done.insert(e, r);
-        r
+        })
     }
 
     /// The loop `e`, reading the shared array where its body computes `c`'s term.
@@ -622,6 +607,20 @@ impl Sharer {
         };
         Some(out)
     }
+}
+
+/// `walk(done)`, the image of `e` under a memoized walk, made once.
+fn memoized(
+    done: &mut HashMap<ExprId, ExprId>,
+    e: ExprId,
+    walk: impl FnOnce(&mut HashMap<ExprId, ExprId>) -> ExprId,
+) -> ExprId {
+    if let Some(&r) = done.get(&e) {
+        return r;
+    }
+    let r = with_stack(|| walk(done));
+    done.insert(e, r);
+    r
 }
 
 /// `node` with each of its children `k` replaced by `f(k)`.
