@@ -121,38 +121,58 @@ pub(crate) fn vjp_many(
     seed: ExprId,
     targets: &[Wrt],
 ) -> Result<ExprId, AdError> {
-    let mut renaming = HashMap::default();
-    let mut fresh = Vec::with_capacity(captures.len());
-    for c in captures {
-        let v = a.clone_var(c.var);
-        renaming.insert(c.var, v);
-        fresh.push(v);
-    }
-    let copy = a.copy_fresh_with(f, &mut renaming);
-    let (params, body) = lambda_parts(a, copy)?;
-    if params.len() != args.len() {
+    let (ps, body) = lambda_parts(a, f)?;
+    if ps.len() != args.len() {
         return internal(format!(
             "a function of {} parameter(s) applied to {} argument(s)",
-            params.len(),
+            ps.len(),
             args.len()
         ));
     }
+    // The context of the body's reverse pass: for each parameter and capture, the
+    // variable holding its value where it is a variable not already in the context, else
+    // a fresh one bound to its value afterwards. The body is copied with its parameters
+    // and captures renamed to the context (no substitution walks the reverse pass, which
+    // would be quadratic in the nesting of array operations).
+    // A variable the body uses freely cannot stand for another one: its uses would get
+    // that one's adjoint.
+    let free = a.free_vars(f);
+    let mut renaming = HashMap::default();
+    let mut context = Vec::with_capacity(ps.len() + captures.len());
+    let mut bound = Vec::new();
+    let values = args.iter().copied().chain(captures.iter().map(|c| c.value));
+    for (v, value) in ps
+        .iter()
+        .copied()
+        .chain(captures.iter().map(|c| c.var))
+        .zip(values)
+    {
+        let w = match a[value] {
+            Node::Var(w) if !context.contains(&w) && (w == v || !free.contains(&w)) => w,
+            _ => {
+                let w = a.clone_var(v);
+                bound.push((w, value));
+                w
+            }
+        };
+        renaming.insert(v, w);
+        context.push(w);
+    }
+    let body = a.copy_fresh_with(body, &mut renaming);
     retype(a, body)?;
     let indices = targets
         .iter()
         .map(|&wrt| match wrt {
-            Wrt::Param(i) if i < params.len() => Ok(i),
-            Wrt::Capture(j) if j < fresh.len() => Ok(params.len() + j),
+            Wrt::Param(i) if i < ps.len() => Ok(i),
+            Wrt::Capture(j) if j < captures.len() => Ok(ps.len() + j),
             _ => internal(format!("no variable {wrt:?} to differentiate against")),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut delta = params.clone();
-    delta.extend(&fresh);
-    let g = rev.vjp_term(a, &delta, &indices, body, seed)?;
-    let mut values: HashMap<Var, ExprId> =
-        params.iter().copied().zip(args.iter().copied()).collect();
-    values.extend(fresh.iter().zip(captures).map(|(&v, c)| (v, c.value)));
-    Ok(a.subst(g, &values))
+    let mut g = rev.vjp_term(a, &context, &indices, body, seed)?;
+    for &(w, value) in bound.iter().rev() {
+        g = a.let_(w, value, g);
+    }
+    Ok(g)
 }
 
 /// The captures whose adjoints share one reverse pass with the parameters' (their indices):
