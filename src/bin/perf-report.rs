@@ -207,7 +207,7 @@ fn stages(src: &str) -> Option<[f64; 4]> {
         let t2 = t.elapsed();
         let opt = p.optimize(&rev).ok()?;
         let t3 = t.elapsed();
-        unfad_jit::compile(&p.program.arena, &opt).ok()?;
+        unfad_jit::compile_parallel(&mut p.program.arena, &opt).ok()?;
         let t4 = t.elapsed();
         for (k, d) in [t1, t2 - t1, t3 - t2, t4 - t3].into_iter().enumerate() {
             runs[k].push(d.as_secs_f64() * 1e3);

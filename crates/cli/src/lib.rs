@@ -333,9 +333,9 @@ fn emit(file: &Path, stage: Stage, entry: Option<&str>, io: &mut Io) -> Result<(
         Stage::Optimized => p
             .optimized_reverse(&all)
             .map(|f| print_func(&p.program.arena, &f)),
-        Stage::Clif => p
-            .optimized_reverse(&all)
-            .and_then(|f| unfad_jit::clif_text(&p.program.arena, &f).map_err(unfad::Error::from)),
+        Stage::Clif => p.optimized_reverse(&all).and_then(|f| {
+            unfad_jit::clif_text_parallel(&mut p.program.arena, &f).map_err(unfad::Error::from)
+        }),
     };
     match shown {
         Ok(s) => write_out(io, &s),

@@ -77,6 +77,23 @@
 //! once, so the fused components share their loads and their `exp`s. A store forgets only
 //! the loads from its own buffer (buffers never overlap).
 //!
+//! # Parallel compilation
+//!
+//! Cranelift compiles one function on one thread, and most of a large gradient's compile
+//! time is Cranelift's (its register allocator above all). [`compile_parallel`] cuts a
+//! large term's chain of `let`s in two where the parts are about as large (counted in
+//! nodes): the first part computes the statements before the cut and returns the values
+//! the rest reads (the crossing values), the second takes them as parameters after the
+//! function's own and computes the result. The second thread compiles the larger part
+//! while this one lowers and compiles the other and the entry, a small function with the
+//! ABI above that calls the first part, then the second, the crossing values at the
+//! start of the workspace (its length counts them, then the larger of the two parts'
+//! workspaces). The results are those of the whole function, bit for bit; what the cut
+//! costs at run time is the fusion across it (a map bound before the cut and read after
+//! it is stored). Terms under [`split::MIN_NODES`] nodes, terms no cut divides fairly
+//! (the smaller part under a quarter), and hosts with one core get one function
+//! ([`Compiled::parts`] says which), as from [`compile`].
+//!
 //! # What is not done
 //!
 //! Loops are not vectorised or unrolled, and reductions run in the term's order (so that
@@ -107,12 +124,15 @@ mod layout;
 mod lower;
 mod runtime;
 mod shape;
+pub mod split;
 mod value;
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, UserFuncName, Value};
+use cranelift_codegen::ir::{
+    types, AbiParam, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, UserFuncName, Value,
+};
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
@@ -144,6 +164,8 @@ struct Inner {
     /// Owns the executable memory; freed on drop.
     module: Mutex<Option<JITModule>>,
     entry: RawFn,
+    /// The functions the term was compiled as (2 when cut in two).
+    parts: usize,
     size_vars: Vec<String>,
     param_names: Vec<String>,
     inputs: Vec<Component>,
@@ -186,6 +208,12 @@ impl Compiled {
     /// `Compiled` or a clone of it is alive.
     pub fn fn_ptr(&self) -> RawFn {
         self.inner.entry
+    }
+
+    /// How many functions the term was compiled as: 1, or 2 when [`compile_parallel`] cut
+    /// it in two.
+    pub fn parts(&self) -> usize {
+        self.inner.parts
     }
 
     /// The input components, over all parameters in order.
@@ -341,21 +369,276 @@ impl Compiled {
     }
 }
 
-/// Compile `func` (whose nodes live in `arena`) to native code for the host.
+/// The name of the function the ABI describes.
+const ENTRY: &str = "unfad_entry";
+
+/// Compile `func` (whose nodes live in `arena`) to native code for the host, as one
+/// function.
 pub fn compile(arena: &Arena, func: &Func) -> Result<Compiled, JitError> {
     let arena = typed(arena, func)?;
-    let isa = host_isa()?;
-    let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
-    for (name, ptr) in runtime::symbols() {
-        jb.symbol(name, ptr);
-    }
-    let mut module = JITModule::new(jb);
+    let mut module = new_module()?;
     let mut ctx = module.make_context();
-    let (id, built) = build(&arena, func, &mut module, &mut ctx)?;
+    let (id, built) = build(&arena, func, &mut module, &mut ctx, ENTRY)?;
     module
         .define_function(id, &mut ctx)
         .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
     module.clear_context(&mut ctx);
+    finish(module, id, built, 1)
+}
+
+/// [`compile`], cut in two for a large term on a host with two cores or more: Cranelift
+/// compiles the parts on two threads (see "Parallel compilation" in the crate docs). A
+/// term that is small, or that no cut divides fairly, is compiled whole. Adds the nodes
+/// of the first part's result to `arena` (and types `func` there if it is not typed).
+pub fn compile_parallel(arena: &mut Arena, func: &Func) -> Result<Compiled, JitError> {
+    if cores() < 2 {
+        return compile(arena, func);
+    }
+    type_in_place(arena, func)?;
+    match split::split(arena, func) {
+        Some(parts) => compile_parts(arena, func, &parts),
+        None => compile(arena, func),
+    }
+}
+
+/// [`compile_parallel`] with the cut after statement `at` of the chain whatever the
+/// sizes ([`compile`] where there is no such cut): the cut tested on small terms.
+#[doc(hidden)]
+pub fn compile_split_at(arena: &mut Arena, func: &Func, at: usize) -> Result<Compiled, JitError> {
+    type_in_place(arena, func)?;
+    match split::split_at(arena, func, at) {
+        Some(parts) => compile_parts(arena, func, &parts),
+        None => compile(arena, func),
+    }
+}
+
+/// Type-check `func` in `arena` unless it is typed already.
+fn type_in_place(arena: &mut Arena, func: &Func) -> R<()> {
+    if arena.type_of(func.body).is_none() {
+        infer(arena, &NoSource, func.body).map_err(|e| JitError::Type(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The two parts of `func` and the entry running them, compiled on two threads.
+fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Compiled, JitError> {
+    let isa = host_isa()?;
+    let mut module = new_module()?;
+    let mut entry = module.make_context();
+    // The larger part compiles on another thread while this one lowers and compiles the
+    // other part and the entry.
+    let mut ctxs = [module.make_context(), module.make_context()];
+    let names = ["unfad_first", "unfad_second"];
+    let funcs = [&parts.first, &parts.second];
+    let (far, near) = if parts.first_larger { (0, 1) } else { (1, 0) };
+    let [first_ctx, second_ctx] = &mut ctxs;
+    let (far_ctx, near_ctx) = if far == 0 {
+        (first_ctx, second_ctx)
+    } else {
+        (second_ctx, first_ctx)
+    };
+    let far_built = build(arena, funcs[far], &mut module, far_ctx, names[far])?;
+    let built = std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("unfad-jit".into())
+            .spawn_scoped(s, || compile_code(far_ctx, &*isa));
+        let mine = (|| {
+            let near_built = build(arena, funcs[near], &mut module, near_ctx, names[near])?;
+            let ((id1, b1), (id2, b2)) = if far == 0 {
+                (far_built, near_built)
+            } else {
+                (near_built, far_built)
+            };
+            let n_in = b1.inputs.len();
+            let Some(lens) = crossing_lens(&b1, &b2) else {
+                return Ok(None);
+            };
+            let id0 = build_entry(&mut module, &mut entry, [id1, id2], n_in, &lens)?;
+            compile_code(near_ctx, &*isa)?;
+            compile_code(&mut entry, &*isa)?;
+            Ok(Some((id0, [id1, id2], b1, b2, lens)))
+        })();
+        match other {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(JitError::Internal("the compiling thread panicked".into())))
+                .and(mine),
+            // No second thread: compiled whole below.
+            Err(_) => Ok(None),
+        }
+    })?;
+    let Some((id0, ids, b1, b2, lens)) = built else {
+        return compile(arena, func);
+    };
+    for (id, ctx) in ids.into_iter().zip(&ctxs).chain([(id0, &entry)]) {
+        define_compiled(&mut module, id, ctx)?;
+    }
+    let workspace = SizeExpr::sum(lens.iter().cloned().chain([SizeExpr::max_of([
+        b1.workspace.clone(),
+        b2.workspace.clone(),
+    ])]));
+    let mut checks = b1.checks;
+    checks.extend(b2.checks);
+    checks.extend(lens);
+    checks.push(workspace.clone());
+    let built = Built {
+        size_vars: b1.size_vars,
+        param_names: b1.param_names,
+        inputs: b1.inputs,
+        outputs: b2.outputs,
+        param_shapes: b1.param_shapes,
+        result_shape: b2.result_shape,
+        workspace,
+        checks,
+    };
+    finish(module, id0, built, 2)
+}
+
+/// The lengths of the values crossing from the first part to the second, if the second
+/// reads them as the first writes them and both number the sizes alike (the lengths the
+/// semantics computes may differ from those of the types).
+fn crossing_lens(b1: &Built, b2: &Built) -> Option<Vec<SizeExpr>> {
+    let n_in = b1.inputs.len();
+    let agree = b2.size_vars == b1.size_vars
+        && b2.inputs.len() == n_in + b1.outputs.len()
+        && b2.inputs[n_in..]
+            .iter()
+            .zip(&b1.outputs)
+            .all(|(i, o)| i.dims == o.dims);
+    agree.then(|| {
+        b1.outputs
+            .iter()
+            .map(|c| SizeExpr::product(&c.dims))
+            .collect()
+    })
+}
+
+/// The number of cores this process may use (known once).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// A module for the host with the run-time functions registered.
+fn new_module() -> R<JITModule> {
+    let mut jb = JITBuilder::with_isa(host_isa()?, default_libcall_names());
+    for (name, ptr) in runtime::symbols() {
+        jb.symbol(name, ptr);
+    }
+    Ok(JITModule::new(jb))
+}
+
+/// Cranelift's compilation of the function in `ctx` (kept in `ctx`).
+fn compile_code(ctx: &mut Context, isa: &dyn cranelift_codegen::isa::TargetIsa) -> R<()> {
+    let mut plane = cranelift_codegen::control::ControlPlane::default();
+    ctx.compile(isa, &mut plane)
+        .map(|_| ())
+        .map_err(|e| JitError::Codegen(format!("{:?}", e.inner)))
+}
+
+/// Define function `id` of `module` with the code compiled in `ctx`.
+fn define_compiled(module: &mut JITModule, id: FuncId, ctx: &Context) -> R<()> {
+    let Some(code) = ctx.compiled_code() else {
+        return Err(JitError::Internal("a part was not compiled".into()));
+    };
+    let relocs: Vec<cranelift_module::ModuleReloc> = code
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+        .collect();
+    module
+        .define_function_bytes(
+            id,
+            code.buffer.alignment as u64,
+            code.code_buffer(),
+            &relocs,
+        )
+        .map_err(|e| JitError::Codegen(format!("{e:?}")))
+}
+
+/// The entry of a function cut in two: with the crossing values (of lengths `lens`) at
+/// the start of the workspace, it calls `parts[0]` with the inputs, writing them, then
+/// `parts[1]` with the inputs followed by them; both use the rest of the workspace.
+fn build_entry(
+    module: &mut JITModule,
+    ctx: &mut Context,
+    parts: [FuncId; 2],
+    n_in: usize,
+    lens: &[SizeExpr],
+) -> R<FuncId> {
+    let ptr = types::I64;
+    let sig = entry_signature(module);
+    let id = module
+        .declare_function(ENTRY, Linkage::Local, &sig)
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let calls = parts.map(|p| module.declare_func_in_func(p, &mut ctx.func));
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    let block = b.create_block();
+    b.append_block_params_for_function_params(block);
+    b.switch_to_block(block);
+    let [inputs, sizes, outputs, ws]: [Value; 4] = b
+        .block_params(block)
+        .try_into()
+        .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))?;
+    let slot = |b: &mut FunctionBuilder, n: usize| {
+        let bytes = u32::try_from(8 * n.max(1)).unwrap_or(u32::MAX);
+        b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 3))
+    };
+    let (all_in, crossing_out) = (slot(&mut b, n_in + lens.len()), slot(&mut b, lens.len()));
+    let flags = MemFlagsData::trusted();
+    let offset = |k: usize| i32::try_from(8 * k).unwrap_or(i32::MAX);
+    for k in 0..n_in {
+        let p = b.ins().load(ptr, flags, inputs, offset(k));
+        b.ins().stack_store(ptr, p, all_in, offset(k));
+    }
+    // Every address is below the workspace's length, which a call checks.
+    let mut counts = lower::SizeValues::new(sizes);
+    let mut addr = ws;
+    for (k, len) in lens.iter().enumerate() {
+        b.ins().stack_store(ptr, addr, all_in, offset(n_in + k));
+        b.ins().stack_store(ptr, addr, crossing_out, offset(k));
+        let n = counts.get(&mut b, len);
+        let bytes = b.ins().ishl_imm_s(n, 3);
+        addr = b.ins().iadd(addr, bytes);
+    }
+    let pin = b.ins().stack_addr(ptr, all_in, 0);
+    let pout = b.ins().stack_addr(ptr, crossing_out, 0);
+    b.ins().call(calls[0], &[inputs, sizes, pout, addr]);
+    b.ins().call(calls[1], &[pin, sizes, outputs, addr]);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(module.isa().frontend_config());
+    if cfg!(debug_assertions) {
+        cranelift_codegen::verify_function(&ctx.func, module.isa()).map_err(|e| {
+            JitError::Codegen(format!(
+                "the generated entry fails verification:\n{}",
+                cranelift_codegen::print_errors::pretty_verifier_error(&ctx.func, None, e)
+            ))
+        })?;
+    }
+    Ok(id)
+}
+
+/// `void f(ptr, ptr, ptr, ptr)` in the host's calling convention.
+fn entry_signature(module: &JITModule) -> cranelift_codegen::ir::Signature {
+    let mut sig = module.make_signature();
+    for _ in 0..4 {
+        sig.params.push(AbiParam::new(types::I64));
+    }
+    sig
+}
+
+/// Finalize `module` and wrap its function `id`, which has the ABI's signature.
+fn finish(
+    mut module: JITModule,
+    id: FuncId,
+    built: Built,
+    parts: usize,
+) -> Result<Compiled, JitError> {
     module
         .finalize_definitions()
         .map_err(|e| JitError::Codegen(e.to_string()))?;
@@ -368,6 +651,7 @@ pub fn compile(arena: &Arena, func: &Func) -> Result<Compiled, JitError> {
         inner: Arc::new(Inner {
             module: Mutex::new(Some(module)),
             entry,
+            parts,
             size_vars: built.size_vars,
             param_names: built.param_names,
             inputs: built.inputs,
@@ -383,11 +667,36 @@ pub fn compile(arena: &Arena, func: &Func) -> Result<Compiled, JitError> {
 /// The Cranelift IR of `func`, as text (before Cranelift's optimizations).
 pub fn clif_text(arena: &Arena, func: &Func) -> Result<String, JitError> {
     let arena = typed(arena, func)?;
-    let isa = host_isa()?;
-    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let mut module = new_module()?;
     let mut ctx = module.make_context();
-    build(&arena, func, &mut module, &mut ctx)?;
+    build(&arena, func, &mut module, &mut ctx, ENTRY)?;
     Ok(ctx.func.display().to_string())
+}
+
+/// The Cranelift IR [`compile_parallel`] compiles: [`clif_text`] of the whole term, or,
+/// when it cuts the term in two, of the two parts and the entry that runs them.
+pub fn clif_text_parallel(arena: &mut Arena, func: &Func) -> Result<String, JitError> {
+    if cores() >= 2 {
+        type_in_place(arena, func)?;
+        if let Some(parts) = split::split(arena, func) {
+            let mut module = new_module()?;
+            let [mut c1, mut c2, mut c0] = [(); 3].map(|()| module.make_context());
+            let (id1, b1) = build(arena, &parts.first, &mut module, &mut c1, "unfad_first")?;
+            let (id2, b2) = build(arena, &parts.second, &mut module, &mut c2, "unfad_second")?;
+            if let Some(lens) = crossing_lens(&b1, &b2) {
+                build_entry(&mut module, &mut c0, [id1, id2], b1.inputs.len(), &lens)?;
+                return Ok(format!(
+                    "; the first part (compiled on one thread)\n{}\n\n\
+                     ; the second part (compiled on another)\n{}\n\n\
+                     ; the entry: the first part, then the second\n{}",
+                    c1.func.display(),
+                    c2.func.display(),
+                    c0.func.display()
+                ));
+            }
+        }
+    }
+    clif_text(arena, func)
 }
 
 /// The machine code of `func` for the host, as assembly text (after Cranelift's
@@ -397,7 +706,7 @@ pub fn asm_text(arena: &Arena, func: &Func) -> Result<String, JitError> {
     let isa = host_isa()?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let mut ctx = module.make_context();
-    build(&arena, func, &mut module, &mut ctx)?;
+    build(&arena, func, &mut module, &mut ctx, ENTRY)?;
     ctx.set_disasm(true);
     let mut plane = cranelift_codegen::control::ControlPlane::default();
     let code = ctx
@@ -493,6 +802,7 @@ fn build(
     func: &Func,
     module: &mut JITModule,
     ctx: &mut Context,
+    name: &str,
 ) -> R<(FuncId, Built)> {
     let mut size_vars: Vec<Arc<str>> = Vec::new();
     let mut param_names = Vec::new();
@@ -534,12 +844,9 @@ fn build(
             "a host without 64-bit pointers".into(),
         ));
     }
-    let mut sig = module.make_signature();
-    for _ in 0..4 {
-        sig.params.push(AbiParam::new(ptr));
-    }
+    let sig = entry_signature(module);
     let id = module
-        .declare_function("unfad_entry", Linkage::Local, &sig)
+        .declare_function(name, Linkage::Local, &sig)
         .map_err(|e| JitError::Codegen(e.to_string()))?;
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());

@@ -2602,15 +2602,14 @@ impl<'a> Translator<'a> {
             .collect();
         let total = SizeExpr::sum(slot_sizes.iter().cloned());
         self.switch_to(entry);
-        let mut cache: HashMap<SizeExpr, Value> = HashMap::default();
-        let mut size_vals: HashMap<u32, Value> = HashMap::default();
+        let mut counts = SizeValues::new(sizes);
         // Slot `k` starts after the slots before it. Every address is below the total,
         // which a call checks, so the wrapping arithmetic here is exact.
         let mut slot_addr = Vec::with_capacity(slot_sizes.len());
         let mut addr = workspace;
         for s in &slot_sizes {
             slot_addr.push(addr);
-            let n = self.size_value(s, sizes, &mut cache, &mut size_vals);
+            let n = counts.get(&mut self.b, s);
             let bytes = self.b.ins().ishl_imm_s(n, 3);
             addr = self.b.ins().iadd(addr, bytes);
         }
@@ -2621,13 +2620,13 @@ impl<'a> Translator<'a> {
             let v = match p {
                 Pro::Count(e) => {
                     checks.push(e.clone());
-                    self.size_value(e, sizes, &mut cache, &mut size_vals)
+                    counts.get(&mut self.b, e)
                 }
                 Pro::Addr(slot, off) => {
                     let Some(&base) = slot_addr.get(*slot) else {
                         return internal("a buffer in a slot that does not exist");
                     };
-                    let k = self.size_value(off, sizes, &mut cache, &mut size_vals);
+                    let k = counts.get(&mut self.b, off);
                     let bytes = self.b.ins().ishl_imm_s(k, 3);
                     self.b.ins().iadd(base, bytes)
                 }
@@ -2641,87 +2640,89 @@ impl<'a> Translator<'a> {
             checks,
         })
     }
+}
 
-    fn size_value(
-        &mut self,
-        e: &SizeExpr,
-        sizes: Value,
-        cache: &mut HashMap<SizeExpr, Value>,
-        size_vals: &mut HashMap<u32, Value>,
-    ) -> Value {
-        if let Some(&v) = cache.get(e) {
+/// Element counts computed from the `sizes` argument in a function's first block, each
+/// expression and each size loaded once.
+pub(crate) struct SizeValues {
+    sizes: Value,
+    cache: HashMap<SizeExpr, Value>,
+    loaded: HashMap<u32, Value>,
+}
+
+impl SizeValues {
+    /// Counts from the sizes array at `sizes`.
+    pub fn new(sizes: Value) -> SizeValues {
+        SizeValues {
+            sizes,
+            cache: HashMap::default(),
+            loaded: HashMap::default(),
+        }
+    }
+
+    /// The value of `e`, emitted at the builder's position if not yet emitted.
+    pub fn get(&mut self, b: &mut FunctionBuilder, e: &SizeExpr) -> Value {
+        if let Some(&v) = self.cache.get(e) {
             return v;
         }
         let v = match e {
-            SizeExpr::K(k) => self.b.ins().iconst(I64, *k as i64),
+            SizeExpr::K(k) => b.ins().iconst(I64, *k as i64),
             SizeExpr::D(d) => match d.var {
-                None => self
-                    .b
-                    .ins()
-                    .iconst(I64, d.as_constant().unwrap_or(0) as i64),
+                None => b.ins().iconst(I64, d.as_constant().unwrap_or(0) as i64),
                 Some(i) => {
-                    let n = match size_vals.get(&i) {
+                    let n = match self.loaded.get(&i) {
                         Some(&n) => n,
                         None => {
-                            let n = self.b.ins().load(
+                            let n = b.ins().load(
                                 I64,
-                                self.flags,
-                                sizes,
+                                MemFlagsData::trusted(),
+                                self.sizes,
                                 (i as i32).wrapping_mul(8),
                             );
-                            size_vals.insert(i, n);
+                            self.loaded.insert(i, n);
                             n
                         }
                     };
                     let t = if d.offset == 0 {
                         n
                     } else {
-                        self.b.ins().iadd_imm_s(n, d.offset)
+                        b.ins().iadd_imm_s(n, d.offset)
                     };
                     if d.offset >= 0 && d.floor == 0 {
                         t
                     } else {
-                        let fl = self.b.ins().iconst(I64, d.floor as i64);
-                        self.b.ins().smax(t, fl)
+                        let fl = b.ins().iconst(I64, d.floor as i64);
+                        b.ins().smax(t, fl)
                     }
                 }
             },
-            SizeExpr::Sum(xs) => {
-                self.size_fold(xs, sizes, cache, size_vals, |b, a, v| b.ins().iadd(a, v))
+            SizeExpr::Sum(xs) => self.fold(b, xs, |b, a, v| b.ins().iadd(a, v)),
+            SizeExpr::Mul(x, y) => {
+                let (x, y) = (self.get(b, x), self.get(b, y));
+                b.ins().imul(x, y)
             }
-            SizeExpr::Mul(a, b) => {
-                let (x, y) = (
-                    self.size_value(a, sizes, cache, size_vals),
-                    self.size_value(b, sizes, cache, size_vals),
-                );
-                self.b.ins().imul(x, y)
-            }
-            SizeExpr::Max(xs) => {
-                self.size_fold(xs, sizes, cache, size_vals, |b, a, v| b.ins().smax(a, v))
-            }
+            SizeExpr::Max(xs) => self.fold(b, xs, |b, a, v| b.ins().smax(a, v)),
         };
-        cache.insert(e.clone(), v);
+        self.cache.insert(e.clone(), v);
         v
     }
 
-    /// The sizes `xs` combined left to right by `op` (0 for none).
-    fn size_fold(
+    /// The counts `xs` combined left to right by `op` (0 for none).
+    fn fold(
         &mut self,
+        b: &mut FunctionBuilder,
         xs: &[SizeExpr],
-        sizes: Value,
-        cache: &mut HashMap<SizeExpr, Value>,
-        size_vals: &mut HashMap<u32, Value>,
         op: impl Fn(&mut FunctionBuilder, Value, Value) -> Value,
     ) -> Value {
         let mut acc: Option<Value> = None;
         for x in xs {
-            let v = self.size_value(x, sizes, cache, size_vals);
+            let v = self.get(b, x);
             acc = Some(match acc {
                 None => v,
-                Some(a) => op(&mut self.b, a, v),
+                Some(a) => op(b, a, v),
             });
         }
-        acc.unwrap_or_else(|| self.b.ins().iconst(I64, 0))
+        acc.unwrap_or_else(|| b.ins().iconst(I64, 0))
     }
 }
 

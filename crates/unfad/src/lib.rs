@@ -169,7 +169,7 @@ impl Engine {
         let mut wrt = p.wrt(options.wrt)?;
         wrt.sort_unstable();
         let grad = p.optimized_reverse(&wrt)?;
-        let compiled = unfad_jit::compile(&p.program.arena, &grad)?;
+        let compiled = unfad_jit::compile_parallel(&mut p.program.arena, &grad)?;
         let params = params_of(&p);
         let names = params.iter().map(|p| p.name.clone()).collect();
         self.keep_arena(p.into_arena());
@@ -208,8 +208,8 @@ impl Engine {
     }
 
     fn compile_func(&self, src: &str, entry: Option<&str>) -> Result<Func, Error> {
-        let p = Pipeline::load_in(src, entry, self.take_arena())?;
-        let compiled = unfad_jit::compile(&p.program.arena, &p.source)?;
+        let mut p = Pipeline::load_in(src, entry, self.take_arena())?;
+        let compiled = unfad_jit::compile_parallel(&mut p.program.arena, &p.source)?;
         let params = params_of(&p);
         let names = params.iter().map(|p| p.name.clone()).collect();
         let ret = p.source.ret.clone();

@@ -118,13 +118,20 @@ pub fn run_native(
 /// Compile `func`, run it on `input` natively and in the interpreter, and require equal
 /// results, bit for bit. Returns the compiled function.
 pub fn check_func(arena: &Arena, func: &Func, input: &Json) -> Compiled {
+    let compiled =
+        compile(arena, func).unwrap_or_else(|e| panic!("{e}\n{}", print_func(arena, func)));
+    check_compiled(arena, func, &compiled, input);
+    compiled
+}
+
+/// [`check_func`] for `func` compiled already.
+pub fn check_compiled(arena: &Arena, func: &Func, compiled: &Compiled, input: &Json) {
     let text = || print_func(arena, func);
-    let compiled = compile(arena, func).unwrap_or_else(|e| panic!("{e}\n{}", text()));
     let (args, _) = args_from_json::<f64>(arena, func, input).unwrap();
     let expected = eval_func(arena, func, &args).unwrap_or_else(|e| panic!("{e}\n{}", text()));
     let mut want = Vec::new();
     components(&expected, &func.ret, &mut want);
-    let (got, sizes) = run_native(arena, func, &compiled, input);
+    let (got, sizes) = run_native(arena, func, compiled, input);
     assert_eq!(
         got.len(),
         want.len(),
@@ -138,7 +145,6 @@ pub fn check_func(arena: &Arena, func: &Func, input: &Json) -> Compiled {
             text()
         );
     }
-    compiled
 }
 
 /// [`check_func`] on the entry point of `src`, for each input.

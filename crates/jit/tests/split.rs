@@ -1,0 +1,70 @@
+//! Functions cut in two and compiled on two threads (`compile_parallel`): the same
+//! results as the interpreter, bit for bit, wherever the cut is.
+
+mod common;
+
+use common::{check_compiled, gradient, load};
+use unfad_jit::{compile_parallel, compile_split_at};
+use unfad_syntax::{Arena, Func, Node};
+use unfad_testgen::{generate, Features};
+
+/// The number of statements of `func`'s top-level chain of `let`s.
+fn statements(arena: &Arena, func: &Func) -> usize {
+    let mut n = 0;
+    let mut e = func.body;
+    while let Node::Let(_, _, b) | Node::LetTuple(_, _, b) = arena[e] {
+        n += 1;
+        e = b;
+    }
+    n
+}
+
+/// Every cut of `func`'s chain, checked against the interpreter on `input`; the number
+/// of cuts that made two parts.
+fn check_every_cut(arena: &mut Arena, func: &Func, input: &serde_json::Value) -> usize {
+    let mut split = 0;
+    for at in 1..statements(arena, func) {
+        let compiled =
+            compile_split_at(arena, func, at).unwrap_or_else(|e| panic!("cut after {at}: {e}"));
+        split += usize::from(compiled.parts() == 2);
+        check_compiled(arena, func, &compiled, input);
+    }
+    split
+}
+
+#[test]
+fn every_cut_of_random_programs_and_gradients_agrees_with_the_interpreter() {
+    let mut split = 0;
+    for seed in 0..400 {
+        let g = generate(seed, &Features::all());
+        let (mut prog, func) = load(&g.source);
+        split += check_every_cut(&mut prog.arena, &func, &g.input);
+        if let Ok((mut prog, func)) = gradient(&g.source) {
+            split += check_every_cut(&mut prog.arena, &func, &g.input);
+        }
+    }
+    eprintln!("{split} cuts made two parts");
+    assert!(split >= 600, "only {split} cuts made two parts");
+}
+
+#[test]
+fn large_gradients_are_compiled_in_two_parts() {
+    let two_cores = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    for name in ["gmm", "gmm_diag"] {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/");
+        let src = std::fs::read_to_string(format!("{dir}{name}.ad")).unwrap();
+        let input: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(format!("{dir}{name}.json")).unwrap())
+                .unwrap();
+        let (mut prog, func) = gradient(&src).unwrap();
+        let compiled = compile_parallel(&mut prog.arena, &func).unwrap();
+        assert_eq!(compiled.parts(), if two_cores { 2 } else { 1 }, "{name}");
+        check_compiled(&prog.arena, &func, &compiled, &input);
+    }
+}
+
+#[test]
+fn small_functions_are_compiled_whole() {
+    let (mut prog, func) = gradient("def f(A: [n]real) = let s = sum(A) in s * s").unwrap();
+    assert_eq!(compile_parallel(&mut prog.arena, &func).unwrap().parts(), 1);
+}
