@@ -700,11 +700,17 @@ impl<'a> Simplifier<'a> {
     }
 
     /// Simplify `e` with extra substitutions (used by rules that specialise a binder body).
+    /// The rewrites inside are not counted: the rule counts one if it applies, and a rule
+    /// that tries and does not apply has changed nothing (counting them kept a pass that
+    /// changed nothing from being a fixed point).
     pub(crate) fn simplify_with(&mut self, e: ExprId, subs: &[(Var, ExprId)]) -> ExprId {
         for &(v, r) in subs {
             self.subst.insert(v, Sub::Done(r));
         }
-        self.scoped(e)
+        let rewrites = self.rewrites;
+        let r = self.scoped(e);
+        self.rewrites = rewrites;
+        r
     }
 
     /// The output variable for binder `x`: `x` itself the first time, a fresh copy after.
