@@ -67,7 +67,13 @@
 //! variables of the function (`prod`'s gradient reads the prefix products where it
 //! multiplies them). Read any other way it is computed into memory first. A map stored
 //! because it is read again later is folded in the loop that stores it when the next
-//! binding folds it (`let E = map (t. exp(t - m)) A in let s = sum(E)` is one loop).
+//! binding folds it (`let E = map (t. exp(t - m)) A in let s = sum(E)` is one loop). When
+//! the next binding folds one component of its tuple elements (`let G = map2 g X Z in let
+//! c = reduce f z (map (t. t.1) G)`) and the rest reads only the others, that component
+//! is folded where each element is computed and never stored (it gets one element's room,
+//! which every index shares), whatever the accumulator holds: reverse mode's shared pass
+//! over a map that maps over a captured array makes this, the captured array's adjoint
+//! summed from one column and the operand's kept in the other.
 //!
 //! The components of a tuple that are loops over the same length (scalar folds, and arrays
 //! written element by element: maps, copies, fills) run as **one loop** (a gradient is

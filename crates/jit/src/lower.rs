@@ -515,6 +515,75 @@ impl<'a> Translator<'a> {
         }))
     }
 
+    /// `v` written to `p` except its component at `path`, which the result keeps as it is
+    /// (unwritten; a fold reads it where it is computed). All of `v` for an empty path.
+    fn write_except(&mut self, v: &Val, p: &Place, path: &[usize]) -> R<Val> {
+        let Some((&i, rest)) = path.split_first() else {
+            return self.write(v, p);
+        };
+        let (Val::Tuple(items), Place::Tuple(places)) = (v, p) else {
+            return internal("a component path through a non-tuple");
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (k, (item, place)) in items.iter().zip(places.iter()).enumerate() {
+            out.push(if k != i {
+                self.write(item, place)?
+            } else if rest.is_empty() {
+                item.clone()
+            } else {
+                self.write_except(item, place, rest)?
+            });
+        }
+        Ok(Val::Tuple(out.into()))
+    }
+
+    /// [`Translator::alloc`], except that the component at `path` of the elements is not
+    /// kept: it has room for one element, which every index shares (writes to it are
+    /// overwritten by the next element's; reads are in bounds but not of that element).
+    fn alloc_without(&mut self, sa: &Rc<SArr>, path: &[usize]) -> R<Rc<Arr>> {
+        if path.is_empty() {
+            return self.alloc(sa);
+        }
+        let mut leaves = Vec::new();
+        leaves_under(
+            &sa.elem,
+            &mut vec![sa.len],
+            &mut Vec::new(),
+            path,
+            &mut leaves,
+        );
+        let sizes: Vec<SizeExpr> = leaves
+            .iter()
+            .map(|(dims, shared)| SizeExpr::product(if *shared { &dims[1..] } else { dims }))
+            .collect();
+        let total = SizeExpr::sum(sizes.iter().cloned());
+        let buf: Rc<Buf> = self.slots.alloc(total);
+        let slot = buf.slot;
+        let mut offset = SizeExpr::K(0);
+        let mut k = 0;
+        let mut bases = |t: &mut Self| -> R<Value> {
+            let Some(size) = sizes.get(k) else {
+                return internal("a buffer has more leaves than its shape");
+            };
+            let v = t.pro_value(Pro::Addr(slot, offset.clone()));
+            t.root(v);
+            offset = SizeExpr::add(offset.clone(), size.clone());
+            k += 1;
+            Ok(v)
+        };
+        let layout = self.layout(&sa.elem, &mut bases, &mut Vec::new())?;
+        let layout = shared_rows(&layout, path)?;
+        let len = self.dim(sa.len);
+        Ok(Rc::new(Arr {
+            len,
+            shape: sized(sa, Some(sa.len)),
+            kind: Kind::Mem {
+                layout,
+                holds: Rc::from(vec![buf]),
+            },
+        }))
+    }
+
     /// Places for an accumulator of shape `s`: scalars in registers, arrays in new buffers.
     fn acc_place(&mut self, s: &SShape) -> R<Place> {
         Ok(match s {
@@ -1552,7 +1621,12 @@ impl<'a> Translator<'a> {
     /// `let x = v in let y = fold f z x in rest` where the map `v` must be stored (it is read
     /// again later): one loop computes each element, stores it and folds it, where storing
     /// `x` and then folding it would take two (`let E = map (t. exp(t - m)) A in let s =
-    /// sum(E)`). `None` (nothing emitted) for other terms.
+    /// sum(E)`). Also `let y = fold f z (map (t. π_path t) x) in rest` where `rest` reads
+    /// only other components of the elements (`map (t. π_q t) x`): the component folded is
+    /// then not kept (one element's room, which every index reuses), and the accumulator
+    /// may hold arrays. Reverse mode's combined pass makes that shape: per element, an
+    /// operand's adjoint, kept, and the contributions to a captured array's adjoint,
+    /// summed. `None` (nothing emitted) for other terms.
     fn stored_then_folded(
         &mut self,
         x: Var,
@@ -1576,36 +1650,75 @@ impl<'a> Translator<'a> {
         let (ps, body) = lambda(arena, f, 2, "a fold")?;
         let (pa, px) = (ps[0], ps[1]);
         let acc_shape = self.an.var_shape(pa)?.clone();
-        if arena[src] != Node::Var(x)
-            || acc_shape.has_arrays()
+        let path = if arena[src] == Node::Var(x) {
+            Vec::new()
+        } else {
+            match column_of(arena, src, x) {
+                Some(path) if !path.is_empty() && reads_other_columns(arena, rest, x, &path) => {
+                    path
+                }
+                _ => return Ok(None),
+            }
+        };
+        if (path.is_empty() && acc_shape.has_arrays())
             || self.extremum(pa, px, body).is_some()
             || arena.free_vars(z).contains(&x)
         {
             return Ok(None);
         }
-        let d = self.alloc(&a.shape)?;
+        let d = self.alloc_without(&a.shape, &path)?;
         let zv = self.emit(z)?;
-        let mut init = Vec::new();
-        self.flatten(&zv, &mut init)?;
         let (count, dim) = self.min_len(&[(a.len, a.stat()), (d.len, d.stat())]);
-        let holds = no_holds();
+        // Scalar accumulators are in registers; one holding arrays alternates between two
+        // buffers (as in a fold of its own), the phase first in the loop's state.
+        let buffers = if acc_shape.has_arrays() {
+            Some((self.acc_place(&acc_shape)?, self.acc_place(&acc_shape)?))
+        } else {
+            None
+        };
+        let (start, holds) = match &buffers {
+            Some((pa_place, pb_place)) => {
+                let v0 = self.write(&zv, pa_place)?;
+                let mut h = Vec::new();
+                Self::place_holds(pa_place, &mut h);
+                Self::place_holds(pb_place, &mut h);
+                (v0, Holds::from(h))
+            }
+            None => (zv, no_holds()),
+        };
+        let phased = usize::from(buffers.is_some());
+        let mut init = Vec::new();
+        if phased == 1 {
+            init.push(self.b.ins().iconst(I8, 0));
+        }
+        self.flatten(&start, &mut init)?;
         let out = self.loop_(count, false, init, &mut |t, i, cur| {
             let xi = t.elem(a, IV::V(i))?;
             let dst = t.place_elem(&d, IV::V(i))?;
-            let xi = t.write(&xi, &dst)?;
-            let acc = t.rebuild(&zv, &acc_shape, &mut cur.iter(), &holds)?;
+            let xi = t.write_except(&xi, &dst, &path)?;
+            let acc = t.rebuild(&start, &acc_shape, &mut cur[phased..].iter(), &holds)?;
             t.bind(pa, acc);
-            t.bind(px, xi);
+            t.bind(px, project(&xi, &path)?);
             let r = t.emit(body);
             t.unbind(pa);
             t.unbind(px);
             let mut next = Vec::new();
-            t.flatten(&r?, &mut next)?;
+            match &buffers {
+                Some((pa_place, pb_place)) => {
+                    // Phase 0: the accumulator is in the first buffer, the next goes to the
+                    // second.
+                    let other = t.select_place(cur[0], pa_place, pb_place)?;
+                    let nv = t.write(&r?, &other)?;
+                    next.push(t.b.ins().bxor_imm_s(cur[0], 1));
+                    t.flatten(&nv, &mut next)?;
+                }
+                None => t.flatten(&r?, &mut next)?,
+            }
             Ok(next)
         })?;
         self.pad(&d, count)?;
         let stored = Self::view(&d, count, dim)?;
-        let folded = self.rebuild(&zv, &acc_shape, &mut out.iter(), &holds)?;
+        let folded = self.rebuild(&start, &acc_shape, &mut out[phased..].iter(), &holds)?;
         self.bind(x, stored);
         // The fold's reading of `x` was just done.
         self.skip(src);
@@ -2833,4 +2946,123 @@ impl Boundary {
             Boundary::Place(_) => internal("a parameter has no value"),
         }
     }
+}
+
+/// The component path `π_path` of `src = map (t. π_path t) x` (projections of the
+/// function's parameter, outermost first), if `src` has that form.
+fn column_of(arena: &Arena, src: ExprId, x: Var) -> Option<Vec<usize>> {
+    let Node::Map(f, s0) = arena[src] else {
+        return None;
+    };
+    if arena[s0] != Node::Var(x) {
+        return None;
+    }
+    let (ps, mut body) = arena.lambda_parts(f)?;
+    let [t] = ps else {
+        return None;
+    };
+    let mut path = Vec::new();
+    while let Node::Proj(i, inner) = arena[body] {
+        path.push(i as usize);
+        body = inner;
+    }
+    path.reverse();
+    (arena[body] == Node::Var(*t)).then_some(path)
+}
+
+/// Whether `e` reads `x` only as `map (t. π_q t) x` with `q` apart from `path` (neither
+/// a prefix of the other).
+fn reads_other_columns(arena: &Arena, e: ExprId, x: Var, path: &[usize]) -> bool {
+    with_stack(|| {
+        if let Some(q) = column_of(arena, e, x) {
+            return !(q.starts_with(path) || path.starts_with(&q));
+        }
+        if arena[e] == Node::Var(x) {
+            return false;
+        }
+        arena
+            .children(e)
+            .into_iter()
+            .all(|c| reads_other_columns(arena, c, x, path))
+    })
+}
+
+/// The leaves of an element of shape `s` in component order, each with its dimensions
+/// (the outer array's length first) and whether it lies under the component `path`.
+fn leaves_under(
+    s: &SShape,
+    dims: &mut Vec<Dim>,
+    at: &mut Vec<usize>,
+    path: &[usize],
+    out: &mut Vec<(Vec<Dim>, bool)>,
+) {
+    match s {
+        SShape::Real => out.push((dims.clone(), at.starts_with(path))),
+        SShape::Bool => {}
+        SShape::Tuple(items) => {
+            for (i, s) in items.iter().enumerate() {
+                at.push(i);
+                leaves_under(s, dims, at, path, out);
+                at.pop();
+            }
+        }
+        SShape::Arr(a) => {
+            dims.push(a.len);
+            leaves_under(&a.elem, dims, at, path, out);
+            dims.pop();
+        }
+    }
+}
+
+/// `lay` with the leaves under the component `path` at the same place for every element
+/// (their stride for the array's index is 0).
+fn shared_rows(lay: &Layout, path: &[usize]) -> R<Layout> {
+    Ok(match (lay, path.split_first()) {
+        (Layout::Tuple(items), Some((&i, rest))) => {
+            let mut items = items.to_vec();
+            let Some(item) = items.get(i) else {
+                return internal("a component path outside its tuple");
+            };
+            items[i] = shared_rows(item, rest)?;
+            Layout::Tuple(items.into())
+        }
+        (_, Some(_)) => return internal("a component path through a non-tuple"),
+        (_, None) => zero_outer_stride(lay),
+    })
+}
+
+/// `lay` with every leaf's stride for the array's index 0.
+fn zero_outer_stride(lay: &Layout) -> Layout {
+    match lay {
+        Layout::Real { base, strides } => {
+            let mut strides = strides.to_vec();
+            if let Some(s) = strides.first_mut() {
+                *s = IV::K(0);
+            }
+            Layout::Real {
+                base: *base,
+                strides: strides.into(),
+            }
+        }
+        Layout::Tuple(items) => Layout::Tuple(items.iter().map(zero_outer_stride).collect()),
+        Layout::Array { len, elem } => Layout::Array {
+            len: *len,
+            elem: Rc::new(zero_outer_stride(elem)),
+        },
+    }
+}
+
+/// The component at `path` of the tuple value `v`.
+fn project(v: &Val, path: &[usize]) -> R<Val> {
+    let mut v = v.clone();
+    for &i in path {
+        v = match &v {
+            Val::Tuple(items) => match items.get(i) {
+                Some(item) => item.clone(),
+                None => return internal("a projection outside its tuple"),
+            },
+            _ => return internal("a projection of a non-tuple"),
+        };
+    }
+    Ok(v)
 }

@@ -43,10 +43,22 @@ pub(crate) fn split(arena: &mut Arena, func: &Func) -> Option<Parts> {
     split_where(arena, func, best_cut)
 }
 
+/// Whether the `let` node `e` binds a fold over something the variables `prev` (bound by
+/// the statement before) make.
+fn folds_previous(arena: &Arena, e: ExprId, prev: &[Var]) -> bool {
+    let (Node::Let(_, r, _) | Node::LetTuple(_, r, _)) = arena[e] else {
+        return false;
+    };
+    let (Node::Reduce(_, _, src) | Node::Foldl(_, _, src)) = arena[r] else {
+        return false;
+    };
+    arena.free_vars(src).iter().any(|v| prev.contains(v))
+}
+
 /// The cut after statement `at` (1 or more) exactly, whatever the sizes; for tests.
 pub(crate) fn split_at(arena: &mut Arena, func: &Func, at: usize) -> Option<Parts> {
-    split_where(arena, func, |sizes| {
-        (at >= 1 && at < sizes.len()).then_some(at)
+    split_where(arena, func, |sizes, _| {
+        (at >= 1 && at + 1 < sizes.len()).then_some(at)
     })
 }
 
@@ -55,7 +67,7 @@ pub(crate) fn split_at(arena: &mut Arena, func: &Func, at: usize) -> Option<Part
 fn split_where(
     arena: &mut Arena,
     func: &Func,
-    choose: impl Fn(&[usize]) -> Option<usize>,
+    choose: impl Fn(&[usize], &[bool]) -> Option<usize>,
 ) -> Option<Parts> {
     let mut stmts = Vec::new();
     let mut cur = func.body;
@@ -89,7 +101,12 @@ fn split_where(
         .map(|s| new_nodes(arena, rhs(arena, s.node), &mut seen))
         .collect();
     sizes.push(new_nodes(arena, cur, &mut seen));
-    let at = choose(&sizes)?;
+    // No cut between a map and the fold of it that follows: the code generator computes
+    // both in one loop, storing only what is read later (see `Translator::stored_then_folded`).
+    let fused: Vec<bool> = (0..stmts.len())
+        .map(|k| k > 0 && folds_previous(arena, stmts[k].node, &stmts[k - 1].vars))
+        .collect();
+    let at = choose(&sizes, &fused)?;
     let before: usize = sizes[..at].iter().sum();
     let first_larger = 2 * before > sizes.iter().sum::<usize>();
     let rest = stmts[at].node;
@@ -171,9 +188,9 @@ fn new_nodes(arena: &Arena, e: ExprId, seen: &mut HashSet<ExprId>) -> usize {
 }
 
 /// The cut (number of statements in the first part) that makes the parts' sizes closest,
-/// `sizes` being the statements' and then the tail's; `None` if the term is small or no cut
-/// gives the smaller part its share.
-fn best_cut(sizes: &[usize]) -> Option<usize> {
+/// `sizes` being the statements' and then the tail's, and no cut before a statement
+/// `fused` marks; `None` if the term is small or no cut gives the smaller part its share.
+fn best_cut(sizes: &[usize], fused: &[bool]) -> Option<usize> {
     let total: usize = sizes.iter().sum();
     if total < MIN_NODES {
         return None;
@@ -181,7 +198,7 @@ fn best_cut(sizes: &[usize]) -> Option<usize> {
     let mut before = 0;
     let mut best: Option<(usize, usize)> = None;
     for (at, &s) in sizes.iter().enumerate().take(sizes.len() - 1) {
-        if at > 0 {
+        if at > 0 && !fused.get(at).copied().unwrap_or(false) {
             let smaller = before.min(total - before);
             if best.is_none_or(|(_, b)| smaller > b) {
                 best = Some((at, smaller));
@@ -201,12 +218,15 @@ mod tests {
     fn the_cut_balances_the_parts() {
         // statements 100, 50, 200 and a tail of 60: after the second (150 / 260) is the
         // most even of the cuts after the first, second and third.
-        assert_eq!(best_cut(&[100, 50, 200, 60]), Some(2));
-        assert_eq!(best_cut(&[150, 10, 80, 20]), Some(1));
+        let free = [false; 4];
+        assert_eq!(best_cut(&[100, 50, 200, 60], &free), Some(2));
+        assert_eq!(best_cut(&[150, 10, 80, 20], &free), Some(1));
+        // Not between a map and its fold: the next best.
+        assert_eq!(best_cut(&[150, 10, 80, 20], &[false, true, false]), Some(2));
         // Too small, or too lopsided whatever the cut.
-        assert_eq!(best_cut(&[10, 10, 300, 20]), None);
-        assert_eq!(best_cut(&[10, 20, 30]), None);
-        assert_eq!(best_cut(&[5, 400, 5]), None);
-        assert_eq!(best_cut(&[400, 5]), None);
+        assert_eq!(best_cut(&[10, 10, 300, 20], &free), None);
+        assert_eq!(best_cut(&[10, 20, 30], &free), None);
+        assert_eq!(best_cut(&[5, 400, 5], &free), None);
+        assert_eq!(best_cut(&[400, 5], &free), None);
     }
 }

@@ -215,3 +215,36 @@ fn an_array_stored_for_later_is_folded_in_the_loop_that_stores_it() {
         check(src, &inputs_ab(false));
     }
 }
+
+/// The workspace `src` needs at the sizes given.
+fn workspace_at(src: &str, sizes: &[u64]) -> usize {
+    let (prog, func) = common::load(src);
+    unfad_jit::compile(&prog.arena, &func)
+        .unwrap()
+        .workspace_len(sizes)
+}
+
+#[test]
+fn a_component_folded_where_it_is_made_is_never_stored() {
+    // Reverse mode's shared pass over a map that maps over a captured array: per element,
+    // the operand's adjoint (kept) and the contributions to the captured array's (summed).
+    let src = "def f(X: [n]real, C: [m]real) = \
+               let G = map (x. (x * x, map (c. c * exp(x)) C)) X in \
+               let dC = reduce (a, b. map2 + a b) zeros_like(C) (map (t. snd t) G) in \
+               (map (t. fst t) G, dC)";
+    let inputs: Vec<Json> = [(0, 0), (1, 1), (3, 2), (7, 5)]
+        .iter()
+        .map(|&(n, m)| json!({"X": vec_of(n, 0.3), "C": vec_of(m, 1.1)}))
+        .collect();
+    check(src, &inputs);
+    // G's first components (n) and one element's room for the second (m), the two
+    // accumulators (2 m); not n * m.
+    assert_eq!(workspace_at(src, &[1000, 10]), 1000 + 3 * 10);
+    // Read again, the folded component must be stored.
+    let again = "def f(X: [n]real, C: [m]real) = \
+                 let G = map (x. (x * x, map (c. c * exp(x)) C)) X in \
+                 let dC = reduce (a, b. map2 + a b) zeros_like(C) (map (t. snd t) G) in \
+                 (map (t. fst t) G, dC, map (t. snd t) G)";
+    check(again, &inputs);
+    assert!(workspace_at(again, &[1000, 10]) >= 1000 * 10);
+}
