@@ -854,24 +854,22 @@ fn matrix_product() {
     check(
         src,
         expect![[r#"
-        def f(A: [n][k]real, B: [k][m]real, v: [m]real): ([n][k]real, [k][m]real, [m]real) =
-          let z =
-            map (a.
-              let row = foldl (acc, p. map2 (c, b. c + fst p * b) acc (snd p)) zeros_like(v) (map2 (x, brow. (x, brow)) a B) in
-              map (a_1. a_1 + a_1) row) A
-          in
-          (
-            map2 (b_1, z_1.
-              let v73 = map2 (x_1, brow_1. (x_1, brow_1)) b_1 B in
-              let Q = map2 (acc_1, x_2. (acc_1, x_2)) (shift1R (scanl (acc_2, p_1. map2 (c_1, b_2. c_1 + fst p_1 * b_2) acc_2 (snd p_1)) zeros_like(v) v73)) v73 in
-              map (q. reduce + 0 (map2 * z_1 (snd (snd q)))) Q) A z,
-            reduce (s, t. map2 (s_1, t_1. map2 + s_1 t_1) s t) zeros_like(B) (map2 (b_3, z_2.
-                 let v6 = map2 (x_3, brow_2. (x_3, brow_2)) b_3 B in
-                 let Q_1 = map2 (acc_3, x_4. (acc_3, x_4)) (shift1R (scanl (acc_4, p_2. map2 (c_2, b_4. c_2 + fst p_2 * b_4) acc_4 (snd p_2)) zeros_like(v) v6)) v6 in
-                 map (q_1. map (b_5. fst (snd q_1) * b_5) z_2) Q_1) A z),
-            zeros_like(v)
-          )
-    "#]],
+            def f(A: [n][k]real, B: [k][m]real, v: [m]real): ([n][k]real, [k][m]real, [m]real) =
+              let G =
+                map (a.
+                  let row = foldl (acc, p. map2 (c, b. c + fst p * b) acc (snd p)) zeros_like(v) (map2 (x, brow. (x, brow)) a B) in
+                  let z = map (a_1. a_1 + a_1) row in
+                  let v6 = map2 (x_1, brow_1. (x_1, brow_1)) a B in
+                  let Q = map2 (acc_1, x_2. (acc_1, x_2)) (shift1R (scanl (acc_2, p_1. map2 (c_1, b_1. c_1 + fst p_1 * b_1) acc_2 (snd p_1)) zeros_like(v) v6)) v6 in
+                  let z_1 = map (q. (reduce + 0 (map2 * z (snd (snd q))), map (b_2. fst (snd q) * b_2) z)) Q in
+                  (map (z_2. fst z_2) z_1, map (z_3. snd z_3) z_1)) A
+              in
+              (
+                map (g. fst g) G,
+                reduce (s, t. map2 (s_1, t_1. map2 + s_1 t_1) s t) zeros_like(B) (map (g_1. snd g_1) G),
+                zeros_like(v)
+              )
+        "#]],
     );
     agrees(
         src,

@@ -21,14 +21,24 @@
 //!   adjoint (`c̄1 = Σ Z ·̂ G.2`). One pass per variable, as the paper's rule computes them,
 //!   would redo the work their derivatives share (`1 - tanh(v)^2`) once per variable, and
 //!   with a few captured weights exceeds the cheap-gradient bound;
-//! - captured arrays (and tuples holding arrays) get a pass of their own, per component,
-//!   summed with `reduce +̂`: their contributions are often zero arrays (a tuple used in
-//!   part), which the optimizer then drops, where a shared pass would store one per
-//!   element.
+//! - when the body maps over a captured array (`map (x. ... map (c. ...) C ...) X`, a
+//!   mixture's components, a layer's weights), every operand and capture shares one
+//!   reverse pass per element: a pass per adjoint would run the body's reverse pass,
+//!   nested maps included, once per adjoint at every level of nesting (2^depth passes for
+//!   maps in maps: GMM's gradient was four copies of the inner body's reverse pass). The
+//!   code generator folds the captures' columns of `G` in the loop that makes `G`,
+//!   without storing them;
+//! - other captured arrays (and tuples holding arrays) get a pass of their own, per
+//!   component, summed with `reduce +̂`: their contributions are often zero arrays (a
+//!   tuple used in part, an array only measured), which the optimizer then drops, where
+//!   a shared pass would keep one per element (the optimizer does not see through the
+//!   columns of a stored array of tuples; this is also why the shared pass costs more,
+//!   in the paper's cost model, on some random programs whose captures get zero
+//!   adjoints).
 //!
 //! Elementwise, it is the same sum.
 
-use unfad_syntax::{Arena, BinOp, ExprId, Type, Var};
+use unfad_syntax::{Arena, BinOp, ExprId, Node, Type, Var};
 
 use crate::build::{self, component, map2, section};
 use crate::elem::{
@@ -73,6 +83,13 @@ pub fn map_adjoint(
         z,
         form,
     };
+    // A captured array: the body runs array operations on it, so that a reverse pass per
+    // adjoint would run the body's reverse pass once per adjoint at every level of
+    // nesting (2^depth passes for maps in maps). One pass makes every adjoint.
+    if iterates_a_capture(a, f, captures) {
+        let all: Vec<usize> = (0..captures.len()).collect();
+        return m.combined(a, rev, &all);
+    }
     let shared = shared_captures(a, captures);
     if !shared.is_empty() && arrays.len() + shared.len() >= 3 {
         return m.combined(a, rev, &shared);
@@ -299,6 +316,45 @@ impl Map<'_> {
         }
         ground::sum(a, ty, scaled, witness)
     }
+}
+
+/// Whether the body of the function `f` maps over a captured array (or a component of a
+/// captured tuple): `map (c. ...) C` in `map (x. ... map (c. ...) C ...) X`.
+fn iterates_a_capture(a: &Arena, f: ExprId, captures: &[Capture]) -> bool {
+    fn root(a: &Arena, mut e: ExprId) -> Option<Var> {
+        loop {
+            match a[e] {
+                Node::Var(v) => return Some(v),
+                Node::Proj(_, inner) => e = inner,
+                _ => return None,
+            }
+        }
+    }
+    // `captured` grows with the variables a `let` binds to a captured array (inlined
+    // calls bind their arguments so).
+    fn walk(a: &Arena, e: ExprId, captured: &mut Vec<Var>) -> bool {
+        let operands = match a[e] {
+            Node::Map(_, x) => vec![x],
+            Node::Map2(_, x, y) => vec![x, y],
+            Node::Let(v, r, _) => {
+                if root(a, r).is_some_and(|w| captured.contains(&w)) {
+                    captured.push(v);
+                }
+                Vec::new()
+            }
+            _ => Vec::new(),
+        };
+        if operands
+            .into_iter()
+            .any(|o| root(a, o).is_some_and(|v| captured.contains(&v)))
+        {
+            return true;
+        }
+        a.children(e).into_iter().any(|c| walk(a, c, captured))
+    }
+    let mut captured: Vec<Var> = captures.iter().map(|c| c.var).collect();
+    a.lambda_parts(f)
+        .is_some_and(|(_, body)| walk(a, body, &mut captured))
 }
 
 /// The type of a captured variable.
