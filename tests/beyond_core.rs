@@ -177,13 +177,12 @@ fn foldl_of_reals() {
                   let z = 1 - tanh(v5) * tanh(v5) in
                   (w * z, u * z, h * z, x * z)) (shift1R (scanl (h_1, x_1. tanh(w * h_1 + u * x_1)) h0 xs)) xs
               in
-              let Ax = map (g. fst g) G in
-              let A3 = scanr * 1 (shift1L Ax) in
+              let A3 = scanr * 1 (shift1L (map (g. fst g) G)) in
               (
                 map2 (a, g_1. a * snd g_1) A3 G,
                 reduce + 0 (map2 (a_1, g_2. a_1 * g_2.2) A3 G),
                 reduce + 0 (map2 (a_2, g_3. a_2 * g_3.3) A3 G),
-                reduce * 1 Ax
+                reduce * 1 (map (g_4. fst g_4) G)
               )
         "#]],
     );
@@ -204,13 +203,13 @@ fn foldl_with_a_pair_accumulator() {
         expect![[r#"
             def f(xs: [n]real, w: real): ([n]real, real) =
               let S = scanl (acc, x. (fst acc * x + w, snd acc + sin(x * fst acc))) (1, w) xs in
+              let A0 = shift1R S in
               let p = foldl (acc_1, x_1. x_1) (1, w) S in
-              let Q = map2 (acc_2, x_2. (acc_2, x_2)) (shift1R S) xs in
-              let R = scanr (q, t. (snd q * (cos(snd q * fst (fst q)) * snd t) + snd q * fst t, snd t)) (snd p, fst p) Q in
-              let G = map2 (q_1, w_1. (fst (fst q_1) * (cos(snd q_1 * fst (fst q_1)) * snd w_1) + fst (fst q_1) * fst w_1, fst w_1)) Q (shift1L R) in
+              let R = scanr (q, t. (snd q * (cos(snd q * fst (fst q)) * snd t) + snd q * fst t, snd t)) (snd p, fst p) (map2 (acc_2, x_2. (acc_2, x_2)) A0 xs) in
+              let G = map2 (q_1, w_1. (fst (fst q_1) * (cos(snd q_1 * fst (fst q_1)) * snd w_1) + fst (fst q_1) * fst w_1, fst w_1)) (map2 (acc_3, x_3. (acc_3, x_3)) A0 xs) (shift1L R) in
               (
                 map (g. fst g) G,
-                reduce + 0 (map (g_1. snd g_1) G) + snd (snd (foldl (p_1, x_3. if fst p_1 > 0 then p_1 else (1, x_3)) (0, (0, 0)) R))
+                reduce + 0 (map (g_1. snd g_1) G) + snd (snd (foldl (p_1, x_4. if fst p_1 > 0 then p_1 else (1, x_4)) (0, (0, 0)) R))
               )
         "#]],
     );
@@ -367,9 +366,9 @@ fn scanl_in_source() {
         src,
         expect![[r#"
             def f(A: [n]real, w: real): ([n]real, real) =
-              let Q = map2 (acc, x. (acc, x, 1)) (shift1R (scanl (acc_1, x_1. acc_1 * w + x_1) 1 A)) A in
-              let W = shift1L (scanr (q, t. q.2 + w * t) 1 Q) in
-              (W, reduce + 0 (map2 (q_1, w_1. fst q_1 * w_1) Q W))
+              let S0 = shift1R (scanl (acc, x. acc * w + x) 1 A) in
+              let G = map2 (q, w_1. (w_1, fst q * w_1)) (map2 (acc_1, x_1. (acc_1, x_1, 1)) S0 A) (shift1L (scanr (q_1, t. q_1.2 + w * t) 1 (map2 (acc_2, x_2. (acc_2, x_2, 1)) S0 A))) in
+              (map (g. fst g) G, reduce + 0 (map (g_1. snd g_1) G))
         "#]],
     );
     agrees(src, r#"{"A": [0.5, -1, 2], "w": 0.7}"#);
@@ -382,14 +381,14 @@ fn scanr_in_source() {
         src,
         expect![[r#"
             def f(A: [n]real, w: real): ([n]real, real) =
-              let Q = map2 (x, acc. (x, acc, 1)) A (shift1L (scanr (x_1, acc_1. acc_1 * w + sin(x_1)) w A)) in
-              let V = scanl (t, q. w * (t + q.2)) 0 Q in
+              let R1 = shift1L (scanr (x, acc. acc * w + sin(x)) w A) in
+              let V = scanl (t, q. w * (t + q.2)) 0 (map2 (x_1, acc_1. (x_1, acc_1, 1)) A R1) in
               let G =
                 map2 (q_1, w_1.
                   let z = w_1 + 1 in
-                  (cos(fst q_1) * z, snd q_1 * z)) Q (shift1R V)
+                  (cos(fst q_1) * z, snd q_1 * z)) (map2 (x_2, acc_2. (x_2, acc_2, 1)) A R1) (shift1R V)
               in
-              (map (g. fst g) G, reduce + 0 (map (g_1. snd g_1) G) + (1 + foldl (acc_2, x_2. x_2) 0 V))
+              (map (g. fst g) G, reduce + 0 (map (g_1. snd g_1) G) + (1 + foldl (acc_3, x_3. x_3) 0 V))
         "#]],
     );
     agrees(src, r#"{"A": [0.5, -1, 2], "w": 0.7}"#);
@@ -859,8 +858,7 @@ fn matrix_product() {
                 map (a.
                   let row = foldl (acc, p. map2 (c, b. c + fst p * b) acc (snd p)) zeros_like(v) (map2 (x, brow. (x, brow)) a B) in
                   let z = map (a_1. a_1 + a_1) row in
-                  let v6 = map2 (x_1, brow_1. (x_1, brow_1)) a B in
-                  let Q = map2 (acc_1, x_2. (acc_1, x_2)) (shift1R (scanl (acc_2, p_1. map2 (c_1, b_1. c_1 + fst p_1 * b_1) acc_2 (snd p_1)) zeros_like(v) v6)) v6 in
+                  let Q = map2 (acc_1, x_1. (acc_1, x_1)) (shift1R (scanl (acc_2, p_1. map2 (c_1, b_1. c_1 + fst p_1 * b_1) acc_2 (snd p_1)) zeros_like(v) (map2 (x_2, brow_1. (x_2, brow_1)) a B))) (map2 (x_3, brow_2. (x_3, brow_2)) a B) in
                   let z_1 = map (q. (reduce + 0 (map2 * z (snd (snd q))), map (b_2. fst (snd q) * b_2) z)) Q in
                   (map (z_2. fst z_2) z_1, map (z_3. snd z_3) z_1)) A
               in
@@ -888,23 +886,22 @@ fn foldl_capturing_several_weights() {
     check(
         src,
         expect![[r#"
-        def f(xs: [n]real, w: real, u: real, b: real, h0: real): ([n]real, real, real, real, real) =
-          let G =
-            map2 (h, x.
-              let v5 = w * h + u * x + b in
-              let z = 1 - tanh(v5) * tanh(v5) in
-              (w * z, u * z, h * z, x * z, z)) (shift1R (scanl (h_1, x_1. tanh(w * h_1 + u * x_1 + b)) h0 xs)) xs
-          in
-          let Ax = map (g. fst g) G in
-          let A3 = scanr * 1 (shift1L Ax) in
-          (
-            map2 (a, g_1. a * snd g_1) A3 G,
-            reduce + 0 (map2 (a_1, g_2. a_1 * g_2.2) A3 G),
-            reduce + 0 (map2 (a_2, g_3. a_2 * g_3.3) A3 G),
-            reduce + 0 (map2 (a_3, g_4. a_3 * g_4.4) A3 G),
-            reduce * 1 Ax
-          )
-    "#]],
+            def f(xs: [n]real, w: real, u: real, b: real, h0: real): ([n]real, real, real, real, real) =
+              let G =
+                map2 (h, x.
+                  let v5 = w * h + u * x + b in
+                  let z = 1 - tanh(v5) * tanh(v5) in
+                  (w * z, u * z, h * z, x * z, z)) (shift1R (scanl (h_1, x_1. tanh(w * h_1 + u * x_1 + b)) h0 xs)) xs
+              in
+              let A3 = scanr * 1 (shift1L (map (g. fst g) G)) in
+              (
+                map2 (a, g_1. a * snd g_1) A3 G,
+                reduce + 0 (map2 (a_1, g_2. a_1 * g_2.2) A3 G),
+                reduce + 0 (map2 (a_2, g_3. a_2 * g_3.3) A3 G),
+                reduce + 0 (map2 (a_3, g_4. a_3 * g_4.4) A3 G),
+                reduce * 1 (map (g_5. fst g_5) G)
+              )
+        "#]],
     );
     agrees(
         src,

@@ -357,6 +357,23 @@ impl<'a> Simplifier<'a> {
         }
     }
 
+    /// A map whose body only rearranges its parameters and terms from outside
+    /// (`map (r. (1, z, r)) A`, a zip): computing it is moving data, which its consumers
+    /// do as well reading the operands (the map fuses into them), so it is substituted
+    /// rather than bound and stored.
+    fn is_reshaping(&self, e: ExprId) -> bool {
+        let (f, operands) = match self.arena[e] {
+            Node::Map(f, a) => (f, vec![a]),
+            Node::Map2(f, a, b) => (f, vec![a, b]),
+            _ => return false,
+        };
+        operands.iter().all(|&o| self.is_trivial(o))
+            && self
+                .arena
+                .lambda_parts(f)
+                .is_some_and(|(_, body)| self.is_trivial(body))
+    }
+
     /// Record the shape of variable `v` (an administrative pass keeps none).
     fn set_shape(&mut self, v: Var, shape: Shape) {
         if !self.light {
@@ -1122,7 +1139,7 @@ impl<'a> Simplifier<'a> {
     /// Bind `x` to the simplified term `r`: substitute it, split it, share it, or emit it.
     fn bind_value(&mut self, x: Var, r: ExprId, out: &mut Vec<Binding>) {
         let r = self.peel(r, out);
-        if self.is_trivial(r) {
+        if self.is_trivial(r) || (!self.light && self.is_reshaping(r)) {
             self.fired();
             let shape = self.shape_of(r);
             self.set_shape(x, shape);
