@@ -33,6 +33,9 @@ use crate::len::{Len, Shape};
 enum Sub {
     /// An already simplified term (a variable, a constant, a tuple of those).
     Done(ExprId),
+    /// An already simplified term with functions inside (a map that only rearranges its
+    /// elements): each use gets a copy with fresh binders, so that binders stay unique.
+    Copied(ExprId),
     /// A lambda not yet simplified, to be inlined at its only use.
     Suspended(ExprId),
 }
@@ -756,6 +759,7 @@ impl<'a> Simplifier<'a> {
                 Node::Let(..) | Node::LetTuple(..) => self.bindings(e),
                 Node::Var(v) => match self.subst.get(&v).copied() {
                     Some(Sub::Done(r)) => r,
+                    Some(Sub::Copied(r)) => self.arena.copy_fresh(r),
                     Some(Sub::Suspended(rhs)) => {
                         // The only use of a lambda: simplify it here.
                         self.subst.remove(&v);
@@ -1139,11 +1143,18 @@ impl<'a> Simplifier<'a> {
     /// Bind `x` to the simplified term `r`: substitute it, split it, share it, or emit it.
     fn bind_value(&mut self, x: Var, r: ExprId, out: &mut Vec<Binding>) {
         let r = self.peel(r, out);
-        if self.is_trivial(r) || (!self.light && self.is_reshaping(r)) {
+        if self.is_trivial(r) {
             self.fired();
             let shape = self.shape_of(r);
             self.set_shape(x, shape);
             self.subst.insert(x, Sub::Done(r));
+            return;
+        }
+        if !self.light && self.is_reshaping(r) {
+            self.fired();
+            let shape = self.shape_of(r);
+            self.set_shape(x, shape);
+            self.subst.insert(x, Sub::Copied(r));
             return;
         }
         let small_literal = matches!(self.arena[r], Node::Array(l)
