@@ -810,6 +810,25 @@ fn build(
     ctx: &mut Context,
     name: &str,
 ) -> R<(FuncId, Built)> {
+    match build_with(arena, func, module, ctx, name, false) {
+        Err(JitError::Internal(why)) if why.contains("read twice") => {
+            ctx.clear();
+            build_with(arena, func, module, ctx, name, true)
+        }
+        r => r,
+    }
+}
+
+/// [`build`], computing into memory the unevaluated arrays read more than once where they
+/// are bound if `force_read_twice` (see [`Translator::force_read_twice`]).
+fn build_with(
+    arena: &Arena,
+    func: &Func,
+    module: &mut JITModule,
+    ctx: &mut Context,
+    name: &str,
+    force_read_twice: bool,
+) -> R<(FuncId, Built)> {
     let mut size_vars: Vec<Arc<str>> = Vec::new();
     let mut param_names = Vec::new();
     for &p in &func.params {
@@ -880,10 +899,13 @@ fn build(
     let out_ptrs = load_ptrs(&mut b, p_outputs, outputs.len());
 
     let mut t = Translator::new(b, module, arena, &an, main);
+    if force_read_twice {
+        t.force_read_twice();
+    }
     let mut it = in_ptrs.iter();
     for (&p, s) in func.params.iter().zip(&param_shapes) {
         let v = t.param_val(s, &mut it)?;
-        t.bind(p, v);
+        t.bind(p, v)?;
     }
     let out = t.result_place(&result, &mut out_ptrs.iter())?;
     t.emit_result(func.body, &out)?;

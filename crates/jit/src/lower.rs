@@ -110,6 +110,8 @@ pub(crate) struct Translator<'a> {
     /// Loads, additions and the run-time functions are not merged by Cranelift across the
     /// fused loop bodies of tuple components; this merges them.
     memo: HashMap<Memo, Value>,
+    /// See [`Translator::force_read_twice`].
+    force_read_twice: bool,
     /// The buffer (parameter, result or workspace base pointer) an address points into.
     /// Buffers never overlap (inputs are never written), so a store invalidates only the
     /// loads from its own buffer, or every load if either buffer is unknown.
@@ -173,6 +175,7 @@ impl<'a> Translator<'a> {
             externs: HashMap::default(),
             flags: MemFlagsData::trusted(),
             memo: HashMap::default(),
+            force_read_twice: false,
             roots: HashMap::default(),
             relay: None,
             counters: Vec::new(),
@@ -227,12 +230,30 @@ impl<'a> Translator<'a> {
     // ---- variables ----------------------------------------------------------------------
 
     /// Bind `v` for the rest of its scope (or until its last use).
-    pub fn bind(&mut self, v: Var, val: Val) {
+    /// Bind `v` to `val`. With [`Translator::force_read_twice`] set, an unevaluated array
+    /// whose elements `v`'s uses read more than once is computed into memory first.
+    pub fn bind(&mut self, v: Var, val: Val) -> R<()> {
         let uses = self.an.uses(v);
         if uses > 0 {
+            let val = if self.force_read_twice && val.has_lazy() && self.an.read_twice(v) {
+                self.force(val)?
+            } else {
+                val
+            };
             let depth = self.frames.len();
             self.env.insert(v, Entry { val, uses, depth });
         }
+        Ok(())
+    }
+
+    /// Compute into memory, where a variable is bound, every unevaluated array whose
+    /// elements its uses read more than once. The analysis counts reads that the fused
+    /// loops share, so this costs run time where nothing needed it; the lowering is tried
+    /// without it first and redone with it when an unevaluated map would be read twice (a
+    /// parameter bound to an element that is itself an unevaluated map, read by two folds
+    /// that are not fused).
+    pub fn force_read_twice(&mut self) {
+        self.force_read_twice = true;
     }
 
     /// End the binding of `v` (if its last use has not already ended it).
@@ -753,8 +774,8 @@ impl<'a> Translator<'a> {
         let acc = self.rebuild(&scan.template, &scan.acc, &mut cur.iter(), &no_holds())?;
         let x = self.elem(&scan.src, i)?;
         let (ps, body) = lambda(self.arena, scan.f, 2, "a scan")?;
-        self.bind(ps[0], acc.clone());
-        self.bind(ps[1], x);
+        self.bind(ps[0], acc.clone())?;
+        self.bind(ps[1], x)?;
         let next = self.emit(body);
         self.unbind(ps[0]);
         self.unbind(ps[1]);
@@ -838,7 +859,7 @@ impl<'a> Translator<'a> {
     fn apply(&mut self, f: ExprId, args: Vec<Val>) -> R<Val> {
         let (ps, body) = lambda(self.arena, f, args.len(), "an array operation")?;
         for (&p, a) in ps.iter().zip(args) {
-            self.bind(p, a);
+            self.bind(p, a)?;
         }
         let r = self.emit(body)?;
         // An element that is itself an unevaluated map may refer to the parameters; they
@@ -1461,7 +1482,7 @@ impl<'a> Translator<'a> {
         } else {
             self.force(v)?
         };
-        self.bind(x, v);
+        self.bind(x, v)?;
         Ok(())
     }
 
@@ -1697,8 +1718,8 @@ impl<'a> Translator<'a> {
             let dst = t.place_elem(&d, IV::V(i))?;
             let xi = t.write_except(&xi, &dst, &path)?;
             let acc = t.rebuild(&start, &acc_shape, &mut cur[phased..].iter(), &holds)?;
-            t.bind(pa, acc);
-            t.bind(px, project(&xi, &path)?);
+            t.bind(pa, acc)?;
+            t.bind(px, project(&xi, &path)?)?;
             let r = t.emit(body);
             t.unbind(pa);
             t.unbind(px);
@@ -1719,7 +1740,7 @@ impl<'a> Translator<'a> {
         self.pad(&d, count)?;
         let stored = Self::view(&d, count, dim)?;
         let folded = self.rebuild(&start, &acc_shape, &mut out[phased..].iter(), &holds)?;
-        self.bind(x, stored);
+        self.bind(x, stored)?;
         // The fold's reading of `x` was just done.
         self.skip(src);
         self.bind_let(y, folded)?;
@@ -1980,8 +2001,8 @@ impl<'a> Translator<'a> {
                 let acc = t.rebuild(&f.zv, &f.shape, &mut cur[at..at + w].iter(), &holds)?;
                 at += w;
                 let xi = t.elem(&f.src, IV::V(i))?;
-                t.bind(f.pa, acc);
-                t.bind(f.px, xi);
+                t.bind(f.pa, acc)?;
+                t.bind(f.px, xi)?;
                 let r = t.emit(f.body);
                 t.unbind(f.pa);
                 t.unbind(f.px);
@@ -2012,7 +2033,7 @@ impl<'a> Translator<'a> {
         self.loop_(count, false, Vec::new(), &mut |t, i, _| {
             for (&p, s) in ps.iter().zip(&srcs) {
                 let x = t.elem(s, IV::V(i))?;
-                t.bind(p, x);
+                t.bind(p, x)?;
             }
             let dst = t.place_elem(d, IV::V(i))?;
             let r = t.emit_into(body, &dst);
@@ -2060,8 +2081,8 @@ impl<'a> Translator<'a> {
         self.loop_(count, right, init, &mut |t, i, cur| {
             let acc = t.rebuild(&v0, &acc_shape, &mut cur.iter(), &holds)?;
             let xi = t.elem(&src, IV::V(i))?;
-            t.bind(pa, acc);
-            t.bind(px, xi);
+            t.bind(pa, acc)?;
+            t.bind(px, xi)?;
             let at = if right {
                 IV::V(i)
             } else {
@@ -2107,8 +2128,8 @@ impl<'a> Translator<'a> {
             let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
                 let acc = t.rebuild(&zv, &acc_shape, &mut cur.iter(), &holds)?;
                 let xi = t.elem(&src, IV::V(i))?;
-                t.bind(pa, acc);
-                t.bind(px, xi);
+                t.bind(pa, acc)?;
+                t.bind(px, xi)?;
                 let r = t.emit(body);
                 t.unbind(pa);
                 t.unbind(px);
@@ -2136,8 +2157,8 @@ impl<'a> Translator<'a> {
             // Phase 0: the accumulator is in the first buffer, the next one goes to the second.
             let other = t.select_place(phase, &pa_place, &pb_place)?;
             let xi = t.elem(&src, IV::V(i))?;
-            t.bind(pa, acc);
-            t.bind(px, xi);
+            t.bind(pa, acc)?;
+            t.bind(px, xi)?;
             let nv = t.emit(body).and_then(|r| t.write(&r, &other));
             t.unbind(pa);
             t.unbind(px);

@@ -200,6 +200,12 @@ impl Analysis {
         self.uses.get(&v).copied().unwrap_or(0)
     }
 
+    /// Whether the elements of the arrays bound to `v` are read more than once (an
+    /// unevaluated array can be read once).
+    pub fn read_twice(&self, v: Var) -> bool {
+        self.pulls.get(&v).copied().unwrap_or(0) > 1
+    }
+
     /// Whether the arrays bound to `v` may stay unevaluated: their elements are read at most
     /// once, outside any loop that the binding is not also inside.
     pub fn lazy_ok(&self, v: Var) -> bool {

@@ -42,3 +42,18 @@ fn random_gradients_agree_with_the_interpreter() {
         "only {checked} random gradients could be made"
     );
 }
+
+#[test]
+fn random_gradients_that_once_failed_to_compile() {
+    // Elements that are unevaluated maps, bound to a parameter read twice ("an unevaluated
+    // map is read twice"), and maps substituted at several uses with one set of binders
+    // ("the variable is not bound"): seeds of `Features::all` past the ranges above.
+    for seed in [
+        3015, 3233, 3518, 3906, 4039, 4040, 4081, 4279, 4316, 4857, 4969, 5933,
+    ] {
+        let g = generate(seed, &Features::all());
+        let (prog, func) = gradient(&g.source).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        eprintln!("gradient, seed {seed}");
+        check_func(&prog.arena, &func, &g.input);
+    }
+}
