@@ -364,20 +364,24 @@ impl Report<'_> {
         }
         let _ = writeln!(
             s,
-            "\nThese programs nest `map`s deepest of the examples, and every stage grows \
-             with that. Reverse mode is the paper's macro: each use of a `map`'s body gets a reverse \
-             pass of the body made of continuations over its context, so the term it builds is \
-             many times the program, mostly variables forwarding adjoints (the optimizer's first \
-             pass, which beta-reduces those continuations, is about half of the optimizer's \
-             time; each later pass of the fixed point walks the whole, much smaller, term \
-             again). The JIT's time is mostly Cranelift's register allocator on a function of a \
-             few hundred blocks, one or more per loop, where many values stay live across loops \
-             and across the calls of `exp` and `log` (which clobber every float register), so a \
-             large part of the machine code is spills and reloads. Meeting the target needs a \
-             reverse pass of the bodies of array operations that builds straight-line adjoint \
-             code instead of continuations (what partial evaluation turns the continuations \
-             into anyway), and a code generator that emits less code per loop or compiles the \
-             loops of one gradient as separate functions on several cores.\n"
+            "\nThese programs nest `map`s deepest of the examples (GMM: a map over the points, of \
+             a map over the components, of maps over the dimensions and the rows of `L`), and \
+             every stage grows with that. Reverse mode is the paper's macro: a map's body gets a \
+             reverse pass made of continuations over its context (one pass per element for all \
+             the adjoints when the body maps over a captured array), so the term it builds is \
+             several times the program, mostly variables forwarding adjoints, which the \
+             optimizer's first passes beta-reduce; each later pass of the fixed point walks the \
+             whole, smaller, term again, and sharing the non-linear terms between loops \
+             (`unfad_opt::share`) is about a quarter of the optimizer. The JIT's time is mostly \
+             Cranelift's register allocator on functions of a few hundred blocks, one or more per \
+             loop, where many values stay live across loops and across the calls of `exp` and \
+             `log` (which clobber every float register); it runs on two threads when the chain \
+             of statements can be cut into two parts of about the same size \
+             (`unfad_jit::compile_parallel`: GMM's is cut before the reverse pass over the \
+             points, which holds most of the code). Meeting the target needs a reverse pass of \
+             the bodies of array operations that builds straight-line adjoint code instead of \
+             continuations (what partial evaluation turns the continuations into anyway), fewer \
+             passes of the optimizer over the whole term, and less code per loop.\n"
         );
     }
 
