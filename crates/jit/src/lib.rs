@@ -618,15 +618,21 @@ fn build_entry(
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(module.isa().frontend_config());
+    verify(ctx, module)?;
+    Ok(id)
+}
+
+/// Cranelift's verifier on the function in `ctx`, in debug builds (tests) only.
+fn verify(ctx: &Context, module: &JITModule) -> R<()> {
     if cfg!(debug_assertions) {
         cranelift_codegen::verify_function(&ctx.func, module.isa()).map_err(|e| {
             JitError::Codegen(format!(
-                "the generated entry fails verification:\n{}",
+                "the generated code fails verification:\n{}",
                 cranelift_codegen::print_errors::pretty_verifier_error(&ctx.func, None, e)
             ))
         })?;
     }
-    Ok(id)
+    Ok(())
 }
 
 /// `void f(ptr, ptr, ptr, ptr)` in the host's calling convention.
@@ -916,14 +922,7 @@ fn build_with(
     b.seal_all_blocks();
     b.finalize(frontend);
 
-    if cfg!(debug_assertions) {
-        cranelift_codegen::verify_function(&ctx.func, module.isa()).map_err(|e| {
-            JitError::Codegen(format!(
-                "the generated code fails verification:\n{}",
-                cranelift_codegen::print_errors::pretty_verifier_error(&ctx.func, None, e)
-            ))
-        })?;
-    }
+    verify(ctx, module)?;
     Ok((
         id,
         Built {

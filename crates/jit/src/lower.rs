@@ -506,34 +506,7 @@ impl<'a> Translator<'a> {
 
     /// A fresh workspace buffer for an array of shape `sa` (its length is the capacity).
     fn alloc(&mut self, sa: &Rc<SArr>) -> R<Rc<Arr>> {
-        let mut dims = Vec::new();
-        SShape::Arr(sa.clone()).leaf_dims(&mut Vec::new(), &mut dims);
-        let sizes: Vec<SizeExpr> = dims.iter().map(|d| SizeExpr::product(d)).collect();
-        let total = SizeExpr::sum(sizes.iter().cloned());
-        let buf: Rc<Buf> = self.slots.alloc(total);
-        let slot = buf.slot;
-        let mut offset = SizeExpr::K(0);
-        let mut k = 0;
-        let mut bases = |t: &mut Self| -> R<Value> {
-            let Some(size) = sizes.get(k) else {
-                return internal("a buffer has more leaves than its shape");
-            };
-            let v = t.pro_value(Pro::Addr(slot, offset.clone()));
-            t.root(v);
-            offset = SizeExpr::add(offset.clone(), size.clone());
-            k += 1;
-            Ok(v)
-        };
-        let layout = self.layout(&sa.elem, &mut bases, &mut Vec::new())?;
-        let len = self.dim(sa.len);
-        Ok(Rc::new(Arr {
-            len,
-            shape: sized(sa, Some(sa.len)),
-            kind: Kind::Mem {
-                layout,
-                holds: Rc::from(vec![buf]),
-            },
-        }))
+        self.alloc_without(sa, &[])
     }
 
     /// `v` written to `p` except its component at `path`, which the result keeps as it is
@@ -558,13 +531,11 @@ impl<'a> Translator<'a> {
         Ok(Val::Tuple(out.into()))
     }
 
-    /// [`Translator::alloc`], except that the component at `path` of the elements is not
-    /// kept: it has room for one element, which every index shares (writes to it are
-    /// overwritten by the next element's; reads are in bounds but not of that element).
+    /// [`Translator::alloc`], except that the component at `path` of the elements (if the
+    /// path is not empty) is not kept: it has room for one element, which every index
+    /// shares (writes to it are overwritten by the next element's; reads are in bounds but
+    /// not of that element).
     fn alloc_without(&mut self, sa: &Rc<SArr>, path: &[usize]) -> R<Rc<Arr>> {
-        if path.is_empty() {
-            return self.alloc(sa);
-        }
         let mut leaves = Vec::new();
         leaves_under(
             &sa.elem,
@@ -593,7 +564,11 @@ impl<'a> Translator<'a> {
             Ok(v)
         };
         let layout = self.layout(&sa.elem, &mut bases, &mut Vec::new())?;
-        let layout = shared_rows(&layout, path)?;
+        let layout = if path.is_empty() {
+            layout
+        } else {
+            shared_rows(&layout, path)?
+        };
         let len = self.dim(sa.len);
         Ok(Rc::new(Arr {
             len,
@@ -3009,7 +2984,8 @@ fn reads_other_columns(arena: &Arena, e: ExprId, x: Var, path: &[usize]) -> bool
 }
 
 /// The leaves of an element of shape `s` in component order, each with its dimensions
-/// (the outer array's length first) and whether it lies under the component `path`.
+/// (the outer array's length first) and whether it lies under the component `path` (none
+/// does under an empty path).
 fn leaves_under(
     s: &SShape,
     dims: &mut Vec<Dim>,
@@ -3018,7 +2994,7 @@ fn leaves_under(
     out: &mut Vec<(Vec<Dim>, bool)>,
 ) {
     match s {
-        SShape::Real => out.push((dims.clone(), at.starts_with(path))),
+        SShape::Real => out.push((dims.clone(), !path.is_empty() && at.starts_with(path))),
         SShape::Bool => {}
         SShape::Tuple(items) => {
             for (i, s) in items.iter().enumerate() {

@@ -83,21 +83,6 @@ impl SShape {
         }
     }
 
-    /// The dimensions above each real leaf, in component order (depth first, arrays
-    /// distributing over tuples), each prefixed with `outer`.
-    pub fn leaf_dims(&self, outer: &mut Vec<Dim>, out: &mut Vec<Vec<Dim>>) {
-        match self {
-            SShape::Real => out.push(outer.clone()),
-            SShape::Bool => {}
-            SShape::Tuple(items) => items.iter().for_each(|s| s.leaf_dims(outer, out)),
-            SShape::Arr(a) => {
-                outer.push(a.len);
-                a.elem.leaf_dims(outer, out);
-                outer.pop();
-            }
-        }
-    }
-
     /// The public description (for parameters and results, which have no conditions).
     pub fn public(&self) -> crate::layout::Shape {
         use crate::layout::Shape;

@@ -477,7 +477,7 @@ impl Sharer {
         let mut changed = existing.is_none();
         for st in stmts.iter_mut().skip(from) {
             // A loop over `c`'s arrays mentions them: a statement that does not has none.
-            if !mentions_any(s.arena, st.expr(), &c.arrays) {
+            if !s.arena.mentions_any(st.expr(), &c.arrays) {
                 continue;
             }
             let mut done = HashMap::default();
@@ -753,24 +753,6 @@ fn bound_inside(arena: &Arena, e: ExprId) -> HashSet<Var> {
         arena.for_each_child(x, |k| stack.push(k));
     }
     out
-}
-
-/// Whether `e` mentions one of the variables `vs`.
-fn mentions_any(arena: &Arena, e: ExprId, vs: &[Var]) -> bool {
-    let mut seen = HashSet::default();
-    let mut stack = vec![e];
-    while let Some(x) = stack.pop() {
-        if !seen.insert(x) {
-            continue;
-        }
-        if let Node::Var(v) = arena[x] {
-            if vs.contains(&v) {
-                return true;
-            }
-        }
-        arena.for_each_child(x, |c| stack.push(c));
-    }
-    false
 }
 
 #[cfg(test)]

@@ -679,6 +679,25 @@ impl Arena {
         })
     }
 
+    /// Whether `e` has an occurrence of one of the variables `vs` (free or not). One visit
+    /// per node of the DAG.
+    pub fn mentions_any(&self, e: ExprId, vs: &[Var]) -> bool {
+        let mut seen = crate::fast_hash::FastSet::default();
+        let mut stack = vec![e];
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            if let Node::Var(v) = self[x] {
+                if vs.contains(&v) {
+                    return true;
+                }
+            }
+            self.for_each_child(x, |c| stack.push(c));
+        }
+        false
+    }
+
     /// The free variables of `e`, in order of first occurrence.
     pub fn free_vars(&self, e: ExprId) -> Vec<Var> {
         let mut out = Vec::new();

@@ -17,14 +17,7 @@ fn lambda(s: &Simplifier, f: ExprId) -> Option<(Vec<Var>, ExprId)> {
 /// Whether `v` occurs in `body` (binders being unique, a parameter of the function around
 /// `body` is free wherever it occurs there).
 fn mentions(s: &Simplifier, body: ExprId, v: Var) -> bool {
-    let mut stack = vec![body];
-    while let Some(e) = stack.pop() {
-        match s.arena[e] {
-            Node::Var(w) if w == v => return true,
-            _ => s.arena.for_each_child(e, |c| stack.push(c)),
-        }
-    }
-    false
+    s.arena.mentions_any(body, &[v])
 }
 
 /// `zeros_like(A)` / `ones_like(A)` of an array of reals: `(A, 0.0 or 1.0)`.
