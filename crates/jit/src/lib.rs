@@ -574,12 +574,7 @@ fn build_entry(
     lens: &[SizeExpr],
 ) -> R<FuncId> {
     let ptr = types::I64;
-    let sig = entry_signature(module);
-    let id = module
-        .declare_function(ENTRY, Linkage::Local, &sig)
-        .map_err(|e| JitError::Codegen(e.to_string()))?;
-    ctx.func.signature = sig;
-    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let id = declare_in(module, ctx, ENTRY)?;
     let calls = parts.map(|p| module.declare_func_in_func(p, &mut ctx.func));
     let mut fctx = FunctionBuilderContext::new();
     let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
@@ -635,13 +630,19 @@ fn verify(ctx: &Context, module: &JITModule) -> R<()> {
     Ok(())
 }
 
-/// `void f(ptr, ptr, ptr, ptr)` in the host's calling convention.
-fn entry_signature(module: &JITModule) -> cranelift_codegen::ir::Signature {
+/// Declare the function `name` of `module` with the ABI's signature, `void f(ptr, ptr,
+/// ptr, ptr)` in the host's calling convention, as the function `ctx` builds.
+fn declare_in(module: &mut JITModule, ctx: &mut Context, name: &str) -> R<FuncId> {
     let mut sig = module.make_signature();
     for _ in 0..4 {
         sig.params.push(AbiParam::new(types::I64));
     }
-    sig
+    let id = module
+        .declare_function(name, Linkage::Local, &sig)
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    Ok(id)
 }
 
 /// Finalize `module` and wrap its function `id`, which has the ABI's signature.
@@ -875,12 +876,7 @@ fn build_with(
             "a host without 64-bit pointers".into(),
         ));
     }
-    let sig = entry_signature(module);
-    let id = module
-        .declare_function(name, Linkage::Local, &sig)
-        .map_err(|e| JitError::Codegen(e.to_string()))?;
-    ctx.func.signature = sig;
-    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let id = declare_in(module, ctx, name)?;
     let frontend = module.isa().frontend_config();
 
     let mut fctx = FunctionBuilderContext::new();
