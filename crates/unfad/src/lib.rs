@@ -208,8 +208,10 @@ impl Engine {
     }
 
     fn compile_func(&self, src: &str, entry: Option<&str>) -> Result<Func, Error> {
-        let mut p = Pipeline::load_in(src, entry, self.take_arena())?;
-        let compiled = unfad_jit::compile_parallel(&mut p.program.arena, &p.source)?;
+        let p = Pipeline::load_in(src, entry, self.take_arena())?;
+        // One function: a primal compiles in about a millisecond, and a cut would store the
+        // values crossing it where one function fuses them (GMM's objective 12% slower).
+        let compiled = unfad_jit::compile(&p.program.arena, &p.source)?;
         let params = params_of(&p);
         let names = params.iter().map(|p| p.name.clone()).collect();
         let ret = p.source.ret.clone();
