@@ -2969,18 +2969,25 @@ fn column_of(arena: &Arena, src: ExprId, x: Var) -> Option<Vec<usize>> {
 /// Whether `e` reads `x` only as `map (t. π_q t) x` with `q` apart from `path` (neither
 /// a prefix of the other).
 fn reads_other_columns(arena: &Arena, e: ExprId, x: Var, path: &[usize]) -> bool {
-    with_stack(|| {
+    // One visit per node of the DAG (optimized terms share subterms).
+    let mut seen = unfad_syntax::fast_hash::FastSet::default();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
         if let Some(q) = column_of(arena, e, x) {
-            return !(q.starts_with(path) || path.starts_with(&q));
+            if q.starts_with(path) || path.starts_with(&q) {
+                return false;
+            }
+            continue;
         }
         if arena[e] == Node::Var(x) {
             return false;
         }
-        arena
-            .children(e)
-            .into_iter()
-            .all(|c| reads_other_columns(arena, c, x, path))
-    })
+        arena.for_each_child(e, |c| stack.push(c));
+    }
+    true
 }
 
 /// The leaves of an element of shape `s` in component order, each with its dimensions
