@@ -90,7 +90,10 @@
 //! large term's chain of `let`s in two where the parts are about as large (counted in
 //! nodes): the first part computes the statements before the cut and returns the values
 //! the rest reads (the crossing values), the second takes them as parameters after the
-//! function's own and computes the result. The second thread compiles the larger part
+//! function's own and computes the result (when the result is a tuple, the first part
+//! also computes its components that read only what the first part binds, written where
+//! the function writes them, if that balances the parts better: a gradient's last
+//! statement is often its largest). The second thread compiles the larger part
 //! while this one lowers and compiles the other and the entry, a small function with the
 //! ABI above that calls the first part, then the second, the crossing values at the
 //! start of the workspace (its length counts them, then the larger of the two parts'
@@ -408,11 +411,17 @@ pub fn compile_parallel(arena: &mut Arena, func: &Func) -> Result<Compiled, JitE
 }
 
 /// [`compile_parallel`] with the cut after statement `at` of the chain whatever the
-/// sizes ([`compile`] where there is no such cut): the cut tested on small terms.
+/// sizes ([`compile`] where there is no such cut), the first part computing the result's
+/// components it can if `take`: the cuts tested on small terms.
 #[doc(hidden)]
-pub fn compile_split_at(arena: &mut Arena, func: &Func, at: usize) -> Result<Compiled, JitError> {
+pub fn compile_split_at(
+    arena: &mut Arena,
+    func: &Func,
+    at: usize,
+    take: bool,
+) -> Result<Compiled, JitError> {
     type_in_place(arena, func)?;
-    match split::split_at(arena, func, at) {
+    match split::split_at(arena, func, split::Cut { at, take }) {
         Some(parts) => compile_parts(arena, func, &parts),
         None => compile(arena, func),
     }
@@ -459,10 +468,20 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
             let Some(lens) = crossing_lens(&b1, &b2) else {
                 return Ok(None);
             };
-            let id0 = build_entry(&mut module, &mut entry, [id1, id2], n_in, &lens)?;
+            let Some(results) = merge_results(&b1, &b2, parts, lens.len()) else {
+                return Ok(None);
+            };
+            let id0 = build_entry(
+                &mut module,
+                &mut entry,
+                [id1, id2],
+                n_in,
+                &lens,
+                &results.routes,
+            )?;
             compile_code(near_ctx, &*isa)?;
             compile_code(&mut entry, &*isa)?;
-            Ok(Some((id0, [id1, id2], b1, b2, lens)))
+            Ok(Some((id0, [id1, id2], b1, b2, lens, results)))
         })();
         match other {
             Ok(h) => h
@@ -473,7 +492,7 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
             Err(_) => Ok(None),
         }
     })?;
-    let Some((id0, ids, b1, b2, lens)) = built else {
+    let Some((id0, ids, b1, b2, lens, results)) = built else {
         return compile(arena, func);
     };
     for (id, ctx) in ids.into_iter().zip(&ctxs).chain([(id0, &entry)]) {
@@ -491,31 +510,118 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
         size_vars: b1.size_vars,
         param_names: b1.param_names,
         inputs: b1.inputs,
-        outputs: b2.outputs,
+        outputs: results.outputs,
         param_shapes: b1.param_shapes,
-        result_shape: b2.result_shape,
+        result_shape: results.shape,
         workspace,
         checks,
     };
     finish(module, id0, built, 2)
 }
 
-/// The lengths of the values crossing from the first part to the second, if the second
-/// reads them as the first writes them and both number the sizes alike (the lengths the
-/// semantics computes may differ from those of the types).
+/// The lengths of the values crossing from the first part to the second (the first
+/// outputs of the first part), if the second reads them as the first writes them and
+/// both number the sizes alike (the lengths the semantics computes may differ from those
+/// of the types).
 fn crossing_lens(b1: &Built, b2: &Built) -> Option<Vec<SizeExpr>> {
     let n_in = b1.inputs.len();
+    let crossing = b2.inputs.get(n_in..)?;
     let agree = b2.size_vars == b1.size_vars
-        && b2.inputs.len() == n_in + b1.outputs.len()
-        && b2.inputs[n_in..]
+        && crossing.len() <= b1.outputs.len()
+        && crossing
             .iter()
             .zip(&b1.outputs)
             .all(|(i, o)| i.dims == o.dims);
     agree.then(|| {
-        b1.outputs
+        b1.outputs[..crossing.len()]
             .iter()
             .map(|c| SizeExpr::product(&c.dims))
             .collect()
+    })
+}
+
+/// The function's result put together from its parts'.
+struct Results {
+    /// Its outputs, as the whole function would have them.
+    outputs: Vec<Component>,
+    shape: Shape,
+    /// Where each part's outputs (after the first part's crossing values) are among the
+    /// function's; `None` for the second when it writes all of them.
+    routes: [Option<Vec<usize>>; 2],
+}
+
+/// The result of the function cut into `parts`, of which the first computes `crossing`
+/// components (the crossing values) before the taken ones.
+fn merge_results(b1: &Built, b2: &Built, parts: &split::Parts, crossing: usize) -> Option<Results> {
+    if parts.taken.is_empty() {
+        return Some(Results {
+            outputs: b2.outputs.clone(),
+            shape: b2.result_shape.clone(),
+            routes: [Some(Vec::new()), None],
+        });
+    }
+    let m = parts.result_items;
+    let left = m - parts.taken.len();
+    let Shape::Tuple(first_items) = &b1.result_shape else {
+        return None;
+    };
+    let second_items = match &b2.result_shape {
+        Shape::Tuple(items) if left > 1 => items.clone(),
+        s if left == 1 => vec![s.clone()],
+        _ => return None,
+    };
+    // Each part's outputs by the position of their result item (the first part's after
+    // its crossing values), with the path below that item.
+    let by_item = |outputs: &[Component], skip: usize, whole: bool, n: usize| {
+        let mut items: Vec<Vec<Component>> = vec![Vec::new(); n];
+        for c in outputs.iter().skip(skip) {
+            let (k, rest) = match c.path.split_first() {
+                Some((PathStep::Field(k), rest)) if !whole => (*k as usize, rest),
+                _ => (0, &c.path[..]),
+            };
+            items.get_mut(k)?.push(Component {
+                index: c.index,
+                path: rest.to_vec(),
+                dims: c.dims.clone(),
+            });
+        }
+        Some(items)
+    };
+    let first = by_item(&b1.outputs, crossing, false, first_items.len())?;
+    let second = by_item(&b2.outputs, 0, left == 1, second_items.len())?;
+    let mut outputs = Vec::new();
+    let mut shapes = Vec::with_capacity(m);
+    let mut routes = [Vec::new(), Vec::new()];
+    let (mut t, mut l) = (0, 0);
+    for j in 0..m {
+        let (cs, shape, route) = if parts.taken.contains(&j) {
+            t += 1;
+            (
+                &first[parts.crossing + t - 1],
+                first_items.get(parts.crossing + t - 1)?,
+                0,
+            )
+        } else {
+            l += 1;
+            (&second[l - 1], second_items.get(l - 1)?, 1)
+        };
+        shapes.push(shape.clone());
+        for c in cs {
+            routes[route].push(outputs.len());
+            let mut path = vec![PathStep::Field(j as u32)];
+            path.extend_from_slice(&c.path);
+            outputs.push(Component {
+                index: c.index,
+                path,
+                dims: c.dims.clone(),
+            });
+        }
+    }
+    let [r1, r2] = routes;
+    Some(Results {
+        outputs,
+        shape: Shape::Tuple(shapes),
+        routes: [Some(r1), Some(r2)],
     })
 }
 
@@ -572,6 +678,7 @@ fn build_entry(
     parts: [FuncId; 2],
     n_in: usize,
     lens: &[SizeExpr],
+    routes: &[Option<Vec<usize>>; 2],
 ) -> R<FuncId> {
     let ptr = types::I64;
     let id = declare_in(module, ctx, ENTRY)?;
@@ -589,7 +696,10 @@ fn build_entry(
         let bytes = u32::try_from(8 * n.max(1)).unwrap_or(u32::MAX);
         b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 3))
     };
-    let (all_in, crossing_out) = (slot(&mut b, n_in + lens.len()), slot(&mut b, lens.len()));
+    let none = Vec::new();
+    let first_route = routes[0].as_ref().unwrap_or(&none);
+    let all_in = slot(&mut b, n_in + lens.len());
+    let first_out = slot(&mut b, lens.len() + first_route.len());
     let flags = MemFlagsData::trusted();
     let offset = |k: usize| i32::try_from(8 * k).unwrap_or(i32::MAX);
     for k in 0..n_in {
@@ -601,15 +711,34 @@ fn build_entry(
     let mut addr = ws;
     for (k, len) in lens.iter().enumerate() {
         b.ins().stack_store(ptr, addr, all_in, offset(n_in + k));
-        b.ins().stack_store(ptr, addr, crossing_out, offset(k));
+        b.ins().stack_store(ptr, addr, first_out, offset(k));
         let n = counts.get(&mut b, len);
         let bytes = b.ins().ishl_imm_s(n, 3);
         addr = b.ins().iadd(addr, bytes);
     }
+    // The outputs each part writes, picked from the function's.
+    let pick = |b: &mut FunctionBuilder,
+                to: cranelift_codegen::ir::StackSlot,
+                at: usize,
+                route: &[usize]| {
+        for (k, &o) in route.iter().enumerate() {
+            let p = b.ins().load(ptr, flags, outputs, offset(o));
+            b.ins().stack_store(ptr, p, to, offset(at + k));
+        }
+    };
+    pick(&mut b, first_out, lens.len(), first_route);
+    let second_out = match &routes[1] {
+        Some(route) => {
+            let s = slot(&mut b, route.len());
+            pick(&mut b, s, 0, route);
+            b.ins().stack_addr(ptr, s, 0)
+        }
+        None => outputs,
+    };
     let pin = b.ins().stack_addr(ptr, all_in, 0);
-    let pout = b.ins().stack_addr(ptr, crossing_out, 0);
+    let pout = b.ins().stack_addr(ptr, first_out, 0);
     b.ins().call(calls[0], &[inputs, sizes, pout, addr]);
-    b.ins().call(calls[1], &[pin, sizes, outputs, addr]);
+    b.ins().call(calls[1], &[pin, sizes, second_out, addr]);
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(module.isa().frontend_config());
@@ -696,8 +825,20 @@ pub fn clif_text_parallel(arena: &mut Arena, func: &Func) -> Result<String, JitE
             let [mut c1, mut c2, mut c0] = [(); 3].map(|()| module.make_context());
             let (id1, b1) = build(arena, &parts.first, &mut module, &mut c1, "unfad_first")?;
             let (id2, b2) = build(arena, &parts.second, &mut module, &mut c2, "unfad_second")?;
-            if let Some(lens) = crossing_lens(&b1, &b2) {
-                build_entry(&mut module, &mut c0, [id1, id2], b1.inputs.len(), &lens)?;
+            let lens = crossing_lens(&b1, &b2);
+            let results = lens
+                .as_ref()
+                .and_then(|l| merge_results(&b1, &b2, &parts, l.len()));
+            if let (Some(lens), Some(results)) = (lens, results) {
+                let n_in = b1.inputs.len();
+                build_entry(
+                    &mut module,
+                    &mut c0,
+                    [id1, id2],
+                    n_in,
+                    &lens,
+                    &results.routes,
+                )?;
                 return Ok(format!(
                     "; the first part (compiled on one thread)\n{}\n\n\
                      ; the second part (compiled on another)\n{}\n\n\

@@ -9,8 +9,14 @@
 //! what is lost is fusion across the cut (a map bound before it and read after it is
 //! stored, where one function might have computed its elements in the loop that reads
 //! them), which is why the cut goes where the parts are about as large.
+//!
+//! When the chain ends in a tuple, the first part may also compute the components of the
+//! result that read only what it binds (a gradient's value and the adjoints that need no
+//! later statement), writing them where the function writes them: the second part then
+//! computes only the other components, and a chain whose last statements are the largest
+//! is still divided fairly.
 
-use unfad_syntax::fast_hash::FastSet as HashSet;
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::{Arena, ExprId, Func, Node, Type, Var};
 
 /// Terms smaller than this (nodes of the DAG) compile in well under a millisecond: not
@@ -28,6 +34,65 @@ pub(crate) struct Parts {
     pub second: Func,
     /// Whether the first part is the larger (by nodes).
     pub first_larger: bool,
+    /// How many values cross the cut (the first items of the first part's result).
+    pub crossing: usize,
+    /// The components of the function's result (a tuple) that the first part computes,
+    /// in order, after the crossing values; the second part computes the others, in
+    /// order (as a tuple if there are several). Empty: the second computes the result.
+    pub taken: Vec<usize>,
+    /// The number of components of the function's result when `taken` is not empty.
+    pub result_items: usize,
+}
+
+/// A cut: the number of statements before it, and whether the first part also computes
+/// the result's components that it can.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cut {
+    pub at: usize,
+    pub take: bool,
+}
+
+/// What the choice of a cut knows of the chain, in nodes.
+pub(crate) struct Sizes {
+    /// Each statement's (the nodes it adds to those before it).
+    pub stmts: Vec<usize>,
+    /// Whether a cut before statement `k` is forbidden (it folds the one before).
+    pub fused: Vec<bool>,
+    /// The result tuple's components (if the chain ends in one with two or more): the
+    /// number of statements each needs before it, and its size.
+    pub comps: Vec<(usize, usize)>,
+    /// The rest of the tail (all of it when it is not divided).
+    pub tail: usize,
+}
+
+impl Sizes {
+    fn total(&self) -> usize {
+        self.stmts.iter().sum::<usize>() + self.comps.iter().map(|c| c.1).sum::<usize>() + self.tail
+    }
+
+    /// The components the first part computes for a cut after `at` statements that
+    /// takes them: those ready, unless all are (the second part would compute nothing).
+    fn taken(&self, at: usize) -> Vec<usize> {
+        let ready: Vec<usize> = (0..self.comps.len())
+            .filter(|&j| self.comps[j].0 <= at)
+            .collect();
+        if ready.len() == self.comps.len() {
+            Vec::new()
+        } else {
+            ready
+        }
+    }
+
+    /// The nodes of the first part for `cut`.
+    fn before(&self, cut: Cut) -> usize {
+        let stmts: usize = self.stmts[..cut.at].iter().sum();
+        let comps: usize = if cut.take {
+            self.taken(cut.at).iter().map(|&j| self.comps[j].1).sum()
+        } else {
+            0
+        };
+        stmts + comps
+    }
 }
 
 /// One statement of the chain: the variables it binds and the `let` node binding them.
@@ -56,9 +121,9 @@ fn folds_previous(arena: &Arena, e: ExprId, prev: &[Var]) -> bool {
 }
 
 /// The cut after statement `at` (1 or more) exactly, whatever the sizes; for tests.
-pub(crate) fn split_at(arena: &mut Arena, func: &Func, at: usize) -> Option<Parts> {
-    split_where(arena, func, |sizes, _| {
-        (at >= 1 && at + 1 < sizes.len()).then_some(at)
+pub(crate) fn split_at(arena: &mut Arena, func: &Func, cut: Cut) -> Option<Parts> {
+    split_where(arena, func, |sizes| {
+        (cut.at >= 1 && cut.at < sizes.stmts.len()).then_some(cut)
     })
 }
 
@@ -67,7 +132,7 @@ pub(crate) fn split_at(arena: &mut Arena, func: &Func, at: usize) -> Option<Part
 fn split_where(
     arena: &mut Arena,
     func: &Func,
-    choose: impl Fn(&[usize], &[bool]) -> Option<usize>,
+    choose: impl Fn(&Sizes) -> Option<Cut>,
 ) -> Option<Parts> {
     let mut stmts = Vec::new();
     let mut cur = func.body;
@@ -93,42 +158,95 @@ fn split_where(
     if stmts.len() < 2 {
         return None;
     }
-    // The nodes each statement adds to those of the statements before it (and the tail's,
-    // last), so that a prefix's size is a sum.
+    // The nodes each statement adds to those of the statements before it (and the tail's
+    // components', last), so that a prefix's size is a sum.
     let mut seen = HashSet::default();
-    let mut sizes: Vec<usize> = stmts
+    let stmt_sizes: Vec<usize> = stmts
         .iter()
         .map(|s| new_nodes(arena, rhs(arena, s.node), &mut seen))
         .collect();
-    sizes.push(new_nodes(arena, cur, &mut seen));
     // No cut between a map and the fold of it that follows: the code generator computes
     // both in one loop, storing only what is read later (see `Translator::stored_then_folded`).
     let fused: Vec<bool> = (0..stmts.len())
         .map(|k| k > 0 && folds_previous(arena, stmts[k].node, &stmts[k - 1].vars))
         .collect();
-    let at = choose(&sizes, &fused)?;
-    let before: usize = sizes[..at].iter().sum();
-    let first_larger = 2 * before > sizes.iter().sum::<usize>();
-    let rest = stmts[at].node;
+    let items: Vec<ExprId> = match arena[cur] {
+        Node::Tuple(l) if arena.exprs(l).len() >= 2 => arena.exprs(l).to_vec(),
+        _ => Vec::new(),
+    };
+    let mut bound_at: HashMap<Var, usize> = HashMap::default();
+    for (k, s) in stmts.iter().enumerate() {
+        for &v in &s.vars {
+            bound_at.insert(v, k);
+        }
+    }
+    let comps: Vec<(usize, usize)> = items
+        .iter()
+        .map(|&c| {
+            let ready = arena
+                .free_vars(c)
+                .iter()
+                .filter_map(|v| bound_at.get(v).map(|k| k + 1))
+                .max()
+                .unwrap_or(0);
+            (ready, new_nodes(arena, c, &mut seen))
+        })
+        .collect();
+    let tail = new_nodes(arena, cur, &mut seen);
+    let sizes = Sizes {
+        stmts: stmt_sizes,
+        fused,
+        comps,
+        tail,
+    };
+    let cut = choose(&sizes)?;
+    let at = cut.at;
+    let taken = if cut.take {
+        sizes.taken(at)
+    } else {
+        Vec::new()
+    };
+    let before = sizes.before(Cut { at, take: cut.take });
+    let first_larger = 2 * before > sizes.total();
+    // The second part: the statements after the cut and the components not taken.
+    let rest = if taken.is_empty() {
+        stmts[at].node
+    } else {
+        let left: Vec<ExprId> = (0..items.len())
+            .filter(|j| !taken.contains(j))
+            .map(|j| items[j])
+            .collect();
+        let mut body = if left.len() == 1 {
+            left[0]
+        } else {
+            let t = arena.tuple(&left);
+            let ty = Type::Tuple(
+                left.iter()
+                    .map(|&c| arena.type_of(c).cloned())
+                    .collect::<Option<Vec<_>>>()?
+                    .into(),
+            );
+            arena.set_type(t, ty);
+            t
+        };
+        let ty = arena.type_of(body).cloned()?;
+        body = rebuild(arena, &stmts[at..], body, &ty)?;
+        body
+    };
     let free: HashSet<Var> = arena.free_vars(rest).into_iter().collect();
     let crossing: Vec<Var> = stmts[..at]
         .iter()
         .flat_map(|s| s.vars.iter().copied())
         .filter(|v| free.contains(v))
         .collect();
-    let types: Vec<Type> = crossing
+    let mut types: Vec<Type> = crossing
         .iter()
         .map(|&v| arena.var_type(v).cloned())
         .collect::<Option<_>>()?;
     if crossing.is_empty() || !types.iter().all(Type::is_ground) {
         return None;
     }
-    let ret = if types.len() == 1 {
-        types[0].clone()
-    } else {
-        Type::Tuple(types.clone().into())
-    };
-    let items: Vec<ExprId> = crossing
+    let mut results: Vec<ExprId> = crossing
         .iter()
         .zip(&types)
         .map(|(&v, t)| {
@@ -137,18 +255,26 @@ fn split_where(
             e
         })
         .collect();
-    let mut body = arena.tuple(&items);
-    arena.set_type(body, ret.clone());
-    for s in stmts[..at].iter().rev() {
-        body = match arena[s.node] {
-            Node::Let(x, r, _) => arena.let_(x, r, body),
-            Node::LetTuple(_, r, _) => arena.let_tuple(&s.vars, r, body),
-            _ => return None,
-        };
-        arena.set_type(body, ret.clone());
+    for &j in &taken {
+        types.push(arena.type_of(items[j]).cloned()?);
+        results.push(items[j]);
     }
+    let ret = if types.len() == 1 {
+        types[0].clone()
+    } else {
+        Type::Tuple(types.clone().into())
+    };
+    let body = if results.len() == 1 {
+        results[0]
+    } else {
+        let t = arena.tuple(&results);
+        arena.set_type(t, ret.clone());
+        t
+    };
+    let body = rebuild(arena, &stmts[..at], body, &ret)?;
     let mut params = func.params.clone();
     params.extend(&crossing);
+    let second_ret = arena.type_of(rest).cloned()?;
     Some(Parts {
         first: Func {
             name: format!("{}_first", func.name),
@@ -160,10 +286,27 @@ fn split_where(
             name: format!("{}_second", func.name),
             params,
             body: rest,
-            ret: func.ret.clone(),
+            ret: second_ret,
         },
         first_larger,
+        crossing: crossing.len(),
+        result_items: if taken.is_empty() { 0 } else { items.len() },
+        taken,
     })
+}
+
+/// The statements `stmts` (of one chain) around `body`, whose type is `ty`: new `let`
+/// nodes, typed.
+fn rebuild(arena: &mut Arena, stmts: &[Stmt], mut body: ExprId, ty: &Type) -> Option<ExprId> {
+    for s in stmts.iter().rev() {
+        body = match arena[s.node] {
+            Node::Let(x, r, _) => arena.let_(x, r, body),
+            Node::LetTuple(_, r, _) => arena.let_tuple(&s.vars, r, body),
+            _ => return None,
+        };
+        arena.set_type(body, ty.clone());
+    }
+    Some(body)
 }
 
 /// The right-hand side of the `let` node `e`.
@@ -187,46 +330,79 @@ fn new_nodes(arena: &Arena, e: ExprId, seen: &mut HashSet<ExprId>) -> usize {
     count
 }
 
-/// The cut (number of statements in the first part) that makes the parts' sizes closest,
-/// `sizes` being the statements' and then the tail's, and no cut before a statement
-/// `fused` marks; `None` if the term is small or no cut gives the smaller part its share.
-fn best_cut(sizes: &[usize], fused: &[bool]) -> Option<usize> {
-    let total: usize = sizes.iter().sum();
+/// The cut that makes the parts' sizes closest, never before a statement that folds the
+/// one before it; `None` if the term is small or no cut gives the smaller part its share.
+fn best_cut(sizes: &Sizes) -> Option<Cut> {
+    let total = sizes.total();
     if total < MIN_NODES {
         return None;
     }
-    let mut before = 0;
-    let mut best: Option<(usize, usize)> = None;
-    for (at, &s) in sizes.iter().enumerate().take(sizes.len() - 1) {
-        if at > 0 && !fused.get(at).copied().unwrap_or(false) {
+    let mut best: Option<(Cut, usize)> = None;
+    for at in 1..sizes.stmts.len() {
+        if sizes.fused.get(at).copied().unwrap_or(false) {
+            continue;
+        }
+        for take in [false, true] {
+            let cut = Cut { at, take };
+            if take && sizes.taken(at).is_empty() {
+                continue;
+            }
+            let before = sizes.before(cut);
             let smaller = before.min(total - before);
             if best.is_none_or(|(_, b)| smaller > b) {
-                best = Some((at, smaller));
+                best = Some((cut, smaller));
             }
         }
-        before += s;
     }
-    let (at, smaller) = best?;
-    (smaller * 100 >= total * MIN_SHARE).then_some(at)
+    let (cut, smaller) = best?;
+    (smaller * 100 >= total * MIN_SHARE).then_some(cut)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::best_cut;
+    use super::{best_cut, Cut, Sizes};
+
+    fn sizes(stmts: &[usize], fused: &[usize], comps: &[(usize, usize)], tail: usize) -> Sizes {
+        Sizes {
+            stmts: stmts.to_vec(),
+            fused: (0..stmts.len()).map(|k| fused.contains(&k)).collect(),
+            comps: comps.to_vec(),
+            tail,
+        }
+    }
+
+    fn cut(at: usize) -> Option<Cut> {
+        Some(Cut { at, take: false })
+    }
 
     #[test]
     fn the_cut_balances_the_parts() {
         // statements 100, 50, 200 and a tail of 60: after the second (150 / 260) is the
         // most even of the cuts after the first, second and third.
-        let free = [false; 4];
-        assert_eq!(best_cut(&[100, 50, 200, 60], &free), Some(2));
-        assert_eq!(best_cut(&[150, 10, 80, 20], &free), Some(1));
+        assert_eq!(best_cut(&sizes(&[100, 50, 200], &[], &[], 60)), cut(2));
+        assert_eq!(best_cut(&sizes(&[150, 10, 80], &[], &[], 20)), cut(1));
         // Not between a map and its fold: the next best.
-        assert_eq!(best_cut(&[150, 10, 80, 20], &[false, true, false]), Some(2));
+        assert_eq!(best_cut(&sizes(&[150, 10, 80], &[1], &[], 20)), cut(2));
         // Too small, or too lopsided whatever the cut.
-        assert_eq!(best_cut(&[10, 10, 300, 20], &free), None);
-        assert_eq!(best_cut(&[10, 20, 30], &free), None);
-        assert_eq!(best_cut(&[5, 400, 5], &free), None);
-        assert_eq!(best_cut(&[400, 5], &free), None);
+        assert_eq!(best_cut(&sizes(&[10, 10, 300], &[], &[], 20)), None);
+        assert_eq!(best_cut(&sizes(&[10, 20], &[], &[], 30)), None);
+        assert_eq!(best_cut(&sizes(&[5, 400], &[], &[], 5)), None);
+        assert_eq!(best_cut(&sizes(&[400], &[], &[], 5)), None);
+    }
+
+    #[test]
+    fn the_first_part_takes_the_components_it_can_when_that_balances_better() {
+        // 100 | 200 with a tail of components 80 (ready after the first statement) and 20
+        // (after the second): 100 + 80 against 200 + 20 + 1.
+        let s = sizes(&[100, 200], &[], &[(1, 80), (2, 20)], 1);
+        assert_eq!(best_cut(&s), Some(Cut { at: 1, take: true }));
+        assert_eq!(s.taken(1), vec![0]);
+        // Taking would unbalance: 200 + 80 against 100 + 20.
+        let s = sizes(&[200, 100], &[], &[(1, 80), (2, 20)], 1);
+        assert_eq!(best_cut(&s), cut(1));
+        // A cut after which every component is ready takes none of them.
+        assert!(sizes(&[100, 100], &[], &[(1, 5), (1, 5)], 1)
+            .taken(1)
+            .is_empty());
     }
 }
