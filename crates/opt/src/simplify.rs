@@ -163,6 +163,9 @@ pub struct Simplifier<'a> {
     light: bool,
     /// Empty chains of bindings, for reuse.
     chains: Vec<Vec<Binding>>,
+    /// Dead bindings dropped so far (a chain that dropped one is swept for the bindings
+    /// that only it used).
+    dead_drops: usize,
 }
 
 impl<'a> Simplifier<'a> {
@@ -192,6 +195,7 @@ impl<'a> Simplifier<'a> {
             rewrites: 0,
             light: false,
             chains: Vec::new(),
+            dead_drops: 0,
         };
         for &p in &func.params {
             s.emitted.insert(p, ());
@@ -1009,6 +1013,7 @@ impl<'a> Simplifier<'a> {
     /// A chain of `let`s and its tail.
     fn bindings(&mut self, e: ExprId) -> ExprId {
         let m = self.mark();
+        let drops = self.dead_drops;
         let mut out = self.chain();
         let mut cur = e;
         loop {
@@ -1035,7 +1040,53 @@ impl<'a> Simplifier<'a> {
                 self.fired();
             }
         }
+        if self.dead_drops > drops {
+            self.sweep_dead(&mut out, tail);
+        }
         self.wrap(out, tail)
+    }
+
+    /// Drop the bindings of `chain` that neither `tail` nor a binding kept after them
+    /// reads: those only a dropped binding read (otherwise the next pass would drop them,
+    /// one link of the chain per pass). Binders are unique, so a mention is a use.
+    fn sweep_dead(&mut self, chain: &mut Vec<Binding>, tail: ExprId) {
+        let mut needed = ByVar::with_room(0);
+        let mut seen = crate::fast_hash::FastSet::default();
+        let mut stack = Vec::new();
+        let mut mark = |arena: &Arena, e: ExprId, needed: &mut ByVar<()>| {
+            stack.push(e);
+            while let Some(x) = stack.pop() {
+                if seen.insert(x) {
+                    if let Node::Var(v) = arena[x] {
+                        needed.insert(v, ());
+                    }
+                    arena.for_each_child(x, |c| stack.push(c));
+                }
+            }
+        };
+        mark(self.arena, tail, &mut needed);
+        let mut keep = vec![true; chain.len()];
+        for (k, b) in chain.iter().enumerate().rev() {
+            let (used, rhs) = match b {
+                Binding::One(x, r) => (needed.get(x).is_some(), *r),
+                Binding::Many(xs, r) => (xs.iter().any(|x| needed.get(x).is_some()), *r),
+            };
+            if used {
+                mark(self.arena, rhs, &mut needed);
+            } else {
+                keep[k] = false;
+            }
+        }
+        let dropped = keep.iter().filter(|k| !**k).count();
+        if dropped > 0 {
+            self.rewrites += dropped;
+            self.dead_drops += dropped;
+            let mut k = 0;
+            chain.retain(|_| {
+                k += 1;
+                keep[k - 1]
+            });
+        }
     }
 
     /// Process `let x = rhs` (rhs not yet simplified).
@@ -1043,6 +1094,7 @@ impl<'a> Simplifier<'a> {
         if self.uses(x) == 0 {
             // Dead: terms are pure, so the binding goes (with whatever it would compute).
             self.fired();
+            self.dead_drops += 1;
             return;
         }
         match self.arena[rhs] {
@@ -1100,6 +1152,8 @@ impl<'a> Simplifier<'a> {
                         for (&x, &i) in xs.iter().zip(&items) {
                             if self.uses(x) > 0 {
                                 self.bind_value(x, i, out);
+                            } else {
+                                self.dead_drops += 1;
                             }
                         }
                     }

@@ -668,3 +668,24 @@ fn folds_of_operator_sections_are_shared_whatever_their_binders() {
         "#]],
     );
 }
+
+/// One pass drops a binding that only a dead one read, and the one before it: the next
+/// pass has nothing left to do.
+#[test]
+fn one_pass_drops_a_chain_of_dead_bindings() {
+    let src = "def f(x: real) = let a = sin(x) in let b = a * a in let c = b * x in x + 1";
+    let mut prog = Program::load(src).unwrap();
+    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let mut s = crate::Simplifier::new(&mut prog.arena, &func);
+    let body = s.run(func.body);
+    assert_eq!(s.rewrites, 3);
+    let once = unfad_syntax::Func { body, ..func };
+    expect![[r#"
+        def f(x: real): real =
+          x + 1
+    "#]]
+    .assert_eq(&print_func(&prog.arena, &once));
+    let mut s = crate::Simplifier::new(&mut prog.arena, &once);
+    s.run(once.body);
+    assert_eq!(s.rewrites, 0);
+}
