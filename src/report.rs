@@ -378,7 +378,9 @@ impl Report<'_> {
              `log` (which clobber every float register); it runs on two threads when the chain \
              of statements can be cut into two parts of about the same size \
              (`unfad_jit::compile_parallel`: GMM's is cut before the reverse pass over the \
-             points, which holds most of the code). Meeting the target needs a reverse pass of \
+             points, the first part also computing the value and the adjoints that do not read \
+             that pass; the second part, that pass and the rest, still takes about a third \
+             longer to compile than the first). Meeting the target needs a reverse pass of \
              the bodies of array operations that builds straight-line adjoint code instead of \
              continuations (what partial evaluation turns the continuations into anyway), fewer \
              passes of the optimizer over the whole term, and less code per loop.\n"

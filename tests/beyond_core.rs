@@ -321,7 +321,7 @@ fn matrix_vector_product() {
         src,
         expect![[r#"
             def f(M: [n][m]real, v: [m]real): ([n][m]real, [m]real) =
-              (map (row. v) M, reduce (s, t. map2 + s t) zeros_like(v) M)
+              (map (s. v) M, reduce (s_1, t. map2 + s_1 t) zeros_like(v) M)
         "#]],
     );
     agrees(src, r#"{"M": [[1, 2], [3, 4], [5, 6]], "v": [0.5, -1]}"#);
