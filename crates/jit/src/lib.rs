@@ -477,7 +477,7 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
                 [id1, id2],
                 n_in,
                 &lens,
-                &results.routes,
+                (&results.first_route, results.second_route.as_deref()),
             )?;
             compile_code(near_ctx, &*isa)?;
             compile_code(&mut entry, &*isa)?;
@@ -545,19 +545,27 @@ struct Results {
     /// Its outputs, as the whole function would have them.
     outputs: Vec<Component>,
     shape: Shape,
-    /// Where each part's outputs (after the first part's crossing values) are among the
-    /// function's; `None` for the second when it writes all of them.
-    routes: [Option<Vec<usize>>; 2],
+    /// Where the first part's outputs after its crossing values are among the function's.
+    first_route: Vec<usize>,
+    /// Where the second part's outputs are among the function's; `None` when it writes
+    /// all of them.
+    second_route: Option<Vec<usize>>,
 }
 
-/// The result of the function cut into `parts`, of which the first computes `crossing`
-/// components (the crossing values) before the taken ones.
-fn merge_results(b1: &Built, b2: &Built, parts: &split::Parts, crossing: usize) -> Option<Results> {
+/// The result of the function cut into `parts`, whose first part writes `crossing_leaves`
+/// outputs (the crossing values) before those of the components it takes.
+fn merge_results(
+    b1: &Built,
+    b2: &Built,
+    parts: &split::Parts,
+    crossing_leaves: usize,
+) -> Option<Results> {
     if parts.taken.is_empty() {
         return Some(Results {
             outputs: b2.outputs.clone(),
             shape: b2.result_shape.clone(),
-            routes: [Some(Vec::new()), None],
+            first_route: Vec::new(),
+            second_route: None,
         });
     }
     let m = parts.result_items;
@@ -587,7 +595,7 @@ fn merge_results(b1: &Built, b2: &Built, parts: &split::Parts, crossing: usize) 
         }
         Some(items)
     };
-    let first = by_item(&b1.outputs, crossing, false, first_items.len())?;
+    let first = by_item(&b1.outputs, crossing_leaves, false, first_items.len())?;
     let second = by_item(&b2.outputs, 0, left == 1, second_items.len())?;
     let mut outputs = Vec::new();
     let mut shapes = Vec::with_capacity(m);
@@ -617,11 +625,12 @@ fn merge_results(b1: &Built, b2: &Built, parts: &split::Parts, crossing: usize) 
             });
         }
     }
-    let [r1, r2] = routes;
+    let [first_route, second_route] = routes;
     Some(Results {
         outputs,
         shape: Shape::Tuple(shapes),
-        routes: [Some(r1), Some(r2)],
+        first_route,
+        second_route: Some(second_route),
     })
 }
 
@@ -678,7 +687,7 @@ fn build_entry(
     parts: [FuncId; 2],
     n_in: usize,
     lens: &[SizeExpr],
-    routes: &[Option<Vec<usize>>; 2],
+    routes: (&[usize], Option<&[usize]>),
 ) -> R<FuncId> {
     let ptr = types::I64;
     let id = declare_in(module, ctx, ENTRY)?;
@@ -696,8 +705,7 @@ fn build_entry(
         let bytes = u32::try_from(8 * n.max(1)).unwrap_or(u32::MAX);
         b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 3))
     };
-    let none = Vec::new();
-    let first_route = routes[0].as_ref().unwrap_or(&none);
+    let (first_route, second_route) = routes;
     let all_in = slot(&mut b, n_in + lens.len());
     let first_out = slot(&mut b, lens.len() + first_route.len());
     let flags = MemFlagsData::trusted();
@@ -727,7 +735,7 @@ fn build_entry(
         }
     };
     pick(&mut b, first_out, lens.len(), first_route);
-    let second_out = match &routes[1] {
+    let second_out = match second_route {
         Some(route) => {
             let s = slot(&mut b, route.len());
             pick(&mut b, s, 0, route);
@@ -837,7 +845,7 @@ pub fn clif_text_parallel(arena: &mut Arena, func: &Func) -> Result<String, JitE
                     [id1, id2],
                     n_in,
                     &lens,
-                    &results.routes,
+                    (&results.first_route, results.second_route.as_deref()),
                 )?;
                 return Ok(format!(
                     "; the first part (compiled on one thread)\n{}\n\n\

@@ -216,22 +216,8 @@ fn split_where(
             .filter(|j| !taken.contains(j))
             .map(|j| items[j])
             .collect();
-        let mut body = if left.len() == 1 {
-            left[0]
-        } else {
-            let t = arena.tuple(&left);
-            let ty = Type::Tuple(
-                left.iter()
-                    .map(|&c| arena.type_of(c).cloned())
-                    .collect::<Option<Vec<_>>>()?
-                    .into(),
-            );
-            arena.set_type(t, ty);
-            t
-        };
-        let ty = arena.type_of(body).cloned()?;
-        body = rebuild(arena, &stmts[at..], body, &ty)?;
-        body
+        let (body, ty) = tuple_of(arena, &left)?;
+        rebuild(arena, &stmts[at..], body, &ty)?
     };
     let free: HashSet<Var> = arena.free_vars(rest).into_iter().collect();
     let crossing: Vec<Var> = stmts[..at]
@@ -239,7 +225,7 @@ fn split_where(
         .flat_map(|s| s.vars.iter().copied())
         .filter(|v| free.contains(v))
         .collect();
-    let mut types: Vec<Type> = crossing
+    let types: Vec<Type> = crossing
         .iter()
         .map(|&v| arena.var_type(v).cloned())
         .collect::<Option<_>>()?;
@@ -248,29 +234,15 @@ fn split_where(
     }
     let mut results: Vec<ExprId> = crossing
         .iter()
-        .zip(&types)
+        .zip(types)
         .map(|(&v, t)| {
             let e = arena.var(v);
-            arena.set_type(e, t.clone());
+            arena.set_type(e, t);
             e
         })
         .collect();
-    for &j in &taken {
-        types.push(arena.type_of(items[j]).cloned()?);
-        results.push(items[j]);
-    }
-    let ret = if types.len() == 1 {
-        types[0].clone()
-    } else {
-        Type::Tuple(types.clone().into())
-    };
-    let body = if results.len() == 1 {
-        results[0]
-    } else {
-        let t = arena.tuple(&results);
-        arena.set_type(t, ret.clone());
-        t
-    };
+    results.extend(taken.iter().map(|&j| items[j]));
+    let (body, ret) = tuple_of(arena, &results)?;
     let body = rebuild(arena, &stmts[..at], body, &ret)?;
     let mut params = func.params.clone();
     params.extend(&crossing);
@@ -293,6 +265,21 @@ fn split_where(
         result_items: if taken.is_empty() { 0 } else { items.len() },
         taken,
     })
+}
+
+/// The tuple of `items` (typed), or the one item, with its type.
+fn tuple_of(arena: &mut Arena, items: &[ExprId]) -> Option<(ExprId, Type)> {
+    let types = items
+        .iter()
+        .map(|&e| arena.type_of(e).cloned())
+        .collect::<Option<Vec<_>>>()?;
+    if let ([e], [t]) = (items, &types[..]) {
+        return Some((*e, t.clone()));
+    }
+    let t = Type::Tuple(types.into());
+    let e = arena.tuple(items);
+    arena.set_type(e, t.clone());
+    Some((e, t))
 }
 
 /// The statements `stmts` (of one chain) around `body`, whose type is `ty`: new `let`
