@@ -1040,7 +1040,8 @@ fn build_with(
         .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))?;
     let main = b.create_block();
     b.switch_to_block(main);
-    let flags = MemFlagsData::trusted();
+    // The pointer arrays are read-only: their loads may move to where the pointers are used.
+    let flags = MemFlagsData::trusted().with_readonly().with_can_move();
     let load_ptrs = |b: &mut FunctionBuilder, base: Value, n: usize| -> Vec<Value> {
         (0..n)
             .map(|k| b.ins().load(ptr, flags, base, (k as i32).wrapping_mul(8)))

@@ -12,8 +12,15 @@
 //!   compile time and a slot is reused once the last value referencing it is dead.
 //!
 //! Lengths and buffer addresses that depend only on the sizes are computed once, in a
-//! prologue that is emitted last (when all slots are known) into the entry block and
-//! passed to the body's first block as parameters.
+//! prologue that is emitted last (when all slots are known) into the entry block. The body
+//! uses placeholders for them, which become aliases of the prologue's values; as these are
+//! pure (the sizes and pointer arrays are read-only), Cranelift's optimizer computes each
+//! where it is needed instead of keeping them all live through the whole function.
+//!
+//! Loops carry only what changes between iterations: the lengths and strides of an
+//! accumulator kept in buffers laid out alike are the same on every iteration, and an
+//! exact length (see [`crate::shape`]) is the sizes' value, so the body's loops and
+//! addresses see constants and prologue values rather than block parameters.
 
 use std::rc::Rc;
 use unfad_syntax::fast_hash::FastMap as HashMap;
@@ -320,10 +327,11 @@ impl<'a> Translator<'a> {
         if let Some(&v) = self.pro.get(&p) {
             return v;
         }
-        // The body block already has instructions; the builder's only `Variable`s (the
-        // state of scans computed where they are read) are defined before every use, in
-        // this block or after it, so the SSA construction never gives this block a
-        // parameter, and adding one cannot disturb it.
+        // The placeholder is a parameter of the body's first block until `finish_prologue`
+        // makes it an alias. That block already has instructions; the builder's only
+        // `Variable`s (the state of scans computed where they are read) are defined before
+        // every use, in this block or after it, so the SSA construction never gives this
+        // block a parameter, and adding one cannot disturb it.
         if self.pro_order.len() >= MAX_BLOCK_PARAMS {
             // Refused in `finish_prologue`; until then any value keeps the IR well-formed.
             if let Some(&(_, v)) = self.pro_order.last() {
@@ -746,7 +754,12 @@ impl<'a> Translator<'a> {
             return internal("a scan computed where it is read is not read in order");
         }
         let cur: Vec<Value> = scan.state.iter().map(|&v| self.b.use_var(v)).collect();
-        let acc = self.rebuild(&scan.template, &scan.acc, &mut cur.iter(), &no_holds())?;
+        let acc = self.rebuild(
+            &scan.template,
+            &scan.acc,
+            &mut ivs(&cur).iter(),
+            &no_holds(),
+        )?;
         let x = self.elem(&scan.src, i)?;
         let (ps, body) = lambda(self.arena, scan.f, 2, "a scan")?;
         self.bind(ps[0], acc.clone())?;
@@ -1103,23 +1116,24 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// The value with the structure of `template` made of the SSA values `vals` (as
-    /// [`Translator::flatten`] produced them), arrays with shapes from `s` and buffers `holds`.
+    /// The value with the structure of `template` made of the slots `vals` (as
+    /// [`Translator::flatten`] produced them, or lengths and strides known to be the same),
+    /// arrays with shapes from `s` and buffers `holds`.
     fn rebuild(
         &mut self,
         template: &Val,
         s: &SShape,
-        vals: &mut std::slice::Iter<'_, Value>,
+        vals: &mut std::slice::Iter<'_, IV>,
         holds: &Holds,
     ) -> R<Val> {
-        let mut next = || {
-            vals.next()
-                .copied()
-                .ok_or_else(|| JitError::Internal("too few block parameters".into()))
+        let mut value = || match vals.next() {
+            Some(&IV::V(v)) => Ok(v),
+            Some(IV::K(_)) => internal("a constant slot for a value"),
+            None => internal("too few block parameters"),
         };
         Ok(match (template, s) {
-            (Val::Real(_), _) => Val::Real(FV::V(next()?)),
-            (Val::Bool(_), _) => Val::Bool(BV::V(next()?)),
+            (Val::Real(_), _) => Val::Real(FV::V(value()?)),
+            (Val::Bool(_), _) => Val::Bool(BV::V(value()?)),
             (Val::Tuple(items), SShape::Tuple(ss)) if items.len() == ss.len() => Val::Tuple(
                 items
                     .iter()
@@ -1132,8 +1146,15 @@ impl<'a> Translator<'a> {
                 let Kind::Mem { layout, .. } = &a.kind else {
                     return internal("only arrays in memory are passed between blocks");
                 };
-                let len = IV::V(next()?);
-                let d = self.stat_of(len, sa.len);
+                let Some(&carried) = vals.next() else {
+                    return internal("too few block parameters");
+                };
+                // An exact length is the sizes' value whatever the block received.
+                let (len, d) = if sa.exact {
+                    (self.dim(sa.len), Some(sa.len))
+                } else {
+                    (carried, self.stat_of(carried, sa.len))
+                };
                 Val::Arr(Rc::new(Arr {
                     len,
                     shape: sized(sa, d),
@@ -1147,7 +1168,7 @@ impl<'a> Translator<'a> {
         })
     }
 
-    fn rebuild_layout(lay: &Layout, vals: &mut std::slice::Iter<'_, Value>) -> R<Layout> {
+    fn rebuild_layout(lay: &Layout, vals: &mut std::slice::Iter<'_, IV>) -> R<Layout> {
         let mut next = || {
             vals.next()
                 .copied()
@@ -1155,11 +1176,10 @@ impl<'a> Translator<'a> {
         };
         Ok(match lay {
             Layout::Real { strides, .. } => {
-                let base = next()?;
-                let strides = strides
-                    .iter()
-                    .map(|_| next().map(IV::V))
-                    .collect::<R<Vec<_>>>()?;
+                let IV::V(base) = next()? else {
+                    return internal("a constant slot for an address");
+                };
+                let strides = strides.iter().map(|_| next()).collect::<R<Vec<_>>>()?;
                 Layout::Real {
                     base,
                     strides: strides.into(),
@@ -1173,13 +1193,60 @@ impl<'a> Translator<'a> {
                     .into(),
             ),
             Layout::Array { elem, .. } => {
-                let len = IV::V(next()?);
+                let len = next()?;
                 Layout::Array {
                     len,
                     elem: Rc::new(Self::rebuild_layout(elem, vals)?),
                 }
             }
         })
+    }
+
+    /// The slots of a loop's state of shape `s` that every iteration leaves as they are,
+    /// when each iteration's state is a view of one of `places` (accumulator buffers
+    /// allocated alike, or rows of one array): their strides and inner lengths, and the
+    /// lengths the shape says are exact. `n` is the number of slots.
+    /// `p`'s lengths and strides in [`Translator::flatten`]'s order for a value of shape `s`
+    /// kept in `p`: `None` for what may differ between values kept there (reals, addresses,
+    /// lengths that are not exact).
+    fn place_slots(&mut self, p: &Place, s: &SShape, out: &mut Vec<Option<IV>>) {
+        match (p, s) {
+            (Place::Tuple(items), SShape::Tuple(ss)) if items.len() == ss.len() => {
+                for (p, s) in items.iter().zip(ss.iter()) {
+                    self.place_slots(p, s, out);
+                }
+            }
+            (Place::Arr(a), SShape::Arr(sa)) => {
+                out.push(sa.exact.then(|| self.dim(sa.len)));
+                if let Kind::Mem { layout, .. } = &a.kind {
+                    layout_slots(layout, out);
+                }
+            }
+            // A real or condition, or a place that does not match (then nothing is fixed:
+            // the slot count differs from the state's).
+            _ => out.push(None),
+        }
+    }
+
+    fn fixed_slots(&mut self, places: &[&Place], s: &SShape, n: usize) -> Fixed {
+        let mut all: Option<Vec<Option<IV>>> = None;
+        for p in places {
+            let mut slots = Vec::with_capacity(n);
+            self.place_slots(p, s, &mut slots);
+            all = Some(match all {
+                None => slots,
+                Some(prev) if prev.len() == slots.len() => prev
+                    .iter()
+                    .zip(&slots)
+                    .map(|(a, b)| if a == b { *a } else { None })
+                    .collect(),
+                Some(_) => vec![None; n],
+            });
+        }
+        match all {
+            Some(slots) if slots.len() == n => Fixed(slots),
+            _ => Fixed(vec![None; n]),
+        }
     }
 
     fn holds_of(v: &Val, out: &mut Vec<Rc<Buf>>) {
@@ -1683,22 +1750,32 @@ impl<'a> Translator<'a> {
             None => (zv, no_holds()),
         };
         let phased = usize::from(buffers.is_some());
+        let mut flat = Vec::new();
+        self.flatten(&start, &mut flat)?;
+        let fixed = match &buffers {
+            Some((pa_place, pb_place)) => {
+                self.fixed_slots(&[pa_place, pb_place], &acc_shape, flat.len())
+            }
+            None => Fixed::none(flat.len()),
+        };
         let mut init = Vec::new();
         if phased == 1 {
             init.push(self.b.ins().iconst(I8, 0));
         }
-        self.flatten(&start, &mut init)?;
+        init.extend(fixed.carried(&flat)?);
         let out = self.loop_(count, false, init, &mut |t, i, cur| {
             let xi = t.elem(a, IV::V(i))?;
             let dst = t.place_elem(&d, IV::V(i))?;
             let xi = t.write_except(&xi, &dst, &path)?;
-            let acc = t.rebuild(&start, &acc_shape, &mut cur[phased..].iter(), &holds)?;
+            let slots = fixed.slots(&cur[phased..])?;
+            let acc = t.rebuild(&start, &acc_shape, &mut slots.iter(), &holds)?;
             t.bind(pa, acc)?;
             t.bind(px, project(&xi, &path)?)?;
             let r = t.emit(body);
             t.unbind(pa);
             t.unbind(px);
             let mut next = Vec::new();
+            let mut flat = Vec::new();
             match &buffers {
                 Some((pa_place, pb_place)) => {
                     // Phase 0: the accumulator is in the first buffer, the next goes to the
@@ -1706,15 +1783,17 @@ impl<'a> Translator<'a> {
                     let other = t.select_place(cur[0], pa_place, pb_place)?;
                     let nv = t.write(&r?, &other)?;
                     next.push(t.b.ins().bxor_imm_s(cur[0], 1));
-                    t.flatten(&nv, &mut next)?;
+                    t.flatten(&nv, &mut flat)?;
                 }
-                None => t.flatten(&r?, &mut next)?,
+                None => t.flatten(&r?, &mut flat)?,
             }
+            next.extend(fixed.carried(&flat)?);
             Ok(next)
         })?;
         self.pad(&d, count)?;
         let stored = Self::view(&d, count, dim)?;
-        let folded = self.rebuild(&start, &acc_shape, &mut out[phased..].iter(), &holds)?;
+        let slots = fixed.slots(&out[phased..])?;
+        let folded = self.rebuild(&start, &acc_shape, &mut slots.iter(), &holds)?;
         self.bind(x, stored)?;
         // The fold's reading of `x` was just done.
         self.skip(src);
@@ -1973,7 +2052,7 @@ impl<'a> Translator<'a> {
             let mut next = Vec::with_capacity(cur.len());
             let mut at = 0;
             for (f, &w) in folds.iter().zip(&widths) {
-                let acc = t.rebuild(&f.zv, &f.shape, &mut cur[at..at + w].iter(), &holds)?;
+                let acc = t.rebuild(&f.zv, &f.shape, &mut ivs(&cur[at..at + w]).iter(), &holds)?;
                 at += w;
                 let xi = t.elem(&f.src, IV::V(i))?;
                 t.bind(f.pa, acc)?;
@@ -1993,7 +2072,12 @@ impl<'a> Translator<'a> {
         let mut at = 0;
         let mut results = Vec::with_capacity(folds.len());
         for (f, &w) in folds.iter().zip(&widths) {
-            results.push(self.rebuild(&f.zv, &f.shape, &mut outs[at..at + w].iter(), &holds)?);
+            results.push(self.rebuild(
+                &f.zv,
+                &f.shape,
+                &mut ivs(&outs[at..at + w]).iter(),
+                &holds,
+            )?);
             at += w;
         }
         Ok(results)
@@ -2046,15 +2130,19 @@ impl<'a> Translator<'a> {
         let v0 = self.write(&zv, &dst)?;
         drop(zv);
         let acc_shape = self.an.var_shape(pa)?.clone();
-        let mut init = Vec::new();
-        self.flatten(&v0, &mut init)?;
+        let mut flat = Vec::new();
+        self.flatten(&v0, &mut flat)?;
+        // Every state is a row of `d`: its strides and inner lengths stay.
+        let fixed = self.fixed_slots(&[&dst], &acc_shape, flat.len());
+        let init = fixed.carried(&flat)?;
         let holds = {
             let mut h = Vec::new();
             Self::holds_of(&v0, &mut h);
             Holds::from(h)
         };
         self.loop_(count, right, init, &mut |t, i, cur| {
-            let acc = t.rebuild(&v0, &acc_shape, &mut cur.iter(), &holds)?;
+            let slots = fixed.slots(cur)?;
+            let acc = t.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)?;
             let xi = t.elem(&src, IV::V(i))?;
             t.bind(pa, acc)?;
             t.bind(px, xi)?;
@@ -2070,9 +2158,9 @@ impl<'a> Translator<'a> {
             t.unbind(pa);
             t.unbind(px);
             let nv = nv?;
-            let mut out = Vec::new();
-            t.flatten(&nv, &mut out)?;
-            Ok(out)
+            let mut flat = Vec::new();
+            t.flatten(&nv, &mut flat)?;
+            fixed.carried(&flat)
         })?;
         let n_dim = count_dim.map(Dim::inc);
         let n = match n_dim {
@@ -2101,7 +2189,7 @@ impl<'a> Translator<'a> {
             self.flatten(&zv, &mut init)?;
             let holds = no_holds();
             let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
-                let acc = t.rebuild(&zv, &acc_shape, &mut cur.iter(), &holds)?;
+                let acc = t.rebuild(&zv, &acc_shape, &mut ivs(cur).iter(), &holds)?;
                 let xi = t.elem(&src, IV::V(i))?;
                 t.bind(pa, acc)?;
                 t.bind(px, xi)?;
@@ -2112,7 +2200,7 @@ impl<'a> Translator<'a> {
                 t.flatten(&r?, &mut out)?;
                 Ok(out)
             })?;
-            return self.rebuild(&zv, &acc_shape, &mut out.iter(), &holds);
+            return self.rebuild(&zv, &acc_shape, &mut ivs(&out).iter(), &holds);
         }
         let pa_place = self.acc_place(&acc_shape)?;
         let pb_place = self.acc_place(&acc_shape)?;
@@ -2124,11 +2212,15 @@ impl<'a> Translator<'a> {
             Self::place_holds(&pb_place, &mut h);
             Holds::from(h)
         };
+        let mut flat = Vec::new();
+        self.flatten(&v0, &mut flat)?;
+        let fixed = self.fixed_slots(&[&pa_place, &pb_place], &acc_shape, flat.len());
         let mut init = vec![self.b.ins().iconst(I8, 0)];
-        self.flatten(&v0, &mut init)?;
+        init.extend(fixed.carried(&flat)?);
         let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
             let phase = cur[0];
-            let acc = t.rebuild(&v0, &acc_shape, &mut cur[1..].iter(), &holds)?;
+            let slots = fixed.slots(&cur[1..])?;
+            let acc = t.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)?;
             // Phase 0: the accumulator is in the first buffer, the next one goes to the second.
             let other = t.select_place(phase, &pa_place, &pb_place)?;
             let xi = t.elem(&src, IV::V(i))?;
@@ -2139,10 +2231,13 @@ impl<'a> Translator<'a> {
             t.unbind(px);
             let nv = nv?;
             let mut out = vec![t.b.ins().bxor_imm_s(phase, 1)];
-            t.flatten(&nv, &mut out)?;
+            let mut flat = Vec::new();
+            t.flatten(&nv, &mut flat)?;
+            out.extend(fixed.carried(&flat)?);
             Ok(out)
         })?;
-        self.rebuild(&v0, &acc_shape, &mut out[1..].iter(), &holds)
+        let slots = fixed.slots(&out[1..])?;
+        self.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)
     }
 
     /// `Some(max)` or `Some(min)` if `body` is `max(pa, px)` or `min(pa, px)` (either order).
@@ -2273,7 +2368,7 @@ impl<'a> Translator<'a> {
         let mut h = Vec::new();
         Self::holds_of(&vx, &mut h);
         Self::holds_of(&vy, &mut h);
-        self.rebuild(&vx, &shape, &mut params.iter(), &Holds::from(h))
+        self.rebuild(&vx, &shape, &mut ivs(&params).iter(), &Holds::from(h))
     }
 
     /// Whether `e` is a small scalar expression worth evaluating unconditionally.
@@ -2696,7 +2791,8 @@ impl<'a> Translator<'a> {
     }
 
     /// Emit the prologue into `entry` (which must be empty): load the sizes, compute every
-    /// count and buffer address the body uses, and jump to the body's first block.
+    /// count and buffer address the body uses, make the body's placeholders aliases of
+    /// them, and jump to the body's first block.
     pub fn finish_prologue(&mut self, entry: Block, sizes: Value, workspace: Value) -> R<Plan> {
         if self.pro_order.len() > MAX_BLOCK_PARAMS {
             return unsupported("a function with this many distinct array lengths");
@@ -2743,7 +2839,11 @@ impl<'a> Translator<'a> {
             args.push(v);
         }
         let main = self.main;
-        self.b.ins().jump(main, &blockargs(&args));
+        self.b.ins().jump(main, &[]);
+        for ((_, placeholder), &v) in order.iter().zip(&args).rev() {
+            self.b.func.dfg.remove_block_param(*placeholder);
+            self.b.func.dfg.change_to_alias(*placeholder, v);
+        }
         Ok(Plan {
             workspace: total,
             checks,
@@ -2784,7 +2884,7 @@ impl SizeValues {
                         None => {
                             let n = b.ins().load(
                                 I64,
-                                MemFlagsData::trusted(),
+                                MemFlagsData::trusted().with_readonly().with_can_move(),
                                 self.sizes,
                                 (i as i32).wrapping_mul(8),
                             );
@@ -2858,6 +2958,64 @@ enum Prep {
     },
     /// Not a loop: already written.
     Done(Val),
+}
+
+/// The slots of a loop's state (in [`Translator::flatten`]'s order) that are the same on
+/// every iteration (`Some`): they are not carried, so the body sees the lengths and
+/// strides themselves (often constants or the sizes' values) rather than block parameters.
+struct Fixed(Vec<Option<IV>>);
+
+impl Fixed {
+    /// Nothing fixed: every one of `n` slots is carried.
+    fn none(n: usize) -> Fixed {
+        Fixed(vec![None; n])
+    }
+
+    /// The slots of `flat` (a whole state) that the loop carries.
+    fn carried(&self, flat: &[Value]) -> R<Vec<Value>> {
+        if flat.len() != self.0.len() {
+            return internal("a loop's state changed its number of slots");
+        }
+        Ok(flat
+            .iter()
+            .zip(&self.0)
+            .filter(|(_, f)| f.is_none())
+            .map(|(&v, _)| v)
+            .collect())
+    }
+
+    /// The whole state from the carried slots.
+    fn slots(&self, carried: &[Value]) -> R<Vec<IV>> {
+        let mut it = carried.iter();
+        let out = self
+            .0
+            .iter()
+            .map(|f| f.or_else(|| it.next().map(|&v| IV::V(v))))
+            .collect::<Option<Vec<IV>>>();
+        match out {
+            Some(out) if it.next().is_none() => Ok(out),
+            _ => internal("a loop's carried state does not fit its slots"),
+        }
+    }
+}
+
+/// Every slot carried.
+fn ivs(vals: &[Value]) -> Vec<IV> {
+    vals.iter().map(|&v| IV::V(v)).collect()
+}
+
+fn layout_slots(lay: &Layout, out: &mut Vec<Option<IV>>) {
+    match lay {
+        Layout::Real { strides, .. } => {
+            out.push(None);
+            out.extend(strides.iter().map(|&s| Some(s)));
+        }
+        Layout::Tuple(items) => items.iter().for_each(|l| layout_slots(l, out)),
+        Layout::Array { len, elem } => {
+            out.push(Some(*len));
+            layout_slots(elem, out);
+        }
+    }
 }
 
 /// Where the reals of one leaf come from, for [`Translator::write_flat`].

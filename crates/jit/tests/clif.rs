@@ -19,16 +19,17 @@ fn dot_is_one_bottom_tested_loop() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v29 = load.i64 notrap aligned v1
-                jump block1(v29)
+                v29 = load.i64 notrap aligned readonly can_move v1
+                v7 -> v29
+                jump block1
 
-            block1(v7: i64):
-                v4 = load.i64 notrap aligned v0
-                v5 = load.i64 notrap aligned v0+8
-                v6 = load.i64 notrap aligned v2
+            block1:
+                v4 = load.i64 notrap aligned readonly can_move v0
+                v5 = load.i64 notrap aligned readonly can_move v0+8
+                v6 = load.i64 notrap aligned readonly can_move v2
                 v8 = f64const 0.0
                 v12 = iconst.i64 0
-                brif v7, block2(v12, v8), block3(v8)  ; v12 = 0, v8 = 0.0, v8 = 0.0
+                brif.i64 v7, block2(v12, v8), block3(v8)  ; v12 = 0, v8 = 0.0, v8 = 0.0
 
             block2(v9: i64, v10: f64):
                 v13 = iconst.i64 3
@@ -67,9 +68,11 @@ fn prod_gradient() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v54 = load.i64 notrap aligned v1
+                v54 = load.i64 notrap aligned readonly can_move v1
+                v6 -> v54
                 v55 = iconst.i64 1
                 v56 = smax v54, v55  ; v55 = 1
+                v8 -> v56
                 v57 = iconst.i64 3
                 v58 = ishl v56, v57  ; v57 = 3
                 v59 = iadd v3, v58
@@ -77,25 +80,27 @@ fn prod_gradient() {
                 v61 = iconst.i64 3
                 v62 = ishl v60, v61  ; v60 = 0, v61 = 3
                 v63 = iadd v3, v62
+                v7 -> v63
                 v64 = iconst.i64 -1
                 v65 = iadd v54, v64  ; v64 = -1
                 v66 = iconst.i64 0
                 v67 = smax v65, v66  ; v66 = 0
-                jump block1(v54, v63, v56, v67)
+                v9 -> v67
+                jump block1
 
-            block1(v6: i64, v7: i64, v8: i64, v9: i64):
-                v4 = load.i64 notrap aligned v0
-                v5 = load.i64 notrap aligned v2
+            block1:
+                v4 = load.i64 notrap aligned readonly can_move v0
+                v5 = load.i64 notrap aligned readonly can_move v2
                 v10 = iconst.i64 8
                 v11 = iadd v4, v10  ; v10 = 8
                 v12 = iconst.i64 3
-                v13 = ishl v9, v12  ; v12 = 3
-                v14 = iadd v7, v13
+                v13 = ishl.i64 v9, v12  ; v12 = 3
+                v14 = iadd.i64 v7, v13
                 v15 = f64const 0x1.0000000000000p0
                 store notrap aligned v15, v14  ; v15 = 0x1.0000000000000p0
                 v19 = iconst.i64 -1
-                v20 = iadd v9, v19  ; v19 = -1
-                brif v9, block2(v20, v15), block3(v15)  ; v15 = 0x1.0000000000000p0, v15 = 0x1.0000000000000p0
+                v20 = iadd.i64 v9, v19  ; v19 = -1
+                brif.i64 v9, block2(v20, v15), block3(v15)  ; v15 = 0x1.0000000000000p0, v15 = 0x1.0000000000000p0
 
             block2(v16: i64, v17: f64):
                 v21 = iconst.i64 3
@@ -154,15 +159,17 @@ fn nested_fills_and_copies_are_single_loops() {
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v32 = load.i64 notrap aligned v1+8
-                v33 = load.i64 notrap aligned v1
-                jump block1(v32, v33)
+                v32 = load.i64 notrap aligned readonly can_move v1+8
+                v7 -> v32
+                v33 = load.i64 notrap aligned readonly can_move v1
+                v8 -> v33
+                jump block1
 
-            block1(v7: i64, v8: i64):
-                v4 = load.i64 notrap aligned v0
-                v5 = load.i64 notrap aligned v2
-                v6 = load.i64 notrap aligned v2+8
-                v9 = imul v8, v7
+            block1:
+                v4 = load.i64 notrap aligned readonly can_move v0
+                v5 = load.i64 notrap aligned readonly can_move v2
+                v6 = load.i64 notrap aligned readonly can_move v2+8
+                v9 = imul.i64 v8, v7
                 v11 = iconst.i64 0
                 brif v9, block2(v11), block3  ; v11 = 0
 
@@ -197,6 +204,125 @@ fn nested_fills_and_copies_are_single_loops() {
                 brif v31, block4(v30), block5
 
             block5:
+                return
+            }
+        "#]],
+    );
+}
+
+/// A fold whose accumulator is an array carries its phase and buffer address only: the
+/// length and strides are the same on every iteration and stay out of the loop's state.
+#[test]
+fn array_accumulator_carries_only_its_address() {
+    clif(
+        "def f(M: [m][n]real, z: [n]real) = reduce (s, r. map2 + s r) z M",
+        expect![[r#"
+            function u0:0(i64, i64, i64, i64) system_v {
+            block0(v0: i64, v1: i64, v2: i64, v3: i64):
+                v71 = load.i64 notrap aligned readonly can_move v1+8
+                v7 -> v71
+                v72 = iconst.i64 3
+                v73 = ishl v71, v72  ; v72 = 3
+                v74 = iadd v3, v73
+                v75 = iconst.i64 3
+                v76 = ishl v71, v75  ; v75 = 3
+                v77 = iadd v74, v76
+                v78 = load.i64 notrap aligned readonly can_move v1
+                v8 -> v78
+                v79 = iconst.i64 0
+                v80 = iconst.i64 3
+                v81 = ishl v79, v80  ; v79 = 0, v80 = 3
+                v82 = iadd v3, v81
+                v9 -> v82
+                v83 = iconst.i64 3
+                v84 = ishl v79, v83  ; v79 = 0, v83 = 3
+                v85 = iadd v74, v84
+                v10 -> v85
+                jump block1
+
+            block1:
+                v4 = load.i64 notrap aligned readonly can_move v0
+                v5 = load.i64 notrap aligned readonly can_move v0+8
+                v6 = load.i64 notrap aligned readonly can_move v2
+                v12 = iconst.i64 0
+                brif.i64 v7, block2(v12), block3  ; v12 = 0
+
+            block2(v11: i64):
+                v13 = iconst.i64 3
+                v14 = ishl v11, v13  ; v13 = 3
+                v15 = iadd.i64 v5, v14
+                v16 = load.f64 notrap aligned v15
+                v17 = iconst.i64 3
+                v18 = ishl v11, v17  ; v17 = 3
+                v19 = iadd.i64 v9, v18
+                store notrap aligned v16, v19
+                v20 = iconst.i64 1
+                v21 = iadd v11, v20  ; v20 = 1
+                v22 = icmp ult v21, v7
+                brif v22, block2(v21), block3
+
+            block3:
+                v23 = iconst.i64 1
+                v24 = iconst.i8 0
+                v30 = iconst.i64 0
+                brif.i64 v8, block4(v30, v24, v9), block5(v24, v9)  ; v30 = 0, v24 = 0, v24 = 0
+
+            block4(v25: i64, v26: i8, v27: i64):
+                v31 = select.i64 v26, v9, v10
+                v32 = imul v25, v7
+                v33 = iconst.i64 3
+                v34 = ishl v32, v33  ; v33 = 3
+                v35 = iadd.i64 v4, v34
+                v37 = iconst.i64 0
+                brif.i64 v7, block6(v37), block7  ; v37 = 0
+
+            block6(v36: i64):
+                v38 = iconst.i64 3
+                v39 = ishl v36, v38  ; v38 = 3
+                v40 = iadd.i64 v27, v39
+                v41 = load.f64 notrap aligned v40
+                v42 = iconst.i64 3
+                v43 = ishl v36, v42  ; v42 = 3
+                v44 = iadd.i64 v35, v43
+                v45 = load.f64 notrap aligned v44
+                v46 = iconst.i64 3
+                v47 = ishl v36, v46  ; v46 = 3
+                v48 = iadd.i64 v31, v47
+                v49 = fadd v41, v45
+                store notrap aligned v49, v48
+                v50 = iconst.i64 1
+                v51 = iadd v36, v50  ; v50 = 1
+                v52 = icmp ult v51, v7
+                brif v52, block6(v51), block7
+
+            block7:
+                v53 = iconst.i8 1
+                v54 = bxor.i8 v26, v53  ; v53 = 1
+                v55 = iconst.i64 1
+                v56 = iconst.i64 1
+                v57 = iadd.i64 v25, v56  ; v56 = 1
+                v58 = icmp ult v57, v8
+                brif v58, block4(v57, v54, v31), block5(v54, v31)
+
+            block5(v28: i8, v29: i64):
+                v60 = iconst.i64 0
+                brif.i64 v7, block8(v60), block9  ; v60 = 0
+
+            block8(v59: i64):
+                v61 = iconst.i64 3
+                v62 = ishl v59, v61  ; v61 = 3
+                v63 = iadd.i64 v29, v62
+                v64 = load.f64 notrap aligned v63
+                v65 = iconst.i64 3
+                v66 = ishl v59, v65  ; v65 = 3
+                v67 = iadd.i64 v6, v66
+                store notrap aligned v64, v67
+                v68 = iconst.i64 1
+                v69 = iadd v59, v68  ; v68 = 1
+                v70 = icmp ult v69, v7
+                brif v70, block8(v69), block9
+
+            block9:
                 return
             }
         "#]],
