@@ -60,7 +60,11 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
         body,
         ..func.clone()
     };
-    let f = simplify_to_fixed_point(arena, &f);
+    // Until a pass rewrites under a tenth of the nodes: what is left then, the passes after
+    // inlining do anyway, and the pass that would find nothing more costs as much as one
+    // that rewrites (GMM's gradient: 586, 93, then 0 rewrites). Of 3000 random gradients,
+    // one costs more in the model for it, by 0.014 in ratio.
+    let (f, _) = simplify_while(arena, &f, |rewrites, nodes| 10 * rewrites > nodes);
     let f = inline::inline_single_use(arena, &f);
     // Nearly to a fixed point (until a pass rewrites under 2% of the nodes): the passes
     // after sharing finish the job, and a pass that changes nothing is as dear as one
