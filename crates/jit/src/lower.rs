@@ -899,6 +899,13 @@ impl<'a> Translator<'a> {
             Kind::Mem { .. } | Kind::Fill { .. } | Kind::Scan(_) => {}
         }
         let (count, dim) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
+        if let (Kind::Mem { layout: from, .. }, Kind::Mem { layout: to, .. }) = (&a.kind, &p.kind) {
+            if from == to {
+                // Already there (computed into its destination).
+                self.pad(p, count)?;
+                return Self::view(p, count, dim);
+            }
+        }
         if self.write_flat(a, p, count)? {
             self.pad(p, count)?;
             return Self::view(p, count, dim);
@@ -1818,6 +1825,18 @@ impl<'a> Translator<'a> {
         match (arena[e], p) {
             (_, Place::Reg) => self.emit(e),
             (Let(x, e1, e2), _) => {
+                if let Place::Tuple(ps) = p {
+                    if let Some(i) = self.result_slot(x, e2, ps) {
+                        // `x` is a component of the chain's result: computed where that
+                        // goes (a cut's crossing values, a gradient bound before the
+                        // result) rather than copied there at the end.
+                        let v = self.emit_into(e1, &ps[i])?;
+                        self.bind_let(x, v)?;
+                        let r = self.emit_into(e2, p)?;
+                        self.end_scope(&[x], &r);
+                        return Ok(r);
+                    }
+                }
                 let v = self.emit(e1)?;
                 if let Some(r) = self.stored_then_folded(x, &v, e2, Some(p))? {
                     return Ok(r);
@@ -1892,6 +1911,35 @@ impl<'a> Translator<'a> {
                 self.write(&v, p)
             }
         }
+    }
+
+    /// `Some(i)` if the `let`-chain `e` ends in a tuple whose component `i` (of `places`, an
+    /// array's place) is the variable `x` itself, which no other component is and no
+    /// binding of the chain binds again: then `x` may be computed into `places[i]`.
+    fn result_slot(&self, x: Var, e: ExprId, places: &[Place]) -> Option<usize> {
+        let arena = self.arena;
+        let mut cur = e;
+        loop {
+            match arena[cur] {
+                Node::Let(y, _, b) if y != x => cur = b,
+                Node::LetTuple(ys, _, b) if !arena.vars_of(ys).contains(&x) => cur = b,
+                Node::Tuple(l) if arena.exprs(l).len() == places.len() => break,
+                _ => return None,
+            }
+        }
+        let Node::Tuple(l) = arena[cur] else {
+            return None;
+        };
+        let mut at = None;
+        for (i, &item) in arena.exprs(l).iter().enumerate() {
+            if arena[item] == Node::Var(x) {
+                if at.is_some() {
+                    return None;
+                }
+                at = Some(i);
+            }
+        }
+        at.filter(|&i| matches!(places[i], Place::Arr(_)))
     }
 
     /// The components of a tuple written to `places` with their loops fused: scalar folds

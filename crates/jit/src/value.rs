@@ -101,7 +101,7 @@ pub(crate) struct Scan {
 }
 
 /// Where the elements of an in-memory array are; mirrors the element type.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Layout {
     /// A real leaf: element `i` of the array is at `base + 8 * i * strides[0]`; the other
     /// strides index the arrays inside the element (the last one is 1).
