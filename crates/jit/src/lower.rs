@@ -899,12 +899,9 @@ impl<'a> Translator<'a> {
             Kind::Mem { .. } | Kind::Fill { .. } | Kind::Scan(_) => {}
         }
         let (count, dim) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
-        if let (Kind::Mem { layout: from, .. }, Kind::Mem { layout: to, .. }) = (&a.kind, &p.kind) {
-            if from == to {
-                // Already there (computed into its destination).
-                self.pad(p, count)?;
-                return Self::view(p, count, dim);
-            }
+        if in_place(a, p) {
+            self.pad(p, count)?;
+            return Self::view(p, count, dim);
         }
         if self.write_flat(a, p, count)? {
             self.pad(p, count)?;
@@ -2005,11 +2002,16 @@ impl<'a> Translator<'a> {
             } else if let (true, Place::Arr(d)) = (array_like(e, p), p) {
                 let a = self.emit_arr(e)?;
                 let (count, dim) = self.min_len(&[(a.len, a.stat()), (d.len, d.stat())]);
-                Prep::Array {
-                    a,
-                    d: d.clone(),
-                    count,
-                    dim,
+                if in_place(&a, d) {
+                    self.pad(d, count)?;
+                    Prep::Done(Self::view(d, count, dim)?)
+                } else {
+                    Prep::Array {
+                        a,
+                        d: d.clone(),
+                        count,
+                        dim,
+                    }
                 }
             } else {
                 Prep::Done(self.emit_into(e, p)?)
@@ -2022,7 +2024,15 @@ impl<'a> Translator<'a> {
             Prep::Done(_) => None,
         };
         let Some(count) = preps.iter().find_map(count_of) else {
-            return internal("a fused tuple without loops");
+            // Every array was already in place: nothing left to run.
+            let items = preps
+                .into_iter()
+                .map(|p| match p {
+                    Prep::Done(v) => Ok(v),
+                    _ => internal("a fused tuple lost a loop"),
+                })
+                .collect::<R<Vec<_>>>()?;
+            return Ok(Some(Val::Tuple(items.into())));
         };
         let group: Vec<usize> = (0..preps.len())
             .filter(|&k| count_of(&preps[k]) == Some(count))
@@ -3044,6 +3054,14 @@ impl Fixed {
             Some(out) if it.next().is_none() => Ok(out),
             _ => internal("a loop's carried state does not fit its slots"),
         }
+    }
+}
+
+/// Whether the in-memory array `a` is already in `p` (it was computed there).
+fn in_place(a: &Arr, p: &Arr) -> bool {
+    match (&a.kind, &p.kind) {
+        (Kind::Mem { layout: from, .. }, Kind::Mem { layout: to, .. }) => from == to,
+        _ => false,
     }
 }
 

@@ -328,3 +328,70 @@ fn array_accumulator_carries_only_its_address() {
         "#]],
     );
 }
+
+/// A `let`-bound array that is a component of the result is computed into its output
+/// buffer (one loop writes `exp`s there, one sums them), not copied there at the end.
+#[test]
+fn result_component_is_computed_in_place() {
+    clif(
+        "def f(A: [n]real) = let B = map (x. exp(x)) A in (B, reduce + 0 B)",
+        expect![[r#"
+            function u0:0(i64, i64, i64, i64) system_v {
+                ss0 = explicit_slot 8, align = 8
+                sig0 = (f64) -> f64 system_v
+                fn0 = u0:1 sig0
+
+            block0(v0: i64, v1: i64, v2: i64, v3: i64):
+                v37 = load.i64 notrap aligned readonly can_move v1
+                v7 -> v37
+                jump block1
+
+            block1:
+                v4 = load.i64 notrap aligned readonly can_move v0
+                v5 = load.i64 notrap aligned readonly can_move v2
+                v6 = load.i64 notrap aligned readonly can_move v2+8
+                v9 = iconst.i64 0
+                brif.i64 v7, block2(v9), block3  ; v9 = 0
+
+            block2(v8: i64):
+                v10 = iconst.i64 3
+                v11 = ishl v8, v10  ; v10 = 3
+                v12 = iadd.i64 v4, v11
+                v13 = load.f64 notrap aligned v12
+                v14 = iconst.i64 3
+                v15 = ishl v8, v14  ; v14 = 3
+                v16 = iadd.i64 v5, v15
+                v17 = call fn0(v13)
+                store notrap aligned v17, v16
+                v18 = iconst.i64 1
+                v19 = iadd v8, v18  ; v18 = 1
+                v20 = icmp ult v19, v7
+                brif v20, block2(v19), block3
+
+            block3:
+                v21 = f64const 0.0
+                v25 = iconst.i64 0
+                brif.i64 v7, block4(v25, v21), block5(v21)  ; v25 = 0, v21 = 0.0, v21 = 0.0
+
+            block4(v22: i64, v23: f64):
+                v26 = iconst.i64 3
+                v27 = ishl v22, v26  ; v26 = 3
+                v28 = iadd.i64 v5, v27
+                v29 = load.f64 notrap aligned v28
+                v30 = fadd v23, v29
+                v31 = iconst.i64 1
+                v32 = iadd v22, v31  ; v31 = 1
+                v33 = icmp ult v32, v7
+                brif v33, block4(v32, v30), block5(v30)
+
+            block5(v24: f64):
+                v34 = stack_addr.i64 ss0
+                store notrap aligned v24, v34
+                v35 = atomic_load.i64 notrap aligned v34
+                v36 = bitcast.f64 v35
+                store notrap aligned v36, v6
+                return
+            }
+        "#]],
+    );
+}
