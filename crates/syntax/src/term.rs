@@ -679,9 +679,29 @@ impl Arena {
         })
     }
 
-    /// Whether `e` has an occurrence of one of the variables `vs` (free or not). One visit
-    /// per node of the DAG.
+    /// Whether `e` has an occurrence of one of the variables `vs` (free or not). At most one
+    /// visit per node of the DAG (and a few hundred visits) per call.
     pub fn mentions_any(&self, e: ExprId, vs: &[Var]) -> bool {
+        // A small term is walked as a tree, without a set of the nodes seen (most function
+        // bodies the rules ask about are small); past a budget, as a DAG.
+        let mut stack: smallvec::SmallVec<[ExprId; 32]> = smallvec::smallvec![e];
+        let mut budget = 512;
+        while let Some(x) = stack.pop() {
+            budget -= 1;
+            if budget == 0 {
+                return self.mentions_any_dag(e, vs);
+            }
+            if let Node::Var(v) = self[x] {
+                if vs.contains(&v) {
+                    return true;
+                }
+            }
+            self.for_each_child(x, |c| stack.push(c));
+        }
+        false
+    }
+
+    fn mentions_any_dag(&self, e: ExprId, vs: &[Var]) -> bool {
         let mut seen = crate::fast_hash::FastSet::default();
         let mut stack = vec![e];
         while let Some(x) = stack.pop() {
