@@ -378,6 +378,36 @@ impl Compiled {
     }
 }
 
+/// Cranelift contexts kept between compilations: a context that is reused keeps its
+/// allocations (the register allocator's above all), which a new one makes again.
+static CONTEXTS: Mutex<Vec<Context>> = Mutex::new(Vec::new());
+
+/// Contexts kept at most (three per compilation running at once, for two).
+const KEPT_CONTEXTS: usize = 6;
+
+/// A context for `module`'s functions, kept from an earlier compilation if there is one.
+fn take_context(module: &JITModule) -> Context {
+    let kept = CONTEXTS.lock().ok().and_then(|mut v| v.pop());
+    match kept {
+        Some(mut ctx) => {
+            module.clear_context(&mut ctx);
+            ctx
+        }
+        None => module.make_context(),
+    }
+}
+
+/// Keep `ctxs` for later compilations (emptied when taken).
+fn keep_contexts<const N: usize>(ctxs: [Context; N]) {
+    if let Ok(mut v) = CONTEXTS.lock() {
+        for ctx in ctxs {
+            if v.len() < KEPT_CONTEXTS {
+                v.push(ctx);
+            }
+        }
+    }
+}
+
 /// The name of the function the ABI describes.
 const ENTRY: &str = "unfad_entry";
 
@@ -386,12 +416,12 @@ const ENTRY: &str = "unfad_entry";
 pub fn compile(arena: &Arena, func: &Func) -> Result<Compiled, JitError> {
     let arena = typed(arena, func)?;
     let mut module = new_module()?;
-    let mut ctx = module.make_context();
+    let mut ctx = take_context(&module);
     let (id, built) = build(&arena, func, &mut module, &mut ctx, ENTRY)?;
     module
         .define_function(id, &mut ctx)
         .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
-    module.clear_context(&mut ctx);
+    keep_contexts([ctx]);
     finish(module, id, built, 1)
 }
 
@@ -439,10 +469,10 @@ fn type_in_place(arena: &mut Arena, func: &Func) -> R<()> {
 fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Compiled, JitError> {
     let isa = host_isa()?;
     let mut module = new_module()?;
-    let mut entry = module.make_context();
+    let mut entry = take_context(&module);
     // The larger part compiles on another thread while this one lowers and compiles the
     // other part and the entry.
-    let mut ctxs = [module.make_context(), module.make_context()];
+    let mut ctxs = [take_context(&module), take_context(&module)];
     let names = ["unfad_first", "unfad_second"];
     let funcs = [&parts.first, &parts.second];
     let (far, near) = if parts.first_larger { (0, 1) } else { (1, 0) };
@@ -498,6 +528,8 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
     for (id, ctx) in ids.into_iter().zip(&ctxs).chain([(id0, &entry)]) {
         define_compiled(&mut module, id, ctx)?;
     }
+    let [c1, c2] = ctxs;
+    keep_contexts([c1, c2, entry]);
     let workspace = SizeExpr::sum(lens.iter().cloned().chain([SizeExpr::max_of([
         b1.workspace.clone(),
         b2.workspace.clone(),
