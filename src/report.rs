@@ -286,7 +286,9 @@ impl Report<'_> {
         let _ = writeln!(
             s,
             "\n`compile_grad` (parse to native code) of each program in `examples/`, median of \
-             repeated compilations; target under {COMPILE_TARGET_MS} ms. Twice: by one `Engine` \
+             20 compilations made in 10 rounds that take the examples in turn (so that a burst \
+             of load on the machine does not fall on one program); target under \
+             {COMPILE_TARGET_MS} ms. Twice: by one `Engine` \
              that compiled the program before (an engine keeps the term arenas of finished \
              compilations and fills them again), and by a new `Engine` each time (its arenas \
              allocated afresh, as for the first compilation of a process). The \

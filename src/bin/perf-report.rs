@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use unfad::Engine;
 use unfad_suite::gradbench::{gmm_input, measure_gmm, GmmFigures, GMM_SIZE};
-use unfad_suite::measure::{measure_program, median_ms, Budget};
+use unfad_suite::measure::{measure_program, Budget};
 use unfad_suite::report::{CompileRow, Machine, Report};
 use unfad_suite::suite::programs;
 
@@ -141,7 +141,13 @@ fn debug() -> bool {
     cfg!(debug_assertions)
 }
 
-/// `compile_grad` and `compile` of every example, median of 20 compilations.
+/// Rounds of the compile-time measurements; each round compiles every example in turn
+/// (twice each way, and its stages once), so that a burst of load on the machine does not
+/// fall on one example's measurements only. Medians over the rounds: 20 compilations each
+/// way, 10 timings of the stages.
+const COMPILE_ROUNDS: usize = 10;
+
+/// `compile_grad` and `compile` of every example.
 fn compile_times() -> Result<Vec<CompileRow>, String> {
     let dir = unfad_suite::examples_dir();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -151,67 +157,99 @@ fn compile_times() -> Result<Vec<CompileRow>, String> {
         .collect();
     files.sort();
     let engine = Engine::new();
-    let mut rows = Vec::new();
+    let first_line = |e: unfad::Error| e.to_string().lines().next().unwrap_or("").to_string();
+    struct Example {
+        file: String,
+        src: String,
+        /// Whether each way compiles (the error if not): gradient, primal, stages.
+        grad: Result<(), String>,
+        primal: Result<(), String>,
+        stages_ok: bool,
+        samples: [Vec<f64>; 3],
+        stages: [Vec<f64>; 4],
+    }
+    let mut examples = Vec::new();
     for f in files {
         let src = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        let new_engine = || -> Result<f64, String> {
-            let once = || {
-                Engine::new()
-                    .compile_grad(&src)
-                    .map(|_| ())
-                    .map_err(|e| e.to_string().lines().next().unwrap_or("").to_string())
-            };
-            once()?;
-            Ok(median_ms(20, || {
-                let _ = std::hint::black_box(once());
-            }))
-        };
-        let time = |grad: bool| -> Result<f64, String> {
-            let once = |engine: &Engine| -> Result<(), String> {
-                if grad {
-                    engine.compile_grad(&src).map(|_| ())
-                } else {
-                    engine.compile(&src).map(|_| ())
-                }
-                .map_err(|e| e.to_string().lines().next().unwrap_or("").to_string())
-            };
-            once(&engine)?;
-            Ok(median_ms(20, || {
-                let _ = std::hint::black_box(once(&engine));
-            }))
-        };
-        rows.push(CompileRow {
+        let grad = engine.compile_grad(&src).map(|_| ()).map_err(first_line);
+        let primal = engine.compile(&src).map(|_| ()).map_err(first_line);
+        let stages_ok = stages(&src).is_some();
+        examples.push(Example {
             file: format!(
                 "examples/{}",
                 f.file_name()
                     .map_or(String::new(), |n| n.to_string_lossy().into_owned())
             ),
-            grad_ms: time(true),
-            grad_new_engine_ms: new_engine(),
-            primal_ms: time(false),
-            stages: stages(&src),
+            src,
+            grad,
+            primal,
+            stages_ok,
+            samples: Default::default(),
+            stages: Default::default(),
         });
     }
-    Ok(rows)
-}
-
-/// Medians of the stages of `compile_grad` on `src` (`None` if one fails).
-fn stages(src: &str) -> Option<[f64; 4]> {
-    let mut runs: [Vec<f64>; 4] = Default::default();
-    for _ in 0..10 {
+    let time = |f: &mut dyn FnMut()| {
         let t = Instant::now();
-        let mut p = unfad::Pipeline::load(src, None).ok()?;
-        let t1 = t.elapsed();
-        let all = p.wrt(None).ok()?;
-        let rev = p.reverse(&all).ok()?;
-        let t2 = t.elapsed();
-        let opt = p.optimize(&rev).ok()?;
-        let t3 = t.elapsed();
-        unfad_jit::compile_parallel(&mut p.program.arena, &opt).ok()?;
-        let t4 = t.elapsed();
-        for (k, d) in [t1, t2 - t1, t3 - t2, t4 - t3].into_iter().enumerate() {
-            runs[k].push(d.as_secs_f64() * 1e3);
+        f();
+        t.elapsed().as_secs_f64() * 1e3
+    };
+    for _ in 0..COMPILE_ROUNDS {
+        for ex in examples.iter_mut() {
+            let src = ex.src.as_str();
+            for _ in 0..2 {
+                if ex.grad.is_ok() {
+                    let t = time(&mut || {
+                        let _ = std::hint::black_box(engine.compile_grad(src));
+                    });
+                    ex.samples[0].push(t);
+                    let t = time(&mut || {
+                        let _ = std::hint::black_box(Engine::new().compile_grad(src));
+                    });
+                    ex.samples[1].push(t);
+                }
+                if ex.primal.is_ok() {
+                    let t = time(&mut || {
+                        let _ = std::hint::black_box(engine.compile(src));
+                    });
+                    ex.samples[2].push(t);
+                }
+            }
+            if ex.stages_ok {
+                if let Some(s) = stages(src) {
+                    for (k, d) in s.into_iter().enumerate() {
+                        ex.stages[k].push(d);
+                    }
+                }
+            }
         }
     }
-    Some(runs.map(|r| unfad_suite::measure::median(&r)))
+    let median = unfad_suite::measure::median;
+    Ok(examples
+        .into_iter()
+        .map(|ex| CompileRow {
+            file: ex.file,
+            grad_ms: ex.grad.clone().map(|()| median(&ex.samples[0])),
+            grad_new_engine_ms: ex.grad.map(|()| median(&ex.samples[1])),
+            primal_ms: ex.primal.map(|()| median(&ex.samples[2])),
+            stages: ex
+                .stages_ok
+                .then(|| ex.stages.each_ref().map(|s| median(s))),
+        })
+        .collect())
+}
+
+/// The stages of one `compile_grad` of `src` in milliseconds, each timed alone with a new
+/// arena (`None` if one fails).
+fn stages(src: &str) -> Option<[f64; 4]> {
+    let t = Instant::now();
+    let mut p = unfad::Pipeline::load(src, None).ok()?;
+    let t1 = t.elapsed();
+    let all = p.wrt(None).ok()?;
+    let rev = p.reverse(&all).ok()?;
+    let t2 = t.elapsed();
+    let opt = p.optimize(&rev).ok()?;
+    let t3 = t.elapsed();
+    unfad_jit::compile_parallel(&mut p.program.arena, &opt).ok()?;
+    let t4 = t.elapsed();
+    Some([t1, t2 - t1, t3 - t2, t4 - t3].map(|d| d.as_secs_f64() * 1e3))
 }
