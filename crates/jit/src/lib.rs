@@ -48,7 +48,16 @@
 //! share a slot, and slot offsets are computed from the sizes in the function's prologue. An
 //! array made inside a loop body reuses its slot in every iteration. Results are written
 //! straight into their destination (the caller's output buffers, the row of a nested array,
-//! an accumulator's buffer) instead of being copied there.
+//! an accumulator's buffer) instead of being copied there; so is a `let`-bound array that
+//! is one component of the result (a cut's crossing values, a gradient bound before the
+//! result tuple). The prologue's lengths and addresses are pure values computed from the
+//! read-only sizes and pointer arrays, which Cranelift computes where they are used.
+//!
+//! A loop carries only what changes between iterations: an accumulator's buffer address
+//! (two buffers alternate), not its lengths and strides, which are the same on every
+//! iteration; an exact length is the sizes' value. So the loops inside a fold's body see
+//! constant or prologue lengths (no run-time minimum of equal lengths, no padding of empty
+//! tails, no multiplication by run-time strides).
 //!
 //! # Fusion
 //!
