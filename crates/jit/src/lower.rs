@@ -1206,10 +1206,6 @@ impl<'a> Translator<'a> {
         })
     }
 
-    /// The slots of a loop's state of shape `s` that every iteration leaves as they are,
-    /// when each iteration's state is a view of one of `places` (accumulator buffers
-    /// allocated alike, or rows of one array): their strides and inner lengths, and the
-    /// lengths the shape says are exact. `n` is the number of slots.
     /// `p`'s lengths and strides in [`Translator::flatten`]'s order for a value of shape `s`
     /// kept in `p`: `None` for what may differ between values kept there (reals, addresses,
     /// lengths that are not exact).
@@ -1232,6 +1228,10 @@ impl<'a> Translator<'a> {
         }
     }
 
+    /// The slots of a loop's state of shape `s` that every iteration leaves as they are,
+    /// when each iteration's state is a view of one of `places` (accumulator buffers
+    /// allocated alike, or rows of one array): their strides and inner lengths, and the
+    /// lengths the shape says are exact. `n` is the number of slots.
     fn fixed_slots(&mut self, places: &[&Place], s: &SShape, n: usize) -> Fixed {
         let mut all: Option<Vec<Option<IV>>> = None;
         for p in places {
@@ -1916,27 +1916,19 @@ impl<'a> Translator<'a> {
     fn result_slot(&self, x: Var, e: ExprId, places: &[Place]) -> Option<usize> {
         let arena = self.arena;
         let mut cur = e;
-        loop {
+        let items = loop {
             match arena[cur] {
                 Node::Let(y, _, b) if y != x => cur = b,
                 Node::LetTuple(ys, _, b) if !arena.vars_of(ys).contains(&x) => cur = b,
-                Node::Tuple(l) if arena.exprs(l).len() == places.len() => break,
+                Node::Tuple(l) if arena.exprs(l).len() == places.len() => break arena.exprs(l),
                 _ => return None,
             }
-        }
-        let Node::Tuple(l) = arena[cur] else {
-            return None;
         };
-        let mut at = None;
-        for (i, &item) in arena.exprs(l).iter().enumerate() {
-            if arena[item] == Node::Var(x) {
-                if at.is_some() {
-                    return None;
-                }
-                at = Some(i);
-            }
+        let mut at = (0..items.len()).filter(|&i| arena[items[i]] == Node::Var(x));
+        match (at.next(), at.next()) {
+            (Some(i), None) if matches!(places[i], Place::Arr(_)) => Some(i),
+            _ => None,
         }
-        at.filter(|&i| matches!(places[i], Place::Arr(_)))
     }
 
     /// The components of a tuple written to `places` with their loops fused: scalar folds
