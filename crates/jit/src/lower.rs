@@ -1232,6 +1232,27 @@ impl<'a> Translator<'a> {
     /// when each iteration's state is a view of one of `places` (accumulator buffers
     /// allocated alike, or rows of one array): their strides and inner lengths, and the
     /// lengths the shape says are exact. `n` is the number of slots.
+    /// A loop's initial state `v` of shape `s`, kept in `places` on every iteration (none:
+    /// nothing fixed): its fixed slots, and the values the loop carries.
+    fn loop_state(&mut self, v: &Val, places: &[&Place], s: &SShape) -> R<(Fixed, Vec<Value>)> {
+        let mut flat = Vec::new();
+        self.flatten(v, &mut flat)?;
+        let fixed = if places.is_empty() {
+            Fixed::none(flat.len())
+        } else {
+            self.fixed_slots(places, s, flat.len())
+        };
+        let carried = fixed.carried(&flat)?;
+        Ok((fixed, carried))
+    }
+
+    /// The values a loop carries of its next state `v`.
+    fn carry(&mut self, v: &Val, fixed: &Fixed) -> R<Vec<Value>> {
+        let mut flat = Vec::new();
+        self.flatten(v, &mut flat)?;
+        fixed.carried(&flat)
+    }
+
     fn fixed_slots(&mut self, places: &[&Place], s: &SShape, n: usize) -> Fixed {
         let mut all: Option<Vec<Option<IV>>> = None;
         for p in places {
@@ -1754,19 +1775,13 @@ impl<'a> Translator<'a> {
             None => (zv, no_holds()),
         };
         let phased = usize::from(buffers.is_some());
-        let mut flat = Vec::new();
-        self.flatten(&start, &mut flat)?;
-        let fixed = match &buffers {
-            Some((pa_place, pb_place)) => {
-                self.fixed_slots(&[pa_place, pb_place], &acc_shape, flat.len())
-            }
-            None => Fixed::none(flat.len()),
-        };
+        let places: Vec<&Place> = buffers.iter().flat_map(|(a, b)| [a, b]).collect();
+        let (fixed, carried) = self.loop_state(&start, &places, &acc_shape)?;
         let mut init = Vec::new();
         if phased == 1 {
             init.push(self.b.ins().iconst(I8, 0));
         }
-        init.extend(fixed.carried(&flat)?);
+        init.extend(carried);
         let out = self.loop_(count, false, init, &mut |t, i, cur| {
             let xi = t.elem(a, IV::V(i))?;
             let dst = t.place_elem(&d, IV::V(i))?;
@@ -1778,21 +1793,18 @@ impl<'a> Translator<'a> {
             let r = t.emit(body);
             t.unbind(pa);
             t.unbind(px);
-            let mut next = Vec::new();
-            let mut flat = Vec::new();
             match &buffers {
                 Some((pa_place, pb_place)) => {
                     // Phase 0: the accumulator is in the first buffer, the next goes to the
                     // second.
                     let other = t.select_place(cur[0], pa_place, pb_place)?;
                     let nv = t.write(&r?, &other)?;
-                    next.push(t.b.ins().bxor_imm_s(cur[0], 1));
-                    t.flatten(&nv, &mut flat)?;
+                    let mut next = vec![t.b.ins().bxor_imm_s(cur[0], 1)];
+                    next.extend(t.carry(&nv, &fixed)?);
+                    Ok(next)
                 }
-                None => t.flatten(&r?, &mut flat)?,
+                None => t.carry(&r?, &fixed),
             }
-            next.extend(fixed.carried(&flat)?);
-            Ok(next)
         })?;
         self.pad(&d, count)?;
         let stored = Self::view(&d, count, dim)?;
@@ -2180,11 +2192,8 @@ impl<'a> Translator<'a> {
         let v0 = self.write(&zv, &dst)?;
         drop(zv);
         let acc_shape = self.an.var_shape(pa)?.clone();
-        let mut flat = Vec::new();
-        self.flatten(&v0, &mut flat)?;
         // Every state is a row of `d`: its strides and inner lengths stay.
-        let fixed = self.fixed_slots(&[&dst], &acc_shape, flat.len());
-        let init = fixed.carried(&flat)?;
+        let (fixed, init) = self.loop_state(&v0, &[&dst], &acc_shape)?;
         let holds = {
             let mut h = Vec::new();
             Self::holds_of(&v0, &mut h);
@@ -2207,10 +2216,7 @@ impl<'a> Translator<'a> {
             let nv = t.emit(body).and_then(|r| t.write(&r, &dst));
             t.unbind(pa);
             t.unbind(px);
-            let nv = nv?;
-            let mut flat = Vec::new();
-            t.flatten(&nv, &mut flat)?;
-            fixed.carried(&flat)
+            t.carry(&nv?, &fixed)
         })?;
         let n_dim = count_dim.map(Dim::inc);
         let n = match n_dim {
@@ -2262,11 +2268,9 @@ impl<'a> Translator<'a> {
             Self::place_holds(&pb_place, &mut h);
             Holds::from(h)
         };
-        let mut flat = Vec::new();
-        self.flatten(&v0, &mut flat)?;
-        let fixed = self.fixed_slots(&[&pa_place, &pb_place], &acc_shape, flat.len());
+        let (fixed, carried) = self.loop_state(&v0, &[&pa_place, &pb_place], &acc_shape)?;
         let mut init = vec![self.b.ins().iconst(I8, 0)];
-        init.extend(fixed.carried(&flat)?);
+        init.extend(carried);
         let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
             let phase = cur[0];
             let slots = fixed.slots(&cur[1..])?;
@@ -2281,9 +2285,7 @@ impl<'a> Translator<'a> {
             t.unbind(px);
             let nv = nv?;
             let mut out = vec![t.b.ins().bxor_imm_s(phase, 1)];
-            let mut flat = Vec::new();
-            t.flatten(&nv, &mut flat)?;
-            out.extend(fixed.carried(&flat)?);
+            out.extend(t.carry(&nv, &fixed)?);
             Ok(out)
         })?;
         let slots = fixed.slots(&out[1..])?;
