@@ -29,7 +29,7 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64, I8};
 use cranelift_codegen::ir::{
     AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlot,
-    StackSlotData, StackSlotKind, Type, Value,
+    StackSlotData, StackSlotKind, TrapCode, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
 use cranelift_module::{Linkage, Module};
@@ -77,6 +77,13 @@ fn fkey(x: FV) -> FKey {
         FV::V(v) => FKey::V(v),
     }
 }
+
+/// The trap the native code stops with rather than read or write outside a buffer (which
+/// only a lowering bug could ask for: a length check that failed at run time).
+pub(crate) const TRAP_OUT_OF_BOUNDS: TrapCode = match TrapCode::user(1) {
+    Some(code) => code,
+    None => panic!("user trap codes start at 1"),
+};
 
 /// Cranelift numbers block parameters with 16 bits; stay well below.
 const MAX_BLOCK_PARAMS: usize = 60_000;
@@ -578,14 +585,15 @@ impl<'a> Translator<'a> {
             shared_rows(&layout, path)?
         };
         let len = self.dim(sa.len);
-        Ok(Rc::new(Arr {
+        Ok(self.arr(
             len,
-            shape: sized(sa, Some(sa.len)),
-            kind: Kind::Mem {
+            sa,
+            Some(sa.len),
+            Kind::Mem {
                 layout,
                 holds: Rc::from(vec![buf]),
             },
-        }))
+        ))
     }
 
     /// Places for an accumulator of shape `s`: scalars in registers, arrays in new buffers.
@@ -640,15 +648,15 @@ impl<'a> Translator<'a> {
 
     /// The array in memory laid out as `elem` repeated `len` times, of shape `sa`.
     fn mem_arr(&mut self, len: IV, elem: &Layout, sa: &Rc<SArr>, holds: &Holds) -> Rc<Arr> {
-        let d = self.stat_of(len, sa.len);
-        Rc::new(Arr {
+        self.arr(
             len,
-            shape: sized(sa, d),
-            kind: Kind::Mem {
+            sa,
+            Some(sa.len),
+            Kind::Mem {
                 layout: elem.clone(),
                 holds: holds.clone(),
             },
-        })
+        )
     }
 
     /// The value described by the layout of one element (of shape `s`).
@@ -696,19 +704,62 @@ impl<'a> Translator<'a> {
         self.layout_place(&lay, &p.shape.elem, holds)
     }
 
-    /// The in-memory array at place `p`, with run-time length `len` (exactly `dim` if known).
-    fn view(p: &Arr, len: IV, dim: Option<Dim>) -> R<Val> {
+    /// The in-memory array at place `p`, with run-time length `len` (exactly `dim` if known),
+    /// never longer than `p`: a length that is not shown at most `p`'s at compile time is
+    /// clamped to it.
+    fn view(&mut self, p: &Arr, len: IV, dim: Option<Dim>) -> R<Val> {
         let Kind::Mem { layout, holds } = &p.kind else {
             return internal("a destination is not in memory");
         };
-        Ok(Val::Arr(Rc::new(Arr {
+        let (len, dim) = if Self::at_most((len, dim), (p.len, p.stat())) {
+            (len, dim)
+        } else {
+            (self.umin(len, p.len), None)
+        };
+        let kind = Kind::Mem {
+            layout: layout.clone(),
+            holds: holds.clone(),
+        };
+        Ok(Val::Arr(self.arr(len, &p.shape, dim, kind)))
+    }
+
+    /// Stop the program (a trap) if `a`, an array in memory, is empty at run time, unless its
+    /// length shows at compile time that it never is. A length the shape analysis got wrong
+    /// then stops the program instead of writing outside a buffer.
+    fn check_nonempty(&mut self, a: &Arr) -> R<()> {
+        let shown = match (a.len, a.stat()) {
+            (IV::K(k), _) => k >= 1,
+            (_, Some(d)) => d.floor >= 1 || d.as_constant().is_some_and(|k| k >= 1),
+            _ => false,
+        };
+        if !shown {
+            let len = self.ival(a.len);
+            self.b.ins().trapz(len, TRAP_OUT_OF_BOUNDS);
+        }
+        Ok(())
+    }
+
+    /// Whether the length `a` is at most `b` at every size, shown at compile time (the same
+    /// value, constants, or lengths of the sizes whose minimum is `a`); each with its `Dim`
+    /// if it is exactly that.
+    fn at_most(a: (IV, Option<Dim>), b: (IV, Option<Dim>)) -> bool {
+        a.0 == b.0
+            || a.0 == IV::K(0)
+            || matches!((a.0, b.0), (IV::K(x), IV::K(y)) if x <= y)
+            || matches!((a.1, b.1), (Some(x), Some(y)) if x.min(y) == Some(x))
+    }
+
+    /// An array of shape `sa` and run-time length `len`, exact (of length `claim`) only if
+    /// `len` is by construction the prologue's value of `claim`: every array value is made
+    /// here, so a length the lowering relies on as exact is never merely the shape
+    /// analysis' word.
+    fn arr(&mut self, len: IV, sa: &Rc<SArr>, claim: Option<Dim>, kind: Kind) -> Rc<Arr> {
+        let d = claim.and_then(|d| self.stat_of(len, d));
+        Rc::new(Arr {
             len,
-            shape: sized(&p.shape, dim),
-            kind: Kind::Mem {
-                layout: layout.clone(),
-                holds: holds.clone(),
-            },
-        })))
+            shape: sized(sa, d),
+            kind,
+        })
     }
 
     // ---- reading elements -----------------------------------------------------------------
@@ -804,10 +855,12 @@ impl<'a> Translator<'a> {
                 var
             })
             .collect();
-        Ok(Some(Val::Arr(Rc::new(Arr {
-            len: src.len,
-            shape: sized(&sa, src.stat()),
-            kind: Kind::Scan(Rc::new(Scan {
+        let claim = src.stat();
+        Ok(Some(Val::Arr(self.arr(
+            src.len,
+            &sa,
+            claim,
+            Kind::Scan(Rc::new(Scan {
                 f,
                 src,
                 state,
@@ -817,7 +870,7 @@ impl<'a> Translator<'a> {
                 depth: self.frames.len(),
                 read: Default::default(),
             })),
-        }))))
+        ))))
     }
 
     fn fill_val(&mut self, e: &FillElem) -> Val {
@@ -830,16 +883,14 @@ impl<'a> Translator<'a> {
                     .collect::<Vec<_>>()
                     .into(),
             ),
-            FillElem::Array { len, shape, elem } => Val::Arr(Rc::new(Arr {
-                len: *len,
-                shape: {
-                    let d = self.stat_of(*len, shape.len);
-                    sized(shape, d)
-                },
-                kind: Kind::Fill {
+            FillElem::Array { len, shape, elem } => Val::Arr(self.arr(
+                *len,
+                shape,
+                Some(shape.len),
+                Kind::Fill {
                     elem: (**elem).clone(),
                 },
-            })),
+            )),
         }
     }
 
@@ -900,12 +951,12 @@ impl<'a> Translator<'a> {
         }
         let (count, dim) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
         if in_place(a, p) {
-            self.pad(p, count)?;
-            return Self::view(p, count, dim);
+            self.pad(p, count, dim)?;
+            return self.view(p, count, dim);
         }
         if self.write_flat(a, p, count)? {
-            self.pad(p, count)?;
-            return Self::view(p, count, dim);
+            self.pad(p, count, dim)?;
+            return self.view(p, count, dim);
         }
         self.loop_(count, false, Vec::new(), &mut |t, i, _| {
             let x = t.elem(a, IV::V(i))?;
@@ -913,8 +964,8 @@ impl<'a> Translator<'a> {
             t.write(&x, &dst)?;
             Ok(Vec::new())
         })?;
-        self.pad(p, count)?;
-        Self::view(p, count, dim)
+        self.pad(p, count, dim)?;
+        self.view(p, count, dim)
     }
 
     /// Write the first `count` elements of `a` to `p` with one loop per leaf, when the
@@ -965,11 +1016,17 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// Zero the elements of `p` from `from` to its capacity.
-    fn pad(&mut self, p: &Arr, from: IV) -> R<()> {
+    /// Zero the elements of `p` from `from` to its capacity (none if `from` is past it).
+    /// `from_dim` is `from`'s `Dim` if it is exactly that.
+    fn pad(&mut self, p: &Arr, from: IV, from_dim: Option<Dim>) -> R<()> {
         if from == p.len {
             return Ok(());
         }
+        let from = if Self::at_most((from, from_dim), (p.len, p.stat())) {
+            from
+        } else {
+            self.umin(from, p.len)
+        };
         let n = self.isub(p.len, from);
         self.loop_(n, false, Vec::new(), &mut |t, j, _| {
             let i = t.iadd_v(from, j);
@@ -999,7 +1056,7 @@ impl<'a> Translator<'a> {
             Place::Tuple(ps) => ps.iter().try_for_each(|p| self.zero(p)),
             Place::Arr(a) => {
                 let a = a.clone();
-                self.pad(&a, IV::K(0))
+                self.pad(&a, IV::K(0), None)
             }
         }
     }
@@ -1153,20 +1210,20 @@ impl<'a> Translator<'a> {
                 let Some(&carried) = vals.next() else {
                     return internal("too few block parameters");
                 };
-                // An exact length is the sizes' value whatever the block received.
-                let (len, d) = if sa.exact {
-                    (self.dim(sa.len), Some(sa.len))
-                } else {
-                    (carried, self.stat_of(carried, sa.len))
-                };
-                Val::Arr(Rc::new(Arr {
-                    len,
-                    shape: sized(sa, d),
-                    kind: Kind::Mem {
-                        layout: Self::rebuild_layout(layout, vals)?,
+                // The length is what the block received (a fixed slot when the state is
+                // kept in places of one capacity, see `place_slots`), never the shape's
+                // claim: an array's length stays within the buffer it is in whatever the
+                // shape analysis says.
+                let layout = Self::rebuild_layout(layout, vals)?;
+                Val::Arr(self.arr(
+                    carried,
+                    sa,
+                    Some(sa.len),
+                    Kind::Mem {
+                        layout,
                         holds: holds.clone(),
                     },
-                }))
+                ))
             }
             _ => return internal("a value does not match its shape"),
         })
@@ -1217,7 +1274,9 @@ impl<'a> Translator<'a> {
                 }
             }
             (Place::Arr(a), SShape::Arr(sa)) => {
-                out.push(sa.exact.then(|| self.dim(sa.len)));
+                // A state kept in `p` is never longer than `p`'s capacity, so that is its
+                // length when the shape says every state has the same one.
+                out.push(sa.exact.then_some(a.len));
                 if let Kind::Mem { layout, .. } = &a.kind {
                     layout_slots(layout, out);
                 }
@@ -1326,14 +1385,16 @@ impl<'a> Translator<'a> {
                 };
                 let len = self.select_iv(c, a.len, b.len);
                 let layout = self.select_layout(c, la, lb)?;
-                Place::Arr(Rc::new(Arr {
+                let claim = a.stat();
+                Place::Arr(self.arr(
                     len,
-                    shape: a.shape.clone(),
-                    kind: Kind::Mem {
+                    &a.shape,
+                    claim,
+                    Kind::Mem {
                         layout,
                         holds: concat_holds(ha, hb),
                     },
-                }))
+                ))
             }
             _ => return internal("accumulator places differ in shape"),
         })
@@ -1668,31 +1729,26 @@ impl<'a> Translator<'a> {
             Map(f, x) => {
                 let sa = shape_arr(&self.shape(e)?)?;
                 let src = self.emit_arr(x)?;
-                Ok(Val::Arr(Rc::new(Arr {
-                    len: src.len,
-                    shape: sized(&sa, src.stat()),
-                    kind: Kind::Map {
-                        f,
-                        src,
-                        read: Default::default(),
-                    },
-                })))
+                let (len, claim) = (src.len, src.stat());
+                let kind = Kind::Map {
+                    f,
+                    src,
+                    read: Default::default(),
+                };
+                Ok(Val::Arr(self.arr(len, &sa, claim, kind)))
             }
             Map2(f, x, y) => {
                 let sa = shape_arr(&self.shape(e)?)?;
                 let a = self.emit_arr(x)?;
                 let b = self.emit_arr(y)?;
                 let (len, dim) = self.min_len(&[(a.len, a.stat()), (b.len, b.stat())]);
-                Ok(Val::Arr(Rc::new(Arr {
-                    len,
-                    shape: sized(&sa, dim),
-                    kind: Kind::Map2 {
-                        f,
-                        a,
-                        b,
-                        read: Default::default(),
-                    },
-                })))
+                let kind = Kind::Map2 {
+                    f,
+                    a,
+                    b,
+                    read: Default::default(),
+                };
+                Ok(Val::Arr(self.arr(len, &sa, dim, kind)))
             }
             Reduce(f, z, x) | Foldl(f, z, x) => self.emit_fold(f, z, x),
             Shift1L(x) | Shift1R(x) => {
@@ -1806,8 +1862,8 @@ impl<'a> Translator<'a> {
                 None => t.carry(&r?, &fixed),
             }
         })?;
-        self.pad(&d, count)?;
-        let stored = Self::view(&d, count, dim)?;
+        self.pad(&d, count, dim)?;
+        let stored = self.view(&d, count, dim)?;
         let slots = fixed.slots(&out[phased..])?;
         let folded = self.rebuild(&start, &acc_shape, &mut slots.iter(), &holds)?;
         self.bind(x, stored)?;
@@ -1902,7 +1958,7 @@ impl<'a> Translator<'a> {
                     let dst = self.place_elem(d, IV::K(j as i64))?;
                     self.emit_into(item, &dst)?;
                 }
-                Self::view(d, d.len, d.stat())
+                self.view(d, d.len, d.stat())
             }
             (Array(l), _) => {
                 // A literal of another capacity (never produced by this lowering): build it
@@ -2007,8 +2063,8 @@ impl<'a> Translator<'a> {
                 let a = self.emit_arr(e)?;
                 let (count, dim) = self.min_len(&[(a.len, a.stat()), (d.len, d.stat())]);
                 if in_place(&a, d) {
-                    self.pad(d, count)?;
-                    Prep::Done(Self::view(d, count, dim)?)
+                    self.pad(d, count, dim)?;
+                    Prep::Done(self.view(d, count, dim)?)
                 } else {
                     Prep::Array {
                         a,
@@ -2080,8 +2136,8 @@ impl<'a> Translator<'a> {
                     self.write(&v, &places[k])?
                 }
                 Prep::Array { d, count, dim, .. } => {
-                    self.pad(d, *count)?;
-                    Self::view(d, *count, *dim)?
+                    self.pad(d, *count, *dim)?;
+                    self.view(d, *count, *dim)?
                 }
                 Prep::Done(v) => v.clone(),
             });
@@ -2164,8 +2220,8 @@ impl<'a> Translator<'a> {
             r?;
             Ok(Vec::new())
         })?;
-        self.pad(d, count)?;
-        Self::view(d, count, dim)
+        self.pad(d, count, dim)?;
+        self.view(d, count, dim)
     }
 
     /// `scanl f z x` (or `scanr`) written to `d`.
@@ -2187,6 +2243,9 @@ impl<'a> Translator<'a> {
             None => (self.dec(d.len), None),
         };
         let (count, count_dim) = self.min_len(&[(src.len, src.stat()), room]);
+        // The first accumulator goes to row 0 (or row `count`, at most `d.len - 1` then): a
+        // scan's result is never empty, and `d` must have a row for it.
+        self.check_nonempty(d)?;
         let first = if right { count } else { IV::K(0) };
         let dst = self.place_elem(d, first)?;
         let v0 = self.write(&zv, &dst)?;
@@ -2223,8 +2282,8 @@ impl<'a> Translator<'a> {
             Some(nd) => self.dim(nd),
             None => self.iadd(count, 1),
         };
-        self.pad(d, n)?;
-        Self::view(d, n, n_dim)
+        self.pad(d, n, n_dim)?;
+        self.view(d, n, n_dim)
     }
 
     /// `reduce f z x` / `foldl f z x`: the accumulator in registers, its arrays alternating
@@ -2477,24 +2536,14 @@ impl<'a> Translator<'a> {
             let v = expect_arr(self.write_arr(a, &p)?)?;
             return self.shift(&v, left);
         }
-        let (len, shape) = match a.stat() {
-            Some(d) => {
-                let d = d.dec();
-                let shape = Rc::new(SArr {
-                    len: d,
-                    exact: true,
-                    elem: a.shape.elem.clone(),
-                });
-                (self.dim(d), shape)
-            }
-            None => {
-                let shape = Rc::new(SArr {
-                    len: a.shape.len.dec(),
-                    exact: false,
-                    elem: a.shape.elem.clone(),
-                });
-                (self.dec(a.len), shape)
-            }
+        let shape = Rc::new(SArr {
+            len: a.shape.len.dec(),
+            exact: false,
+            elem: a.shape.elem.clone(),
+        });
+        let (len, claim) = match a.stat() {
+            Some(d) => (self.dim(d.dec()), Some(d.dec())),
+            None => (self.dec(a.len), None),
         };
         let kind = match &a.kind {
             Kind::Mem { layout, holds } => Kind::Mem {
@@ -2529,7 +2578,7 @@ impl<'a> Translator<'a> {
             }
             Kind::Scan(_) => return internal("a scan computed where it is read is shifted"),
         };
-        Ok(Rc::new(Arr { len, shape, kind }))
+        Ok(self.arr(len, &shape, claim, kind))
     }
 
     /// `zeros_like(x)` (`c` = 0) or `ones_like(x)` (`c` = 1).
@@ -2556,13 +2605,10 @@ impl<'a> Translator<'a> {
             ),
             SShape::Arr(sa) => {
                 let len = self.dim(sa.len);
-                Val::Arr(Rc::new(Arr {
-                    len,
-                    shape: sized(sa, Some(sa.len)),
-                    kind: Kind::Fill {
-                        elem: self.fill_elem_from_shape(&sa.elem, c)?,
-                    },
-                }))
+                let kind = Kind::Fill {
+                    elem: self.fill_elem_from_shape(&sa.elem, c)?,
+                };
+                Val::Arr(self.arr(len, sa, Some(sa.len), kind))
             }
         })
     }
@@ -2607,11 +2653,7 @@ impl<'a> Translator<'a> {
                         self.fill_elem_from_shape(&a.shape.elem, c)?
                     }
                 };
-                Val::Arr(Rc::new(Arr {
-                    len: a.len,
-                    shape: a.shape.clone(),
-                    kind: Kind::Fill { elem },
-                }))
+                Val::Arr(self.arr(a.len, &a.shape, a.stat(), Kind::Fill { elem }))
             }
         })
     }
@@ -2819,14 +2861,11 @@ impl<'a> Translator<'a> {
             SShape::Arr(sa) => {
                 let layout = self.layout(&sa.elem, next, &mut Vec::new())?;
                 let len = self.dim(sa.len);
-                let arr = Rc::new(Arr {
-                    len,
-                    shape: sized(sa, Some(sa.len)),
-                    kind: Kind::Mem {
-                        layout,
-                        holds: no_holds(),
-                    },
-                });
+                let kind = Kind::Mem {
+                    layout,
+                    holds: no_holds(),
+                };
+                let arr = self.arr(len, sa, Some(sa.len), kind);
                 if place {
                     Boundary::Place(Place::Arr(arr))
                 } else {

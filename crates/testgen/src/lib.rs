@@ -92,6 +92,8 @@ impl Features {
 pub struct Generated {
     pub source: String,
     pub input: Json,
+    /// The entry point's parameters, to draw other inputs ([`Generated::input_at`]).
+    params: Vec<(String, Ty)>,
 }
 
 /// SplitMix64: small, fast, and good enough for test generation.
@@ -659,5 +661,20 @@ pub fn generate(seed: u64, features: &Features) -> Generated {
     Generated {
         source: text,
         input: Json::Object(input),
+        params,
+    }
+}
+
+impl Generated {
+    /// Another input for the same program, drawn from `seed`, with `n` the length of its
+    /// vectors (and of its matrices' rows) and `m` the length of its matrices' inner rows,
+    /// 0 and 1 included.
+    pub fn input_at(&self, seed: u64, n: usize, m: usize) -> Json {
+        let mut rng = Rng::new(seed);
+        let mut input = serde_json::Map::new();
+        for (name, ty) in &self.params {
+            input.insert(name.clone(), random_value(&mut rng, ty, n, m));
+        }
+        Json::Object(input)
     }
 }
