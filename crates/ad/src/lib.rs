@@ -36,6 +36,8 @@
 //! Layers, bottom up:
 //! - [`derivatives`]: the scalar derivative table (`∂op` as Target terms);
 //! - [`ground`]: the monoid `(G, +̂, 0_G)` on ground types, with symbolic zeros;
+//! - [`request`]: the validation of a request (result type, parameters), also run by the
+//!   facade;
 //! - `reverse`: the interface of a pipeline (`Reverse`: the pair `D(e)`, and `J^T e · s`
 //!   from it), through which the rules below call back into the run that meets them;
 //! - `elem`: function arguments of array operations, their captures, `∇` and the reverse
@@ -45,8 +47,8 @@
 //! - `direct`: the direct macro, one rule per Source construct, by family;
 //! - [`unf`]: the UNF IR (Source and Target UNF, judgments, printer) and its three
 //!   transformations `UNF`, `D_ρ`, `UNF^-1`;
-//! - `pipeline`: the top of a run (`∇`, value and gradient, the request checks), calling
-//!   the rules through `Reverse`;
+//! - `pipeline`: the top of a run (`∇`, value and gradient, after the request's check),
+//!   calling the rules through `Reverse`;
 //! - [`checks`]: the invariants of generated terms (linear continuations, unique binders).
 //!
 //! Where this crate departs from the paper's figures (typos, and rules that are wrong as
@@ -65,10 +67,12 @@ pub mod error;
 mod folds;
 pub mod ground;
 mod pipeline;
+pub mod request;
 mod reverse;
 pub mod unf;
 
 pub use error::AdError;
+pub use request::RequestError;
 
 #[cfg(test)]
 mod tests;

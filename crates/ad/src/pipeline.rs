@@ -5,6 +5,7 @@
 use unfad_syntax::{Arena, ExprId, Func, Type, Var};
 
 use crate::error::AdError;
+use crate::request;
 use crate::reverse::{projection, types_of, zero_adjoints, Reverse};
 
 /// `(0_Γ, 1)`: the zero adjoint of every context variable, and the seed 1 for the result.
@@ -12,55 +13,6 @@ fn initial_adjoints(a: &mut Arena, gamma: &[Var]) -> Result<Vec<ExprId>, AdError
     let mut args = zero_adjoints(a, gamma)?;
     args.push(a.constant(1.0));
     Ok(args)
-}
-
-/// Check the request: a real-valued function, and distinct, existing parameters.
-fn check_request(a: &Arena, func: &Func, wrt: &[usize]) -> Result<(), AdError> {
-    let ret = a.type_of(func.body).unwrap_or(&func.ret);
-    if *ret != Type::Real {
-        return Err(AdError::Request(format!(
-            "`{}` returns `{ret}`; reverse mode computes gradients of functions returning `real`",
-            func.name
-        )));
-    }
-    if wrt.is_empty() {
-        return Err(AdError::Request(
-            "there is nothing to differentiate against: name at least one parameter".into(),
-        ));
-    }
-    for (k, &i) in wrt.iter().enumerate() {
-        if i >= func.params.len() {
-            return Err(AdError::Request(format!(
-                "`{}` has {} parameter(s); there is no parameter {i} to differentiate against",
-                func.name,
-                func.params.len()
-            )));
-        }
-        if wrt[..k].contains(&i) {
-            let name = a.var_name(func.params[i]);
-            return Err(AdError::Request(format!(
-                "parameter `{name}` is named twice in the parameters to differentiate against"
-            )));
-        }
-    }
-    for &p in &func.params {
-        match a.var_type(p) {
-            Some(t) if t.is_ground() => {}
-            Some(t) => {
-                return Err(AdError::Request(format!(
-                    "parameter `{}` has the non-ground type `{t}`",
-                    a.var_name(p)
-                )))
-            }
-            None => {
-                return Err(AdError::Request(format!(
-                    "parameter `{}` has no type",
-                    a.var_name(p)
-                )))
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Record the types of the function's body if the caller has not (a no-op otherwise).
@@ -76,7 +28,7 @@ pub(crate) fn gradient_with(
     wrt: &[usize],
 ) -> Result<Func, AdError> {
     ensure_typed(a, func)?;
-    check_request(a, func, wrt)?;
+    request::check(a, func, wrt)?;
     let tys = types_of(a, &func.params)?;
     let body = rev.gradient_term(a, &func.params, wrt, func.body)?;
     Ok(Func {
@@ -96,7 +48,7 @@ pub(crate) fn reverse_with(
     wrt: &[usize],
 ) -> Result<Func, AdError> {
     ensure_typed(a, func)?;
-    check_request(a, func, wrt)?;
+    request::check(a, func, wrt)?;
     let gamma = &func.params;
     let tys = types_of(a, gamma)?;
     let (y, proj, rho) = projection(a, rev.names(), gamma, wrt)?;

@@ -11,6 +11,7 @@ use unfad_syntax::{Arena, ExprId, Type, Var};
 use crate::build::Run;
 use crate::error::AdError;
 use crate::ground;
+use crate::request::RequestError;
 
 /// A reverse-mode pipeline: the direct macro, or `UNF^-1 ∘ D_ρ ∘ UNF`.
 pub trait Reverse {
@@ -108,9 +109,7 @@ pub(crate) fn projection(
         rho.push(tys[i].clone());
     }
     if picked.is_empty() {
-        return Err(AdError::Request(
-            "there is nothing to differentiate against: name at least one parameter".into(),
-        ));
+        return Err(RequestError::NothingToDifferentiate.into());
     }
     let body = a.tuple(&picked);
     let lam = a.lambda(&params, body);
