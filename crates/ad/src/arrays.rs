@@ -47,7 +47,7 @@ use crate::elem::{
 };
 use crate::error::AdError;
 use crate::ground;
-use crate::pipeline::Reverse;
+use crate::reverse::Reverse;
 
 /// The contributions of one `map` or `map2` to the adjoints of its operands.
 pub struct MapAdjoint {

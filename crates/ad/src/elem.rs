@@ -18,7 +18,7 @@ use unfad_syntax::{typeck, Arena, ExprId, Node, Type, Var};
 
 use crate::build::{self, component};
 use crate::error::{internal, AdError};
-use crate::pipeline::Reverse;
+use crate::reverse::Reverse;
 
 /// A free variable of a function argument: the variable in the function's body, and the
 /// atom that holds its value where the adjoint is built.

@@ -82,7 +82,7 @@ use crate::elem::{
 };
 use crate::error::AdError;
 use crate::ground;
-use crate::pipeline::Reverse;
+use crate::reverse::Reverse;
 
 /// Which left fold: the value of `reduce` is recomputed as the paper's rule does; the
 /// value of `foldl` is the last element of the scan the backward pass needs anyway

@@ -36,6 +36,10 @@
 //! Layers, bottom up:
 //! - [`derivatives`]: the scalar derivative table (`∂op` as Target terms);
 //! - [`ground`]: the monoid `(G, +̂, 0_G)` on ground types, with symbolic zeros;
+//! - [`request`]: the validation of a request (result type, parameters), also run by the
+//!   facade;
+//! - `reverse`: the interface of a pipeline (`Reverse`: the pair `D(e)`, and `J^T e · s`
+//!   from it), through which the rules below call back into the run that meets them;
 //! - `elem`: function arguments of array operations, their captures, `∇` and the reverse
 //!   pass `J^T e · s` of their bodies (the paper's `hat-*` without Jacobians);
 //! - `arrays`: the reverse derivatives of `map` and `map2` (shared with `UNF^-1`);
@@ -43,7 +47,8 @@
 //! - `direct`: the direct macro, one rule per Source construct, by family;
 //! - [`unf`]: the UNF IR (Source and Target UNF, judgments, printer) and its three
 //!   transformations `UNF`, `D_ρ`, `UNF^-1`;
-//! - `pipeline`: what the pipelines share (`∇`, value and gradient, the request checks);
+//! - `pipeline`: the top of a run (`∇`, value and gradient, after the request's check),
+//!   calling the rules through `Reverse`;
 //! - [`checks`]: the invariants of generated terms (linear continuations, unique binders).
 //!
 //! Where this crate departs from the paper's figures (typos, and rules that are wrong as
@@ -62,9 +67,12 @@ pub mod error;
 mod folds;
 pub mod ground;
 mod pipeline;
+pub mod request;
+mod reverse;
 pub mod unf;
 
 pub use error::AdError;
+pub use request::RequestError;
 
 #[cfg(test)]
 mod tests;
@@ -72,7 +80,7 @@ mod tests;
 use unfad_syntax::{Arena, ExprId, Func, Type, Var};
 
 use build::Run;
-use pipeline::Reverse;
+use reverse::Reverse;
 
 /// Value and gradient by the direct macro: the result has `func`'s parameters and its body
 /// evaluates to `(value, g_1, ..., g_k)`, `g_i` the gradient with respect to parameter
@@ -142,7 +150,7 @@ impl Reverse for ViaUnf<'_> {
         let source = unf::translate::unf(a, gamma, e)?;
         let target = unf::diff::diff(a, &source, rho)?;
         let (input, output) = target.judgment(a)?;
-        let mut expected = pipeline::types_of(a, gamma)?;
+        let mut expected = reverse::types_of(a, gamma)?;
         expected.push(Type::func(expected.clone(), rho.clone()));
         if input != expected || output.len() != gamma.len() + 2 {
             return Err(AdError::Internal(format!(
@@ -175,7 +183,7 @@ pub fn source_unf(arena: &Arena, func: &Func) -> Result<unf::SourceUnf, AdError>
 /// `D_ρ(UNF(e))` of a function's body, with ρ the product of the types of the
 /// parameters `wrt`.
 pub fn target_unf(arena: &Arena, func: &Func, wrt: &[usize]) -> Result<unf::TargetUnf, AdError> {
-    let tys = pipeline::types_of(arena, &func.params)?;
+    let tys = reverse::types_of(arena, &func.params)?;
     let rho = wrt
         .iter()
         .map(|&i| {

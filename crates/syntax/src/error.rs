@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::span::Span;
+use crate::span::{line_col, SourceId, Span};
 
 /// What went wrong, broadly.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -48,6 +48,25 @@ pub struct Position {
 }
 
 impl Error {
+    /// An error at `span`, with its line and column in `text`, the text `span` points into
+    /// (no position for the span of generated terms).
+    pub fn at(kind: ErrorKind, span: Span, text: &str, message: impl Into<String>) -> Error {
+        let position = (!span.is_none()).then(|| {
+            let (line, col) = line_col(text, span.lo as usize);
+            Position {
+                line,
+                col,
+                in_prelude: span.src == SourceId::PRELUDE,
+            }
+        });
+        Error {
+            kind,
+            position,
+            message: message.into(),
+            span,
+        }
+    }
+
     pub fn whole_program(kind: ErrorKind, message: impl Into<String>) -> Error {
         Error {
             kind,

@@ -13,6 +13,7 @@
 //!            "def f(x: real, y: real): real =\n  let w = x * y in\n  w + sin(x)\n");
 //! ```
 
+pub mod definitions;
 pub mod error;
 pub mod fast_hash;
 pub mod fragment;

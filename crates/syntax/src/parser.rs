@@ -6,23 +6,31 @@
 
 use crate::fast_hash::FastMap as HashMap;
 
+use crate::definitions::Def;
 use crate::error::{Error, ErrorKind};
 use crate::lexer::{lex, TokKind, Token};
 use crate::ops::{BinOp, CmpOp, UnOp};
-use crate::program::{Def, Program};
 use crate::span::{SourceId, Span};
-use crate::term::{DefId, ExprId, Node, Var};
+use crate::term::{Arena, DefId, ExprId, Node, Var};
 use crate::types::{Size, Type};
 
 type PResult<T> = Result<T, Error>;
 
+/// A parser of one source text: terms go into an arena, definitions are returned (see
+/// [`Parser::program`]). Every span it reports an error at is in its own text.
 pub struct Parser<'p> {
-    prog: &'p mut Program,
+    arena: &'p mut Arena,
+    text: &'p str,
     toks: Vec<Token>,
     pos: usize,
     src: SourceId,
     /// Variables in scope, innermost last.
     scope: Vec<(String, Var)>,
+    /// The definitions of the texts parsed before this one (the prelude's): callable,
+    /// numbered from 0.
+    prior: &'p [Def],
+    /// The definitions of this text parsed so far, numbered after `prior`.
+    parsed: Vec<Def>,
     /// Definitions visible so far, by name (later ones shadow earlier ones).
     defs: HashMap<String, DefId>,
 }
@@ -33,21 +41,24 @@ fn is_builtin(name: &str) -> bool {
 }
 
 impl<'p> Parser<'p> {
-    pub fn new(prog: &'p mut Program, src: SourceId) -> Parser<'p> {
-        let text = prog.source_text(src).to_string();
-        let toks = lex(&text, src);
-        let defs = prog
-            .defs
+    /// A parser of `text`, the source `src`, adding terms to `arena`; `prior` are the
+    /// definitions parsed before (numbered from 0), which `text` may call.
+    pub fn new(arena: &'p mut Arena, text: &'p str, src: SourceId, prior: &'p [Def]) -> Parser<'p> {
+        let toks = lex(text, src);
+        let defs = prior
             .iter()
             .enumerate()
             .map(|(i, d)| (d.name.clone(), DefId(i as u32)))
             .collect();
         Parser {
-            prog,
+            arena,
+            text,
             toks,
             pos: 0,
             src,
             scope: Vec::new(),
+            prior,
+            parsed: Vec::new(),
             defs,
         }
     }
@@ -90,11 +101,11 @@ impl<'p> Parser<'p> {
     }
 
     fn text(&self, t: Token) -> &str {
-        &self.prog.source_text(self.src)[t.span.lo as usize..t.span.hi as usize]
+        &self.text[t.span.lo as usize..t.span.hi as usize]
     }
 
     fn error(&self, span: Span, message: impl Into<String>) -> Error {
-        self.prog.error_at(ErrorKind::Syntax, span, message)
+        Error::at(ErrorKind::Syntax, span, self.text, message)
     }
 
     fn found(&self) -> String {
@@ -148,7 +159,7 @@ impl<'p> Parser<'p> {
     }
 
     fn add(&mut self, node: Node, span: Span) -> ExprId {
-        self.prog.arena.add_at(node, span)
+        self.arena.add_at(node, span)
     }
 
     fn span_from(&self, start: Span) -> Span {
@@ -158,22 +169,32 @@ impl<'p> Parser<'p> {
 
     // ---- programs -----------------------------------------------------------------------
 
-    /// `def*` up to the end of the input; each definition is added to the program.
-    pub fn program(mut self) -> PResult<()> {
+    /// `def*` up to the end of the input: the definitions of the text, in order (numbered
+    /// after the prior ones).
+    pub fn program(mut self) -> PResult<Vec<Def>> {
         while !self.at(TokKind::Eof) {
             let def = self.def()?;
-            let id = DefId(self.prog.defs.len() as u32);
+            let id = DefId((self.prior.len() + self.parsed.len()) as u32);
             self.defs.insert(def.name.clone(), id);
-            self.prog.defs.push(def);
+            self.parsed.push(def);
         }
-        Ok(())
+        Ok(self.parsed)
+    }
+
+    /// The definition `d`, prior or parsed from this text.
+    fn definition(&self, d: DefId) -> &Def {
+        let i = d.0 as usize;
+        match i.checked_sub(self.prior.len()) {
+            Some(j) => &self.parsed[j],
+            None => &self.prior[i],
+        }
     }
 
     fn def(&mut self) -> PResult<Def> {
         self.expect(TokKind::Def, "at the start of a definition")?;
         let (name, name_span) = self.binder_name("after `def`")?;
         if let Some(&prev) = self.defs.get(&name) {
-            if self.prog.defs[prev.0 as usize].span.src == self.src {
+            if self.definition(prev).span.src == self.src {
                 return Err(self.error(name_span, format!("`{name}` is already defined")));
             }
         }
@@ -190,7 +211,7 @@ impl<'p> Parser<'p> {
                     "after the parameter name (every parameter has a type)",
                 )?;
                 let ty = self.ty()?;
-                let v = self.prog.arena.fresh_var(&pname, Some(ty));
+                let v = self.arena.fresh_var(&pname, Some(ty));
                 params.push((pname, v));
                 if !self.eat(TokKind::Comma) {
                     break;
@@ -209,7 +230,7 @@ impl<'p> Parser<'p> {
         self.scope.clear();
         let param_types = params
             .iter()
-            .map(|(_, v)| self.prog.arena.var_type(*v).cloned().expect("annotated"))
+            .map(|(_, v)| self.arena.var_type(*v).cloned().expect("annotated"))
             .collect();
         Ok(Def {
             name,
@@ -381,13 +402,13 @@ impl<'p> Parser<'p> {
         let mut e = body;
         for (vars, whole) in pending.into_iter().rev() {
             let w = self.add(Node::Var(whole), span);
-            let l = self.prog.arena.var_list(&vars);
+            let l = self.arena.var_list(&vars);
             e = self.add(Node::LetTuple(l, w, e), span);
         }
         Ok(match top {
             Bound::One(x) => self.add(Node::Let(x, rhs, e), span),
             Bound::Many(xs) => {
-                let l = self.prog.arena.var_list(&xs);
+                let l = self.arena.var_list(&xs);
                 self.add(Node::LetTuple(l, rhs, e), span)
             }
         })
@@ -420,7 +441,7 @@ impl<'p> Parser<'p> {
     ) -> Bound {
         match pat {
             Pattern::Name(n) => {
-                let v = self.prog.arena.fresh_var(n, annot);
+                let v = self.arena.fresh_var(n, annot);
                 self.scope.push((n.clone(), v));
                 Bound::One(v)
             }
@@ -436,7 +457,7 @@ impl<'p> Parser<'p> {
                     match self.bind_pattern(item, a, pending) {
                         Bound::One(v) => vars.push(v),
                         Bound::Many(inner) => {
-                            let hidden = self.prog.arena.fresh_var("t", None);
+                            let hidden = self.arena.fresh_var("t", None);
                             pending.insert(0, (inner, hidden));
                             vars.push(hidden);
                         }
@@ -490,14 +511,14 @@ impl<'p> Parser<'p> {
         let depth = self.scope.len();
         let mut vars = Vec::new();
         for (n, ty) in params {
-            let v = self.prog.arena.fresh_var(&n, ty);
+            let v = self.arena.fresh_var(&n, ty);
             self.scope.push((n, v));
             vars.push(v);
         }
         let body = self.expr()?;
         self.scope.truncate(depth);
         let span = self.span_from(start);
-        let l = self.prog.arena.var_list(&vars);
+        let l = self.arena.var_list(&vars);
         Ok(self.add(Node::Lambda(l, body), span))
     }
 
@@ -505,7 +526,7 @@ impl<'p> Parser<'p> {
         let mut e = self.and_expr()?;
         while self.eat(TokKind::OrOr) {
             let r = self.and_expr()?;
-            let span = self.prog.arena.span(e).to(self.prog.arena.span(r));
+            let span = self.arena.span(e).to(self.arena.span(r));
             e = self.add(Node::Or(e, r), span);
         }
         Ok(e)
@@ -515,7 +536,7 @@ impl<'p> Parser<'p> {
         let mut e = self.cmp_expr()?;
         while self.eat(TokKind::AndAnd) {
             let r = self.cmp_expr()?;
-            let span = self.prog.arena.span(e).to(self.prog.arena.span(r));
+            let span = self.arena.span(e).to(self.arena.span(r));
             e = self.add(Node::And(e, r), span);
         }
         Ok(e)
@@ -544,7 +565,7 @@ impl<'p> Parser<'p> {
                     "comparisons do not chain: write `a < b && b < c` instead of `a < b < c`",
                 ));
             }
-            let span = self.prog.arena.span(e).to(self.prog.arena.span(r));
+            let span = self.arena.span(e).to(self.arena.span(r));
             return Ok(self.add(Node::Cmp(op, e, r), span));
         }
         Ok(e)
@@ -560,7 +581,7 @@ impl<'p> Parser<'p> {
             };
             self.bump();
             let r = self.mul_expr()?;
-            let span = self.prog.arena.span(e).to(self.prog.arena.span(r));
+            let span = self.arena.span(e).to(self.arena.span(r));
             e = self.add(Node::Op2(op, e, r), span);
         }
     }
@@ -575,7 +596,7 @@ impl<'p> Parser<'p> {
             };
             self.bump();
             let r = self.unary()?;
-            let span = self.prog.arena.span(e).to(self.prog.arena.span(r));
+            let span = self.arena.span(e).to(self.arena.span(r));
             e = self.add(Node::Op2(op, e, r), span);
         }
     }
@@ -613,13 +634,13 @@ impl<'p> Parser<'p> {
                 let i = text.parse::<u32>().map_err(|_| {
                     self.error(n.span, format!("a projection needs a whole number, found `{text}` (write `(e.1).0` for nested projections)"))
                 })?;
-                let span = self.span_from(self.prog.arena.span(e));
+                let span = self.span_from(self.arena.span(e));
                 e = self.add(Node::Proj(i, e), span);
             } else if t.kind == TokKind::LParen && !t.space_before && self.applicable(e) {
                 self.bump();
                 let args = self.args()?;
-                let span = self.span_from(self.prog.arena.span(e));
-                let l = self.prog.arena.expr_list(&args);
+                let span = self.span_from(self.arena.span(e));
+                let l = self.arena.expr_list(&args);
                 e = self.add(Node::App(e, l), span);
             } else {
                 return Ok(e);
@@ -631,8 +652,8 @@ impl<'p> Parser<'p> {
     /// constant or an array operation followed by `(` starts the next operand.
     fn applicable(&self, e: ExprId) -> bool {
         let prev = self.toks[self.pos - 1].kind;
-        matches!(self.prog.arena[e], Node::Var(_) | Node::App(..))
-            || prev == TokKind::RParen && !matches!(self.prog.arena[e], Node::Const(_))
+        matches!(self.arena[e], Node::Var(_) | Node::App(..))
+            || prev == TokKind::RParen && !matches!(self.arena[e], Node::Const(_))
     }
 
     /// Comma-separated expressions up to `)`, the `(` already consumed.
@@ -691,7 +712,7 @@ impl<'p> Parser<'p> {
                     return Ok(items[0]);
                 }
                 let span = self.span_from(start);
-                let l = self.prog.arena.expr_list(&items);
+                let l = self.arena.expr_list(&items);
                 Ok(self.add(Node::Tuple(l), span))
             }
             TokKind::LBracket => {
@@ -707,7 +728,7 @@ impl<'p> Parser<'p> {
                 }
                 self.expect(TokKind::RBracket, "to close the array literal")?;
                 let span = self.span_from(start);
-                let l = self.prog.arena.expr_list(&items);
+                let l = self.arena.expr_list(&items);
                 Ok(self.add(Node::Array(l), span))
             }
             TokKind::Fst | TokKind::Snd => {
@@ -790,14 +811,14 @@ impl<'p> Parser<'p> {
         if let Some(&d) = self.defs.get(&name) {
             let args = self.call_args(&name)?;
             let span = self.span_from(t.span);
-            let want = self.prog.defs[d.0 as usize].params.len();
+            let want = self.definition(d).params.len();
             if args.len() != want {
                 return Err(self.error(
                     span,
                     format!("`{name}` takes {want} argument(s), {} given", args.len()),
                 ));
             }
-            let l = self.prog.arena.expr_list(&args);
+            let l = self.arena.expr_list(&args);
             return Ok(self.add(Node::Call(d, l), span));
         }
         if let Some(op) = UnOp::from_name(&name) {
@@ -846,8 +867,8 @@ impl<'p> Parser<'p> {
                     format!("`{what}` needs a function of {arity} argument(s); the operator `{}` takes 2", op.name()),
                 ));
             }
-            let f = self.prog.arena.section(op, "x", "y");
-            self.prog.arena.set_span(f, t.span);
+            let f = self.arena.section(op, "x", "y");
+            self.arena.set_span(f, t.span);
             return Ok(f);
         }
         if t.kind == TokKind::LParen && self.is_binder_start() {
@@ -872,7 +893,7 @@ impl<'p> Parser<'p> {
             let depth = self.scope.len();
             let mut vars = Vec::new();
             for (n, _) in names {
-                let v = self.prog.arena.fresh_var(&n, None);
+                let v = self.arena.fresh_var(&n, None);
                 self.scope.push((n, v));
                 vars.push(v);
             }
@@ -880,7 +901,7 @@ impl<'p> Parser<'p> {
             self.scope.truncate(depth);
             self.expect(TokKind::RParen, "to close the binder")?;
             let span = self.span_from(t.span);
-            let l = self.prog.arena.var_list(&vars);
+            let l = self.arena.var_list(&vars);
             return Ok(self.add(Node::Lambda(l, body), span));
         }
         let example = if arity == 1 {

@@ -1,11 +1,15 @@
-//! Programs: definitions, the prelude, entry points, and inlining of calls.
+//! Programs: the prelude and the user's text, parsed into one arena and assembled from the
+//! parser's definitions, each type-checked in the program's [`Definitions`]; entry points,
+//! and inlining of calls.
 
 use crate::fast_hash::FastMap as HashMap;
 use std::sync::Arc;
 
-use crate::error::{Error, ErrorKind, Position};
+pub use crate::definitions::Def;
+use crate::definitions::Definitions;
+use crate::error::{Error, ErrorKind};
 use crate::parser::Parser;
-use crate::span::{line_col, SourceId, Span};
+use crate::span::{SourceId, Span};
 use crate::term::{with_stack, Arena, DefId, ExprId, Node, Var};
 use crate::typeck::{self, unify};
 use crate::types::{Size, Type};
@@ -17,23 +21,6 @@ def sum(A: [n]real) = reduce + 0 A
 def prod(A: [n]real) = reduce * 1 A
 def dot(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)
 ";
-
-/// A definition `def name(params): ret = body`.
-#[derive(Clone, Debug)]
-pub struct Def {
-    pub name: String,
-    /// Parameters, each with its declared type on the variable.
-    pub params: Vec<Var>,
-    /// The declared parameter types (the same as on the variables).
-    pub param_types: Vec<Type>,
-    /// The declared result type, if any.
-    pub ret_annot: Option<Type>,
-    pub body: ExprId,
-    /// Where the name is.
-    pub span: Span,
-    /// The result type, once checked.
-    pub ret: Option<Type>,
-}
 
 /// A parsed (and, after [`Program::load`], type-checked) program.
 #[derive(Clone, Debug)]
@@ -79,15 +66,6 @@ impl Func {
 }
 
 impl Program {
-    fn empty(user_text: &str, mut arena: Arena) -> Program {
-        arena.clear();
-        Program {
-            arena,
-            defs: Vec::new(),
-            sources: vec![PRELUDE.to_string(), user_text.to_string()],
-        }
-    }
-
     /// Parse the prelude and `text` (no type checking).
     pub fn parse(text: &str) -> Result<Program, Error> {
         Program::parse_in(text, Arena::new())
@@ -100,11 +78,16 @@ impl Program {
 
     /// [`Program::parse`] into `arena`, emptied first (its tables keep their room: a
     /// compiler that reuses one arena does not allocate and fault in its memory again).
-    pub fn parse_in(text: &str, arena: Arena) -> Result<Program, Error> {
-        let mut prog = Program::empty(text, arena);
-        Parser::new(&mut prog, SourceId::PRELUDE).program()?;
-        Parser::new(&mut prog, SourceId::USER).program()?;
-        Ok(prog)
+    pub fn parse_in(text: &str, mut arena: Arena) -> Result<Program, Error> {
+        arena.clear();
+        let mut defs = Parser::new(&mut arena, PRELUDE, SourceId::PRELUDE, &[]).program()?;
+        let user = Parser::new(&mut arena, text, SourceId::USER, &defs).program()?;
+        defs.extend(user);
+        Ok(Program {
+            arena,
+            defs,
+            sources: vec![PRELUDE.to_string(), text.to_string()],
+        })
     }
 
     /// [`Program::load`] into `arena` (see [`Program::parse_in`]).
@@ -116,33 +99,28 @@ impl Program {
         Ok(prog)
     }
 
+    /// The definitions and texts, as the type checker sees them.
+    pub fn definitions(&self) -> Definitions<'_> {
+        Definitions {
+            defs: &self.defs,
+            sources: &self.sources,
+        }
+    }
+
     pub fn source_text(&self, src: SourceId) -> &str {
-        self.sources.get(src.0 as usize).map_or("", |s| s.as_str())
+        self.definitions().source_text(src)
     }
 
     /// An error at `span`, with its line and column.
     pub fn error_at(&self, kind: ErrorKind, span: Span, message: impl Into<String>) -> Error {
-        let position = (!span.is_none()).then(|| {
-            let (line, col) = line_col(self.source_text(span.src), span.lo as usize);
-            Position {
-                line,
-                col,
-                in_prelude: span.src == SourceId::PRELUDE,
-            }
-        });
-        Error {
-            kind,
-            position,
-            message: message.into(),
-            span,
-        }
+        self.definitions().error_at(kind, span, message)
     }
 
     /// Parse `text` as one expression in which `scope` names are visible (for tools and
     /// tests); the text becomes the program's user source.
     pub fn parse_expr(&mut self, text: &str, scope: &[(String, Var)]) -> Result<ExprId, Error> {
         self.sources[SourceId::USER.0 as usize] = text.to_string();
-        Parser::new(self, SourceId::USER)
+        Parser::new(&mut self.arena, text, SourceId::USER, &self.defs)
             .with_scope(scope)
             .lone_expr()
     }
@@ -161,10 +139,11 @@ impl Program {
             }
             t.size_vars(&mut sizes);
         }
-        let mut arena = std::mem::take(&mut self.arena);
-        let result = typeck::infer(&mut arena, self, def.body);
-        self.arena = arena;
-        let ret = result?;
+        let env = Definitions {
+            defs: &self.defs,
+            sources: &self.sources,
+        };
+        let ret = typeck::infer(&mut self.arena, &env, def.body)?;
         if let Some(annot) = &def.ret_annot {
             if *annot != ret {
                 return Err(self.error_at(
@@ -268,10 +247,11 @@ impl Program {
             body,
             ret,
         };
-        let mut arena = std::mem::take(&mut self.arena);
-        let checked = typeck::infer(&mut arena, self, func.body);
-        self.arena = arena;
-        let t = checked?;
+        let env = Definitions {
+            defs: &self.defs,
+            sources: &self.sources,
+        };
+        let t = typeck::infer(&mut self.arena, &env, func.body)?;
         debug_assert_eq!(t, func.ret);
         Ok(func)
     }

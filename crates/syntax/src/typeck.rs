@@ -9,12 +9,12 @@ use crate::fast_hash::FastMap as HashMap;
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind};
-use crate::program::Program;
 use crate::span::Span;
 use crate::term::{with_stack, Arena, DefId, ExprId, Node, Var};
 use crate::types::{Size, Type};
 
-/// Resolves spans to positions and gives the signatures of definitions.
+/// Resolves spans to positions and gives the signatures of definitions (a program's
+/// `Definitions`, or [`NoSource`]).
 pub trait CheckEnv {
     fn error(&self, kind: ErrorKind, span: Span, message: String) -> Error;
     /// Parameter types and (checked) result type of a definition.
@@ -35,16 +35,6 @@ impl CheckEnv for NoSource {
     }
     fn signature(&self, _: DefId) -> Option<(Vec<Type>, Type, String)> {
         None
-    }
-}
-
-impl CheckEnv for Program {
-    fn error(&self, kind: ErrorKind, span: Span, message: String) -> Error {
-        self.error_at(kind, span, message)
-    }
-    fn signature(&self, d: DefId) -> Option<(Vec<Type>, Type, String)> {
-        let def = self.defs.get(d.0 as usize)?;
-        Some((def.param_types.clone(), def.ret.clone()?, def.name.clone()))
     }
 }
 

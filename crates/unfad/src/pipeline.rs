@@ -2,6 +2,7 @@
 //! intermediate result (`unfad emit`, `unfad cost`): text -> typed Source -> Target ->
 //! optimized Target -> native code.
 
+use unfad_ad::request::{self, Parameter, RequestError};
 use unfad_ad::AdError;
 use unfad_opt::OptError;
 use unfad_syntax::{check_source, Arena, ErrorKind, Func, Program};
@@ -29,32 +30,15 @@ impl Pipeline {
         Ok(Pipeline { program, source })
     }
 
-    /// Parameter indices for the names in `wrt` (`None`: every parameter).
+    /// Parameter indices for the names in `wrt` (`None`: every parameter), checked by
+    /// reverse mode's one validation of a request ([`unfad_ad::request`]).
     pub fn wrt(&self, wrt: Option<&[&str]>) -> Result<Vec<usize>, Error> {
-        let names = self.source.param_names(&self.program.arena);
         match wrt {
-            None => Ok((0..names.len()).collect()),
+            None => Ok((0..self.source.params.len()).collect()),
             Some(list) => {
-                let mut out = Vec::new();
-                for w in list {
-                    match names.iter().position(|n| n == w) {
-                        Some(i) if !out.contains(&i) => out.push(i),
-                        Some(_) => return Err(Error::Argument(format!("parameter `{w}` is named twice in the parameters to differentiate against"))),
-                        None => {
-                            return Err(Error::Argument(format!(
-                                "`{w}` is not a parameter of `{}` (its parameters: {})",
-                                self.source.name,
-                                names.join(", ")
-                            )))
-                        }
-                    }
-                }
-                if out.is_empty() {
-                    return Err(Error::Argument(
-                        "no parameter to differentiate against".into(),
-                    ));
-                }
-                Ok(out)
+                let wanted: Vec<Parameter> = list.iter().map(|w| Parameter::Named(w)).collect();
+                request::parameters(&self.program.arena, &self.source, &wanted)
+                    .map_err(request_error)
             }
         }
     }
@@ -70,16 +54,7 @@ impl Pipeline {
         check_source(&prog.arena, self.source.body, |e, msg| {
             prog.error_at(ErrorKind::Unsupported, prog.arena.span(e), msg)
         })?;
-        if self.source.ret != unfad_syntax::Type::Real {
-            return Err(Error::Program(unfad_syntax::Error::whole_program(
-                ErrorKind::Type,
-                format!(
-                    "`{}` returns `{}`; a gradient needs a function that returns `real`",
-                    self.source.name, self.source.ret
-                ),
-            )));
-        }
-        Ok(())
+        request::check_result(&prog.arena, &self.source).map_err(request_error)
     }
 
     /// Value and gradient with respect to `wrt`, by the direct macro (not optimized): a
@@ -122,5 +97,25 @@ impl Pipeline {
             AdError::Request(m) => Error::Argument(m.clone()),
             _ => Error::Internal(e.to_string()),
         }
+    }
+}
+
+/// A request reverse mode refuses, as this crate's error. Two are worded for the user of
+/// the facade: a result that is not real is an error of the program, and an empty list of
+/// names gets a shorter message.
+fn request_error(e: RequestError) -> Error {
+    match e {
+        RequestError::NotReal { function, ret } => {
+            Error::Program(unfad_syntax::Error::whole_program(
+                ErrorKind::Type,
+                format!(
+                    "`{function}` returns `{ret}`; a gradient needs a function that returns `real`"
+                ),
+            ))
+        }
+        RequestError::NothingToDifferentiate => {
+            Error::Argument("no parameter to differentiate against".into())
+        }
+        e => Error::Argument(e.to_string()),
     }
 }

@@ -10,7 +10,7 @@ use super::{type_of, Direct, Macro};
 use crate::build::{self, component};
 use crate::error::AdError;
 use crate::ground::add_hat;
-use crate::pipeline::Reverse;
+use crate::reverse::Reverse;
 
 impl Macro<'_, '_> {
     /// The paper's "Solution", with the continuation used once:
@@ -49,7 +49,7 @@ impl Macro<'_, '_> {
             let g2 = rev.vjp_term(m.a, &vars, &all, e2, z)?;
             let g3 = rev.vjp_term(m.a, &vars, &all, e3, z)?;
             let chosen = build::if_(m.a, be, g2, g3);
-            let tys = crate::pipeline::types_of(m.a, &vars)?;
+            let tys = crate::reverse::types_of(m.a, &vars)?;
             let g = m.a.fresh_var("G", Some(Type::product(tys.clone())));
             let ge = m.a.var(g);
             for (j, (&(_, p), ty)) in used.iter().zip(&tys).enumerate() {

@@ -29,7 +29,7 @@ use crate::derivatives::{binary_partials, unary_partial};
 use crate::error::AdError;
 use crate::folds::FoldKind;
 use crate::ground::{add_hat, zero};
-use crate::pipeline::{adjoint_name, types_of, Reverse};
+use crate::reverse::{adjoint_name, types_of, Reverse};
 
 /// The direct pipeline.
 pub struct Direct<'n> {

@@ -185,3 +185,31 @@ fn no_parameters() {
         expect!["there is nothing to differentiate against: name at least one parameter"],
     );
 }
+
+/// Parameters named by the caller (as the facade names them) go through the same checks as
+/// positions: the first unknown or repeated name is the error, and an empty list is one.
+#[test]
+fn parameters_by_name() {
+    use crate::request::{parameters, Parameter};
+    let (prog, func) = load("def f(x: real, y: real) = x * y");
+    let named = |names: &[&str]| {
+        let wanted: Vec<Parameter> = names.iter().map(|n| Parameter::Named(n)).collect();
+        match parameters(&prog.arena, &func, &wanted) {
+            Ok(positions) => format!("{positions:?}"),
+            Err(e) => e.to_string(),
+        }
+    };
+    assert_eq!(named(&["y", "x"]), "[1, 0]");
+    assert_eq!(
+        named(&["y", "y", "z"]),
+        "parameter `y` is named twice in the parameters to differentiate against"
+    );
+    assert_eq!(
+        named(&["x", "z", "x"]),
+        "`z` is not a parameter of `f` (its parameters: x, y)"
+    );
+    assert_eq!(
+        named(&[]),
+        "there is nothing to differentiate against: name at least one parameter"
+    );
+}

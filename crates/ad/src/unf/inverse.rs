@@ -19,7 +19,7 @@ use crate::elem::{self, Capture};
 use crate::error::{internal, AdError};
 use crate::folds::{self, Fold, FoldKind};
 use crate::ground::{add_hat, zero};
-use crate::pipeline::Reverse;
+use crate::reverse::Reverse;
 
 /// `UNF^-1(e)` applied to the atoms `inputs`: the bindings it makes, in order, and the
 /// atoms or terms of its output context.
