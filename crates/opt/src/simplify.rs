@@ -26,7 +26,7 @@ use crate::fast_hash::FastMap as HashMap;
 use unfad_syntax::typeck::{infer, NoSource};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Kids, Node, Type, Var};
 
-use crate::len::{Len, Shape};
+use crate::len::{exact, Len, Shape};
 
 /// What a variable stands for during the pass.
 #[derive(Copy, Clone, Debug)]
@@ -204,9 +204,9 @@ impl<'a> Simplifier<'a> {
             }
             if let Some(Type::Array(n, elem)) = s.arena.var_type(p).cloned() {
                 if *elem == Type::Real {
-                    s.real_array_params.push((Len::of_size(&n), p));
+                    s.real_array_params.push((exact(&n), p));
                 }
-                s.array_params.push((Len::of_size(&n), p));
+                s.array_params.push((exact(&n), p));
             }
         }
         s
@@ -437,7 +437,7 @@ impl<'a> Simplifier<'a> {
                     .map(|&i| self.shape_in(i, env))
                     .reduce(|a, b| a.meet(&b))
                     .unwrap_or(Shape::Unknown);
-                Shape::array(Some(Len::Lit(l.len() as u64)), elem)
+                Shape::array(Some(Len::constant(l.len() as u64)), elem)
             }
             Node::ZerosLike(a) | Node::OnesLike(a) => self.shape_in(a, env),
             Node::Map(f, a) => {
@@ -447,7 +447,7 @@ impl<'a> Simplifier<'a> {
             Node::Map2(f, a, b) => {
                 let (sa, sb) = (self.shape_in(a, env), self.shape_in(b, env));
                 let len = match (sa.len(), sb.len()) {
-                    (Some(x), Some(y)) => x.min(&y),
+                    (Some(x), Some(y)) => x.shorter(&y),
                     _ => None,
                 };
                 Shape::array(len, self.apply_shape(f, &[sa.elem(), sb.elem()], env))
@@ -456,7 +456,7 @@ impl<'a> Simplifier<'a> {
                 let (sz, sa) = (self.shape_in(z, env), self.shape_in(a, env));
                 let right = matches!(self.arena[e], Node::Scanr(..));
                 let acc = self.fold_shape(f, sz, sa.elem(), right, env);
-                Shape::array(sa.len().map(|l| l.step(1)), acc)
+                Shape::array(sa.len().map(Len::inc), acc)
             }
             Node::Reduce(f, z, a) | Node::Foldl(f, z, a) => {
                 let (sz, sa) = (self.shape_in(z, env), self.shape_in(a, env));
@@ -464,7 +464,7 @@ impl<'a> Simplifier<'a> {
             }
             Node::Shift1L(a) | Node::Shift1R(a) => {
                 let s = self.shape_in(a, env);
-                Shape::array(s.len().map(|l| l.step(-1)), s.elem())
+                Shape::array(s.len().map(Len::dec), s.elem())
             }
             Node::Let(_, _, b) | Node::LetTuple(_, _, b) => self.shape_in(b, env),
             Node::If(_, a, b) => self.shape_in(a, env).meet(&self.shape_in(b, env)),

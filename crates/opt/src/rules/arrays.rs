@@ -565,7 +565,9 @@ pub fn last_of_fill(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     let (_, x) = last_of(s, e)?;
     let (inner, c) = constant_array(s, x)?;
     let nonempty = s.len_of(inner)?;
-    crate::len::Len::Lit(1).le(&nonempty).then(|| s.constant(c))
+    crate::len::Len::constant(1)
+        .le(&nonempty)
+        .then(|| s.constant(c))
 }
 
 /// A shift of `scanl (acc, x. acc) z A` or of `scanr (x, acc. acc) z A` (a scan that keeps
