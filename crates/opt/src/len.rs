@@ -8,7 +8,7 @@
 //! form `max(n + offset, floor)` of [`unfad_syntax::Len`], shared with the JIT), and
 //! [`unfad_syntax::Len::le`] decides `self <= other` for every value of the variable.
 //! [`Shape`] gives the lengths of the arrays inside a value: in tuples, and in the elements
-//! of arrays //! (gradients of general arrays add arrays of tuples of arrays).
+//! of arrays (gradients of general arrays add arrays of tuples of arrays).
 
 use std::sync::Arc;
 
