@@ -127,4 +127,6 @@ fn binders_well_formed(cx: &RuleCx, e: ExprId) -> bool {
 }
 
 #[cfg(test)]
+mod each_rule;
+#[cfg(test)]
 pub(crate) mod tests;
