@@ -5,26 +5,26 @@
 use unfad_syntax::{with_stack, ExprId, Kids, Node, Var};
 
 use crate::fast_hash::FastMap as HashMap;
-use crate::simplify::Simplifier;
+use crate::simplify::RuleCx;
 
 /// `e` with the variables of `env` replaced by their terms, every `let` inside it
 /// substituted and the parameters of the functions inside it renamed to stand-ins for
 /// their depth, rebuilt through the pass's hash-consing (so equal expansions are one
 /// node): two terms compute the same value when their expansions are equal.
 pub(crate) fn expand(
-    s: &mut Simplifier,
+    cx: &mut RuleCx,
     e: ExprId,
     env: &mut HashMap<Var, ExprId>,
     memo: &mut Memo,
 ) -> ExprId {
-    expand_at(s, e, 0, env, memo)
+    expand_at(cx, e, 0, env, memo)
 }
 
 /// Expansions already made, by node and depth of functions around it.
 pub(crate) type Memo = HashMap<(ExprId, u32), ExprId>;
 
 pub(crate) fn expand_at(
-    s: &mut Simplifier,
+    cx: &mut RuleCx,
     e: ExprId,
     depth: u32,
     env: &mut HashMap<Var, ExprId>,
@@ -33,40 +33,40 @@ pub(crate) fn expand_at(
     if let Some(&r) = memo.get(&(e, depth)) {
         return r;
     }
-    let r = with_stack(|| match s.arena[e] {
+    let r = with_stack(|| match cx.arena()[e] {
         Node::Var(v) => match env.get(&v) {
             Some(&r) => r,
-            None => s.var(v),
+            None => cx.var(v),
         },
         Node::Let(x, r, b) => {
-            let r = expand_at(s, r, depth, env, memo);
+            let r = expand_at(cx, r, depth, env, memo);
             env.insert(x, r);
-            expand_at(s, b, depth, env, memo)
+            expand_at(cx, b, depth, env, memo)
         }
         Node::Lambda(ps, b) => {
-            let ps = s.arena.vars_of(ps).to_vec();
+            let ps = cx.arena().vars_of(ps).to_vec();
             let mut stand_ins = Vec::with_capacity(ps.len());
             for (i, &p) in ps.iter().enumerate() {
-                let c = s.stand_in(depth, i);
-                let ec = s.var(c);
+                let c = cx.stand_in(depth, i);
+                let ec = cx.var(c);
                 env.insert(p, ec);
                 stand_ins.push(c);
             }
-            let b = expand_at(s, b, depth + 1, env, memo);
-            let l = s.arena.var_list(&stand_ins);
-            s.mk(Node::Lambda(l, b))
+            let b = expand_at(cx, b, depth + 1, env, memo);
+            let l = cx.arena_mut().var_list(&stand_ins);
+            cx.mk(Node::Lambda(l, b))
         }
         node => {
-            let kids = s.arena.node_children(node);
+            let kids = cx.arena().node_children(node);
             let new: Kids = kids
                 .iter()
-                .map(|&k| expand_at(s, k, depth, env, memo))
+                .map(|&k| expand_at(cx, k, depth, env, memo))
                 .collect();
             let mut it = new.into_iter();
-            let n = s
-                .arena
+            let n = cx
+                .arena_mut()
                 .map_children(node, |_, _| it.next().expect("one per child"));
-            s.mk(n)
+            cx.mk(n)
         }
     });
     memo.insert((e, depth), r);
@@ -77,7 +77,7 @@ pub(crate) fn expand_at(
 /// `target` replaced by `by` (`None` if there is none). `memo` holds expansions already
 /// made with `env` (the caller may keep both from an earlier expansion of `body`).
 pub(crate) fn replace_expansion(
-    s: &mut Simplifier,
+    cx: &mut RuleCx,
     body: ExprId,
     env: &mut HashMap<Var, ExprId>,
     memo: &mut Memo,
@@ -86,7 +86,7 @@ pub(crate) fn replace_expansion(
 ) -> Option<ExprId> {
     #[allow(clippy::too_many_arguments)]
     fn go(
-        s: &mut Simplifier,
+        cx: &mut RuleCx,
         e: ExprId,
         depth: u32,
         target: ExprId,
@@ -99,29 +99,29 @@ pub(crate) fn replace_expansion(
             return r;
         }
         let r = with_stack(|| {
-            if expand_at(s, e, depth, env, memo) == target {
+            if expand_at(cx, e, depth, env, memo) == target {
                 return by;
             }
-            let node = s.arena[e];
+            let node = cx.arena()[e];
             let inner = depth + matches!(node, Node::Lambda(..)) as u32;
-            let kids = s.arena.node_children(node);
+            let kids = cx.arena().node_children(node);
             let new: Kids = kids
                 .iter()
-                .map(|&k| go(s, k, inner, target, by, env, memo, done))
+                .map(|&k| go(cx, k, inner, target, by, env, memo, done))
                 .collect();
             if new == kids {
                 return e;
             }
             let mut it = new.into_iter();
-            let n = s
-                .arena
+            let n = cx
+                .arena_mut()
                 .map_children(node, |_, _| it.next().expect("one per child"));
-            s.mk(n)
+            cx.mk(n)
         });
         done.insert((e, depth), r);
         r
     }
     let mut done = HashMap::default();
-    let r = go(s, body, 0, target, by, env, memo, &mut done);
+    let r = go(cx, body, 0, target, by, env, memo, &mut done);
     (r != body).then_some(r)
 }

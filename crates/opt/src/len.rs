@@ -4,122 +4,26 @@
 //! array stays empty, so `(n-1)+1` is `max(n-1, 0) + 1`, which is 1, not 0, at `n = 0`.
 //! A rule such as `map2 * A (ones_like B) -> A` keeps the meaning only if `A` is never
 //! longer than `B` (`map2` stops at the shorter array). [`Len`] describes a length as a
-//! size variable transformed by additions and saturating subtractions, exactly, and
-//! [`Len::le`] decides `self <= other` for every value of the variable. [`Shape`] gives
-//! the lengths of the arrays inside a value: in tuples, and in the elements of arrays
-//! (gradients of general arrays add arrays of tuples of arrays).
+//! size variable transformed by additions and saturating subtractions, exactly (the closed
+//! form `max(n + offset, floor)` of [`unfad_syntax::Len`], shared with the JIT), and
+//! [`unfad_syntax::Len::le`] decides `self <= other` for every value of the variable.
+//! [`Shape`] gives the lengths of the arrays inside a value: in tuples, and in the elements
+//! of arrays (gradients of general arrays add arrays of tuples of arrays).
 
 use std::sync::Arc;
 
 use unfad_syntax::{Size, Type};
 
-/// A run-time length: a constant, or a size variable `n >= 0` followed by steps `+k`
-/// and `-k` (the latter saturating at 0).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Len {
-    Lit(u64),
-    Sym { var: Arc<str>, steps: Vec<i64> },
-}
+/// A run-time length: a constant, or `max(n + offset, floor)` for a size variable `n`
+/// named as in the types (see [`unfad_syntax::Len`]).
+pub type Len = unfad_syntax::Len<Arc<str>>;
 
-impl Len {
-    /// The length of an array whose formal size is `s`, when it is known to be exact (a
-    /// parameter's declared size).
-    pub fn of_size(s: &Size) -> Len {
-        match &s.var {
-            None => Len::Lit(s.offset.max(0) as u64),
-            Some(v) => Len::Sym {
-                var: v.clone(),
-                steps: vec![],
-            }
-            .step(s.offset),
-        }
-    }
-
-    /// `self + k` for `k >= 0`, `max(self + k, 0)` for `k < 0`.
-    pub fn step(self, k: i64) -> Len {
-        if k == 0 {
-            return self;
-        }
-        match self {
-            Len::Lit(n) => Len::Lit((n as i64 + k).max(0) as u64),
-            Len::Sym { var, mut steps } => {
-                match steps.last_mut() {
-                    // Two steps of the same sign merge.
-                    Some(last) if (*last > 0) == (k > 0) => *last += k,
-                    // `+a` then `-b`: the value was at least `a`, so no saturation if a >= b.
-                    Some(last) if *last > 0 => {
-                        let net = *last + k;
-                        steps.pop();
-                        return Len::Sym { var, steps }.step(net);
-                    }
-                    _ => steps.push(k),
-                }
-                Len::Sym { var, steps }
-            }
-        }
-    }
-
-    /// The value when the size variable is `n`.
-    pub fn eval(&self, n: u64) -> u64 {
-        match self {
-            Len::Lit(k) => *k,
-            Len::Sym { steps, .. } => {
-                steps.iter().fold(n as i64, |acc, &k| (acc + k).max(0)) as u64
-            }
-        }
-    }
-
-    /// For large `n` the length is `n + offset` (or a constant).
-    fn eventual_offset(&self) -> Option<i64> {
-        match self {
-            Len::Lit(_) => None,
-            Len::Sym { steps, .. } => Some(steps.iter().sum()),
-        }
-    }
-
-    fn var(&self) -> Option<&Arc<str>> {
-        match self {
-            Len::Lit(_) => None,
-            Len::Sym { var, .. } => Some(var),
-        }
-    }
-
-    /// How far one must look before both lengths are affine.
-    fn horizon(&self) -> u64 {
-        match self {
-            Len::Lit(k) => *k + 1,
-            Len::Sym { steps, .. } => steps.iter().map(|k| k.unsigned_abs()).sum::<u64>() + 1,
-        }
-    }
-
-    /// True if `self <= other` for every value of the size variable (false when unknown).
-    pub fn le(&self, other: &Len) -> bool {
-        match (self.var(), other.var()) {
-            (Some(a), Some(b)) if a != b => false,
-            (Some(_), None) => false,
-            _ => {
-                let h = self.horizon().max(other.horizon());
-                let small = (0..=h).all(|n| self.eval(n) <= other.eval(n));
-                // Beyond the horizon both are `n + c` (or constant): compare the offsets.
-                let large = match (self.eventual_offset(), other.eventual_offset()) {
-                    (Some(a), Some(b)) => a <= b,
-                    (None, _) => true,
-                    (Some(_), None) => false,
-                };
-                small && large
-            }
-        }
-    }
-
-    /// The shorter of two lengths, if one is provably the shorter.
-    pub fn min(&self, other: &Len) -> Option<Len> {
-        if self.le(other) {
-            Some(self.clone())
-        } else if other.le(self) {
-            Some(other.clone())
-        } else {
-            None
-        }
+/// The length of an array whose formal size is `s`, when it is known to be exact (a
+/// parameter's declared size).
+pub fn exact(s: &Size) -> Len {
+    match &s.var {
+        None => Len::constant(s.offset.max(0) as u64),
+        Some(v) => Len::of_var(v.clone()).step(s.offset),
     }
 }
 
@@ -139,7 +43,7 @@ impl Shape {
     pub fn of_type(t: &Type) -> Shape {
         match t {
             Type::Tuple(items) => Shape::Tuple(items.iter().map(Shape::of_type).collect()),
-            Type::Array(n, elem) => Shape::array(Some(Len::of_size(n)), Shape::of_type(elem)),
+            Type::Array(n, elem) => Shape::array(Some(exact(n)), Shape::of_type(elem)),
             Type::Real | Type::Bool | Type::Func(..) => Shape::Unknown,
         }
     }
@@ -192,38 +96,20 @@ mod tests {
     use super::*;
 
     fn n() -> Len {
-        Len::of_size(&Size::var("n"))
+        exact(&Size::var("n"))
     }
 
     #[test]
-    fn steps_normalise_exactly() {
-        // shift1R (scanl f z A) has exactly A's length.
-        assert_eq!(n().step(1).step(-1), n());
-        // scanr f z (shift1L A) does not: it is 1 at n = 0.
-        let s = n().step(-1).step(1);
-        assert_ne!(s, n());
-        assert_eq!((s.eval(0), s.eval(1), s.eval(5)), (1, 1, 5));
-        assert_eq!(Len::Lit(0).step(-1), Len::Lit(0));
-    }
-
-    #[test]
-    fn order_is_decided_for_every_n() {
-        let a = n();
-        let b = n().step(-1).step(1);
-        assert!(a.le(&b));
-        assert!(!b.le(&a));
-        assert_eq!(a.min(&b), Some(a.clone()));
-        assert!(n().step(-2).le(&n().step(-1)));
-        assert!(Len::Lit(1).le(&n().step(-1).step(1)));
-        assert!(!Len::Lit(1).le(&n()));
-        let m = Len::of_size(&Size::var("m"));
-        assert_eq!(n().min(&m), None);
+    fn exact_lengths_are_the_declared_sizes() {
+        assert_eq!(exact(&Size::var("n").plus(-1)), n().dec());
+        assert_eq!(exact(&Size::lit(3)), Len::constant(3));
+        assert_eq!(exact(&Size::var("n").plus(-1)).eval(|_| Some(0)), Some(0));
     }
 
     #[test]
     fn shapes_keep_what_both_sides_have() {
         let n = || Some(n());
-        let row = Shape::array(Some(Len::Lit(2)), Shape::Unknown);
+        let row = Shape::array(Some(Len::constant(2)), Shape::Unknown);
         let a = Shape::Tuple(vec![Shape::array(n(), row.clone()), Shape::Unknown].into());
         let b = Shape::Tuple(vec![Shape::array(None, row.clone()), Shape::Unknown].into());
         assert_eq!(
@@ -231,7 +117,7 @@ mod tests {
             Shape::Tuple(vec![Shape::array(None, row.clone()), Shape::Unknown].into())
         );
         assert_eq!(a.meet(&a), a);
-        assert_eq!(a.component(0).elem().len(), Some(Len::Lit(2)));
+        assert_eq!(a.component(0).elem().len(), Some(Len::constant(2)));
         assert_eq!(row.meet(&Shape::Unknown), Shape::Unknown);
     }
 }

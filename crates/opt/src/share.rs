@@ -29,7 +29,7 @@ use unfad_syntax::{with_stack, Arena, ExprId, Func, Kids, Node, Type, Var};
 
 use crate::expand::{expand, replace_expansion, Memo};
 use crate::fast_hash::FastMap as HashMap;
-use crate::simplify::Simplifier;
+use crate::simplify::{RuleCx, Simplifier};
 
 /// Share the non-linear terms of loops over the same arrays between the statements of
 /// every `let` chain of `func`.
@@ -37,13 +37,14 @@ pub fn share_elementwise(arena: &mut Arena, func: &Func) -> Func {
     if !crate::cost::has_nonlinear(arena, func.body) && !nested_loop(arena, func.body) {
         return func.clone();
     }
-    let mut s = Simplifier::new(arena, func);
+    let mut pass = Simplifier::new(arena, func);
+    let mut cx = pass.rule_cx();
     let mut sh = Sharer {
         placeholders: HashMap::default(),
         made: HashSet::default(),
         terms: HashMap::default(),
     };
-    let body = sh.scope(&mut s, func.body);
+    let body = sh.scope(&mut cx, func.body);
     Func {
         body,
         ..func.clone()
@@ -124,34 +125,34 @@ struct Candidate {
 
 impl Sharer {
     /// The stand-in for the elements of the array `v`.
-    fn placeholder(&mut self, s: &mut Simplifier, v: Var) -> Var {
+    fn placeholder(&mut self, cx: &mut RuleCx, v: Var) -> Var {
         if let Some(&p) = self.placeholders.get(&v) {
             return p;
         }
-        let ty = match s.arena.var_type(v) {
+        let ty = match cx.arena().var_type(v) {
             Some(Type::Array(_, t)) => Some((**t).clone()),
             _ => None,
         };
-        let p = s.fresh("elem", ty);
+        let p = cx.fresh("elem", ty);
         self.placeholders.insert(v, p);
         p
     }
 
     /// The loop `e`, if it is a `map` or `map2`.
-    fn as_loop(&self, s: &Simplifier, e: ExprId) -> Option<Loop> {
-        let (f, operands) = match s.arena[e] {
+    fn as_loop(&self, cx: &RuleCx, e: ExprId) -> Option<Loop> {
+        let (f, operands) = match cx.arena()[e] {
             Node::Map(f, a) => (f, vec![a]),
             Node::Map2(f, a, b) => (f, vec![a, b]),
             _ => return None,
         };
         let vars = operands
             .iter()
-            .map(|&o| match s.arena[o] {
+            .map(|&o| match cx.arena()[o] {
                 Node::Var(v) => Some(v),
                 _ => None,
             })
             .collect();
-        let (ps, body) = s.arena.lambda_parts(f)?;
+        let (ps, body) = cx.arena().lambda_parts(f)?;
         (ps.len() == operands.len()).then(|| Loop {
             node: e,
             params: ps.to_vec(),
@@ -163,12 +164,12 @@ impl Sharer {
 
     /// The expansion environment of a loop: each parameter over a variable stands for
     /// that array's element.
-    fn env_of(&mut self, s: &mut Simplifier, l: &Loop) -> HashMap<Var, ExprId> {
+    fn env_of(&mut self, cx: &mut RuleCx, l: &Loop) -> HashMap<Var, ExprId> {
         let mut env = HashMap::default();
         for (&p, o) in l.params.iter().zip(&l.vars) {
             if let Some(o) = *o {
-                let ph = self.placeholder(s, o);
-                let e = s.var(ph);
+                let ph = self.placeholder(cx, o);
+                let e = cx.var(ph);
                 env.insert(p, e);
             }
         }
@@ -176,11 +177,11 @@ impl Sharer {
     }
 
     /// The chain starting at `e`, its nested functions first, with shared arrays bound.
-    fn scope(&mut self, s: &mut Simplifier, e: ExprId) -> ExprId {
+    fn scope(&mut self, cx: &mut RuleCx, e: ExprId) -> ExprId {
         let mut stmts = Vec::new();
         let mut cur = e;
         loop {
-            match s.arena[cur] {
+            match cx.arena()[cur] {
                 Node::Let(x, r, b) => {
                     stmts.push(Stmt::One(x, r));
                     cur = b;
@@ -198,14 +199,14 @@ impl Sharer {
         // same array; kept only if something is shared (the passes after this substitute
         // those variables back).
         let original = stmts.clone();
-        let named = self.name_components(s, &mut stmts);
+        let named = self.name_components(cx, &mut stmts);
         // Share the largest term first, while there are some (each round removes the
         // occurrences it shares; the bound is a safeguard); then the chains of the
         // functions inside, which the arrays made here may have changed.
         let mut shared = false;
         for _ in 0..MAX_SHARED {
-            match self.best(s, &stmts) {
-                Some(c) if self.apply(s, &mut stmts, &c) => shared = true,
+            match self.best(cx, &stmts) {
+                Some(c) if self.apply(cx, &mut stmts, &c) => shared = true,
                 _ => break,
             }
         }
@@ -213,7 +214,7 @@ impl Sharer {
             stmts = original;
         }
         for st in stmts.iter_mut() {
-            let inner = self.functions(s, st.expr(), &mut HashMap::default());
+            let inner = self.functions(cx, st.expr(), &mut HashMap::default());
             *st = st.with(inner);
         }
         let mut out = match stmts.pop() {
@@ -222,8 +223,8 @@ impl Sharer {
         };
         for st in stmts.into_iter().rev() {
             out = match st {
-                Stmt::One(x, r) => s.arena.add(Node::Let(x, r, out)),
-                Stmt::Many(xs, r) => s.arena.add(Node::LetTuple(xs, r, out)),
+                Stmt::One(x, r) => cx.arena_mut().add(Node::Let(x, r, out)),
+                Stmt::Many(xs, r) => cx.arena_mut().add(Node::LetTuple(xs, r, out)),
                 Stmt::Tail(_) => out,
             };
         }
@@ -233,10 +234,10 @@ impl Sharer {
     /// Bind, before the chain `stmts`, every component of a tuple variable bound outside
     /// it that loops outside function arguments run over, and make those loops run over
     /// the new variables. Whether any was bound.
-    fn name_components(&mut self, s: &mut Simplifier, stmts: &mut Vec<Stmt>) -> bool {
+    fn name_components(&mut self, cx: &mut RuleCx, stmts: &mut Vec<Stmt>) -> bool {
         if !stmts
             .iter()
-            .any(|st| loops_over_components(s.arena, st.expr()))
+            .any(|st| loops_over_components(cx.arena(), st.expr()))
         {
             return false;
         }
@@ -246,14 +247,14 @@ impl Sharer {
                 inside.insert(*x);
             }
             if let Stmt::Many(xs, _) = st {
-                inside.extend(s.arena.vars_of(*xs));
+                inside.extend(cx.arena().vars_of(*xs));
             }
-            inside.extend(bound_inside(s.arena, st.expr()));
+            inside.extend(bound_inside(cx.arena(), st.expr()));
         }
         let mut names: Vec<(ExprId, Var)> = Vec::new();
         let mut done = HashMap::default();
         for st in stmts.iter_mut() {
-            let e = self.component_loops(s, st.expr(), &inside, &mut names, &mut done);
+            let e = self.component_loops(cx, st.expr(), &inside, &mut names, &mut done);
             *st = st.with(e);
         }
         let named = !names.is_empty();
@@ -267,29 +268,29 @@ impl Sharer {
     /// running over their names instead, outside function arguments.
     fn component_loops(
         &mut self,
-        s: &mut Simplifier,
+        cx: &mut RuleCx,
         e: ExprId,
         inside: &HashSet<Var>,
         names: &mut Vec<(ExprId, Var)>,
         done: &mut HashMap<ExprId, ExprId>,
     ) -> ExprId {
         memoized(done, e, |done| {
-            let node = s.arena[e];
+            let node = cx.arena()[e];
             if matches!(node, Node::Lambda(..)) {
                 return e;
             }
-            let node = with_kids(s, node, |s, k| {
-                self.component_loops(s, k, inside, names, done)
+            let node = with_kids(cx, node, |cx, k| {
+                self.component_loops(cx, k, inside, names, done)
             });
             let node = match node {
-                Node::Map(f, a) => Node::Map(f, self.component_name(s, a, inside, names)),
+                Node::Map(f, a) => Node::Map(f, self.component_name(cx, a, inside, names)),
                 Node::Map2(f, a, b) => {
-                    let a = self.component_name(s, a, inside, names);
-                    Node::Map2(f, a, self.component_name(s, b, inside, names))
+                    let a = self.component_name(cx, a, inside, names);
+                    Node::Map2(f, a, self.component_name(cx, b, inside, names))
                 }
                 other => other,
             };
-            s.arena.rebuild(e, node)
+            cx.arena_mut().rebuild(e, node)
         })
     }
 
@@ -297,50 +298,50 @@ impl Sharer {
     /// chain (made on first use), else `a`.
     fn component_name(
         &mut self,
-        s: &mut Simplifier,
+        cx: &mut RuleCx,
         a: ExprId,
         inside: &HashSet<Var>,
         names: &mut Vec<(ExprId, Var)>,
     ) -> ExprId {
-        match component_root(s.arena, a) {
+        match component_root(cx.arena(), a) {
             Some(v) if !inside.contains(&v) => {}
             _ => return a,
         }
-        if let Some(&(_, v)) = names.iter().find(|(p, _)| same_path(s.arena, *p, a)) {
-            return s.var(v);
+        if let Some(&(_, v)) = names.iter().find(|(p, _)| same_path(cx.arena(), *p, a)) {
+            return cx.var(v);
         }
-        let ty = s.ty(a);
-        let v = s.fresh("c", ty);
+        let ty = cx.ty(a);
+        let v = cx.fresh("c", ty);
         names.push((a, v));
-        s.var(v)
+        cx.var(v)
     }
 
     /// `e` with the body of every function argument in it processed as a chain.
     fn functions(
         &mut self,
-        s: &mut Simplifier,
+        cx: &mut RuleCx,
         e: ExprId,
         done: &mut HashMap<ExprId, ExprId>,
     ) -> ExprId {
         memoized(done, e, |done| {
-            let node = s.arena[e];
+            let node = cx.arena()[e];
             let new = match node {
-                Node::Lambda(ps, b) => Node::Lambda(ps, self.scope(s, b)),
-                _ => with_kids(s, node, |s, k| self.functions(s, k, done)),
+                Node::Lambda(ps, b) => Node::Lambda(ps, self.scope(cx, b)),
+                _ => with_kids(cx, node, |cx, k| self.functions(cx, k, done)),
             };
-            s.arena.rebuild(e, new)
+            cx.arena_mut().rebuild(e, new)
         })
     }
 
     /// The loops over variables that run whenever `e` is evaluated (not inside branches
     /// or function arguments).
-    fn strict_loops(&self, s: &Simplifier, e: ExprId, out: &mut Vec<Loop>) {
+    fn strict_loops(&self, cx: &RuleCx, e: ExprId, out: &mut Vec<Loop>) {
         with_stack(|| {
-            let node = s.arena[e];
-            if let Some(l) = self.as_loop(s, e) {
+            let node = cx.arena()[e];
+            if let Some(l) = self.as_loop(cx, e) {
                 out.push(l);
             }
-            let kids = s.arena.node_children(node);
+            let kids = cx.arena().node_children(node);
             for (i, k) in kids.into_iter().enumerate() {
                 let conditional = match node {
                     Node::Lambda(..) => true,
@@ -348,41 +349,42 @@ impl Sharer {
                     _ => false,
                 };
                 if !conditional {
-                    self.strict_loops(s, k, out);
+                    self.strict_loops(cx, k, out);
                 }
             }
         })
     }
 
     /// The expansion of loop `l`'s body (made once per loop node).
-    fn loop_terms(&mut self, s: &mut Simplifier, l: &Loop) -> &LoopTerms {
+    fn loop_terms(&mut self, cx: &mut RuleCx, l: &Loop) -> &LoopTerms {
         if !self.terms.contains_key(&l.node) {
-            let found = self.expand_loop(s, l);
+            let found = self.expand_loop(cx, l);
             self.terms.insert(l.node, found);
         }
         &self.terms[&l.node]
     }
 
-    fn expand_loop(&mut self, s: &mut Simplifier, l: &Loop) -> LoopTerms {
+    fn expand_loop(&mut self, cx: &mut RuleCx, l: &Loop) -> LoopTerms {
         // Expanding the body binds its `let`s in `env` for the terms inside.
-        let mut env = self.env_of(s, l);
+        let mut env = self.env_of(cx, l);
         let mut memo = HashMap::default();
-        expand(s, l.body, &mut env, &mut memo);
+        expand(cx, l.body, &mut env, &mut memo);
         let all = memo.values().copied().collect();
         let mut terms = Vec::new();
-        dear_terms(s.arena, l.body, &mut terms);
-        let inner = bound_inside(s.arena, l.body);
+        dear_terms(cx.arena(), l.body, &mut terms);
+        let inner = bound_inside(cx.arena(), l.body);
         let mut shareable = Vec::new();
         for t in terms {
             // A loop is shared as it is written, so it may not read the body's `let`s
             // (its expansion would compute them again).
-            let is_loop = !is_nonlinear_op(s.arena[t]);
+            let is_loop = !is_nonlinear_op(cx.arena()[t]);
             if is_loop
-                && (s.arena.free_vars(t).iter().any(|v| inner.contains(v)) || !worth_storing(s, t))
+                && (cx.arena().free_vars(t).iter().any(|v| inner.contains(v))
+                    || !worth_storing(cx, t))
             {
                 continue;
             }
-            let key = expand(s, t, &mut env, &mut memo);
+            let key = expand(cx, t, &mut env, &mut memo);
             shareable.push((key, t, is_loop));
         }
         LoopTerms {
@@ -395,19 +397,19 @@ impl Sharer {
 
     /// The largest non-linear term of the elements of the same arrays that loops of two
     /// statements or more compute.
-    fn best(&mut self, s: &mut Simplifier, stmts: &[Stmt]) -> Option<Candidate> {
+    fn best(&mut self, cx: &mut RuleCx, stmts: &[Stmt]) -> Option<Candidate> {
         let mut found: HashMap<ExprId, Candidate> = HashMap::default();
         for (k, st) in stmts.iter().enumerate() {
             if matches!(st, Stmt::One(v, _) if self.made.contains(v)) {
                 continue;
             }
             let mut loops = Vec::new();
-            self.strict_loops(s, st.expr(), &mut loops);
+            self.strict_loops(cx, st.expr(), &mut loops);
             // Variables bound inside the statement are not in scope before it.
-            let local = bound_inside(s.arena, st.expr());
+            let local = bound_inside(cx.arena(), st.expr());
             for l in loops {
-                for (key, t, is_loop) in self.loop_terms(s, &l).shareable.clone() {
-                    let free = s.arena.free_vars(key);
+                for (key, t, is_loop) in self.loop_terms(cx, &l).shareable.clone() {
+                    let free = cx.arena().free_vars(key);
                     if free.iter().any(|v| local.contains(v)) {
                         continue;
                     }
@@ -427,7 +429,7 @@ impl Sharer {
                         arrays,
                         statements: Vec::new(),
                         loops: Vec::new(),
-                        size: s.arena.tree_size(key),
+                        size: cx.arena().tree_size(key),
                         written,
                     });
                     if !c.statements.contains(&k) {
@@ -450,12 +452,12 @@ impl Sharer {
     /// Make the loops of the statements from `c`'s first one on read its term from an
     /// array: the one the first statement binds if that is exactly the term's array, else
     /// one bound before it. False if nothing changed.
-    fn apply(&mut self, s: &mut Simplifier, stmts: &mut Vec<Stmt>, c: &Candidate) -> bool {
+    fn apply(&mut self, cx: &mut RuleCx, stmts: &mut Vec<Stmt>, c: &Candidate) -> bool {
         let first = c.statements[0];
         let existing = match stmts[first] {
-            Stmt::One(x, r) => self.as_loop(s, r).and_then(|l| {
-                let env = self.env_of(s, &l);
-                let whole = expand(s, l.body, &mut env.clone(), &mut HashMap::default());
+            Stmt::One(x, r) => self.as_loop(cx, r).and_then(|l| {
+                let env = self.env_of(cx, &l);
+                let whole = expand(cx, l.body, &mut env.clone(), &mut HashMap::default());
                 let vars: Vec<Var> = l.vars.iter().flatten().copied().collect();
                 (whole == c.key && l.vars.len() == vars.len() && vars == c.arrays).then_some(x)
             }),
@@ -464,11 +466,11 @@ impl Sharer {
         let (shared, from) = match existing {
             Some(x) => (x, first + 1),
             None => {
-                let Some(array) = self.array_of(s, c) else {
+                let Some(array) = self.array_of(cx, c) else {
                     return false;
                 };
-                let ty = s.ty(array);
-                let e_var = s.fresh("E", ty);
+                let ty = cx.ty(array);
+                let e_var = cx.fresh("E", ty);
                 stmts.insert(first, Stmt::One(e_var, array));
                 (e_var, first + 1)
             }
@@ -477,11 +479,11 @@ impl Sharer {
         let mut changed = existing.is_none();
         for st in stmts.iter_mut().skip(from) {
             // A loop over `c`'s arrays mentions them: a statement that does not has none.
-            if !s.arena.mentions_any(st.expr(), &c.arrays) {
+            if !cx.arena().mentions_any(st.expr(), &c.arrays) {
                 continue;
             }
             let mut done = HashMap::default();
-            let new = self.read_shared(s, st.expr(), c, shared, &mut done);
+            let new = self.read_shared(cx, st.expr(), c, shared, &mut done);
             changed |= new != st.expr();
             *st = st.with(new);
         }
@@ -489,13 +491,13 @@ impl Sharer {
     }
 
     /// `map (x. t) X` (or `map2` over two arrays) for the term of `c`.
-    fn array_of(&mut self, s: &mut Simplifier, c: &Candidate) -> Option<ExprId> {
+    fn array_of(&mut self, cx: &mut RuleCx, c: &Candidate) -> Option<ExprId> {
         let mut sub = HashMap::default();
         let mut params = Vec::new();
         for &a in &c.arrays {
-            let ph = self.placeholder(s, a);
-            let p = s.fresh("x", s.arena.var_type(ph).cloned());
-            let ep = s.var(p);
+            let ph = self.placeholder(cx, a);
+            let p = cx.fresh("x", cx.arena().var_type(ph).cloned());
+            let ep = cx.var(p);
             sub.insert(ph, ep);
             if let Some((_, ps, vars)) = &c.written {
                 for (&q, v) in ps.iter().zip(vars) {
@@ -510,15 +512,15 @@ impl Sharer {
             Some((t, ..)) => *t,
             None => c.key,
         };
-        let body = s.arena.subst(term, &sub);
-        let l = s.arena.var_list(&params);
+        let body = cx.arena_mut().subst(term, &sub);
+        let l = cx.arena_mut().var_list(&params);
         // Fresh binders for the functions inside (the key's are stand-ins).
-        let lam = s.arena.add(Node::Lambda(l, body));
-        let lam = s.arena.copy_fresh(lam);
-        let operands: Vec<ExprId> = c.arrays.iter().map(|&a| s.var(a)).collect();
+        let lam = cx.arena_mut().add(Node::Lambda(l, body));
+        let lam = cx.arena_mut().copy_fresh(lam);
+        let operands: Vec<ExprId> = c.arrays.iter().map(|&a| cx.var(a)).collect();
         Some(match operands[..] {
-            [a] => s.arena.add(Node::Map(lam, a)),
-            [a, b] => s.arena.add(Node::Map2(lam, a, b)),
+            [a] => cx.arena_mut().add(Node::Map(lam, a)),
+            [a, b] => cx.arena_mut().add(Node::Map2(lam, a, b)),
             _ => return None,
         })
     }
@@ -527,46 +529,46 @@ impl Sharer {
     /// array `shared` instead.
     fn read_shared(
         &mut self,
-        s: &mut Simplifier,
+        cx: &mut RuleCx,
         e: ExprId,
         c: &Candidate,
         shared: Var,
         done: &mut HashMap<ExprId, ExprId>,
     ) -> ExprId {
         memoized(done, e, |done| {
-            let node = with_kids(s, s.arena[e], |s, k| {
-                self.read_shared(s, k, c, shared, done)
+            let node = with_kids(cx, cx.arena()[e], |cx, k| {
+                self.read_shared(cx, k, c, shared, done)
             });
-            let rebuilt = s.arena.rebuild(e, node);
-            self.reading(s, rebuilt, c, shared).unwrap_or(rebuilt)
+            let rebuilt = cx.arena_mut().rebuild(e, node);
+            self.reading(cx, rebuilt, c, shared).unwrap_or(rebuilt)
         })
     }
 
     /// The loop `e`, reading the shared array where its body computes `c`'s term.
     fn reading(
         &mut self,
-        s: &mut Simplifier,
+        cx: &mut RuleCx,
         e: ExprId,
         c: &Candidate,
         shared: Var,
     ) -> Option<ExprId> {
-        let l = self.as_loop(s, e)?;
+        let l = self.as_loop(cx, e)?;
         if !c.arrays.iter().all(|a| l.vars.contains(&Some(*a)))
-            || !self.loop_terms(s, &l).all.contains(&c.key)
+            || !self.loop_terms(cx, &l).all.contains(&c.key)
         {
             return None;
         }
-        let elem_ty = match s.arena.var_type(shared) {
+        let elem_ty = match cx.arena().var_type(shared) {
             Some(Type::Array(_, t)) => Some((**t).clone()),
             _ => None,
         };
-        let ev = s.fresh("e", elem_ty);
-        let by = s.var(ev);
+        let ev = cx.fresh("e", elem_ty);
+        let by = cx.var(ev);
         let known = self.terms.get_mut(&l.node).expect("expanded above");
-        let body = replace_expansion(s, l.body, &mut known.env, &mut known.memo, c.key, by)?;
-        let es = s.var(shared);
+        let body = replace_expansion(cx, l.body, &mut known.env, &mut known.memo, c.key, by)?;
+        let es = cx.var(shared);
         // The parameters the body still reads (the others' arrays are not zipped in).
-        let free = s.arena.free_vars(body);
+        let free = cx.arena().free_vars(body);
         let (params, operands): (Vec<Var>, Vec<ExprId>) = l
             .params
             .iter()
@@ -581,31 +583,33 @@ impl Sharer {
         };
         let out = match params[..] {
             [p] => {
-                let ps = s.arena.var_list(&[p, ev]);
-                let lam = s.arena.add(Node::Lambda(ps, body));
-                let lam = s.arena.copy_fresh(lam);
-                s.arena.add(Node::Map2(lam, operands[0], es))
+                let ps = cx.arena_mut().var_list(&[p, ev]);
+                let lam = cx.arena_mut().add(Node::Lambda(ps, body));
+                let lam = cx.arena_mut().copy_fresh(lam);
+                cx.arena_mut().add(Node::Map2(lam, operands[0], es))
             }
             [p, q] => {
                 // map2 (r, e. body[r.0/p, r.1/q]) (map2 (p, q. (p, q)) A B) E
-                let tp = s.arena.var_type(p).cloned()?;
-                let tq = s.arena.var_type(q).cloned()?;
-                let r = s.fresh("r", Some(Type::Tuple(vec![tp, tq].into())));
-                let er = s.var(r);
-                let (r0, r1) = (s.arena.proj(0, er), s.arena.proj(1, er));
+                let tp = cx.arena().var_type(p).cloned()?;
+                let tq = cx.arena().var_type(q).cloned()?;
+                let r = cx.fresh("r", Some(Type::Tuple(vec![tp, tq].into())));
+                let er = cx.var(r);
+                let (r0, r1) = (cx.arena_mut().proj(0, er), cx.arena_mut().proj(1, er));
                 let sub: unfad_syntax::fast_hash::FastMap<Var, ExprId> =
                     [(p, r0), (q, r1)].into_iter().collect();
-                let body = s.arena.subst(body, &sub);
-                let ps = s.arena.var_list(&[r, ev]);
-                let lam = s.arena.add(Node::Lambda(ps, body));
-                let lam = s.arena.copy_fresh(lam);
-                let (p2, q2) = (s.arena.clone_var(p), s.arena.clone_var(q));
-                let (ep2, eq2) = (s.var(p2), s.var(q2));
-                let pair = s.arena.tuple(&[ep2, eq2]);
-                let zl = s.arena.var_list(&[p2, q2]);
-                let zip = s.arena.add(Node::Lambda(zl, pair));
-                let zipped = s.arena.add(Node::Map2(zip, operands[0], operands[1]));
-                s.arena.add(Node::Map2(lam, zipped, es))
+                let body = cx.arena_mut().subst(body, &sub);
+                let ps = cx.arena_mut().var_list(&[r, ev]);
+                let lam = cx.arena_mut().add(Node::Lambda(ps, body));
+                let lam = cx.arena_mut().copy_fresh(lam);
+                let (p2, q2) = (cx.arena_mut().clone_var(p), cx.arena_mut().clone_var(q));
+                let (ep2, eq2) = (cx.var(p2), cx.var(q2));
+                let pair = cx.arena_mut().tuple(&[ep2, eq2]);
+                let zl = cx.arena_mut().var_list(&[p2, q2]);
+                let zip = cx.arena_mut().add(Node::Lambda(zl, pair));
+                let zipped = cx
+                    .arena_mut()
+                    .add(Node::Map2(zip, operands[0], operands[1]));
+                cx.arena_mut().add(Node::Map2(lam, zipped, es))
             }
             _ => return None,
         };
@@ -629,14 +633,14 @@ fn memoized(
 
 /// `node` with each of its children `k` replaced by `f(k)`.
 fn with_kids(
-    s: &mut Simplifier,
+    cx: &mut RuleCx,
     node: Node,
-    mut f: impl FnMut(&mut Simplifier, ExprId) -> ExprId,
+    mut f: impl FnMut(&mut RuleCx, ExprId) -> ExprId,
 ) -> Node {
-    let kids = s.arena.node_children(node);
-    let new: Kids = kids.iter().map(|&k| f(s, k)).collect();
+    let kids = cx.arena().node_children(node);
+    let new: Kids = kids.iter().map(|&k| f(cx, k)).collect();
     let mut it = new.into_iter();
-    s.arena
+    cx.arena_mut()
         .map_children(node, |_, _| it.next().expect("one per child"))
 }
 
@@ -658,17 +662,17 @@ fn dear_terms(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
 /// Whether a loop computes much more than it makes (at sizes of 10): storing its result
 /// and reading it back is then cheaper than computing it again. The cost model's
 /// operations count, a non-linear one (a run-time call) as many moves.
-fn worth_storing(s: &mut Simplifier, t: ExprId) -> bool {
+fn worth_storing(cx: &mut RuleCx, t: ExprId) -> bool {
     /// Weighted operations per real of the result.
     const RATIO: u64 = 16;
     /// The weight of a non-linear operation.
     const NLOP: u64 = 16;
-    let Some(ty) = s.ty(t) else {
+    let Some(ty) = cx.ty(t) else {
         return false;
     };
     let sizes = |_: &str| Some(10);
     let leaves = ty.leaf_count(&sizes).unwrap_or(u64::MAX);
-    let c = crate::cost::cost_of(s.arena, t, &sizes);
+    let c = crate::cost::cost_of(cx.arena(), t, &sizes);
     let cost = c.total().saturating_add(c.nlops.saturating_mul(NLOP - 1));
     cost >= RATIO.saturating_mul(leaves)
 }

@@ -17,6 +17,7 @@ pub mod definitions;
 pub mod error;
 pub mod fast_hash;
 pub mod fragment;
+pub mod len;
 pub mod lexer;
 pub mod ops;
 pub mod parser;
@@ -29,6 +30,7 @@ pub mod types;
 
 pub use error::{Error, ErrorKind, Position};
 pub use fragment::{check_source, source_violation};
+pub use len::Len;
 pub use ops::{BinOp, CmpOp, UnOp};
 pub use printer::{format_const, print_expr, print_func, Printer};
 pub use program::{Def, Func, Program, PRELUDE};

@@ -5,45 +5,45 @@
 
 use unfad_syntax::{ExprId, Node, Var};
 
-use crate::simplify::Simplifier;
+use crate::simplify::RuleCx;
 
 /// Literals of at most this many elements are unrolled (and substituted when bound).
 pub const UNROLL: usize = 8;
 
 /// The elements of an array literal.
-fn literal(s: &Simplifier, e: ExprId) -> Option<Vec<ExprId>> {
-    match s.arena[e] {
-        Node::Array(l) => Some(s.arena.exprs(l).to_vec()),
+fn literal(cx: &RuleCx, e: ExprId) -> Option<Vec<ExprId>> {
+    match cx.arena()[e] {
+        Node::Array(l) => Some(cx.arena().exprs(l).to_vec()),
         _ => None,
     }
 }
 
 /// The elements of a literal small enough to unroll.
-fn small_literal(s: &Simplifier, e: ExprId) -> Option<Vec<ExprId>> {
-    literal(s, e).filter(|items| items.len() <= UNROLL)
+fn small_literal(cx: &RuleCx, e: ExprId) -> Option<Vec<ExprId>> {
+    literal(cx, e).filter(|items| items.len() <= UNROLL)
 }
 
-fn params_and_body(s: &Simplifier, f: ExprId) -> Option<(Vec<Var>, ExprId)> {
-    s.arena.lambda_parts(f).map(|(ps, b)| (ps.to_vec(), b))
+fn params_and_body(cx: &RuleCx, f: ExprId) -> Option<(Vec<Var>, ExprId)> {
+    cx.arena().lambda_parts(f).map(|(ps, b)| (ps.to_vec(), b))
 }
 
 /// `let p1 = a1 in ... let pk = ak in body`, as a raw term to simplify.
-fn apply_raw(s: &mut Simplifier, params: &[Var], args: &[ExprId], body: ExprId) -> ExprId {
+fn apply_raw(cx: &mut RuleCx, params: &[Var], args: &[ExprId], body: ExprId) -> ExprId {
     params
         .iter()
         .zip(args)
         .rev()
-        .fold(body, |acc, (&p, &a)| s.arena.let_(p, a, acc))
+        .fold(body, |acc, (&p, &a)| cx.arena_mut().let_(p, a, acc))
 }
 
 /// `shift1L [e1, ..., ek]` is `[e2, ..., ek]` and `shift1R` drops `ek` (k >= 2).
-pub fn shift_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
-    let (a, left) = match s.arena[e] {
+pub fn shift_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let (a, left) = match cx.arena()[e] {
         Node::Shift1L(a) => (a, true),
         Node::Shift1R(a) => (a, false),
         _ => return None,
     };
-    let items = literal(s, a)?;
+    let items = literal(cx, a)?;
     if items.len() < 2 {
         return None;
     }
@@ -52,33 +52,33 @@ pub fn shift_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     } else {
         &items[..items.len() - 1]
     };
-    let l = s.arena.expr_list(kept);
-    Some(s.mk(Node::Array(l)))
+    let l = cx.arena_mut().expr_list(kept);
+    Some(cx.mk(Node::Array(l)))
 }
 
 /// The last element `foldl (acc, x. x) z [e1, ..., ek]` is `ek`.
-pub fn last_of_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
-    let Node::Foldl(f, _, x) = s.arena[e] else {
+pub fn last_of_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Foldl(f, _, x) = cx.arena()[e] else {
         return None;
     };
-    let (ps, body) = params_and_body(s, f)?;
-    if s.arena[body] != Node::Var(*ps.get(1)?) {
+    let (ps, body) = params_and_body(cx, f)?;
+    if cx.arena()[body] != Node::Var(*ps.get(1)?) {
         return None;
     }
-    literal(s, x)?.last().copied()
+    literal(cx, x)?.last().copied()
 }
 
 /// `map f [a1, ..., ak]` is `[f(a1), ..., f(ak)]`, and `map2 f [..] [..]` likewise.
-pub fn map_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
-    let (f, columns) = match s.arena[e] {
-        Node::Map(f, a) => (f, vec![small_literal(s, a)?]),
+pub fn map_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let (f, columns) = match cx.arena()[e] {
+        Node::Map(f, a) => (f, vec![small_literal(cx, a)?]),
         Node::Map2(f, a, b) => {
-            let (xs, ys) = (small_literal(s, a)?, small_literal(s, b)?);
+            let (xs, ys) = (small_literal(cx, a)?, small_literal(cx, b)?);
             (f, vec![xs, ys])
         }
         _ => return None,
     };
-    let (ps, body) = params_and_body(s, f)?;
+    let (ps, body) = params_and_body(cx, f)?;
     if ps.len() != columns.len() {
         return None;
     }
@@ -86,29 +86,29 @@ pub fn map_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
     let raw: Vec<ExprId> = (0..k)
         .map(|i| {
             let args: Vec<ExprId> = columns.iter().map(|c| c[i]).collect();
-            apply_raw(s, &ps, &args, body)
+            apply_raw(cx, &ps, &args, body)
         })
         .collect();
-    let l = s.arena.expr_list(&raw);
-    let unrolled = s.arena.add(Node::Array(l));
-    Some(s.scoped(unrolled))
+    let l = cx.arena_mut().expr_list(&raw);
+    let unrolled = cx.arena_mut().add(Node::Array(l));
+    Some(cx.simplify(unrolled))
 }
 
 /// `scanl f z [a1, ..., ak]` is `let s1 = f(z, a1) in ... [z, s1, ..., sk]` (and `scanr`
 /// from the right); `reduce`/`foldl` give `sk`.
-pub fn fold_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
-    let (f, z, a, kind) = match s.arena[e] {
+pub fn fold_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let (f, z, a, kind) = match cx.arena()[e] {
         Node::Scanl(f, z, a) => (f, z, a, Kind::ScanLeft),
         Node::Scanr(f, z, a) => (f, z, a, Kind::ScanRight),
         Node::Reduce(f, z, a) | Node::Foldl(f, z, a) => (f, z, a, Kind::Fold),
         _ => return None,
     };
-    let mut items = small_literal(s, a)?;
-    let (ps, body) = params_and_body(s, f)?;
+    let mut items = small_literal(cx, a)?;
+    let (ps, body) = params_and_body(cx, f)?;
     if ps.len() != 2 {
         return None;
     }
-    let acc_ty = s.ty(z);
+    let acc_ty = cx.ty(z);
     if kind == Kind::ScanRight {
         items.reverse();
     }
@@ -121,28 +121,28 @@ pub fn fold_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         } else {
             [prev, x]
         };
-        let step = apply_raw(s, &ps, &args, body);
-        let v = s.arena.fresh_var("s", acc_ty.clone());
+        let step = apply_raw(cx, &ps, &args, body);
+        let v = cx.arena_mut().fresh_var("s", acc_ty.clone());
         steps.push((v, step));
-        accs.push(s.arena.var(v));
+        accs.push(cx.arena_mut().var(v));
     }
     let result = match kind {
         Kind::Fold => *accs.last()?,
         Kind::ScanLeft => {
-            let l = s.arena.expr_list(&accs);
-            s.arena.add(Node::Array(l))
+            let l = cx.arena_mut().expr_list(&accs);
+            cx.arena_mut().add(Node::Array(l))
         }
         Kind::ScanRight => {
             accs.reverse();
-            let l = s.arena.expr_list(&accs);
-            s.arena.add(Node::Array(l))
+            let l = cx.arena_mut().expr_list(&accs);
+            cx.arena_mut().add(Node::Array(l))
         }
     };
     let raw = steps
         .into_iter()
         .rev()
-        .fold(result, |acc, (v, step)| s.arena.let_(v, step, acc));
-    Some(s.scoped(raw))
+        .fold(result, |acc, (v, step)| cx.arena_mut().let_(v, step, acc));
+    Some(cx.simplify(raw))
 }
 
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -153,24 +153,24 @@ enum Kind {
 }
 
 /// `zeros_like([e1, ..., ek])` is `[zeros_like(e1), ..., zeros_like(ek)]` (so for ones).
-pub fn fill_literal(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
-    let (a, zero) = match s.arena[e] {
+pub fn fill_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let (a, zero) = match cx.arena()[e] {
         Node::ZerosLike(a) => (a, true),
         Node::OnesLike(a) => (a, false),
         _ => return None,
     };
-    let items = small_literal(s, a)?;
+    let items = small_literal(cx, a)?;
     let fills: Vec<ExprId> = items
         .iter()
         .map(|&i| {
-            let f = s.mk(if zero {
+            let f = cx.mk(if zero {
                 Node::ZerosLike(i)
             } else {
                 Node::OnesLike(i)
             });
-            crate::rules::apply(s, f).unwrap_or(f)
+            crate::rules::apply(cx, f).unwrap_or(f)
         })
         .collect();
-    let l = s.arena.expr_list(&fills);
-    Some(s.mk(Node::Array(l)))
+    let l = cx.arena_mut().expr_list(&fills);
+    Some(cx.mk(Node::Array(l)))
 }

@@ -3,14 +3,19 @@
 //! arrays, scans, array literals). Each rule looks at one node whose children are already
 //! simplified and returns a simpler equivalent, or `None`. (The binding rules — inlining,
 //! forward substitution, dead `let`s, let normalisation, CSE — live in the simplifier's
-//! walk.)
+//! walk.) A rule sees the pass only through [`RuleCx`]: it builds nodes, asks types and
+//! lengths, and simplifies the sub-terms it builds, but cannot touch the substitution, the
+//! CSE table or the count of rewrites (the walk counts one when a rule fires).
+//!
+//! A rule is a `pub fn` of one of the family modules with the signature of [`Rule`],
+//! listed in [`apply`]'s table for the kinds of node it rewrites.
 //!
 //! The algebraic rules (`0 * e -> 0`, ...) follow the paper's smooth semantics: they do
 //! not preserve IEEE NaN propagation through a product with a structural zero.
 
 use unfad_syntax::{ExprId, Node};
 
-use crate::simplify::Simplifier;
+use crate::simplify::RuleCx;
 
 pub mod algebraic;
 pub mod arrays;
@@ -20,14 +25,14 @@ pub mod scans;
 pub mod tuples;
 
 /// A rule: a simplified node in, a simpler equivalent out.
-pub type Rule = fn(&mut Simplifier, ExprId) -> Option<ExprId>;
+pub type Rule = fn(&mut RuleCx, ExprId) -> Option<ExprId>;
 
 /// Apply the first rule that fires on `e`.
-pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
-    if !binders_well_formed(s, e) {
+pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    if !binders_well_formed(cx, e) {
         return None;
     }
-    let rules: &[Rule] = match s.arena[e] {
+    let rules: &[Rule] = match cx.arena()[e] {
         Node::Op1(..) => &[
             algebraic::fold_unary,
             algebraic::double_negation,
@@ -102,14 +107,14 @@ pub fn apply(s: &mut Simplifier, e: ExprId) -> Option<ExprId> {
         Node::Len(_) => &[arrays::len_of_constant_array, arrays::len_of_known_length],
         _ => &[],
     };
-    rules.iter().find_map(|rule| rule(s, e))
+    rules.iter().find_map(|rule| rule(cx, e))
 }
 
 /// The function argument of an array operation is a binder of the right arity (one
 /// parameter for `map`, two for the others), as the rules assume: they leave other terms
 /// alone rather than fail on them.
-fn binders_well_formed(s: &Simplifier, e: ExprId) -> bool {
-    let (f, arity) = match s.arena[e] {
+fn binders_well_formed(cx: &RuleCx, e: ExprId) -> bool {
+    let (f, arity) = match cx.arena()[e] {
         Node::Map(f, _) => (f, 1),
         Node::Map2(f, ..)
         | Node::Reduce(f, ..)
@@ -118,8 +123,10 @@ fn binders_well_formed(s: &Simplifier, e: ExprId) -> bool {
         | Node::Scanr(f, ..) => (f, 2),
         _ => return true,
     };
-    matches!(s.arena.lambda_parts(f), Some((ps, _)) if ps.len() == arity)
+    matches!(cx.arena().lambda_parts(f), Some((ps, _)) if ps.len() == arity)
 }
 
+#[cfg(test)]
+mod each_rule;
 #[cfg(test)]
 pub(crate) mod tests;

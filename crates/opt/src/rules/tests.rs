@@ -24,7 +24,7 @@ pub(crate) fn sample(t: &Type, n: u64, seed: &mut f64) -> Value<f64> {
     }
 }
 
-fn close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+pub(crate) fn close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     match (a, b) {
         (serde_json::Value::Number(x), serde_json::Value::Number(y)) => {
             let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());

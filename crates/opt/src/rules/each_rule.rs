@@ -1,0 +1,765 @@
+//! One test per rule, named after it: the rule applied by itself to a term written so
+//! that the rule's node is the whole body with its children already simplified
+//! ([`check_rule`]), or, for rules that need what the walk learns (definitions, hash-consed
+//! operands), the whole simplifier on a term where the rule is what must fire ([`check`]).
+//! Both evaluate the term before and after at sizes 0, 1 and 3.
+
+use expect_test::{expect, Expect};
+use unfad_interp::{eval_func, value_to_json, Value};
+use unfad_syntax::{print_func, Func, Program};
+
+use super::tests::{check, close, sample};
+use super::{algebraic, arrays, conditionals, literals, tuples, Rule};
+use crate::Simplifier;
+
+/// Apply `rule` by itself to the body of the function `src` (it must fire and change the
+/// term); the result must keep the type and the value, and print as `expect`.
+fn check_rule(rule: Rule, src: &str, expect: Expect) {
+    let mut prog = Program::load(src).unwrap_or_else(|e| panic!("{e}"));
+    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let mut pass = Simplifier::new(&mut prog.arena, &func);
+    let body = rule(&mut pass.rule_cx(), func.body).expect("the rule fires");
+    assert_ne!(body, func.body, "the rule changes the term");
+    let after = Func {
+        body,
+        ..func.clone()
+    };
+    crate::check_types(&mut prog.arena, &after)
+        .unwrap_or_else(|e| panic!("{e}\n{}", print_func(&prog.arena, &after)));
+    for n in [0, 1, 3] {
+        let mut seed = 0.4;
+        let args: Vec<Value<f64>> = func
+            .param_types(&prog.arena)
+            .iter()
+            .map(|t| sample(t, n, &mut seed))
+            .collect();
+        let before = value_to_json(&eval_func(&prog.arena, &func, &args).unwrap());
+        let now = value_to_json(&eval_func(&prog.arena, &after, &args).unwrap());
+        assert!(
+            close(&before, &now),
+            "n = {n}: {before} became {now}\n{}",
+            print_func(&prog.arena, &after)
+        );
+    }
+    expect.assert_eq(&print_func(&prog.arena, &after));
+}
+
+// ---- algebraic --------------------------------------------------------------
+
+/// `op c` folds to a constant.
+#[test]
+fn fold_unary() {
+    check_rule(
+        algebraic::fold_unary,
+        "def f(x: real) = exp(0)",
+        expect![[r#"
+            def f(x: real): real =
+              1
+        "#]],
+    );
+}
+
+/// `c1 op c2` folds to a constant.
+#[test]
+fn fold_binary() {
+    check_rule(
+        algebraic::fold_binary,
+        "def f(x: real) = 2 * 3",
+        expect![[r#"
+            def f(x: real): real =
+              6
+        "#]],
+    );
+}
+
+/// `--e` is `e`.
+#[test]
+fn double_negation() {
+    check_rule(
+        algebraic::double_negation,
+        "def f(x: real) = -(-sin(x))",
+        expect![[r#"
+            def f(x: real): real =
+              sin(x)
+        "#]],
+    );
+}
+
+/// A product with a zero is zero.
+#[test]
+fn times_zero() {
+    check_rule(
+        algebraic::times_zero,
+        "def f(x: real) = sin(x) * 0",
+        expect![[r#"
+            def f(x: real): real =
+              0
+        "#]],
+    );
+}
+
+/// Adding zero changes nothing.
+#[test]
+fn plus_zero() {
+    check_rule(
+        algebraic::plus_zero,
+        "def f(x: real) = 0 + sin(x)",
+        expect![[r#"
+            def f(x: real): real =
+              sin(x)
+        "#]],
+    );
+}
+
+/// Multiplying or dividing by one changes nothing.
+#[test]
+fn times_one() {
+    check_rule(
+        algebraic::times_one,
+        "def f(x: real) = sin(x) / 1",
+        expect![[r#"
+            def f(x: real): real =
+              sin(x)
+        "#]],
+    );
+}
+
+/// `0 - e` is a negation.
+#[test]
+fn zero_minus() {
+    check_rule(
+        algebraic::zero_minus,
+        "def f(x: real) = 0 - sin(x)",
+        expect![[r#"
+            def f(x: real): real =
+              -sin(x)
+        "#]],
+    );
+}
+
+/// A product with minus one is a negation.
+#[test]
+fn times_minus_one() {
+    check_rule(
+        algebraic::times_minus_one,
+        "def f(x: real) = sin(x) * -1",
+        expect![[r#"
+            def f(x: real): real =
+              -sin(x)
+        "#]],
+    );
+}
+
+/// Zero divided by anything is zero.
+#[test]
+fn zero_divided() {
+    check_rule(
+        algebraic::zero_divided,
+        "def f(x: real) = 0 / x",
+        expect![[r#"
+            def f(x: real): real =
+              0
+        "#]],
+    );
+}
+
+/// A product with a reciprocal is a quotient.
+#[test]
+fn reciprocal_times() {
+    check_rule(
+        algebraic::reciprocal_times,
+        "def f(x: real, y: real) = (1 / x) * y",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              y / x
+        "#]],
+    );
+}
+
+/// Comparisons of constants and connectives of known conditions fold (the walk then picks
+/// the branch).
+///
+/// Through the whole walk, whose hash-consing or bindings
+/// [`crate::rules::algebraic::fold_boolean`] needs.
+#[test]
+fn fold_boolean() {
+    check(
+        "def f(x: real, y: real) = (if !(1 < 2) || false then x else y, if x < y && true then x else y)",
+        expect![[r#"
+            def f(x: real, y: real): (real, real) =
+              (y, (if x < y then x else y))
+        "#]],
+    );
+}
+
+// ---- conditionals -----------------------------------------------------------
+
+/// An operator goes into the branches when one is a constant.
+#[test]
+fn push_into_if() {
+    check_rule(
+        conditionals::push_into_if,
+        "def f(x: real, y: real) = (if x > y then 0 else x) * 2",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              if x > y then 0 else x * 2
+        "#]],
+    );
+}
+
+/// A conditional with equal branches is either.
+///
+/// Through the whole walk, whose hash-consing or bindings
+/// [`crate::rules::conditionals::same_branches`] needs.
+#[test]
+fn same_branches() {
+    check(
+        "def f(x: real, y: real) = if x > y then sin(x) else sin(x)",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              sin(x)
+        "#]],
+    );
+}
+
+/// A conditional choosing false or true is a negation.
+///
+/// Through the whole walk, whose hash-consing or bindings
+/// [`crate::rules::conditionals::boolean_branches`] needs.
+#[test]
+fn boolean_branches() {
+    check(
+        "def f(x: real, y: real) = if (if x > y then false else true) then x else y",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              if !(x > y) then x else y
+        "#]],
+    );
+}
+
+/// A conditional of tuples on a trivial condition is a tuple of conditionals.
+///
+/// Through the whole walk, whose hash-consing or bindings
+/// [`crate::rules::conditionals::split_tuple_branches`] needs.
+#[test]
+fn split_tuple_branches() {
+    check(
+        "def f(x: real, y: real) = let b = x > y in let t = if b then (x, 1) else (y, 2) in fst t * snd t",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              let b = x > y in
+              (if b then x else y) * (if b then 1 else 2)
+        "#]],
+    );
+}
+
+// ---- tuples -----------------------------------------------------------------
+
+/// A projection of a tuple is its component.
+#[test]
+fn project_tuple() {
+    check_rule(
+        tuples::project_tuple,
+        "def f(x: real, y: real) = fst (x, sin(y))",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              x
+        "#]],
+    );
+}
+
+/// A projection of a fill is the fill of the projection.
+#[test]
+fn project_constant() {
+    check_rule(
+        tuples::project_constant,
+        "def f(x: real, y: real) = fst (zeros_like((x, y)))",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              zeros_like(fst (x, y))
+        "#]],
+    );
+}
+
+/// The fills of a real are constants.
+#[test]
+fn constant_of_real() {
+    check_rule(
+        tuples::constant_of_real,
+        "def f(x: real) = ones_like(x)",
+        expect![[r#"
+            def f(x: real): real =
+              1
+        "#]],
+    );
+}
+
+/// The fills of a tuple are tuples of fills.
+#[test]
+fn constant_of_tuple() {
+    check_rule(
+        tuples::constant_of_tuple,
+        "def f(x: real, y: real) = zeros_like((x, y))",
+        expect![[r#"
+            def f(x: real, y: real): (real, real) =
+              (0, 0)
+        "#]],
+    );
+}
+
+/// A projection goes into the branches of a conditional.
+#[test]
+fn project_into_if() {
+    check_rule(
+        tuples::project_into_if,
+        "def f(x: real, y: real) = snd (if x > y then (x, y) else (y, x))",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              if x > y then y else x
+        "#]],
+    );
+}
+
+/// A tuple of all the projections of a tuple is the tuple.
+///
+/// Through the whole walk, whose hash-consing or bindings
+/// [`crate::rules::tuples::tuple_eta`] needs.
+#[test]
+fn tuple_eta() {
+    check(
+        "def f(p: (real, real)) = (fst p, snd p)",
+        expect![[r#"
+            def f(p: (real, real)): (real, real) =
+              p
+        "#]],
+    );
+}
+
+/// A projection of an element whose component is constant is that constant.
+///
+/// Through the whole walk, whose hash-consing or bindings
+/// [`crate::rules::tuples::project_constant_part`] needs.
+#[test]
+fn project_constant_part() {
+    check(
+        "def f(A: [n]real, x: real) = let G = map (a. (0, sin(a) * x)) A in map (g. fst g * snd g) G",
+        expect![[r#"
+            def f(A: [n]real, x: real): [n]real =
+              zeros_like(A)
+        "#]],
+    );
+}
+
+// ---- literals ---------------------------------------------------------------
+
+/// Shifts of literals are shorter literals.
+#[test]
+fn shift_literal() {
+    check_rule(
+        literals::shift_literal,
+        "def f(x: real, y: real) = (shift1L [x, y, 2])",
+        expect![[r#"
+            def f(x: real, y: real): [2]real =
+              [y, 2]
+        "#]],
+    );
+}
+
+/// The last element of a literal is its last item.
+#[test]
+fn last_of_literal() {
+    check_rule(
+        literals::last_of_literal,
+        "def f(x: real, y: real) = foldl (acc, z. z) 0 [x, y]",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              y
+        "#]],
+    );
+}
+
+/// Maps over small literals unroll.
+#[test]
+fn map_literal() {
+    check_rule(
+        literals::map_literal,
+        "def f(x: real, y: real) = map (a. sin(a)) [x, y]",
+        expect![[r#"
+            def f(x: real, y: real): [2]real =
+              [sin(x), sin(y)]
+        "#]],
+    );
+}
+
+/// Scans over small literals unroll.
+#[test]
+fn fold_literal() {
+    check_rule(
+        literals::fold_literal,
+        "def f(x: real, y: real) = scanl + 1 [x, y]",
+        expect![[r#"
+            def f(x: real, y: real): [3]real =
+              let s = 1 + x in
+              let s_1 = s + y in
+              [1, s, s_1]
+        "#]],
+    );
+}
+
+/// Fills of literals are literals of fills.
+#[test]
+fn fill_literal() {
+    check_rule(
+        literals::fill_literal,
+        "def f(x: real, y: real) = zeros_like([x, y])",
+        expect![[r#"
+            def f(x: real, y: real): [2]real =
+              [0, 0]
+        "#]],
+    );
+}
+
+// ---- scans ------------------------------------------------------------------
+
+/// Partial derivatives read the next state of a scan from the scan.
+///
+/// Through the whole walk, whose hash-consing or bindings
+/// [`crate::rules::scans::scan_next_element`] needs.
+#[test]
+fn scan_next_element() {
+    check(
+        "def f(X: [n]real, w: real, h0: real) =
+           let S = scanl (h, x. tanh(w * h + x)) h0 X in
+           (S, map2 (h, x. let v = w * h + x in (1 - tanh(v) * tanh(v)) * x * h) (shift1R S) X)",
+        expect![[r#"
+            def f(X: [n]real, w: real, h0: real): ([n+1]real, [n]real) =
+              let S = scanl (h, x. tanh(w * h + x)) h0 X in
+              (
+                S,
+                map2 (q, next. (1 - next * next) * snd q * fst q) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) X) (shift1L S)
+              )
+        "#]],
+    );
+}
+
+// ---- arrays -----------------------------------------------------------------
+
+/// `map (x. x) A` is `A`.
+#[test]
+fn map_identity() {
+    check_rule(
+        arrays::map_identity,
+        "def f(A: [n]real) = map (x. x) A",
+        expect![[r#"
+            def f(A: [n]real): [n]real =
+              A
+        "#]],
+    );
+}
+
+/// A map over a fill specialises its parameter.
+#[test]
+fn map_constant_operand() {
+    check_rule(
+        arrays::map_constant_operand,
+        "def f(A: [n]real) = map (x. x + 1) (ones_like(A))",
+        expect![[r#"
+            def f(A: [n]real): [n]real =
+              map (x. 2) A
+        "#]],
+    );
+}
+
+/// A map over a fill of tuples runs over the filled array.
+#[test]
+fn map_fill_operand() {
+    check_rule(
+        arrays::map_fill_operand,
+        "def f(A: [n](real, real)) = map (p. fst p) (zeros_like(A))",
+        expect![[r#"
+            def f(A: [n](real, real)): [n]real =
+              map (p. 0) A
+        "#]],
+    );
+}
+
+/// A map to zero is a fill.
+#[test]
+fn map_constant_body() {
+    check_rule(
+        arrays::map_constant_body,
+        "def f(A: [n]real) = map (x. 0) A",
+        expect![[r#"
+            def f(A: [n]real): [n]real =
+              zeros_like(A)
+        "#]],
+    );
+}
+
+/// A map to a tuple of ones of its elements' type is a fill.
+#[test]
+fn map_fill_body() {
+    check_rule(
+        arrays::map_fill_body,
+        "def f(A: [n](real, real)) = map (p. (1, 1)) A",
+        expect![[r#"
+            def f(A: [n](real, real)): [n](real, real) =
+              ones_like(A)
+        "#]],
+    );
+}
+
+/// A constant map only needs the simplest array as long as its operand.
+#[test]
+fn map_constant_body_operand() {
+    check_rule(
+        arrays::map_constant_body_operand,
+        "def f(A: [n]real, y: real) = map (x. y) (map (a. sin(a)) A)",
+        expect![[r#"
+            def f(A: [n]real, y: real): [n]real =
+              map (x. y) A
+        "#]],
+    );
+}
+
+/// A map2 over a fill specialises that parameter.
+#[test]
+fn map2_constant_operand() {
+    check_rule(
+        arrays::map2_constant_operand,
+        "def f(A: [n]real, B: [n]real) = map2 (x, y. x * y + y) A (ones_like(B))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              map2 (x, y. x + 1) A ones_like(B)
+        "#]],
+    );
+}
+
+/// A map2 over a fill of tuples runs over the filled array.
+#[test]
+fn map2_fill_operand() {
+    check_rule(
+        arrays::map2_fill_operand,
+        "def f(A: [n](real, real), B: [n]real) = map2 (p, b. fst p * b) (zeros_like(A)) B",
+        expect![[r#"
+            def f(A: [n](real, real), B: [n]real): [n]real =
+              map2 (p, b. 0) A B
+        "#]],
+    );
+}
+
+/// A map2 to zeros of one operand's elements is a fill of that operand.
+#[test]
+fn map2_fill_body() {
+    check_rule(
+        arrays::map2_fill_body,
+        "def f(A: [n]real, P: [n](real, real)) = map2 (a, p. (0, 0)) A P",
+        expect![[r#"
+            def f(A: [n]real, P: [n](real, real)): [n](real, real) =
+              zeros_like(P)
+        "#]],
+    );
+}
+
+/// A map2 that ignores an operand never longer than the other is a map.
+#[test]
+fn map2_unused_param() {
+    check_rule(
+        arrays::map2_unused_param,
+        "def f(A: [n]real, B: [n]real) = map2 (x, y. sin(x)) A B",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              map (x. sin(x)) A
+        "#]],
+    );
+}
+
+/// A map2 over a map fuses with it.
+#[test]
+fn map2_fusion() {
+    check_rule(
+        arrays::map2_fusion,
+        "def f(A: [n]real, B: [n]real) = map2 (x, y. x * y) (map (a. exp(a)) A) B",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              map2 (a, y.
+                let x = exp(a) in
+                x * y) A B
+        "#]],
+    );
+}
+
+/// A sum of ones is a length.
+#[test]
+fn count_ones() {
+    check_rule(
+        arrays::count_ones,
+        "def f(A: [n]real) = reduce + 0 (ones_like(A))",
+        expect![[r#"
+            def f(A: [n]real): real =
+              len(A)
+        "#]],
+    );
+}
+
+/// A componentwise reduce of tuples is a tuple of reduces.
+#[test]
+fn reduce_tuple_split() {
+    check_rule(
+        arrays::reduce_tuple_split,
+        "def f(A: [n](real, real)) = reduce (p, q. (fst p + fst q, snd p * snd q)) (0, 1) A",
+        expect![[r#"
+            def f(A: [n](real, real)): (real, real) =
+              (reduce + 0 (map (t. fst t) A), reduce * 1 (map (t_1. snd t_1) A))
+        "#]],
+    );
+}
+
+/// A constant factor leaves a sum.
+#[test]
+fn sum_of_scaled() {
+    check_rule(
+        arrays::sum_of_scaled,
+        "def f(A: [n]real, c: real) = reduce + 0 (map (a. c * sin(a)) A)",
+        expect![[r#"
+            def f(A: [n]real, c: real): real =
+              c * reduce + 0 (map (a. sin(a)) A)
+        "#]],
+    );
+}
+
+/// The last element of a scan is a fold.
+#[test]
+fn last_of_scan() {
+    check_rule(
+        arrays::last_of_scan,
+        "def f(A: [n]real) = foldl (acc, x. x) 0 (scanl + 0 A)",
+        expect![[r#"
+            def f(A: [n]real): real =
+              foldl + 0 A
+        "#]],
+    );
+}
+
+/// The last element of a fill never empty is its constant.
+#[test]
+fn last_of_fill() {
+    check_rule(
+        arrays::last_of_fill,
+        "def f(A: [n]real) = foldl (acc, x. x) 0 (ones_like(scanl + 0 A))",
+        expect![[r#"
+            def f(A: [n]real): real =
+              1
+        "#]],
+    );
+}
+
+/// A shift of a fill is a fill of the shift.
+#[test]
+fn shift_constant_array() {
+    check_rule(
+        arrays::shift_constant_array,
+        "def f(A: [n]real) = shift1L (ones_like(A))",
+        expect![[r#"
+            def f(A: [n]real): [n-1]real =
+              ones_like(shift1L A)
+        "#]],
+    );
+}
+
+/// A shift of a scan that keeps its accumulator repeats it.
+#[test]
+fn shift_of_constant_scan() {
+    check_rule(
+        arrays::shift_of_constant_scan,
+        "def f(A: [n]real, y: real) = shift1R (scanl (acc, x. acc) y A)",
+        expect![[r#"
+            def f(A: [n]real, y: real): [n]real =
+              map (x. y) A
+        "#]],
+    );
+}
+
+/// The length of an array as long as a parameter is the parameter's.
+#[test]
+fn len_of_known_length() {
+    check_rule(
+        arrays::len_of_known_length,
+        "def f(A: [n]real, B: [n]real) = len(map (b. sin(b)) B)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): real =
+              len(A)
+        "#]],
+    );
+}
+
+/// The length of a fill is its operand's.
+#[test]
+fn len_of_constant_array() {
+    check_rule(
+        arrays::len_of_constant_array,
+        "def f(A: [n]real) = len(zeros_like(A))",
+        expect![[r#"
+            def f(A: [n]real): real =
+              len(A)
+        "#]],
+    );
+}
+
+/// A fill takes the simplest array of its operand's length.
+#[test]
+fn constant_array_witness() {
+    check_rule(
+        arrays::constant_array_witness,
+        "def f(A: [n]real, B: [n]real) = zeros_like(map (b. sin(b)) B)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              zeros_like(A)
+        "#]],
+    );
+}
+
+/// A sum of zeros is zero, a product of ones one.
+///
+/// Through the whole walk, whose hash-consing or bindings
+/// [`crate::rules::arrays::fold_constant_array`] needs.
+#[test]
+fn fold_constant_array() {
+    check(
+        "def f(A: [n]real) = (reduce + 0 (zeros_like(A)), reduce * 1 (ones_like(A)))",
+        expect![[r#"
+            def f(A: [n]real): (real, real) =
+              (0, 1)
+        "#]],
+    );
+}
+
+/// A scan of zeros from zero is a fill.
+///
+/// Through the whole walk, whose hash-consing or bindings
+/// [`crate::rules::arrays::scan_constant_array`] needs.
+#[test]
+fn scan_constant_array() {
+    check(
+        "def f(A: [n]real) = scanl + 0 (zeros_like(A))",
+        expect![[r#"
+            def f(A: [n]real): [n+1]real =
+              zeros_like(scanl + 0 zeros_like(A))
+        "#]],
+    );
+}
+
+/// A map2 of an array with itself is a map.
+///
+/// Through the whole walk, whose hash-consing or bindings
+/// [`crate::rules::arrays::map2_same_operands`] needs.
+#[test]
+fn map2_same_operands() {
+    check(
+        "def f(A: [n]real) = map2 (x, y. x * y + y) A A",
+        expect![[r#"
+            def f(A: [n]real): [n]real =
+              map (x. x * x + x) A
+        "#]],
+    );
+}
