@@ -137,8 +137,7 @@ fn code_only(text: &str) -> String {
                 || (chars[i - 1] == 'b' && (i < 2 || !is_ident(chars[i - 2]))))
             && matches!(next, Some('"') | Some('#'))
         {
-            // A raw string `r#*"..."#*` (or an identifier starting with `r` followed by `#`,
-            // which Rust code does not have outside raw identifiers).
+            // A raw string `r"..."`, `r#"..."#`, `br"..."`, or a raw identifier `r#name`.
             let mut j = i + 1;
             while chars.get(j) == Some(&'#') {
                 j += 1;
@@ -206,13 +205,14 @@ fn code_only(text: &str) -> String {
     out
 }
 
-/// The positions (line index, column) of the word `word` in `line`.
-fn word_columns(line: &str, word: &str) -> Vec<usize> {
+/// The byte offsets in `text` where `word` stands as a whole word (not inside a longer
+/// identifier).
+fn word_columns(text: &str, word: &str) -> Vec<usize> {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
-    line.match_indices(word)
+    text.match_indices(word)
         .filter(|(at, _)| {
-            let before = line[..*at].chars().next_back();
-            let after = line[at + word.len()..].chars().next();
+            let before = text[..*at].chars().next_back();
+            let after = text[at + word.len()..].chars().next();
             !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
         })
         .map(|(at, _)| at)
