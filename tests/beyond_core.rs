@@ -8,13 +8,8 @@
 use expect_test::{expect, Expect};
 use unfad_interp::{args_from_json, eval_func, fd_gradient, forward_gradient, Value};
 use unfad_opt::{check_first_order, Bound};
-use unfad_syntax::{print_func, Arena, Func, Program};
-
-fn load(src: &str) -> (Program, Func) {
-    let mut prog = Program::load(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
-    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
-    (prog, func)
-}
+use unfad_syntax::{print_func, Arena, Func};
+use unfad_test_support::{close, load};
 
 /// The optimized gradient of the entry point of `src` with respect to every parameter.
 fn check(src: &str, expect: Expect) {
@@ -23,10 +18,6 @@ fn check(src: &str, expect: Expect) {
     let grad = unfad_ad::gradient(&mut prog.arena, &func, &all).unwrap_or_else(|e| panic!("{e}"));
     let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap_or_else(|e| panic!("{e}"));
     expect.assert_eq(&print_func(&prog.arena, &opt));
-}
-
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    a == b || (a - b).abs() <= tol * a.abs().max(b.abs()).max(1.0) || (a.is_nan() && b.is_nan())
 }
 
 /// Value and flat gradients of a `reverse` result.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use expect_test::expect_file;
 use unfad_opt::Bound;
-use unfad_syntax::Program;
+use unfad_test_support::load;
 use unfad_testgen::{generate, Features};
 
 /// Sizes at which costs are compared.
@@ -20,8 +20,7 @@ fn sizes(v: &str) -> Option<u64> {
 
 /// Source, optimized gradient, and the bound for the entry point of `src`.
 fn measure(src: &str) -> Bound {
-    let mut prog = Program::load(src).unwrap();
-    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let (mut prog, func) = load(src);
     let all: Vec<usize> = (0..func.params.len()).collect();
     let rev =
         unfad_ad::reverse(&mut prog.arena, &func, &all).unwrap_or_else(|e| panic!("{e}\n{src}"));

@@ -3,7 +3,8 @@
 //! rules only, and with the dedicated rules for sums and extrema the engine uses.
 
 use expect_test::{expect, Expect};
-use unfad_syntax::{print_func, Program};
+use unfad_syntax::print_func;
+use unfad_test_support::load;
 
 /// The optimized gradient (the paper's `∇`, no primal value) of the entry point of `src`
 /// with respect to the parameters `wrt`, by the direct macro and by the UNF pipeline; both
@@ -22,8 +23,7 @@ fn check(src: &str, wrt: &[usize], expect: Expect) {
         unfad_ad::gradient_via_unf,
     ];
     for pipeline in pipelines {
-        let mut prog = Program::load(src).unwrap();
-        let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+        let (mut prog, func) = load(src);
         let grad = pipeline(&mut prog.arena, &func, wrt).unwrap();
         let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap_or_else(|e| panic!("{e}"));
         outputs.push(print_func(&prog.arena, &opt));

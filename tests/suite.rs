@@ -15,13 +15,21 @@ fn small(p: &Program) -> Size {
     }
 }
 
+/// Programs of the suite whose gradient unfad does not compile yet, with the reason; they
+/// are checked on their primal only. Any other program whose gradient fails to compile
+/// fails the test, and so does a program listed here whose gradient compiles (remove it
+/// from the list then), so the list stays true.
+const GRADIENT_NOT_SUPPORTED: &[(&str, &str)] = &[];
+
+/// Relative agreement of unfad's results with the hand-written ones (sums in other orders).
 fn close(x: f64, y: f64) -> bool {
-    (x - y).abs() <= 1e-10 * (1.0 + x.abs().max(y.abs()))
+    unfad_test_support::close(x, y, 1e-10)
 }
 
 #[test]
 fn baselines_agree_with_unfad() {
     let engine = unfad::Engine::new();
+    let mut failures = Vec::new();
     for p in programs() {
         let size = small(&p);
         let args = (p.inputs)(size);
@@ -34,22 +42,45 @@ fn baselines_agree_with_unfad() {
         let mut grads = Program::grad_buffers(&args);
         let hand = (p.gradient)(&args, &mut grads, &mut Vec::new());
         assert!(close(hand, value), "{}: value of the gradient", p.name);
-        // Programs reverse mode does not handle yet are checked on their primal only.
-        if let Ok(g) = engine.compile_grad(p.source) {
-            let out = g.call(&facade).unwrap();
-            for (k, want) in grads.iter().enumerate() {
-                let got = out.gradient(k);
-                assert_eq!(got.len(), want.len(), "{}: gradient {k}", p.name);
-                for (x, y) in got.iter().zip(want) {
-                    assert!(
-                        close(*x, *y),
-                        "{}: gradient {k}: {got:?} vs {want:?}",
-                        p.name
-                    );
-                }
+        let listed = GRADIENT_NOT_SUPPORTED
+            .iter()
+            .find(|(name, _)| *name == p.name);
+        let g = match (engine.compile_grad(p.source), listed) {
+            (Ok(g), None) => g,
+            (Err(_), Some(_)) => continue,
+            (Ok(_), Some((_, reason))) => {
+                failures.push(format!(
+                    "{}: its gradient compiles now; remove it from GRADIENT_NOT_SUPPORTED \
+                     (listed because: {reason})",
+                    p.name
+                ));
+                continue;
+            }
+            (Err(e), None) => {
+                failures.push(format!("{}: the gradient does not compile: {e}", p.name));
+                continue;
+            }
+        };
+        let out = g.call(&facade).unwrap();
+        for (k, want) in grads.iter().enumerate() {
+            let got = out.gradient(k);
+            assert_eq!(got.len(), want.len(), "{}: gradient {k}", p.name);
+            for (x, y) in got.iter().zip(want) {
+                assert!(
+                    close(*x, *y),
+                    "{}: gradient {k}: {got:?} vs {want:?}",
+                    p.name
+                );
             }
         }
     }
+    for (name, _) in GRADIENT_NOT_SUPPORTED {
+        assert!(
+            programs().iter().any(|p| p.name == *name),
+            "GRADIENT_NOT_SUPPORTED names {name}, which is not in the suite"
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]

@@ -8,6 +8,8 @@
 //! without writing the report (a quick look while working on one program); `--compile`
 //! prints the compile times of the examples alone, `--gradbench` the GradBench gmm figures.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::time::Instant;
 

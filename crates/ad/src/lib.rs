@@ -57,6 +57,8 @@
 //! **Architecture Invariant:** this crate only transforms terms; it evaluates nothing and
 //! depends on nothing but `unfad-syntax`.
 
+#![forbid(unsafe_code)]
+
 mod arrays;
 mod build;
 pub mod checks;

@@ -1,6 +1,8 @@
 //! The `unfad` command line (`../shared/spec/INTERFACE.md`): JSON on stdout, errors on
 //! stderr with a non-zero exit code. Source errors are shown with the offending line.
 
+#![forbid(unsafe_code)]
+
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};

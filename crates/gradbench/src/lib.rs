@@ -11,6 +11,8 @@
 //! Evaluations repeat until both `min_runs` and `min_seconds` are met and report one
 //! `evaluate` timing per run; compilation is reported as a `define` timing.
 
+#![forbid(unsafe_code)]
+
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 

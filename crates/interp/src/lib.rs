@@ -18,6 +18,8 @@
 //! assert_eq!(grad, vec![vec![3.0 + 2f64.cos()], vec![2.0]]);
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod eval;
 pub mod io;
 pub mod oracle;

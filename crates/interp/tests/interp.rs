@@ -4,12 +4,11 @@ use serde_json::json;
 use unfad_interp::{
     args_from_json, eval_func, fd_gradient, forward_gradient, value_to_json, Value,
 };
-use unfad_syntax::Program;
+use unfad_test_support::load;
 
 /// Evaluate the entry point of `src` on the JSON `input`; the result as JSON.
 fn run(src: &str, input: serde_json::Value) -> serde_json::Value {
-    let mut prog = Program::load(src).unwrap_or_else(|e| panic!("{e}"));
-    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let (prog, func) = load(src);
     let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
     value_to_json(&eval_func(&prog.arena, &func, &args).unwrap())
 }
@@ -99,8 +98,7 @@ fn ieee_values_never_crash() {
 
 #[test]
 fn input_errors_name_the_parameter_and_both_sizes() {
-    let mut prog = Program::load("def f(A: [n]real, B: [n]real, M: [2][k]real) = 0").unwrap();
-    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let (prog, func) = load("def f(A: [n]real, B: [n]real, M: [2][k]real) = 0");
     let err = |input: serde_json::Value| {
         args_from_json::<f64>(&prog.arena, &func, &input)
             .unwrap_err()
@@ -171,8 +169,7 @@ fn forward_mode_agrees_with_finite_differences() {
     let src = "def f(A: [n]real, w: real) =
                  let B = map (a. sin(a) * w + exp(a / 4)) A in
                  log(reduce + 1 (map2 * B B)) + pow(w, 3) / (1 + sigmoid(w)) + max(w, 0.3) * tanh(w)";
-    let mut prog = Program::load(src).unwrap();
-    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let (prog, func) = load(src);
     let args = vec![
         Value::array(vec![Value::Real(0.3), Value::Real(-1.2), Value::Real(2.0)]),
         Value::Real(0.7),

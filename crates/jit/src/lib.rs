@@ -365,9 +365,7 @@ impl Compiled {
             out_heap = outputs.iter_mut().map(|s| s.as_mut_ptr()).collect();
             &out_heap
         };
-        // # Safety
-        //
-        // The native code reads `inputs[k][..inputs()[k].len(sizes)]` for every input
+        // SAFETY: the native code reads `inputs[k][..inputs()[k].len(sizes)]` for every input
         // component, `sizes[..size_vars().len()]`, writes `outputs[k][..outputs()[k].len(sizes)]`
         // and uses `workspace[..workspace_len(sizes)]`, and nothing else; every count it
         // computes from the sizes was checked above to be representable, so its wrapping

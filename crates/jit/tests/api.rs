@@ -2,8 +2,8 @@
 
 mod common;
 
-use common::load;
 use unfad_jit::{compile, Compiled, JitError, PathStep};
+use unfad_test_support::load;
 
 #[test]
 fn compiled_functions_are_send_and_sync() {

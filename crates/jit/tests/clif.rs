@@ -5,7 +5,7 @@ mod common;
 use expect_test::{expect, Expect};
 
 fn clif(src: &str, expect: Expect) {
-    let (prog, func) = common::load(src);
+    let (prog, func) = unfad_test_support::load(src);
     let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
     expect.assert_eq(&text);
 }

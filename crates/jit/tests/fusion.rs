@@ -29,7 +29,7 @@ fn inputs_ab(w: bool) -> Vec<Json> {
 
 /// Forward loops in the IR of `src` (each ends with one unsigned compare of its index).
 fn loops(src: &str) -> usize {
-    let (prog, func) = common::load(src);
+    let (prog, func) = unfad_test_support::load(src);
     let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
     text.matches("icmp ult").count()
 }
@@ -51,7 +51,7 @@ fn folds_and_maps_share_loads_and_calls() {
                map2 (a, b. cos(b) * exp(a)) A B)";
     check(src, &inputs_ab(false));
     assert_eq!(loops(src), 1);
-    let (prog, func) = common::load(src);
+    let (prog, func) = unfad_test_support::load(src);
     let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
     assert_eq!(text.matches("call fn").count(), 3, "{text}");
 }
@@ -151,7 +151,7 @@ fn max_and_min_reductions_run_in_lanes_bit_for_bit() {
 
 /// Workspace of `src` at `n`, in reals.
 fn workspace(src: &str, n: u64) -> usize {
-    let (prog, func) = common::load(src);
+    let (prog, func) = unfad_test_support::load(src);
     unfad_jit::compile(&prog.arena, &func)
         .unwrap()
         .workspace_len(&[n])
@@ -218,7 +218,7 @@ fn an_array_stored_for_later_is_folded_in_the_loop_that_stores_it() {
 
 /// The workspace `src` needs at the sizes given.
 fn workspace_at(src: &str, sizes: &[u64]) -> usize {
-    let (prog, func) = common::load(src);
+    let (prog, func) = unfad_test_support::load(src);
     unfad_jit::compile(&prog.arena, &func)
         .unwrap()
         .workspace_len(sizes)

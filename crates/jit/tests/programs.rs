@@ -4,8 +4,9 @@
 
 mod common;
 
-use common::{check, check_gradient, load, run_native};
+use common::{check, check_gradient, run_native};
 use serde_json::{json, Value as Json};
+use unfad_test_support::load;
 
 const SPECIAL: [&str; 3] = ["NaN", "Infinity", "-Infinity"];
 

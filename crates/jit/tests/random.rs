@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::{check_func, gradient, load};
+use common::{check_func, gradient};
+use unfad_test_support::load;
 use unfad_testgen::{generate, Features};
 
 #[test]

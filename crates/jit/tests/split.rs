@@ -3,9 +3,10 @@
 
 mod common;
 
-use common::{check_compiled, gradient, load};
+use common::{check_compiled, gradient};
 use unfad_jit::{compile_parallel, compile_split_at};
 use unfad_syntax::{Arena, Func, Node};
+use unfad_test_support::load;
 use unfad_testgen::{generate, Features};
 
 /// The number of statements of `func`'s top-level chain of `let`s.

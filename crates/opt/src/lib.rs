@@ -18,6 +18,8 @@
 //! assert_eq!(print_expr(&prog.arena, opt.body), "A");
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod cost;
 mod expand;
 use unfad_syntax::fast_hash;

@@ -13,6 +13,8 @@
 //!            "def f(x: real, y: real): real =\n  let w = x * y in\n  w + sin(x)\n");
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod definitions;
 pub mod error;
 pub mod fast_hash;

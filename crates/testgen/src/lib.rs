@@ -14,6 +14,8 @@
 //! assert!(unfad_syntax::Program::load(&g.source).is_ok());
 //! ```
 
+#![forbid(unsafe_code)]
+
 use serde_json::{json, Value as Json};
 
 /// Which constructs programs may use.

@@ -49,6 +49,8 @@
 //! Compiled functions are `Send + Sync`: they can be called from several threads at once
 //! (each call takes a workspace of its own from a pool).
 
+#![forbid(unsafe_code)]
+
 mod args;
 pub mod pipeline;
 

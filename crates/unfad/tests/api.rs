@@ -12,8 +12,7 @@ fn compiled_functions_are_send_and_sync() {
 
 /// Gradient by forward mode in the interpreter, flat per parameter.
 fn oracle(src: &str, input: serde_json::Value) -> (f64, Vec<Vec<f64>>) {
-    let mut prog = unfad_syntax::Program::load(src).unwrap();
-    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let (prog, func) = unfad_test_support::load(src);
     let (args, _) = unfad_interp::args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
     unfad_interp::forward_gradient(&prog.arena, &func, &args).unwrap()
 }

@@ -10,20 +10,15 @@ mod properties;
 mod unf;
 
 use unfad_interp::{args_from_json, eval_func, Value};
-use unfad_syntax::{typeck, Arena, Func, Program};
+use unfad_syntax::{typeck, Arena, Func};
+
+/// Load a program and inline its entry point (shared with the other crates' tests).
+pub(crate) use unfad_test_support::load;
 
 use crate::checks::{check_linear, check_unique_binders};
 
 /// An entry point of the crate: `reverse`, `gradient` or their UNF versions.
 pub(crate) type Pipeline = fn(&mut Arena, &Func, &[usize]) -> Result<Func, crate::AdError>;
-
-/// Load a program and inline its entry point (the last definition).
-pub(crate) fn load(src: &str) -> (Program, Func) {
-    let mut prog = Program::load(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
-    let entry = prog.entry(None).unwrap();
-    let func = prog.inline(entry).unwrap();
-    (prog, func)
-}
 
 /// Every generated term type-checks, uses its continuations linearly and binds every
 /// variable once.

@@ -3,12 +3,10 @@
 
 use unfad_interp::{eval_func, fd_gradient, forward_gradient, Value};
 
-use super::{args, assert_well_formed, eval_reverse, load, Pipeline};
-use crate::{gradient, gradient_via_unf, reverse, reverse_via_unf};
+use unfad_test_support::{close, load};
 
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    a == b || (a - b).abs() <= tol * a.abs().max(b.abs()).max(1.0)
-}
+use super::{args, assert_well_formed, eval_reverse, Pipeline};
+use crate::{gradient, gradient_via_unf, reverse, reverse_via_unf};
 
 /// Differentiate `src` with respect to every parameter (and to each one alone) with both
 /// pipelines, and compare with the oracles at `input`.

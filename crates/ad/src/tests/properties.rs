@@ -3,15 +3,11 @@
 //! the core Source, the direct macro alone does.
 
 use unfad_interp::{args_from_json, forward_gradient};
-use unfad_syntax::Program;
+use unfad_test_support::{close as close_to, load};
 use unfad_testgen::{generate, Features};
 
 use super::{assert_well_formed, eval_reverse, Pipeline};
 use crate::{reverse, reverse_via_unf, AdError};
-
-fn close_to(a: f64, b: f64, tol: f64) -> bool {
-    a == b || (a - b).abs() <= tol * a.abs().max(b.abs()).max(1.0) || (a.is_nan() && b.is_nan())
-}
 
 /// Against forward mode, whose sums run in another order.
 fn close(a: f64, b: f64) -> bool {
@@ -24,8 +20,7 @@ fn check_features(features: &Features, seeds: std::ops::Range<u64>) -> (usize, u
     let (mut checked, mut unsupported) = (0, 0);
     for seed in seeds {
         let g = generate(seed, features);
-        let mut prog = Program::load(&g.source).unwrap();
-        let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+        let (mut prog, func) = load(&g.source);
         let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
         let (v0, g0) = forward_gradient(&prog.arena, &func, &args).unwrap();
         let all: Vec<usize> = (0..func.params.len()).collect();
@@ -128,8 +123,7 @@ fn weakening_agrees_with_translation() {
     use crate::unf::translate::{unf, weaken};
     for seed in 3000..3150 {
         let g = generate(seed, &Features::core());
-        let mut prog = Program::load(&g.source).unwrap();
-        let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+        let (mut prog, func) = load(&g.source);
         let a = &mut prog.arena;
         let extra = a.fresh_var("unused", Some(unfad_syntax::Type::Real));
         let narrow = unf(a, &func.params, func.body).unwrap();

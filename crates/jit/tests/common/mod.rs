@@ -6,6 +6,7 @@ use serde_json::Value as Json;
 use unfad_interp::{args_from_json, eval_func, Value};
 use unfad_jit::{compile, Compiled};
 use unfad_syntax::{print_func, Arena, Func, Program, Type};
+use unfad_test_support::load;
 
 /// A value guard cells are filled with, to find writes outside a buffer or cells never
 /// written.
@@ -51,14 +52,6 @@ pub fn components(v: &Value<f64>, t: &Type, out: &mut Vec<Vec<f64>>) {
 /// interpreter, in the same order).
 pub fn same(x: f64, y: f64) -> bool {
     x.to_bits() == y.to_bits()
-}
-
-/// Load `src` and inline its entry point.
-pub fn load(src: &str) -> (Program, Func) {
-    let mut prog = Program::load(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
-    let entry = prog.entry(None).unwrap();
-    let func = prog.inline(entry).unwrap();
-    (prog, func)
 }
 
 /// The outputs of the native code for `input`, with the sizes it was run with.

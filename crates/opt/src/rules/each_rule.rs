@@ -8,7 +8,8 @@ use expect_test::{expect, Expect};
 use unfad_interp::{eval_func, value_to_json, Value};
 use unfad_syntax::{print_func, Func, Program};
 
-use super::tests::{check, close, sample};
+use super::tests::{check, sample};
+use unfad_test_support::close_json;
 use super::{algebraic, arrays, conditionals, literals, tuples, Rule};
 use crate::Simplifier;
 
@@ -36,7 +37,7 @@ fn check_rule(rule: Rule, src: &str, expect: Expect) {
         let before = value_to_json(&eval_func(&prog.arena, &func, &args).unwrap());
         let now = value_to_json(&eval_func(&prog.arena, &after, &args).unwrap());
         assert!(
-            close(&before, &now),
+            close_json(&before, &now, 1e-12),
             "n = {n}: {before} became {now}\n{}",
             print_func(&prog.arena, &after)
         );

@@ -3,7 +3,8 @@
 
 use expect_test::{expect, Expect};
 use unfad_interp::{eval_func, value_to_json, Value};
-use unfad_syntax::{print_func, Program, Type};
+use unfad_syntax::{print_func, Type};
+use unfad_test_support::{close_json, load};
 
 use crate::{inline::inline_single_use, simplify_to_fixed_point};
 
@@ -24,22 +25,8 @@ pub(crate) fn sample(t: &Type, n: u64, seed: &mut f64) -> Value<f64> {
     }
 }
 
-pub(crate) fn close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
-    match (a, b) {
-        (serde_json::Value::Number(x), serde_json::Value::Number(y)) => {
-            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
-            (x - y).abs() <= 1e-12 * (1.0 + x.abs().max(y.abs()))
-        }
-        (serde_json::Value::Array(x), serde_json::Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| close(p, q))
-        }
-        _ => a == b,
-    }
-}
-
 pub(crate) fn check(src: &str, expect: Expect) {
-    let mut prog = Program::load(src).unwrap_or_else(|e| panic!("{e}"));
-    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let (mut prog, func) = load(src);
     let opt = simplify_to_fixed_point(&mut prog.arena, &func);
     let opt = inline_single_use(&mut prog.arena, &opt);
     let opt = simplify_to_fixed_point(&mut prog.arena, &opt);
@@ -55,7 +42,7 @@ pub(crate) fn check(src: &str, expect: Expect) {
         let before = value_to_json(&eval_func(&prog.arena, &func, &args).unwrap());
         let after = value_to_json(&eval_func(&prog.arena, &opt, &args).unwrap());
         assert!(
-            close(&before, &after),
+            close_json(&before, &after, 1e-12),
             "n = {n}: {before} became {after}\n{}",
             print_func(&prog.arena, &opt)
         );
@@ -65,8 +52,7 @@ pub(crate) fn check(src: &str, expect: Expect) {
 
 /// [`check`] through the whole of [`crate::optimize`] (the passes beyond the rules).
 pub(crate) fn check_optimized(src: &str, expect: Expect) {
-    let mut prog = Program::load(src).unwrap_or_else(|e| panic!("{e}"));
-    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let (mut prog, func) = load(src);
     let opt = crate::optimize(&mut prog.arena, &func).unwrap_or_else(|e| panic!("{e}"));
     for n in [0, 1, 3] {
         let mut seed = 0.4;
@@ -78,7 +64,7 @@ pub(crate) fn check_optimized(src: &str, expect: Expect) {
         let before = value_to_json(&eval_func(&prog.arena, &func, &args).unwrap());
         let after = value_to_json(&eval_func(&prog.arena, &opt, &args).unwrap());
         assert!(
-            close(&before, &after),
+            close_json(&before, &after, 1e-12),
             "n = {n}: {before} became {after}\n{}",
             print_func(&prog.arena, &opt)
         );
@@ -674,8 +660,7 @@ fn folds_of_operator_sections_are_shared_whatever_their_binders() {
 #[test]
 fn one_pass_drops_a_chain_of_dead_bindings() {
     let src = "def f(x: real) = let a = sin(x) in let b = a * a in let c = b * x in x + 1";
-    let mut prog = Program::load(src).unwrap();
-    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let (mut prog, func) = load(src);
     let mut s = crate::Simplifier::new(&mut prog.arena, &func);
     let body = s.run(func.body);
     assert_eq!(s.rewrites, 3);
