@@ -10,11 +10,12 @@
 
 mod common;
 
-use common::{components, gradient, load, same};
+use common::{components, gradient, same};
 use serde_json::Value as Json;
 use unfad_interp::{args_from_json, eval_func};
 use unfad_jit::{compile, Compiled};
 use unfad_syntax::{print_func, Arena, Func};
+use unfad_test_support::load;
 use unfad_testgen::{generate, Features, Generated};
 
 /// What guard cells hold: a value no program computes from the generated inputs.

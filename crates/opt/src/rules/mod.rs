@@ -127,6 +127,4 @@ fn binders_well_formed(cx: &RuleCx, e: ExprId) -> bool {
 }
 
 #[cfg(test)]
-mod each_rule;
-#[cfg(test)]
 pub(crate) mod tests;

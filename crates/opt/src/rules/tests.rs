@@ -1,6 +1,9 @@
 //! Each rule on its own, and the paper's worked examples written by hand in Target form.
 //! Every check also evaluates the term before and after optimization at sizes 0, 1 and 3.
 
+/// One test per rule, named after it.
+mod each_rule;
+
 use expect_test::{expect, Expect};
 use unfad_interp::{eval_func, value_to_json, Value};
 use unfad_syntax::{print_func, Type};

@@ -8,10 +8,10 @@ use expect_test::{expect, Expect};
 use unfad_interp::{eval_func, value_to_json, Value};
 use unfad_syntax::{print_func, Func, Program};
 
-use super::tests::{check, sample};
-use unfad_test_support::close_json;
-use super::{algebraic, arrays, conditionals, literals, tuples, Rule};
+use super::{check, sample};
+use crate::rules::{algebraic, arrays, conditionals, literals, tuples, Rule};
 use crate::Simplifier;
+use unfad_test_support::close_json;
 
 /// Apply `rule` by itself to the body of the function `src` (it must fire and change the
 /// term); the result must keep the type and the value, and print as `expect`.
