@@ -20,12 +20,12 @@ pub enum JitError {
     Call(String),
 }
 
-pub(crate) type R<T> = Result<T, JitError>;
+pub(crate) type JitResult<T> = Result<T, JitError>;
 
-pub(crate) fn internal<T>(msg: impl Into<String>) -> R<T> {
+pub(crate) fn internal<T>(msg: impl Into<String>) -> JitResult<T> {
     Err(JitError::Internal(msg.into()))
 }
 
-pub(crate) fn unsupported<T>(msg: impl Into<String>) -> R<T> {
+pub(crate) fn unsupported<T>(msg: impl Into<String>) -> JitResult<T> {
     Err(JitError::Unsupported(msg.into()))
 }

@@ -163,7 +163,7 @@ use unfad_syntax::{Arena, Func, Type};
 pub use error::JitError;
 pub use layout::{Component, Dim, PathStep, Shape};
 
-use error::R;
+use error::JitResult;
 use layout::SizeExpr;
 use lower::Translator;
 use shape::{Analysis, SShape};
@@ -467,7 +467,7 @@ pub fn compile_split_at(
 }
 
 /// Type-check `func` in `arena` unless it is typed already.
-fn type_in_place(arena: &mut Arena, func: &Func) -> R<()> {
+fn type_in_place(arena: &mut Arena, func: &Func) -> JitResult<()> {
     if arena.type_of(func.body).is_none() {
         infer(arena, &NoSource, func.body).map_err(|e| JitError::Type(e.to_string()))?;
     }
@@ -682,7 +682,7 @@ fn cores() -> usize {
 }
 
 /// A module for the host with the run-time functions registered.
-fn new_module() -> R<JITModule> {
+fn new_module() -> JitResult<JITModule> {
     let mut jb = JITBuilder::with_isa(host_isa()?, default_libcall_names());
     for (name, ptr) in runtime::symbols() {
         jb.symbol(name, ptr);
@@ -691,7 +691,7 @@ fn new_module() -> R<JITModule> {
 }
 
 /// Cranelift's compilation of the function in `ctx` (kept in `ctx`).
-fn compile_code(ctx: &mut Context, isa: &dyn cranelift_codegen::isa::TargetIsa) -> R<()> {
+fn compile_code(ctx: &mut Context, isa: &dyn cranelift_codegen::isa::TargetIsa) -> JitResult<()> {
     let mut plane = cranelift_codegen::control::ControlPlane::default();
     ctx.compile(isa, &mut plane)
         .map(|_| ())
@@ -699,7 +699,7 @@ fn compile_code(ctx: &mut Context, isa: &dyn cranelift_codegen::isa::TargetIsa) 
 }
 
 /// Define function `id` of `module` with the code compiled in `ctx`.
-fn define_compiled(module: &mut JITModule, id: FuncId, ctx: &Context) -> R<()> {
+fn define_compiled(module: &mut JITModule, id: FuncId, ctx: &Context) -> JitResult<()> {
     let Some(code) = ctx.compiled_code() else {
         return Err(JitError::Internal("a part was not compiled".into()));
     };
@@ -729,7 +729,7 @@ fn build_entry(
     n_in: usize,
     lens: &[SizeExpr],
     routes: (&[usize], Option<&[usize]>),
-) -> R<FuncId> {
+) -> JitResult<FuncId> {
     let ptr = types::I64;
     let id = declare_in(module, ctx, ENTRY)?;
     let calls = parts.map(|p| module.declare_func_in_func(p, &mut ctx.func));
@@ -796,7 +796,7 @@ fn build_entry(
 }
 
 /// Cranelift's verifier on the function in `ctx`, in debug builds (tests) only.
-fn verify(ctx: &Context, module: &JITModule) -> R<()> {
+fn verify(ctx: &Context, module: &JITModule) -> JitResult<()> {
     if cfg!(debug_assertions) {
         cranelift_codegen::verify_function(&ctx.func, module.isa()).map_err(|e| {
             JitError::Codegen(format!(
@@ -810,7 +810,7 @@ fn verify(ctx: &Context, module: &JITModule) -> R<()> {
 
 /// Declare the function `name` of `module` with the ABI's signature, `void f(ptr, ptr,
 /// ptr, ptr)` in the host's calling convention, as the function `ctx` builds.
-fn declare_in(module: &mut JITModule, ctx: &mut Context, name: &str) -> R<FuncId> {
+fn declare_in(module: &mut JITModule, ctx: &mut Context, name: &str) -> JitResult<FuncId> {
     let mut sig = module.make_signature();
     for _ in 0..4 {
         sig.params.push(AbiParam::new(types::I64));
@@ -919,7 +919,7 @@ pub fn asm_text(arena: &Arena, func: &Func) -> Result<String, JitError> {
 }
 
 /// The arena with every node of `func` typed (type-checking a copy if needed).
-fn typed<'a>(arena: &'a Arena, func: &Func) -> R<Cow<'a, Arena>> {
+fn typed<'a>(arena: &'a Arena, func: &Func) -> JitResult<Cow<'a, Arena>> {
     if arena.type_of(func.body).is_some() {
         return Ok(Cow::Borrowed(arena));
     }
@@ -929,7 +929,7 @@ fn typed<'a>(arena: &'a Arena, func: &Func) -> R<Cow<'a, Arena>> {
 }
 
 /// The target ISA of the host, with the flags this crate compiles with.
-fn host_isa() -> R<OwnedTargetIsa> {
+fn host_isa() -> JitResult<OwnedTargetIsa> {
     static ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
     ISA.get_or_init(|| {
         let mut flags = settings::builder();
@@ -1006,7 +1006,7 @@ fn build(
     module: &mut JITModule,
     ctx: &mut Context,
     name: &str,
-) -> R<(FuncId, Built)> {
+) -> JitResult<(FuncId, Built)> {
     match build_with(arena, func, module, ctx, name, false) {
         Err(JitError::Internal(why)) if why.contains("read twice") => {
             ctx.clear();
@@ -1025,7 +1025,7 @@ fn build_with(
     ctx: &mut Context,
     name: &str,
     force_read_twice: bool,
-) -> R<(FuncId, Built)> {
+) -> JitResult<(FuncId, Built)> {
     let mut size_vars: Vec<Arc<str>> = Vec::new();
     let mut param_names = Vec::new();
     for &p in &func.params {

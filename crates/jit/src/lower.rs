@@ -35,18 +35,18 @@ use cranelift_frontend::FunctionBuilder;
 use cranelift_module::{Linkage, Module};
 use unfad_syntax::{with_stack, Arena, BinOp, CmpOp, ExprId, Node, UnOp, Var};
 
-use crate::error::{internal, unsupported, JitError, R};
+use crate::error::{internal, unsupported, JitError, JitResult};
 use crate::layout::{Dim, SizeExpr};
 use crate::runtime::{self, Lowering};
 use crate::shape::{lambda, Analysis, SArr, SShape};
 use crate::value::{
-    concat_holds, no_holds, sized, Arr, Buf, FillElem, Holds, Kind, Layout, Place, Scan, Slots,
-    Val, BV, FV, IV,
+    concat_holds, no_holds, sized, Arr, Buf, CondVal, FillElem, Holds, IntVal, Kind, Layout, Place,
+    RealVal, Scan, Slots, Val,
 };
 
 /// A value computed once in the prologue.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-enum Pro {
+enum PrologueValue {
     /// An element count.
     Count(SizeExpr),
     /// The address of element `offset` of slot `slot` of the workspace.
@@ -55,26 +55,29 @@ enum Pro {
 
 /// A pure computation already emitted in the current block, for local value numbering.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum Memo {
+enum PureOp {
     /// `base + 8 * i * stride`.
-    Addr(Value, IV, IV),
+    Addr(Value, IntVal, IntVal),
     /// A load of a real from an address.
     Load(Value),
-    Un(UnOp, Value),
-    Bin(BinOp, FKey, FKey),
+    /// A unary operator applied to a real.
+    Unary(UnOp, Value),
+    /// A binary operator applied to two reals.
+    Binary(BinOp, RealKey, RealKey),
 }
 
-/// A real operand as a memo key: a constant by its bits, or an SSA value.
+/// A real operand as a key of [`PureOp`]: a constant by its bits, or an SSA value.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum FKey {
-    K(u64),
-    V(Value),
+enum RealKey {
+    /// A constant, by its bits.
+    Bits(u64),
+    Ssa(Value),
 }
 
-fn fkey(x: FV) -> FKey {
+fn real_key(x: RealVal) -> RealKey {
     match x {
-        FV::K(c) => FKey::K(c.to_bits()),
-        FV::V(v) => FKey::V(v),
+        RealVal::Const(c) => RealKey::Bits(c.to_bits()),
+        RealVal::Ssa(v) => RealKey::Ssa(v),
     }
 }
 
@@ -107,8 +110,8 @@ pub(crate) struct Translator<'a> {
     /// Values pinned until the loop at each depth ends (frames.len() is the loop depth).
     frames: Vec<Vec<Val>>,
     slots: Slots,
-    pro: HashMap<Pro, Value>,
-    pro_order: Vec<(Pro, Value)>,
+    prologue: HashMap<PrologueValue, Value>,
+    prologue_order: Vec<(PrologueValue, Value)>,
     main: Block,
     externs: HashMap<&'static str, FuncRef>,
     flags: MemFlagsData,
@@ -116,7 +119,7 @@ pub(crate) struct Translator<'a> {
     /// when another block is entered, so every entry dominates the insertion point).
     /// Loads, additions and the run-time functions are not merged by Cranelift across the
     /// fused loop bodies of tuple components; this merges them.
-    memo: HashMap<Memo, Value>,
+    numbered: HashMap<PureOp, Value>,
     /// See [`Translator::force_read_twice`].
     force_read_twice: bool,
     /// The buffer (parameter, result or workspace base pointer) an address points into.
@@ -130,7 +133,7 @@ pub(crate) struct Translator<'a> {
     counters: Vec<Option<Value>>,
 }
 
-type Body<'b, 'a> = dyn FnMut(&mut Translator<'a>, Value, &[Value]) -> R<Vec<Value>> + 'b;
+type Body<'b, 'a> = dyn FnMut(&mut Translator<'a>, Value, &[Value]) -> JitResult<Vec<Value>> + 'b;
 
 /// Whether reading the elements of `a` computes a [`Scan`].
 fn reads_scan(a: &Arr) -> bool {
@@ -142,14 +145,14 @@ fn reads_scan(a: &Arr) -> bool {
     }
 }
 
-fn expect_arr(v: Val) -> R<Rc<Arr>> {
+fn expect_arr(v: Val) -> JitResult<Rc<Arr>> {
     match v {
         Val::Arr(a) => Ok(a),
         _ => internal("an array was expected"),
     }
 }
 
-fn shape_arr(s: &SShape) -> R<Rc<SArr>> {
+fn shape_arr(s: &SShape) -> JitResult<Rc<SArr>> {
     match s {
         SShape::Arr(a) => Ok(a.clone()),
         _ => internal("an array shape was expected"),
@@ -176,12 +179,12 @@ impl<'a> Translator<'a> {
             env: HashMap::default(),
             frames: Vec::new(),
             slots: Slots::new(),
-            pro: HashMap::default(),
-            pro_order: Vec::new(),
+            prologue: HashMap::default(),
+            prologue_order: Vec::new(),
             main,
             externs: HashMap::default(),
             flags: MemFlagsData::trusted(),
-            memo: HashMap::default(),
+            numbered: HashMap::default(),
             force_read_twice: false,
             roots: HashMap::default(),
             relay: None,
@@ -193,7 +196,7 @@ impl<'a> Translator<'a> {
 
     /// Continue in `blk`: values of other blocks may not dominate it.
     fn switch_to(&mut self, blk: Block) {
-        self.memo.clear();
+        self.numbered.clear();
         self.b.switch_to_block(blk);
     }
 
@@ -202,20 +205,20 @@ impl<'a> Translator<'a> {
         self.b.ins().store(self.flags, x, addr, 0);
         let root = self.roots.get(&addr).copied();
         let roots = &self.roots;
-        self.memo.retain(|k, _| match (k, root) {
-            (Memo::Load(a), Some(r)) => roots.get(a).is_some_and(|ra| *ra != r),
-            (Memo::Load(_), None) => false,
+        self.numbered.retain(|k, _| match (k, root) {
+            (PureOp::Load(a), Some(r)) => roots.get(a).is_some_and(|ra| *ra != r),
+            (PureOp::Load(_), None) => false,
             _ => true,
         });
     }
 
     /// A real loaded from `addr` (once per block while nothing may have changed it).
     fn load(&mut self, addr: Value) -> Value {
-        if let Some(&v) = self.memo.get(&Memo::Load(addr)) {
+        if let Some(&v) = self.numbered.get(&PureOp::Load(addr)) {
             return v;
         }
         let v = self.b.ins().load(F64, self.flags, addr, 0);
-        self.memo.insert(Memo::Load(addr), v);
+        self.numbered.insert(PureOp::Load(addr), v);
         v
     }
 
@@ -239,7 +242,7 @@ impl<'a> Translator<'a> {
     /// Bind `v` for the rest of its scope (or until its last use).
     /// Bind `v` to `val`. With [`Translator::force_read_twice`] set, an unevaluated array
     /// whose elements `v`'s uses read more than once is computed into memory first.
-    pub fn bind(&mut self, v: Var, val: Val) -> R<()> {
+    pub fn bind(&mut self, v: Var, val: Val) -> JitResult<()> {
         let uses = self.an.uses(v);
         if uses > 0 {
             let val = if self.force_read_twice && val.has_lazy() && self.an.read_twice(v) {
@@ -278,7 +281,7 @@ impl<'a> Translator<'a> {
         }
     }
 
-    fn use_var(&mut self, v: Var) -> R<Val> {
+    fn use_var(&mut self, v: Var) -> JitResult<Val> {
         let Some(ent) = self.env.get_mut(&v) else {
             return internal(format!(
                 "the variable `{}` is used where it is not bound",
@@ -323,8 +326,8 @@ impl<'a> Translator<'a> {
 
     // ---- integers and the prologue --------------------------------------------------------
 
-    fn pro_value(&mut self, p: Pro) -> Value {
-        if let Some(&v) = self.pro.get(&p) {
+    fn prologue_value(&mut self, p: PrologueValue) -> Value {
+        if let Some(&v) = self.prologue.get(&p) {
             return v;
         }
         // The placeholder is a parameter of the body's first block until `finish_prologue`
@@ -332,100 +335,100 @@ impl<'a> Translator<'a> {
         // `Variable`s (the state of scans computed where they are read) are defined before
         // every use, in this block or after it, so the SSA construction never gives this
         // block a parameter, and adding one cannot disturb it.
-        if self.pro_order.len() >= MAX_BLOCK_PARAMS {
+        if self.prologue_order.len() >= MAX_BLOCK_PARAMS {
             // Refused in `finish_prologue`; until then any value keeps the IR well-formed.
-            if let Some(&(_, v)) = self.pro_order.last() {
+            if let Some(&(_, v)) = self.prologue_order.last() {
                 return v;
             }
         }
         let v = self.b.func.dfg.append_block_param(self.main, I64);
-        self.pro.insert(p.clone(), v);
-        self.pro_order.push((p, v));
+        self.prologue.insert(p.clone(), v);
+        self.prologue_order.push((p, v));
         v
     }
 
-    fn count(&mut self, e: SizeExpr) -> IV {
+    fn count(&mut self, e: SizeExpr) -> IntVal {
         match e {
-            SizeExpr::K(k) => IV::K(k as i64),
-            e => IV::V(self.pro_value(Pro::Count(e))),
+            SizeExpr::K(k) => IntVal::Const(k as i64),
+            e => IntVal::Ssa(self.prologue_value(PrologueValue::Count(e))),
         }
     }
 
-    fn dim(&mut self, d: Dim) -> IV {
+    fn dim(&mut self, d: Dim) -> IntVal {
         self.count(SizeExpr::dim(d))
     }
 
-    fn ival(&mut self, x: IV) -> Value {
+    fn int_value(&mut self, x: IntVal) -> Value {
         match x {
-            IV::K(k) => self.b.ins().iconst(I64, k),
-            IV::V(v) => v,
+            IntVal::Const(k) => self.b.ins().iconst(I64, k),
+            IntVal::Ssa(v) => v,
         }
     }
 
-    fn umin(&mut self, a: IV, b: IV) -> IV {
+    fn umin(&mut self, a: IntVal, b: IntVal) -> IntVal {
         match (a, b) {
             _ if a == b => a,
-            (IV::K(x), IV::K(y)) => IV::K(x.min(y)),
+            (IntVal::Const(x), IntVal::Const(y)) => IntVal::Const(x.min(y)),
             _ => {
-                let (x, y) = (self.ival(a), self.ival(b));
-                IV::V(self.b.ins().umin(x, y))
+                let (x, y) = (self.int_value(a), self.int_value(b));
+                IntVal::Ssa(self.b.ins().umin(x, y))
             }
         }
     }
 
-    fn iadd(&mut self, a: IV, k: i64) -> IV {
+    fn iadd(&mut self, a: IntVal, k: i64) -> IntVal {
         match a {
-            IV::K(x) => IV::K(x.wrapping_add(k)),
-            IV::V(v) if k == 0 => IV::V(v),
-            IV::V(v) => IV::V(self.b.ins().iadd_imm_s(v, k)),
+            IntVal::Const(x) => IntVal::Const(x.wrapping_add(k)),
+            IntVal::Ssa(v) if k == 0 => IntVal::Ssa(v),
+            IntVal::Ssa(v) => IntVal::Ssa(self.b.ins().iadd_imm_s(v, k)),
         }
     }
 
-    fn isub(&mut self, a: IV, b: IV) -> IV {
+    fn isub(&mut self, a: IntVal, b: IntVal) -> IntVal {
         match (a, b) {
-            (IV::K(x), IV::K(y)) => IV::K(x.wrapping_sub(y)),
-            (_, IV::K(y)) => self.iadd(a, y.wrapping_neg()),
+            (IntVal::Const(x), IntVal::Const(y)) => IntVal::Const(x.wrapping_sub(y)),
+            (_, IntVal::Const(y)) => self.iadd(a, y.wrapping_neg()),
             _ => {
-                let (x, y) = (self.ival(a), self.ival(b));
-                IV::V(self.b.ins().isub(x, y))
+                let (x, y) = (self.int_value(a), self.int_value(b));
+                IntVal::Ssa(self.b.ins().isub(x, y))
             }
         }
     }
 
     /// `max(a - 1, 0)`.
-    fn dec(&mut self, a: IV) -> IV {
+    fn dec(&mut self, a: IntVal) -> IntVal {
         match a {
-            IV::K(x) => IV::K((x - 1).max(0)),
-            IV::V(v) => {
+            IntVal::Const(x) => IntVal::Const((x - 1).max(0)),
+            IntVal::Ssa(v) => {
                 let t = self.b.ins().iadd_imm_s(v, -1);
                 let zero = self.b.ins().iconst(I64, 0);
-                IV::V(self.b.ins().smax(t, zero))
+                IntVal::Ssa(self.b.ins().smax(t, zero))
             }
         }
     }
 
     /// `base + 8 * i * stride`.
-    fn addr(&mut self, base: Value, i: IV, stride: IV) -> Value {
-        let key = Memo::Addr(base, i, stride);
-        if let Some(&v) = self.memo.get(&key) {
+    fn addr(&mut self, base: Value, i: IntVal, stride: IntVal) -> Value {
+        let key = PureOp::Addr(base, i, stride);
+        if let Some(&v) = self.numbered.get(&key) {
             return v;
         }
         let v = self.addr_new(base, i, stride);
         if let Some(&r) = self.roots.get(&base) {
             self.roots.insert(v, r);
         }
-        self.memo.insert(key, v);
+        self.numbered.insert(key, v);
         v
     }
 
-    fn addr_new(&mut self, base: Value, i: IV, stride: IV) -> Value {
+    fn addr_new(&mut self, base: Value, i: IntVal, stride: IntVal) -> Value {
         match (i, stride) {
-            (IV::K(0), _) | (_, IV::K(0)) => base,
-            (IV::K(a), IV::K(s)) => self
+            (IntVal::Const(0), _) | (_, IntVal::Const(0)) => base,
+            (IntVal::Const(a), IntVal::Const(s)) => self
                 .b
                 .ins()
                 .iadd_imm_s(base, a.wrapping_mul(s).wrapping_mul(8)),
-            (IV::V(x), IV::K(s)) | (IV::K(s), IV::V(x)) => {
+            (IntVal::Ssa(x), IntVal::Const(s)) | (IntVal::Const(s), IntVal::Ssa(x)) => {
                 let t = if s == 1 {
                     self.b.ins().ishl_imm_s(x, 3)
                 } else {
@@ -433,7 +436,7 @@ impl<'a> Translator<'a> {
                 };
                 self.b.ins().iadd(base, t)
             }
-            (IV::V(x), IV::V(s)) => {
+            (IntVal::Ssa(x), IntVal::Ssa(s)) => {
                 let t = self.b.ins().imul(x, s);
                 let t = self.b.ins().ishl_imm_s(t, 3);
                 self.b.ins().iadd(base, t)
@@ -442,13 +445,13 @@ impl<'a> Translator<'a> {
     }
 
     /// `Some(d)` if the length `len` is, by construction, the prologue's value of `d`.
-    fn stat_of(&mut self, len: IV, d: Dim) -> Option<Dim> {
+    fn stat_of(&mut self, len: IntVal, d: Dim) -> Option<Dim> {
         (len == self.dim(d)).then_some(d)
     }
 
     /// The shortest of the lengths `items` (each with its `Dim` if it is exactly that): from
     /// the prologue when all are known functions of the sizes, else computed here.
-    fn min_len(&mut self, items: &[(IV, Option<Dim>)]) -> (IV, Option<Dim>) {
+    fn min_len(&mut self, items: &[(IntVal, Option<Dim>)]) -> (IntVal, Option<Dim>) {
         let stat = items
             .iter()
             .map(|(_, d)| *d)
@@ -462,7 +465,7 @@ impl<'a> Translator<'a> {
         }
         let mut it = items.iter();
         let Some(&(mut n, _)) = it.next() else {
-            return (IV::K(0), Some(Dim::constant(0)));
+            return (IntVal::Const(0), Some(Dim::constant(0)));
         };
         for &(m, _) in it {
             n = self.umin(n, m);
@@ -477,13 +480,13 @@ impl<'a> Translator<'a> {
     fn layout(
         &mut self,
         elem: &SShape,
-        bases: &mut dyn FnMut(&mut Self) -> R<Value>,
+        bases: &mut dyn FnMut(&mut Self) -> JitResult<Value>,
         inner: &mut Vec<Dim>,
-    ) -> R<Layout> {
+    ) -> JitResult<Layout> {
         Ok(match elem {
             SShape::Real => {
                 let base = bases(self)?;
-                let strides: Vec<IV> = (0..=inner.len())
+                let strides: Vec<IntVal> = (0..=inner.len())
                     .map(|k| self.count(SizeExpr::product(&inner[k..])))
                     .collect();
                 Layout::Real {
@@ -496,7 +499,7 @@ impl<'a> Translator<'a> {
                 items
                     .iter()
                     .map(|s| self.layout(s, bases, inner))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             SShape::Arr(sa) => {
@@ -513,13 +516,13 @@ impl<'a> Translator<'a> {
     }
 
     /// A fresh workspace buffer for an array of shape `sa` (its length is the capacity).
-    fn alloc(&mut self, sa: &Rc<SArr>) -> R<Rc<Arr>> {
+    fn alloc(&mut self, sa: &Rc<SArr>) -> JitResult<Rc<Arr>> {
         self.alloc_without(sa, &[])
     }
 
     /// `v` written to `p` except its component at `path`, which the result keeps as it is
     /// (unwritten; a fold reads it where it is computed). All of `v` for an empty path.
-    fn write_except(&mut self, v: &Val, p: &Place, path: &[usize]) -> R<Val> {
+    fn write_except(&mut self, v: &Val, p: &Place, path: &[usize]) -> JitResult<Val> {
         let Some((&i, rest)) = path.split_first() else {
             return self.write(v, p);
         };
@@ -543,7 +546,7 @@ impl<'a> Translator<'a> {
     /// path is not empty) is not kept: it has room for one element, which every index
     /// shares (writes to it are overwritten by the next element's; reads are in bounds but
     /// not of that element).
-    fn alloc_without(&mut self, sa: &Rc<SArr>, path: &[usize]) -> R<Rc<Arr>> {
+    fn alloc_without(&mut self, sa: &Rc<SArr>, path: &[usize]) -> JitResult<Rc<Arr>> {
         let mut leaves = Vec::new();
         leaves_under(
             &sa.elem,
@@ -561,11 +564,11 @@ impl<'a> Translator<'a> {
         let slot = buf.slot;
         let mut offset = SizeExpr::K(0);
         let mut k = 0;
-        let mut bases = |t: &mut Self| -> R<Value> {
+        let mut bases = |t: &mut Self| -> JitResult<Value> {
             let Some(size) = sizes.get(k) else {
                 return internal("a buffer has more leaves than its shape");
             };
-            let v = t.pro_value(Pro::Addr(slot, offset.clone()));
+            let v = t.prologue_value(PrologueValue::Addr(slot, offset.clone()));
             t.root(v);
             offset = SizeExpr::add(offset.clone(), size.clone());
             k += 1;
@@ -589,14 +592,14 @@ impl<'a> Translator<'a> {
     }
 
     /// Places for an accumulator of shape `s`: scalars in registers, arrays in new buffers.
-    fn acc_place(&mut self, s: &SShape) -> R<Place> {
+    fn acc_place(&mut self, s: &SShape) -> JitResult<Place> {
         Ok(match s {
             SShape::Real | SShape::Bool => Place::Reg,
             SShape::Tuple(items) => Place::Tuple(
                 items
                     .iter()
                     .map(|s| self.acc_place(s))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             SShape::Arr(sa) => Place::Arr(self.alloc(sa)?),
@@ -604,13 +607,13 @@ impl<'a> Translator<'a> {
     }
 
     /// The layout of element `i`, one level down.
-    fn layout_at(&mut self, lay: &Layout, i: IV) -> R<Layout> {
+    fn layout_at(&mut self, lay: &Layout, i: IntVal) -> JitResult<Layout> {
         self.layout_offset(lay, i, true)
     }
 
     /// The layout moved by `i` elements at its outermost level; `down` also drops that
     /// level's stride (the result describes element `i`).
-    fn layout_offset(&mut self, lay: &Layout, i: IV, down: bool) -> R<Layout> {
+    fn layout_offset(&mut self, lay: &Layout, i: IntVal, down: bool) -> JitResult<Layout> {
         Ok(match lay {
             Layout::Real { base, strides } => {
                 let Some(&s0) = strides.first() else {
@@ -628,7 +631,7 @@ impl<'a> Translator<'a> {
                 items
                     .iter()
                     .map(|l| self.layout_offset(l, i, down))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             Layout::Array { len, elem } => Layout::Array {
@@ -639,7 +642,7 @@ impl<'a> Translator<'a> {
     }
 
     /// The array in memory laid out as `elem` repeated `len` times, of shape `sa`.
-    fn mem_arr(&mut self, len: IV, elem: &Layout, sa: &Rc<SArr>, holds: &Holds) -> Rc<Arr> {
+    fn mem_arr(&mut self, len: IntVal, elem: &Layout, sa: &Rc<SArr>, holds: &Holds) -> Rc<Arr> {
         let d = self.stat_of(len, sa.len);
         Rc::new(Arr {
             len,
@@ -652,14 +655,14 @@ impl<'a> Translator<'a> {
     }
 
     /// The value described by the layout of one element (of shape `s`).
-    fn layout_val(&mut self, lay: &Layout, s: &SShape, holds: &Holds) -> R<Val> {
+    fn layout_val(&mut self, lay: &Layout, s: &SShape, holds: &Holds) -> JitResult<Val> {
         Ok(match (lay, s) {
-            (Layout::Real { base, .. }, SShape::Real) => Val::Real(FV::V(self.load(*base))),
+            (Layout::Real { base, .. }, SShape::Real) => Val::Real(RealVal::Ssa(self.load(*base))),
             (Layout::Tuple(ls), SShape::Tuple(ss)) if ls.len() == ss.len() => Val::Tuple(
                 ls.iter()
                     .zip(ss.iter())
                     .map(|(l, s)| self.layout_val(l, s, holds))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             (Layout::Array { len, elem }, SShape::Arr(sa)) => {
@@ -670,14 +673,14 @@ impl<'a> Translator<'a> {
     }
 
     /// The place of one element (of shape `s`) described by a layout.
-    fn layout_place(&mut self, lay: &Layout, s: &SShape, holds: &Holds) -> R<Place> {
+    fn layout_place(&mut self, lay: &Layout, s: &SShape, holds: &Holds) -> JitResult<Place> {
         Ok(match (lay, s) {
             (Layout::Real { base, .. }, SShape::Real) => Place::Real(*base),
             (Layout::Tuple(ls), SShape::Tuple(ss)) if ls.len() == ss.len() => Place::Tuple(
                 ls.iter()
                     .zip(ss.iter())
                     .map(|(l, s)| self.layout_place(l, s, holds))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             (Layout::Array { len, elem }, SShape::Arr(sa)) => {
@@ -688,7 +691,7 @@ impl<'a> Translator<'a> {
     }
 
     /// The place of element `i` of the in-memory array `p`.
-    fn place_elem(&mut self, p: &Arr, i: IV) -> R<Place> {
+    fn place_elem(&mut self, p: &Arr, i: IntVal) -> JitResult<Place> {
         let Kind::Mem { layout, holds } = &p.kind else {
             return internal("a destination is not in memory");
         };
@@ -697,7 +700,7 @@ impl<'a> Translator<'a> {
     }
 
     /// The in-memory array at place `p`, with run-time length `len` (exactly `dim` if known).
-    fn view(p: &Arr, len: IV, dim: Option<Dim>) -> R<Val> {
+    fn view(p: &Arr, len: IntVal, dim: Option<Dim>) -> JitResult<Val> {
         let Kind::Mem { layout, holds } = &p.kind else {
             return internal("a destination is not in memory");
         };
@@ -714,7 +717,7 @@ impl<'a> Translator<'a> {
     // ---- reading elements -----------------------------------------------------------------
 
     /// Element `i` of `a` (`i` is below its length).
-    fn elem(&mut self, a: &Arr, i: IV) -> R<Val> {
+    fn elem(&mut self, a: &Arr, i: IntVal) -> JitResult<Val> {
         match &a.kind {
             Kind::Mem { layout, holds } => {
                 let lay = self.layout_at(layout, i)?;
@@ -742,12 +745,12 @@ impl<'a> Translator<'a> {
 
     /// Element `i` of a scan computed where it is read: the accumulator before the step,
     /// or after it; the step itself updates the state for the next element.
-    fn scan_step(&mut self, scan: &Scan, i: IV) -> R<Val> {
+    fn scan_step(&mut self, scan: &Scan, i: IntVal) -> JitResult<Val> {
         if scan.read.replace(true) {
             return internal("a scan computed where it is read is read twice");
         }
         let in_order = match self.counters.last() {
-            Some(&Some(c)) => i == IV::V(c) && self.counters.len() == scan.depth + 1,
+            Some(&Some(c)) => i == IntVal::Ssa(c) && self.counters.len() == scan.depth + 1,
             _ => false,
         };
         if !in_order {
@@ -757,7 +760,7 @@ impl<'a> Translator<'a> {
         let acc = self.rebuild(
             &scan.template,
             &scan.acc,
-            &mut ivs(&cur).iter(),
+            &mut ssa_ints(&cur).iter(),
             &no_holds(),
         )?;
         let x = self.elem(&scan.src, i)?;
@@ -781,7 +784,7 @@ impl<'a> Translator<'a> {
 
     /// `shift1R (scanl f z x)` or `shift1L` of it, with an accumulator of reals, as a
     /// [`Scan`] (`None` for other shifts).
-    fn lazy_scan(&mut self, e: ExprId, x: ExprId, left: bool) -> R<Option<Val>> {
+    fn lazy_scan(&mut self, e: ExprId, x: ExprId, left: bool) -> JitResult<Option<Val>> {
         let Node::Scanl(f, z, src) = self.arena[x] else {
             return Ok(None);
         };
@@ -822,7 +825,7 @@ impl<'a> Translator<'a> {
 
     fn fill_val(&mut self, e: &FillElem) -> Val {
         match e {
-            FillElem::Real(c) => Val::Real(FV::K(*c)),
+            FillElem::Real(c) => Val::Real(RealVal::Const(*c)),
             FillElem::Tuple(items) => Val::Tuple(
                 items
                     .iter()
@@ -844,7 +847,7 @@ impl<'a> Translator<'a> {
     }
 
     /// The body of the function argument `f` with its parameters bound to `args`.
-    fn apply(&mut self, f: ExprId, args: Vec<Val>) -> R<Val> {
+    fn apply(&mut self, f: ExprId, args: Vec<Val>) -> JitResult<Val> {
         let (ps, body) = lambda(self.arena, f, args.len(), "an array operation")?;
         for (&p, a) in ps.iter().zip(args) {
             self.bind(p, a)?;
@@ -859,19 +862,19 @@ impl<'a> Translator<'a> {
     // ---- writing --------------------------------------------------------------------------
 
     /// Write `v` to `p`; returns the value as written (arrays as views of `p`).
-    fn write(&mut self, v: &Val, p: &Place) -> R<Val> {
+    fn write(&mut self, v: &Val, p: &Place) -> JitResult<Val> {
         match (v, p) {
             (_, Place::Reg) => Ok(v.clone()),
             (Val::Real(x), Place::Real(addr)) => {
-                let x = self.fval(*x);
+                let x = self.real_value(*x);
                 self.store(x, *addr);
-                Ok(Val::Real(FV::V(x)))
+                Ok(Val::Real(RealVal::Ssa(x)))
             }
             (Val::Tuple(vs), Place::Tuple(ps)) if vs.len() == ps.len() => Ok(Val::Tuple(
                 vs.iter()
                     .zip(ps.iter())
                     .map(|(v, p)| self.write(v, p))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             )),
             (Val::Arr(a), Place::Arr(p)) => self.write_arr(a, p),
@@ -881,7 +884,7 @@ impl<'a> Translator<'a> {
 
     /// Write the array `a` to the in-memory array `p` (at most its capacity), padding the
     /// rest of `p` with zeros when `a` may be shorter.
-    fn write_arr(&mut self, a: &Arr, p: &Arr) -> R<Val> {
+    fn write_arr(&mut self, a: &Arr, p: &Arr) -> JitResult<Val> {
         // An unevaluated map is written by passing the destination to its body.
         match &a.kind {
             Kind::Map { f, src, read } => {
@@ -908,8 +911,8 @@ impl<'a> Translator<'a> {
             return Self::view(p, count, dim);
         }
         self.loop_(count, false, Vec::new(), &mut |t, i, _| {
-            let x = t.elem(a, IV::V(i))?;
-            let dst = t.place_elem(p, IV::V(i))?;
+            let x = t.elem(a, IntVal::Ssa(i))?;
+            let dst = t.place_elem(p, IntVal::Ssa(i))?;
             t.write(&x, &dst)?;
             Ok(Vec::new())
         })?;
@@ -920,7 +923,7 @@ impl<'a> Translator<'a> {
     /// Write the first `count` elements of `a` to `p` with one loop per leaf, when the
     /// elements are arrays laid out identically in both (so that `count` elements are
     /// consecutive reals in every leaf). Returns false, writing nothing, otherwise.
-    fn write_flat(&mut self, a: &Arr, p: &Arr, count: IV) -> R<bool> {
+    fn write_flat(&mut self, a: &Arr, p: &Arr, count: IntVal) -> JitResult<bool> {
         if !p.shape.elem.has_arrays() {
             return Ok(false);
         }
@@ -941,12 +944,12 @@ impl<'a> Translator<'a> {
             self.loop_(n, false, Vec::new(), &mut |t, i, _| {
                 let x = match src {
                     Leaf::Mem(base) => {
-                        let at = t.addr(base, IV::V(i), IV::K(1));
+                        let at = t.addr(base, IntVal::Ssa(i), IntVal::Const(1));
                         t.b.ins().load(F64, t.flags, at, 0)
                     }
                     Leaf::Const(c) => t.b.ins().f64const(c),
                 };
-                let at = t.addr(dst, IV::V(i), IV::K(1));
+                let at = t.addr(dst, IntVal::Ssa(i), IntVal::Const(1));
                 t.store(x, at);
                 Ok(Vec::new())
             })?;
@@ -954,25 +957,25 @@ impl<'a> Translator<'a> {
         Ok(true)
     }
 
-    fn imul(&mut self, a: IV, b: IV) -> IV {
+    fn imul(&mut self, a: IntVal, b: IntVal) -> IntVal {
         match (a, b) {
-            (IV::K(x), IV::K(y)) => IV::K(x.wrapping_mul(y)),
-            (IV::K(1), y) | (y, IV::K(1)) => y,
+            (IntVal::Const(x), IntVal::Const(y)) => IntVal::Const(x.wrapping_mul(y)),
+            (IntVal::Const(1), y) | (y, IntVal::Const(1)) => y,
             _ => {
-                let (x, y) = (self.ival(a), self.ival(b));
-                IV::V(self.b.ins().imul(x, y))
+                let (x, y) = (self.int_value(a), self.int_value(b));
+                IntVal::Ssa(self.b.ins().imul(x, y))
             }
         }
     }
 
     /// Zero the elements of `p` from `from` to its capacity.
-    fn pad(&mut self, p: &Arr, from: IV) -> R<()> {
+    fn pad(&mut self, p: &Arr, from: IntVal) -> JitResult<()> {
         if from == p.len {
             return Ok(());
         }
         let n = self.isub(p.len, from);
         self.loop_(n, false, Vec::new(), &mut |t, j, _| {
-            let i = t.iadd_v(from, j);
+            let i = t.iadd_value(from, j);
             let dst = t.place_elem(p, i)?;
             t.zero(&dst)?;
             Ok(Vec::new())
@@ -980,15 +983,15 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
-    fn iadd_v(&mut self, a: IV, j: Value) -> IV {
+    fn iadd_value(&mut self, a: IntVal, j: Value) -> IntVal {
         match a {
-            IV::K(0) => IV::V(j),
-            IV::K(k) => IV::V(self.b.ins().iadd_imm_s(j, k)),
-            IV::V(v) => IV::V(self.b.ins().iadd(v, j)),
+            IntVal::Const(0) => IntVal::Ssa(j),
+            IntVal::Const(k) => IntVal::Ssa(self.b.ins().iadd_imm_s(j, k)),
+            IntVal::Ssa(v) => IntVal::Ssa(self.b.ins().iadd(v, j)),
         }
     }
 
-    fn zero(&mut self, p: &Place) -> R<()> {
+    fn zero(&mut self, p: &Place) -> JitResult<()> {
         match p {
             Place::Reg => Ok(()),
             Place::Real(addr) => {
@@ -999,20 +1002,20 @@ impl<'a> Translator<'a> {
             Place::Tuple(ps) => ps.iter().try_for_each(|p| self.zero(p)),
             Place::Arr(a) => {
                 let a = a.clone();
-                self.pad(&a, IV::K(0))
+                self.pad(&a, IntVal::Const(0))
             }
         }
     }
 
     /// Evaluate the maps inside `v`, so that its elements can be read more than once.
-    fn force(&mut self, v: Val) -> R<Val> {
+    fn force(&mut self, v: Val) -> JitResult<Val> {
         Ok(match v {
             Val::Real(_) | Val::Bool(_) => v,
             Val::Tuple(items) => Val::Tuple(
                 items
                     .iter()
                     .map(|x| self.force(x.clone()))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             Val::Arr(a) => match a.kind {
@@ -1033,7 +1036,7 @@ impl<'a> Translator<'a> {
         s: &SShape,
         bufs: &mut Vec<Option<Rc<Arr>>>,
         k: &mut usize,
-    ) -> R<Val> {
+    ) -> JitResult<Val> {
         Ok(match (v, s) {
             (v @ (Val::Real(_) | Val::Bool(_)), _) => v,
             (Val::Tuple(items), SShape::Tuple(ss)) if items.len() == ss.len() => Val::Tuple(
@@ -1041,7 +1044,7 @@ impl<'a> Translator<'a> {
                     .iter()
                     .zip(ss.iter())
                     .map(|(x, s)| self.in_memory(x.clone(), s, bufs, k))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             (Val::Arr(a), SShape::Arr(sa)) => {
@@ -1069,25 +1072,25 @@ impl<'a> Translator<'a> {
 
     // ---- flattening values into SSA values (for block parameters) -------------------------
 
-    fn fval(&mut self, x: FV) -> Value {
+    fn real_value(&mut self, x: RealVal) -> Value {
         match x {
-            FV::K(c) => self.b.ins().f64const(c),
-            FV::V(v) => v,
+            RealVal::Const(c) => self.b.ins().f64const(c),
+            RealVal::Ssa(v) => v,
         }
     }
 
-    fn bval(&mut self, x: BV) -> Value {
+    fn cond_value(&mut self, x: CondVal) -> Value {
         match x {
-            BV::K(c) => self.b.ins().iconst(I8, c as i64),
-            BV::V(v) => v,
+            CondVal::Const(c) => self.b.ins().iconst(I8, c as i64),
+            CondVal::Ssa(v) => v,
         }
     }
 
     /// The SSA values that make up `v` (every array in it must be in memory).
-    fn flatten(&mut self, v: &Val, out: &mut Vec<Value>) -> R<()> {
+    fn flatten(&mut self, v: &Val, out: &mut Vec<Value>) -> JitResult<()> {
         match v {
-            Val::Real(x) => out.push(self.fval(*x)),
-            Val::Bool(x) => out.push(self.bval(*x)),
+            Val::Real(x) => out.push(self.real_value(*x)),
+            Val::Bool(x) => out.push(self.cond_value(*x)),
             Val::Tuple(items) => {
                 for x in items.iter() {
                     self.flatten(x, out)?;
@@ -1097,7 +1100,7 @@ impl<'a> Translator<'a> {
                 let Kind::Mem { layout, .. } = &a.kind else {
                     return internal("only arrays in memory are passed between blocks");
                 };
-                out.push(self.ival(a.len));
+                out.push(self.int_value(a.len));
                 self.flatten_layout(layout, out);
             }
         }
@@ -1109,12 +1112,12 @@ impl<'a> Translator<'a> {
             Layout::Real { base, strides } => {
                 out.push(*base);
                 for &s in strides.iter() {
-                    out.push(self.ival(s));
+                    out.push(self.int_value(s));
                 }
             }
             Layout::Tuple(items) => items.iter().for_each(|l| self.flatten_layout(l, out)),
             Layout::Array { len, elem } => {
-                out.push(self.ival(*len));
+                out.push(self.int_value(*len));
                 self.flatten_layout(elem, out);
             }
         }
@@ -1127,23 +1130,23 @@ impl<'a> Translator<'a> {
         &mut self,
         template: &Val,
         s: &SShape,
-        vals: &mut std::slice::Iter<'_, IV>,
+        vals: &mut std::slice::Iter<'_, IntVal>,
         holds: &Holds,
-    ) -> R<Val> {
+    ) -> JitResult<Val> {
         let mut value = || match vals.next() {
-            Some(&IV::V(v)) => Ok(v),
-            Some(IV::K(_)) => internal("a constant slot for a value"),
+            Some(&IntVal::Ssa(v)) => Ok(v),
+            Some(IntVal::Const(_)) => internal("a constant slot for a value"),
             None => internal("too few block parameters"),
         };
         Ok(match (template, s) {
-            (Val::Real(_), _) => Val::Real(FV::V(value()?)),
-            (Val::Bool(_), _) => Val::Bool(BV::V(value()?)),
+            (Val::Real(_), _) => Val::Real(RealVal::Ssa(value()?)),
+            (Val::Bool(_), _) => Val::Bool(CondVal::Ssa(value()?)),
             (Val::Tuple(items), SShape::Tuple(ss)) if items.len() == ss.len() => Val::Tuple(
                 items
                     .iter()
                     .zip(ss.iter())
                     .map(|(x, s)| self.rebuild(x, s, vals, holds))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             (Val::Arr(a), SShape::Arr(sa)) => {
@@ -1172,7 +1175,7 @@ impl<'a> Translator<'a> {
         })
     }
 
-    fn rebuild_layout(lay: &Layout, vals: &mut std::slice::Iter<'_, IV>) -> R<Layout> {
+    fn rebuild_layout(lay: &Layout, vals: &mut std::slice::Iter<'_, IntVal>) -> JitResult<Layout> {
         let mut next = || {
             vals.next()
                 .copied()
@@ -1180,10 +1183,13 @@ impl<'a> Translator<'a> {
         };
         Ok(match lay {
             Layout::Real { strides, .. } => {
-                let IV::V(base) = next()? else {
+                let IntVal::Ssa(base) = next()? else {
                     return internal("a constant slot for an address");
                 };
-                let strides = strides.iter().map(|_| next()).collect::<R<Vec<_>>>()?;
+                let strides = strides
+                    .iter()
+                    .map(|_| next())
+                    .collect::<JitResult<Vec<_>>>()?;
                 Layout::Real {
                     base,
                     strides: strides.into(),
@@ -1193,7 +1199,7 @@ impl<'a> Translator<'a> {
                 items
                     .iter()
                     .map(|l| Self::rebuild_layout(l, vals))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             Layout::Array { elem, .. } => {
@@ -1209,7 +1215,7 @@ impl<'a> Translator<'a> {
     /// `p`'s lengths and strides in [`Translator::flatten`]'s order for a value of shape `s`
     /// kept in `p`: `None` for what may differ between values kept there (reals, addresses,
     /// lengths that are not exact).
-    fn place_slots(&mut self, p: &Place, s: &SShape, out: &mut Vec<Option<IV>>) {
+    fn place_slots(&mut self, p: &Place, s: &SShape, out: &mut Vec<Option<IntVal>>) {
         match (p, s) {
             (Place::Tuple(items), SShape::Tuple(ss)) if items.len() == ss.len() => {
                 for (p, s) in items.iter().zip(ss.iter()) {
@@ -1234,7 +1240,12 @@ impl<'a> Translator<'a> {
     /// lengths the shape says are exact. `n` is the number of slots.
     /// A loop's initial state `v` of shape `s`, kept in `places` on every iteration (none:
     /// nothing fixed): its fixed slots, and the values the loop carries.
-    fn loop_state(&mut self, v: &Val, places: &[&Place], s: &SShape) -> R<(Fixed, Vec<Value>)> {
+    fn loop_state(
+        &mut self,
+        v: &Val,
+        places: &[&Place],
+        s: &SShape,
+    ) -> JitResult<(Fixed, Vec<Value>)> {
         let mut flat = Vec::new();
         self.flatten(v, &mut flat)?;
         let fixed = if places.is_empty() {
@@ -1247,14 +1258,14 @@ impl<'a> Translator<'a> {
     }
 
     /// The values a loop carries of its next state `v`.
-    fn carry(&mut self, v: &Val, fixed: &Fixed) -> R<Vec<Value>> {
+    fn carry(&mut self, v: &Val, fixed: &Fixed) -> JitResult<Vec<Value>> {
         let mut flat = Vec::new();
         self.flatten(v, &mut flat)?;
         fixed.carried(&flat)
     }
 
     fn fixed_slots(&mut self, places: &[&Place], s: &SShape, n: usize) -> Fixed {
-        let mut all: Option<Vec<Option<IV>>> = None;
+        let mut all: Option<Vec<Option<IntVal>>> = None;
         for p in places {
             let mut slots = Vec::with_capacity(n);
             self.place_slots(p, s, &mut slots);
@@ -1299,15 +1310,15 @@ impl<'a> Translator<'a> {
     }
 
     /// `if c { p } else { q }`, for two places of the same shape.
-    fn select_place(&mut self, c: Value, p: &Place, q: &Place) -> R<Place> {
+    fn select_place(&mut self, c: Value, p: &Place, q: &Place) -> JitResult<Place> {
         Ok(match (p, q) {
             (Place::Reg, Place::Reg) => Place::Reg,
-            (Place::Real(x), Place::Real(y)) => Place::Real(self.select_i(c, *x, *y)),
+            (Place::Real(x), Place::Real(y)) => Place::Real(self.select_ssa(c, *x, *y)),
             (Place::Tuple(ps), Place::Tuple(qs)) if ps.len() == qs.len() => Place::Tuple(
                 ps.iter()
                     .zip(qs.iter())
                     .map(|(p, q)| self.select_place(c, p, q))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             (Place::Arr(a), Place::Arr(b)) => {
@@ -1324,7 +1335,7 @@ impl<'a> Translator<'a> {
                 else {
                     return internal("accumulator buffers are not in memory");
                 };
-                let len = self.select_iv(c, a.len, b.len);
+                let len = self.select_int(c, a.len, b.len);
                 let layout = self.select_layout(c, la, lb)?;
                 Place::Arr(Rc::new(Arr {
                     len,
@@ -1339,7 +1350,7 @@ impl<'a> Translator<'a> {
         })
     }
 
-    fn select_i(&mut self, c: Value, x: Value, y: Value) -> Value {
+    fn select_ssa(&mut self, c: Value, x: Value, y: Value) -> Value {
         if x == y {
             x
         } else {
@@ -1347,15 +1358,15 @@ impl<'a> Translator<'a> {
         }
     }
 
-    fn select_iv(&mut self, c: Value, x: IV, y: IV) -> IV {
+    fn select_int(&mut self, c: Value, x: IntVal, y: IntVal) -> IntVal {
         if x == y {
             return x;
         }
-        let (a, b) = (self.ival(x), self.ival(y));
-        IV::V(self.b.ins().select(c, a, b))
+        let (a, b) = (self.int_value(x), self.int_value(y));
+        IntVal::Ssa(self.b.ins().select(c, a, b))
     }
 
-    fn select_layout(&mut self, c: Value, p: &Layout, q: &Layout) -> R<Layout> {
+    fn select_layout(&mut self, c: Value, p: &Layout, q: &Layout) -> JitResult<Layout> {
         Ok(match (p, q) {
             (
                 Layout::Real {
@@ -1367,11 +1378,11 @@ impl<'a> Translator<'a> {
                     strides: s2,
                 },
             ) if s1.len() == s2.len() => {
-                let base = self.select_i(c, *b1, *b2);
-                let strides: Vec<IV> = s1
+                let base = self.select_ssa(c, *b1, *b2);
+                let strides: Vec<IntVal> = s1
                     .iter()
                     .zip(s2.iter())
-                    .map(|(&x, &y)| self.select_iv(c, x, y))
+                    .map(|(&x, &y)| self.select_int(c, x, y))
                     .collect();
                 Layout::Real {
                     base,
@@ -1382,12 +1393,12 @@ impl<'a> Translator<'a> {
                 ps.iter()
                     .zip(qs.iter())
                     .map(|(p, q)| self.select_layout(c, p, q))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             (Layout::Array { len: l1, elem: e1 }, Layout::Array { len: l2, elem: e2 }) => {
                 Layout::Array {
-                    len: self.select_iv(c, *l1, *l2),
+                    len: self.select_int(c, *l1, *l2),
                     elem: Rc::new(self.select_layout(c, e1, e2)?),
                 }
             }
@@ -1402,12 +1413,12 @@ impl<'a> Translator<'a> {
     /// the next ones. Returns the carried values after the loop.
     fn loop_(
         &mut self,
-        count: IV,
+        count: IntVal,
         rev: bool,
         init: Vec<Value>,
         body: &mut Body<'_, 'a>,
-    ) -> R<Vec<Value>> {
-        if let IV::K(n) = count {
+    ) -> JitResult<Vec<Value>> {
+        if let IntVal::Const(n) = count {
             if n <= 0 {
                 return Ok(init);
             }
@@ -1430,7 +1441,7 @@ impl<'a> Translator<'a> {
             .iter()
             .map(|&t| self.b.append_block_param(exit_b, t))
             .collect();
-        let n = self.ival(count);
+        let n = self.int_value(count);
         let start = if rev {
             self.b.ins().iadd_imm_s(n, -1)
         } else {
@@ -1439,10 +1450,10 @@ impl<'a> Translator<'a> {
         let mut args = vec![start];
         args.extend_from_slice(&init);
         match count {
-            IV::K(_) => {
+            IntVal::Const(_) => {
                 self.b.ins().jump(body_b, &blockargs(&args));
             }
-            IV::V(_) => {
+            IntVal::Ssa(_) => {
                 self.b
                     .ins()
                     .brif(n, body_b, &blockargs(&args), exit_b, &blockargs(&init));
@@ -1471,8 +1482,8 @@ impl<'a> Translator<'a> {
         } else {
             let i1 = self.b.ins().iadd_imm_s(i, 1);
             let more = match count {
-                IV::K(k) => self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, i1, k),
-                IV::V(n) => self.b.ins().icmp(IntCC::UnsignedLessThan, i1, n),
+                IntVal::Const(k) => self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, i1, k),
+                IntVal::Ssa(n) => self.b.ins().icmp(IntCC::UnsignedLessThan, i1, n),
             };
             next.push(i1);
             next.extend_from_slice(&out);
@@ -1516,34 +1527,34 @@ impl<'a> Translator<'a> {
 
     // ---- expressions ----------------------------------------------------------------------
 
-    pub fn emit(&mut self, e: ExprId) -> R<Val> {
+    pub fn emit(&mut self, e: ExprId) -> JitResult<Val> {
         with_stack(|| self.emit_node(e))
     }
 
-    fn emit_arr(&mut self, e: ExprId) -> R<Rc<Arr>> {
+    fn emit_arr(&mut self, e: ExprId) -> JitResult<Rc<Arr>> {
         expect_arr(self.emit(e)?)
     }
 
-    fn emit_real(&mut self, e: ExprId) -> R<FV> {
+    fn emit_real(&mut self, e: ExprId) -> JitResult<RealVal> {
         match self.emit(e)? {
             Val::Real(x) => Ok(x),
             _ => Err(JitError::Type("a real was expected".into())),
         }
     }
 
-    fn emit_bool(&mut self, e: ExprId) -> R<BV> {
+    fn emit_bool(&mut self, e: ExprId) -> JitResult<CondVal> {
         match self.emit(e)? {
             Val::Bool(x) => Ok(x),
             _ => Err(JitError::Type("a condition was expected".into())),
         }
     }
 
-    fn shape(&self, e: ExprId) -> R<SShape> {
+    fn shape(&self, e: ExprId) -> JitResult<SShape> {
         self.an.shape(e).cloned()
     }
 
     /// Bind the value of a `let` (evaluating its maps unless they can be fused).
-    fn bind_let(&mut self, x: Var, v: Val) -> R<()> {
+    fn bind_let(&mut self, x: Var, v: Val) -> JitResult<()> {
         let v = if self.an.lazy_ok(x) {
             v
         } else {
@@ -1553,7 +1564,7 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
-    fn bind_let_tuple(&mut self, xs: &[Var], v: Val) -> R<()> {
+    fn bind_let_tuple(&mut self, xs: &[Var], v: Val) -> JitResult<()> {
         let Val::Tuple(items) = v else {
             return Err(JitError::Type("a tuple pattern binds a non-tuple".into()));
         };
@@ -1566,12 +1577,12 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
-    fn emit_node(&mut self, e: ExprId) -> R<Val> {
+    fn emit_node(&mut self, e: ExprId) -> JitResult<Val> {
         use Node::*;
         let arena = self.arena;
         match arena[e] {
-            Const(c) => Ok(Val::Real(FV::K(c))),
-            Bool(c) => Ok(Val::Bool(BV::K(c))),
+            Const(c) => Ok(Val::Real(RealVal::Const(c))),
+            Bool(c) => Ok(Val::Bool(CondVal::Const(c))),
             Var(v) => self.use_var(v),
             Let(x, e1, e2) => {
                 let v = self.emit(e1)?;
@@ -1596,7 +1607,7 @@ impl<'a> Translator<'a> {
                     .exprs(l)
                     .iter()
                     .map(|&i| self.emit(i))
-                    .collect::<R<Vec<_>>>()?;
+                    .collect::<JitResult<Vec<_>>>()?;
                 Ok(Val::Tuple(items.into()))
             }
             Proj(i, x) => match self.emit(x)? {
@@ -1618,21 +1629,23 @@ impl<'a> Translator<'a> {
                 Ok(Val::Bool(self.compare(op, x, y)))
             }
             Not(x) => Ok(Val::Bool(match self.emit_bool(x)? {
-                BV::K(c) => BV::K(!c),
-                BV::V(v) => BV::V(self.b.ins().bxor_imm_s(v, 1)),
+                CondVal::Const(c) => CondVal::Const(!c),
+                CondVal::Ssa(v) => CondVal::Ssa(self.b.ins().bxor_imm_s(v, 1)),
             })),
             And(x, y) | Or(x, y) => {
                 let and = matches!(arena[e], And(..));
                 let a = self.emit_bool(x)?;
                 let b = self.emit_bool(y)?;
                 Ok(Val::Bool(match (a, b) {
-                    (BV::K(p), BV::K(q)) => BV::K(if and { p && q } else { p || q }),
-                    (BV::K(p), other) | (other, BV::K(p)) => match (and, p) {
+                    (CondVal::Const(p), CondVal::Const(q)) => {
+                        CondVal::Const(if and { p && q } else { p || q })
+                    }
+                    (CondVal::Const(p), other) | (other, CondVal::Const(p)) => match (and, p) {
                         (true, true) | (false, false) => other,
-                        (true, false) => BV::K(false),
-                        (false, true) => BV::K(true),
+                        (true, false) => CondVal::Const(false),
+                        (false, true) => CondVal::Const(true),
                     },
-                    (BV::V(p), BV::V(q)) => BV::V(if and {
+                    (CondVal::Ssa(p), CondVal::Ssa(q)) => CondVal::Ssa(if and {
                         self.b.ins().band(p, q)
                     } else {
                         self.b.ins().bor(p, q)
@@ -1659,8 +1672,8 @@ impl<'a> Translator<'a> {
                     self.emit_arr(x)?.len
                 };
                 Ok(Val::Real(match n {
-                    IV::K(k) => FV::K(k as f64),
-                    IV::V(v) => FV::V(self.b.ins().fcvt_from_uint(F64, v)),
+                    IntVal::Const(k) => RealVal::Const(k as f64),
+                    IntVal::Ssa(v) => RealVal::Ssa(self.b.ins().fcvt_from_uint(F64, v)),
                 }))
             }
             ZerosLike(x) => self.emit_fill(x, 0.0),
@@ -1721,7 +1734,7 @@ impl<'a> Translator<'a> {
         v: &Val,
         e2: ExprId,
         into: Option<&Place>,
-    ) -> R<Option<Val>> {
+    ) -> JitResult<Option<Val>> {
         let arena = self.arena;
         let Val::Arr(a) = v else {
             return Ok(None);
@@ -1783,8 +1796,8 @@ impl<'a> Translator<'a> {
         }
         init.extend(carried);
         let out = self.loop_(count, false, init, &mut |t, i, cur| {
-            let xi = t.elem(a, IV::V(i))?;
-            let dst = t.place_elem(&d, IV::V(i))?;
+            let xi = t.elem(a, IntVal::Ssa(i))?;
+            let dst = t.place_elem(&d, IntVal::Ssa(i))?;
             let xi = t.write_except(&xi, &dst, &path)?;
             let slots = fixed.slots(&cur[phased..])?;
             let acc = t.rebuild(&start, &acc_shape, &mut slots.iter(), &holds)?;
@@ -1824,11 +1837,11 @@ impl<'a> Translator<'a> {
     }
 
     /// `e` written to `p`; returns the value as written.
-    fn emit_into(&mut self, e: ExprId, p: &Place) -> R<Val> {
+    fn emit_into(&mut self, e: ExprId, p: &Place) -> JitResult<Val> {
         with_stack(|| self.emit_into_node(e, p))
     }
 
-    fn emit_into_node(&mut self, e: ExprId, p: &Place) -> R<Val> {
+    fn emit_into_node(&mut self, e: ExprId, p: &Place) -> JitResult<Val> {
         use Node::*;
         let arena = self.arena;
         match (arena[e], p) {
@@ -1883,7 +1896,7 @@ impl<'a> Translator<'a> {
                 let items = out
                     .into_iter()
                     .map(|v| v.ok_or_else(|| JitError::Internal("a component was lost".into())))
-                    .collect::<R<Vec<_>>>()?;
+                    .collect::<JitResult<Vec<_>>>()?;
                 Ok(Val::Tuple(items.into()))
             }
             (Map(f, x), Place::Arr(d)) => {
@@ -1897,9 +1910,9 @@ impl<'a> Translator<'a> {
             }
             (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false),
             (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true),
-            (Array(l), Place::Arr(d)) if d.len == IV::K(l.len() as i64) => {
+            (Array(l), Place::Arr(d)) if d.len == IntVal::Const(l.len() as i64) => {
                 for (j, &item) in arena.exprs(l).iter().enumerate() {
-                    let dst = self.place_elem(d, IV::K(j as i64))?;
+                    let dst = self.place_elem(d, IntVal::Const(j as i64))?;
                     self.emit_into(item, &dst)?;
                 }
                 Self::view(d, d.len, d.stat())
@@ -1948,9 +1961,9 @@ impl<'a> Translator<'a> {
     /// length share one loop, so their common loads and subexpressions are computed once
     /// (local value numbering) and every input is read once. `None` (nothing emitted) when
     /// fewer than two components are such loops.
-    fn fused_tuple(&mut self, items: &[ExprId], places: &[Place]) -> R<Option<Val>> {
+    fn fused_tuple(&mut self, items: &[ExprId], places: &[Place]) -> JitResult<Option<Val>> {
         let arena = self.arena;
-        let fold_like = |t: &Self, e: ExprId, p: &Place| -> R<bool> {
+        let fold_like = |t: &Self, e: ExprId, p: &Place| -> JitResult<bool> {
             Ok(match (arena[e], p) {
                 (Node::Reduce(f, ..) | Node::Foldl(f, ..), Place::Reg | Place::Real(_)) => {
                     let (ps, _) = lambda(arena, f, 2, "a fold")?;
@@ -2035,7 +2048,7 @@ impl<'a> Translator<'a> {
                     Prep::Done(v) => Ok(v),
                     _ => internal("a fused tuple lost a loop"),
                 })
-                .collect::<R<Vec<_>>>()?;
+                .collect::<JitResult<Vec<_>>>()?;
             return Ok(Some(Val::Tuple(items.into())));
         };
         let group: Vec<usize> = (0..preps.len())
@@ -2089,7 +2102,7 @@ impl<'a> Translator<'a> {
         let items = out
             .into_iter()
             .map(|v| v.ok_or_else(|| JitError::Internal("a tuple component was lost".into())))
-            .collect::<R<Vec<_>>>()?;
+            .collect::<JitResult<Vec<_>>>()?;
         Ok(Some(Val::Tuple(items.into())))
     }
 
@@ -2098,10 +2111,10 @@ impl<'a> Translator<'a> {
     /// results.
     fn fused_loop(
         &mut self,
-        count: IV,
+        count: IntVal,
         folds: &[&FoldPrep],
         arrays: &[(&Rc<Arr>, &Rc<Arr>)],
-    ) -> R<Vec<Val>> {
+    ) -> JitResult<Vec<Val>> {
         let mut init = Vec::new();
         let mut widths = Vec::with_capacity(folds.len());
         for f in folds {
@@ -2114,9 +2127,14 @@ impl<'a> Translator<'a> {
             let mut next = Vec::with_capacity(cur.len());
             let mut at = 0;
             for (f, &w) in folds.iter().zip(&widths) {
-                let acc = t.rebuild(&f.zv, &f.shape, &mut ivs(&cur[at..at + w]).iter(), &holds)?;
+                let acc = t.rebuild(
+                    &f.zv,
+                    &f.shape,
+                    &mut ssa_ints(&cur[at..at + w]).iter(),
+                    &holds,
+                )?;
                 at += w;
-                let xi = t.elem(&f.src, IV::V(i))?;
+                let xi = t.elem(&f.src, IntVal::Ssa(i))?;
                 t.bind(f.pa, acc)?;
                 t.bind(f.px, xi)?;
                 let r = t.emit(f.body);
@@ -2125,8 +2143,8 @@ impl<'a> Translator<'a> {
                 t.flatten(&r?, &mut next)?;
             }
             for (a, d) in arrays {
-                let x = t.elem(a, IV::V(i))?;
-                let dst = t.place_elem(d, IV::V(i))?;
+                let x = t.elem(a, IntVal::Ssa(i))?;
+                let dst = t.place_elem(d, IntVal::Ssa(i))?;
                 t.write(&x, &dst)?;
             }
             Ok(next)
@@ -2137,7 +2155,7 @@ impl<'a> Translator<'a> {
             results.push(self.rebuild(
                 &f.zv,
                 &f.shape,
-                &mut ivs(&outs[at..at + w]).iter(),
+                &mut ssa_ints(&outs[at..at + w]).iter(),
                 &holds,
             )?);
             at += w;
@@ -2146,17 +2164,17 @@ impl<'a> Translator<'a> {
     }
 
     /// `map f srcs...` written to `d`.
-    fn map_into(&mut self, f: ExprId, srcs: Vec<Rc<Arr>>, d: &Arr) -> R<Val> {
+    fn map_into(&mut self, f: ExprId, srcs: Vec<Rc<Arr>>, d: &Arr) -> JitResult<Val> {
         let mut lens = vec![(d.len, d.stat())];
         lens.extend(srcs.iter().map(|s| (s.len, s.stat())));
         let (count, dim) = self.min_len(&lens);
         let (ps, body) = lambda(self.arena, f, srcs.len(), "map")?;
         self.loop_(count, false, Vec::new(), &mut |t, i, _| {
             for (&p, s) in ps.iter().zip(&srcs) {
-                let x = t.elem(s, IV::V(i))?;
+                let x = t.elem(s, IntVal::Ssa(i))?;
                 t.bind(p, x)?;
             }
-            let dst = t.place_elem(d, IV::V(i))?;
+            let dst = t.place_elem(d, IntVal::Ssa(i))?;
             let r = t.emit_into(body, &dst);
             for &p in ps {
                 t.unbind(p);
@@ -2169,7 +2187,14 @@ impl<'a> Translator<'a> {
     }
 
     /// `scanl f z x` (or `scanr`) written to `d`.
-    fn scan_into(&mut self, f: ExprId, z: ExprId, x: ExprId, d: &Arr, right: bool) -> R<Val> {
+    fn scan_into(
+        &mut self,
+        f: ExprId,
+        z: ExprId,
+        x: ExprId,
+        d: &Arr,
+        right: bool,
+    ) -> JitResult<Val> {
         let (ps, body) = lambda(self.arena, f, 2, "a scan")?;
         let (pa, px) = if right {
             (ps[1], ps[0])
@@ -2187,7 +2212,7 @@ impl<'a> Translator<'a> {
             None => (self.dec(d.len), None),
         };
         let (count, count_dim) = self.min_len(&[(src.len, src.stat()), room]);
-        let first = if right { count } else { IV::K(0) };
+        let first = if right { count } else { IntVal::Const(0) };
         let dst = self.place_elem(d, first)?;
         let v0 = self.write(&zv, &dst)?;
         drop(zv);
@@ -2202,13 +2227,13 @@ impl<'a> Translator<'a> {
         self.loop_(count, right, init, &mut |t, i, cur| {
             let slots = fixed.slots(cur)?;
             let acc = t.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)?;
-            let xi = t.elem(&src, IV::V(i))?;
+            let xi = t.elem(&src, IntVal::Ssa(i))?;
             t.bind(pa, acc)?;
             t.bind(px, xi)?;
             let at = if right {
-                IV::V(i)
+                IntVal::Ssa(i)
             } else {
-                IV::V(t.b.ins().iadd_imm_s(i, 1))
+                IntVal::Ssa(t.b.ins().iadd_imm_s(i, 1))
             };
             let dst = t.place_elem(d, at)?;
             // The result is written while the parameters are bound: an unevaluated map in
@@ -2229,7 +2254,7 @@ impl<'a> Translator<'a> {
 
     /// `reduce f z x` / `foldl f z x`: the accumulator in registers, its arrays alternating
     /// between two buffers.
-    fn emit_fold(&mut self, f: ExprId, z: ExprId, x: ExprId) -> R<Val> {
+    fn emit_fold(&mut self, f: ExprId, z: ExprId, x: ExprId) -> JitResult<Val> {
         let (ps, body) = lambda(self.arena, f, 2, "a fold")?;
         let (pa, px) = (ps[0], ps[1]);
         let acc_shape = self.an.var_shape(pa)?.clone();
@@ -2245,8 +2270,8 @@ impl<'a> Translator<'a> {
             self.flatten(&zv, &mut init)?;
             let holds = no_holds();
             let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
-                let acc = t.rebuild(&zv, &acc_shape, &mut ivs(cur).iter(), &holds)?;
-                let xi = t.elem(&src, IV::V(i))?;
+                let acc = t.rebuild(&zv, &acc_shape, &mut ssa_ints(cur).iter(), &holds)?;
+                let xi = t.elem(&src, IntVal::Ssa(i))?;
                 t.bind(pa, acc)?;
                 t.bind(px, xi)?;
                 let r = t.emit(body);
@@ -2256,7 +2281,7 @@ impl<'a> Translator<'a> {
                 t.flatten(&r?, &mut out)?;
                 Ok(out)
             })?;
-            return self.rebuild(&zv, &acc_shape, &mut ivs(&out).iter(), &holds);
+            return self.rebuild(&zv, &acc_shape, &mut ssa_ints(&out).iter(), &holds);
         }
         let pa_place = self.acc_place(&acc_shape)?;
         let pb_place = self.acc_place(&acc_shape)?;
@@ -2277,7 +2302,7 @@ impl<'a> Translator<'a> {
             let acc = t.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)?;
             // Phase 0: the accumulator is in the first buffer, the next one goes to the second.
             let other = t.select_place(phase, &pa_place, &pb_place)?;
-            let xi = t.elem(&src, IV::V(i))?;
+            let xi = t.elem(&src, IntVal::Ssa(i))?;
             t.bind(pa, acc)?;
             t.bind(px, xi)?;
             let nv = t.emit(body).and_then(|r| t.write(&r, &other));
@@ -2311,48 +2336,48 @@ impl<'a> Translator<'a> {
     /// giving the canonical NaN) are associative and commutative on every input, signed
     /// zeros and NaN included, so the result is the left fold's bit for bit; the lanes
     /// break the chain of dependent compares that bounds the left fold's speed.
-    fn extremum_lanes(&mut self, op: BinOp, z: FV, src: &Arr) -> R<FV> {
+    fn extremum_lanes(&mut self, op: BinOp, z: RealVal, src: &Arr) -> JitResult<RealVal> {
         const LANES: i64 = 4;
         let n = src.len;
         let quads = match n {
-            IV::K(k) => IV::K(k / LANES),
-            IV::V(v) => IV::V(self.b.ins().ushr_imm_s(v, 2)),
+            IntVal::Const(k) => IntVal::Const(k / LANES),
+            IntVal::Ssa(v) => IntVal::Ssa(self.b.ins().ushr_imm_s(v, 2)),
         };
-        let z = self.fval(z);
+        let z = self.real_value(z);
         let init = vec![z; LANES as usize];
         let lanes = self.loop_(quads, false, init, &mut |t, i, cur| {
             let base = t.b.ins().ishl_imm_s(i, 2);
             let mut next = Vec::with_capacity(cur.len());
             for (l, &acc) in cur.iter().enumerate() {
                 let idx = t.b.ins().iadd_imm_s(base, l as i64);
-                let Val::Real(x) = t.elem(src, IV::V(idx))? else {
+                let Val::Real(x) = t.elem(src, IntVal::Ssa(idx))? else {
                     return internal("a reduction of reals has a non-real element");
                 };
-                next.push(t.binary(op, FV::V(acc), x)?);
+                next.push(t.binary(op, RealVal::Ssa(acc), x)?);
             }
-            next.into_iter().map(|x| Ok(t.fval(x))).collect()
+            next.into_iter().map(|x| Ok(t.real_value(x))).collect()
         })?;
         // The remaining n mod 4 elements go to the first lane.
-        let done = self.imul(quads, IV::K(LANES));
+        let done = self.imul(quads, IntVal::Const(LANES));
         let rest = self.isub(n, done);
         let tail = self.loop_(rest, false, vec![lanes[0]], &mut |t, i, cur| {
-            let idx = t.iadd_v(done, i);
+            let idx = t.iadd_value(done, i);
             let Val::Real(x) = t.elem(src, idx)? else {
                 return internal("a reduction of reals has a non-real element");
             };
-            let r = t.binary(op, FV::V(cur[0]), x)?;
-            Ok(vec![t.fval(r)])
+            let r = t.binary(op, RealVal::Ssa(cur[0]), x)?;
+            Ok(vec![t.real_value(r)])
         })?;
-        let a = self.binary(op, FV::V(tail[0]), FV::V(lanes[1]))?;
-        let b = self.binary(op, FV::V(lanes[2]), FV::V(lanes[3]))?;
+        let a = self.binary(op, RealVal::Ssa(tail[0]), RealVal::Ssa(lanes[1]))?;
+        let b = self.binary(op, RealVal::Ssa(lanes[2]), RealVal::Ssa(lanes[3]))?;
         let all = self.binary(op, a, b)?;
         // With no element the fold is `z` itself, whatever NaN it may be.
         Ok(match n {
-            IV::K(0) => FV::V(z),
-            IV::K(_) => all,
-            IV::V(v) => {
-                let all = self.fval(all);
-                FV::V(self.b.ins().select(v, all, z))
+            IntVal::Const(0) => RealVal::Ssa(z),
+            IntVal::Const(_) => all,
+            IntVal::Ssa(v) => {
+                let all = self.real_value(all);
+                RealVal::Ssa(self.b.ins().select(v, all, z))
             }
         })
     }
@@ -2365,7 +2390,7 @@ impl<'a> Translator<'a> {
         x: ExprId,
         y: ExprId,
         into: Option<&Place>,
-    ) -> R<Val> {
+    ) -> JitResult<Val> {
         let cond = self.emit_bool(c)?;
         let shape = self.shape(e)?;
         let branch = |t: &mut Self, b: ExprId| match into {
@@ -2373,12 +2398,12 @@ impl<'a> Translator<'a> {
             None => t.emit(b),
         };
         let cond = match cond {
-            BV::K(k) => {
+            CondVal::Const(k) => {
                 let (taken, other) = if k { (x, y) } else { (y, x) };
                 self.skip(other);
                 return branch(self, taken);
             }
-            BV::V(v) => v,
+            CondVal::Ssa(v) => v,
         };
         if into.is_none() && !shape.has_arrays() && self.cheap(x) && self.cheap(y) {
             let vx = self.emit(x)?;
@@ -2390,7 +2415,7 @@ impl<'a> Translator<'a> {
         let join_b = self.b.create_block();
         self.b.ins().brif(cond, then_b, &[], else_b, &[]);
         let mut bufs = Vec::new();
-        let mut arm = |t: &mut Self, b: ExprId, blk: Block| -> R<(Val, Vec<Value>)> {
+        let mut arm = |t: &mut Self, b: ExprId, blk: Block| -> JitResult<(Val, Vec<Value>)> {
             t.switch_to(blk);
             let v = branch(t, b)?;
             let v = t.in_memory(v, &shape, &mut bufs, &mut 0)?;
@@ -2420,7 +2445,7 @@ impl<'a> Translator<'a> {
         let mut h = Vec::new();
         Self::holds_of(&vx, &mut h);
         Self::holds_of(&vy, &mut h);
-        self.rebuild(&vx, &shape, &mut ivs(&params).iter(), &Holds::from(h))
+        self.rebuild(&vx, &shape, &mut ssa_ints(&params).iter(), &Holds::from(h))
     }
 
     /// Whether `e` is a small scalar expression worth evaluating unconditionally.
@@ -2447,22 +2472,26 @@ impl<'a> Translator<'a> {
         go(self.arena, e, &mut 12)
     }
 
-    fn select_val(&mut self, c: Value, x: &Val, y: &Val) -> R<Val> {
+    fn select_val(&mut self, c: Value, x: &Val, y: &Val) -> JitResult<Val> {
         Ok(match (x, y) {
-            (Val::Real(FV::K(a)), Val::Real(FV::K(b))) if a.to_bits() == b.to_bits() => x.clone(),
+            (Val::Real(RealVal::Const(a)), Val::Real(RealVal::Const(b)))
+                if a.to_bits() == b.to_bits() =>
+            {
+                x.clone()
+            }
             (Val::Real(a), Val::Real(b)) => {
-                let (a, b) = (self.fval(*a), self.fval(*b));
-                Val::Real(FV::V(self.b.ins().select(c, a, b)))
+                let (a, b) = (self.real_value(*a), self.real_value(*b));
+                Val::Real(RealVal::Ssa(self.b.ins().select(c, a, b)))
             }
             (Val::Bool(a), Val::Bool(b)) => {
-                let (a, b) = (self.bval(*a), self.bval(*b));
-                Val::Bool(BV::V(self.b.ins().select(c, a, b)))
+                let (a, b) = (self.cond_value(*a), self.cond_value(*b));
+                Val::Bool(CondVal::Ssa(self.b.ins().select(c, a, b)))
             }
             (Val::Tuple(xs), Val::Tuple(ys)) if xs.len() == ys.len() => Val::Tuple(
                 xs.iter()
                     .zip(ys.iter())
                     .map(|(a, b)| self.select_val(c, a, b))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             _ => return internal("the branches of an `if` differ in shape"),
@@ -2470,7 +2499,7 @@ impl<'a> Translator<'a> {
     }
 
     /// `shift1L a` (drop the first element) or `shift1R a` (drop the last): a view.
-    fn shift(&mut self, a: &Arr, left: bool) -> R<Rc<Arr>> {
+    fn shift(&mut self, a: &Arr, left: bool) -> JitResult<Rc<Arr>> {
         if let Kind::Scan(_) = a.kind {
             // Its elements come in order from the first: computed into memory first.
             let p = self.alloc(&a.shape)?;
@@ -2499,7 +2528,7 @@ impl<'a> Translator<'a> {
         let kind = match &a.kind {
             Kind::Mem { layout, holds } => Kind::Mem {
                 layout: if left {
-                    self.layout_offset(layout, IV::K(1), false)?
+                    self.layout_offset(layout, IntVal::Const(1), false)?
                 } else {
                     layout.clone()
                 },
@@ -2533,7 +2562,7 @@ impl<'a> Translator<'a> {
     }
 
     /// `zeros_like(x)` (`c` = 0) or `ones_like(x)` (`c` = 1).
-    fn emit_fill(&mut self, x: ExprId, c: f64) -> R<Val> {
+    fn emit_fill(&mut self, x: ExprId, c: f64) -> JitResult<Val> {
         let s = self.shape(x)?;
         if s.all_exact() {
             self.skip(x);
@@ -2543,15 +2572,15 @@ impl<'a> Translator<'a> {
         self.fill_from_val(&v, c)
     }
 
-    fn fill_from_shape(&mut self, s: &SShape, c: f64) -> R<Val> {
+    fn fill_from_shape(&mut self, s: &SShape, c: f64) -> JitResult<Val> {
         Ok(match s {
-            SShape::Real => Val::Real(FV::K(c)),
+            SShape::Real => Val::Real(RealVal::Const(c)),
             SShape::Bool => return Err(JitError::Type("`zeros_like` of a condition".into())),
             SShape::Tuple(items) => Val::Tuple(
                 items
                     .iter()
                     .map(|s| self.fill_from_shape(s, c))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             SShape::Arr(sa) => {
@@ -2567,7 +2596,7 @@ impl<'a> Translator<'a> {
         })
     }
 
-    fn fill_elem_from_shape(&mut self, s: &SShape, c: f64) -> R<FillElem> {
+    fn fill_elem_from_shape(&mut self, s: &SShape, c: f64) -> JitResult<FillElem> {
         Ok(match s {
             SShape::Real => FillElem::Real(c),
             SShape::Bool => return Err(JitError::Type("`zeros_like` of a condition".into())),
@@ -2575,7 +2604,7 @@ impl<'a> Translator<'a> {
                 items
                     .iter()
                     .map(|s| self.fill_elem_from_shape(s, c))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             SShape::Arr(sa) => FillElem::Array {
@@ -2586,15 +2615,15 @@ impl<'a> Translator<'a> {
         })
     }
 
-    fn fill_from_val(&mut self, v: &Val, c: f64) -> R<Val> {
+    fn fill_from_val(&mut self, v: &Val, c: f64) -> JitResult<Val> {
         Ok(match v {
-            Val::Real(_) => Val::Real(FV::K(c)),
+            Val::Real(_) => Val::Real(RealVal::Const(c)),
             Val::Bool(_) => return Err(JitError::Type("`zeros_like` of a condition".into())),
             Val::Tuple(items) => Val::Tuple(
                 items
                     .iter()
                     .map(|x| self.fill_from_val(x, c))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             Val::Arr(a) => {
@@ -2616,14 +2645,14 @@ impl<'a> Translator<'a> {
         })
     }
 
-    fn fill_elem_from_layout(lay: &Layout, s: &SShape, c: f64) -> R<FillElem> {
+    fn fill_elem_from_layout(lay: &Layout, s: &SShape, c: f64) -> JitResult<FillElem> {
         Ok(match (lay, s) {
             (Layout::Real { .. }, SShape::Real) => FillElem::Real(c),
             (Layout::Tuple(ls), SShape::Tuple(ss)) if ls.len() == ss.len() => FillElem::Tuple(
                 ls.iter()
                     .zip(ss.iter())
                     .map(|(l, s)| Self::fill_elem_from_layout(l, s, c))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             (Layout::Array { len, elem }, SShape::Arr(sa)) => FillElem::Array {
@@ -2655,7 +2684,7 @@ impl<'a> Translator<'a> {
 
     // ---- scalars --------------------------------------------------------------------------
 
-    fn extern_fn(&mut self, name: &'static str, arity: usize) -> R<FuncRef> {
+    fn extern_fn(&mut self, name: &'static str, arity: usize) -> JitResult<FuncRef> {
         if let Some(&f) = self.externs.get(name) {
             return Ok(f);
         }
@@ -2673,7 +2702,7 @@ impl<'a> Translator<'a> {
         Ok(f)
     }
 
-    fn call(&mut self, name: &'static str, args: &[Value]) -> R<Value> {
+    fn call(&mut self, name: &'static str, args: &[Value]) -> JitResult<Value> {
         let f = self.extern_fn(name, args.len())?;
         let inst = self.b.ins().call(f, args);
         match self.b.inst_results(inst) {
@@ -2682,20 +2711,20 @@ impl<'a> Translator<'a> {
         }
     }
 
-    fn unary(&mut self, op: UnOp, x: FV) -> R<FV> {
+    fn unary(&mut self, op: UnOp, x: RealVal) -> JitResult<RealVal> {
         let x = match x {
-            FV::K(c) => return Ok(FV::K(op.eval(c))),
-            FV::V(v) => v,
+            RealVal::Const(c) => return Ok(RealVal::Const(op.eval(c))),
+            RealVal::Ssa(v) => v,
         };
-        if let Some(&v) = self.memo.get(&Memo::Un(op, x)) {
-            return Ok(FV::V(v));
+        if let Some(&v) = self.numbered.get(&PureOp::Unary(op, x)) {
+            return Ok(RealVal::Ssa(v));
         }
         let r = self.unary_new(op, x)?;
-        self.memo.insert(Memo::Un(op, x), r);
-        Ok(FV::V(r))
+        self.numbered.insert(PureOp::Unary(op, x), r);
+        Ok(RealVal::Ssa(r))
     }
 
-    fn unary_new(&mut self, op: UnOp, x: Value) -> R<Value> {
+    fn unary_new(&mut self, op: UnOp, x: Value) -> JitResult<Value> {
         Ok(match (op, runtime::unary(op)) {
             (UnOp::Neg, _) => self.b.ins().fneg(x),
             (UnOp::Abs, _) => self.b.ins().fabs(x),
@@ -2705,21 +2734,21 @@ impl<'a> Translator<'a> {
         })
     }
 
-    fn binary(&mut self, op: BinOp, x: FV, y: FV) -> R<FV> {
-        if let (FV::K(a), FV::K(b)) = (x, y) {
-            return Ok(FV::K(op.eval(a, b)));
+    fn binary(&mut self, op: BinOp, x: RealVal, y: RealVal) -> JitResult<RealVal> {
+        if let (RealVal::Const(a), RealVal::Const(b)) = (x, y) {
+            return Ok(RealVal::Const(op.eval(a, b)));
         }
-        let key = Memo::Bin(op, fkey(x), fkey(y));
-        if let Some(&v) = self.memo.get(&key) {
-            return Ok(FV::V(v));
+        let key = PureOp::Binary(op, real_key(x), real_key(y));
+        if let Some(&v) = self.numbered.get(&key) {
+            return Ok(RealVal::Ssa(v));
         }
         let r = self.binary_new(op, x, y)?;
-        self.memo.insert(key, r);
-        Ok(FV::V(r))
+        self.numbered.insert(key, r);
+        Ok(RealVal::Ssa(r))
     }
 
-    fn binary_new(&mut self, op: BinOp, x: FV, y: FV) -> R<Value> {
-        let (x, y) = (self.fval(x), self.fval(y));
+    fn binary_new(&mut self, op: BinOp, x: RealVal, y: RealVal) -> JitResult<Value> {
+        let (x, y) = (self.real_value(x), self.real_value(y));
         let ins = self.b.ins();
         Ok(match (op, runtime::binary(op)) {
             (BinOp::Add, _) => ins.fadd(x, y),
@@ -2743,9 +2772,9 @@ impl<'a> Translator<'a> {
         })
     }
 
-    fn compare(&mut self, op: CmpOp, x: FV, y: FV) -> BV {
-        if let (FV::K(a), FV::K(b)) = (x, y) {
-            return BV::K(op.eval(a, b));
+    fn compare(&mut self, op: CmpOp, x: RealVal, y: RealVal) -> CondVal {
+        if let (RealVal::Const(a), RealVal::Const(b)) = (x, y) {
+            return CondVal::Const(op.eval(a, b));
         }
         let cc = match op {
             CmpOp::Lt => FloatCC::LessThan,
@@ -2755,14 +2784,18 @@ impl<'a> Translator<'a> {
             CmpOp::Eq => FloatCC::Equal,
             CmpOp::Ne => FloatCC::NotEqual,
         };
-        let (x, y) = (self.fval(x), self.fval(y));
-        BV::V(self.b.ins().fcmp(cc, x, y))
+        let (x, y) = (self.real_value(x), self.real_value(y));
+        CondVal::Ssa(self.b.ins().fcmp(cc, x, y))
     }
 
     // ---- parameters, results and the prologue ---------------------------------------------
 
     /// The value of a parameter of shape `s` whose components are at `ptrs`.
-    pub fn param_val(&mut self, s: &SShape, ptrs: &mut std::slice::Iter<'_, Value>) -> R<Val> {
+    pub fn param_val(
+        &mut self,
+        s: &SShape,
+        ptrs: &mut std::slice::Iter<'_, Value>,
+    ) -> JitResult<Val> {
         let mut next = |t: &mut Self| {
             ptrs.next()
                 .map(|&v| t.root(v))
@@ -2772,7 +2805,11 @@ impl<'a> Translator<'a> {
     }
 
     /// The place of a result of shape `s` whose components are at `ptrs`.
-    pub fn result_place(&mut self, s: &SShape, ptrs: &mut std::slice::Iter<'_, Value>) -> R<Place> {
+    pub fn result_place(
+        &mut self,
+        s: &SShape,
+        ptrs: &mut std::slice::Iter<'_, Value>,
+    ) -> JitResult<Place> {
         let mut next = |t: &mut Self| {
             ptrs.next()
                 .map(|&v| t.root(v))
@@ -2787,9 +2824,9 @@ impl<'a> Translator<'a> {
     fn boundary(
         &mut self,
         s: &SShape,
-        next: &mut dyn FnMut(&mut Self) -> R<Value>,
+        next: &mut dyn FnMut(&mut Self) -> JitResult<Value>,
         place: bool,
-    ) -> R<Boundary> {
+    ) -> JitResult<Boundary> {
         Ok(match s {
             SShape::Real => {
                 let ptr = next(self)?;
@@ -2797,7 +2834,7 @@ impl<'a> Translator<'a> {
                     Boundary::Place(Place::Real(ptr))
                 } else {
                     let x = self.b.ins().load(F64, self.flags, ptr, 0);
-                    Boundary::Val(Val::Real(FV::V(x)))
+                    Boundary::Val(Val::Real(RealVal::Ssa(x)))
                 }
             }
             SShape::Bool => return unsupported("a condition at the function boundary"),
@@ -2837,7 +2874,7 @@ impl<'a> Translator<'a> {
     }
 
     /// Write the function's result.
-    pub fn emit_result(&mut self, body: ExprId, out: &Place) -> R<()> {
+    pub fn emit_result(&mut self, body: ExprId, out: &Place) -> JitResult<()> {
         self.emit_into(body, out)?;
         Ok(())
     }
@@ -2845,8 +2882,13 @@ impl<'a> Translator<'a> {
     /// Emit the prologue into `entry` (which must be empty): load the sizes, compute every
     /// count and buffer address the body uses, make the body's placeholders aliases of
     /// them, and jump to the body's first block.
-    pub fn finish_prologue(&mut self, entry: Block, sizes: Value, workspace: Value) -> R<Plan> {
-        if self.pro_order.len() > MAX_BLOCK_PARAMS {
+    pub fn finish_prologue(
+        &mut self,
+        entry: Block,
+        sizes: Value,
+        workspace: Value,
+    ) -> JitResult<Plan> {
+        if self.prologue_order.len() > MAX_BLOCK_PARAMS {
             return unsupported("a function with this many distinct array lengths");
         }
         // Every buffer handle is gone by now; the slot sizes are final.
@@ -2871,15 +2913,15 @@ impl<'a> Translator<'a> {
             addr = self.b.ins().iadd(addr, bytes);
         }
         let mut checks = vec![total.clone()];
-        let mut args = Vec::with_capacity(self.pro_order.len());
-        let order = std::mem::take(&mut self.pro_order);
+        let mut args = Vec::with_capacity(self.prologue_order.len());
+        let order = std::mem::take(&mut self.prologue_order);
         for (p, _) in &order {
             let v = match p {
-                Pro::Count(e) => {
+                PrologueValue::Count(e) => {
                     checks.push(e.clone());
                     counts.get(&mut self.b, e)
                 }
-                Pro::Addr(slot, off) => {
+                PrologueValue::Addr(slot, off) => {
                     let Some(&base) = slot_addr.get(*slot) else {
                         return internal("a buffer in a slot that does not exist");
                     };
@@ -3005,7 +3047,7 @@ enum Prep {
     Array {
         a: Rc<Arr>,
         d: Rc<Arr>,
-        count: IV,
+        count: IntVal,
         dim: Option<Dim>,
     },
     /// Not a loop: already written.
@@ -3015,7 +3057,7 @@ enum Prep {
 /// The slots of a loop's state (in [`Translator::flatten`]'s order) that are the same on
 /// every iteration (`Some`): they are not carried, so the body sees the lengths and
 /// strides themselves (often constants or the sizes' values) rather than block parameters.
-struct Fixed(Vec<Option<IV>>);
+struct Fixed(Vec<Option<IntVal>>);
 
 impl Fixed {
     /// Nothing fixed: every one of `n` slots is carried.
@@ -3024,7 +3066,7 @@ impl Fixed {
     }
 
     /// The slots of `flat` (a whole state) that the loop carries.
-    fn carried(&self, flat: &[Value]) -> R<Vec<Value>> {
+    fn carried(&self, flat: &[Value]) -> JitResult<Vec<Value>> {
         if flat.len() != self.0.len() {
             return internal("a loop's state changed its number of slots");
         }
@@ -3037,13 +3079,13 @@ impl Fixed {
     }
 
     /// The whole state from the carried slots.
-    fn slots(&self, carried: &[Value]) -> R<Vec<IV>> {
+    fn slots(&self, carried: &[Value]) -> JitResult<Vec<IntVal>> {
         let mut it = carried.iter();
         let out = self
             .0
             .iter()
-            .map(|f| f.or_else(|| it.next().map(|&v| IV::V(v))))
-            .collect::<Option<Vec<IV>>>();
+            .map(|f| f.or_else(|| it.next().map(|&v| IntVal::Ssa(v))))
+            .collect::<Option<Vec<IntVal>>>();
         match out {
             Some(out) if it.next().is_none() => Ok(out),
             _ => internal("a loop's carried state does not fit its slots"),
@@ -3060,11 +3102,11 @@ fn in_place(a: &Arr, p: &Arr) -> bool {
 }
 
 /// Every slot carried.
-fn ivs(vals: &[Value]) -> Vec<IV> {
-    vals.iter().map(|&v| IV::V(v)).collect()
+fn ssa_ints(vals: &[Value]) -> Vec<IntVal> {
+    vals.iter().map(|&v| IntVal::Ssa(v)).collect()
 }
 
-fn layout_slots(lay: &Layout, out: &mut Vec<Option<IV>>) {
+fn layout_slots(lay: &Layout, out: &mut Vec<Option<IntVal>>) {
     match lay {
         Layout::Real { strides, .. } => {
             out.push(None);
@@ -3087,7 +3129,7 @@ enum Leaf {
 
 /// Pair the leaves of two layouts that place the elements identically (equal strides and
 /// inner lengths), as (source, destination base, reals per element).
-fn same_layout(src: &Layout, dst: &Layout, out: &mut Vec<(Leaf, Value, IV)>) -> bool {
+fn same_layout(src: &Layout, dst: &Layout, out: &mut Vec<(Leaf, Value, IntVal)>) -> bool {
     match (src, dst) {
         (
             Layout::Real {
@@ -3121,7 +3163,7 @@ fn same_layout(src: &Layout, dst: &Layout, out: &mut Vec<(Leaf, Value, IV)>) -> 
 
 /// Pair the leaves of a fill's element with a destination layout whose inner arrays have
 /// the fill's lengths.
-fn fill_layout(fill: &FillElem, dst: &Layout, out: &mut Vec<(Leaf, Value, IV)>) -> bool {
+fn fill_layout(fill: &FillElem, dst: &Layout, out: &mut Vec<(Leaf, Value, IntVal)>) -> bool {
     match (fill, dst) {
         (FillElem::Real(c), Layout::Real { base, strides }) => match strides.first() {
             Some(&row) => {
@@ -3154,7 +3196,7 @@ enum Boundary {
 }
 
 impl Boundary {
-    fn expect_val(self) -> R<Val> {
+    fn expect_val(self) -> JitResult<Val> {
         match self {
             Boundary::Val(v) => Ok(v),
             Boundary::Place(_) => internal("a parameter has no value"),
@@ -3238,7 +3280,7 @@ fn leaves_under(
 
 /// `lay` with the leaves under the component `path` at the same place for every element
 /// (their stride for the array's index is 0).
-fn shared_rows(lay: &Layout, path: &[usize]) -> R<Layout> {
+fn shared_rows(lay: &Layout, path: &[usize]) -> JitResult<Layout> {
     Ok(match (lay, path.split_first()) {
         (Layout::Tuple(items), Some((&i, rest))) => {
             let mut items = items.to_vec();
@@ -3259,7 +3301,7 @@ fn zero_outer_stride(lay: &Layout) -> Layout {
         Layout::Real { base, strides } => {
             let mut strides = strides.to_vec();
             if let Some(s) = strides.first_mut() {
-                *s = IV::K(0);
+                *s = IntVal::Const(0);
             }
             Layout::Real {
                 base: *base,
@@ -3275,7 +3317,7 @@ fn zero_outer_stride(lay: &Layout) -> Layout {
 }
 
 /// The component at `path` of the tuple value `v`.
-fn project(v: &Val, path: &[usize]) -> R<Val> {
+fn project(v: &Val, path: &[usize]) -> JitResult<Val> {
     let mut v = v.clone();
     for &i in path {
         v = match &v {
