@@ -16,7 +16,7 @@ use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 use unfad_syntax::typeck::{infer, NoSource};
 use unfad_syntax::{Arena, Func, Type};
 
-use crate::error::{JitError, JitResult};
+use crate::error::{JitError, JitResult, Retry};
 use crate::layout::{Component, Dim, PathStep, Shape, SizeExpr};
 use crate::lower::Translator;
 use crate::runtime;
@@ -164,11 +164,26 @@ pub(crate) fn build(
     name: &str,
 ) -> JitResult<(FuncId, Built)> {
     match build_with(arena, func, module, ctx, name, false) {
-        Err(JitError::Internal(why)) if why.contains("read twice") => {
+        Err(Failure {
+            retry: Some(Retry::ReadTwice),
+            ..
+        }) => {
             ctx.clear();
-            build_with(arena, func, module, ctx, name, true)
+            build_with(arena, func, module, ctx, name, true).map_err(|f| f.error)
         }
-        r => r,
+        r => r.map_err(|f| f.error),
+    }
+}
+
+/// A failed lowering, and whether lowering again differently may complete it.
+struct Failure {
+    error: JitError,
+    retry: Option<Retry>,
+}
+
+impl From<JitError> for Failure {
+    fn from(error: JitError) -> Failure {
+        Failure { error, retry: None }
     }
 }
 
@@ -181,15 +196,14 @@ fn build_with(
     ctx: &mut Context,
     name: &str,
     force_read_twice: bool,
-) -> JitResult<(FuncId, Built)> {
+) -> Result<(FuncId, Built), Failure> {
     let mut size_vars: Vec<Arc<str>> = Vec::new();
     let mut param_names = Vec::new();
     for &p in &func.params {
         let Some(t) = arena.var_type(p) else {
-            return Err(JitError::Type(format!(
-                "parameter `{}` has no type",
-                arena.var_name(p)
-            )));
+            return Err(
+                JitError::Type(format!("parameter `{}` has no type", arena.var_name(p))).into(),
+            );
         };
         t.size_vars(&mut size_vars);
         param_names.push(arena.var_name(p).to_string());
@@ -204,7 +218,8 @@ fn build_with(
     if matches!(func.ret, Type::Bool) || matches!(result, SShape::Bool) {
         return Err(JitError::Unsupported(
             "the function returns a condition; results are reals, tuples and arrays".into(),
-        ));
+        )
+        .into());
     }
     let mut inputs = Vec::new();
     let mut param_shapes = Vec::new();
@@ -218,9 +233,7 @@ fn build_with(
 
     let ptr = module.target_config().pointer_type();
     if ptr != types::I64 {
-        return Err(JitError::Unsupported(
-            "a host without 64-bit pointers".into(),
-        ));
+        return Err(JitError::Unsupported("a host without 64-bit pointers".into()).into());
     }
     let id = declare_in(module, ctx, name)?;
     let frontend = module.isa().frontend_config();
@@ -251,16 +264,27 @@ fn build_with(
     if force_read_twice {
         t.force_read_twice();
     }
-    let mut it = in_ptrs.iter();
-    for (&p, s) in func.params.iter().zip(&param_shapes) {
-        let v = t.param_val(s, &mut it)?;
-        t.bind(p, v)?;
-    }
-    let out = t.result_place(&result, &mut out_ptrs.iter())?;
-    t.emit_result(func.body, &out)?;
-    drop(out);
-    t.builder().ins().return_(&[]);
-    let plan = t.finish_prologue(entry, p_sizes, p_ws)?;
+    let lowered = (|| {
+        let mut it = in_ptrs.iter();
+        for (&p, s) in func.params.iter().zip(&param_shapes) {
+            let v = t.param_val(s, &mut it)?;
+            t.bind(p, v)?;
+        }
+        let out = t.result_place(&result, &mut out_ptrs.iter())?;
+        t.emit_result(func.body, &out)?;
+        drop(out);
+        t.builder().ins().return_(&[]);
+        t.finish_prologue(entry, p_sizes, p_ws)
+    })();
+    let plan = match lowered {
+        Ok(plan) => plan,
+        Err(error) => {
+            return Err(Failure {
+                error,
+                retry: t.retry(),
+            })
+        }
+    };
     let mut b = t.into_builder();
     b.seal_all_blocks();
     b.finalize(frontend);

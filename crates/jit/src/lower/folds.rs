@@ -258,7 +258,7 @@ impl<'a> Translator<'a> {
     /// or after it; the step itself updates the state for the next element.
     pub(super) fn scan_step(&mut self, scan: &Scan, i: IntVal) -> JitResult<Val> {
         if scan.read.replace(true) {
-            return internal("a scan computed where it is read is read twice");
+            return self.read_twice("a scan computed where it is read");
         }
         let in_order = match self.counters.last() {
             Some(&Some(c)) => i == IntVal::Ssa(c) && self.counters.len() == scan.depth + 1,

@@ -30,7 +30,7 @@
 //! - [`integers`]: lengths, indices and strides, known or computed;
 //! - [`prologue`]: the values that depend only on the sizes, computed once;
 //! - [`memory`]: the memory plan (workspace buffers, layouts, places, views);
-//! - [`read`]: element `i` of any array; [`write`]: values written to places;
+//! - [`read`]: element `i` of any array; [`write`](mod@write): values written to places;
 //! - [`state`]: values flattened into block parameters and rebuilt from them;
 //! - [`loops`]: bottom-tested loops; [`fusion`]: loops fused across bindings and tuples;
 //! - [`folds`]: folds and scans; [`conditionals`]: `if`; [`shift`]: shifts;
@@ -49,7 +49,7 @@ use cranelift_module::Module;
 use unfad_syntax::fast_hash::FastMap as HashMap;
 use unfad_syntax::{with_stack, Arena, ExprId, Node, Var};
 
-use crate::error::{internal, unsupported, JitError, JitResult};
+use crate::error::{internal, unsupported, JitError, JitResult, Retry};
 use crate::shape::{Analysis, SArr, SShape};
 use crate::value::{sized, Arr, CondVal, IntVal, Kind, Place, RealVal, Slots, Val};
 
@@ -103,6 +103,9 @@ pub(crate) struct Translator<'a> {
     numbered: HashMap<PureOp, Value>,
     /// See [`Translator::force_read_twice`].
     force_read_twice: bool,
+    /// Why the lowering failed, if lowering again differently may complete it (see
+    /// [`Translator::retry`]).
+    retry: Option<Retry>,
     /// The buffer (parameter, result or workspace base pointer) an address points into.
     /// Buffers never overlap (inputs are never written), so a store invalidates only the
     /// loads from its own buffer, or every load if either buffer is unknown.
@@ -137,6 +140,7 @@ impl<'a> Translator<'a> {
             flags: MemFlagsData::trusted(),
             numbered: HashMap::default(),
             force_read_twice: false,
+            retry: None,
             roots: HashMap::default(),
             relay: None,
             counters: Vec::new(),

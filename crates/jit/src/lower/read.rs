@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use unfad_syntax::ExprId;
 
-use crate::error::{internal, JitResult};
+use crate::error::JitResult;
 use crate::shape::lambda;
 use crate::value::{sized, Arr, FillElem, IntVal, Kind, RealVal, Val};
 
@@ -22,14 +22,14 @@ impl<'a> Translator<'a> {
             Kind::Fill { elem } => Ok(self.fill_val(elem)),
             Kind::Map { f, src, read } => {
                 if read.replace(true) {
-                    return internal("an unevaluated map is read twice");
+                    return self.read_twice("an unevaluated map");
                 }
                 let x = self.elem(src, i)?;
                 self.apply(*f, vec![x])
             }
             Kind::Map2 { f, a, b, read } => {
                 if read.replace(true) {
-                    return internal("an unevaluated map2 is read twice");
+                    return self.read_twice("an unevaluated map2");
                 }
                 let x = self.elem(a, i)?;
                 let y = self.elem(b, i)?;

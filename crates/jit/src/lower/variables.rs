@@ -3,7 +3,7 @@
 
 use unfad_syntax::{with_stack, ExprId, Node, Var};
 
-use crate::error::{internal, JitError, JitResult};
+use crate::error::{internal, JitError, JitResult, Retry};
 use crate::value::Val;
 
 use super::Translator;
@@ -17,8 +17,9 @@ pub(super) struct Entry {
 }
 
 impl<'a> Translator<'a> {
-    /// Bind `v` to `val` for the rest of its scope (or until its last use). With [`Translator::force_read_twice`] set, an unevaluated array
-    /// whose elements `v`'s uses read more than once is computed into memory first.
+    /// Bind `v` to `val` for the rest of its scope (or until its last use). With
+    /// [`Translator::force_read_twice`] set, an unevaluated array whose elements `v`'s uses
+    /// read more than once is computed into memory first.
     pub fn bind(&mut self, v: Var, val: Val) -> JitResult<()> {
         let uses = self.an.uses(v);
         if uses > 0 {
@@ -41,6 +42,20 @@ impl<'a> Translator<'a> {
     /// that are not fused).
     pub fn force_read_twice(&mut self) {
         self.force_read_twice = true;
+    }
+
+    /// Why the lowering failed, when lowering again differently may complete it: set by
+    /// [`Translator::read_twice`].
+    pub fn retry(&self) -> Option<Retry> {
+        self.retry
+    }
+
+    /// Fail because an unevaluated array (`what`) is read a second time: an internal error,
+    /// with [`Retry::ReadTwice`] recorded for the caller, which lowers the function again
+    /// with [`Translator::force_read_twice`] if it was not set.
+    pub(super) fn read_twice<T>(&mut self, what: &str) -> JitResult<T> {
+        self.retry = Some(Retry::ReadTwice);
+        internal(format!("{what} is read twice"))
     }
 
     /// End the binding of `v` (if its last use has not already ended it).

@@ -70,13 +70,13 @@ impl<'a> Translator<'a> {
         match &a.kind {
             Kind::Map { f, src, read } => {
                 if read.replace(true) {
-                    return internal("an unevaluated map is read twice");
+                    return self.read_twice("an unevaluated map");
                 }
                 return self.map_into(*f, vec![src.clone()], p);
             }
             Kind::Map2 { f, a, b, read } => {
                 if read.replace(true) {
-                    return internal("an unevaluated map2 is read twice");
+                    return self.read_twice("an unevaluated map2");
                 }
                 return self.map_into(*f, vec![a.clone(), b.clone()], p);
             }
