@@ -72,8 +72,8 @@ impl Compiled {
         self.inner.entry
     }
 
-    /// How many functions the term was compiled as: 1, or 2 when [`compile_parallel`](crate::compile_parallel) cut
-    /// it in two.
+    /// How many functions the term was compiled as: 1, or 2 when
+    /// [`compile_parallel`](crate::compile_parallel) cut it in two.
     pub fn parts(&self) -> usize {
         self.inner.parts
     }

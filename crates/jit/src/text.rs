@@ -19,8 +19,9 @@ pub fn clif_text(arena: &Arena, func: &Func) -> Result<String, JitError> {
     Ok(ctx.func.display().to_string())
 }
 
-/// The Cranelift IR [`compile_parallel`](crate::compile_parallel) compiles: [`clif_text`] of the whole term, or,
-/// when it cuts the term in two, of the two parts and the entry that runs them.
+/// The Cranelift IR [`compile_parallel`](crate::compile_parallel) compiles: [`clif_text`] of
+/// the whole term, or, when it cuts the term in two, of the two parts and the entry that
+/// runs them.
 pub fn clif_text_parallel(arena: &mut Arena, func: &Func) -> Result<String, JitError> {
     if cores() >= 2 {
         type_in_place(arena, func)?;

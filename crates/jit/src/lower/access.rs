@@ -1,7 +1,10 @@
 //! Memory accesses and local value numbering: element addresses, loads and stores of
 //! reals, and the pure computations of the current block that are emitted once
-//! ([`PureOp`]). Every address the body computes goes through [`Translator::addr`], every
-//! load of a real through [`Translator::load`], every store through [`Translator::store`].
+//! ([`PureOp`]). Every element address the body computes goes through
+//! [`Translator::addr`], and every store of a real to a buffer through
+//! [`Translator::store`]; loads go through [`Translator::load`], except the copy loops of
+//! `write_flat` (in `write`, not numbered: each address is loaded once) and a real
+//! parameter's load (in `boundary`).
 
 use cranelift_codegen::ir::types::F64;
 use cranelift_codegen::ir::{Block, InstBuilder, Value};

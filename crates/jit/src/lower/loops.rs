@@ -12,6 +12,8 @@ use crate::value::IntVal;
 
 use super::{blockargs, Translator, MAX_BLOCK_PARAMS};
 
+/// A loop's body: emits one iteration, given the index and the carried values, and
+/// returns the next carried values.
 type Body<'b, 'a> = dyn FnMut(&mut Translator<'a>, Value, &[Value]) -> JitResult<Vec<Value>> + 'b;
 
 impl<'a> Translator<'a> {

@@ -1,5 +1,5 @@
 //! Variables: what each one is bound to, how many uses are left, and when its value
-//! (and the buffers it holds) may be released; binding a function argument's parameters.
+//! (and the buffers it holds) may be released; `let` bindings.
 
 use unfad_syntax::{with_stack, ExprId, Node, Var};
 
