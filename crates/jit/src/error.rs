@@ -20,12 +20,21 @@ pub enum JitError {
     Call(String),
 }
 
-pub(crate) type R<T> = Result<T, JitError>;
+pub(crate) type JitResult<T> = Result<T, JitError>;
 
-pub(crate) fn internal<T>(msg: impl Into<String>) -> R<T> {
+/// Why a lowering failed that lowering again, differently, may complete: the caller
+/// retries on this reason, never on an error's message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// An unevaluated array was read twice: lower again with
+    /// [`crate::lower::Translator::force_read_twice`].
+    ReadTwice,
+}
+
+pub(crate) fn internal<T>(msg: impl Into<String>) -> JitResult<T> {
     Err(JitError::Internal(msg.into()))
 }
 
-pub(crate) fn unsupported<T>(msg: impl Into<String>) -> R<T> {
+pub(crate) fn unsupported<T>(msg: impl Into<String>) -> JitResult<T> {
     Err(JitError::Unsupported(msg.into()))
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use unfad_syntax::Size;
 
-use crate::error::{JitError, R};
+use crate::error::{JitError, JitResult};
 
 /// The length of one array dimension: `max(sizes[var] + offset, floor)` (with `sizes[var]`
 /// read as 0 when there is no variable), never below 0.
@@ -35,7 +35,7 @@ impl Dim {
 
     /// The length of an array of formal size `size`, as it is at a parameter (exactly the
     /// formal value); `index` maps size-variable names to their positions.
-    pub(crate) fn of_size(size: &Size, index: &dyn Fn(&str) -> Option<u32>) -> R<Dim> {
+    pub(crate) fn of_size(size: &Size, index: &dyn Fn(&str) -> Option<u32>) -> JitResult<Dim> {
         match &size.var {
             None => Ok(Dim::constant(size.offset.max(0) as u64)),
             Some(v) => match index(v) {

@@ -7,13 +7,19 @@
 
 use unfad_syntax::{BinOp, UnOp};
 
-/// How an operator is lowered.
-pub(crate) enum Lowering {
+/// How an operator is lowered; `F` is the type of its run-time function.
+pub(crate) enum Lowering<F> {
     /// A Cranelift instruction (or a short sequence of them).
     Inline,
-    /// A call of the run-time function with this symbol and address.
-    Call(&'static str, *const u8),
+    /// A call of the run-time function with this symbol.
+    Call(&'static str, F),
 }
+
+/// A run-time function of one real.
+pub(crate) type Unary = extern "C" fn(f64) -> f64;
+
+/// A run-time function of two reals.
+pub(crate) type Binary = extern "C" fn(f64, f64) -> f64;
 
 macro_rules! unary {
     ($($name:ident => $op:ident: $f:expr),* $(,)?) => {
@@ -23,10 +29,10 @@ macro_rules! unary {
             }
         )*
         /// How the unary operator `op` is lowered.
-        pub(crate) fn unary(op: UnOp) -> Lowering {
+        pub(crate) fn unary(op: UnOp) -> Lowering<Unary> {
             match op {
                 UnOp::Neg | UnOp::Abs | UnOp::Sqrt => Lowering::Inline,
-                $(UnOp::$op => Lowering::Call(stringify!($name), $name as *const u8),)*
+                $(UnOp::$op => Lowering::Call(stringify!($name), $name as Unary),)*
             }
         }
     };
@@ -40,12 +46,12 @@ macro_rules! binary {
             }
         )*
         /// How the binary operator `op` is lowered.
-        pub(crate) fn binary(op: BinOp) -> Lowering {
+        pub(crate) fn binary(op: BinOp) -> Lowering<Binary> {
             match op {
                 BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Max | BinOp::Min => {
                     Lowering::Inline
                 }
-                $(BinOp::$op => Lowering::Call(stringify!($name), $name as *const u8),)*
+                $(BinOp::$op => Lowering::Call(stringify!($name), $name as Binary),)*
             }
         }
     };
@@ -76,11 +82,11 @@ binary! {
 /// Every run-time symbol, for registration with the JIT.
 pub(crate) fn symbols() -> impl Iterator<Item = (&'static str, *const u8)> {
     let un = UnOp::ALL.into_iter().filter_map(|op| match unary(op) {
-        Lowering::Call(name, ptr) => Some((name, ptr)),
+        Lowering::Call(name, f) => Some((name, f as *const u8)),
         Lowering::Inline => None,
     });
     let bin = BinOp::ALL.into_iter().filter_map(|op| match binary(op) {
-        Lowering::Call(name, ptr) => Some((name, ptr)),
+        Lowering::Call(name, f) => Some((name, f as *const u8)),
         Lowering::Inline => None,
     });
     un.chain(bin)
@@ -121,18 +127,14 @@ mod tests {
     #[test]
     fn run_time_functions_agree_with_the_definitions() {
         for op in UnOp::ALL {
-            if let Lowering::Call(name, ptr) = unary(op) {
-                // SAFETY: `unary` pairs every symbol with an `extern "C" fn(f64) -> f64`.
-                let f: extern "C" fn(f64) -> f64 = unsafe { std::mem::transmute(ptr) };
+            if let Lowering::Call(name, f) = unary(op) {
                 for x in inputs() {
                     assert!(same(f(x), op.eval(x)), "{name}({x})");
                 }
             }
         }
         for op in BinOp::ALL {
-            if let Lowering::Call(name, ptr) = binary(op) {
-                // SAFETY: `binary` pairs every symbol with an `extern "C" fn(f64, f64) -> f64`.
-                let f: extern "C" fn(f64, f64) -> f64 = unsafe { std::mem::transmute(ptr) };
+            if let Lowering::Call(name, f) = binary(op) {
                 for x in inputs() {
                     for y in [0.0, -0.0, 2.0, -3.5, 0.3, f64::NAN, f64::INFINITY, x] {
                         assert!(same(f(x, y), op.eval(x, y)), "{name}({x}, {y})");

@@ -15,7 +15,7 @@ use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
-use crate::error::{internal, unsupported, JitError, R};
+use crate::error::{internal, unsupported, JitError, JitResult};
 use crate::layout::Dim;
 
 /// The shape of a value of ground type (or of a condition).
@@ -43,7 +43,7 @@ impl SShape {
     }
 
     /// The shape of a parameter of type `ty` (formal sizes are exact there).
-    pub fn of_type(ty: &Type, index: &dyn Fn(&str) -> Option<u32>) -> R<SShape> {
+    pub fn of_type(ty: &Type, index: &dyn Fn(&str) -> Option<u32>) -> JitResult<SShape> {
         Ok(match ty {
             Type::Real => SShape::Real,
             Type::Bool => SShape::Bool,
@@ -51,7 +51,7 @@ impl SShape {
                 items
                     .iter()
                     .map(|t| SShape::of_type(t, index))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             Type::Array(n, elem) => {
@@ -94,7 +94,7 @@ impl SShape {
     }
 
     /// The least shape above both (the shape of an `if`).
-    pub fn join(&self, other: &SShape) -> R<SShape> {
+    pub fn join(&self, other: &SShape) -> JitResult<SShape> {
         Ok(match (self, other) {
             (SShape::Real, SShape::Real) => SShape::Real,
             (SShape::Bool, SShape::Bool) => SShape::Bool,
@@ -102,7 +102,7 @@ impl SShape {
                 a.iter()
                     .zip(b.iter())
                     .map(|(x, y)| x.join(y))
-                    .collect::<R<Vec<_>>>()?
+                    .collect::<JitResult<Vec<_>>>()?
                     .into(),
             ),
             (SShape::Arr(a), SShape::Arr(b)) => {
@@ -143,7 +143,7 @@ impl Analysis {
         arena: &Arena,
         func: &Func,
         index: &dyn Fn(&str) -> Option<u32>,
-    ) -> R<(Analysis, SShape)> {
+    ) -> JitResult<(Analysis, SShape)> {
         let mut a = Analyzer {
             arena,
             out: Analysis::default(),
@@ -167,14 +167,14 @@ impl Analysis {
     }
 
     /// The shape of node `e` (recorded by the pass).
-    pub fn shape(&self, e: ExprId) -> R<&SShape> {
+    pub fn shape(&self, e: ExprId) -> JitResult<&SShape> {
         self.shapes
             .get(&e)
             .map_or_else(|| internal(format!("no shape for node {e:?}")), Ok)
     }
 
     /// The shape of the values `v` is bound to.
-    pub fn var_shape(&self, v: Var) -> R<&SShape> {
+    pub fn var_shape(&self, v: Var) -> JitResult<&SShape> {
         self.var_shapes
             .get(&v)
             .map_or_else(|| internal(format!("no shape for variable {v:?}")), Ok)
@@ -209,7 +209,7 @@ pub(crate) fn lambda<'a>(
     f: ExprId,
     arity: usize,
     what: &str,
-) -> R<(&'a [Var], ExprId)> {
+) -> JitResult<(&'a [Var], ExprId)> {
     match arena.lambda_parts(f) {
         Some((ps, body)) if ps.len() == arity => Ok((ps, body)),
         Some((ps, _)) => Err(JitError::Type(format!(
@@ -246,7 +246,7 @@ fn static_cond(arena: &Arena, c: ExprId) -> Option<bool> {
     })
 }
 
-fn expect_arr(s: SShape, what: &str) -> R<Rc<SArr>> {
+fn expect_arr(s: SShape, what: &str) -> JitResult<Rc<SArr>> {
     match s {
         SShape::Arr(a) => Ok(a),
         _ => Err(JitError::Type(format!(
@@ -264,13 +264,13 @@ impl Analyzer<'_> {
     /// Visit `e` at lambda depth `depth`. `count` is false when re-visiting a loop body to
     /// find the shape of its accumulator; `pull` is false where a variable's elements are
     /// not read (`len`, `zeros_like`, `ones_like`).
-    fn visit(&mut self, e: ExprId, depth: u32, count: bool, pull: bool) -> R<SShape> {
+    fn visit(&mut self, e: ExprId, depth: u32, count: bool, pull: bool) -> JitResult<SShape> {
         let s = with_stack(|| self.visit_node(e, depth, count, pull))?;
         self.out.shapes.insert(e, s.clone());
         Ok(s)
     }
 
-    fn visit_node(&mut self, e: ExprId, depth: u32, count: bool, pull: bool) -> R<SShape> {
+    fn visit_node(&mut self, e: ExprId, depth: u32, count: bool, pull: bool) -> JitResult<SShape> {
         use Node::*;
         let arena = self.arena;
         Ok(match arena[e] {
@@ -437,7 +437,7 @@ impl Analyzer<'_> {
         count: bool,
         what: &str,
         acc_second: bool,
-    ) -> R<(SShape, Rc<SArr>)> {
+    ) -> JitResult<(SShape, Rc<SArr>)> {
         let mut acc = self.visit(z, depth, count, true)?;
         let sa = expect_arr(self.visit(x, depth, count, true)?, what)?;
         let (ps, body) = lambda(self.arena, f, 2, what)?;

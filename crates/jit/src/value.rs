@@ -22,29 +22,35 @@ use crate::shape::{SArr, SShape};
 
 /// An integer (a length, an index or a stride): known, or computed at run time.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub(crate) enum IV {
-    K(i64),
-    V(Value),
+pub(crate) enum IntVal {
+    /// Known at compile time.
+    Const(i64),
+    /// An SSA value computed at run time.
+    Ssa(Value),
 }
 
 /// A real: known, or computed at run time.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum FV {
-    K(f64),
-    V(Value),
+pub(crate) enum RealVal {
+    /// Known at compile time.
+    Const(f64),
+    /// An SSA value computed at run time.
+    Ssa(Value),
 }
 
 /// A condition: known, or computed at run time (an `i8` that is 0 or 1).
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum BV {
-    K(bool),
-    V(Value),
+pub(crate) enum CondVal {
+    /// Known at compile time.
+    Const(bool),
+    /// An SSA value computed at run time.
+    Ssa(Value),
 }
 
 #[derive(Clone, Debug)]
 pub(crate) enum Val {
-    Real(FV),
-    Bool(BV),
+    Real(RealVal),
+    Bool(CondVal),
     Tuple(Rc<[Val]>),
     Arr(Rc<Arr>),
 }
@@ -52,7 +58,7 @@ pub(crate) enum Val {
 #[derive(Debug)]
 pub(crate) struct Arr {
     /// The run-time length.
-    pub len: IV,
+    pub len: IntVal,
     /// The static shape: its length bounds `len`, and is `len` if it is exact.
     pub shape: Rc<SArr>,
     pub kind: Kind,
@@ -107,12 +113,12 @@ pub(crate) enum Layout {
     /// strides index the arrays inside the element (the last one is 1).
     Real {
         base: Value,
-        strides: Rc<[IV]>,
+        strides: Rc<[IntVal]>,
     },
     Tuple(Rc<[Layout]>),
     /// An array inside the element, of length `len` (the same for every element).
     Array {
-        len: IV,
+        len: IntVal,
         elem: Rc<Layout>,
     },
 }
@@ -123,7 +129,7 @@ pub(crate) enum FillElem {
     Real(f64),
     Tuple(Rc<[FillElem]>),
     Array {
-        len: IV,
+        len: IntVal,
         shape: Rc<SArr>,
         elem: Rc<FillElem>,
     },

@@ -1,0 +1,306 @@
+//! From a typed function to Cranelift IR in a module: the host's ISA and a module with the
+//! run-time functions, the ABI's signature, the lowering of one function by a
+//! [`Translator`] (redone when an unevaluated array turns out to be read twice), the
+//! verifier, and the components the function's parameters and result flatten into.
+
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, UserFuncName, Value};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::Configurable;
+use cranelift_codegen::{settings, Context};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
+use unfad_syntax::typeck::{infer, NoSource};
+use unfad_syntax::{Arena, Func, Type};
+
+use crate::error::{JitError, JitResult, Retry};
+use crate::layout::{Component, Dim, PathStep, Shape, SizeExpr};
+use crate::lower::Translator;
+use crate::runtime;
+use crate::shape::{Analysis, SShape};
+
+/// The name of the function the ABI describes.
+pub(crate) const ENTRY: &str = "unfad_entry";
+
+/// Type-check `func` in `arena` unless it is typed already.
+pub(crate) fn type_in_place(arena: &mut Arena, func: &Func) -> JitResult<()> {
+    if arena.type_of(func.body).is_none() {
+        infer(arena, &NoSource, func.body).map_err(|e| JitError::Type(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// A module for the host with the run-time functions registered.
+pub(crate) fn new_module() -> JitResult<JITModule> {
+    let mut jb = JITBuilder::with_isa(host_isa()?, default_libcall_names());
+    for (name, ptr) in runtime::symbols() {
+        jb.symbol(name, ptr);
+    }
+    Ok(JITModule::new(jb))
+}
+
+/// Cranelift's verifier on the function in `ctx`, in debug builds (tests) only.
+pub(crate) fn verify(ctx: &Context, module: &JITModule) -> JitResult<()> {
+    if cfg!(debug_assertions) {
+        cranelift_codegen::verify_function(&ctx.func, module.isa()).map_err(|e| {
+            JitError::Codegen(format!(
+                "the generated code fails verification:\n{}",
+                cranelift_codegen::print_errors::pretty_verifier_error(&ctx.func, None, e)
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// Declare the function `name` of `module` with the ABI's signature, `void f(ptr, ptr,
+/// ptr, ptr)` in the host's calling convention, as the function `ctx` builds.
+pub(crate) fn declare_in(
+    module: &mut JITModule,
+    ctx: &mut Context,
+    name: &str,
+) -> JitResult<FuncId> {
+    let mut sig = module.make_signature();
+    for _ in 0..4 {
+        sig.params.push(AbiParam::new(types::I64));
+    }
+    let id = module
+        .declare_function(name, Linkage::Local, &sig)
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    Ok(id)
+}
+
+/// The arena with every node of `func` typed (type-checking a copy if needed).
+pub(crate) fn typed<'a>(arena: &'a Arena, func: &Func) -> JitResult<Cow<'a, Arena>> {
+    if arena.type_of(func.body).is_some() {
+        return Ok(Cow::Borrowed(arena));
+    }
+    let mut copy = arena.clone();
+    infer(&mut copy, &NoSource, func.body).map_err(|e| JitError::Type(e.to_string()))?;
+    Ok(Cow::Owned(copy))
+}
+
+/// The target ISA of the host, with the flags this crate compiles with.
+pub(crate) fn host_isa() -> JitResult<OwnedTargetIsa> {
+    static ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+    ISA.get_or_init(|| {
+        let mut flags = settings::builder();
+        let verify = if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        };
+        for (k, v) in [
+            ("opt_level", "speed"),
+            ("is_pic", "false"),
+            ("use_colocated_libcalls", "false"),
+            ("enable_verifier", verify),
+        ] {
+            flags.set(k, v).map_err(|e| e.to_string())?;
+        }
+        let builder = cranelift_native::builder().map_err(|e| e.to_string())?;
+        builder
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(JitError::Codegen)
+}
+
+/// What the lowering found out besides the code.
+pub(crate) struct Built {
+    pub(crate) size_vars: Vec<String>,
+    pub(crate) param_names: Vec<String>,
+    pub(crate) inputs: Vec<Component>,
+    pub(crate) outputs: Vec<Component>,
+    pub(crate) param_shapes: Vec<Shape>,
+    pub(crate) result_shape: Shape,
+    pub(crate) workspace: SizeExpr,
+    pub(crate) checks: Vec<SizeExpr>,
+}
+
+/// The components of a value of shape `s` belonging to parameter (or result) `index`.
+fn components(
+    s: &SShape,
+    index: usize,
+    path: &mut Vec<PathStep>,
+    dims: &mut Vec<Dim>,
+    out: &mut Vec<Component>,
+) {
+    match s {
+        SShape::Real => out.push(Component {
+            index,
+            path: path.clone(),
+            dims: dims.clone(),
+        }),
+        SShape::Bool => {}
+        SShape::Tuple(items) => {
+            for (i, s) in items.iter().enumerate() {
+                path.push(PathStep::Field(i as u32));
+                components(s, index, path, dims, out);
+                path.pop();
+            }
+        }
+        SShape::Arr(sa) => {
+            path.push(PathStep::Elements);
+            dims.push(sa.len);
+            components(&sa.elem, index, path, dims, out);
+            dims.pop();
+            path.pop();
+        }
+    }
+}
+
+/// Lower `func` into `ctx.func`, declared in `module`.
+pub(crate) fn build(
+    arena: &Arena,
+    func: &Func,
+    module: &mut JITModule,
+    ctx: &mut Context,
+    name: &str,
+) -> JitResult<(FuncId, Built)> {
+    match build_with(arena, func, module, ctx, name, false) {
+        Err(Failure {
+            retry: Some(Retry::ReadTwice),
+            ..
+        }) => {
+            ctx.clear();
+            build_with(arena, func, module, ctx, name, true).map_err(|f| f.error)
+        }
+        r => r.map_err(|f| f.error),
+    }
+}
+
+/// A failed lowering, and whether lowering again differently may complete it.
+struct Failure {
+    error: JitError,
+    retry: Option<Retry>,
+}
+
+impl From<JitError> for Failure {
+    fn from(error: JitError) -> Failure {
+        Failure { error, retry: None }
+    }
+}
+
+/// [`build`], computing into memory the unevaluated arrays read more than once where they
+/// are bound if `force_read_twice` (see [`Translator::force_read_twice`]).
+fn build_with(
+    arena: &Arena,
+    func: &Func,
+    module: &mut JITModule,
+    ctx: &mut Context,
+    name: &str,
+    force_read_twice: bool,
+) -> Result<(FuncId, Built), Failure> {
+    let mut size_vars: Vec<Arc<str>> = Vec::new();
+    let mut param_names = Vec::new();
+    for &p in &func.params {
+        let Some(t) = arena.var_type(p) else {
+            return Err(
+                JitError::Type(format!("parameter `{}` has no type", arena.var_name(p))).into(),
+            );
+        };
+        t.size_vars(&mut size_vars);
+        param_names.push(arena.var_name(p).to_string());
+    }
+    let index = |name: &str| {
+        size_vars
+            .iter()
+            .position(|v| &**v == name)
+            .map(|i| i as u32)
+    };
+    let (an, result) = Analysis::run(arena, func, &index)?;
+    if matches!(func.ret, Type::Bool) || matches!(result, SShape::Bool) {
+        return Err(JitError::Unsupported(
+            "the function returns a condition; results are reals, tuples and arrays".into(),
+        )
+        .into());
+    }
+    let mut inputs = Vec::new();
+    let mut param_shapes = Vec::new();
+    for (k, &p) in func.params.iter().enumerate() {
+        let s = an.var_shape(p)?.clone();
+        components(&s, k, &mut Vec::new(), &mut Vec::new(), &mut inputs);
+        param_shapes.push(s);
+    }
+    let mut outputs = Vec::new();
+    components(&result, 0, &mut Vec::new(), &mut Vec::new(), &mut outputs);
+
+    let ptr = module.target_config().pointer_type();
+    if ptr != types::I64 {
+        return Err(JitError::Unsupported("a host without 64-bit pointers".into()).into());
+    }
+    let id = declare_in(module, ctx, name)?;
+    let frontend = module.isa().frontend_config();
+
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    // The entry block comes first in the layout but is filled last (with the prologue).
+    b.func.layout.append_block(entry);
+    let [p_inputs, p_sizes, p_outputs, p_ws]: [Value; 4] = b
+        .block_params(entry)
+        .try_into()
+        .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))?;
+    let main = b.create_block();
+    b.switch_to_block(main);
+    // The pointer arrays are read-only: their loads may move to where the pointers are used.
+    let flags = MemFlagsData::trusted().with_readonly().with_can_move();
+    let load_ptrs = |b: &mut FunctionBuilder, base: Value, n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|k| b.ins().load(ptr, flags, base, (k as i32).wrapping_mul(8)))
+            .collect()
+    };
+    let in_ptrs = load_ptrs(&mut b, p_inputs, inputs.len());
+    let out_ptrs = load_ptrs(&mut b, p_outputs, outputs.len());
+
+    let mut t = Translator::new(b, module, arena, &an, main);
+    if force_read_twice {
+        t.force_read_twice();
+    }
+    let lowered = (|| {
+        let mut it = in_ptrs.iter();
+        for (&p, s) in func.params.iter().zip(&param_shapes) {
+            let v = t.param_val(s, &mut it)?;
+            t.bind(p, v)?;
+        }
+        let out = t.result_place(&result, &mut out_ptrs.iter())?;
+        t.emit_result(func.body, &out)?;
+        drop(out);
+        t.builder().ins().return_(&[]);
+        t.finish_prologue(entry, p_sizes, p_ws)
+    })();
+    let plan = match lowered {
+        Ok(plan) => plan,
+        Err(error) => {
+            return Err(Failure {
+                error,
+                retry: t.retry(),
+            })
+        }
+    };
+    let mut b = t.into_builder();
+    b.seal_all_blocks();
+    b.finalize(frontend);
+
+    verify(ctx, module)?;
+    Ok((
+        id,
+        Built {
+            size_vars: size_vars.iter().map(|s| s.to_string()).collect(),
+            param_names,
+            inputs,
+            outputs,
+            param_shapes: param_shapes.iter().map(SShape::public).collect(),
+            result_shape: result.public(),
+            workspace: plan.workspace,
+            checks: plan.checks,
+        },
+    ))
+}

@@ -1,0 +1,310 @@
+//! Folds and scans: `reduce`/`foldl` with the accumulator in registers (its arrays
+//! alternating between two buffers), `max`/`min` reductions in lanes, `scanl`/`scanr`
+//! written to memory, and shifted scans computed where they are read.
+
+use std::rc::Rc;
+
+use cranelift_codegen::ir::types::I8;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use unfad_syntax::{BinOp, ExprId, Node, Var};
+
+use crate::error::{internal, JitResult};
+use crate::layout::Dim;
+use crate::shape::lambda;
+use crate::value::{no_holds, Arr, Holds, IntVal, Kind, RealVal, Scan, Val};
+
+use super::state::ssa_ints;
+use super::{expect_arr, shape_arr, Translator};
+
+impl<'a> Translator<'a> {
+    /// `reduce f z x` / `foldl f z x`: the accumulator in registers, its arrays alternating
+    /// between two buffers.
+    pub(super) fn emit_fold(&mut self, f: ExprId, z: ExprId, x: ExprId) -> JitResult<Val> {
+        let (ps, body) = lambda(self.arena, f, 2, "a fold")?;
+        let (pa, px) = (ps[0], ps[1]);
+        let acc_shape = self.an.var_shape(pa)?.clone();
+        let zv = self.emit(z)?;
+        let src = self.emit_arr(x)?;
+        if let (Some(op), Val::Real(z0), Kind::Mem { .. }) =
+            (self.extremum(pa, px, body), &zv, &src.kind)
+        {
+            return self.extremum_lanes(op, *z0, &src).map(Val::Real);
+        }
+        if !acc_shape.has_arrays() {
+            let mut init = Vec::new();
+            self.flatten(&zv, &mut init)?;
+            let holds = no_holds();
+            let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
+                let acc = t.rebuild(&zv, &acc_shape, &mut ssa_ints(cur).iter(), &holds)?;
+                let xi = t.elem(&src, IntVal::Ssa(i))?;
+                t.bind(pa, acc)?;
+                t.bind(px, xi)?;
+                let r = t.emit(body);
+                t.unbind(pa);
+                t.unbind(px);
+                let mut out = Vec::new();
+                t.flatten(&r?, &mut out)?;
+                Ok(out)
+            })?;
+            return self.rebuild(&zv, &acc_shape, &mut ssa_ints(&out).iter(), &holds);
+        }
+        let pa_place = self.acc_place(&acc_shape)?;
+        let pb_place = self.acc_place(&acc_shape)?;
+        let v0 = self.write(&zv, &pa_place)?;
+        drop(zv);
+        let holds = {
+            let mut h = Vec::new();
+            Self::place_holds(&pa_place, &mut h);
+            Self::place_holds(&pb_place, &mut h);
+            Holds::from(h)
+        };
+        let (fixed, carried) = self.loop_state(&v0, &[&pa_place, &pb_place], &acc_shape)?;
+        let mut init = vec![self.b.ins().iconst(I8, 0)];
+        init.extend(carried);
+        let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
+            let phase = cur[0];
+            let slots = fixed.slots(&cur[1..])?;
+            let acc = t.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)?;
+            // Phase 0: the accumulator is in the first buffer, the next one goes to the second.
+            let other = t.select_place(phase, &pa_place, &pb_place)?;
+            let xi = t.elem(&src, IntVal::Ssa(i))?;
+            t.bind(pa, acc)?;
+            t.bind(px, xi)?;
+            let nv = t.emit(body).and_then(|r| t.write(&r, &other));
+            t.unbind(pa);
+            t.unbind(px);
+            let nv = nv?;
+            let mut out = vec![t.b.ins().bxor_imm_s(phase, 1)];
+            out.extend(t.carry(&nv, &fixed)?);
+            Ok(out)
+        })?;
+        let slots = fixed.slots(&out[1..])?;
+        self.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)
+    }
+
+    /// `Some(max)` or `Some(min)` if `body` is `max(pa, px)` or `min(pa, px)` (either order).
+    pub(super) fn extremum(&self, pa: Var, px: Var, body: ExprId) -> Option<BinOp> {
+        let arena = self.arena;
+        match arena[body] {
+            Node::Op2(op @ (BinOp::Max | BinOp::Min), a, b) => match (arena[a], arena[b]) {
+                (Node::Var(x), Node::Var(y)) if (x, y) == (pa, px) || (x, y) == (px, pa) => {
+                    Some(op)
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// A `max` (or `min`) reduction of the in-memory reals `src` from `z`, in four
+    /// independent lanes. The language's `max` and `min` (IEEE maximum and minimum, any NaN
+    /// giving the canonical NaN) are associative and commutative on every input, signed
+    /// zeros and NaN included, so the result is the left fold's bit for bit; the lanes
+    /// break the chain of dependent compares that bounds the left fold's speed.
+    fn extremum_lanes(&mut self, op: BinOp, z: RealVal, src: &Arr) -> JitResult<RealVal> {
+        const LANES: i64 = 4;
+        let n = src.len;
+        let quads = match n {
+            IntVal::Const(k) => IntVal::Const(k / LANES),
+            IntVal::Ssa(v) => IntVal::Ssa(self.b.ins().ushr_imm_s(v, 2)),
+        };
+        let z = self.real_value(z);
+        let init = vec![z; LANES as usize];
+        let lanes = self.loop_(quads, false, init, &mut |t, i, cur| {
+            let base = t.b.ins().ishl_imm_s(i, 2);
+            let mut next = Vec::with_capacity(cur.len());
+            for (l, &acc) in cur.iter().enumerate() {
+                let idx = t.b.ins().iadd_imm_s(base, l as i64);
+                let Val::Real(x) = t.elem(src, IntVal::Ssa(idx))? else {
+                    return internal("a reduction of reals has a non-real element");
+                };
+                next.push(t.binary(op, RealVal::Ssa(acc), x)?);
+            }
+            next.into_iter().map(|x| Ok(t.real_value(x))).collect()
+        })?;
+        // The remaining n mod 4 elements go to the first lane.
+        let done = self.imul(quads, IntVal::Const(LANES));
+        let rest = self.isub(n, done);
+        let tail = self.loop_(rest, false, vec![lanes[0]], &mut |t, i, cur| {
+            let idx = t.iadd_value(done, i);
+            let Val::Real(x) = t.elem(src, idx)? else {
+                return internal("a reduction of reals has a non-real element");
+            };
+            let r = t.binary(op, RealVal::Ssa(cur[0]), x)?;
+            Ok(vec![t.real_value(r)])
+        })?;
+        let a = self.binary(op, RealVal::Ssa(tail[0]), RealVal::Ssa(lanes[1]))?;
+        let b = self.binary(op, RealVal::Ssa(lanes[2]), RealVal::Ssa(lanes[3]))?;
+        let all = self.binary(op, a, b)?;
+        // With no element the fold is `z` itself, whatever NaN it may be.
+        Ok(match n {
+            IntVal::Const(0) => RealVal::Ssa(z),
+            IntVal::Const(_) => all,
+            IntVal::Ssa(v) => {
+                let all = self.real_value(all);
+                RealVal::Ssa(self.b.ins().select(v, all, z))
+            }
+        })
+    }
+
+    /// `scanl f z x` (or `scanr`) written to `d`.
+    pub(super) fn scan_into(
+        &mut self,
+        f: ExprId,
+        z: ExprId,
+        x: ExprId,
+        d: &Arr,
+        right: bool,
+    ) -> JitResult<Val> {
+        let (ps, body) = lambda(self.arena, f, 2, "a scan")?;
+        let (pa, px) = if right {
+            (ps[1], ps[0])
+        } else {
+            (ps[0], ps[1])
+        };
+        let zv = self.emit(z)?;
+        let mut src = self.emit_arr(x)?;
+        if right && reads_scan(&src) {
+            // Read from the last element first: scans computed where they are read cannot.
+            src = expect_arr(self.force(Val::Arr(src))?)?;
+        }
+        let room = match d.stat() {
+            Some(dd) => (self.dim(dd.dec()), Some(dd.dec())),
+            None => (self.dec(d.len), None),
+        };
+        let (count, count_dim) = self.min_len(&[(src.len, src.stat()), room]);
+        // The first accumulator goes to row 0 (or row `count`, at most `d.len - 1` then): a
+        // scan's result is never empty, and `d` must have a row for it.
+        self.check_nonempty(d)?;
+        let first = if right { count } else { IntVal::Const(0) };
+        let dst = self.place_elem(d, first)?;
+        let v0 = self.write(&zv, &dst)?;
+        drop(zv);
+        let acc_shape = self.an.var_shape(pa)?.clone();
+        // Every state is a row of `d`: its strides and inner lengths stay.
+        let (fixed, init) = self.loop_state(&v0, &[&dst], &acc_shape)?;
+        let holds = {
+            let mut h = Vec::new();
+            Self::holds_of(&v0, &mut h);
+            Holds::from(h)
+        };
+        self.loop_(count, right, init, &mut |t, i, cur| {
+            let slots = fixed.slots(cur)?;
+            let acc = t.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)?;
+            let xi = t.elem(&src, IntVal::Ssa(i))?;
+            t.bind(pa, acc)?;
+            t.bind(px, xi)?;
+            let at = if right {
+                IntVal::Ssa(i)
+            } else {
+                IntVal::Ssa(t.b.ins().iadd_imm_s(i, 1))
+            };
+            let dst = t.place_elem(d, at)?;
+            // The result is written while the parameters are bound: an unevaluated map in
+            // it may refer to them.
+            let nv = t.emit(body).and_then(|r| t.write(&r, &dst));
+            t.unbind(pa);
+            t.unbind(px);
+            t.carry(&nv?, &fixed)
+        })?;
+        let n_dim = count_dim.map(Dim::inc);
+        let n = match n_dim {
+            Some(nd) => self.dim(nd),
+            None => self.iadd(count, 1),
+        };
+        self.pad(d, n, n_dim)?;
+        self.view(d, n, n_dim)
+    }
+
+    /// `shift1R (scanl f z x)` or `shift1L` of it, with an accumulator of reals, as a
+    /// [`Scan`] (`None` for other shifts).
+    pub(super) fn lazy_scan(&mut self, e: ExprId, x: ExprId, left: bool) -> JitResult<Option<Val>> {
+        let Node::Scanl(f, z, src) = self.arena[x] else {
+            return Ok(None);
+        };
+        let (ps, _) = lambda(self.arena, f, 2, "a scan")?;
+        let acc = self.an.var_shape(ps[0])?.clone();
+        if acc.has_arrays() {
+            return Ok(None);
+        }
+        let sa = shape_arr(&self.shape(e)?)?;
+        let template = self.emit(z)?;
+        let src = self.emit_arr(src)?;
+        let mut init = Vec::new();
+        self.flatten(&template, &mut init)?;
+        let state = init
+            .into_iter()
+            .map(|v| {
+                let ty = self.b.func.dfg.value_type(v);
+                let var = self.b.declare_var(ty);
+                self.b.def_var(var, v);
+                var
+            })
+            .collect();
+        let claim = src.stat();
+        Ok(Some(Val::Arr(self.arr(
+            src.len,
+            &sa,
+            claim,
+            Kind::Scan(Rc::new(Scan {
+                f,
+                src,
+                state,
+                template,
+                acc,
+                after: left,
+                depth: self.frames.len(),
+                read: Default::default(),
+            })),
+        ))))
+    }
+
+    /// Element `i` of a scan computed where it is read: the accumulator before the step,
+    /// or after it; the step itself updates the state for the next element.
+    pub(super) fn scan_step(&mut self, scan: &Scan, i: IntVal) -> JitResult<Val> {
+        if scan.read.replace(true) {
+            return self.read_twice("a scan computed where it is read");
+        }
+        let in_order = match self.counters.last() {
+            Some(&Some(c)) => i == IntVal::Ssa(c) && self.counters.len() == scan.depth + 1,
+            _ => false,
+        };
+        if !in_order {
+            return internal("a scan computed where it is read is not read in order");
+        }
+        let cur: Vec<Value> = scan.state.iter().map(|&v| self.b.use_var(v)).collect();
+        let acc = self.rebuild(
+            &scan.template,
+            &scan.acc,
+            &mut ssa_ints(&cur).iter(),
+            &no_holds(),
+        )?;
+        let x = self.elem(&scan.src, i)?;
+        let (ps, body) = lambda(self.arena, scan.f, 2, "a scan")?;
+        self.bind(ps[0], acc.clone())?;
+        self.bind(ps[1], x)?;
+        let next = self.emit(body);
+        self.unbind(ps[0]);
+        self.unbind(ps[1]);
+        let next = next?;
+        let mut vals = Vec::with_capacity(scan.state.len());
+        self.flatten(&next, &mut vals)?;
+        if vals.len() != scan.state.len() {
+            return internal("a scan's step changes the shape of its accumulator");
+        }
+        for (&var, v) in scan.state.iter().zip(vals) {
+            self.b.def_var(var, v);
+        }
+        Ok(if scan.after { next } else { acc })
+    }
+}
+
+/// Whether reading the elements of `a` computes a [`Scan`].
+fn reads_scan(a: &Arr) -> bool {
+    match &a.kind {
+        Kind::Scan(_) => true,
+        Kind::Map { src, .. } => reads_scan(src),
+        Kind::Map2 { a, b, .. } => reads_scan(a) || reads_scan(b),
+        Kind::Mem { .. } | Kind::Fill { .. } => false,
+    }
+}

@@ -1,0 +1,479 @@
+//! Loop fusion across bindings and tuple components: a stored map folded in the loop that
+//! stores it, a `let`-bound component computed where the result goes, the components of a
+//! tuple that loop over the same length run as one loop, and a map written by its body
+//! straight into its destination.
+
+use std::rc::Rc;
+
+use cranelift_codegen::ir::types::I8;
+use cranelift_codegen::ir::InstBuilder;
+use unfad_syntax::{Arena, ExprId, Node, Var};
+
+use crate::error::{internal, JitError, JitResult};
+use crate::layout::Dim;
+use crate::shape::{lambda, SShape};
+use crate::value::{no_holds, Arr, Holds, IntVal, Kind, Place, Val};
+
+use super::state::ssa_ints;
+use super::write::in_place;
+use super::Translator;
+
+/// A fold with a scalar accumulator, ready to run in a (fused) loop.
+struct FoldPrep {
+    pa: Var,
+    px: Var,
+    body: ExprId,
+    /// The accumulator's shape.
+    shape: SShape,
+    zv: Val,
+    src: Rc<Arr>,
+}
+
+/// A component of a tuple whose loop may be fused with its siblings'.
+enum Prep {
+    Fold(FoldPrep),
+    /// An array written element by element: `count` elements of `a` into `d`.
+    Array {
+        a: Rc<Arr>,
+        d: Rc<Arr>,
+        count: IntVal,
+        dim: Option<Dim>,
+    },
+    /// Not a loop: already written.
+    Done(Val),
+}
+
+impl<'a> Translator<'a> {
+    /// `let x = v in let y = fold f z x in rest` where the map `v` must be stored (it is read
+    /// again later): one loop computes each element, stores it and folds it, where storing
+    /// `x` and then folding it would take two (`let E = map (t. exp(t - m)) A in let s =
+    /// sum(E)`). Also `let y = fold f z (map (t. π_path t) x) in rest` where `rest` reads
+    /// only other components of the elements (`map (t. π_q t) x`): the component folded is
+    /// then not kept (one element's room, which every index reuses), and the accumulator
+    /// may hold arrays. Reverse mode's combined pass makes that shape: per element, an
+    /// operand's adjoint, kept, and the contributions to a captured array's adjoint,
+    /// summed. `None` (nothing emitted) for other terms.
+    pub(super) fn stored_then_folded(
+        &mut self,
+        x: Var,
+        v: &Val,
+        e2: ExprId,
+        into: Option<&Place>,
+    ) -> JitResult<Option<Val>> {
+        let arena = self.arena;
+        let Val::Arr(a) = v else {
+            return Ok(None);
+        };
+        if !matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. }) || self.an.lazy_ok(x) {
+            return Ok(None);
+        }
+        let Node::Let(y, fold, rest) = arena[e2] else {
+            return Ok(None);
+        };
+        let (Node::Reduce(f, z, src) | Node::Foldl(f, z, src)) = arena[fold] else {
+            return Ok(None);
+        };
+        let (ps, body) = lambda(arena, f, 2, "a fold")?;
+        let (pa, px) = (ps[0], ps[1]);
+        let acc_shape = self.an.var_shape(pa)?.clone();
+        let path = if arena[src] == Node::Var(x) {
+            Vec::new()
+        } else {
+            match column_of(arena, src, x) {
+                Some(path) if !path.is_empty() && reads_other_columns(arena, rest, x, &path) => {
+                    path
+                }
+                _ => return Ok(None),
+            }
+        };
+        if (path.is_empty() && acc_shape.has_arrays())
+            || self.extremum(pa, px, body).is_some()
+            || arena.free_vars(z).contains(&x)
+        {
+            return Ok(None);
+        }
+        let d = self.alloc_without(&a.shape, &path)?;
+        let zv = self.emit(z)?;
+        let (count, dim) = self.min_len(&[(a.len, a.stat()), (d.len, d.stat())]);
+        // Scalar accumulators are in registers; one holding arrays alternates between two
+        // buffers (as in a fold of its own), the phase first in the loop's state.
+        let buffers = if acc_shape.has_arrays() {
+            Some((self.acc_place(&acc_shape)?, self.acc_place(&acc_shape)?))
+        } else {
+            None
+        };
+        let (start, holds) = match &buffers {
+            Some((pa_place, pb_place)) => {
+                let v0 = self.write(&zv, pa_place)?;
+                let mut h = Vec::new();
+                Self::place_holds(pa_place, &mut h);
+                Self::place_holds(pb_place, &mut h);
+                (v0, Holds::from(h))
+            }
+            None => (zv, no_holds()),
+        };
+        let phased = usize::from(buffers.is_some());
+        let places: Vec<&Place> = buffers.iter().flat_map(|(a, b)| [a, b]).collect();
+        let (fixed, carried) = self.loop_state(&start, &places, &acc_shape)?;
+        let mut init = Vec::new();
+        if phased == 1 {
+            init.push(self.b.ins().iconst(I8, 0));
+        }
+        init.extend(carried);
+        let out = self.loop_(count, false, init, &mut |t, i, cur| {
+            let xi = t.elem(a, IntVal::Ssa(i))?;
+            let dst = t.place_elem(&d, IntVal::Ssa(i))?;
+            let xi = t.write_except(&xi, &dst, &path)?;
+            let slots = fixed.slots(&cur[phased..])?;
+            let acc = t.rebuild(&start, &acc_shape, &mut slots.iter(), &holds)?;
+            t.bind(pa, acc)?;
+            t.bind(px, project(&xi, &path)?)?;
+            let r = t.emit(body);
+            t.unbind(pa);
+            t.unbind(px);
+            match &buffers {
+                Some((pa_place, pb_place)) => {
+                    // Phase 0: the accumulator is in the first buffer, the next goes to the
+                    // second.
+                    let other = t.select_place(cur[0], pa_place, pb_place)?;
+                    let nv = t.write(&r?, &other)?;
+                    let mut next = vec![t.b.ins().bxor_imm_s(cur[0], 1)];
+                    next.extend(t.carry(&nv, &fixed)?);
+                    Ok(next)
+                }
+                None => t.carry(&r?, &fixed),
+            }
+        })?;
+        self.pad(&d, count, dim)?;
+        let stored = self.view(&d, count, dim)?;
+        let slots = fixed.slots(&out[phased..])?;
+        let folded = self.rebuild(&start, &acc_shape, &mut slots.iter(), &holds)?;
+        self.bind(x, stored)?;
+        // The fold's reading of `x` was just done.
+        self.skip(src);
+        self.bind_let(y, folded)?;
+        let r = match into {
+            Some(p) => self.emit_into(rest, p)?,
+            None => self.emit(rest)?,
+        };
+        self.end_scope(&[y], &r);
+        self.end_scope(&[x], &r);
+        Ok(Some(r))
+    }
+
+    /// `Some(i)` if the `let`-chain `e` ends in a tuple whose component `i` (of `places`, an
+    /// array's place) is the variable `x` itself, which no other component is and no
+    /// binding of the chain binds again: then `x` may be computed into `places[i]`.
+    pub(super) fn result_slot(&self, x: Var, e: ExprId, places: &[Place]) -> Option<usize> {
+        let arena = self.arena;
+        let mut cur = e;
+        let items = loop {
+            match arena[cur] {
+                Node::Let(y, _, b) if y != x => cur = b,
+                Node::LetTuple(ys, _, b) if !arena.vars_of(ys).contains(&x) => cur = b,
+                Node::Tuple(l) if arena.exprs(l).len() == places.len() => break arena.exprs(l),
+                _ => return None,
+            }
+        };
+        let mut at = (0..items.len()).filter(|&i| arena[items[i]] == Node::Var(x));
+        match (at.next(), at.next()) {
+            (Some(i), None) if matches!(places[i], Place::Arr(_)) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// The components of a tuple written to `places` with their loops fused: scalar folds
+    /// and arrays written element by element (maps, copies, fills) that run over the same
+    /// length share one loop, so their common loads and subexpressions are computed once
+    /// (local value numbering) and every input is read once. `None` (nothing emitted) when
+    /// fewer than two components are such loops.
+    pub(super) fn fused_tuple(
+        &mut self,
+        items: &[ExprId],
+        places: &[Place],
+    ) -> JitResult<Option<Val>> {
+        let arena = self.arena;
+        let fold_like = |t: &Self, e: ExprId, p: &Place| -> JitResult<bool> {
+            Ok(match (arena[e], p) {
+                (Node::Reduce(f, ..) | Node::Foldl(f, ..), Place::Reg | Place::Real(_)) => {
+                    let (ps, _) = lambda(arena, f, 2, "a fold")?;
+                    !t.an.var_shape(ps[0])?.has_arrays()
+                }
+                _ => false,
+            })
+        };
+        // Copies and fills of nested arrays stay single flat loops (`write_flat`).
+        let flat = |e: ExprId| match self.an.shape(e) {
+            Ok(SShape::Arr(sa)) => !sa.elem.has_arrays(),
+            _ => false,
+        };
+        let array_like = |e: ExprId, p: &Place| match (arena[e], p) {
+            (Node::Map(..) | Node::Map2(..), Place::Arr(_)) => true,
+            (
+                Node::Var(_)
+                | Node::ZerosLike(_)
+                | Node::OnesLike(_)
+                | Node::Shift1L(_)
+                | Node::Shift1R(_),
+                Place::Arr(_),
+            ) => flat(e),
+            _ => false,
+        };
+        let mut loops = 0;
+        for (&e, p) in items.iter().zip(places) {
+            if fold_like(self, e, p)? || array_like(e, p) {
+                loops += 1;
+            }
+        }
+        if loops < 2 {
+            return Ok(None);
+        }
+        // Prepare every component in order: loops up to their sources, the others in full.
+        let mut preps: Vec<Prep> = Vec::with_capacity(items.len());
+        for (&e, p) in items.iter().zip(places) {
+            preps.push(if fold_like(self, e, p)? {
+                let (Node::Reduce(f, z, x) | Node::Foldl(f, z, x)) = arena[e] else {
+                    return internal("a fold changed its node");
+                };
+                let (ps, body) = lambda(arena, f, 2, "a fold")?;
+                let zv = self.emit(z)?;
+                let src = self.emit_arr(x)?;
+                Prep::Fold(FoldPrep {
+                    pa: ps[0],
+                    px: ps[1],
+                    body,
+                    shape: self.an.var_shape(ps[0])?.clone(),
+                    zv,
+                    src,
+                })
+            } else if let (true, Place::Arr(d)) = (array_like(e, p), p) {
+                let a = self.emit_arr(e)?;
+                let (count, dim) = self.min_len(&[(a.len, a.stat()), (d.len, d.stat())]);
+                if in_place(&a, d) {
+                    self.pad(d, count, dim)?;
+                    Prep::Done(self.view(d, count, dim)?)
+                } else {
+                    Prep::Array {
+                        a,
+                        d: d.clone(),
+                        count,
+                        dim,
+                    }
+                }
+            } else {
+                Prep::Done(self.emit_into(e, p)?)
+            });
+        }
+        // The loops over the first loop's length run fused; the others alone.
+        let count_of = |p: &Prep| match p {
+            Prep::Fold(f) => Some(f.src.len),
+            Prep::Array { count, .. } => Some(*count),
+            Prep::Done(_) => None,
+        };
+        let Some(count) = preps.iter().find_map(count_of) else {
+            // Every array was already in place: nothing left to run.
+            let items = preps
+                .into_iter()
+                .map(|p| match p {
+                    Prep::Done(v) => Ok(v),
+                    _ => internal("a fused tuple lost a loop"),
+                })
+                .collect::<JitResult<Vec<_>>>()?;
+            return Ok(Some(Val::Tuple(items.into())));
+        };
+        let group: Vec<usize> = (0..preps.len())
+            .filter(|&k| count_of(&preps[k]) == Some(count))
+            .collect();
+        let mut out: Vec<Option<Val>> = vec![None; preps.len()];
+        for k in 0..preps.len() {
+            if group.contains(&k) {
+                continue;
+            }
+            out[k] = Some(match &preps[k] {
+                Prep::Done(v) => v.clone(),
+                Prep::Array { a, d, .. } => self.write_arr(a, d)?,
+                Prep::Fold(f) => {
+                    let n = f.src.len;
+                    let v = self.fused_loop(n, &[f], &[])?.remove(0);
+                    self.write(&v, &places[k])?
+                }
+            });
+        }
+        let folds: Vec<&FoldPrep> = group
+            .iter()
+            .filter_map(|&k| match &preps[k] {
+                Prep::Fold(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        let arrays: Vec<(&Rc<Arr>, &Rc<Arr>)> = group
+            .iter()
+            .filter_map(|&k| match &preps[k] {
+                Prep::Array { a, d, .. } => Some((a, d)),
+                _ => None,
+            })
+            .collect();
+        let mut results = self.fused_loop(count, &folds, &arrays)?.into_iter();
+        for &k in &group {
+            out[k] = Some(match &preps[k] {
+                Prep::Fold(_) => {
+                    let v = results
+                        .next()
+                        .ok_or_else(|| JitError::Internal("a fold lost its result".into()))?;
+                    self.write(&v, &places[k])?
+                }
+                Prep::Array { d, count, dim, .. } => {
+                    self.pad(d, *count, *dim)?;
+                    self.view(d, *count, *dim)?
+                }
+                Prep::Done(v) => v.clone(),
+            });
+        }
+        let items = out
+            .into_iter()
+            .map(|v| v.ok_or_else(|| JitError::Internal("a tuple component was lost".into())))
+            .collect::<JitResult<Vec<_>>>()?;
+        Ok(Some(Val::Tuple(items.into())))
+    }
+
+    /// One loop of `count` iterations running the folds `folds` (scalar accumulators) and
+    /// writing element `i` of each `(array, destination)` of `arrays`; returns the folds'
+    /// results.
+    fn fused_loop(
+        &mut self,
+        count: IntVal,
+        folds: &[&FoldPrep],
+        arrays: &[(&Rc<Arr>, &Rc<Arr>)],
+    ) -> JitResult<Vec<Val>> {
+        let mut init = Vec::new();
+        let mut widths = Vec::with_capacity(folds.len());
+        for f in folds {
+            let before = init.len();
+            self.flatten(&f.zv, &mut init)?;
+            widths.push(init.len() - before);
+        }
+        let holds = no_holds();
+        let outs = self.loop_(count, false, init, &mut |t, i, cur| {
+            let mut next = Vec::with_capacity(cur.len());
+            let mut at = 0;
+            for (f, &w) in folds.iter().zip(&widths) {
+                let acc = t.rebuild(
+                    &f.zv,
+                    &f.shape,
+                    &mut ssa_ints(&cur[at..at + w]).iter(),
+                    &holds,
+                )?;
+                at += w;
+                let xi = t.elem(&f.src, IntVal::Ssa(i))?;
+                t.bind(f.pa, acc)?;
+                t.bind(f.px, xi)?;
+                let r = t.emit(f.body);
+                t.unbind(f.pa);
+                t.unbind(f.px);
+                t.flatten(&r?, &mut next)?;
+            }
+            for (a, d) in arrays {
+                let x = t.elem(a, IntVal::Ssa(i))?;
+                let dst = t.place_elem(d, IntVal::Ssa(i))?;
+                t.write(&x, &dst)?;
+            }
+            Ok(next)
+        })?;
+        let mut at = 0;
+        let mut results = Vec::with_capacity(folds.len());
+        for (f, &w) in folds.iter().zip(&widths) {
+            results.push(self.rebuild(
+                &f.zv,
+                &f.shape,
+                &mut ssa_ints(&outs[at..at + w]).iter(),
+                &holds,
+            )?);
+            at += w;
+        }
+        Ok(results)
+    }
+
+    /// `map f srcs...` written to `d`.
+    pub(super) fn map_into(&mut self, f: ExprId, srcs: Vec<Rc<Arr>>, d: &Arr) -> JitResult<Val> {
+        let mut lens = vec![(d.len, d.stat())];
+        lens.extend(srcs.iter().map(|s| (s.len, s.stat())));
+        let (count, dim) = self.min_len(&lens);
+        let (ps, body) = lambda(self.arena, f, srcs.len(), "map")?;
+        self.loop_(count, false, Vec::new(), &mut |t, i, _| {
+            for (&p, s) in ps.iter().zip(&srcs) {
+                let x = t.elem(s, IntVal::Ssa(i))?;
+                t.bind(p, x)?;
+            }
+            let dst = t.place_elem(d, IntVal::Ssa(i))?;
+            let r = t.emit_into(body, &dst);
+            for &p in ps {
+                t.unbind(p);
+            }
+            r?;
+            Ok(Vec::new())
+        })?;
+        self.pad(d, count, dim)?;
+        self.view(d, count, dim)
+    }
+}
+
+/// The component path `π_path` of `src = map (t. π_path t) x` (projections of the
+/// function's parameter, outermost first), if `src` has that form.
+fn column_of(arena: &Arena, src: ExprId, x: Var) -> Option<Vec<usize>> {
+    let Node::Map(f, s0) = arena[src] else {
+        return None;
+    };
+    if arena[s0] != Node::Var(x) {
+        return None;
+    }
+    let (ps, mut body) = arena.lambda_parts(f)?;
+    let [t] = ps else {
+        return None;
+    };
+    let mut path = Vec::new();
+    while let Node::Proj(i, inner) = arena[body] {
+        path.push(i as usize);
+        body = inner;
+    }
+    path.reverse();
+    (arena[body] == Node::Var(*t)).then_some(path)
+}
+
+/// Whether `e` reads `x` only as `map (t. π_q t) x` with `q` apart from `path` (neither
+/// a prefix of the other).
+fn reads_other_columns(arena: &Arena, e: ExprId, x: Var, path: &[usize]) -> bool {
+    // One visit per node of the DAG (optimized terms share subterms).
+    let mut seen = unfad_syntax::fast_hash::FastSet::default();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
+        if let Some(q) = column_of(arena, e, x) {
+            if q.starts_with(path) || path.starts_with(&q) {
+                return false;
+            }
+            continue;
+        }
+        if arena[e] == Node::Var(x) {
+            return false;
+        }
+        arena.for_each_child(e, |c| stack.push(c));
+    }
+    true
+}
+
+/// The component at `path` of the tuple value `v`.
+fn project(v: &Val, path: &[usize]) -> JitResult<Val> {
+    let mut v = v.clone();
+    for &i in path {
+        v = match &v {
+            Val::Tuple(items) => match items.get(i) {
+                Some(item) => item.clone(),
+                None => return internal("a projection outside its tuple"),
+            },
+            _ => return internal("a projection of a non-tuple"),
+        };
+    }
+    Ok(v)
+}

@@ -1,0 +1,440 @@
+//! Lowering of a first-order term to Cranelift IR.
+//!
+//! One [`Translator`] owns the `FunctionBuilder` and the map from the term's variables to
+//! compile-time values ([`Val`]). It walks the term once, emitting code as it goes:
+//! - scalars live in SSA values; `if` is a branch with block parameters at the join (or a
+//!   `select` when both branches are cheap scalar expressions);
+//! - every loop is bottom-tested: one guard before it, one compare-and-branch per iteration;
+//! - a `map`/`map2` with scalar elements stays unevaluated until a consumer reads it, so it
+//!   runs inside the consumer's loop; results are written straight into their destination
+//!   (the caller's output buffers, a row of a nested array, an accumulator's buffer);
+//! - every other array lives in a workspace buffer. Buffers are reference-counted at
+//!   compile time and a slot is reused once the last value referencing it is dead.
+//!
+//! Lengths and buffer addresses that depend only on the sizes are computed once, in a
+//! prologue that is emitted last (when all slots are known) into the entry block. The body
+//! uses placeholders for them, which become aliases of the prologue's values; as these are
+//! pure (the sizes and pointer arrays are read-only), Cranelift's optimizer computes each
+//! where it is needed instead of keeping them all live through the whole function.
+//!
+//! Loops carry only what changes between iterations: the lengths and strides of an
+//! accumulator kept in buffers laid out alike are the same on every iteration, and an
+//! exact length (see [`crate::shape`]) is the sizes' value, so the body's loops and
+//! addresses see constants and prologue values rather than block parameters.
+//!
+//! The lowering is one [`Translator`], its methods grouped by concept:
+//! - this module: the translator's state and the dispatch on the term's nodes
+//!   ([`Translator::emit`], and `emit_into`, which writes a term's value to a place);
+//! - [`access`]: element addresses, loads and stores, and local value numbering;
+//! - [`variables`]: bindings, their uses and lifetimes;
+//! - [`integers`]: lengths, indices and strides, known or computed;
+//! - [`prologue`]: the values that depend only on the sizes, computed once;
+//! - [`memory`]: the memory plan (workspace buffers, layouts, places, views);
+//! - [`read`]: element `i` of any array; [`write`](mod@write): values written to places;
+//! - [`state`]: values flattened into block parameters and rebuilt from them;
+//! - [`loops`]: bottom-tested loops; [`fusion`]: loops fused across bindings and tuples;
+//! - [`folds`]: folds and scans; [`conditionals`]: `if`; [`shift`]: shifts;
+//!   [`fill`]: `zeros_like` and `ones_like`;
+//! - [`scalar`]: the operators on reals and run-time calls;
+//! - [`boundary`]: the function's parameters and result at the ABI.
+
+use std::rc::Rc;
+
+use cranelift_codegen::ir::types::F64;
+use cranelift_codegen::ir::{
+    Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlot, Value,
+};
+use cranelift_frontend::FunctionBuilder;
+use cranelift_module::Module;
+use unfad_syntax::fast_hash::FastMap as HashMap;
+use unfad_syntax::{with_stack, Arena, ExprId, Node, Var};
+
+use crate::error::{internal, unsupported, JitError, JitResult, Retry};
+use crate::shape::{Analysis, SArr, SShape};
+use crate::value::{Arr, CondVal, IntVal, Kind, Place, RealVal, Slots, Val};
+
+use access::PureOp;
+use prologue::PrologueValue;
+use variables::Entry;
+
+mod access;
+mod boundary;
+mod conditionals;
+mod fill;
+mod folds;
+mod fusion;
+mod integers;
+mod loops;
+mod memory;
+mod prologue;
+mod read;
+mod scalar;
+mod shift;
+mod state;
+mod variables;
+mod write;
+
+pub(crate) use prologue::SizeValues;
+
+/// Cranelift numbers block parameters with 16 bits; stay well below.
+const MAX_BLOCK_PARAMS: usize = 60_000;
+
+/// The lowering of one function: the builder, what each variable is bound to, the
+/// workspace's buffers and the prologue's values so far, and the state of the block being
+/// filled.
+pub(crate) struct Translator<'a> {
+    b: FunctionBuilder<'a>,
+    module: &'a mut dyn Module,
+    arena: &'a Arena,
+    an: &'a Analysis,
+    env: HashMap<Var, Entry>,
+    /// Values pinned until the loop at each depth ends (frames.len() is the loop depth).
+    frames: Vec<Vec<Val>>,
+    slots: Slots,
+    prologue: HashMap<PrologueValue, Value>,
+    prologue_order: Vec<(PrologueValue, Value)>,
+    main: Block,
+    externs: HashMap<&'static str, FuncRef>,
+    flags: MemFlagsData,
+    /// Local value numbering: pure values computed earlier in the current block (cleared
+    /// when another block is entered, so every entry dominates the insertion point).
+    /// Loads, additions and the run-time functions are not merged by Cranelift across the
+    /// fused loop bodies of tuple components; this merges them.
+    numbered: HashMap<PureOp, Value>,
+    /// See [`Translator::force_read_twice`].
+    force_read_twice: bool,
+    /// Why the lowering failed, if lowering again differently may complete it (see
+    /// [`Translator::retry`]).
+    retry: Option<Retry>,
+    /// The buffer (parameter, result or workspace base pointer) an address points into.
+    /// Buffers never overlap (inputs are never written), so a store invalidates only the
+    /// loads from its own buffer, or every load if either buffer is unknown.
+    roots: HashMap<Value, Value>,
+    /// A stack slot of one real that loop results pass through (see `loop_`).
+    relay: Option<StackSlot>,
+    /// The counter of each loop being built, innermost last (`None` for one counting
+    /// down): where a [`Scan`](crate::value::Scan) may be read.
+    counters: Vec<Option<Value>>,
+}
+
+impl<'a> Translator<'a> {
+    pub fn new(
+        b: FunctionBuilder<'a>,
+        module: &'a mut dyn Module,
+        arena: &'a Arena,
+        an: &'a Analysis,
+        main: Block,
+    ) -> Translator<'a> {
+        Translator {
+            b,
+            module,
+            arena,
+            an,
+            env: HashMap::default(),
+            frames: Vec::new(),
+            slots: Slots::new(),
+            prologue: HashMap::default(),
+            prologue_order: Vec::new(),
+            main,
+            externs: HashMap::default(),
+            flags: MemFlagsData::trusted(),
+            numbered: HashMap::default(),
+            force_read_twice: false,
+            retry: None,
+            roots: HashMap::default(),
+            relay: None,
+            counters: Vec::new(),
+        }
+    }
+
+    /// The builder, for the caller that sets up and finishes the function.
+    pub fn builder(&mut self) -> &mut FunctionBuilder<'a> {
+        &mut self.b
+    }
+
+    /// The builder back, once the function is lowered.
+    pub fn into_builder(self) -> FunctionBuilder<'a> {
+        self.b
+    }
+
+    /// The value of `e`, emitting the code that computes it.
+    pub fn emit(&mut self, e: ExprId) -> JitResult<Val> {
+        with_stack(|| self.emit_node(e))
+    }
+
+    fn emit_arr(&mut self, e: ExprId) -> JitResult<Rc<Arr>> {
+        expect_arr(self.emit(e)?)
+    }
+
+    fn emit_real(&mut self, e: ExprId) -> JitResult<RealVal> {
+        match self.emit(e)? {
+            Val::Real(x) => Ok(x),
+            _ => Err(JitError::Type("a real was expected".into())),
+        }
+    }
+
+    fn emit_bool(&mut self, e: ExprId) -> JitResult<CondVal> {
+        match self.emit(e)? {
+            Val::Bool(x) => Ok(x),
+            _ => Err(JitError::Type("a condition was expected".into())),
+        }
+    }
+
+    fn shape(&self, e: ExprId) -> JitResult<SShape> {
+        self.an.shape(e).cloned()
+    }
+
+    fn emit_node(&mut self, e: ExprId) -> JitResult<Val> {
+        use Node::*;
+        let arena = self.arena;
+        match arena[e] {
+            Const(c) => Ok(Val::Real(RealVal::Const(c))),
+            Bool(c) => Ok(Val::Bool(CondVal::Const(c))),
+            Var(v) => self.use_var(v),
+            Let(x, e1, e2) => {
+                let v = self.emit(e1)?;
+                if let Some(r) = self.stored_then_folded(x, &v, e2, None)? {
+                    return Ok(r);
+                }
+                self.bind_let(x, v)?;
+                let r = self.emit(e2)?;
+                self.end_scope(&[x], &r);
+                Ok(r)
+            }
+            LetTuple(xs, e1, e2) => {
+                let v = self.emit(e1)?;
+                let xs = arena.vars_of(xs);
+                self.bind_let_tuple(xs, v)?;
+                let r = self.emit(e2)?;
+                self.end_scope(xs, &r);
+                Ok(r)
+            }
+            Tuple(l) => {
+                let items = arena
+                    .exprs(l)
+                    .iter()
+                    .map(|&i| self.emit(i))
+                    .collect::<JitResult<Vec<_>>>()?;
+                Ok(Val::Tuple(items.into()))
+            }
+            Proj(i, x) => match self.emit(x)? {
+                Val::Tuple(items) if (i as usize) < items.len() => Ok(items[i as usize].clone()),
+                _ => Err(JitError::Type(format!("projection .{i} of a non-tuple"))),
+            },
+            Op1(op, x) => {
+                let x = self.emit_real(x)?;
+                Ok(Val::Real(self.unary(op, x)?))
+            }
+            Op2(op, x, y) => {
+                let x = self.emit_real(x)?;
+                let y = self.emit_real(y)?;
+                Ok(Val::Real(self.binary(op, x, y)?))
+            }
+            Cmp(op, x, y) => {
+                let x = self.emit_real(x)?;
+                let y = self.emit_real(y)?;
+                Ok(Val::Bool(self.compare(op, x, y)))
+            }
+            Not(x) => Ok(Val::Bool(match self.emit_bool(x)? {
+                CondVal::Const(c) => CondVal::Const(!c),
+                CondVal::Ssa(v) => CondVal::Ssa(self.b.ins().bxor_imm_s(v, 1)),
+            })),
+            And(x, y) | Or(x, y) => {
+                let and = matches!(arena[e], And(..));
+                let a = self.emit_bool(x)?;
+                let b = self.emit_bool(y)?;
+                Ok(Val::Bool(match (a, b) {
+                    (CondVal::Const(p), CondVal::Const(q)) => {
+                        CondVal::Const(if and { p && q } else { p || q })
+                    }
+                    (CondVal::Const(p), other) | (other, CondVal::Const(p)) => match (and, p) {
+                        (true, true) | (false, false) => other,
+                        (true, false) => CondVal::Const(false),
+                        (false, true) => CondVal::Const(true),
+                    },
+                    (CondVal::Ssa(p), CondVal::Ssa(q)) => CondVal::Ssa(if and {
+                        self.b.ins().band(p, q)
+                    } else {
+                        self.b.ins().bor(p, q)
+                    }),
+                }))
+            }
+            If(c, x, y) => self.emit_if(e, c, x, y, None),
+            Lambda(..) => {
+                unsupported("a function value outside the function argument of an array operation")
+            }
+            App(..) => unsupported("application of a function value"),
+            Call(..) => unsupported("a call of a definition (inline the program first)"),
+            Array(_) | Scanl(..) | Scanr(..) => {
+                let sa = shape_arr(&self.shape(e)?)?;
+                let p = self.alloc(&sa)?;
+                self.emit_into(e, &Place::Arr(p))
+            }
+            Len(x) => {
+                let sa = shape_arr(&self.shape(x)?)?;
+                let n = if sa.exact {
+                    self.skip(x);
+                    self.dim(sa.len)
+                } else {
+                    self.emit_arr(x)?.len
+                };
+                Ok(Val::Real(match n {
+                    IntVal::Const(k) => RealVal::Const(k as f64),
+                    IntVal::Ssa(v) => RealVal::Ssa(self.b.ins().fcvt_from_uint(F64, v)),
+                }))
+            }
+            ZerosLike(x) => self.emit_fill(x, 0.0),
+            OnesLike(x) => self.emit_fill(x, 1.0),
+            Map(f, x) => {
+                let sa = shape_arr(&self.shape(e)?)?;
+                let src = self.emit_arr(x)?;
+                let (len, claim) = (src.len, src.stat());
+                let kind = Kind::Map {
+                    f,
+                    src,
+                    read: Default::default(),
+                };
+                Ok(Val::Arr(self.arr(len, &sa, claim, kind)))
+            }
+            Map2(f, x, y) => {
+                let sa = shape_arr(&self.shape(e)?)?;
+                let a = self.emit_arr(x)?;
+                let b = self.emit_arr(y)?;
+                let (len, dim) = self.min_len(&[(a.len, a.stat()), (b.len, b.stat())]);
+                let kind = Kind::Map2 {
+                    f,
+                    a,
+                    b,
+                    read: Default::default(),
+                };
+                Ok(Val::Arr(self.arr(len, &sa, dim, kind)))
+            }
+            Reduce(f, z, x) | Foldl(f, z, x) => self.emit_fold(f, z, x),
+            Shift1L(x) | Shift1R(x) => {
+                let left = matches!(arena[e], Shift1L(_));
+                if let Some(v) = self.lazy_scan(e, x, left)? {
+                    return Ok(v);
+                }
+                let a = self.emit_arr(x)?;
+                Ok(Val::Arr(self.shift(&a, left)?))
+            }
+        }
+    }
+
+    /// `e` written to `p`; returns the value as written.
+    fn emit_into(&mut self, e: ExprId, p: &Place) -> JitResult<Val> {
+        with_stack(|| self.emit_into_node(e, p))
+    }
+
+    fn emit_into_node(&mut self, e: ExprId, p: &Place) -> JitResult<Val> {
+        use Node::*;
+        let arena = self.arena;
+        match (arena[e], p) {
+            (_, Place::Reg) => self.emit(e),
+            (Let(x, e1, e2), _) => {
+                if let Place::Tuple(ps) = p {
+                    if let Some(i) = self.result_slot(x, e2, ps) {
+                        // `x` is a component of the chain's result: computed where that
+                        // goes (a cut's crossing values, a gradient bound before the
+                        // result) rather than copied there at the end.
+                        let v = self.emit_into(e1, &ps[i])?;
+                        self.bind_let(x, v)?;
+                        let r = self.emit_into(e2, p)?;
+                        self.end_scope(&[x], &r);
+                        return Ok(r);
+                    }
+                }
+                let v = self.emit(e1)?;
+                if let Some(r) = self.stored_then_folded(x, &v, e2, Some(p))? {
+                    return Ok(r);
+                }
+                self.bind_let(x, v)?;
+                let r = self.emit_into(e2, p)?;
+                self.end_scope(&[x], &r);
+                Ok(r)
+            }
+            (LetTuple(xs, e1, e2), _) => {
+                let v = self.emit(e1)?;
+                let xs = arena.vars_of(xs);
+                self.bind_let_tuple(xs, v)?;
+                let r = self.emit_into(e2, p)?;
+                self.end_scope(xs, &r);
+                Ok(r)
+            }
+            (If(c, x, y), _) if self.shape(e)?.has_arrays() => self.emit_if(e, c, x, y, Some(p)),
+            (Tuple(l), Place::Tuple(ps)) if l.len() == ps.len() => {
+                if let Some(v) = self.fused_tuple(arena.exprs(l), ps)? {
+                    return Ok(v);
+                }
+                // Components with arrays first: a scalar's run-time call (`log` of a sum)
+                // then comes after their loops, so that nothing the loops use lives across
+                // it (the register allocator spills such values inside the loops).
+                let items = arena.exprs(l);
+                let mut out: Vec<Option<Val>> = vec![None; items.len()];
+                for arrays in [true, false] {
+                    for (k, (&i, p)) in items.iter().zip(ps.iter()).enumerate() {
+                        if self.shape(i)?.has_arrays() == arrays {
+                            out[k] = Some(self.emit_into(i, p)?);
+                        }
+                    }
+                }
+                let items = out
+                    .into_iter()
+                    .map(|v| v.ok_or_else(|| JitError::Internal("a component was lost".into())))
+                    .collect::<JitResult<Vec<_>>>()?;
+                Ok(Val::Tuple(items.into()))
+            }
+            (Map(f, x), Place::Arr(d)) => {
+                let src = self.emit_arr(x)?;
+                self.map_into(f, vec![src], d)
+            }
+            (Map2(f, x, y), Place::Arr(d)) => {
+                let a = self.emit_arr(x)?;
+                let b = self.emit_arr(y)?;
+                self.map_into(f, vec![a, b], d)
+            }
+            (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false),
+            (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true),
+            (Array(l), Place::Arr(d)) if d.len == IntVal::Const(l.len() as i64) => {
+                for (j, &item) in arena.exprs(l).iter().enumerate() {
+                    let dst = self.place_elem(d, IntVal::Const(j as i64))?;
+                    self.emit_into(item, &dst)?;
+                }
+                self.view(d, d.len, d.stat())
+            }
+            (Array(l), _) => {
+                // A literal of another capacity (never produced by this lowering): build it
+                // in its own buffer and copy.
+                let sa = shape_arr(&self.shape(e)?)?;
+                if sa.len.as_constant() != Some(l.len() as u64) {
+                    return internal("an array literal's shape has the wrong length");
+                }
+                let tmp = self.alloc(&sa)?;
+                let v = self.emit_into(e, &Place::Arr(tmp))?;
+                self.write(&v, p)
+            }
+            _ => {
+                let v = self.emit(e)?;
+                self.write(&v, p)
+            }
+        }
+    }
+}
+
+fn expect_arr(v: Val) -> JitResult<Rc<Arr>> {
+    match v {
+        Val::Arr(a) => Ok(a),
+        _ => internal("an array was expected"),
+    }
+}
+
+fn shape_arr(s: &SShape) -> JitResult<Rc<SArr>> {
+    match s {
+        SShape::Arr(a) => Ok(a.clone()),
+        _ => internal("an array shape was expected"),
+    }
+}
+
+fn blockargs(vals: &[Value]) -> Vec<BlockArg> {
+    vals.iter().map(|&v| BlockArg::from(v)).collect()
+}

@@ -1,0 +1,73 @@
+//! Reading element `i` of an array, whatever it is: in memory, a fill, an unevaluated map
+//! (its function applied to the sources' elements) or a scan computed where it is read.
+
+use unfad_syntax::ExprId;
+
+use crate::error::JitResult;
+use crate::shape::lambda;
+use crate::value::{Arr, FillElem, IntVal, Kind, RealVal, Val};
+
+use super::Translator;
+
+impl<'a> Translator<'a> {
+    /// Element `i` of `a` (`i` is below its length).
+    pub(super) fn elem(&mut self, a: &Arr, i: IntVal) -> JitResult<Val> {
+        match &a.kind {
+            Kind::Mem { layout, holds } => {
+                let lay = self.layout_at(layout, i)?;
+                self.layout_val(&lay, &a.shape.elem, holds)
+            }
+            Kind::Fill { elem } => Ok(self.fill_val(elem)),
+            Kind::Map { f, src, read } => {
+                if read.replace(true) {
+                    return self.read_twice("an unevaluated map");
+                }
+                let x = self.elem(src, i)?;
+                self.apply(*f, vec![x])
+            }
+            Kind::Map2 { f, a, b, read } => {
+                if read.replace(true) {
+                    return self.read_twice("an unevaluated map2");
+                }
+                let x = self.elem(a, i)?;
+                let y = self.elem(b, i)?;
+                self.apply(*f, vec![x, y])
+            }
+            Kind::Scan(scan) => self.scan_step(scan, i),
+        }
+    }
+
+    fn fill_val(&mut self, e: &FillElem) -> Val {
+        match e {
+            FillElem::Real(c) => Val::Real(RealVal::Const(*c)),
+            FillElem::Tuple(items) => Val::Tuple(
+                items
+                    .iter()
+                    .map(|x| self.fill_val(x))
+                    .collect::<Vec<_>>()
+                    .into(),
+            ),
+            FillElem::Array { len, shape, elem } => Val::Arr(self.arr(
+                *len,
+                shape,
+                Some(shape.len),
+                Kind::Fill {
+                    elem: (**elem).clone(),
+                },
+            )),
+        }
+    }
+
+    /// The body of the function argument `f` with its parameters bound to `args`.
+    fn apply(&mut self, f: ExprId, args: Vec<Val>) -> JitResult<Val> {
+        let (ps, body) = lambda(self.arena, f, args.len(), "an array operation")?;
+        for (&p, a) in ps.iter().zip(args) {
+            self.bind(p, a)?;
+        }
+        let r = self.emit(body)?;
+        // An element that is itself an unevaluated map may refer to the parameters; they
+        // then stay bound until their last use.
+        self.end_scope(ps, &r);
+        Ok(r)
+    }
+}

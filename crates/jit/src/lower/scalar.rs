@@ -1,0 +1,136 @@
+//! Scalar operations: the operators on reals (Cranelift instructions or calls of the
+//! run-time functions, numbered in the current block), comparisons, and the SSA value of
+//! a known or computed real or condition. New math kernels go here.
+
+use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::types::{F64, I8};
+use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, Signature, Value};
+use cranelift_module::{Linkage, Module};
+use unfad_syntax::{BinOp, CmpOp, UnOp};
+
+use crate::error::{internal, JitError, JitResult};
+use crate::runtime::{self, Lowering};
+use crate::value::{CondVal, RealVal};
+
+use super::access::{real_key, PureOp};
+use super::Translator;
+
+impl<'a> Translator<'a> {
+    pub(super) fn real_value(&mut self, x: RealVal) -> Value {
+        match x {
+            RealVal::Const(c) => self.b.ins().f64const(c),
+            RealVal::Ssa(v) => v,
+        }
+    }
+
+    pub(super) fn cond_value(&mut self, x: CondVal) -> Value {
+        match x {
+            CondVal::Const(c) => self.b.ins().iconst(I8, c as i64),
+            CondVal::Ssa(v) => v,
+        }
+    }
+
+    fn extern_fn(&mut self, name: &'static str, arity: usize) -> JitResult<FuncRef> {
+        if let Some(&f) = self.externs.get(name) {
+            return Ok(f);
+        }
+        let mut sig = Signature::new(self.module.isa().default_call_conv());
+        for _ in 0..arity {
+            sig.params.push(AbiParam::new(F64));
+        }
+        sig.returns.push(AbiParam::new(F64));
+        let id = self
+            .module
+            .declare_function(name, Linkage::Import, &sig)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
+        let f = self.module.declare_func_in_func(id, self.b.func);
+        self.externs.insert(name, f);
+        Ok(f)
+    }
+
+    fn call(&mut self, name: &'static str, args: &[Value]) -> JitResult<Value> {
+        let f = self.extern_fn(name, args.len())?;
+        let inst = self.b.ins().call(f, args);
+        match self.b.inst_results(inst) {
+            [r] => Ok(*r),
+            _ => internal("a run-time function returned no value"),
+        }
+    }
+
+    pub(super) fn unary(&mut self, op: UnOp, x: RealVal) -> JitResult<RealVal> {
+        let x = match x {
+            RealVal::Const(c) => return Ok(RealVal::Const(op.eval(c))),
+            RealVal::Ssa(v) => v,
+        };
+        if let Some(&v) = self.numbered.get(&PureOp::Unary(op, x)) {
+            return Ok(RealVal::Ssa(v));
+        }
+        let r = self.unary_new(op, x)?;
+        self.numbered.insert(PureOp::Unary(op, x), r);
+        Ok(RealVal::Ssa(r))
+    }
+
+    fn unary_new(&mut self, op: UnOp, x: Value) -> JitResult<Value> {
+        Ok(match (op, runtime::unary(op)) {
+            (UnOp::Neg, _) => self.b.ins().fneg(x),
+            (UnOp::Abs, _) => self.b.ins().fabs(x),
+            (UnOp::Sqrt, _) => self.b.ins().sqrt(x),
+            (_, Lowering::Call(name, _)) => self.call(name, &[x])?,
+            (_, Lowering::Inline) => return internal(format!("no lowering for `{}`", op.name())),
+        })
+    }
+
+    pub(super) fn binary(&mut self, op: BinOp, x: RealVal, y: RealVal) -> JitResult<RealVal> {
+        if let (RealVal::Const(a), RealVal::Const(b)) = (x, y) {
+            return Ok(RealVal::Const(op.eval(a, b)));
+        }
+        let key = PureOp::Binary(op, real_key(x), real_key(y));
+        if let Some(&v) = self.numbered.get(&key) {
+            return Ok(RealVal::Ssa(v));
+        }
+        let r = self.binary_new(op, x, y)?;
+        self.numbered.insert(key, r);
+        Ok(RealVal::Ssa(r))
+    }
+
+    fn binary_new(&mut self, op: BinOp, x: RealVal, y: RealVal) -> JitResult<Value> {
+        let (x, y) = (self.real_value(x), self.real_value(y));
+        let ins = self.b.ins();
+        Ok(match (op, runtime::binary(op)) {
+            (BinOp::Add, _) => ins.fadd(x, y),
+            (BinOp::Sub, _) => ins.fsub(x, y),
+            (BinOp::Mul, _) => ins.fmul(x, y),
+            (BinOp::Div, _) => ins.fdiv(x, y),
+            (BinOp::Max | BinOp::Min, _) => {
+                // Cranelift's fmax/fmin match IEEE maximum/minimum except for the NaN they
+                // return; the language's is always the canonical quiet NaN.
+                let r = if op == BinOp::Max {
+                    ins.fmax(x, y)
+                } else {
+                    self.b.ins().fmin(x, y)
+                };
+                let nan = self.b.ins().fcmp(FloatCC::Unordered, x, y);
+                let canon = self.b.ins().f64const(f64::NAN);
+                self.b.ins().select(nan, canon, r)
+            }
+            (_, Lowering::Call(name, _)) => self.call(name, &[x, y])?,
+            (_, Lowering::Inline) => return internal(format!("no lowering for `{}`", op.name())),
+        })
+    }
+
+    pub(super) fn compare(&mut self, op: CmpOp, x: RealVal, y: RealVal) -> CondVal {
+        if let (RealVal::Const(a), RealVal::Const(b)) = (x, y) {
+            return CondVal::Const(op.eval(a, b));
+        }
+        let cc = match op {
+            CmpOp::Lt => FloatCC::LessThan,
+            CmpOp::Le => FloatCC::LessThanOrEqual,
+            CmpOp::Gt => FloatCC::GreaterThan,
+            CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+            CmpOp::Eq => FloatCC::Equal,
+            CmpOp::Ne => FloatCC::NotEqual,
+        };
+        let (x, y) = (self.real_value(x), self.real_value(y));
+        CondVal::Ssa(self.b.ins().fcmp(cc, x, y))
+    }
+}

@@ -1,0 +1,142 @@
+//! Variables: what each one is bound to, how many uses are left, and when its value
+//! (and the buffers it holds) may be released; `let` bindings.
+
+use unfad_syntax::{with_stack, ExprId, Node, Var};
+
+use crate::error::{internal, JitError, JitResult, Retry};
+use crate::value::Val;
+
+use super::Translator;
+
+/// A variable's value and what is left of its uses.
+pub(super) struct Entry {
+    val: Val,
+    uses: u32,
+    /// The loop depth at which it was bound.
+    depth: usize,
+}
+
+impl<'a> Translator<'a> {
+    /// Bind `v` to `val` for the rest of its scope (or until its last use). With
+    /// [`Translator::force_read_twice`] set, an unevaluated array whose elements `v`'s uses
+    /// read more than once is computed into memory first.
+    pub fn bind(&mut self, v: Var, val: Val) -> JitResult<()> {
+        let uses = self.an.uses(v);
+        if uses > 0 {
+            let val = if self.force_read_twice && val.has_lazy() && self.an.read_twice(v) {
+                self.force(val)?
+            } else {
+                val
+            };
+            let depth = self.frames.len();
+            self.env.insert(v, Entry { val, uses, depth });
+        }
+        Ok(())
+    }
+
+    /// Compute into memory, where a variable is bound, every unevaluated array whose
+    /// elements its uses read more than once. The analysis counts reads that the fused
+    /// loops share, so this costs run time where nothing needed it; the lowering is tried
+    /// without it first and redone with it when an unevaluated map would be read twice (a
+    /// parameter bound to an element that is itself an unevaluated map, read by two folds
+    /// that are not fused).
+    pub fn force_read_twice(&mut self) {
+        self.force_read_twice = true;
+    }
+
+    /// Why the lowering failed, when lowering again differently may complete it: set by
+    /// [`Translator::read_twice`].
+    pub fn retry(&self) -> Option<Retry> {
+        self.retry
+    }
+
+    /// Fail because an unevaluated array (`what`) is read a second time: an internal error,
+    /// with [`Retry::ReadTwice`] recorded for the caller, which lowers the function again
+    /// with [`Translator::force_read_twice`] if it was not set.
+    pub(super) fn read_twice<T>(&mut self, what: &str) -> JitResult<T> {
+        self.retry = Some(Retry::ReadTwice);
+        internal(format!("{what} is read twice"))
+    }
+
+    /// End the binding of `v` (if its last use has not already ended it).
+    pub(super) fn unbind(&mut self, v: Var) {
+        if let Some(ent) = self.env.remove(&v) {
+            self.retire(ent);
+        }
+    }
+
+    /// Drop a binding; a value bound outside the current loop stays alive until that loop
+    /// ends, because later iterations read it again.
+    fn retire(&mut self, ent: Entry) {
+        if ent.depth < self.frames.len() {
+            self.frames[ent.depth].push(ent.val);
+        }
+    }
+
+    pub(super) fn use_var(&mut self, v: Var) -> JitResult<Val> {
+        let Some(ent) = self.env.get_mut(&v) else {
+            return internal(format!(
+                "the variable `{}` is used where it is not bound",
+                self.arena.var_name(v)
+            ));
+        };
+        let val = ent.val.clone();
+        ent.uses = ent.uses.saturating_sub(1);
+        if ent.uses == 0 {
+            if let Some(ent) = self.env.remove(&v) {
+                self.retire(ent);
+            }
+        }
+        Ok(val)
+    }
+
+    /// Account for the variable uses in `e`, whose code is not needed.
+    pub(super) fn skip(&mut self, e: ExprId) {
+        with_stack(|| match self.arena[e] {
+            Node::Var(v) => {
+                if self.env.contains_key(&v) {
+                    let _ = self.use_var(v);
+                }
+            }
+            _ => {
+                for c in self.arena.children(e) {
+                    self.skip(c);
+                }
+            }
+        })
+    }
+
+    /// End the scope of `vars`, unless `result` still refers to them through an
+    /// unevaluated map (their last use then ends them).
+    pub(super) fn end_scope(&mut self, vars: &[Var], result: &Val) {
+        if !result.has_lazy() {
+            for &v in vars {
+                self.unbind(v);
+            }
+        }
+    }
+
+    /// Bind the value of a `let` (evaluating its maps unless they can be fused).
+    pub(super) fn bind_let(&mut self, x: Var, v: Val) -> JitResult<()> {
+        let v = if self.an.lazy_ok(x) {
+            v
+        } else {
+            self.force(v)?
+        };
+        self.bind(x, v)?;
+        Ok(())
+    }
+
+    pub(super) fn bind_let_tuple(&mut self, xs: &[Var], v: Val) -> JitResult<()> {
+        let Val::Tuple(items) = v else {
+            return Err(JitError::Type("a tuple pattern binds a non-tuple".into()));
+        };
+        if items.len() != xs.len() {
+            return Err(JitError::Type("a tuple pattern has the wrong arity".into()));
+        }
+        for (&x, v) in xs.iter().zip(items.iter()) {
+            self.bind_let(x, v.clone())?;
+        }
+        Ok(())
+    }
+}

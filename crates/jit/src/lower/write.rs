@@ -1,0 +1,311 @@
+//! Writing values to places: element by element, one loop per leaf when the layouts agree,
+//! padding with zeros, and computing unevaluated arrays into memory.
+
+use std::rc::Rc;
+
+use cranelift_codegen::ir::types::F64;
+use cranelift_codegen::ir::{InstBuilder, Value};
+
+use crate::error::{internal, JitResult};
+use crate::layout::Dim;
+use crate::shape::SShape;
+use crate::value::{Arr, FillElem, IntVal, Kind, Layout, Place, RealVal, Val};
+
+use super::Translator;
+
+/// Where the reals of one leaf come from, for [`Translator::write_flat`].
+#[derive(Clone, Copy)]
+enum Leaf {
+    Mem(Value),
+    Const(f64),
+}
+
+impl<'a> Translator<'a> {
+    /// Write `v` to `p`; returns the value as written (arrays as views of `p`).
+    pub(super) fn write(&mut self, v: &Val, p: &Place) -> JitResult<Val> {
+        match (v, p) {
+            (_, Place::Reg) => Ok(v.clone()),
+            (Val::Real(x), Place::Real(addr)) => {
+                let x = self.real_value(*x);
+                self.store(x, *addr);
+                Ok(Val::Real(RealVal::Ssa(x)))
+            }
+            (Val::Tuple(vs), Place::Tuple(ps)) if vs.len() == ps.len() => Ok(Val::Tuple(
+                vs.iter()
+                    .zip(ps.iter())
+                    .map(|(v, p)| self.write(v, p))
+                    .collect::<JitResult<Vec<_>>>()?
+                    .into(),
+            )),
+            (Val::Arr(a), Place::Arr(p)) => self.write_arr(a, p),
+            _ => internal("a value does not fit its destination"),
+        }
+    }
+
+    /// `v` written to `p` except its component at `path`, which the result keeps as it is
+    /// (unwritten; a fold reads it where it is computed). All of `v` for an empty path.
+    pub(super) fn write_except(&mut self, v: &Val, p: &Place, path: &[usize]) -> JitResult<Val> {
+        let Some((&i, rest)) = path.split_first() else {
+            return self.write(v, p);
+        };
+        let (Val::Tuple(items), Place::Tuple(places)) = (v, p) else {
+            return internal("a component path through a non-tuple");
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (k, (item, place)) in items.iter().zip(places.iter()).enumerate() {
+            out.push(if k != i {
+                self.write(item, place)?
+            } else if rest.is_empty() {
+                item.clone()
+            } else {
+                self.write_except(item, place, rest)?
+            });
+        }
+        Ok(Val::Tuple(out.into()))
+    }
+
+    /// Write the array `a` to the in-memory array `p` (at most its capacity), padding the
+    /// rest of `p` with zeros when `a` may be shorter.
+    pub(super) fn write_arr(&mut self, a: &Arr, p: &Arr) -> JitResult<Val> {
+        // An unevaluated map is written by passing the destination to its body.
+        match &a.kind {
+            Kind::Map { f, src, read } => {
+                if read.replace(true) {
+                    return self.read_twice("an unevaluated map");
+                }
+                return self.map_into(*f, vec![src.clone()], p);
+            }
+            Kind::Map2 { f, a, b, read } => {
+                if read.replace(true) {
+                    return self.read_twice("an unevaluated map2");
+                }
+                return self.map_into(*f, vec![a.clone(), b.clone()], p);
+            }
+            Kind::Mem { .. } | Kind::Fill { .. } | Kind::Scan(_) => {}
+        }
+        let (count, dim) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
+        if in_place(a, p) {
+            self.pad(p, count, dim)?;
+            return self.view(p, count, dim);
+        }
+        if self.write_flat(a, p, count)? {
+            self.pad(p, count, dim)?;
+            return self.view(p, count, dim);
+        }
+        self.loop_(count, false, Vec::new(), &mut |t, i, _| {
+            let x = t.elem(a, IntVal::Ssa(i))?;
+            let dst = t.place_elem(p, IntVal::Ssa(i))?;
+            t.write(&x, &dst)?;
+            Ok(Vec::new())
+        })?;
+        self.pad(p, count, dim)?;
+        self.view(p, count, dim)
+    }
+
+    /// Write the first `count` elements of `a` to `p` with one loop per leaf, when the
+    /// elements are arrays laid out identically in both (so that `count` elements are
+    /// consecutive reals in every leaf). Returns false, writing nothing, otherwise.
+    fn write_flat(&mut self, a: &Arr, p: &Arr, count: IntVal) -> JitResult<bool> {
+        if !p.shape.elem.has_arrays() {
+            return Ok(false);
+        }
+        let Kind::Mem { layout: dst, .. } = &p.kind else {
+            return internal("a destination is not in memory");
+        };
+        let mut leaves = Vec::new();
+        let same = match &a.kind {
+            Kind::Mem { layout: src, .. } => same_layout(src, dst, &mut leaves),
+            Kind::Fill { elem } => fill_layout(elem, dst, &mut leaves),
+            Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => false,
+        };
+        if !same {
+            return Ok(false);
+        }
+        for (src, dst, row) in leaves {
+            let n = self.imul(count, row);
+            self.loop_(n, false, Vec::new(), &mut |t, i, _| {
+                let x = match src {
+                    Leaf::Mem(base) => {
+                        let at = t.addr(base, IntVal::Ssa(i), IntVal::Const(1));
+                        t.b.ins().load(F64, t.flags, at, 0)
+                    }
+                    Leaf::Const(c) => t.b.ins().f64const(c),
+                };
+                let at = t.addr(dst, IntVal::Ssa(i), IntVal::Const(1));
+                t.store(x, at);
+                Ok(Vec::new())
+            })?;
+        }
+        Ok(true)
+    }
+
+    /// Zero the elements of `p` from `from` to its capacity (none if `from` is past it);
+    /// `from_dim` is `from`'s `Dim` if it is exactly that.
+    pub(super) fn pad(&mut self, p: &Arr, from: IntVal, from_dim: Option<Dim>) -> JitResult<()> {
+        if from == p.len {
+            return Ok(());
+        }
+        let from = if Self::at_most((from, from_dim), (p.len, p.stat())) {
+            from
+        } else {
+            self.umin(from, p.len)
+        };
+        let n = self.isub(p.len, from);
+        self.loop_(n, false, Vec::new(), &mut |t, j, _| {
+            let i = t.iadd_value(from, j);
+            let dst = t.place_elem(p, i)?;
+            t.zero(&dst)?;
+            Ok(Vec::new())
+        })?;
+        Ok(())
+    }
+
+    fn zero(&mut self, p: &Place) -> JitResult<()> {
+        match p {
+            Place::Reg => Ok(()),
+            Place::Real(addr) => {
+                let z = self.b.ins().f64const(0.0);
+                self.store(z, *addr);
+                Ok(())
+            }
+            Place::Tuple(ps) => ps.iter().try_for_each(|p| self.zero(p)),
+            Place::Arr(a) => {
+                let a = a.clone();
+                self.pad(&a, IntVal::Const(0), None)
+            }
+        }
+    }
+
+    /// Evaluate the maps inside `v`, so that its elements can be read more than once.
+    pub(super) fn force(&mut self, v: Val) -> JitResult<Val> {
+        Ok(match v {
+            Val::Real(_) | Val::Bool(_) => v,
+            Val::Tuple(items) => Val::Tuple(
+                items
+                    .iter()
+                    .map(|x| self.force(x.clone()))
+                    .collect::<JitResult<Vec<_>>>()?
+                    .into(),
+            ),
+            Val::Arr(a) => match a.kind {
+                Kind::Mem { .. } | Kind::Fill { .. } => Val::Arr(a),
+                Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => {
+                    let p = self.alloc(&a.shape)?;
+                    self.write_arr(&a, &p)?
+                }
+            },
+        })
+    }
+
+    /// `v` with every array in memory, the ones not yet there written to buffers of shape
+    /// `s` (the `k`-th array of the value to `bufs[k]`, allocated on first need).
+    pub(super) fn in_memory(
+        &mut self,
+        v: Val,
+        s: &SShape,
+        bufs: &mut Vec<Option<Rc<Arr>>>,
+        k: &mut usize,
+    ) -> JitResult<Val> {
+        Ok(match (v, s) {
+            (v @ (Val::Real(_) | Val::Bool(_)), _) => v,
+            (Val::Tuple(items), SShape::Tuple(ss)) if items.len() == ss.len() => Val::Tuple(
+                items
+                    .iter()
+                    .zip(ss.iter())
+                    .map(|(x, s)| self.in_memory(x.clone(), s, bufs, k))
+                    .collect::<JitResult<Vec<_>>>()?
+                    .into(),
+            ),
+            (Val::Arr(a), SShape::Arr(sa)) => {
+                let idx = *k;
+                *k += 1;
+                if matches!(a.kind, Kind::Mem { .. }) {
+                    return Ok(Val::Arr(a));
+                }
+                if bufs.len() <= idx {
+                    bufs.resize(idx + 1, None);
+                }
+                let p = match &bufs[idx] {
+                    Some(p) => p.clone(),
+                    None => {
+                        let p = self.alloc(sa)?;
+                        bufs[idx] = Some(p.clone());
+                        p
+                    }
+                };
+                self.write_arr(&a, &p)?
+            }
+            _ => return internal("a value does not match its shape"),
+        })
+    }
+}
+
+/// Whether the in-memory array `a` is already in `p` (it was computed there).
+pub(super) fn in_place(a: &Arr, p: &Arr) -> bool {
+    match (&a.kind, &p.kind) {
+        (Kind::Mem { layout: from, .. }, Kind::Mem { layout: to, .. }) => from == to,
+        _ => false,
+    }
+}
+
+/// Pair the leaves of two layouts that place the elements identically (equal strides and
+/// inner lengths), as (source, destination base, reals per element).
+fn same_layout(src: &Layout, dst: &Layout, out: &mut Vec<(Leaf, Value, IntVal)>) -> bool {
+    match (src, dst) {
+        (
+            Layout::Real {
+                base: a,
+                strides: sa,
+            },
+            Layout::Real {
+                base: b,
+                strides: sb,
+            },
+        ) => match sa.first() {
+            Some(&row) if sa == sb => {
+                out.push((Leaf::Mem(*a), *b, row));
+                true
+            }
+            _ => false,
+        },
+        (Layout::Tuple(xs), Layout::Tuple(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .zip(ys.iter())
+                    .all(|(x, y)| same_layout(x, y, out))
+        }
+        (Layout::Array { len: l1, elem: e1 }, Layout::Array { len: l2, elem: e2 }) => {
+            l1 == l2 && same_layout(e1, e2, out)
+        }
+        _ => false,
+    }
+}
+
+/// Pair the leaves of a fill's element with a destination layout whose inner arrays have
+/// the fill's lengths.
+fn fill_layout(fill: &FillElem, dst: &Layout, out: &mut Vec<(Leaf, Value, IntVal)>) -> bool {
+    match (fill, dst) {
+        (FillElem::Real(c), Layout::Real { base, strides }) => match strides.first() {
+            Some(&row) => {
+                out.push((Leaf::Const(*c), *base, row));
+                true
+            }
+            None => false,
+        },
+        (FillElem::Tuple(xs), Layout::Tuple(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .zip(ys.iter())
+                    .all(|(x, y)| fill_layout(x, y, out))
+        }
+        (
+            FillElem::Array {
+                len: l1, elem: e1, ..
+            },
+            Layout::Array { len: l2, elem: e2 },
+        ) => l1 == l2 && fill_layout(e1, e2, out),
+        _ => false,
+    }
+}

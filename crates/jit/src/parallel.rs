@@ -1,0 +1,397 @@
+//! Parallel compilation (see "Parallel compilation" in the crate docs): a large term cut
+//! in two, the parts compiled on two threads, and the entry that runs them; and the
+//! Cranelift contexts kept between compilations.
+
+use std::sync::{Mutex, OnceLock};
+
+use cranelift_codegen::ir::{
+    types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+};
+use cranelift_codegen::Context;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::JITModule;
+use cranelift_module::{FuncId, Module};
+use unfad_syntax::{Arena, Func};
+
+use crate::codegen::{
+    build, declare_in, host_isa, new_module, type_in_place, verify, Built, ENTRY,
+};
+use crate::compiled::{finish, Compiled};
+use crate::error::{JitError, JitResult};
+use crate::layout::{Component, PathStep, Shape, SizeExpr};
+use crate::lower::SizeValues;
+use crate::{compile, split};
+
+/// Cranelift contexts kept between compilations: a context that is reused keeps its
+/// allocations (the register allocator's above all), which a new one makes again.
+static CONTEXTS: Mutex<Vec<Context>> = Mutex::new(Vec::new());
+
+/// Contexts kept at most (three per compilation running at once, for two).
+const KEPT_CONTEXTS: usize = 6;
+
+/// A context for `module`'s functions, kept from an earlier compilation if there is one.
+pub(crate) fn take_context(module: &JITModule) -> Context {
+    let kept = CONTEXTS.lock().ok().and_then(|mut v| v.pop());
+    match kept {
+        Some(mut ctx) => {
+            module.clear_context(&mut ctx);
+            ctx
+        }
+        None => module.make_context(),
+    }
+}
+
+/// Keep `ctxs` for later compilations (emptied when taken).
+pub(crate) fn keep_contexts<const N: usize>(ctxs: [Context; N]) {
+    if let Ok(mut v) = CONTEXTS.lock() {
+        for ctx in ctxs {
+            if v.len() < KEPT_CONTEXTS {
+                v.push(ctx);
+            }
+        }
+    }
+}
+
+/// [`compile`], cut in two for a large term on a host with two cores or more: Cranelift
+/// compiles the parts on two threads (see "Parallel compilation" in the crate docs). A
+/// term that is small, or that no cut divides fairly, is compiled whole. Adds the nodes
+/// of the first part's result to `arena` (and types `func` there if it is not typed).
+pub fn compile_parallel(arena: &mut Arena, func: &Func) -> Result<Compiled, JitError> {
+    if cores() < 2 {
+        return compile(arena, func);
+    }
+    type_in_place(arena, func)?;
+    match split::split(arena, func) {
+        Some(parts) => compile_parts(arena, func, &parts),
+        None => compile(arena, func),
+    }
+}
+
+/// [`compile_parallel`] with the cut after statement `at` of the chain whatever the
+/// sizes ([`compile`] where there is no such cut), the first part computing the result's
+/// components it can if `take`: the cuts tested on small terms.
+#[doc(hidden)]
+pub fn compile_split_at(
+    arena: &mut Arena,
+    func: &Func,
+    at: usize,
+    take: bool,
+) -> Result<Compiled, JitError> {
+    type_in_place(arena, func)?;
+    match split::split_at(arena, func, split::Cut { at, take }) {
+        Some(parts) => compile_parts(arena, func, &parts),
+        None => compile(arena, func),
+    }
+}
+
+/// The two parts of `func` and the entry running them, compiled on two threads.
+fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Compiled, JitError> {
+    let isa = host_isa()?;
+    let mut module = new_module()?;
+    let mut entry = take_context(&module);
+    // The larger part compiles on another thread while this one lowers and compiles the
+    // other part and the entry.
+    let mut ctxs = [take_context(&module), take_context(&module)];
+    let names = ["unfad_first", "unfad_second"];
+    let funcs = [&parts.first, &parts.second];
+    let (far, near) = if parts.first_larger { (0, 1) } else { (1, 0) };
+    let [first_ctx, second_ctx] = &mut ctxs;
+    let (far_ctx, near_ctx) = if far == 0 {
+        (first_ctx, second_ctx)
+    } else {
+        (second_ctx, first_ctx)
+    };
+    let far_built = build(arena, funcs[far], &mut module, far_ctx, names[far])?;
+    let built = std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("unfad-jit".into())
+            .spawn_scoped(s, || compile_code(far_ctx, &*isa));
+        let mine = (|| {
+            let near_built = build(arena, funcs[near], &mut module, near_ctx, names[near])?;
+            let ((id1, b1), (id2, b2)) = if far == 0 {
+                (far_built, near_built)
+            } else {
+                (near_built, far_built)
+            };
+            let n_in = b1.inputs.len();
+            let Some(lens) = crossing_lens(&b1, &b2) else {
+                return Ok(None);
+            };
+            let Some(results) = merge_results(&b1, &b2, parts, lens.len()) else {
+                return Ok(None);
+            };
+            let id0 = build_entry(
+                &mut module,
+                &mut entry,
+                [id1, id2],
+                n_in,
+                &lens,
+                (&results.first_route, results.second_route.as_deref()),
+            )?;
+            compile_code(near_ctx, &*isa)?;
+            compile_code(&mut entry, &*isa)?;
+            Ok(Some((id0, [id1, id2], b1, b2, lens, results)))
+        })();
+        match other {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(JitError::Internal("the compiling thread panicked".into())))
+                .and(mine),
+            // No second thread: compiled whole below.
+            Err(_) => Ok(None),
+        }
+    })?;
+    let Some((id0, ids, b1, b2, lens, results)) = built else {
+        return compile(arena, func);
+    };
+    for (id, ctx) in ids.into_iter().zip(&ctxs).chain([(id0, &entry)]) {
+        define_compiled(&mut module, id, ctx)?;
+    }
+    let [c1, c2] = ctxs;
+    keep_contexts([c1, c2, entry]);
+    let workspace = SizeExpr::sum(lens.iter().cloned().chain([SizeExpr::max_of([
+        b1.workspace.clone(),
+        b2.workspace.clone(),
+    ])]));
+    let mut checks = b1.checks;
+    checks.extend(b2.checks);
+    checks.extend(lens);
+    checks.push(workspace.clone());
+    let built = Built {
+        size_vars: b1.size_vars,
+        param_names: b1.param_names,
+        inputs: b1.inputs,
+        outputs: results.outputs,
+        param_shapes: b1.param_shapes,
+        result_shape: results.shape,
+        workspace,
+        checks,
+    };
+    finish(module, id0, built, 2)
+}
+
+/// The lengths of the values crossing from the first part to the second (the first
+/// outputs of the first part), if the second reads them as the first writes them and
+/// both number the sizes alike (the lengths the semantics computes may differ from those
+/// of the types).
+pub(crate) fn crossing_lens(b1: &Built, b2: &Built) -> Option<Vec<SizeExpr>> {
+    let n_in = b1.inputs.len();
+    let crossing = b2.inputs.get(n_in..)?;
+    let agree = b2.size_vars == b1.size_vars
+        && crossing.len() <= b1.outputs.len()
+        && crossing
+            .iter()
+            .zip(&b1.outputs)
+            .all(|(i, o)| i.dims == o.dims);
+    agree.then(|| {
+        b1.outputs[..crossing.len()]
+            .iter()
+            .map(|c| SizeExpr::product(&c.dims))
+            .collect()
+    })
+}
+
+/// The function's result put together from its parts'.
+pub(crate) struct Results {
+    /// Its outputs, as the whole function would have them.
+    pub(crate) outputs: Vec<Component>,
+    pub(crate) shape: Shape,
+    /// Where the first part's outputs after its crossing values are among the function's.
+    pub(crate) first_route: Vec<usize>,
+    /// Where the second part's outputs are among the function's; `None` when it writes
+    /// all of them.
+    pub(crate) second_route: Option<Vec<usize>>,
+}
+
+/// The result of the function cut into `parts`, whose first part writes `crossing_leaves`
+/// outputs (the crossing values) before those of the components it takes.
+pub(crate) fn merge_results(
+    b1: &Built,
+    b2: &Built,
+    parts: &split::Parts,
+    crossing_leaves: usize,
+) -> Option<Results> {
+    if parts.taken.is_empty() {
+        return Some(Results {
+            outputs: b2.outputs.clone(),
+            shape: b2.result_shape.clone(),
+            first_route: Vec::new(),
+            second_route: None,
+        });
+    }
+    let m = parts.result_items;
+    let left = m - parts.taken.len();
+    let Shape::Tuple(first_items) = &b1.result_shape else {
+        return None;
+    };
+    let second_items = match &b2.result_shape {
+        Shape::Tuple(items) if left > 1 => items.clone(),
+        s if left == 1 => vec![s.clone()],
+        _ => return None,
+    };
+    // Each part's outputs by the position of their result item (the first part's after
+    // its crossing values), with the path below that item.
+    let by_item = |outputs: &[Component], skip: usize, whole: bool, n: usize| {
+        let mut items: Vec<Vec<Component>> = vec![Vec::new(); n];
+        for c in outputs.iter().skip(skip) {
+            let (k, rest) = match c.path.split_first() {
+                Some((PathStep::Field(k), rest)) if !whole => (*k as usize, rest),
+                _ => (0, &c.path[..]),
+            };
+            items.get_mut(k)?.push(Component {
+                index: c.index,
+                path: rest.to_vec(),
+                dims: c.dims.clone(),
+            });
+        }
+        Some(items)
+    };
+    let first = by_item(&b1.outputs, crossing_leaves, false, first_items.len())?;
+    let second = by_item(&b2.outputs, 0, left == 1, second_items.len())?;
+    let mut outputs = Vec::new();
+    let mut shapes = Vec::with_capacity(m);
+    let mut routes = [Vec::new(), Vec::new()];
+    let (mut t, mut l) = (0, 0);
+    for j in 0..m {
+        let (cs, shape, route) = if parts.taken.contains(&j) {
+            t += 1;
+            (
+                &first[parts.crossing + t - 1],
+                first_items.get(parts.crossing + t - 1)?,
+                0,
+            )
+        } else {
+            l += 1;
+            (&second[l - 1], second_items.get(l - 1)?, 1)
+        };
+        shapes.push(shape.clone());
+        for c in cs {
+            routes[route].push(outputs.len());
+            let mut path = vec![PathStep::Field(j as u32)];
+            path.extend_from_slice(&c.path);
+            outputs.push(Component {
+                index: c.index,
+                path,
+                dims: c.dims.clone(),
+            });
+        }
+    }
+    let [first_route, second_route] = routes;
+    Some(Results {
+        outputs,
+        shape: Shape::Tuple(shapes),
+        first_route,
+        second_route: Some(second_route),
+    })
+}
+
+/// The number of cores this process may use (known once).
+pub(crate) fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Cranelift's compilation of the function in `ctx` (kept in `ctx`).
+fn compile_code(ctx: &mut Context, isa: &dyn cranelift_codegen::isa::TargetIsa) -> JitResult<()> {
+    let mut plane = cranelift_codegen::control::ControlPlane::default();
+    ctx.compile(isa, &mut plane)
+        .map(|_| ())
+        .map_err(|e| JitError::Codegen(format!("{:?}", e.inner)))
+}
+
+/// Define function `id` of `module` with the code compiled in `ctx`.
+fn define_compiled(module: &mut JITModule, id: FuncId, ctx: &Context) -> JitResult<()> {
+    let Some(code) = ctx.compiled_code() else {
+        return Err(JitError::Internal("a part was not compiled".into()));
+    };
+    let relocs: Vec<cranelift_module::ModuleReloc> = code
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+        .collect();
+    module
+        .define_function_bytes(
+            id,
+            code.buffer.alignment as u64,
+            code.code_buffer(),
+            &relocs,
+        )
+        .map_err(|e| JitError::Codegen(format!("{e:?}")))
+}
+
+/// The entry of a function cut in two: with the crossing values (of lengths `lens`) at
+/// the start of the workspace, it calls `parts[0]` with the inputs, writing them, then
+/// `parts[1]` with the inputs followed by them; both use the rest of the workspace.
+pub(crate) fn build_entry(
+    module: &mut JITModule,
+    ctx: &mut Context,
+    parts: [FuncId; 2],
+    n_in: usize,
+    lens: &[SizeExpr],
+    routes: (&[usize], Option<&[usize]>),
+) -> JitResult<FuncId> {
+    let ptr = types::I64;
+    let id = declare_in(module, ctx, ENTRY)?;
+    let calls = parts.map(|p| module.declare_func_in_func(p, &mut ctx.func));
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    let block = b.create_block();
+    b.append_block_params_for_function_params(block);
+    b.switch_to_block(block);
+    let [inputs, sizes, outputs, ws]: [Value; 4] = b
+        .block_params(block)
+        .try_into()
+        .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))?;
+    let slot = |b: &mut FunctionBuilder, n: usize| {
+        let bytes = u32::try_from(8 * n.max(1)).unwrap_or(u32::MAX);
+        b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 3))
+    };
+    let (first_route, second_route) = routes;
+    let all_in = slot(&mut b, n_in + lens.len());
+    let first_out = slot(&mut b, lens.len() + first_route.len());
+    let flags = MemFlagsData::trusted();
+    let offset = |k: usize| i32::try_from(8 * k).unwrap_or(i32::MAX);
+    for k in 0..n_in {
+        let p = b.ins().load(ptr, flags, inputs, offset(k));
+        b.ins().stack_store(ptr, p, all_in, offset(k));
+    }
+    // Every address is below the workspace's length, which a call checks.
+    let mut counts = SizeValues::new(sizes);
+    let mut addr = ws;
+    for (k, len) in lens.iter().enumerate() {
+        b.ins().stack_store(ptr, addr, all_in, offset(n_in + k));
+        b.ins().stack_store(ptr, addr, first_out, offset(k));
+        let n = counts.get(&mut b, len);
+        let bytes = b.ins().ishl_imm_s(n, 3);
+        addr = b.ins().iadd(addr, bytes);
+    }
+    // The outputs each part writes, picked from the function's.
+    let pick = |b: &mut FunctionBuilder,
+                to: cranelift_codegen::ir::StackSlot,
+                at: usize,
+                route: &[usize]| {
+        for (k, &o) in route.iter().enumerate() {
+            let p = b.ins().load(ptr, flags, outputs, offset(o));
+            b.ins().stack_store(ptr, p, to, offset(at + k));
+        }
+    };
+    pick(&mut b, first_out, lens.len(), first_route);
+    let second_out = match second_route {
+        Some(route) => {
+            let s = slot(&mut b, route.len());
+            pick(&mut b, s, 0, route);
+            b.ins().stack_addr(ptr, s, 0)
+        }
+        None => outputs,
+    };
+    let pin = b.ins().stack_addr(ptr, all_in, 0);
+    let pout = b.ins().stack_addr(ptr, first_out, 0);
+    b.ins().call(calls[0], &[inputs, sizes, pout, addr]);
+    b.ins().call(calls[1], &[pin, sizes, second_out, addr]);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(module.isa().frontend_config());
+    verify(ctx, module)?;
+    Ok(id)
+}
