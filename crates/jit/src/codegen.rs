@@ -121,6 +121,8 @@ pub(crate) struct Built {
     pub(crate) result_shape: Shape,
     pub(crate) workspace: SizeExpr,
     pub(crate) checks: Vec<SizeExpr>,
+    /// The workspace cell a failed run-time check sets (see [`Compiled::call`]), if any.
+    pub(crate) status: Option<SizeExpr>,
 }
 
 /// The components of a value of shape `s` belonging to parameter (or result) `index`.
@@ -301,6 +303,7 @@ fn build_with(
             result_shape: result.public(),
             workspace: plan.workspace,
             checks: plan.checks,
+            status: plan.status,
         },
     ))
 }

@@ -36,6 +36,7 @@ struct Inner {
     result_shape: Shape,
     workspace: SizeExpr,
     checks: Vec<SizeExpr>,
+    status: Option<SizeExpr>,
 }
 
 impl Drop for Inner {
@@ -225,7 +226,23 @@ impl Compiled {
                 workspace.as_mut_ptr(),
             );
         }
-        Ok(())
+        match self.status_cell(sizes).and_then(|k| workspace.get(k)) {
+            Some(&s) if s != 0.0 => Err(JitError::Check(
+                "a length check failed, and the native code stopped rather than read or write \
+                 outside a buffer; this is a bug of unfad's code generator: please report it \
+                 with the program and the sizes"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The index in the workspace of the cell that reports a failed run-time check (nonzero
+    /// after a call that stopped early), if the function checks anything at run time.
+    /// [`Compiled::call`] reads it; callers of [`Compiled::fn_ptr`] should too.
+    pub fn status_cell(&self, sizes: &[u64]) -> Option<usize> {
+        let k = self.inner.status.as_ref()?.eval(sizes)?;
+        usize::try_from(k).ok()
     }
 }
 
@@ -257,6 +274,7 @@ pub(crate) fn finish(
             result_shape: built.result_shape,
             workspace: built.workspace,
             checks: built.checks,
+            status: built.status,
         }),
     })
 }

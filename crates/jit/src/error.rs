@@ -18,6 +18,10 @@ pub enum JitError {
     /// The arguments of a call do not fit the compiled function's layout.
     #[error("bad call: {0}")]
     Call(String),
+    /// A check at run time failed: the native code stopped early (its outputs are not
+    /// complete).
+    #[error("the native code stopped: {0}")]
+    Check(String),
 }
 
 pub(crate) type JitResult<T> = Result<T, JitError>;

@@ -144,6 +144,7 @@ mod codegen;
 #[allow(unsafe_code)]
 mod compiled;
 mod error;
+pub mod fault;
 mod layout;
 mod lower;
 mod parallel;

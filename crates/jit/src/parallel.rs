@@ -4,6 +4,7 @@
 
 use std::sync::{Mutex, OnceLock};
 
+use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{
     types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
 };
@@ -127,6 +128,7 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
                 n_in,
                 &lens,
                 (&results.first_route, results.second_route.as_deref()),
+                [(&b1.workspace, &b1.status), (&b2.workspace, &b2.status)],
             )?;
             compile_code(near_ctx, &*isa)?;
             compile_code(&mut entry, &*isa)?;
@@ -149,10 +151,16 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
     }
     let [c1, c2] = ctxs;
     keep_contexts([c1, c2, entry]);
-    let workspace = SizeExpr::sum(lens.iter().cloned().chain([SizeExpr::max_of([
-        b1.workspace.clone(),
-        b2.workspace.clone(),
-    ])]));
+    let parts_workspace = SizeExpr::max_of([b1.workspace.clone(), b2.workspace.clone()]);
+    // The function's status cell, if a part has one, follows the parts' workspace.
+    let status = (b1.status.is_some() || b2.status.is_some())
+        .then(|| SizeExpr::sum(lens.iter().cloned().chain([parts_workspace.clone()])));
+    let workspace = SizeExpr::sum(
+        lens.iter()
+            .cloned()
+            .chain([parts_workspace])
+            .chain(status.as_ref().map(|_| SizeExpr::K(1))),
+    );
     let mut checks = b1.checks;
     checks.extend(b2.checks);
     checks.extend(lens);
@@ -166,6 +174,7 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
         result_shape: results.shape,
         workspace,
         checks,
+        status,
     };
     finish(module, id0, built, 2)
 }
@@ -322,7 +331,11 @@ fn define_compiled(module: &mut JITModule, id: FuncId, ctx: &Context) -> JitResu
 
 /// The entry of a function cut in two: with the crossing values (of lengths `lens`) at
 /// the start of the workspace, it calls `parts[0]` with the inputs, writing them, then
-/// `parts[1]` with the inputs followed by them; both use the rest of the workspace.
+/// `parts[1]` with the inputs followed by them; both use the rest of the workspace, of
+/// `workspaces[k].0` reals for part `k`. When a part has a status cell (at `workspaces[k].1`
+/// in its workspace), the function has one after the parts' workspace: cleared first, it
+/// gets each such part's status after its call, and a failed first part ends the call.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn build_entry(
     module: &mut JITModule,
     ctx: &mut Context,
@@ -330,6 +343,7 @@ pub(crate) fn build_entry(
     n_in: usize,
     lens: &[SizeExpr],
     routes: (&[usize], Option<&[usize]>),
+    workspaces: [(&SizeExpr, &Option<SizeExpr>); 2],
 ) -> JitResult<FuncId> {
     let ptr = types::I64;
     let id = declare_in(module, ctx, ENTRY)?;
@@ -387,8 +401,39 @@ pub(crate) fn build_entry(
     };
     let pin = b.ins().stack_addr(ptr, all_in, 0);
     let pout = b.ins().stack_addr(ptr, first_out, 0);
+    let status = if workspaces.iter().any(|(_, s)| s.is_some()) {
+        let rest = SizeExpr::max_of(workspaces.map(|(w, _)| w.clone()));
+        let n = counts.get(&mut b, &rest);
+        let bytes = b.ins().ishl_imm_s(n, 3);
+        let at = b.ins().iadd(addr, bytes);
+        let zero = b.ins().f64const(0.0);
+        b.ins().store(flags, zero, at, 0);
+        Some((at, zero))
+    } else {
+        None
+    };
+    // The status of part `k`, copied to the function's cell; whether it failed.
+    let mut copy_status = |b: &mut FunctionBuilder, k: usize| -> Option<Value> {
+        let (at, zero) = status?;
+        let offset = workspaces[k].1.as_ref()?;
+        let n = counts.get(b, offset);
+        let bytes = b.ins().ishl_imm_s(n, 3);
+        let cell = b.ins().iadd(addr, bytes);
+        let s = b.ins().load(types::F64, flags, cell, 0);
+        b.ins().store(flags, s, at, 0);
+        Some(b.ins().fcmp(FloatCC::NotEqual, s, zero))
+    };
     b.ins().call(calls[0], &[inputs, sizes, pout, addr]);
+    if let Some(failed) = copy_status(&mut b, 0) {
+        let stop = b.create_block();
+        let go_on = b.create_block();
+        b.ins().brif(failed, stop, &[], go_on, &[]);
+        b.switch_to_block(stop);
+        b.ins().return_(&[]);
+        b.switch_to_block(go_on);
+    }
     b.ins().call(calls[1], &[pin, sizes, second_out, addr]);
+    copy_status(&mut b, 1);
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(module.isa().frontend_config());

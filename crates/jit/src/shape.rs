@@ -16,6 +16,7 @@ use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
 use crate::error::{internal, unsupported, JitError, JitResult};
+use crate::fault;
 use crate::layout::Dim;
 
 /// The shape of a value of ground type (or of a condition).
@@ -39,6 +40,7 @@ pub(crate) struct SArr {
 
 impl SShape {
     pub fn arr(len: Dim, exact: bool, elem: SShape) -> SShape {
+        let exact = fault::exact(exact);
         SShape::Arr(Rc::new(SArr { len, exact, elem }))
     }
 
@@ -115,11 +117,9 @@ impl SShape {
                         a.len, b.len
                     ))
                 })?;
-                SShape::arr(
-                    len,
-                    a.exact && b.exact && a.len == b.len,
-                    a.elem.join(&b.elem)?,
-                )
+                let (len, exact) =
+                    fault::join(a.len, b.len, (len, a.exact && b.exact && a.len == b.len));
+                SShape::arr(len, exact, a.elem.join(&b.elem)?)
             }
             _ => return Err(JitError::Type("values of different types meet".into())),
         })
@@ -399,6 +399,7 @@ impl Analyzer<'_> {
                 let len = sa.len.min(sb.len).ok_or_else(|| {
                     JitError::Type("`map2` over arrays of unrelated sizes".into())
                 })?;
+                let len = fault::map2(sa.len, sb.len, len);
                 let s = self.visit(body, depth + 1, count, true)?;
                 SShape::arr(len, sa.exact && sb.exact, s)
             }
@@ -412,15 +413,15 @@ impl Analyzer<'_> {
             }
             Scanl(f, z, x) => {
                 let (acc, sa) = self.fold(f, z, x, depth, count, "scanl", false)?;
-                SShape::arr(sa.len.inc(), sa.exact, acc)
+                SShape::arr(fault::scan(sa.len), sa.exact, acc)
             }
             Scanr(f, z, x) => {
                 let (acc, sa) = self.fold(f, z, x, depth, count, "scanr", true)?;
-                SShape::arr(sa.len.inc(), sa.exact, acc)
+                SShape::arr(fault::scan(sa.len), sa.exact, acc)
             }
             Shift1L(x) | Shift1R(x) => {
                 let sa = expect_arr(self.visit(x, depth, count, true)?, "shift")?;
-                SShape::arr(sa.len.dec(), sa.exact, sa.elem.clone())
+                SShape::arr(fault::shift(sa.len), sa.exact, sa.elem.clone())
             }
         })
     }

@@ -43,6 +43,7 @@ pub fn clif_text_parallel(arena: &mut Arena, func: &Func) -> Result<String, JitE
                     n_in,
                     &lens,
                     (&results.first_route, results.second_route.as_deref()),
+                    [(&b1.workspace, &b1.status), (&b2.workspace, &b2.status)],
                 )?;
                 return Ok(format!(
                     "; the first part (compiled on one thread)\n{}\n\n\

@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use cranelift_codegen::ir::{InstBuilder, TrapCode, Value};
+use cranelift_codegen::ir::{InstBuilder, Value};
 
 use crate::error::{internal, unsupported, JitResult};
 use crate::layout::{Dim, SizeExpr};
@@ -13,13 +13,6 @@ use crate::value::{sized, Arr, Buf, Holds, IntVal, Kind, Layout, Place, RealVal,
 
 use super::prologue::PrologueValue;
 use super::Translator;
-
-/// The trap the native code stops with rather than read or write outside a buffer: a
-/// length check failed at run time, which only a lowering bug can cause.
-pub(crate) const TRAP_OUT_OF_BOUNDS: TrapCode = match TrapCode::user(1) {
-    Some(code) => code,
-    None => panic!("user trap codes start at 1"),
-};
 
 impl<'a> Translator<'a> {
     /// The layout of the elements of an array whose element shape is `elem`, with leaf
@@ -278,9 +271,10 @@ impl<'a> Translator<'a> {
             || matches!((a.1, b.1), (Some(x), Some(y)) if x.min(y) == Some(x))
     }
 
-    /// Leave the function with the out-of-bounds status if the in-memory array `a` is empty
-    /// at run time, unless its length shows at compile time that it never is. A length the
-    /// shape analysis got wrong then stops the function instead of writing outside a buffer.
+    /// Leave the function with its status set (see [`Translator::check`]) if the in-memory
+    /// array `a` is empty at run time, unless its length shows at compile time that it never
+    /// is. A length the shape analysis got wrong then stops the function instead of writing
+    /// outside a buffer.
     pub(super) fn check_nonempty(&mut self, a: &Arr) -> JitResult<()> {
         let shown = match (a.len, a.stat()) {
             (IntVal::Const(k), _) => k >= 1,
@@ -289,9 +283,27 @@ impl<'a> Translator<'a> {
         };
         if !shown {
             let len = self.int_value(a.len);
-            self.b.ins().trapz(len, TRAP_OUT_OF_BOUNDS);
+            self.check(len);
         }
         Ok(())
+    }
+
+    /// Go on only if `ok` (an integer or a condition) is not zero at run time; otherwise
+    /// leave the function at once with its status cell set, which the checked call reports
+    /// as an error. What was written before stays written; nothing is written outside a
+    /// buffer.
+    pub(super) fn check(&mut self, ok: Value) {
+        let fail = match self.status {
+            Some(fail) => fail,
+            None => {
+                let fail = self.b.create_block();
+                self.status = Some(fail);
+                fail
+            }
+        };
+        let go_on = self.b.create_block();
+        self.b.ins().brif(ok, go_on, &[], fail, &[]);
+        self.switch_to(go_on);
     }
 
     pub(super) fn holds_of(v: &Val, out: &mut Vec<Rc<Buf>>) {

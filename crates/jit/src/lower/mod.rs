@@ -115,6 +115,9 @@ pub(crate) struct Translator<'a> {
     /// The counter of each loop being built, innermost last (`None` for one counting
     /// down): where a [`Scan`](crate::value::Scan) may be read.
     counters: Vec<Option<Value>>,
+    /// Once the function checks something at run time: the block that sets its status cell
+    /// (after every buffer in the workspace) and returns (see [`Translator::check`]).
+    status: Option<Block>,
 }
 
 impl<'a> Translator<'a> {
@@ -144,6 +147,7 @@ impl<'a> Translator<'a> {
             roots: HashMap::default(),
             relay: None,
             counters: Vec::new(),
+            status: None,
         }
     }
 

@@ -29,6 +29,9 @@ pub(crate) struct Plan {
     /// Every count the native code computes from the sizes; a call checks that each one is
     /// representable before running it.
     pub checks: Vec<SizeExpr>,
+    /// Where the status cell is in the workspace, if the function checks something at run
+    /// time: nonzero after a call if a check failed.
+    pub status: Option<SizeExpr>,
 }
 
 /// Element counts computed from the `sizes` argument in a function's first block, each
@@ -201,15 +204,36 @@ impl<'a> Translator<'a> {
             };
             args.push(v);
         }
+        // A function that checks something at run time has a status cell after every
+        // buffer, which it clears first; the block a failed check jumps to sets it and
+        // returns.
+        let status = self.status.take().map(|fail| {
+            let zero = self.b.ins().f64const(0.0);
+            self.b.ins().store(self.flags, zero, addr, 0);
+            (total.clone(), addr, fail)
+        });
         let main = self.main;
         self.b.ins().jump(main, &[]);
         for ((_, placeholder), &v) in order.iter().zip(&args).rev() {
             self.b.func.dfg.remove_block_param(*placeholder);
             self.b.func.dfg.change_to_alias(*placeholder, v);
         }
+        let status = status.map(|(offset, at, fail)| {
+            self.switch_to(fail);
+            let failed = self.b.ins().f64const(1.0);
+            self.b.ins().store(self.flags, failed, at, 0);
+            self.b.ins().return_(&[]);
+            offset
+        });
+        let workspace = match &status {
+            Some(_) => SizeExpr::add(total, SizeExpr::K(1)),
+            None => total,
+        };
+        checks.push(workspace.clone());
         Ok(Plan {
-            workspace: total,
+            workspace,
             checks,
+            status,
         })
     }
 }
