@@ -59,6 +59,26 @@
 //! constant or prologue lengths (no run-time minimum of equal lengths, no padding of empty
 //! tails, no multiplication by run-time strides).
 //!
+//! # Memory safety
+//!
+//! Every read and write of the native code is inside the buffers of the call, whatever the
+//! shape analysis says: [`Compiled::call`] checks every length against the layout, and the
+//! lowering indexes only by lengths it can vouch for. The analysis gives the capacities of
+//! workspace buffers and the lengths of outputs. A length the lowering indexes by is exact
+//! (a function of the sizes) only where it is by construction the prologue's value of that
+//! length, never merely because the analysis says so; a loop runs over the shortest length
+//! of the arrays it reads and writes; an array carried by a loop, or met at the join of an
+//! `if`, has the length it arrived with (or its place's capacity, when every state is kept
+//! in places of one capacity); views and the zero padding of a destination are clamped to
+//! its buffer unless their lengths show at compile time that they fit. Where a write needs a
+//! length the types promise but the code cannot show (a scan's first element needs a row of
+//! its destination), the function checks it once, before the loop. A function that checks
+//! something at run time has a **status cell** after its buffers in the workspace
+//! ([`Compiled::status_cell`]): the function clears it first, a failed check sets it and
+//! returns at once, and [`Compiled::call`] reports [`JitError::Check`]. Only a bug of the
+//! lowering or of the analysis can fail a check; the tests inject mistakes into the analysis
+//! ([`fault`]) and check that no guard cell around any buffer is ever read or written.
+//!
 //! # Fusion
 //!
 //! A `map` or `map2` is not computed where it occurs: its elements are computed where a
