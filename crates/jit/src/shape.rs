@@ -16,7 +16,7 @@ use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
 use crate::error::{internal, unsupported, JitError, JitResult};
-use crate::layout::Dim;
+use crate::layout::{dim_of_size, Dim};
 
 /// The shape of a value of ground type (or of a condition).
 #[derive(Clone, PartialEq, Debug)]
@@ -55,7 +55,7 @@ impl SShape {
                     .into(),
             ),
             Type::Array(n, elem) => {
-                SShape::arr(Dim::of_size(n, index)?, true, SShape::of_type(elem, index)?)
+                SShape::arr(dim_of_size(n, index)?, true, SShape::of_type(elem, index)?)
             }
             Type::Func(..) => {
                 return unsupported(format!(
