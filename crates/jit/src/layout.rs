@@ -5,167 +5,60 @@
 //! the formal size of the type, which normalises `(n-1)+1` to `n`. Every such length has the
 //! closed form `max(n + offset, floor)` for the one size variable `n` of its formal size:
 //! the formal offset is kept, and only the floor records what happened at small sizes.
+//! That closed form is the syntax crate's [`Len`], shared with the optimizer; this module
+//! adds what it means here ([`DimExt`]: the variable is a position in the size variables).
 
-use std::fmt;
 use std::sync::Arc;
 
-use unfad_syntax::Size;
+use unfad_syntax::{Len, Size};
 
 use crate::error::{JitError, JitResult};
 
 /// The length of one array dimension: `max(sizes[var] + offset, floor)` (with `sizes[var]`
-/// read as 0 when there is no variable), never below 0.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct Dim {
-    /// Index into the size variables (`Func::size_vars` order), if the length depends on one.
-    pub var: Option<u32>,
-    pub offset: i64,
-    pub floor: u64,
-}
+/// read as 0 when there is no variable), never below 0. Its variable is an index into the
+/// size variables (`Func::size_vars` order); the closed form and its operations (`inc`,
+/// `dec`, `min`, `max`, ...) are the shared [`Len`] the optimizer reasons with.
+pub type Dim = Len<u32>;
 
-impl Dim {
-    /// A length known at compile time.
-    pub fn constant(k: u64) -> Dim {
-        Dim {
-            var: None,
-            offset: 0,
-            floor: k,
-        }
-    }
-
-    /// The length of an array of formal size `size`, as it is at a parameter (exactly the
-    /// formal value); `index` maps size-variable names to their positions.
-    pub(crate) fn of_size(size: &Size, index: &dyn Fn(&str) -> Option<u32>) -> JitResult<Dim> {
-        match &size.var {
-            None => Ok(Dim::constant(size.offset.max(0) as u64)),
-            Some(v) => match index(v) {
-                Some(i) => Ok(Dim::sym(i, size.offset, 0)),
-                None => Err(JitError::Type(format!(
-                    "the size `{v}` is not the size of any parameter"
-                ))),
-            },
-        }
-    }
-
-    /// `max(sizes[var] + offset, floor)` in its normal form (a floor that never matters is 0).
-    fn sym(var: u32, offset: i64, floor: u64) -> Dim {
-        let floor = if offset >= 0 && offset as u64 >= floor {
-            0
-        } else {
-            floor
-        };
-        Dim {
-            var: Some(var),
-            offset,
-            floor,
-        }
-    }
-
-    /// The value when it does not depend on a size variable.
-    pub fn as_constant(&self) -> Option<u64> {
-        match self.var {
-            None => Some(self.floor.max(self.offset.max(0) as u64)),
-            Some(_) => None,
-        }
-    }
-
-    /// The length after dropping one element (0 stays 0).
-    pub(crate) fn dec(self) -> Dim {
-        match (self.var, self.as_constant()) {
-            (_, Some(k)) => Dim::constant(k.saturating_sub(1)),
-            (Some(v), None) => Dim::sym(
-                v,
-                self.offset.saturating_sub(1),
-                self.floor.saturating_sub(1),
-            ),
-            (None, None) => self,
-        }
-    }
-
-    /// The length after adding one element (the result of a scan).
-    pub(crate) fn inc(self) -> Dim {
-        match (self.var, self.as_constant()) {
-            (_, Some(k)) => Dim::constant(k.saturating_add(1)),
-            (Some(v), None) => Dim::sym(
-                v,
-                self.offset.saturating_add(1),
-                self.floor.saturating_add(1),
-            ),
-            (None, None) => self,
-        }
-    }
-
-    /// The shorter of two lengths of the same formal size (`map2`), if expressible.
-    pub(crate) fn min(self, other: Dim) -> Option<Dim> {
-        match (self.as_constant(), other.as_constant()) {
-            (Some(a), Some(b)) => Some(Dim::constant(a.min(b))),
-            _ if self.var == other.var && self.offset == other.offset => Some(Dim::sym(
-                self.var?,
-                self.offset,
-                self.floor.min(other.floor),
-            )),
-            _ => None,
-        }
-    }
-
-    /// The longer of two lengths of the same formal size (`if`), if expressible.
-    pub(crate) fn max(self, other: Dim) -> Option<Dim> {
-        match (self.as_constant(), other.as_constant()) {
-            (Some(a), Some(b)) => Some(Dim::constant(a.max(b))),
-            _ if self.var == other.var && self.offset == other.offset => Some(Dim::sym(
-                self.var?,
-                self.offset,
-                self.floor.max(other.floor),
-            )),
-            _ => None,
-        }
-    }
-
+/// What a [`Dim`] means in the JIT, where its variable is an index into the size
+/// variables: its value for a slice of sizes, and its text with a slice of their names.
+///
+/// An extension trait (bring it into scope with `use unfad_jit::DimExt`), since the
+/// shared [`Len`] cannot have inherent methods outside its crate, and these read the
+/// variable as a position, which the shared type leaves open.
+pub trait DimExt {
     /// The length for the given sizes, if it is representable (`None` on overflow or a
     /// missing size).
-    pub fn eval(&self, sizes: &[u64]) -> Option<u64> {
-        match self.var {
-            None => self.as_constant(),
-            Some(v) => {
-                let n = i64::try_from(*sizes.get(v as usize)?).ok()?;
-                let x = n.checked_add(self.offset)?.max(0) as u64;
-                Some(x.max(self.floor))
-            }
-        }
+    fn eval_at(&self, sizes: &[u64]) -> Option<u64>;
+
+    /// The length with its variable named from `names` (`#i` for a position past their
+    /// end), to print: `3`, `n`, `n+1`, `max(n-1, 0)`, `max(n, 1)`.
+    fn display(&self, names: &[String]) -> Len<String>;
+}
+
+impl DimExt for Dim {
+    fn eval_at(&self, sizes: &[u64]) -> Option<u64> {
+        self.eval(|&v| sizes.get(v as usize).copied())
     }
 
-    /// Print with the names of the size variables.
-    pub fn display<'a>(&'a self, names: &'a [String]) -> impl fmt::Display + 'a {
-        DimDisplay { dim: self, names }
+    fn display(&self, names: &[String]) -> Len<String> {
+        self.map_var(|v| {
+            names
+                .get(v as usize)
+                .map_or_else(|| format!("#{v}"), String::clone)
+        })
     }
 }
 
-struct DimDisplay<'a> {
-    dim: &'a Dim,
-    names: &'a [String],
-}
-
-impl fmt::Display for DimDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = self.dim;
-        let Some(v) = d.var else {
-            return write!(f, "{}", d.as_constant().unwrap_or(0));
-        };
-        let name = self
-            .names
-            .get(v as usize)
-            .map_or_else(|| format!("#{v}"), |s| s.clone());
-        let base = match d.offset {
-            0 => name,
-            k if k > 0 => format!("{name}+{k}"),
-            k => format!("{name}-{}", k.unsigned_abs()),
-        };
-        if d.floor > 0 || d.offset < 0 {
-            write!(f, "max({base}, {})", d.floor)
-        } else {
-            write!(f, "{base}")
-        }
-    }
+/// The length of an array of formal size `size`, as it is at a parameter (exactly the
+/// formal value); `index` maps size-variable names to their positions.
+pub(crate) fn dim_of_size(size: &Size, index: &dyn Fn(&str) -> Option<u32>) -> JitResult<Dim> {
+    Len::of_size(size, |name| index(name)).ok_or_else(|| {
+        JitError::Type(format!(
+            "the size `{}` is not the size of any parameter",
+            size.var.as_deref().unwrap_or_default()
+        ))
+    })
 }
 
 /// One step of the path from a parameter (or the result) to a component.
@@ -194,7 +87,7 @@ impl Component {
     pub fn len(&self, sizes: &[u64]) -> Option<usize> {
         let mut n: u64 = 1;
         for d in &self.dims {
-            n = n.checked_mul(d.eval(sizes)?)?;
+            n = n.checked_mul(d.eval_at(sizes)?)?;
         }
         usize::try_from(n).ok()
     }
@@ -245,7 +138,7 @@ impl Shape {
             Shape::Tuple(items) => items
                 .iter()
                 .try_fold(0usize, |acc, s| acc.checked_add(s.leaf_count(sizes)?)),
-            Shape::Array(d, elem) => usize::try_from(d.eval(sizes)?)
+            Shape::Array(d, elem) => usize::try_from(d.eval_at(sizes)?)
                 .ok()?
                 .checked_mul(elem.leaf_count(sizes)?),
         }
@@ -363,7 +256,7 @@ impl Shape {
                 }
             }
             Shape::Array(d, elem) => {
-                let n = usize::try_from(d.eval(sizes)?).ok()?;
+                let n = usize::try_from(d.eval_at(sizes)?).ok()?;
                 elem.component_lens(sizes, outer.checked_mul(n)?, out)?;
             }
         }
@@ -395,7 +288,7 @@ impl Shape {
                 }
             }
             Shape::Array(d, elem) => {
-                let n = d.eval(sizes).unwrap_or(0);
+                let n = d.eval_at(sizes).unwrap_or(0);
                 for _ in 0..n {
                     elem.walk(sizes, first, cursors, f)?;
                 }
@@ -499,7 +392,7 @@ impl SizeExpr {
         const LIMIT: u64 = (i64::MAX as u64) / 8;
         let v = match self {
             SizeExpr::K(k) => *k,
-            SizeExpr::D(d) => d.eval(sizes)?,
+            SizeExpr::D(d) => d.eval_at(sizes)?,
             SizeExpr::Sum(xs) => xs
                 .iter()
                 .try_fold(0u64, |acc, x| acc.checked_add(x.eval(sizes)?))?,
@@ -518,26 +411,47 @@ mod tests {
 
     #[test]
     fn structural_lengths_keep_the_floor() {
-        let n = Dim::sym(0, 0, 0);
+        let n = Dim::of_var(0);
         // scanr * 1 (shift1L A) has length max(n, 1); shift1R (scanl * 1 A) has length n.
         let left = n.dec().inc();
         let right = n.inc().dec();
-        assert_eq!(left, Dim::sym(0, 0, 1));
+        assert_eq!(left, Dim::new(Some(0), 0, 1));
         assert_eq!(right, n);
-        assert_eq!(left.eval(&[0]), Some(1));
-        assert_eq!(left.eval(&[3]), Some(3));
+        assert_eq!(left.eval_at(&[0]), Some(1));
+        assert_eq!(left.eval_at(&[3]), Some(3));
+        assert_eq!(left.eval_at(&[]), None);
         assert_eq!(left.min(right), Some(n));
         assert_eq!(left.max(right), Some(left));
-        assert_eq!(n.dec().dec().eval(&[1]), Some(0));
+        assert_eq!(n.dec().dec().eval_at(&[1]), Some(0));
         assert_eq!(Dim::constant(0).dec(), Dim::constant(0));
         let names = vec!["n".to_string()];
         assert_eq!(left.display(&names).to_string(), "max(n, 1)");
         assert_eq!(n.inc().display(&names).to_string(), "n+1");
+        assert_eq!(
+            Dim::of_var(1).dec().display(&names).to_string(),
+            "max(#1-1, 0)"
+        );
+    }
+
+    #[test]
+    fn parameter_lengths_are_their_formal_sizes() {
+        let index = |name: &str| (name == "n").then_some(0);
+        let size = Size::var("n").plus(-2);
+        assert_eq!(
+            dim_of_size(&size, &index).ok(),
+            Some(Dim::of_var(0).step(-2))
+        );
+        assert_eq!(
+            dim_of_size(&Size::lit(4), &index).ok(),
+            Some(Dim::constant(4))
+        );
+        let missing = dim_of_size(&Size::var("m"), &index).unwrap_err();
+        assert!(missing.to_string().contains("`m`"), "{missing}");
     }
 
     #[test]
     fn size_expressions_fold_and_check_overflow() {
-        let n = SizeExpr::dim(Dim::sym(0, 0, 0));
+        let n = SizeExpr::dim(Dim::of_var(0));
         let e = SizeExpr::add(SizeExpr::mul(n.clone(), SizeExpr::K(1)), SizeExpr::K(0));
         assert_eq!(e, n);
         assert_eq!(SizeExpr::max_of([n.clone(), n.clone(), SizeExpr::K(0)]), n);

@@ -179,7 +179,7 @@ use unfad_syntax::{Arena, Func};
 
 pub use compiled::{Compiled, RawFn};
 pub use error::JitError;
-pub use layout::{Component, Dim, PathStep, Shape};
+pub use layout::{Component, Dim, DimExt, PathStep, Shape};
 pub use parallel::{compile_parallel, compile_split_at};
 pub use text::{asm_text, clif_text, clif_text_parallel};
 

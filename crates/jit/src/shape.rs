@@ -17,7 +17,7 @@ use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
 use crate::error::{internal, unsupported, JitError, JitResult};
 use crate::fault;
-use crate::layout::Dim;
+use crate::layout::{dim_of_size, Dim};
 
 /// The shape of a value of ground type (or of a condition).
 #[derive(Clone, PartialEq, Debug)]
@@ -57,7 +57,7 @@ impl SShape {
                     .into(),
             ),
             Type::Array(n, elem) => {
-                SShape::arr(Dim::of_size(n, index)?, true, SShape::of_type(elem, index)?)
+                SShape::arr(dim_of_size(n, index)?, true, SShape::of_type(elem, index)?)
             }
             Type::Func(..) => {
                 return unsupported(format!(

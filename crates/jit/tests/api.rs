@@ -2,7 +2,7 @@
 
 mod common;
 
-use unfad_jit::{compile, Compiled, JitError, PathStep};
+use unfad_jit::{compile, Compiled, DimExt, JitError, PathStep};
 use unfad_test_support::load;
 
 #[test]
