@@ -114,7 +114,6 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
             } else {
                 (near_built, far_built)
             };
-            let n_in = b1.inputs.len();
             let Some(lens) = crossing_lens(&b1, &b2) else {
                 return Ok(None);
             };
@@ -125,10 +124,9 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
                 &mut module,
                 &mut entry,
                 [id1, id2],
-                n_in,
+                [&b1, &b2],
                 &lens,
-                (&results.first_route, results.second_route.as_deref()),
-                [(&b1.workspace, &b1.status), (&b2.workspace, &b2.status)],
+                &results,
             )?;
             compile_code(near_ctx, &*isa)?;
             compile_code(&mut entry, &*isa)?;
@@ -331,20 +329,20 @@ fn define_compiled(module: &mut JITModule, id: FuncId, ctx: &Context) -> JitResu
 
 /// The entry of a function cut in two: with the crossing values (of lengths `lens`) at
 /// the start of the workspace, it calls `parts[0]` with the inputs, writing them, then
-/// `parts[1]` with the inputs followed by them; both use the rest of the workspace, of
-/// `workspaces[k].0` reals for part `k`. When a part has a status cell (at `workspaces[k].1`
-/// in its workspace), the function has one after the parts' workspace: cleared first, it
-/// gets each such part's status after its call, and a failed first part ends the call.
-#[allow(clippy::too_many_arguments)]
+/// `parts[1]` with the inputs followed by them, their outputs routed by `results`; both use
+/// the rest of the workspace. When a part has a status cell, the function has one after
+/// the parts' workspace: cleared first, it gets each such part's status after its call,
+/// and a failed first part ends the call.
 pub(crate) fn build_entry(
     module: &mut JITModule,
     ctx: &mut Context,
     parts: [FuncId; 2],
-    n_in: usize,
+    built: [&Built; 2],
     lens: &[SizeExpr],
-    routes: (&[usize], Option<&[usize]>),
-    workspaces: [(&SizeExpr, &Option<SizeExpr>); 2],
+    results: &Results,
 ) -> JitResult<FuncId> {
+    let n_in = built[0].inputs.len();
+    let workspaces = built.map(|b| (&b.workspace, &b.status));
     let ptr = types::I64;
     let id = declare_in(module, ctx, ENTRY)?;
     let calls = parts.map(|p| module.declare_func_in_func(p, &mut ctx.func));
@@ -361,7 +359,7 @@ pub(crate) fn build_entry(
         let bytes = u32::try_from(8 * n.max(1)).unwrap_or(u32::MAX);
         b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 3))
     };
-    let (first_route, second_route) = routes;
+    let (first_route, second_route) = (&results.first_route, results.second_route.as_deref());
     let all_in = slot(&mut b, n_in + lens.len());
     let first_out = slot(&mut b, lens.len() + first_route.len());
     let flags = MemFlagsData::trusted();

@@ -35,15 +35,13 @@ pub fn clif_text_parallel(arena: &mut Arena, func: &Func) -> Result<String, JitE
                 .as_ref()
                 .and_then(|l| merge_results(&b1, &b2, &parts, l.len()));
             if let (Some(lens), Some(results)) = (lens, results) {
-                let n_in = b1.inputs.len();
                 build_entry(
                     &mut module,
                     &mut c0,
                     [id1, id2],
-                    n_in,
+                    [&b1, &b2],
                     &lens,
-                    (&results.first_route, results.second_route.as_deref()),
-                    [(&b1.workspace, &b1.status), (&b2.workspace, &b2.status)],
+                    &results,
                 )?;
                 return Ok(format!(
                     "; the first part (compiled on one thread)\n{}\n\n\

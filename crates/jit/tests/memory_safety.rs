@@ -10,21 +10,14 @@
 
 mod common;
 
-use common::{components, gradient, same};
+use common::{check_compiled, components, gradient, run_guarded};
 use serde_json::Value as Json;
-use unfad_interp::{args_from_json, eval_func};
+use unfad_interp::args_from_json;
 use unfad_jit::fault::{self, Fault};
-use unfad_jit::{compile, Compiled, JitError};
-use unfad_syntax::{print_func, Arena, Func};
+use unfad_jit::{compile, JitError};
+use unfad_syntax::print_func;
 use unfad_test_support::load;
 use unfad_testgen::{generate, Features, Generated};
-
-/// What guard cells hold: a NaN whose payload no program computes from the generated
-/// inputs (which have no NaN), and which arithmetic carries along; an output that has it
-/// read a guard cell.
-const GUARD: f64 = f64::from_bits(0x7ff8_dead_beef_0bad);
-const GUARD_PAYLOAD: u64 = 0x0000_dead_beef_0bad;
-const GUARD_CELLS: usize = 8;
 
 /// The sizes `(n, m)` every program runs at, beside its own input's.
 const SIZES: [(usize, usize); 9] = [
@@ -38,114 +31,6 @@ const SIZES: [(usize, usize); 9] = [
     (3, 1),
     (6, 2),
 ];
-
-/// `data` inside a buffer of guard cells.
-fn guarded(data: &[f64]) -> Vec<f64> {
-    let mut v = vec![GUARD; data.len() + 2 * GUARD_CELLS];
-    v[GUARD_CELLS..GUARD_CELLS + data.len()].copy_from_slice(data);
-    v
-}
-
-/// The buffer inside `v`'s guard cells, after checking that they are intact.
-fn unguard(v: &[f64], what: &str) -> Vec<f64> {
-    let n = v.len() - 2 * GUARD_CELLS;
-    let intact = |cells: &[f64]| cells.iter().all(|x| same(*x, GUARD));
-    assert!(
-        intact(&v[..GUARD_CELLS]),
-        "a write before the start of {what}"
-    );
-    assert!(
-        intact(&v[GUARD_CELLS + n..]),
-        "a write past the end of {what}"
-    );
-    v[GUARD_CELLS..GUARD_CELLS + n].to_vec()
-}
-
-/// Run `compiled` on `input` with every buffer inside guard cells, and check that the guard
-/// cells are intact afterwards: the outputs, or the call's error.
-fn run_guarded(
-    arena: &Arena,
-    func: &Func,
-    compiled: &Compiled,
-    input: &Json,
-) -> (Result<Vec<Vec<f64>>, JitError>, Vec<u64>) {
-    let (args, env) = args_from_json::<f64>(arena, func, input).unwrap();
-    let sizes: Vec<u64> = compiled
-        .size_vars()
-        .iter()
-        .map(|v| env.get(v).unwrap_or(0))
-        .collect();
-    let mut inputs = Vec::new();
-    for (a, &p) in args.iter().zip(&func.params) {
-        components(a, arena.var_type(p).unwrap(), &mut inputs);
-    }
-    let inputs: Vec<Vec<f64>> = inputs.iter().map(|d| guarded(d)).collect();
-    let mut outs: Vec<Vec<f64>> = compiled
-        .outputs()
-        .iter()
-        .map(|c| guarded(&vec![GUARD; c.len(&sizes).unwrap()]))
-        .collect();
-    let ws_len = compiled.workspace_len(&sizes);
-    let mut ws = guarded(&vec![GUARD; ws_len]);
-    let called = {
-        let ins: Vec<&[f64]> = inputs
-            .iter()
-            .map(|v| &v[GUARD_CELLS..v.len() - GUARD_CELLS])
-            .collect();
-        let mut out_slices: Vec<&mut [f64]> = outs
-            .iter_mut()
-            .map(|v| {
-                let end = v.len() - GUARD_CELLS;
-                &mut v[GUARD_CELLS..end]
-            })
-            .collect();
-        compiled.call(
-            &ins,
-            &sizes,
-            &mut out_slices,
-            &mut ws[GUARD_CELLS..GUARD_CELLS + ws_len],
-        )
-    };
-    for (k, v) in inputs.iter().enumerate() {
-        unguard(v, &format!("input component {k}"));
-    }
-    unguard(&ws, "the workspace");
-    let got: Vec<Vec<f64>> = outs
-        .iter()
-        .enumerate()
-        .map(|(k, v)| unguard(v, &format!("output component {k}")))
-        .collect();
-    if called.is_ok() {
-        for (k, v) in got.iter().enumerate() {
-            assert!(
-                !v.iter()
-                    .any(|x| x.to_bits() & GUARD_PAYLOAD == GUARD_PAYLOAD),
-                "output component {k} holds a guard cell's value: a read outside a buffer, \
-                 or a cell never written"
-            );
-        }
-    }
-    (called.map(|()| got), sizes)
-}
-
-/// Run `compiled` on `input` with every buffer guarded, and compare with the interpreter.
-fn check_guarded(arena: &Arena, func: &Func, compiled: &Compiled, input: &Json) {
-    let text = || print_func(arena, func);
-    let (args, _) = args_from_json::<f64>(arena, func, input).unwrap();
-    let expected = eval_func(arena, func, &args).unwrap_or_else(|e| panic!("{e}\n{}", text()));
-    let mut want = Vec::new();
-    components(&expected, &func.ret, &mut want);
-    let (got, sizes) = run_guarded(arena, func, compiled, input);
-    let got = got.unwrap_or_else(|e| panic!("{e}\n{}", text()));
-    assert_eq!(got.len(), want.len(), "output components\n{}", text());
-    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            g.len() == w.len() && g.iter().zip(w).all(|(x, y)| same(*x, *y)),
-            "output component {k} differs for input {input} (sizes {sizes:?}):\n native {g:?}\n interp {w:?}\n{}",
-            text()
-        );
-    }
-}
 
 /// Every input of `g` this test runs: its own, and one at each of [`SIZES`].
 fn inputs_of(g: &Generated, seed: u64) -> Vec<Json> {
@@ -169,7 +54,7 @@ fn random_programs_stay_in_their_buffers_at_every_size() {
         let compiled = compile(&prog.arena, &func)
             .unwrap_or_else(|e| panic!("{e}\n{}", print_func(&prog.arena, &func)));
         for input in inputs_of(&g, seed) {
-            check_guarded(&prog.arena, &func, &compiled, &input);
+            check_compiled(&prog.arena, &func, &compiled, &input);
         }
     }
 }
@@ -190,7 +75,7 @@ fn random_gradients_stay_in_their_buffers_at_every_size() {
             let compiled = compile(&prog.arena, &func)
                 .unwrap_or_else(|e| panic!("{e}\n{}", print_func(&prog.arena, &func)));
             for input in inputs_of(&g, seed) {
-                check_guarded(&prog.arena, &func, &compiled, &input);
+                check_compiled(&prog.arena, &func, &compiled, &input);
             }
             checked += 1;
         }
@@ -310,7 +195,7 @@ fn arrays_whose_lengths_differ_only_at_small_sizes_stay_in_their_buffers() {
         let (prog, func) = load(src);
         let compiled = compile(&prog.arena, &func).unwrap_or_else(|e| panic!("{e}\n{src}"));
         for input in uneven_inputs() {
-            check_guarded(&prog.arena, &func, &compiled, &input);
+            check_compiled(&prog.arena, &func, &compiled, &input);
         }
     }
 }

@@ -4,14 +4,16 @@
 
 use serde_json::Value as Json;
 use unfad_interp::{args_from_json, eval_func, Value};
-use unfad_jit::{compile, Compiled};
+use unfad_jit::{compile, Compiled, JitError};
 use unfad_syntax::{print_func, Arena, Func, Program, Type};
 use unfad_test_support::load;
 
-/// A value guard cells are filled with, to find writes outside a buffer or cells never
-/// written.
-const GUARD: f64 = -7.25e-123;
-const GUARD_CELLS: usize = 4;
+/// What guard cells hold: a NaN whose payload no program computes from the generated
+/// inputs (which have no NaN), and which arithmetic carries along; an output that has it
+/// read a guard cell.
+const GUARD: f64 = f64::from_bits(0x7ff8_dead_beef_0bad);
+const GUARD_PAYLOAD: u64 = 0x0000_dead_beef_0bad;
+const GUARD_CELLS: usize = 8;
 
 /// Number of leaf components of type `t` (arrays distribute over tuples).
 pub fn component_count(t: &Type) -> usize {
@@ -54,58 +56,108 @@ pub fn same(x: f64, y: f64) -> bool {
     x.to_bits() == y.to_bits()
 }
 
-/// The outputs of the native code for `input`, with the sizes it was run with.
-pub fn run_native(
+/// `data` inside a buffer of guard cells.
+pub fn guarded(data: &[f64]) -> Vec<f64> {
+    let mut v = vec![GUARD; data.len() + 2 * GUARD_CELLS];
+    v[GUARD_CELLS..GUARD_CELLS + data.len()].copy_from_slice(data);
+    v
+}
+
+/// The buffer inside `v`'s guard cells, after checking that they are intact.
+pub fn unguard(v: &[f64], what: &str) -> Vec<f64> {
+    let n = v.len() - 2 * GUARD_CELLS;
+    let intact = |cells: &[f64]| cells.iter().all(|x| same(*x, GUARD));
+    assert!(
+        intact(&v[..GUARD_CELLS]),
+        "a write before the start of {what}"
+    );
+    assert!(
+        intact(&v[GUARD_CELLS + n..]),
+        "a write past the end of {what}"
+    );
+    v[GUARD_CELLS..GUARD_CELLS + n].to_vec()
+}
+
+/// Run `compiled` on `input` with every buffer inside guard cells, and check that the guard
+/// cells are intact afterwards: the outputs, or the call's error.
+pub fn run_guarded(
     arena: &Arena,
     func: &Func,
     compiled: &Compiled,
     input: &Json,
-) -> (Vec<Vec<f64>>, Vec<u64>) {
+) -> (Result<Vec<Vec<f64>>, JitError>, Vec<u64>) {
     let (args, env) = args_from_json::<f64>(arena, func, input).unwrap();
     let sizes: Vec<u64> = compiled
         .size_vars()
         .iter()
-        // A size only seen inside an empty array is not bound by the input: any value fits.
         .map(|v| env.get(v).unwrap_or(0))
         .collect();
     let mut inputs = Vec::new();
     for (a, &p) in args.iter().zip(&func.params) {
         components(a, arena.var_type(p).unwrap(), &mut inputs);
     }
-    assert_eq!(inputs.len(), compiled.inputs().len());
-    for (c, data) in compiled.inputs().iter().zip(&inputs) {
-        assert_eq!(c.len(&sizes), Some(data.len()), "input layout");
-    }
-    // Every buffer is cut from a larger one whose tail is checked afterwards.
+    let inputs: Vec<Vec<f64>> = inputs.iter().map(|d| guarded(d)).collect();
     let mut outs: Vec<Vec<f64>> = compiled
         .outputs()
         .iter()
-        .map(|c| vec![GUARD; c.len(&sizes).unwrap() + GUARD_CELLS])
+        .map(|c| guarded(&vec![GUARD; c.len(&sizes).unwrap()]))
         .collect();
     let ws_len = compiled.workspace_len(&sizes);
-    let mut ws = vec![GUARD; ws_len + GUARD_CELLS];
-    {
-        let ins: Vec<&[f64]> = inputs.iter().map(|v| v.as_slice()).collect();
+    let mut ws = guarded(&vec![GUARD; ws_len]);
+    let called = {
+        let ins: Vec<&[f64]> = inputs
+            .iter()
+            .map(|v| &v[GUARD_CELLS..v.len() - GUARD_CELLS])
+            .collect();
         let mut out_slices: Vec<&mut [f64]> = outs
             .iter_mut()
             .map(|v| {
-                let n = v.len() - GUARD_CELLS;
-                &mut v[..n]
+                let end = v.len() - GUARD_CELLS;
+                &mut v[GUARD_CELLS..end]
             })
             .collect();
-        compiled
-            .call(&ins, &sizes, &mut out_slices, &mut ws[..ws_len])
-            .unwrap();
+        compiled.call(
+            &ins,
+            &sizes,
+            &mut out_slices,
+            &mut ws[GUARD_CELLS..GUARD_CELLS + ws_len],
+        )
+    };
+    for (k, v) in inputs.iter().enumerate() {
+        unguard(v, &format!("input component {k}"));
     }
-    for v in outs.iter_mut().chain(std::iter::once(&mut ws)) {
-        let n = v.len() - GUARD_CELLS;
-        assert!(
-            v[n..].iter().all(|x| x.to_bits() == GUARD.to_bits()),
-            "a write past the end of a buffer"
-        );
-        v.truncate(n);
+    unguard(&ws, "the workspace");
+    let got: Vec<Vec<f64>> = outs
+        .iter()
+        .enumerate()
+        .map(|(k, v)| unguard(v, &format!("output component {k}")))
+        .collect();
+    if called.is_ok() {
+        for (k, v) in got.iter().enumerate() {
+            assert!(
+                !v.iter()
+                    .any(|x| x.to_bits() & GUARD_PAYLOAD == GUARD_PAYLOAD),
+                "output component {k} holds a guard cell's value: a read outside a buffer, \
+                 or a cell never written"
+            );
+        }
     }
-    (outs, sizes)
+    (called.map(|()| got), sizes)
+}
+
+/// The outputs of the native code for `input` (every buffer guarded, see [`run_guarded`]),
+/// with the sizes it was run with.
+pub fn run_native(
+    arena: &Arena,
+    func: &Func,
+    compiled: &Compiled,
+    input: &Json,
+) -> (Vec<Vec<f64>>, Vec<u64>) {
+    let (outs, sizes) = run_guarded(arena, func, compiled, input);
+    (
+        outs.unwrap_or_else(|e| panic!("{e}\n{}", print_func(arena, func))),
+        sizes,
+    )
 }
 
 /// Compile `func`, run it on `input` natively and in the interpreter, and require equal

@@ -6,7 +6,7 @@ mod each_rule;
 
 use expect_test::{expect, Expect};
 use unfad_interp::{eval_func, value_to_json, Value};
-use unfad_syntax::{print_func, Type};
+use unfad_syntax::{print_func, Arena, Func, Type};
 use unfad_test_support::{close_json, load};
 
 use crate::{inline::inline_single_use, simplify_to_fixed_point};
@@ -28,6 +28,25 @@ pub(crate) fn sample(t: &Type, n: u64, seed: &mut f64) -> Value<f64> {
     }
 }
 
+/// `after` computes what `func` computes, at sizes 0, 1 and 3 (up to rounding).
+pub(crate) fn assert_same_values(arena: &Arena, func: &Func, after: &Func) {
+    for n in [0, 1, 3] {
+        let mut seed = 0.4;
+        let args: Vec<Value<f64>> = func
+            .param_types(arena)
+            .iter()
+            .map(|t| sample(t, n, &mut seed))
+            .collect();
+        let before = value_to_json(&eval_func(arena, func, &args).unwrap());
+        let now = value_to_json(&eval_func(arena, after, &args).unwrap());
+        assert!(
+            close_json(&before, &now, 1e-12),
+            "n = {n}: {before} became {now}\n{}",
+            print_func(arena, after)
+        );
+    }
+}
+
 pub(crate) fn check(src: &str, expect: Expect) {
     let (mut prog, func) = load(src);
     let opt = simplify_to_fixed_point(&mut prog.arena, &func);
@@ -35,21 +54,7 @@ pub(crate) fn check(src: &str, expect: Expect) {
     let opt = simplify_to_fixed_point(&mut prog.arena, &opt);
     crate::check_types(&mut prog.arena, &opt)
         .unwrap_or_else(|e| panic!("{e}\n{}", print_func(&prog.arena, &opt)));
-    for n in [0, 1, 3] {
-        let mut seed = 0.4;
-        let args: Vec<Value<f64>> = func
-            .param_types(&prog.arena)
-            .iter()
-            .map(|t| sample(t, n, &mut seed))
-            .collect();
-        let before = value_to_json(&eval_func(&prog.arena, &func, &args).unwrap());
-        let after = value_to_json(&eval_func(&prog.arena, &opt, &args).unwrap());
-        assert!(
-            close_json(&before, &after, 1e-12),
-            "n = {n}: {before} became {after}\n{}",
-            print_func(&prog.arena, &opt)
-        );
-    }
+    assert_same_values(&prog.arena, &func, &opt);
     expect.assert_eq(&print_func(&prog.arena, &opt));
 }
 
@@ -57,21 +62,7 @@ pub(crate) fn check(src: &str, expect: Expect) {
 pub(crate) fn check_optimized(src: &str, expect: Expect) {
     let (mut prog, func) = load(src);
     let opt = crate::optimize(&mut prog.arena, &func).unwrap_or_else(|e| panic!("{e}"));
-    for n in [0, 1, 3] {
-        let mut seed = 0.4;
-        let args: Vec<Value<f64>> = func
-            .param_types(&prog.arena)
-            .iter()
-            .map(|t| sample(t, n, &mut seed))
-            .collect();
-        let before = value_to_json(&eval_func(&prog.arena, &func, &args).unwrap());
-        let after = value_to_json(&eval_func(&prog.arena, &opt, &args).unwrap());
-        assert!(
-            close_json(&before, &after, 1e-12),
-            "n = {n}: {before} became {after}\n{}",
-            print_func(&prog.arena, &opt)
-        );
-    }
+    assert_same_values(&prog.arena, &func, &opt);
     expect.assert_eq(&print_func(&prog.arena, &opt));
 }
 
