@@ -162,11 +162,11 @@ fn foldl_of_reals() {
         src,
         expect![[r#"
             def f(xs: [n]real, w: real, u: real, h0: real): ([n]real, real, real, real) =
+              let S = scanl (h, x. tanh(w * h + u * x)) h0 xs in
               let G =
-                map2 (h, x.
-                  let v5 = w * h + u * x in
-                  let z = 1 - tanh(v5) * tanh(v5) in
-                  (w * z, u * z, h * z, x * z)) (shift1R (scanl (h_1, x_1. tanh(w * h_1 + u * x_1)) h0 xs)) xs
+                map2 (q, next.
+                  let z = 1 - next * next in
+                  (w * z, u * z, fst q * z, snd q * z)) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) xs) (shift1L S)
               in
               let A3 = scanr * 1 (shift1L (map (g. fst g) G)) in
               (
@@ -182,6 +182,25 @@ fn foldl_of_reals() {
         r#"{"xs": [0.5, -1, 2], "w": 0.7, "u": -0.3, "h0": 0.1}"#,
     );
     agrees(src, r#"{"xs": [], "w": 0.7, "u": -0.3, "h0": 0.1}"#);
+}
+
+#[test]
+fn foldl_with_constants_reads_each_next_state_from_the_scan() {
+    // The issue's plain recurrence: the states before each step are bound by a `let` (read
+    // by two maps), and the partial derivatives read `tanh(0.9 * h + a)` from the scan
+    // instead of computing it again.
+    let src = "def f(A: [n]real) = foldl (h, a. tanh(0.9 * h + a)) 0 A";
+    check(
+        src,
+        expect![[r#"
+            def f(A: [n]real): [n]real =
+              let S = scanl (h, a. tanh(0.9 * h + a)) 0 A in
+              map2 (a_1, next.
+                let b = 1 - next * next in
+                a_1 * b) (scanr * 1 (shift1L (map (next_1. 0.9 * (1 - next_1 * next_1)) (shift1L S)))) (shift1L S)
+        "#]],
+    );
+    agrees(src, r#"{"A": [0.5, -1, 2, 0.25]}"#);
 }
 
 #[test]
@@ -878,11 +897,11 @@ fn foldl_capturing_several_weights() {
         src,
         expect![[r#"
             def f(xs: [n]real, w: real, u: real, b: real, h0: real): ([n]real, real, real, real, real) =
+              let S = scanl (h, x. tanh(w * h + u * x + b)) h0 xs in
               let G =
-                map2 (h, x.
-                  let v5 = w * h + u * x + b in
-                  let z = 1 - tanh(v5) * tanh(v5) in
-                  (w * z, u * z, h * z, x * z, z)) (shift1R (scanl (h_1, x_1. tanh(w * h_1 + u * x_1 + b)) h0 xs)) xs
+                map2 (q, next.
+                  let z = 1 - next * next in
+                  (w * z, u * z, fst q * z, snd q * z, z)) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) xs) (shift1L S)
               in
               let A3 = scanr * 1 (shift1L (map (g. fst g) G)) in
               (

@@ -12,7 +12,8 @@ use unfad_syntax::{ExprId, Node, Type, Var};
 use crate::expand::{expand, replace_expansion};
 use crate::simplify::RuleCx;
 
-/// `map2 (h, x. ... e[h, x] ...) (shift1R S) X`, with `S = scanl (h', x'. e) z X` bound and
+/// `map2 (h, x. ... e[h, x] ...) (shift1R S) X` (the shift written there or bound by a
+/// `let`), with `S = scanl (h', x'. e) z X` bound and
 /// `e` doing a non-linear operation, reads `e[h, x]`, the next state, from `shift1L S`:
 /// `map2 (q, s. ...s...) (map2 (h, x. (h, x)) (shift1R S) X) (shift1L S)` (either operand
 /// order), or a `map2` of two of those arrays when the body no longer needs the third.
@@ -20,9 +21,18 @@ pub fn scan_next_element(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Map2(g, a, b) = cx.arena()[e] else {
         return None;
     };
-    let (states, elems, state_first) = match (cx.arena()[a], cx.arena()[b]) {
-        (Node::Shift1R(sv), _) => (sv, b, true),
-        (_, Node::Shift1R(sv)) => (sv, a, false),
+    // `shift1R S` written as the operand or bound by a `let` (read more than once).
+    let states_of = |cx: &RuleCx, x: ExprId| match cx.arena()[x] {
+        Node::Shift1R(sv) => Some(sv),
+        Node::Var(v) => match cx.arena()[cx.definition(v)?] {
+            Node::Shift1R(sv) => Some(sv),
+            _ => None,
+        },
+        _ => None,
+    };
+    let (states, elems, state_first) = match (states_of(cx, a), states_of(cx, b)) {
+        (Some(sv), _) => (sv, b, true),
+        (_, Some(sv)) => (sv, a, false),
         _ => return None,
     };
     let Node::Var(scan_var) = cx.arena()[states] else {
