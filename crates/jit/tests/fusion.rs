@@ -248,3 +248,30 @@ fn a_component_folded_where_it_is_made_is_never_stored() {
     check(again, &inputs);
     assert!(workspace_at(again, &[1000, 10]) >= 1000 * 10);
 }
+
+#[test]
+fn a_result_component_that_folds_a_column_is_folded_where_it_is_made() {
+    // The gradient of `sum(tanh(W x))` as the optimizer leaves it: the fold is a component
+    // of the result tuple, not bound by a `let`. The contributions to `x`'s adjoint are
+    // summed where each row makes them, never stored.
+    let src = "def f(W: [n][m]real, x: [m]real, E: [n]real) = \
+               let G = map2 (row, e. let z = 1 - e * e in (map (a. a * z) x, map (b. b * z) row)) W E in \
+               (reduce + 0 E, map (g. fst g) G, reduce (s, t. map2 + s t) zeros_like(x) (map (g. snd g) G))";
+    let inputs: Vec<Json> = [(0, 0), (0, 2), (1, 1), (3, 2), (6, 5)]
+        .iter()
+        .map(|&(n, m)| {
+            let w: Vec<Json> = (0..n).map(|i| vec_of(m, 0.3 + i as f64)).collect();
+            json!({"W": w, "x": vec_of(m, 1.1), "E": vec_of(n, 0.7)})
+        })
+        .collect();
+    check(src, &inputs);
+    // G's first components (n * m) and one element's room for the second (m), the two
+    // accumulators (2 m); not 2 n * m.
+    assert_eq!(workspace_at(src, &[1000, 10]), 1000 * 10 + 3 * 10);
+    // A component that reads the folded column too: stored, and summed from memory.
+    let again = "def f(W: [n][m]real, x: [m]real, E: [n]real) = \
+                 let G = map2 (row, e. let z = 1 - e * e in (map (a. a * z) x, map (b. b * z) row)) W E in \
+                 (map (g. snd g) G, reduce (s, t. map2 + s t) zeros_like(x) (map (g. snd g) G))";
+    check(again, &inputs);
+    assert!(workspace_at(again, &[1000, 10]) >= 2 * 1000 * 10);
+}

@@ -29,6 +29,15 @@ struct FoldPrep {
     src: Rc<Arr>,
 }
 
+/// What follows a fold that [`Translator::stored_then_folded`] runs in the loop storing
+/// the map it folds.
+enum AfterFold {
+    /// `let y = fold in rest`.
+    Let(Var, ExprId),
+    /// The fold is component `k` of the tuple `items`, the result.
+    Component(Vec<ExprId>, usize),
+}
+
 /// A component of a tuple whose loop may be fused with its siblings'.
 enum Prep {
     Fold(FoldPrep),
@@ -52,7 +61,9 @@ impl<'a> Translator<'a> {
     /// then not kept (one element's room, which every index reuses), and the accumulator
     /// may hold arrays. Reverse mode's combined pass makes that shape: per element, an
     /// operand's adjoint, kept, and the contributions to a captured array's adjoint,
-    /// summed. `None` (nothing emitted) for other terms.
+    /// summed. The fold may also be a component of the tuple `e2` (`(value, map (t. π_q t)
+    /// x, fold f z (map (t. π_path t) x))`, a gradient's result), the other components
+    /// reading only other columns of `x`. `None` (nothing emitted) for other terms.
     pub(super) fn stored_then_folded(
         &mut self,
         x: Var,
@@ -67,12 +78,34 @@ impl<'a> Translator<'a> {
         if !matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. }) || self.an.lazy_ok(x) {
             return Ok(None);
         }
-        let Node::Let(y, fold, rest) = arena[e2] else {
-            return Ok(None);
+        let (fold, after) = match arena[e2] {
+            Node::Let(y, fold, rest) => (fold, AfterFold::Let(y, rest)),
+            Node::Tuple(l) => {
+                let items = arena.exprs(l).to_vec();
+                // The first component that folds a column of `x`, which the others do not
+                // read.
+                let k = (0..items.len()).find(|&k| {
+                    let (Node::Reduce(_, z, src) | Node::Foldl(_, z, src)) = arena[items[k]] else {
+                        return false;
+                    };
+                    let Some(path) = column_of(arena, src, x).filter(|p| !p.is_empty()) else {
+                        return false;
+                    };
+                    !arena.free_vars(z).contains(&x)
+                        && (0..items.len())
+                            .all(|j| j == k || reads_other_columns(arena, items[j], x, &path))
+                });
+                match k {
+                    Some(k) => (items[k], AfterFold::Component(items, k)),
+                    None => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
         };
         let (Node::Reduce(f, z, src) | Node::Foldl(f, z, src)) = arena[fold] else {
             return Ok(None);
         };
+
         let (ps, body) = lambda(arena, f, 2, "a fold")?;
         let (pa, px) = (ps[0], ps[1]);
         let acc_shape = self.an.var_shape(pa)?.clone();
@@ -80,9 +113,12 @@ impl<'a> Translator<'a> {
             Vec::new()
         } else {
             match column_of(arena, src, x) {
-                Some(path) if !path.is_empty() && reads_other_columns(arena, rest, x, &path) => {
-                    path
-                }
+                Some(path) if !path.is_empty() => match &after {
+                    AfterFold::Let(_, rest) if reads_other_columns(arena, *rest, x, &path) => path,
+                    // The other components were checked when the fold was found.
+                    AfterFold::Component(..) => path,
+                    AfterFold::Let(..) => return Ok(None),
+                },
                 _ => return Ok(None),
             }
         };
@@ -151,12 +187,35 @@ impl<'a> Translator<'a> {
         self.bind(x, stored)?;
         // The fold's reading of `x` was just done.
         self.skip(src);
-        self.bind_let(y, folded)?;
-        let r = match into {
-            Some(p) => self.emit_into(rest, p)?,
-            None => self.emit(rest)?,
+        let r = match after {
+            AfterFold::Let(y, rest) => {
+                self.bind_let(y, folded)?;
+                let r = match into {
+                    Some(p) => self.emit_into(rest, p)?,
+                    None => self.emit(rest)?,
+                };
+                self.end_scope(&[y], &r);
+                r
+            }
+            AfterFold::Component(items, k) => {
+                let places = match into {
+                    Some(Place::Tuple(ps)) if ps.len() == items.len() => Some(ps.clone()),
+                    Some(_) => return internal("a tuple written to a place of another shape"),
+                    None => None,
+                };
+                let mut out = Vec::with_capacity(items.len());
+                for (j, &item) in items.iter().enumerate() {
+                    let v = match (j == k, &places) {
+                        (true, Some(ps)) => self.write(&folded, &ps[j])?,
+                        (true, None) => folded.clone(),
+                        (false, Some(ps)) => self.emit_into(item, &ps[j])?,
+                        (false, None) => self.emit(item)?,
+                    };
+                    out.push(v);
+                }
+                Val::Tuple(out.into())
+            }
         };
-        self.end_scope(&[y], &r);
         self.end_scope(&[x], &r);
         Ok(Some(r))
     }
