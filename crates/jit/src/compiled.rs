@@ -1,7 +1,8 @@
-//! A compiled function and its checked call: the whole `unsafe` boundary of the crate.
-//! Everything else is safe code that builds the function; here the native code is wrapped
-//! ([`RawFn`]), called after every length is checked against its layout
-//! ([`Compiled::call`]), and its memory freed when the last clone is dropped.
+//! A compiled function and its checked calls: the whole `unsafe` boundary of the
+//! workspace. Everything else is safe code that builds or calls the function; here the
+//! native code is wrapped ([`RawFn`]), called after every length is checked against its
+//! layout ([`Compiled::call`]) or bound once to checked arguments and run many times
+//! ([`Compiled::bind`], [`Bound`]), and its memory freed when the last clone is dropped.
 
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
