@@ -3,10 +3,12 @@
 //! which writes `docs/performance.md`).
 //!
 //! - [`suite`]: the programs, their inputs and hand-written Rust baselines;
-//! - [`native`]: calls of the compiled code without the facade's checks;
+//! - [`native`]: calls of the compiled code with the arguments checked once, not per call;
 //! - [`measure`]: timing, the cost model's ratio, fits of time against size;
 //! - [`report`]: the Markdown report and its SVG plot;
 //! - [`gradbench`]: the GradBench tool's own figures for its `gmm` module.
+
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 

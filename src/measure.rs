@@ -221,9 +221,9 @@ pub fn measure_point(
     let mut scratch = Vec::new();
     // Check the baselines against unfad before timing them.
     let hand_value = (prog.gradient)(&args, &mut grads, &mut scratch);
-    let mut agree = close((prog.primal)(&args), primal.run()) && close(hand_value, primal.run());
+    let mut agree = close((prog.primal)(&args), primal.run()?) && close(hand_value, primal.run()?);
     if let Some(g) = grad.as_mut() {
-        g.run();
+        g.run()?;
         let outs = g.outputs();
         agree &= close(outs[0][0], hand_value)
             && outs.len() == grads.len() + 1
@@ -233,8 +233,13 @@ pub fn measure_point(
                 .all(|(a, b)| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| close(*x, *y)));
     }
     let a = &args;
+    // A run that stops at a failed check is reported after the timing, as from the runs
+    // above (which passed with these same arguments).
+    let (mut failed_primal, mut failed_gradient) = (None, None);
     let mut f_primal = || {
-        black_box(primal.run());
+        if let Err(e) = black_box(primal.run()) {
+            failed_primal.get_or_insert(e);
+        }
     };
     let mut f_hand_primal = || {
         black_box((prog.primal)(black_box(a)));
@@ -246,7 +251,9 @@ pub fn measure_point(
     let t = match grad.as_mut() {
         Some(g) => {
             let mut f_grad = || {
-                black_box(g.run());
+                if let Err(e) = black_box(g.run()) {
+                    failed_gradient.get_or_insert(e);
+                }
             };
             let t = interleaved(
                 &mut [
@@ -270,6 +277,9 @@ pub fn measure_point(
             t
         }
     };
+    if let Some(e) = failed_primal.or(failed_gradient) {
+        return Err(e);
+    }
     let has_grad = !t[1].is_empty();
     let sizes =
         |vars: &[String]| -> Vec<u64> { vars.iter().map(|v| size.var(v).unwrap_or(0)).collect() };

@@ -18,45 +18,11 @@ use std::process::Command;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The JIT's boundary module: the one file allowed `unsafe` (it turns compiled code into a
-/// function pointer and calls it). Until the JIT's refactor moves it there,
-/// [`UNSAFE_BOUNDARY_TODAY`] stands in for it when this file does not exist.
+/// function pointer and calls it, checked per call or once for many runs).
 const UNSAFE_BOUNDARY: &str = "crates/jit/src/compiled.rs";
-
-/// Where the boundary lives before the JIT's refactor (remove once `compiled.rs` exists).
-const UNSAFE_BOUNDARY_TODAY: &str = "crates/jit/src/lib.rs";
-
-/// Files outside the boundary that still hold `unsafe`, with the reason. Each must still
-/// hold `unsafe` (remove it from the list as soon as it does not), so the list stays true;
-/// the crate roots of their libraries cannot forbid `unsafe_code` meanwhile.
-const UNSAFE_ELSEWHERE_FOR_NOW: &[(&str, &str)] = &[
-    (
-        "crates/jit/src/runtime.rs",
-        "its unit test turns the run-time functions' addresses into `extern \"C\" fn`s to \
-         compare them with the definitions",
-    ),
-    (
-        "crates/jit/tests/api.rs",
-        "a test calls the public `RawFn` (`Compiled::fn_ptr`) to check its ABI",
-    ),
-    (
-        "src/native.rs",
-        "the timing harness calls `RawFn` directly, to time the compiled code without the \
-         checked call's argument checks",
-    ),
-];
 
 /// Directories of the workspace whose Rust code is checked.
 const RUST_DIRS: &[&str] = &["crates", "src", "tests", "benches", "examples"];
-
-/// The workspace-relative path of the boundary module: [`UNSAFE_BOUNDARY`] if it exists,
-/// else [`UNSAFE_BOUNDARY_TODAY`].
-fn unsafe_boundary() -> &'static str {
-    if Path::new(ROOT).join(UNSAFE_BOUNDARY).exists() {
-        UNSAFE_BOUNDARY
-    } else {
-        UNSAFE_BOUNDARY_TODAY
-    }
-}
 
 /// Every `.rs` file under `dir` (workspace-relative), sorted; `target` and hidden
 /// directories are skipped.
@@ -285,21 +251,21 @@ fn code_is_formatted() {
 
 #[test]
 fn unsafe_code_only_in_the_jit_boundary_and_under_a_safety_comment() {
-    let boundary = unsafe_boundary();
+    assert!(
+        Path::new(ROOT).join(UNSAFE_BOUNDARY).exists(),
+        "the JIT's boundary module {UNSAFE_BOUNDARY} does not exist"
+    );
     let mut problems = Vec::new();
-    let mut holding = BTreeSet::new();
     for file in all_rust_files() {
         let text = read(&file);
         let code = code_only(&text);
         let lines: Vec<&str> = text.lines().collect();
-        let allowed = file == boundary || UNSAFE_ELSEWHERE_FOR_NOW.iter().any(|(f, _)| *f == file);
         for (k, line) in code.lines().enumerate() {
             for column in word_columns(line, "unsafe") {
-                holding.insert(file.clone());
                 let at = format!("{file}:{}", k + 1);
-                if !allowed {
+                if file != UNSAFE_BOUNDARY {
                     problems.push(format!(
-                        "{at}: `unsafe` outside the JIT's boundary module {boundary}"
+                        "{at}: `unsafe` outside the JIT's boundary module {UNSAFE_BOUNDARY}"
                     ));
                 }
                 if needs_safety_comment(line, column) && !has_safety_comment(&lines, k) {
@@ -308,14 +274,6 @@ fn unsafe_code_only_in_the_jit_boundary_and_under_a_safety_comment() {
                     ));
                 }
             }
-        }
-    }
-    for (file, reason) in UNSAFE_ELSEWHERE_FOR_NOW {
-        if !holding.contains(*file) {
-            problems.push(format!(
-                "{file} holds no `unsafe` any more: remove it from UNSAFE_ELSEWHERE_FOR_NOW \
-                 (listed because {reason})"
-            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -355,13 +313,9 @@ fn crate_roots() -> Vec<String> {
 
 #[test]
 fn every_other_crate_root_forbids_unsafe_code() {
-    let boundary = unsafe_boundary();
-    // A library root is exempt if its `src/` holds the boundary or a file still listed.
+    // The JIT's library root is exempt: its `src/` holds the boundary.
     let exempt = |root: &str| {
-        root.ends_with("src/lib.rs")
-            && std::iter::once(boundary)
-                .chain(UNSAFE_ELSEWHERE_FOR_NOW.iter().map(|(f, _)| *f))
-                .any(|f| f.starts_with(root.trim_end_matches("lib.rs")))
+        root.ends_with("src/lib.rs") && UNSAFE_BOUNDARY.starts_with(root.trim_end_matches("lib.rs"))
     };
     let missing: Vec<String> = crate_roots()
         .into_iter()

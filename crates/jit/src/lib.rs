@@ -35,6 +35,13 @@
 //! buffers must not overlap, except that inputs may overlap each other. The function never
 //! allocates, never calls `malloc`, and reads and writes only inside these buffers.
 //!
+//! A function that checks something at run time has a **status cell** in its workspace
+//! ([`Compiled::status_cell`]), which it clears when it starts: nonzero after a call, it
+//! says a check failed and the call stopped early, its outputs incomplete. A raw caller
+//! should read it after every call. [`Compiled::call`] checks every length and reads it;
+//! [`Compiled::bind`] checks once, for a [`Bound`] function to run many times at the cost
+//! of the raw call.
+//!
 //! Component lengths are functions of the sizes ([`Dim`]): they are the lengths the
 //! semantics computes, which are the formal sizes of the types except where an empty array
 //! was shifted (`scanl f z (shift1L A)` has one element at `n = 0` although its type says
@@ -177,7 +184,7 @@ mod value;
 use cranelift_module::Module;
 use unfad_syntax::{Arena, Func};
 
-pub use compiled::{Compiled, RawFn};
+pub use compiled::{Bound, Compiled, RawFn};
 pub use error::JitError;
 pub use layout::{Component, Dim, DimExt, PathStep, Shape};
 pub use parallel::{compile_parallel, compile_split_at};

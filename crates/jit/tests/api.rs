@@ -1,7 +1,9 @@
-//! The public API: layouts, the checked call, the raw function pointer, and errors.
+//! The public API: layouts, the checked call, the bound function, and errors (the raw
+//! function pointer is called in `compiled`'s unit tests, where `unsafe` is allowed).
 
 mod common;
 
+use unfad_jit::fault::{self, Fault};
 use unfad_jit::{compile, Compiled, DimExt, JitError, PathStep};
 use unfad_test_support::load;
 
@@ -128,30 +130,60 @@ fn a_short_workspace_is_refused() {
 }
 
 #[test]
-fn the_raw_function_pointer_follows_the_abi() {
+fn a_bound_function_is_checked_once_and_runs_like_the_checked_call() {
     let (prog, func) = load("def f(x: real, A: [n]real) = (map (a. a * x) A, sum(A))");
     let c = compile(&prog.arena, &func).unwrap();
-    let f = c.fn_ptr();
-    let x = [2.0];
-    let a = [1.0, 2.0, 3.0];
-    let inputs = [x.as_ptr(), a.as_ptr()];
-    let sizes = [3u64];
-    let mut scaled = [0.0; 3];
-    let mut total = [0.0];
-    let outputs = [scaled.as_mut_ptr(), total.as_mut_ptr()];
-    assert_eq!(c.workspace_len(&sizes), 0);
-    // SAFETY: the buffers have the lengths the layouts give for n = 3 and the workspace is
-    // empty, as checked just above.
-    unsafe {
-        f(
-            inputs.as_ptr(),
-            sizes.as_ptr(),
-            outputs.as_ptr(),
-            std::ptr::null_mut(),
-        )
-    };
-    assert_eq!(scaled, [2.0, 4.0, 6.0]);
-    assert_eq!(total, [6.0]);
+    let (x, a) = ([2.0], [1.0, 2.0, 3.0]);
+    // The same checks as the checked call, with the same messages.
+    for (inputs, sizes) in [
+        (vec![&x[..], &a[..]], vec![4u64]),
+        (vec![&x[..]], vec![3]),
+        (vec![&x[..], &a[..]], vec![]),
+    ] {
+        let mut outs = [vec![0.0; 3], vec![0.0]];
+        let mut outs: Vec<&mut [f64]> = outs.iter_mut().map(|o| o.as_mut_slice()).collect();
+        let called = c.call(&inputs, &sizes, &mut outs, &mut []).unwrap_err();
+        let bound = c.bind(&inputs, &sizes).unwrap_err();
+        assert!(matches!(&bound, JitError::Call(_)), "{bound}");
+        assert_eq!(bound, called);
+    }
+    let mut bound = c.bind(&[&x, &a], &[3]).unwrap();
+    assert_eq!(bound.sizes(), [3]);
+    assert_eq!(bound.outputs(), [vec![0.0; 3], vec![0.0]]);
+    for _ in 0..3 {
+        bound.run().unwrap();
+        assert_eq!(bound.outputs(), [vec![2.0, 4.0, 6.0], vec![6.0]]);
+    }
+    // The bound function keeps the native code alive.
+    drop(c);
+    bound.run().unwrap();
+    assert_eq!(bound.outputs()[1], [6.0]);
+}
+
+#[test]
+fn a_bound_function_reports_a_failed_run_time_check() {
+    // Writing a scan into memory checks at run time that its buffer has a row for the
+    // first accumulator. Under the deliberate mistake that a scan is no longer than its
+    // operand, that buffer is empty at n = 0 and the check fails.
+    let src = "def f(A: [n]real) = sum(scanl + 0 (shift1L A))";
+    let (prog, func) = load(src);
+    let c = fault::with(Fault::ScansNoLonger, || compile(&prog.arena, &func)).unwrap();
+    for n in [0usize, 2, 3] {
+        let sizes = [n as u64];
+        assert!(c.status_cell(&sizes).is_some(), "n = {n}");
+        let a: Vec<f64> = (0..n).map(|i| i as f64 + 1.0).collect();
+        let mut checked = [0.0];
+        let mut workspace = vec![0.0; c.workspace_len(&sizes)];
+        let called = c.call(&[&a], &sizes, &mut [&mut checked], &mut workspace);
+        let mut bound = c.bind(&[&a], &sizes).unwrap();
+        let ran = bound.run();
+        assert_eq!(ran, called, "n = {n}");
+        match ran {
+            Err(JitError::Check(_)) => assert_eq!(n, 0),
+            Ok(()) => assert_eq!(bound.outputs(), [checked.to_vec()]),
+            Err(e) => panic!("n = {n}: {e}"),
+        }
+    }
 }
 
 #[test]

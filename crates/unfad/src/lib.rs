@@ -43,8 +43,13 @@
 //!   be null when that is 0). The native code never allocates and touches no other memory.
 //!
 //! Buffers must not overlap (inputs may overlap each other). The pointer is valid while
-//! the `GradFn` (or a clone) is alive. [`GradFn::call`] does all of this safely: it checks
-//! every shape and size and returns an [`Error`] on a mismatch.
+//! the `GradFn` (or a clone) is alive. A function that checks something at run time has a
+//! status cell in its workspace ([`GradFn::status_cell`]): nonzero after a call, a check
+//! failed and the call stopped early; a raw caller should read it. [`GradFn::call`] does
+//! all of this safely: it checks every shape and size and returns an [`Error`] on a
+//! mismatch. To call the native code many times with the same components, as a benchmark
+//! does, [`GradFn::bind`] checks them once and gives a [`Bound`] function whose
+//! [`Bound::run`] costs what the raw call costs.
 //!
 //! Compiled functions are `Send + Sync`: they can be called from several threads at once
 //! (each call takes a workspace of its own from a pool).
@@ -67,7 +72,7 @@ use unfad_syntax::Type;
 pub use args::{component_count, Arg};
 use args::{is_single_component, Binder};
 pub use pipeline::Pipeline;
-pub use unfad_jit::RawFn;
+pub use unfad_jit::{Bound, JitError, RawFn};
 
 /// Why compiling or calling failed. `Display` gives a message a person can act on.
 #[derive(Debug, thiserror::Error)]
@@ -478,6 +483,21 @@ impl GradFn {
         self.compiled.fn_ptr()
     }
 
+    /// The native function bound to the ABI's input components (`inputs`, borrowed) and
+    /// `sizes`, every length checked once, here, with output buffers and a workspace of its
+    /// own: [`Bound::run`] then runs the native code without the per-call checks of
+    /// [`GradFn::call`] (see the crate docs). An [`Error::Argument`] if the components or
+    /// sizes do not fit.
+    pub fn bind<'a>(&self, inputs: &[&'a [f64]], sizes: &[u64]) -> Result<Bound<'a>, Error> {
+        bind(&self.compiled, inputs, sizes)
+    }
+
+    /// Where the status cell is in the workspace, if the native function checks something
+    /// at run time: nonzero after a raw call, a check failed and the call stopped early.
+    pub fn status_cell(&self, sizes: &[u64]) -> Option<usize> {
+        self.compiled.status_cell(sizes)
+    }
+
     /// Parameter names, in order.
     pub fn param_names(&self) -> &[String] {
         &self.names
@@ -570,6 +590,14 @@ fn prepare<'a>(
     Ok(direct)
 }
 
+/// [`Compiled::bind`], a call that does not fit being the caller's mistake.
+fn bind<'a>(compiled: &Compiled, inputs: &[&'a [f64]], sizes: &[u64]) -> Result<Bound<'a>, Error> {
+    compiled.bind(inputs, sizes).map_err(|e| match e {
+        JitError::Call(msg) => Error::Argument(msg),
+        e => Error::from(e),
+    })
+}
+
 /// Call the native code (through the checked call) with the prepared inputs.
 fn run_native(
     compiled: &Compiled,
@@ -648,6 +676,21 @@ impl Func {
     /// The native function; see the crate docs for its ABI. Valid while `self` lives.
     pub fn fn_ptr(&self) -> RawFn {
         self.compiled.fn_ptr()
+    }
+
+    /// The native function bound to the ABI's input components (`inputs`, borrowed) and
+    /// `sizes`, every length checked once, here, with output buffers and a workspace of its
+    /// own: [`Bound::run`] then runs the native code without the per-call checks of
+    /// [`Func::call`] (see the crate docs). An [`Error::Argument`] if the components or
+    /// sizes do not fit.
+    pub fn bind<'a>(&self, inputs: &[&'a [f64]], sizes: &[u64]) -> Result<Bound<'a>, Error> {
+        bind(&self.compiled, inputs, sizes)
+    }
+
+    /// Where the status cell is in the workspace, if the native function checks something
+    /// at run time: nonzero after a raw call, a check failed and the call stopped early.
+    pub fn status_cell(&self, sizes: &[u64]) -> Option<usize> {
+        self.compiled.status_cell(sizes)
     }
 
     /// Parameter names, in order.

@@ -126,6 +126,31 @@ fn call_into_reuses_the_output() {
 }
 
 #[test]
+fn a_bound_function_runs_the_native_code_on_components_checked_once() {
+    let engine = Engine::new();
+    let src = "def f(A: [n]real, x: real) = reduce + 0 (map (a. a * a * x) A)";
+    let g = engine.compile_grad(src).unwrap();
+    let f = engine.compile(src).unwrap();
+    let (a, x) = ([1.0, 2.0, 3.0], [2.0]);
+    let mut bound = g.bind(&[&a, &x], &[3]).unwrap();
+    for _ in 0..2 {
+        bound.run().unwrap();
+        assert_eq!(
+            bound.outputs(),
+            [vec![28.0], vec![4.0, 8.0, 12.0], vec![14.0]]
+        );
+    }
+    let mut primal = f.bind(&[&a, &x], &[3]).unwrap();
+    primal.run().unwrap();
+    assert_eq!(primal.outputs(), [vec![28.0]]);
+    assert_eq!(f.status_cell(&[3]), None);
+    // Components that do not fit the sizes are the caller's mistake.
+    for bad in [g.bind(&[&a, &x], &[4]), g.bind(&[&a], &[3])] {
+        assert!(matches!(bad, Err(Error::Argument(_))), "{bad:?}");
+    }
+}
+
+#[test]
 fn calls_from_several_threads_at_once() {
     let grad = Engine::new()
         .compile_grad("def f(A: [n]real) = reduce + 0 (map2 (a, b. sin(a) * b) A A)")
