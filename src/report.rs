@@ -9,7 +9,7 @@ use plotters::prelude::*;
 
 use crate::gradbench::GmmFigures;
 use crate::measure::{fit, Budget, Measured, Point};
-use crate::suite::{Program, Size};
+use crate::suite::{Family, Program, Size};
 
 /// The command that regenerates the report.
 pub const COMMAND: &str = "cargo run --release -p unfad-suite --bin perf-report";
@@ -245,6 +245,7 @@ impl Report<'_> {
         if let Some(g) = gmm {
             gradbench_section(&mut s, g);
         }
+        self.plain(&mut s);
         self.summary(&mut s);
         self.scaling(&mut s);
         self.details(&mut s);
@@ -387,6 +388,51 @@ impl Report<'_> {
              continuations (what partial evaluation turns the continuations into anyway), fewer \
              passes of the optimizer over the whole term, and less code per loop.\n"
         );
+    }
+
+    /// The plain family (issue 17) as a group: unfad against the hand-written code at each
+    /// program's largest size.
+    fn plain(&self, s: &mut String) {
+        let plain: Vec<&Measured> = self
+            .measured
+            .iter()
+            .filter(|m| {
+                self.program(m.name)
+                    .is_some_and(|p| p.family == Family::Plain)
+            })
+            .collect();
+        if plain.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "## Plainly written programs (issue 17)\n\n\
+             Programs written the way a new user would write them, with nothing hoisted or \
+             fused by hand (`Family::Plain` in `src/suite.rs`), against hand-written Rust that \
+             hoists what does not change inside a loop and accumulates the gradients in place. \
+             At each program's largest size:\n\n\
+             | program | p | size | primal: unfad / hand | gradient: unfad / hand | unfad gradient / primal | hand gradient / primal |\n\
+             |---|---:|---:|---:|---:|---:|---:|"
+        );
+        for m in plain {
+            let Some(pt) = m.points.last() else { continue };
+            let grad = match (pt.gradient_vs_hand, &m.gradient_error) {
+                (Some(r), _) => x(r),
+                (None, Some(e)) => format!("no gradient yet: {e}"),
+                (None, None) => "-".into(),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {grad} | {} | {} |",
+                m.name,
+                m.p,
+                pt.size.label(),
+                x(pt.primal_vs_hand),
+                opt(pt.ratio),
+                x(pt.hand_ratio),
+            );
+        }
+        s.push('\n');
     }
 
     fn summary(&self, s: &mut String) {

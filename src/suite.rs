@@ -3,47 +3,69 @@
 //! the note explaining where its measured gradient/primal ratio and the cost model's
 //! ratio differ.
 //!
-//! The suite covers the nesting depths p = 0 (scalar code), 1 (single loops over `[n]`
-//! arrays) and 2 (loops over `[n][m]` data). A program whose gradient reverse mode does
-//! not handle yet is kept: its primal is still measured, and the report shows the reason.
+//! The suite has two families. The core programs cover the nesting depths p = 0 (scalar
+//! code), 1 (single loops over `[n]` arrays) and 2 (loops over `[n][m]` data). The plain
+//! programs (issue 17) are what users commonly write (a small network, a mixture model's
+//! likelihood, regressions, stencils, a loss with a branch), written the obvious way with
+//! nothing hoisted or fused by hand, to measure unfad on code nobody tuned for it. A
+//! program whose gradient reverse mode does not handle yet is kept: its primal is still
+//! measured, and the report shows the reason.
 
-/// The sizes of one measurement: `n` (and `m` for `[n][m]` data; 0 when unused).
+/// The sizes of one measurement: `n` (and `m` for `[n][m]` data, `k` for a third
+/// dimension such as hidden units, classes or mixture components; 0 when unused).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size {
     pub n: usize,
     pub m: usize,
+    pub k: usize,
 }
 
 impl Size {
     pub const fn scalar() -> Size {
-        Size { n: 0, m: 0 }
+        Size { n: 0, m: 0, k: 0 }
     }
 
     pub const fn n(n: usize) -> Size {
-        Size { n, m: 0 }
+        Size { n, m: 0, k: 0 }
     }
 
     pub const fn nm(n: usize, m: usize) -> Size {
-        Size { n, m }
+        Size { n, m, k: 0 }
     }
 
-    /// The value of a size variable (`n` or `m`).
+    pub const fn nmk(n: usize, m: usize, k: usize) -> Size {
+        Size { n, m, k }
+    }
+
+    /// The value of a size variable (`n`, `m` or `k`).
     pub fn var(&self, name: &str) -> Option<u64> {
         match name {
             "n" => Some(self.n as u64),
             "m" => Some(self.m as u64),
+            "k" => Some(self.k as u64),
             _ => None,
         }
     }
 
     /// How the size reads in a table.
     pub fn label(&self) -> String {
-        match (self.n, self.m) {
-            (0, 0) => "-".into(),
-            (n, 0) => n.to_string(),
-            (n, m) => format!("{n}x{m}"),
+        match (self.n, self.m, self.k) {
+            (0, 0, 0) => "-".into(),
+            (n, 0, 0) => n.to_string(),
+            (n, m, 0) => format!("{n}x{m}"),
+            (n, m, k) => format!("{n}x{m}, k={k}"),
         }
     }
+}
+
+/// Which family of the suite a program belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// The programs chosen to cover each nesting depth, some written with unfad in mind.
+    Core,
+    /// Programs written the way a new user would write them, nothing hoisted or fused by
+    /// hand (issue 17): unfad's gradient should still run at hand-written speed.
+    Plain,
 }
 
 /// One argument: a real, or an array of reals (row-major, with its shape).
@@ -117,6 +139,7 @@ pub struct Program {
     pub what: &'static str,
     /// The nesting depth of array operations it is meant to cover (checked against NAO).
     pub p: u32,
+    pub family: Family,
     /// The program, in unfad's language (its last definition is the entry point).
     pub source: &'static str,
     pub sizes: &'static [Size],
@@ -156,14 +179,22 @@ const MATRIX: &[Size] = &[
     Size::nm(10_000, 100),
 ];
 
-/// The suite, by nesting depth.
+/// The suite: the core programs by nesting depth, then the plain ones.
 pub fn programs() -> Vec<Program> {
+    let mut all = core();
+    all.extend(plain());
+    all
+}
+
+/// The core family, by nesting depth.
+fn core() -> Vec<Program> {
     vec![
         // ---- p = 0 ----------------------------------------------------------------------
         Program {
             name: "intro",
             what: "the paper's introductory term x1*x2*x1",
             p: 0,
+            family: Family::Core,
             source: include_str!("../examples/intro.ad"),
             sizes: SCALAR,
             inputs: |_| vec![Data::Real(2.0), Data::Real(3.0), Data::Real(5.0)],
@@ -185,6 +216,7 @@ pub fn programs() -> Vec<Program> {
             name: "scalar",
             what: "straight-line code with sin, exp, log and a division",
             p: 0,
+            family: Family::Core,
             source: "def f(x: real, y: real, z: real): real =\n  \
                      let a = sin(x) * y in\n  \
                      let b = exp(a - z) in\n  \
@@ -218,6 +250,7 @@ pub fn programs() -> Vec<Program> {
             name: "sum",
             what: "sum of an array",
             p: 1,
+            family: Family::Core,
             source: include_str!("../examples/sum.ad"),
             sizes: VECTOR,
             inputs: |s| vec![vector(1, s.n, |r| r)],
@@ -243,6 +276,7 @@ pub fn programs() -> Vec<Program> {
             name: "dot",
             what: "dot product",
             p: 1,
+            family: Family::Core,
             source: include_str!("../examples/dot.ad"),
             sizes: VECTOR,
             inputs: |s| vec![vector(2, s.n, |r| r), vector(3, s.n, |r| r)],
@@ -271,6 +305,7 @@ pub fn programs() -> Vec<Program> {
             name: "prod",
             what: "product of an array (prefix and suffix products)",
             p: 1,
+            family: Family::Core,
             source: include_str!("../examples/prod.ad"),
             sizes: VECTOR,
             // Factors near 1, so that the product neither overflows nor becomes subnormal.
@@ -303,6 +338,7 @@ pub fn programs() -> Vec<Program> {
             name: "logsumexp",
             what: "log-sum-exp, stabilised by the maximum",
             p: 1,
+            family: Family::Core,
             source: include_str!("../examples/logsumexp.ad"),
             sizes: VECTOR,
             inputs: |s| vec![vector(5, s.n, |r| 3.0 * r)],
@@ -342,6 +378,7 @@ pub fn programs() -> Vec<Program> {
             name: "sumexpsin",
             what: "sum of exp(a) * sin(b) over two arrays",
             p: 1,
+            family: Family::Core,
             source: "def f(A: [n]real, B: [n]real): real =\n  \
                      reduce + 0 (map2 (a, b. exp(a) * sin(b)) A B)",
             sizes: VECTOR,
@@ -373,6 +410,7 @@ pub fn programs() -> Vec<Program> {
             name: "leastsq",
             what: "squared residuals of a scalar fit, w * A - B",
             p: 1,
+            family: Family::Core,
             source: "def leastsq(A: [n]real, B: [n]real, w: real): real =\n  \
                      reduce + 0 (map2 (a, b. (w * a - b) * (w * a - b)) A B)",
             sizes: VECTOR,
@@ -414,6 +452,7 @@ pub fn programs() -> Vec<Program> {
             name: "recurrence",
             what: "h <- tanh(w h + u x) folded over the inputs, squared",
             p: 1,
+            family: Family::Core,
             source: include_str!("../examples/recurrence.ad"),
             sizes: VECTOR,
             inputs: |s| {
@@ -464,6 +503,7 @@ pub fn programs() -> Vec<Program> {
             name: "matvec_sq",
             what: "sum of the squares of M x, row by row",
             p: 2,
+            family: Family::Core,
             source: "def f(M: [n][m]real, x: [m]real): real =\n  \
                      sum(map (r. let d = dot(r, x) in d * d) M)",
             sizes: MATRIX,
@@ -506,6 +546,7 @@ pub fn programs() -> Vec<Program> {
             name: "neural_layer",
             what: "dense tanh layer with a squared loss",
             p: 2,
+            family: Family::Core,
             source: include_str!("../examples/neural_layer.ad"),
             sizes: MATRIX,
             inputs: |s| {
@@ -562,6 +603,7 @@ pub fn programs() -> Vec<Program> {
             name: "row_lse",
             what: "sum over the rows of their log-sum-exp",
             p: 2,
+            family: Family::Core,
             source: "def f(M: [n][m]real): real =\n  \
                      sum(map (r. let mx = reduce max (-1e300) r in \
                      mx + log(sum(map (t. exp(t - mx)) r))) M)",
@@ -625,4 +667,702 @@ fn lse(row: &[f64]) -> f64 {
         s += (t - mx).exp();
     }
     mx + s.ln()
+}
+
+/// Square matrices, up to 1000 x 1000.
+const SQUARE: &[Size] = &[
+    Size::nm(10, 10),
+    Size::nm(30, 30),
+    Size::nm(100, 100),
+    Size::nm(300, 300),
+    Size::nm(1_000, 1_000),
+];
+/// A batch of `n` examples of 32 features through 32 hidden units.
+const BATCH_HIDDEN: &[Size] = &[
+    Size::nmk(10, 32, 32),
+    Size::nmk(100, 32, 32),
+    Size::nmk(1_000, 32, 32),
+    Size::nmk(3_000, 32, 32),
+];
+/// A batch of `n` examples of 32 features in 10 classes.
+const BATCH_CLASSES: &[Size] = &[
+    Size::nmk(10, 32, 10),
+    Size::nmk(100, 32, 10),
+    Size::nmk(1_000, 32, 10),
+    Size::nmk(10_000, 32, 10),
+];
+/// `n` points of 10 dimensions under 25 components (GradBench's gmm sizes at n = 1000).
+const MIXTURE: &[Size] = &[
+    Size::nmk(10, 10, 25),
+    Size::nmk(100, 10, 25),
+    Size::nmk(1_000, 10, 25),
+    Size::nmk(3_000, 10, 25),
+];
+
+/// The plain family (issue 17): programs written as a new user would write them, the
+/// obvious way, with nothing hoisted out of a loop or fused by hand; their hand-written
+/// baselines are what a competent engineer would write (reverse mode derived by hand,
+/// loop invariants hoisted, gradients accumulated in place).
+fn plain() -> Vec<Program> {
+    vec![
+        Program {
+            name: "mlp_tanh",
+            what: "two-layer perceptron with tanh hidden units, squared error over a batch",
+            p: 3,
+            family: Family::Plain,
+            source: "def mlp(X: [n][m]real, W1: [k][m]real, b1: [k]real, w2: [k]real, y: [n]real): real =\n  \
+                     sum(map2 (x, t.\n    \
+                     let h = map2 (row, b. tanh(dot(row, x) + b)) W1 b1 in\n    \
+                     let out = dot(w2, h) in\n    \
+                     (out - t) * (out - t)) X y)",
+            sizes: BATCH_HIDDEN,
+            inputs: |s| {
+                let (sm, sk) = (scale(s.m), scale(s.k));
+                vec![
+                    matrix(20, s.n, s.m, |r| r),
+                    matrix(21, s.k, s.m, move |r| r * sm),
+                    vector(22, s.k, |r| 0.1 * r),
+                    vector(23, s.k, move |r| r * sk),
+                    vector(24, s.n, |r| 0.5 * r),
+                ]
+            },
+            primal: |d| {
+                let (x, w1, b1, w2, y) = (arr(d, 0), arr(d, 1), arr(d, 2), arr(d, 3), arr(d, 4));
+                let m = cols(&d[0]);
+                let mut s = 0.0;
+                for (xi, t) in x.chunks_exact(m).zip(y) {
+                    let mut out = 0.0;
+                    for (row, (b, v)) in w1.chunks_exact(m).zip(b1.iter().zip(w2)) {
+                        out += v * (dot(row, xi) + b).tanh();
+                    }
+                    s += (out - t) * (out - t);
+                }
+                s
+            },
+            gradient: |d, g, h| {
+                let (x, w1, b1, w2, y) = (arr(d, 0), arr(d, 1), arr(d, 2), arr(d, 3), arr(d, 4));
+                let m = cols(&d[0]);
+                let [gx, gw1, gb1, gw2, gy] = g else {
+                    return f64::NAN;
+                };
+                gw1.fill(0.0);
+                gb1.fill(0.0);
+                gw2.fill(0.0);
+                h.clear();
+                h.resize(b1.len(), 0.0);
+                let mut s = 0.0;
+                for (i, (xi, gxi)) in x.chunks_exact(m).zip(gx.chunks_exact_mut(m)).enumerate() {
+                    let mut out = 0.0;
+                    for (j, row) in w1.chunks_exact(m).enumerate() {
+                        h[j] = (dot(row, xi) + b1[j]).tanh();
+                        out += w2[j] * h[j];
+                    }
+                    let r = out - y[i];
+                    s += r * r;
+                    let dout = 2.0 * r;
+                    gy[i] = -dout;
+                    gxi.fill(0.0);
+                    for (j, (row, grow)) in w1.chunks_exact(m).zip(gw1.chunks_exact_mut(m)).enumerate() {
+                        gw2[j] += dout * h[j];
+                        let da = dout * w2[j] * (1.0 - h[j] * h[j]);
+                        gb1[j] += da;
+                        for c in 0..m {
+                            grow[c] += da * xi[c];
+                            gxi[c] += da * row[c];
+                        }
+                    }
+                }
+                s
+            },
+            note: "",
+        },
+        Program {
+            name: "softmax_ce",
+            what: "softmax cross-entropy of a linear model against one-hot labels",
+            p: 3,
+            family: Family::Plain,
+            source: "def softmax_ce(X: [n][m]real, W: [k][m]real, Y: [n][k]real): real =\n  \
+                     sum(map2 (x, y.\n    \
+                     let z = map (row. dot(row, x)) W in\n    \
+                     let lse = log(sum(map (zc. exp(zc)) z)) in\n    \
+                     sum(map2 (yc, zc. yc * (lse - zc)) y z)) X Y)",
+            sizes: BATCH_CLASSES,
+            inputs: |s| {
+                let sm = scale(s.m);
+                let mut labels = vec![0.0; s.n * s.k];
+                for i in 0..s.n {
+                    let class = ((noise(27, i) + 1.0) / 2.0 * s.k as f64) as usize;
+                    labels[i * s.k + class.min(s.k.max(1) - 1)] = 1.0;
+                }
+                vec![
+                    matrix(25, s.n, s.m, |r| r),
+                    matrix(26, s.k, s.m, move |r| 2.0 * r * sm),
+                    Data::Array(labels, vec![s.n, s.k]),
+                ]
+            },
+            primal: |d| {
+                let (x, w, labels) = (arr(d, 0), arr(d, 1), arr(d, 2));
+                let (m, k) = (cols(&d[0]), cols(&d[2]));
+                let mut z = vec![0.0; k];
+                let mut s = 0.0;
+                for (xi, yi) in x.chunks_exact(m).zip(labels.chunks_exact(k)) {
+                    let mut sum_exp = 0.0;
+                    for (zc, row) in z.iter_mut().zip(w.chunks_exact(m)) {
+                        *zc = dot(row, xi);
+                        sum_exp += zc.exp();
+                    }
+                    let lse = sum_exp.ln();
+                    for (yc, zc) in yi.iter().zip(&z) {
+                        s += yc * (lse - zc);
+                    }
+                }
+                s
+            },
+            gradient: |d, g, scratch| {
+                let (x, w, labels) = (arr(d, 0), arr(d, 1), arr(d, 2));
+                let (m, k) = (cols(&d[0]), cols(&d[2]));
+                let [gx, gw, gy] = g else {
+                    return f64::NAN;
+                };
+                gw.fill(0.0);
+                scratch.clear();
+                scratch.resize(2 * k, 0.0);
+                let (z, e) = scratch.split_at_mut(k);
+                let mut s = 0.0;
+                let rows = x.chunks_exact(m).zip(gx.chunks_exact_mut(m));
+                for ((xi, gxi), (yi, gyi)) in rows.zip(labels.chunks_exact(k).zip(gy.chunks_exact_mut(k))) {
+                    let mut sum_exp = 0.0;
+                    for c in 0..k {
+                        z[c] = dot(&w[c * m..(c + 1) * m], xi);
+                        e[c] = z[c].exp();
+                        sum_exp += e[c];
+                    }
+                    let lse = sum_exp.ln();
+                    let mut weight = 0.0;
+                    for c in 0..k {
+                        s += yi[c] * (lse - z[c]);
+                        gyi[c] = lse - z[c];
+                        weight += yi[c];
+                    }
+                    gxi.fill(0.0);
+                    for (c, (row, grow)) in w.chunks_exact(m).zip(gw.chunks_exact_mut(m)).enumerate() {
+                        let dz = weight * e[c] / sum_exp - yi[c];
+                        for j in 0..m {
+                            grow[j] += dz * xi[j];
+                            gxi[j] += dz * row[j];
+                        }
+                    }
+                }
+                s
+            },
+            note: "",
+        },
+        Program {
+            name: "gmm_plain",
+            what: "log-likelihood of a diagonal Gaussian mixture, exp(q) inside the map over points",
+            p: 3,
+            family: Family::Plain,
+            source: "def logsumexp(v: [k]real): real =\n  \
+                     let mx = reduce max (-1e300) v in\n  \
+                     mx + log(sum(map (t. exp(t - mx)) v))\n\n\
+                     def component(x: [m]real, a: real, mu: [m]real, q: [m]real): real =\n  \
+                     let z = map2 (xd, md. xd - md) x mu in\n  \
+                     let s = map2 (qd, zd. exp(qd) * zd) q z in\n  \
+                     a + sum(q) - 0.5 * sum(map (t. t * t) s)\n\n\
+                     def gmm(alpha: [k]real, means: [k][m]real, q: [k][m]real, X: [n][m]real): real =\n  \
+                     let comps = map2 (mu, qk. (mu, qk)) means q in\n  \
+                     sum(map (x. logsumexp(map2 (a, c. component(x, a, fst c, snd c)) alpha comps)) X)",
+            sizes: MIXTURE,
+            inputs: |s| {
+                vec![
+                    vector(30, s.k, |r| r),
+                    matrix(31, s.k, s.m, |r| r),
+                    matrix(32, s.k, s.m, |r| 0.3 * r),
+                    matrix(33, s.n, s.m, |r| r),
+                ]
+            },
+            primal: |d| {
+                let (alpha, mu, q, x) = (arr(d, 0), arr(d, 1), arr(d, 2), arr(d, 3));
+                let m = cols(&d[1]);
+                // exp(2 q) and alpha + sum(q) once per component, not once per point.
+                let e2: Vec<f64> = q.iter().map(|v| (2.0 * v).exp()).collect();
+                let base: Vec<f64> = alpha
+                    .iter()
+                    .zip(q.chunks_exact(m))
+                    .map(|(a, qc)| a + qc.iter().sum::<f64>())
+                    .collect();
+                let mut terms = vec![0.0; alpha.len()];
+                let mut s = 0.0;
+                for xi in x.chunks_exact(m) {
+                    for (c, t) in terms.iter_mut().enumerate() {
+                        let mut sq = 0.0;
+                        for j in 0..m {
+                            let z = xi[j] - mu[c * m + j];
+                            sq += e2[c * m + j] * z * z;
+                        }
+                        *t = base[c] - 0.5 * sq;
+                    }
+                    s += lse(&terms);
+                }
+                s
+            },
+            gradient: |d, g, scratch| {
+                let (alpha, mu, q, x) = (arr(d, 0), arr(d, 1), arr(d, 2), arr(d, 3));
+                let (m, k) = (cols(&d[1]), alpha.len());
+                let [galpha, gmu, gq, gx] = g else {
+                    return f64::NAN;
+                };
+                galpha.fill(0.0);
+                gmu.fill(0.0);
+                gq.fill(0.0);
+                scratch.clear();
+                scratch.resize(k * m + 2 * k, 0.0);
+                let (e2, rest) = scratch.split_at_mut(k * m);
+                let (base, w) = rest.split_at_mut(k);
+                for (e, v) in e2.iter_mut().zip(q) {
+                    *e = (2.0 * v).exp();
+                }
+                for (c, b) in base.iter_mut().enumerate() {
+                    *b = alpha[c] + q[c * m..(c + 1) * m].iter().sum::<f64>();
+                }
+                let mut s = 0.0;
+                for (xi, gxi) in x.chunks_exact(m).zip(gx.chunks_exact_mut(m)) {
+                    let mut mx = -1e300f64;
+                    for c in 0..k {
+                        let mut sq = 0.0;
+                        for j in 0..m {
+                            let z = xi[j] - mu[c * m + j];
+                            sq += e2[c * m + j] * z * z;
+                        }
+                        w[c] = base[c] - 0.5 * sq;
+                        mx = mx.max(w[c]);
+                    }
+                    let mut sum_exp = 0.0;
+                    for wc in w.iter_mut() {
+                        *wc = (*wc - mx).exp();
+                        sum_exp += *wc;
+                    }
+                    s += mx + sum_exp.ln();
+                    // w becomes the posterior of each component (the softmax).
+                    gxi.fill(0.0);
+                    for c in 0..k {
+                        let wc = w[c] / sum_exp;
+                        galpha[c] += wc;
+                        for j in 0..m {
+                            let at = c * m + j;
+                            let z = xi[j] - mu[at];
+                            let wz = wc * e2[at] * z;
+                            gmu[at] += wz;
+                            gq[at] += wc - wz * z;
+                            gxi[j] -= wz;
+                        }
+                    }
+                }
+                s
+            },
+            note: "",
+        },
+        Program {
+            name: "matvec_tanh",
+            what: "sum of tanh of the rows' dot products with x",
+            p: 2,
+            family: Family::Plain,
+            source: "def f(W: [n][m]real, x: [m]real): real =\n  \
+                     reduce + 0 (map (row. tanh(reduce + 0 (map2 * row x))) W)",
+            sizes: SQUARE,
+            inputs: |s| {
+                let sm = scale(s.m);
+                vec![matrix(34, s.n, s.m, move |r| r * sm), vector(35, s.m, |r| r)]
+            },
+            primal: |d| {
+                let (w, x) = (arr(d, 0), arr(d, 1));
+                let mut s = 0.0;
+                for row in w.chunks_exact(cols(&d[0])) {
+                    s += dot(row, x).tanh();
+                }
+                s
+            },
+            gradient: |d, g, _| {
+                let (w, x) = (arr(d, 0), arr(d, 1));
+                let m = cols(&d[0]);
+                let (gw, gx) = two(g);
+                gx.fill(0.0);
+                let mut s = 0.0;
+                for (row, grow) in w.chunks_exact(m).zip(gw.chunks_exact_mut(m)) {
+                    let t = dot(row, x).tanh();
+                    s += t;
+                    let da = 1.0 - t * t;
+                    for j in 0..m {
+                        grow[j] = da * x[j];
+                        gx[j] += da * row[j];
+                    }
+                }
+                s
+            },
+            note: "",
+        },
+        Program {
+            name: "rnn_captured",
+            what: "h <- tanh(a h + w . x_t + c) folded over a sequence of vectors, squared error of the last state",
+            p: 2,
+            family: Family::Plain,
+            source: "def rnn(X: [n][m]real, w: [m]real, a: real, c: real, y: real): real =\n  \
+                     let h = foldl (h, x. tanh(a * h + dot(w, x) + c)) 0 X in\n  \
+                     (h - y) * (h - y)",
+            sizes: MATRIX,
+            inputs: |s| {
+                let sm = scale(s.m);
+                vec![
+                    matrix(36, s.n, s.m, |r| r),
+                    vector(37, s.m, move |r| r * sm),
+                    Data::Real(0.8),
+                    Data::Real(-0.2),
+                    Data::Real(0.3),
+                ]
+            },
+            primal: |d| {
+                let (x, w, a, c, y) = (arr(d, 0), arr(d, 1), real(d, 2), real(d, 3), real(d, 4));
+                let mut h = 0.0;
+                for xt in x.chunks_exact(cols(&d[0])) {
+                    h = (a * h + dot(w, xt) + c).tanh();
+                }
+                (h - y) * (h - y)
+            },
+            gradient: |d, g, hs| {
+                let (x, w, a, c, y) = (arr(d, 0), arr(d, 1), real(d, 2), real(d, 3), real(d, 4));
+                let m = cols(&d[0]);
+                // Forward: every state; backward: the adjoint of the state.
+                hs.clear();
+                hs.push(0.0);
+                let mut h = 0.0;
+                for xt in x.chunks_exact(m) {
+                    h = (a * h + dot(w, xt) + c).tanh();
+                    hs.push(h);
+                }
+                let [gx, gw, ga, gc, gy] = g else {
+                    return f64::NAN;
+                };
+                gw.fill(0.0);
+                let (mut dh, mut da, mut dc) = (2.0 * (h - y), 0.0, 0.0);
+                gy[0] = -dh;
+                for (t, (xt, gxt)) in x.chunks_exact(m).zip(gx.chunks_exact_mut(m)).enumerate().rev() {
+                    let next = hs[t + 1];
+                    let dpre = dh * (1.0 - next * next);
+                    da += dpre * hs[t];
+                    dc += dpre;
+                    for j in 0..m {
+                        gw[j] += dpre * xt[j];
+                        gxt[j] = dpre * w[j];
+                    }
+                    dh = dpre * a;
+                }
+                ga[0] = da;
+                gc[0] = dc;
+                (h - y) * (h - y)
+            },
+            note: "",
+        },
+        Program {
+            name: "least_squares",
+            what: "||A x - b||^2 with a matrix A",
+            p: 2,
+            family: Family::Plain,
+            source: "def least_squares(A: [n][m]real, x: [m]real, b: [n]real): real =\n  \
+                     let Ax = map (row. dot(row, x)) A in\n  \
+                     let r = map2 (p, bi. p - bi) Ax b in\n  \
+                     dot(r, r)",
+            sizes: MATRIX,
+            inputs: |s| {
+                vec![
+                    matrix(38, s.n, s.m, |r| r),
+                    vector(39, s.m, |r| r),
+                    vector(40, s.n, |r| r),
+                ]
+            },
+            primal: |d| {
+                let (a, x, b) = (arr(d, 0), arr(d, 1), arr(d, 2));
+                let mut s = 0.0;
+                for (row, bi) in a.chunks_exact(cols(&d[0])).zip(b) {
+                    let r = dot(row, x) - bi;
+                    s += r * r;
+                }
+                s
+            },
+            gradient: |d, g, _| {
+                let (a, x, b) = (arr(d, 0), arr(d, 1), arr(d, 2));
+                let m = cols(&d[0]);
+                let [ga, gx, gb] = g else {
+                    return f64::NAN;
+                };
+                gx.fill(0.0);
+                let mut s = 0.0;
+                for (i, (row, grow)) in a.chunks_exact(m).zip(ga.chunks_exact_mut(m)).enumerate() {
+                    let r = dot(row, x) - b[i];
+                    s += r * r;
+                    let dr = 2.0 * r;
+                    gb[i] = -dr;
+                    for j in 0..m {
+                        grow[j] = dr * x[j];
+                        gx[j] += dr * row[j];
+                    }
+                }
+                s
+            },
+            note: "",
+        },
+        Program {
+            name: "row_logsumexp",
+            what: "sum over the rows of log(sum(exp(row))), without the maximum's shift",
+            p: 2,
+            family: Family::Plain,
+            source: "def f(M: [n][m]real): real =\n  \
+                     sum(map (row. log(sum(map (t. exp(t)) row))) M)",
+            sizes: MATRIX,
+            inputs: |s| vec![matrix(41, s.n, s.m, |r| 3.0 * r)],
+            primal: |d| {
+                let mut s = 0.0;
+                for row in arr(d, 0).chunks_exact(cols(&d[0])) {
+                    let mut sum_exp = 0.0;
+                    for t in row {
+                        sum_exp += t.exp();
+                    }
+                    s += sum_exp.ln();
+                }
+                s
+            },
+            gradient: |d, g, _| {
+                let m = cols(&d[0]);
+                let mut s = 0.0;
+                for (row, grow) in arr(d, 0).chunks_exact(m).zip(g[0].chunks_exact_mut(m)) {
+                    let mut sum_exp = 0.0;
+                    for (t, e) in row.iter().zip(grow.iter_mut()) {
+                        *e = t.exp();
+                        sum_exp += *e;
+                    }
+                    s += sum_exp.ln();
+                    let inv = 1.0 / sum_exp;
+                    for e in grow.iter_mut() {
+                        *e *= inv;
+                    }
+                }
+                s
+            },
+            note: "",
+        },
+        Program {
+            name: "smoothing",
+            what: "denoising: squared distance to the data plus a smoothness penalty through shifts",
+            p: 1,
+            family: Family::Plain,
+            source: "def smoothing(x: [n]real, y: [n]real, lam: real): real =\n  \
+                     let fit = sum(map2 (xi, yi. (xi - yi) * (xi - yi)) x y) in\n  \
+                     let diffs = map2 (next, prev. next - prev) (shift1L x) (shift1R x) in\n  \
+                     fit + lam * sum(map (t. t * t) diffs)",
+            sizes: VECTOR,
+            inputs: |s| {
+                vec![
+                    vector(42, s.n, |r| r),
+                    vector(43, s.n, |r| r),
+                    Data::Real(0.5),
+                ]
+            },
+            primal: |d| {
+                let (x, y, lam) = (arr(d, 0), arr(d, 1), real(d, 2));
+                let mut fit = 0.0;
+                for (xi, yi) in x.iter().zip(y) {
+                    fit += (xi - yi) * (xi - yi);
+                }
+                let mut smooth = 0.0;
+                for i in 1..x.len() {
+                    let t = x[i] - x[i - 1];
+                    smooth += t * t;
+                }
+                fit + lam * smooth
+            },
+            gradient: |d, g, _| {
+                let (x, y, lam) = (arr(d, 0), arr(d, 1), real(d, 2));
+                let [gx, gy, glam] = g else {
+                    return f64::NAN;
+                };
+                let n = x.len();
+                let (mut fit, mut smooth) = (0.0, 0.0);
+                for i in 0..n {
+                    let r = x[i] - y[i];
+                    fit += r * r;
+                    gx[i] = 2.0 * r;
+                    gy[i] = -2.0 * r;
+                }
+                for i in 1..n {
+                    let t = x[i] - x[i - 1];
+                    smooth += t * t;
+                    gx[i] += 2.0 * lam * t;
+                    gx[i - 1] -= 2.0 * lam * t;
+                }
+                glam[0] = smooth;
+                fit + lam * smooth
+            },
+            note: "",
+        },
+        Program {
+            name: "second_difference",
+            what: "sum of the squared 3-point stencil x[i-1] - 2 x[i] + x[i+1], through shifts",
+            p: 1,
+            family: Family::Plain,
+            source: "def f(x: [n]real): real =\n  \
+                     let left = shift1R (shift1R x) in\n  \
+                     let middle = shift1L (shift1R x) in\n  \
+                     let right = shift1L (shift1L x) in\n  \
+                     let outer = map2 (l, r. l + r) left right in\n  \
+                     sum(map2 (o, c. (o - 2 * c) * (o - 2 * c)) outer middle)",
+            sizes: VECTOR,
+            inputs: |s| vec![vector(44, s.n, |r| r)],
+            primal: |d| {
+                let x = arr(d, 0);
+                let mut s = 0.0;
+                for i in 1..x.len().saturating_sub(1) {
+                    let t = x[i - 1] - 2.0 * x[i] + x[i + 1];
+                    s += t * t;
+                }
+                s
+            },
+            gradient: |d, g, _| {
+                let x = arr(d, 0);
+                let gx = &mut g[0];
+                gx.fill(0.0);
+                let mut s = 0.0;
+                for i in 1..x.len().saturating_sub(1) {
+                    let t = x[i - 1] - 2.0 * x[i] + x[i + 1];
+                    s += t * t;
+                    gx[i - 1] += 2.0 * t;
+                    gx[i] -= 4.0 * t;
+                    gx[i + 1] += 2.0 * t;
+                }
+                s
+            },
+            note: "",
+        },
+        Program {
+            name: "huber",
+            what: "Huber loss of residuals, a branch per element",
+            p: 1,
+            family: Family::Plain,
+            source: "def huber(pred: [n]real, y: [n]real, delta: real): real =\n  \
+                     sum(map2 (p, t.\n    \
+                     let r = p - t in\n    \
+                     if abs(r) <= delta then 0.5 * r * r else delta * (abs(r) - 0.5 * delta)) pred y)",
+            sizes: VECTOR,
+            inputs: |s| {
+                vec![
+                    vector(45, s.n, |r| 2.0 * r),
+                    vector(46, s.n, |r| r),
+                    Data::Real(1.0),
+                ]
+            },
+            primal: |d| {
+                let (pred, y, delta) = (arr(d, 0), arr(d, 1), real(d, 2));
+                let mut s = 0.0;
+                for (p, t) in pred.iter().zip(y) {
+                    let r = p - t;
+                    s += if r.abs() <= delta {
+                        0.5 * r * r
+                    } else {
+                        delta * (r.abs() - 0.5 * delta)
+                    };
+                }
+                s
+            },
+            gradient: |d, g, _| {
+                let (pred, y, delta) = (arr(d, 0), arr(d, 1), real(d, 2));
+                let [gp, gy, gdelta] = g else {
+                    return f64::NAN;
+                };
+                let (mut s, mut dd) = (0.0, 0.0);
+                // Without branches (the residuals fall on either side at random): the
+                // derivative is the residual clamped to [-delta, delta].
+                for i in 0..pred.len() {
+                    let r = pred[i] - y[i];
+                    let a = r.abs();
+                    let dr = r.max(-delta).min(delta);
+                    let c = dr.abs();
+                    s += c * (a - 0.5 * c);
+                    dd += (a - delta).max(0.0);
+                    gp[i] = dr;
+                    gy[i] = -dr;
+                }
+                gdelta[0] = dd;
+                s
+            },
+            note: "",
+        },
+        Program {
+            name: "logistic",
+            what: "negative log-likelihood of logistic regression, log(p) and log(1 - p) of the sigmoid",
+            p: 2,
+            family: Family::Plain,
+            source: "def logistic(X: [n][m]real, w: [m]real, b: real, y: [n]real): real =\n  \
+                     sum(map2 (x, t.\n    \
+                     let p = sigmoid(dot(w, x) + b) in\n    \
+                     -(t * log(p) + (1 - t) * log(1 - p))) X y)",
+            sizes: MATRIX,
+            inputs: |s| {
+                let sm = scale(s.m);
+                vec![
+                    matrix(47, s.n, s.m, |r| r),
+                    vector(48, s.m, move |r| 2.0 * r * sm),
+                    Data::Real(0.1),
+                    vector(49, s.n, |r| if r < 0.0 { 0.0 } else { 1.0 }),
+                ]
+            },
+            primal: |d| {
+                let (x, w, b, y) = (arr(d, 0), arr(d, 1), real(d, 2), arr(d, 3));
+                let mut s = 0.0;
+                for (xi, t) in x.chunks_exact(cols(&d[0])).zip(y) {
+                    let p = sigmoid(dot(w, xi) + b);
+                    s -= t * p.ln() + (1.0 - t) * (1.0 - p).ln();
+                }
+                s
+            },
+            gradient: |d, g, _| {
+                let (x, w, b, y) = (arr(d, 0), arr(d, 1), real(d, 2), arr(d, 3));
+                let m = cols(&d[0]);
+                let [gx, gw, gb, gy] = g else {
+                    return f64::NAN;
+                };
+                gw.fill(0.0);
+                let (mut s, mut db) = (0.0, 0.0);
+                for (i, (xi, gxi)) in x.chunks_exact(m).zip(gx.chunks_exact_mut(m)).enumerate() {
+                    let p = sigmoid(dot(w, xi) + b);
+                    let (lp, lq) = (p.ln(), (1.0 - p).ln());
+                    s -= y[i] * lp + (1.0 - y[i]) * lq;
+                    gy[i] = lq - lp;
+                    let dz = p - y[i];
+                    db += dz;
+                    for j in 0..m {
+                        gw[j] += dz * xi[j];
+                        gxi[j] = dz * w[j];
+                    }
+                }
+                gb[0] = db;
+                s
+            },
+            note: "",
+        },
+    ]
+}
+
+/// `1/sqrt(m)`: weights of this scale keep the sums of `m` products of order 1.
+fn scale(m: usize) -> f64 {
+    1.0 / (m.max(1) as f64).sqrt()
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for (x, y) in a.iter().zip(b) {
+        s += x * y;
+    }
+    s
+}
+
+fn sigmoid(z: f64) -> f64 {
+    1.0 / (1.0 + (-z).exp())
 }

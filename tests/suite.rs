@@ -11,7 +11,8 @@ fn small(p: &Program) -> Size {
     match p.p {
         0 => Size::scalar(),
         1 => Size::n(7),
-        _ => Size::nm(3, 4),
+        2 => Size::nm(3, 4),
+        _ => Size::nmk(3, 4, 5),
     }
 }
 
