@@ -383,3 +383,55 @@ pub fn fit(xs: &[f64], ys: &[f64]) -> Option<Fit> {
     let exponent = if var > 0.0 { cov / var } else { f64::NAN };
     Some(Fit { a, b, exponent })
 }
+
+/// What memory safety costs a call of one program's gradient (issue 22).
+#[derive(Clone, Debug)]
+pub struct SafetyRow {
+    pub name: &'static str,
+    pub size: Size,
+    /// Nanoseconds per call through the facade's checked call (`GradFn::call_into`: every
+    /// argument checked against the parameter types and flattened, the status cell read).
+    pub checked_ns: f64,
+    /// Nanoseconds per call of the same native code bound to its arguments once
+    /// (`GradFn::bind`, then `Bound::run`: the raw call and the status cell).
+    pub bound_ns: f64,
+    /// The checks the native code makes at run time: whether it has a status cell.
+    pub run_time_checks: bool,
+}
+
+/// The checked call of `p`'s gradient at `size` against the same code called bound.
+pub fn measure_safety(p: &Program, size: Size, budget: Budget) -> Result<SafetyRow, String> {
+    let g = Engine::new()
+        .compile_grad(p.source)
+        .map_err(|e| e.to_string())?;
+    let args = (p.inputs)(size);
+    let facade: Vec<unfad::Arg> = args.iter().map(Data::arg).collect();
+    let mut out = unfad::Output::default();
+    g.call_into(&facade, &mut out).map_err(|e| e.to_string())?;
+    let mut native = Native::gradient(&g, &args, &|v| size.var(v))?;
+    native.run()?;
+    let sizes: Vec<u64> = g.size_vars().iter().filter_map(|v| size.var(v)).collect();
+    let mut failed = None;
+    let mut checked = || {
+        if let Err(e) = g.call_into(black_box(&facade), &mut out) {
+            failed = Some(e.to_string());
+        }
+    };
+    let mut bound_failed = None;
+    let mut bound = || {
+        if let Err(e) = native.run() {
+            bound_failed = Some(e);
+        }
+    };
+    let t = interleaved(&mut [&mut checked, &mut bound], budget);
+    if let Some(e) = failed.or(bound_failed) {
+        return Err(e);
+    }
+    Ok(SafetyRow {
+        name: p.name,
+        size,
+        checked_ns: median(&t[0]),
+        bound_ns: median(&t[1]),
+        run_time_checks: g.status_cell(&sizes).is_some(),
+    })
+}

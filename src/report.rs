@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use plotters::prelude::*;
 
 use crate::gradbench::GmmFigures;
-use crate::measure::{fit, Budget, Measured, Point};
+use crate::measure::{fit, Budget, Measured, Point, SafetyRow};
 use crate::suite::{Family, Program, Size};
 
 /// The command that regenerates the report.
@@ -113,6 +113,8 @@ pub struct Report<'a> {
     pub programs: &'a [Program],
     pub measured: &'a [Measured],
     pub compile: &'a [CompileRow],
+    /// What memory safety costs a call (none when not measured).
+    pub safety: &'a [SafetyRow],
     /// Seconds the measurements took.
     pub seconds: f64,
 }
@@ -246,11 +248,48 @@ impl Report<'_> {
             gradbench_section(&mut s, g);
         }
         self.plain(&mut s);
+        self.safety(&mut s);
         self.summary(&mut s);
         self.scaling(&mut s);
         self.details(&mut s);
         self.sources(&mut s);
         s
+    }
+
+    /// The cost of the checks that keep calls memory safe (issue 22).
+    fn safety(&self, s: &mut String) {
+        if self.safety.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "## Memory safety (issue 22)\n\n\
+             The native code never reads or writes outside the buffers of a call, whatever \
+             the shape analysis says (docs/ARCHITECTURE.md, \"memory safety\"). What that \
+             costs: a call through the facade's checked door (`GradFn::call_into`: every \
+             argument checked against the parameter types and flattened, then the native \
+             code, then its status cell read) against the same native code bound to its \
+             arguments once (`GradFn::bind`, then `Bound::run`: the raw call and the status \
+             cell), timed in turn; and whether the code checks something at run time (a \
+             branch before a scan whose destination the code cannot show non-empty; a \
+             function without such checks is the code it was before the checks existed).\n\n\
+             | program | size | checked call | bound call | checked - bound | checked / bound | run-time checks |\n\
+             |---|---:|---:|---:|---:|---:|:---:|"
+        );
+        for r in self.safety {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                r.name,
+                r.size.label(),
+                ns(r.checked_ns),
+                ns(r.bound_ns),
+                ns(r.checked_ns - r.bound_ns),
+                x(r.checked_ns / r.bound_ns),
+                if r.run_time_checks { "yes" } else { "no" },
+            );
+        }
+        let _ = writeln!(s);
     }
 
     fn targets(&self, s: &mut String) {

@@ -2,7 +2,7 @@
 //! program has the nesting depth it is listed under, and the report is produced from a
 //! (quick, untimed-in-assertions) run of the harness.
 
-use unfad_suite::measure::{fit, measure_program, nesting, Budget};
+use unfad_suite::measure::{fit, measure_program, measure_safety, nesting, Budget};
 use unfad_suite::report::{CompileRow, Machine, Report};
 use unfad_suite::suite::{programs, Program, Size};
 
@@ -129,12 +129,26 @@ fn the_report_has_every_table_and_the_plot() {
         primal_ms: Ok(0.2),
         stages: Some([0.01, 0.1, 0.2, 0.19]),
     }];
+    let safety: Vec<_> = chosen
+        .iter()
+        .filter(|p| p.p > 0)
+        .map(|p| measure_safety(p, Size::n(10), Budget::QUICK).unwrap())
+        .collect();
+    // The recurrence's gradient checks that its scan has a row; the dot product's nothing.
+    assert_eq!(
+        safety
+            .iter()
+            .map(|r| (r.name, r.run_time_checks))
+            .collect::<Vec<_>>(),
+        [("dot", false), ("recurrence", true)]
+    );
     let report = Report {
         machine: Machine::detect(),
         budget: Budget::QUICK,
         programs: &progs,
         measured: &measured,
         compile: &compile,
+        safety: &safety,
         seconds: 1.0,
     };
     let md = report.markdown();
@@ -146,6 +160,8 @@ fn the_report_has_every_table_and_the_plot() {
         "### dot (p = 1)",
         "performance.svg",
         "| `examples/dot.ad` | 0.50 ms | yes | 0.60 ms | yes |",
+        "## Memory safety (issue 22)",
+        "| recurrence | 10 |",
     ] {
         assert!(md.contains(want), "missing {want:?}:\n{md}");
     }

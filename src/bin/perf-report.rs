@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use unfad::Engine;
 use unfad_suite::gradbench::{gmm_input, measure_gmm, GmmFigures, GMM_SIZE};
-use unfad_suite::measure::{measure_program, Budget};
+use unfad_suite::measure::{measure_program, measure_safety, Budget, SafetyRow};
 use unfad_suite::report::{CompileRow, Machine, Report};
-use unfad_suite::suite::programs;
+use unfad_suite::suite::{programs, Program};
 
 fn main() {
     if let Err(e) = run() {
@@ -110,12 +110,14 @@ fn run() -> Result<(), String> {
     let gmm = gradbench_gmm(budget);
     eprintln!("{gmm:?}");
     let compile = compile_times()?;
+    let safety = safety_costs(&progs, budget)?;
     let report = Report {
         machine: Machine::detect(),
         budget,
         programs: &progs,
         measured: &measured,
         compile: &compile,
+        safety: &safety,
         seconds: start.elapsed().as_secs_f64(),
     };
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -131,6 +133,26 @@ fn run() -> Result<(), String> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The programs whose calls the memory-safety section times: with and without run-time
+/// checks, at their smallest size (where a call's fixed cost shows) and their largest.
+const SAFETY_PROGRAMS: [&str; 3] = ["dot", "recurrence", "matvec_tanh"];
+
+/// The checked call against the bound call of [`SAFETY_PROGRAMS`].
+fn safety_costs(progs: &[Program], budget: Budget) -> Result<Vec<SafetyRow>, String> {
+    let mut rows = Vec::new();
+    for name in SAFETY_PROGRAMS {
+        let p = progs
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| format!("no program `{name}` in the suite"))?;
+        for size in [p.sizes.first(), p.sizes.last()].into_iter().flatten() {
+            eprintln!("safety {name} {}", size.label());
+            rows.push(measure_safety(p, *size, budget).map_err(|e| format!("{name}: {e}"))?);
+        }
+    }
+    Ok(rows)
 }
 
 /// The GradBench tool's gmm figures at GradBench's `d = 10, k = 25, n = 1000`.
