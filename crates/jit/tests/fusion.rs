@@ -253,7 +253,8 @@ fn a_component_folded_where_it_is_made_is_never_stored() {
 fn a_result_component_that_folds_a_column_is_folded_where_it_is_made() {
     // The gradient of `sum(tanh(W x))` as the optimizer leaves it: the fold is a component
     // of the result tuple, not bound by a `let`. The contributions to `x`'s adjoint are
-    // summed where each row makes them, never stored.
+    // summed where each row makes them, never stored, and each row's adjoint of `W` is
+    // written where the result goes.
     let src = "def f(W: [n][m]real, x: [m]real, E: [n]real) = \
                let G = map2 (row, e. let z = 1 - e * e in (map (a. a * z) x, map (b. b * z) row)) W E in \
                (reduce + 0 E, map (g. fst g) G, reduce (s, t. map2 + s t) zeros_like(x) (map (g. snd g) G))";
@@ -265,9 +266,10 @@ fn a_result_component_that_folds_a_column_is_folded_where_it_is_made() {
         })
         .collect();
     check(src, &inputs);
-    // G's first components (n * m) and one element's room for the second (m), the two
-    // accumulators (2 m); not 2 n * m.
-    assert_eq!(workspace_at(src, &[1000, 10]), 1000 * 10 + 3 * 10);
+    // G's first components go straight to the result (the adjoint of `W`), the second are
+    // summed: one element's room for each (2 m) and the two accumulators (2 m); not
+    // 2 n * m.
+    assert_eq!(workspace_at(src, &[1000, 10]), 4 * 10);
     // A component that reads the folded column too: stored, and summed from memory.
     let again = "def f(W: [n][m]real, x: [m]real, E: [n]real) = \
                  let G = map2 (row, e. let z = 1 - e * e in (map (a. a * z) x, map (b. b * z) row)) W E in \

@@ -14,6 +14,7 @@ use crate::layout::Dim;
 use crate::shape::{lambda, SShape};
 use crate::value::{no_holds, Arr, Holds, IntVal, Kind, Place, Val};
 
+use super::memory::with_column;
 use super::state::ssa_ints;
 use super::write::in_place;
 use super::Translator;
@@ -128,9 +129,56 @@ impl<'a> Translator<'a> {
         {
             return Ok(None);
         }
-        let d = self.alloc_without(&a.shape, &path)?;
+        // The columns of `x` that components of the result read as they are (`map (t. π_q
+        // t) x`, written to an array's place) are stored straight into those places.
+        let redirected: Vec<(usize, Vec<usize>, Rc<Arr>)> = match (&after, into) {
+            (AfterFold::Component(items, k), Some(Place::Tuple(ps))) if ps.len() == items.len() => {
+                let mut taken: Vec<Vec<usize>> = vec![path.clone()];
+                let mut out = Vec::new();
+                for (j, (&item, p)) in items.iter().zip(ps.iter()).enumerate() {
+                    let (Some(q), Place::Arr(dst)) = (column_of(arena, item, x), p) else {
+                        continue;
+                    };
+                    let apart = |t: &Vec<usize>| !q.starts_with(t) && !t.starts_with(&q);
+                    if j != *k
+                        && !q.is_empty()
+                        && taken.iter().all(apart)
+                        && matches!(dst.kind, Kind::Mem { .. })
+                    {
+                        taken.push(q.clone());
+                        out.push((j, q, dst.clone()));
+                    }
+                }
+                out
+            }
+            _ => Vec::new(),
+        };
+        let mut unkept: Vec<Vec<usize>> = redirected.iter().map(|(_, q, _)| q.clone()).collect();
+        if !path.is_empty() {
+            unkept.push(path.clone());
+        }
+        let mut d = self.alloc_without(&a.shape, &unkept)?;
+        let mut lens = vec![(a.len, a.stat()), (d.len, d.stat())];
+        if !redirected.is_empty() {
+            let Kind::Mem { layout, holds } = &d.kind else {
+                return internal("a buffer is not in memory");
+            };
+            let mut layout = layout.clone();
+            for (_, q, dst) in &redirected {
+                let Kind::Mem { layout: column, .. } = &dst.kind else {
+                    return internal("a destination is not in memory");
+                };
+                layout = with_column(&layout, q, column)?;
+                lens.push((dst.len, dst.stat()));
+            }
+            let kind = Kind::Mem {
+                layout,
+                holds: holds.clone(),
+            };
+            d = self.arr(d.len, &d.shape, d.stat(), kind);
+        }
         let zv = self.emit(z)?;
-        let (count, dim) = self.min_len(&[(a.len, a.stat()), (d.len, d.stat())]);
+        let (count, dim) = self.min_len(&lens);
         // Scalar accumulators are in registers; one holding arrays alternates between two
         // buffers (as in a fold of its own), the phase first in the loop's state.
         let buffers = if acc_shape.has_arrays() {
@@ -205,6 +253,13 @@ impl<'a> Translator<'a> {
                 };
                 let mut out = Vec::with_capacity(items.len());
                 for (j, &item) in items.iter().enumerate() {
+                    if let Some((_, _, dst)) = redirected.iter().find(|(r, _, _)| *r == j) {
+                        // Stored there by the loop; what the component reads of `x` is read.
+                        self.skip(item);
+                        self.pad(dst, count, dim)?;
+                        out.push(self.view(dst, count, dim)?);
+                        continue;
+                    }
                     let v = match (j == k, &places) {
                         (true, Some(ps)) => self.write(&folded, &ps[j])?,
                         (true, None) => folded.clone(),

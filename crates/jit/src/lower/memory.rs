@@ -60,17 +60,21 @@ impl<'a> Translator<'a> {
         self.alloc_without(sa, &[])
     }
 
-    /// [`Translator::alloc`], except that the component at `path` of the elements (if the
-    /// path is not empty) is not kept: it has room for one element, which every index
-    /// shares (writes to it are overwritten by the next element's; reads are in bounds but
-    /// not of that element).
-    pub(super) fn alloc_without(&mut self, sa: &Rc<SArr>, path: &[usize]) -> JitResult<Rc<Arr>> {
+    /// [`Translator::alloc`], except that the components at `paths` of the elements (none
+    /// is empty) are not kept: each has room for one element, which every index shares
+    /// (writes to it are overwritten by the next element's; reads are in bounds but not of
+    /// that element).
+    pub(super) fn alloc_without(
+        &mut self,
+        sa: &Rc<SArr>,
+        paths: &[Vec<usize>],
+    ) -> JitResult<Rc<Arr>> {
         let mut leaves = Vec::new();
         leaves_under(
             &sa.elem,
             &mut vec![sa.len],
             &mut Vec::new(),
-            path,
+            paths,
             &mut leaves,
         );
         let sizes: Vec<SizeExpr> = leaves
@@ -92,12 +96,10 @@ impl<'a> Translator<'a> {
             k += 1;
             Ok(v)
         };
-        let layout = self.layout(&sa.elem, &mut bases, &mut Vec::new())?;
-        let layout = if path.is_empty() {
-            layout
-        } else {
-            shared_rows(&layout, path)?
-        };
+        let mut layout = self.layout(&sa.elem, &mut bases, &mut Vec::new())?;
+        for path in paths {
+            layout = shared_rows(&layout, path)?;
+        }
         let len = self.dim(sa.len);
         Ok(self.arr(
             len,
@@ -332,28 +334,28 @@ impl<'a> Translator<'a> {
 }
 
 /// The leaves of an element of shape `s` in component order, each with its dimensions
-/// (the outer array's length first) and whether it lies under the component `path` (none
-/// does under an empty path).
+/// (the outer array's length first) and whether it lies under one of the components
+/// `paths`.
 fn leaves_under(
     s: &SShape,
     dims: &mut Vec<Dim>,
     at: &mut Vec<usize>,
-    path: &[usize],
+    paths: &[Vec<usize>],
     out: &mut Vec<(Vec<Dim>, bool)>,
 ) {
     match s {
-        SShape::Real => out.push((dims.clone(), !path.is_empty() && at.starts_with(path))),
+        SShape::Real => out.push((dims.clone(), paths.iter().any(|p| at.starts_with(p)))),
         SShape::Bool => {}
         SShape::Tuple(items) => {
             for (i, s) in items.iter().enumerate() {
                 at.push(i);
-                leaves_under(s, dims, at, path, out);
+                leaves_under(s, dims, at, paths, out);
                 at.pop();
             }
         }
         SShape::Arr(a) => {
             dims.push(a.len);
-            leaves_under(&a.elem, dims, at, path, out);
+            leaves_under(&a.elem, dims, at, paths, out);
             dims.pop();
         }
     }
@@ -373,6 +375,25 @@ fn shared_rows(lay: &Layout, path: &[usize]) -> JitResult<Layout> {
         }
         (_, Some(_)) => return internal("a component path through a non-tuple"),
         (_, None) => zero_outer_stride(lay),
+    })
+}
+
+/// `lay` with the component at `path` (not empty) laid out as `column` instead.
+pub(super) fn with_column(lay: &Layout, path: &[usize], column: &Layout) -> JitResult<Layout> {
+    Ok(match (lay, path.split_first()) {
+        (Layout::Tuple(items), Some((&i, rest))) => {
+            let mut items = items.to_vec();
+            let Some(item) = items.get(i) else {
+                return internal("a component path outside its tuple");
+            };
+            items[i] = if rest.is_empty() {
+                column.clone()
+            } else {
+                with_column(item, rest, column)?
+            };
+            Layout::Tuple(items.into())
+        }
+        _ => return internal("a component path through a non-tuple"),
     })
 }
 
