@@ -5,8 +5,11 @@ arguments), on arrays of 10 elements; and JAX's ``jit(value_and_grad)`` beside i
 is importable.
 
     python python/bench_overhead.py            # after `pip install ./python` (a release build)
+    python python/bench_overhead.py --json     # the same figures as JSON (for perf-report)
 """
 
+import json
+import sys
 import timeit
 
 import numpy as np
@@ -52,6 +55,9 @@ def main():
         )
     except ImportError:
         rows.append(("JAX jit(value_and_grad)", None))
+    if "--json" in sys.argv[1:]:
+        print(json.dumps({"n": N, "rows": [[name, t] for name, t in rows]}))
+        return
     print(f"dot of two arrays of {N} elements, value and gradient, per call:")
     print(f"| {'call':<46} | {'us':>8} |")
     print(f"|{'-' * 48}|{'-' * 10}|")

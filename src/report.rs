@@ -115,6 +115,9 @@ pub struct Report<'a> {
     pub compile: &'a [CompileRow],
     /// What memory safety costs a call (none when not measured).
     pub safety: &'a [SafetyRow],
+    /// The Python door's call overhead (`python/bench_overhead.py --json`): its rows (a
+    /// name and seconds per call, `None` for a peer not installed), or why there are none.
+    pub python: Result<Vec<(String, Option<f64>)>, String>,
     /// Seconds the measurements took.
     pub seconds: f64,
 }
@@ -249,11 +252,39 @@ impl Report<'_> {
         }
         self.plain(&mut s);
         self.safety(&mut s);
+        self.python(&mut s);
         self.summary(&mut s);
         self.scaling(&mut s);
         self.details(&mut s);
         self.sources(&mut s);
         s
+    }
+
+    /// The per-call cost of the Python door (issue 20).
+    fn python(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "## The Python door (issue 20)\n\n\
+             `python/bench_overhead.py`: the gradient of `dot` on two arrays of 10 elements, \
+             per call, from Python (`f(A, B)`: NumPy arrays in and out) against the facade's \
+             native call repeated in Rust (`GradFn::call_into`), and JAX's `jit(value_and_grad)` \
+             when it is installed. Target: the Python door at most 2 µs above the native call. \
+             perf-report runs the script with the Python named by `UNFAD_PYTHON` (one where \
+             `pip install ./python` was run).\n"
+        );
+        match &self.python {
+            Ok(rows) => {
+                let _ = writeln!(s, "| call | per call |\n|---|---:|");
+                for (name, t) in rows {
+                    let shown = t.map_or("not installed".to_string(), |t| ns(t * 1e9));
+                    let _ = writeln!(s, "| {} | {shown} |", name.trim());
+                }
+                let _ = writeln!(s);
+            }
+            Err(why) => {
+                let _ = writeln!(s, "Not measured in this run: {why}.\n");
+            }
+        }
     }
 
     /// The cost of the checks that keep calls memory safe (issue 22).

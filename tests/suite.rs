@@ -149,6 +149,10 @@ fn the_report_has_every_table_and_the_plot() {
         measured: &measured,
         compile: &compile,
         safety: &safety,
+        python: Ok(vec![
+            ("unfad from Python: f(A, B)".into(), Some(1.5e-6)),
+            ("JAX jit(value_and_grad)".into(), None),
+        ]),
         seconds: 1.0,
     };
     let md = report.markdown();
@@ -161,6 +165,8 @@ fn the_report_has_every_table_and_the_plot() {
         "performance.svg",
         "| `examples/dot.ad` | 0.50 ms | yes | 0.60 ms | yes |",
         "## Memory safety (issue 22)",
+        "| unfad from Python: f(A, B) | 1.50 µs |",
+        "| JAX jit(value_and_grad) | not installed |",
         "| recurrence | 10 |",
     ] {
         assert!(md.contains(want), "missing {want:?}:\n{md}");

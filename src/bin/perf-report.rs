@@ -111,6 +111,7 @@ fn run() -> Result<(), String> {
     eprintln!("{gmm:?}");
     let compile = compile_times()?;
     let safety = safety_costs(&progs, budget)?;
+    let python = python_door();
     let report = Report {
         machine: Machine::detect(),
         budget,
@@ -118,6 +119,7 @@ fn run() -> Result<(), String> {
         measured: &measured,
         compile: &compile,
         safety: &safety,
+        python,
         seconds: start.elapsed().as_secs_f64(),
     };
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -152,6 +154,37 @@ fn safety_costs(progs: &[Program], budget: Budget) -> Result<Vec<SafetyRow>, Str
             rows.push(measure_safety(p, *size, budget).map_err(|e| format!("{name}: {e}"))?);
         }
     }
+    Ok(rows)
+}
+
+/// The Python door's figures: `python/bench_overhead.py --json` run by the Python that
+/// `UNFAD_PYTHON` names, if any.
+fn python_door() -> Result<Vec<(String, Option<f64>)>, String> {
+    let python = std::env::var("UNFAD_PYTHON")
+        .map_err(|_| "`UNFAD_PYTHON` names no Python with the package installed".to_string())?;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/bench_overhead.py");
+    eprintln!("python door: {python} {}", script.display());
+    let out = std::process::Command::new(&python)
+        .arg(&script)
+        .arg("--json")
+        .output()
+        .map_err(|e| format!("{python}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "{python} {}: {}",
+            script.display(),
+            err.lines().last().unwrap_or("failed")
+        ));
+    }
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("the benchmark's output is not JSON: {e}"))?;
+    let rows = json["rows"]
+        .as_array()
+        .ok_or("the benchmark's output has no rows")?
+        .iter()
+        .map(|r| (r[0].as_str().unwrap_or("?").to_string(), r[1].as_f64()))
+        .collect();
     Ok(rows)
 }
 
