@@ -82,9 +82,6 @@ impl<'a> Translator<'a> {
 
     /// Whether `e` is a small scalar expression worth evaluating unconditionally.
     fn cheap(&self, e: ExprId) -> bool {
-        /// The most nodes a branch computed unconditionally may have: a mispredicted branch
-        /// costs about as much as a couple of dozen simple operations.
-        const CHEAP_NODES: i32 = 24;
         fn go(arena: &Arena, e: ExprId, budget: &mut i32) -> bool {
             *budget -= 1;
             if *budget < 0 {
@@ -101,21 +98,10 @@ impl<'a> Translator<'a> {
                         && go(arena, y, budget)
                 }
                 Node::Tuple(l) => arena.exprs(l).iter().all(|&x| go(arena, x, budget)),
-                // Bindings, comparisons and conditionals of such expressions (a branch of a
-                // piecewise derivative) are selects too.
-                Node::Bool(_) => true,
-                Node::Not(x) => go(arena, x, budget),
-                Node::Let(_, x, y) | Node::Cmp(_, x, y) | Node::And(x, y) | Node::Or(x, y) => {
-                    go(arena, x, budget) && go(arena, y, budget)
-                }
-                Node::If(c, x, y) => {
-                    go(arena, c, budget) && go(arena, x, budget) && go(arena, y, budget)
-                }
                 _ => false,
             }
         }
-        let mut budget = CHEAP_NODES;
-        go(self.arena, e, &mut budget)
+        go(self.arena, e, &mut 12)
     }
 
     fn select_val(&mut self, c: Value, x: &Val, y: &Val) -> JitResult<Val> {
@@ -127,7 +113,7 @@ impl<'a> Translator<'a> {
             }
             (Val::Real(a), Val::Real(b)) => {
                 let (a, b) = (self.real_value(*a), self.real_value(*b));
-                Val::Real(RealVal::Ssa(self.select_real(c, a, b)))
+                Val::Real(RealVal::Ssa(self.b.ins().select(c, a, b)))
             }
             (Val::Bool(a), Val::Bool(b)) => {
                 let (a, b) = (self.cond_value(*a), self.cond_value(*b));

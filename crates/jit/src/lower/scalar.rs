@@ -3,8 +3,8 @@
 //! a known or computed real or condition. New math kernels go here.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::types::{F64, I64, I8};
-use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, MemFlagsData, Signature, Value};
+use cranelift_codegen::ir::types::{F64, I8};
+use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, Signature, Value};
 use cranelift_module::{Linkage, Module};
 use unfad_syntax::{BinOp, CmpOp, UnOp};
 
@@ -132,17 +132,5 @@ impl<'a> Translator<'a> {
         };
         let (x, y) = (self.real_value(x), self.real_value(y));
         CondVal::Ssa(self.b.ins().fcmp(cc, x, y))
-    }
-
-    /// `if c then x else y` for reals, without a branch: the bits are chosen in integer
-    /// registers (a conditional move). Cranelift lowers a `select` of floats on x86-64 to a
-    /// jump over a move, which mispredicts half the time when the condition depends on the
-    /// data (a Huber loss's residuals fall on either side at random).
-    pub(super) fn select_real(&mut self, c: Value, x: Value, y: Value) -> Value {
-        let flags = MemFlagsData::new();
-        let xi = self.b.ins().bitcast(I64, flags, x);
-        let yi = self.b.ins().bitcast(I64, flags, y);
-        let bits = self.b.ins().select(c, xi, yi);
-        self.b.ins().bitcast(F64, flags, bits)
     }
 }
