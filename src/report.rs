@@ -125,6 +125,8 @@ pub struct Report<'a> {
 fn ns(t: f64) -> String {
     if t.is_nan() {
         "-".into()
+    } else if t < 0.0 {
+        format!("-{}", ns(-t))
     } else if t < 1e3 {
         format!("{t:.1} ns")
     } else if t < 1e6 {
