@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use unfad::{Engine, GradOptions, Output, Pipeline};
+use unfad::{Engine, GradOptions, Output};
 use unfad_syntax::Type;
 
 use convert::{Held, Params, Reader};
@@ -41,24 +41,15 @@ fn engine() -> &'static Engine {
     ENGINE.get_or_init(Engine::new)
 }
 
-/// Parameter names and types and the result type of the entry point of `source`. The
-/// facade's compiled functions give names only, so the types come from loading again.
-fn signature(source: &str, entry: Option<&str>) -> Result<(Params, Type), Failure> {
-    let p = Pipeline::load(source, entry)?;
-    let arena = &p.program.arena;
-    let mut params = Params {
-        names: Vec::new(),
-        types: Vec::new(),
-    };
-    for &v in &p.source.params {
-        params.names.push(arena.var_name(v).to_string());
-        let ty = arena
-            .var_type(v)
-            .cloned()
-            .ok_or_else(|| Failure::Internal("an untyped parameter".into()))?;
-        params.types.push(ty);
-    }
-    Ok((params, p.source.ret.clone()))
+/// The parameter names and types of a compiled function, as the facade keeps them.
+fn params_of(names: &[String], ty: impl Fn(usize) -> Option<Type>) -> Result<Params, Failure> {
+    let types = (0..names.len())
+        .map(|k| ty(k).ok_or_else(|| Failure::Internal("an untyped parameter".into())))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Params {
+        names: names.to_vec(),
+        types,
+    })
 }
 
 /// `wrt` as names: a list (or tuple) of names, or one name.
@@ -96,7 +87,7 @@ fn compile_grad(
                     wrt: wrt_refs.as_deref(),
                 },
             )?;
-            let (params, _) = signature(&source, entry.as_deref())?;
+            let params = params_of(grad.param_names(), |k| grad.param_type(k).cloned())?;
             let origin = Origin {
                 wrt: Some(grad.wrt().to_vec()),
                 source,
@@ -124,7 +115,8 @@ fn compile(py: Python<'_>, source: String, entry: Option<String>) -> PyResult<Fu
                 Some(e) => engine().compile_entry(&source, e)?,
                 None => engine().compile(&source)?,
             };
-            let (params, ret) = signature(&source, entry.as_deref())?;
+            let params = params_of(func.param_names(), |k| func.param_type(k).cloned())?;
+            let ret = func.ret_type().clone();
             Ok(Function {
                 func,
                 params,

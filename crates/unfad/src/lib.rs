@@ -503,6 +503,11 @@ impl GradFn {
         &self.names
     }
 
+    /// The type of parameter `k` (as declared, sizes formal), if there is one.
+    pub fn param_type(&self, k: usize) -> Option<&Type> {
+        self.params.get(k).map(|p| &p.ty)
+    }
+
     /// Indices of the differentiated parameters, in parameter order (the order of the
     /// gradient outputs).
     pub fn wrt(&self) -> &[usize] {
@@ -696,6 +701,16 @@ impl Func {
     /// Parameter names, in order.
     pub fn param_names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The type of parameter `k` (as declared, sizes formal), if there is one.
+    pub fn param_type(&self, k: usize) -> Option<&Type> {
+        self.params.get(k).map(|p| &p.ty)
+    }
+
+    /// The result's type.
+    pub fn ret_type(&self) -> &Type {
+        &self.ret
     }
 
     /// The size variables, in the order of the ABI's `sizes` argument.
