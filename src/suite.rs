@@ -960,7 +960,7 @@ fn plain() -> Vec<Program> {
                 }
                 s
             },
-            note: "",
+            note: "`exp(q)` of every component is computed for every point, N K D times instead of K D, in the primal and again in the gradient: the optimizer does not hoist work that does not depend on the point out of the map over points yet (issue 17's hoisting). The gradient also stores, per point, the K D contributions to the adjoints of `mu` and `q` and sums them afterwards: only one summed column of a map is folded in the loop that makes it so far.",
         },
         Program {
             name: "matvec_tanh",
@@ -1201,7 +1201,7 @@ fn plain() -> Vec<Program> {
                 glam[0] = smooth;
                 fit + lam * smooth
             },
-            note: "",
+            note: "The adjoint of each shift is a scan that only moves elements (`scanl (acc, z. z) 0 A`: a 0, then `A`), computed into memory: arrays of n+1 reals written and read again, where the hand-written gradient adds each difference into its two neighbours in place. Such scans could be views, as shifts are.",
         },
         Program {
             name: "second_difference",
@@ -1239,7 +1239,7 @@ fn plain() -> Vec<Program> {
                 }
                 s
             },
-            note: "",
+            note: "Six scans that only move elements, the adjoints of the four shifts (`scanl (acc, z. z) 0 A` is a 0 then `A`), are each computed into memory (n+1 reals written and read again), where the hand-written gradient adds each residual into three neighbours in place; the model counts their moves like any other operation, so it predicts far less than is measured. Such scans could be views, as shifts are.",
         },
         Program {
             name: "huber",
@@ -1292,7 +1292,7 @@ fn plain() -> Vec<Program> {
                 gdelta[0] = dd;
                 s
             },
-            note: "",
+            note: "The `if` is a `select` in the primal, and Cranelift lowers a `select` of reals on x86-64 to a jump over a move, which mispredicts half the time on residuals that fall on either side at random (the hand-written loop compiles to a conditional move). A conditional move through integer registers made the primal 4.5x faster but made GradBench gmm's jacobian 17% slower, so it was reverted (see the commit log). The gradient's `if`s, with `let`s and nested `if`s in their branches, are branches too.",
         },
         Program {
             name: "logistic",
