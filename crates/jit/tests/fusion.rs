@@ -277,3 +277,25 @@ fn a_result_component_that_folds_a_column_is_folded_where_it_is_made() {
     check(again, &inputs);
     assert!(workspace_at(again, &[1000, 10]) >= 2 * 1000 * 10);
 }
+
+#[test]
+fn several_result_components_that_fold_columns_run_in_one_loop() {
+    // A mixture's gradient as the optimizer leaves it: per point, the point's adjoint
+    // (kept, a result) and contributions to the adjoints of two captured arrays (summed,
+    // results too), one scalar among them. All are folded where each point is computed:
+    // nothing of size n * m is stored.
+    let src = "def f(X: [n]real, C: [m]real, D: [m]real) = \
+               let G = map (x. (x * x, map (c. c * exp(x)) C, map (c. c * sin(x)) D, x + 1)) X in \
+               (map (g. g.0) G, \
+                reduce (s, t. map2 + s t) zeros_like(C) (map (g. g.1) G), \
+                reduce (s, t. map2 + s t) zeros_like(D) (map (g. g.2) G), \
+                reduce + 0 (map (g. g.3) G))";
+    let inputs: Vec<Json> = [(0, 0), (1, 1), (3, 2), (7, 5)]
+        .iter()
+        .map(|&(n, m)| json!({"X": vec_of(n, 0.3), "C": vec_of(m, 1.1), "D": vec_of(m, 0.9)}))
+        .collect();
+    check(src, &inputs);
+    // One element's room for each summed column and for the kept one (3 m + 1), and two
+    // accumulators per summed array (4 m): not n * m.
+    assert!(workspace_at(src, &[1000, 10]) <= 8 * 10);
+}

@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use cranelift_codegen::ir::types::I8;
-use cranelift_codegen::ir::InstBuilder;
+use cranelift_codegen::ir::{InstBuilder, Value};
 use unfad_syntax::{Arena, ExprId, Node, Var};
 
 use crate::error::{internal, JitError, JitResult};
@@ -15,7 +15,7 @@ use crate::shape::{lambda, SShape};
 use crate::value::{no_holds, Arr, Holds, IntVal, Kind, Place, Val};
 
 use super::memory::with_column;
-use super::state::ssa_ints;
+use super::state::{ssa_ints, Fixed};
 use super::write::in_place;
 use super::Translator;
 
@@ -35,8 +35,22 @@ struct FoldPrep {
 enum AfterFold {
     /// `let y = fold in rest`.
     Let(Var, ExprId),
-    /// The fold is component `k` of the tuple `items`, the result.
-    Component(Vec<ExprId>, usize),
+    /// The folds are the components `ks` of the tuple `items`, the result.
+    Components(Vec<ExprId>, Vec<usize>),
+}
+
+/// The accumulator of one fold run in the loop that stores the map it folds.
+struct FoldAcc {
+    /// Two buffers the accumulator alternates between, when it holds arrays.
+    buffers: Option<(Place, Place)>,
+    /// The initial accumulator, whose structure the loop's state is rebuilt into.
+    start: Val,
+    holds: Holds,
+    fixed: Fixed,
+    /// How many values of the loop's state are this accumulator's.
+    width: usize,
+    /// Those values at the start (moved into the loop's initial state).
+    carried: Vec<Value>,
 }
 
 /// A component of a tuple whose loop may be fused with its siblings'.
@@ -62,9 +76,10 @@ impl<'a> Translator<'a> {
     /// then not kept (one element's room, which every index reuses), and the accumulator
     /// may hold arrays. Reverse mode's combined pass makes that shape: per element, an
     /// operand's adjoint, kept, and the contributions to a captured array's adjoint,
-    /// summed. The fold may also be a component of the tuple `e2` (`(value, map (t. π_q t)
-    /// x, fold f z (map (t. π_path t) x))`, a gradient's result), the other components
-    /// reading only other columns of `x`. `None` (nothing emitted) for other terms.
+    /// summed. The folds may also be components of the tuple `e2` (`(value, map (t. π_q t)
+    /// x, fold f z (map (t. π_p t) x), fold g w (map (t. π_r t) x))`, a gradient's result),
+    /// each of its own column, which the other components do not read: all run in the one
+    /// loop. `None` (nothing emitted) for other terms.
     pub(super) fn stored_then_folded(
         &mut self,
         x: Var,
@@ -79,68 +94,105 @@ impl<'a> Translator<'a> {
         if !matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. }) || self.an.lazy_ok(x) {
             return Ok(None);
         }
-        let (fold, after) = match arena[e2] {
-            Node::Let(y, fold, rest) => (fold, AfterFold::Let(y, rest)),
+        let (folds, after) = match arena[e2] {
+            Node::Let(y, fold, rest) => (vec![fold], AfterFold::Let(y, rest)),
             Node::Tuple(l) => {
                 let items = arena.exprs(l).to_vec();
-                // The first component that folds a column of `x`, which the others do not
-                // read.
-                let k = (0..items.len()).find(|&k| {
-                    let (Node::Reduce(_, z, src) | Node::Foldl(_, z, src)) = arena[items[k]] else {
-                        return false;
+                // The components that fold a column of `x` each, apart from one another's,
+                // which no other component reads.
+                let folded_column = |e: ExprId| match arena[e] {
+                    Node::Reduce(_, z, src) | Node::Foldl(_, z, src)
+                        if !arena.free_vars(z).contains(&x) =>
+                    {
+                        column_of(arena, src, x).filter(|p| !p.is_empty())
+                    }
+                    _ => None,
+                };
+                let mut chosen: Vec<(usize, Vec<usize>)> = Vec::new();
+                for (k, &item) in items.iter().enumerate() {
+                    let Some(path) = folded_column(item) else {
+                        continue;
                     };
-                    let Some(path) = column_of(arena, src, x).filter(|p| !p.is_empty()) else {
-                        return false;
-                    };
-                    !arena.free_vars(z).contains(&x)
-                        && (0..items.len())
-                            .all(|j| j == k || reads_other_columns(arena, items[j], x, &path))
-                });
-                match k {
-                    Some(k) => (items[k], AfterFold::Component(items, k)),
-                    None => return Ok(None),
+                    let apart = chosen
+                        .iter()
+                        .all(|(_, q)| !q.starts_with(&path) && !path.starts_with(q));
+                    let unread = (0..items.len()).all(|j| {
+                        j == k
+                            || chosen.iter().any(|(c, _)| *c == j)
+                            || reads_other_columns(arena, items[j], x, &path)
+                    });
+                    if apart && unread {
+                        chosen.push((k, path));
+                    }
                 }
+                // A component chosen first may read the column of one chosen after it.
+                let chosen: Vec<(usize, Vec<usize>)> = chosen
+                    .iter()
+                    .filter(|(k, _)| {
+                        chosen
+                            .iter()
+                            .all(|(c, q)| c == k || reads_other_columns(arena, items[*k], x, q))
+                    })
+                    .cloned()
+                    .collect();
+                if chosen.is_empty() {
+                    return Ok(None);
+                }
+                let ks: Vec<usize> = chosen.iter().map(|(k, _)| *k).collect();
+                (
+                    ks.iter().map(|&k| items[k]).collect(),
+                    AfterFold::Components(items, ks),
+                )
             }
             _ => return Ok(None),
         };
-        let (Node::Reduce(f, z, src) | Node::Foldl(f, z, src)) = arena[fold] else {
-            return Ok(None);
-        };
-
-        let (ps, body) = lambda(arena, f, 2, "a fold")?;
-        let (pa, px) = (ps[0], ps[1]);
-        let acc_shape = self.an.var_shape(pa)?.clone();
-        let path = if arena[src] == Node::Var(x) {
-            Vec::new()
-        } else {
-            match column_of(arena, src, x) {
-                Some(path) if !path.is_empty() => match &after {
-                    AfterFold::Let(_, rest) if reads_other_columns(arena, *rest, x, &path) => path,
-                    // The other components were checked when the fold was found.
-                    AfterFold::Component(..) => path,
-                    AfterFold::Let(..) => return Ok(None),
-                },
-                _ => return Ok(None),
+        // Each fold: its function's parameters and body, its accumulator's shape, the column
+        // of `x` it folds (all of it for an empty path), its operand and initial value.
+        let mut specs = Vec::with_capacity(folds.len());
+        for &fold in &folds {
+            let (Node::Reduce(f, z, src) | Node::Foldl(f, z, src)) = arena[fold] else {
+                return Ok(None);
+            };
+            let (ps, body) = lambda(arena, f, 2, "a fold")?;
+            let (pa, px) = (ps[0], ps[1]);
+            let acc_shape = self.an.var_shape(pa)?.clone();
+            let path = if arena[src] == Node::Var(x) {
+                Vec::new()
+            } else {
+                match (column_of(arena, src, x), &after) {
+                    (Some(path), AfterFold::Let(_, rest))
+                        if !path.is_empty() && reads_other_columns(arena, *rest, x, &path) =>
+                    {
+                        path
+                    }
+                    // The other components were checked when the folds were chosen.
+                    (Some(path), AfterFold::Components(..)) if !path.is_empty() => path,
+                    _ => return Ok(None),
+                }
+            };
+            if (path.is_empty() && acc_shape.has_arrays())
+                || self.extremum(pa, px, body).is_some()
+                || arena.free_vars(z).contains(&x)
+            {
+                return Ok(None);
             }
-        };
-        if (path.is_empty() && acc_shape.has_arrays())
-            || self.extremum(pa, px, body).is_some()
-            || arena.free_vars(z).contains(&x)
-        {
-            return Ok(None);
+            specs.push((pa, px, body, acc_shape, path, src, z));
         }
+        let paths: Vec<Vec<usize>> = specs.iter().map(|s| s.4.clone()).collect();
         // The columns of `x` that components of the result read as they are (`map (t. π_q
         // t) x`, written to an array's place) are stored straight into those places.
         let redirected: Vec<(usize, Vec<usize>, Rc<Arr>)> = match (&after, into) {
-            (AfterFold::Component(items, k), Some(Place::Tuple(ps))) if ps.len() == items.len() => {
-                let mut taken: Vec<Vec<usize>> = vec![path.clone()];
+            (AfterFold::Components(items, ks), Some(Place::Tuple(ps)))
+                if ps.len() == items.len() =>
+            {
+                let mut taken: Vec<Vec<usize>> = paths.clone();
                 let mut out = Vec::new();
                 for (j, (&item, p)) in items.iter().zip(ps.iter()).enumerate() {
                     let (Some(q), Place::Arr(dst)) = (column_of(arena, item, x), p) else {
                         continue;
                     };
                     let apart = |t: &Vec<usize>| !q.starts_with(t) && !t.starts_with(&q);
-                    if j != *k
+                    if !ks.contains(&j)
                         && !q.is_empty()
                         && taken.iter().all(apart)
                         && matches!(dst.kind, Kind::Mem { .. })
@@ -154,9 +206,7 @@ impl<'a> Translator<'a> {
             _ => Vec::new(),
         };
         let mut unkept: Vec<Vec<usize>> = redirected.iter().map(|(_, q, _)| q.clone()).collect();
-        if !path.is_empty() {
-            unkept.push(path.clone());
-        }
+        unkept.extend(paths.iter().filter(|p| !p.is_empty()).cloned());
         let mut d = self.alloc_without(&a.shape, &unkept)?;
         let mut lens = vec![(a.len, a.stat()), (d.len, d.stat())];
         if !redirected.is_empty() {
@@ -177,67 +227,103 @@ impl<'a> Translator<'a> {
             };
             d = self.arr(d.len, &d.shape, d.stat(), kind);
         }
-        let zv = self.emit(z)?;
+        // Each fold's accumulator: scalars in registers; one holding arrays alternates
+        // between two buffers (as in a fold of its own), all such folds in the same phase,
+        // which comes first in the loop's state when there is one.
+        let mut accs = Vec::with_capacity(specs.len());
+        for (_, _, _, acc_shape, _, _, z) in &specs {
+            let zv = self.emit(*z)?;
+            let buffers = if acc_shape.has_arrays() {
+                Some((self.acc_place(acc_shape)?, self.acc_place(acc_shape)?))
+            } else {
+                None
+            };
+            let (start, holds) = match &buffers {
+                Some((pa_place, pb_place)) => {
+                    let v0 = self.write(&zv, pa_place)?;
+                    let mut h = Vec::new();
+                    Self::place_holds(pa_place, &mut h);
+                    Self::place_holds(pb_place, &mut h);
+                    (v0, Holds::from(h))
+                }
+                None => (zv, no_holds()),
+            };
+            let places: Vec<&Place> = buffers.iter().flat_map(|(a, b)| [a, b]).collect();
+            let (fixed, carried) = self.loop_state(&start, &places, acc_shape)?;
+            accs.push(FoldAcc {
+                buffers,
+                start,
+                holds,
+                fixed,
+                width: carried.len(),
+                carried,
+            });
+        }
         let (count, dim) = self.min_len(&lens);
-        // Scalar accumulators are in registers; one holding arrays alternates between two
-        // buffers (as in a fold of its own), the phase first in the loop's state.
-        let buffers = if acc_shape.has_arrays() {
-            Some((self.acc_place(&acc_shape)?, self.acc_place(&acc_shape)?))
-        } else {
-            None
-        };
-        let (start, holds) = match &buffers {
-            Some((pa_place, pb_place)) => {
-                let v0 = self.write(&zv, pa_place)?;
-                let mut h = Vec::new();
-                Self::place_holds(pa_place, &mut h);
-                Self::place_holds(pb_place, &mut h);
-                (v0, Holds::from(h))
-            }
-            None => (zv, no_holds()),
-        };
-        let phased = usize::from(buffers.is_some());
-        let places: Vec<&Place> = buffers.iter().flat_map(|(a, b)| [a, b]).collect();
-        let (fixed, carried) = self.loop_state(&start, &places, &acc_shape)?;
+        let phased = usize::from(accs.iter().any(|acc| acc.buffers.is_some()));
         let mut init = Vec::new();
         if phased == 1 {
             init.push(self.b.ins().iconst(I8, 0));
         }
-        init.extend(carried);
+        for acc in &mut accs {
+            init.append(&mut acc.carried);
+        }
+        // The folded columns are not stored (a fold of whole elements stores them all).
+        let unwritten: Vec<&[usize]> = paths
+            .iter()
+            .filter(|p| !p.is_empty())
+            .map(Vec::as_slice)
+            .collect();
         let out = self.loop_(count, false, init, &mut |t, i, cur| {
             let xi = t.elem(a, IntVal::Ssa(i))?;
             let dst = t.place_elem(&d, IntVal::Ssa(i))?;
-            let xi = t.write_except(&xi, &dst, &path)?;
-            let slots = fixed.slots(&cur[phased..])?;
-            let acc = t.rebuild(&start, &acc_shape, &mut slots.iter(), &holds)?;
-            t.bind(pa, acc)?;
-            t.bind(px, project(&xi, &path)?)?;
-            let r = t.emit(body);
-            t.unbind(pa);
-            t.unbind(px);
-            match &buffers {
-                Some((pa_place, pb_place)) => {
-                    // Phase 0: the accumulator is in the first buffer, the next goes to the
-                    // second.
-                    let other = t.select_place(cur[0], pa_place, pb_place)?;
-                    let nv = t.write(&r?, &other)?;
-                    let mut next = vec![t.b.ins().bxor_imm_s(cur[0], 1)];
-                    next.extend(t.carry(&nv, &fixed)?);
-                    Ok(next)
-                }
-                None => t.carry(&r?, &fixed),
+            let xi = t.write_except(&xi, &dst, &unwritten)?;
+            let mut next = Vec::with_capacity(cur.len());
+            if phased == 1 {
+                next.push(t.b.ins().bxor_imm_s(cur[0], 1));
             }
+            let mut at = phased;
+            for ((pa, px, body, acc_shape, path, _, _), acc) in specs.iter().zip(&accs) {
+                let slots = acc.fixed.slots(&cur[at..at + acc.width])?;
+                at += acc.width;
+                let value = t.rebuild(&acc.start, acc_shape, &mut slots.iter(), &acc.holds)?;
+                t.bind(*pa, value)?;
+                t.bind(*px, project(&xi, path)?)?;
+                let r = t.emit(*body);
+                t.unbind(*pa);
+                t.unbind(*px);
+                let r = r?;
+                match &acc.buffers {
+                    Some((pa_place, pb_place)) => {
+                        // Phase 0: the accumulator is in the first buffer, the next goes to
+                        // the second.
+                        let other = t.select_place(cur[0], pa_place, pb_place)?;
+                        let nv = t.write(&r, &other)?;
+                        next.extend(t.carry(&nv, &acc.fixed)?);
+                    }
+                    None => next.extend(t.carry(&r, &acc.fixed)?),
+                }
+            }
+            Ok(next)
         })?;
         self.pad(&d, count, dim)?;
         let stored = self.view(&d, count, dim)?;
-        let slots = fixed.slots(&out[phased..])?;
-        let folded = self.rebuild(&start, &acc_shape, &mut slots.iter(), &holds)?;
+        let mut folded = Vec::with_capacity(accs.len());
+        let mut at = phased;
+        for ((_, _, _, acc_shape, _, src, _), acc) in specs.iter().zip(&accs) {
+            let slots = acc.fixed.slots(&out[at..at + acc.width])?;
+            at += acc.width;
+            folded.push(self.rebuild(&acc.start, acc_shape, &mut slots.iter(), &acc.holds)?);
+            // The fold's reading of `x` is done.
+            self.skip(*src);
+        }
         self.bind(x, stored)?;
-        // The fold's reading of `x` was just done.
-        self.skip(src);
         let r = match after {
             AfterFold::Let(y, rest) => {
-                self.bind_let(y, folded)?;
+                let Some(value) = folded.pop() else {
+                    return internal("a fold lost its result");
+                };
+                self.bind_let(y, value)?;
                 let r = match into {
                     Some(p) => self.emit_into(rest, p)?,
                     None => self.emit(rest)?,
@@ -245,7 +331,7 @@ impl<'a> Translator<'a> {
                 self.end_scope(&[y], &r);
                 r
             }
-            AfterFold::Component(items, k) => {
+            AfterFold::Components(items, ks) => {
                 let places = match into {
                     Some(Place::Tuple(ps)) if ps.len() == items.len() => Some(ps.clone()),
                     Some(_) => return internal("a tuple written to a place of another shape"),
@@ -260,11 +346,12 @@ impl<'a> Translator<'a> {
                         out.push(self.view(dst, count, dim)?);
                         continue;
                     }
-                    let v = match (j == k, &places) {
-                        (true, Some(ps)) => self.write(&folded, &ps[j])?,
-                        (true, None) => folded.clone(),
-                        (false, Some(ps)) => self.emit_into(item, &ps[j])?,
-                        (false, None) => self.emit(item)?,
+                    let fold = ks.iter().position(|&k| k == j);
+                    let v = match (fold, &places) {
+                        (Some(f), Some(ps)) => self.write(&folded[f], &ps[j])?,
+                        (Some(f), None) => folded[f].clone(),
+                        (None, Some(ps)) => self.emit_into(item, &ps[j])?,
+                        (None, None) => self.emit(item)?,
                     };
                     out.push(v);
                 }

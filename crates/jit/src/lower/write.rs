@@ -42,24 +42,31 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// `v` written to `p` except its component at `path`, which the result keeps as it is
-    /// (unwritten; a fold reads it where it is computed). All of `v` for an empty path.
-    pub(super) fn write_except(&mut self, v: &Val, p: &Place, path: &[usize]) -> JitResult<Val> {
-        let Some((&i, rest)) = path.split_first() else {
+    /// `v` written to `p` except its components at `paths`, which the result keeps as they
+    /// are (unwritten; a fold reads them where they are computed). All of `v` for no path.
+    pub(super) fn write_except(
+        &mut self,
+        v: &Val,
+        p: &Place,
+        paths: &[&[usize]],
+    ) -> JitResult<Val> {
+        if paths.is_empty() {
             return self.write(v, p);
-        };
+        }
+        if paths.iter().any(|q| q.is_empty()) {
+            return Ok(v.clone());
+        }
         let (Val::Tuple(items), Place::Tuple(places)) = (v, p) else {
             return internal("a component path through a non-tuple");
         };
         let mut out = Vec::with_capacity(items.len());
         for (k, (item, place)) in items.iter().zip(places.iter()).enumerate() {
-            out.push(if k != i {
-                self.write(item, place)?
-            } else if rest.is_empty() {
-                item.clone()
-            } else {
-                self.write_except(item, place, rest)?
-            });
+            let under: Vec<&[usize]> = paths
+                .iter()
+                .filter(|q| q.first() == Some(&k))
+                .map(|q| &q[1..])
+                .collect();
+            out.push(self.write_except(item, place, &under)?);
         }
         Ok(Val::Tuple(out.into()))
     }
