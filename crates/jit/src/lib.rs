@@ -109,7 +109,12 @@
 //! is folded where each element is computed and never stored (it gets one element's room,
 //! which every index shares), whatever the accumulator holds: reverse mode's shared pass
 //! over a map that maps over a captured array makes this, the captured array's adjoint
-//! summed from one column and the operand's kept in the other.
+//! summed from one column and the operand's kept in the other. The same holds when the
+//! folds are components of the result (`(map (t. t.0) G, reduce f z (map (t. t.1) G),
+//! reduce g w (map (t. t.2) G))`, a gradient as the optimizer leaves it): every component
+//! that folds a column of its own runs in the one loop, each with its accumulator, and a
+//! column that a component of the result reads as it is (`map (t. t.0) G`) is stored
+//! straight into that component's output buffer.
 //!
 //! The components of a tuple that are loops over the same length (scalar folds, and arrays
 //! written element by element: maps, copies, fills) run as **one loop** (a gradient is
