@@ -155,17 +155,18 @@ impl Binder<'_> {
         data: &[f64],
         shape: &[usize],
     ) -> Result<(), Error> {
-        let name = self.names[param].clone();
+        let names = self.names;
+        let name = &names[param];
         let (dims, leaf) = array_dims(ty);
-        if leaf != Type::Real {
+        let rank = dims.count();
+        if *leaf != Type::Real {
             return Err(Error::Argument(format!(
                 "parameter `{name}` has type `{ty}`: give its elements with `Arg::elements`"
             )));
         }
-        if shape.len() != dims.len() {
+        if shape.len() != rank {
             return Err(Error::Argument(format!(
-                "parameter `{name}` has type `{ty}` ({} dimensions), but the argument has shape {shape:?}",
-                dims.len()
+                "parameter `{name}` has type `{ty}` ({rank} dimensions), but the argument has shape {shape:?}"
             )));
         }
         let count: Option<usize> = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
@@ -176,22 +177,29 @@ impl Binder<'_> {
                 data.len()
             )));
         }
-        for (d, &len) in dims.iter().zip(shape) {
+        for (d, &len) in array_dims(ty).0.zip(shape) {
             self.bind_size(param, ty, d, len)?;
         }
         Ok(())
     }
 }
 
-/// The sizes of nested arrays around the leaf type: `[n][m]real` is `([n, m], real)`.
-pub(crate) fn array_dims(ty: &Type) -> (Vec<Size>, Type) {
-    let mut dims = Vec::new();
-    let mut t = ty.clone();
-    while let Type::Array(n, e) = t {
-        dims.push(n);
-        t = (*e).clone();
+/// The sizes of nested arrays around the leaf type, outermost first, and the leaf:
+/// `[n][m]real` is `([n, m], real)`. Borrowed, so that checking a call allocates nothing.
+pub(crate) fn array_dims(ty: &Type) -> (impl Iterator<Item = &Size>, &Type) {
+    let mut leaf = ty;
+    while let Type::Array(_, e) = leaf {
+        leaf = e;
     }
-    (dims, t)
+    let dims = std::iter::successors(Some(ty), |t| match t {
+        Type::Array(_, e) => Some(e),
+        _ => None,
+    })
+    .filter_map(|t| match t {
+        Type::Array(n, _) => Some(n),
+        _ => None,
+    });
+    (dims, leaf)
 }
 
 /// How many ABI components a value of type `ty` has (one per real leaf of the tuples,
@@ -208,5 +216,5 @@ pub fn component_count(ty: &Type) -> usize {
 /// True if a value of `ty` is one component whose buffer is the row-major leaves
 /// (reals and arrays of reals of any rank): no reordering is needed.
 pub fn is_single_component(ty: &Type) -> bool {
-    array_dims(ty).1 == Type::Real
+    *array_dims(ty).1 == Type::Real
 }
