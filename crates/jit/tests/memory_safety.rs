@@ -10,9 +10,8 @@
 
 mod common;
 
-use common::{check_compiled, components, gradient, run_guarded};
+use common::{check_compiled, gradient, native_arguments, run_guarded};
 use serde_json::Value as Json;
-use unfad_interp::args_from_json;
 use unfad_jit::fault::{self, Fault};
 use unfad_jit::{compile, JitError};
 use unfad_syntax::print_func;
@@ -94,16 +93,7 @@ fn arguments_of_the_wrong_shape_are_refused() {
         let (prog, func) = load(&g.source);
         let compiled = compile(&prog.arena, &func).unwrap();
         let input = g.input_at(seed, 3, 2);
-        let (args, env) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
-        let sizes: Vec<u64> = compiled
-            .size_vars()
-            .iter()
-            .map(|v| env.get(v).unwrap_or(0))
-            .collect();
-        let mut inputs = Vec::new();
-        for (a, &p) in args.iter().zip(&func.params) {
-            components(a, prog.arena.var_type(p).unwrap(), &mut inputs);
-        }
+        let (inputs, sizes) = native_arguments(&prog.arena, &func, &compiled, &input);
         let mut outs: Vec<Vec<f64>> = compiled
             .outputs()
             .iter()

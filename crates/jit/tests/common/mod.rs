@@ -86,16 +86,7 @@ pub fn run_guarded(
     compiled: &Compiled,
     input: &Json,
 ) -> (Result<Vec<Vec<f64>>, JitError>, Vec<u64>) {
-    let (args, env) = args_from_json::<f64>(arena, func, input).unwrap();
-    let sizes: Vec<u64> = compiled
-        .size_vars()
-        .iter()
-        .map(|v| env.get(v).unwrap_or(0))
-        .collect();
-    let mut inputs = Vec::new();
-    for (a, &p) in args.iter().zip(&func.params) {
-        components(a, arena.var_type(p).unwrap(), &mut inputs);
-    }
+    let (inputs, sizes) = native_arguments(arena, func, compiled, input);
     let inputs: Vec<Vec<f64>> = inputs.iter().map(|d| guarded(d)).collect();
     let mut outs: Vec<Vec<f64>> = compiled
         .outputs()
@@ -143,6 +134,27 @@ pub fn run_guarded(
         }
     }
     (called.map(|()| got), sizes)
+}
+
+/// The input components of `input` for `compiled`, and the sizes it binds (a size only
+/// seen inside an empty array is not bound by the input: any value fits, 0 is taken).
+pub fn native_arguments(
+    arena: &Arena,
+    func: &Func,
+    compiled: &Compiled,
+    input: &Json,
+) -> (Vec<Vec<f64>>, Vec<u64>) {
+    let (args, env) = args_from_json::<f64>(arena, func, input).unwrap();
+    let sizes: Vec<u64> = compiled
+        .size_vars()
+        .iter()
+        .map(|v| env.get(v).unwrap_or(0))
+        .collect();
+    let mut inputs = Vec::new();
+    for (a, &p) in args.iter().zip(&func.params) {
+        components(a, arena.var_type(p).unwrap(), &mut inputs);
+    }
+    (inputs, sizes)
 }
 
 /// The outputs of the native code for `input` (every buffer guarded, see [`run_guarded`]),
