@@ -27,8 +27,12 @@ fn check_every_cut(arena: &mut Arena, func: &Func, input: &serde_json::Value) ->
     let mut split = 0;
     for at in 1..statements(arena, func) {
         for take in [false, true] {
-            let compiled = compile_split_at(arena, func, at, take)
-                .unwrap_or_else(|e| panic!("cut after {at} (take {take}): {e}"));
+            let compiled = compile_split_at(arena, func, at, take).unwrap_or_else(|e| {
+                panic!(
+                    "cut after {at} (take {take}): {e}\n{}",
+                    unfad_syntax::print_func(arena, func)
+                )
+            });
             split += usize::from(compiled.parts() == 2);
             check_compiled(arena, func, &compiled, input);
         }

@@ -5,7 +5,8 @@
 //! [`MAX_PASSES`]): continuations are inlined and beta-reduced, and the rewrites of the
 //! paper's Figure "Optimizations for target language" (in [`rules`]) fire on the result.
 //! Bindings used once are then inlined where that moves no work ([`inline`]), non-linear
-//! terms that loops of several statements compute are computed once ([`share`]), Lemma
+//! terms that loops of several statements compute are computed once ([`share`]), work that
+//! does not change from one iteration of a loop to the next moves before it ([`hoist`]), Lemma
 //! noHO is enforced ([`check_first_order`]) and the result is type-checked.
 //!
 //! ```
@@ -24,6 +25,7 @@ pub mod cost;
 mod expand;
 use unfad_syntax::fast_hash;
 pub mod first_order;
+pub mod hoist;
 pub mod inline;
 pub mod len;
 pub mod rules;
@@ -53,6 +55,22 @@ pub enum OptError {
 
 /// Optimize `func` to a fixed point and check that the result is first-order.
 pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
+    let f = optimize_before_hoisting(arena, func);
+    // Loop-invariant work last, on the settled term, where the loops are final.
+    let hoisted = hoist::hoist_invariants(arena, &f);
+    let f = if hoisted.body == f.body {
+        f
+    } else {
+        simplify_to_fixed_point(arena, &hoisted)
+    };
+    check_first_order(arena, &f)?;
+    check_types(arena, &f)?;
+    Ok(f)
+}
+
+/// The passes of [`optimize`] before [`hoist`], without its checks: the term hoisting
+/// sees (its tests start from it).
+pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
     // The passes build about twice the arena they start from.
     arena.reserve(2 * arena.node_count());
     // Reverse mode's continuations first, by a pass that does nothing else (most of the
@@ -74,14 +92,11 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     // moved either way.)
     let (f, settled) = simplify_while(arena, &f, |rewrites, nodes| 50 * rewrites > nodes);
     let shared = share::share_elementwise(arena, &f);
-    let f = if settled && shared.body == f.body {
+    if settled && shared.body == f.body {
         f
     } else {
         simplify_to_fixed_point(arena, &shared)
-    };
-    check_first_order(arena, &f)?;
-    check_types(arena, &f)?;
-    Ok(f)
+    }
 }
 
 /// Optimize `func` to a fixed point without requiring a first-order result (for terms

@@ -805,7 +805,9 @@ mod tests {
                 def f(M: [n][m]real): [n][n]real =
                   let E = map (x. map (c. reduce + 0 (map2 * x c)) M) M in
                   let s = reduce + 0 (map (e. reduce + 0 e) E) in
-                  map (e_1. map (d. d * s * reduce + 0 e_1) e_1) E
+                  map (e_1.
+                    let h = reduce + 0 e_1 in
+                    map (d. d * s * h) e_1) E
             "#]],
         );
     }

@@ -1,0 +1,639 @@
+//! Hoisting: work that does not change from one iteration of a loop to the next is done
+//! once, before the loop.
+//!
+//! Every variable is bound at a loop depth: 0 outside every loop (the parameters of the
+//! function), `d` for the parameters of a loop nested `d` deep and for the `let`s of its
+//! body. A term's *level* is the deepest depth among its free variables. Inside a loop of
+//! depth `d`, a term of level `l < d` is the same in every iteration of the loops of depths
+//! `l + 1 ..= d`: it is bound to a new variable just outside the loop of depth `l + 1`, and
+//! read there (loop-invariant code motion). Whole array computations move as well: the
+//! mixture's `map (x. exp(x)) q` inside the map over points is computed once.
+//!
+//! A term can also depend on a loop's element only through an array that does not change
+//! in the loop around it: `exp(qd)`, where `qd` runs over a row `snd c` of the components,
+//! and the components do not depend on the point. Such a term is computed for every element
+//! of its array in a loop of its own, `map (qd. exp(qd)) (snd c)`, and the loop reads that
+//! array's element instead (*element precomputation*). The new array depends on `c` only,
+//! so it is in turn precomputed for every component, and that array, invariant in the map
+//! over points, is hoisted before it: `exp` runs K·D times instead of N·K·D.
+//!
+//! Nothing moves out of a conditional branch or a short-circuit operand (it would be
+//! computed when the program does not compute it), and nothing is precomputed for a loop
+//! inside one. Only terms that do work move: an operator, an array operation, an `if`; not
+//! variables, projections, tuples, shifts (views) or fills. The language's operations are
+//! total, so evaluating a term before a loop that runs zero times changes no result, only
+//! adds the term's cost once. The memory a hoisted array takes is what the loop's
+//! iterations would each have made of it.
+
+use unfad_syntax::fast_hash::FastMap as HashMap;
+use unfad_syntax::typeck::{infer, NoSource};
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Kids, Node, Type, Var};
+
+/// Move loop-invariant work of `func` out of its loops; `func` itself when nothing moves.
+pub fn hoist_invariants(arena: &mut Arena, func: &Func) -> Func {
+    let mut h = Hoister {
+        arena,
+        vars: HashMap::default(),
+        depth: 0,
+        floor: 1,
+        pending: vec![Vec::new()],
+        frames: Vec::new(),
+        moved: 0,
+    };
+    let (body, _) = h.walk(func.body);
+    if h.moved == 0 {
+        return func.clone();
+    }
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+/// Loops nested deeper than this are left as they are (levels are bits of a word).
+const MAX_DEPTH: u32 = 62;
+
+/// The loop depths a term's free variables are bound at: `plain` for ordinary variables,
+/// `elem` for elements of arrays that do not change in the enclosing loop (see the module
+/// docs). Bit 0 (the function's parameters) is never set: they never change.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+struct Deps {
+    plain: u64,
+    elem: u64,
+}
+
+impl Deps {
+    fn at(depth: u32, elem: bool) -> Deps {
+        let bit = if depth == 0 { 0 } else { 1u64 << depth };
+        if elem {
+            Deps {
+                plain: 0,
+                elem: bit,
+            }
+        } else {
+            Deps {
+                plain: bit,
+                elem: 0,
+            }
+        }
+    }
+
+    fn union(self, o: Deps) -> Deps {
+        Deps {
+            plain: self.plain | o.plain,
+            elem: self.elem | o.elem,
+        }
+    }
+
+    /// The deepest depth of any of the variables (0 for none).
+    fn level(self) -> u32 {
+        highest(self.plain | self.elem)
+    }
+
+    /// Only the variables bound outside the loop of depth `depth`.
+    fn outside(self, depth: u32) -> Deps {
+        let mask = (1u64 << depth) - 1;
+        Deps {
+            plain: self.plain & mask,
+            elem: self.elem & mask,
+        }
+    }
+}
+
+fn highest(bits: u64) -> u32 {
+    if bits == 0 {
+        0
+    } else {
+        63 - bits.leading_zeros()
+    }
+}
+
+/// A binding to place just outside a loop.
+enum Binding {
+    One(Var, ExprId, Deps),
+    Many(unfad_syntax::VarList, ExprId),
+}
+
+/// What a loop being walked collects: the terms to precompute for each of its elements,
+/// as (the variable standing for the term's value, the term).
+struct Frame {
+    /// The loop's parameters that run over invariant arrays.
+    elements: Vec<Var>,
+    precomputed: Vec<(Var, ExprId, Deps)>,
+}
+
+struct Hoister<'a> {
+    arena: &'a mut Arena,
+    /// What each variable in scope depends on: the depth it is bound at, and for the
+    /// element of a loop's array, also what that array depends on.
+    vars: HashMap<Var, Deps>,
+    /// The depth of the innermost loop around the term being walked.
+    depth: u32,
+    /// Terms may be placed outside loops of this depth and deeper only (a branch inside
+    /// the loop of depth `d` raises it to `d + 1`).
+    floor: u32,
+    /// For each depth, the bindings to place just outside the loop being walked there.
+    pending: Vec<Vec<Binding>>,
+    /// The loops being walked, innermost last.
+    frames: Vec<Frame>,
+    /// Terms moved so far.
+    moved: usize,
+}
+
+/// A term that does work worth moving (see the module docs).
+fn does_work(arena: &Arena, e: ExprId) -> bool {
+    use unfad_syntax::UnOp;
+    match arena[e] {
+        Node::Op1(UnOp::Neg, a) => does_work(arena, a),
+        Node::Op1(..) | Node::Op2(..) | Node::If(..) => true,
+        Node::Map(..)
+        | Node::Map2(..)
+        | Node::Reduce(..)
+        | Node::Foldl(..)
+        | Node::Scanl(..)
+        | Node::Scanr(..) => true,
+        _ => false,
+    }
+}
+
+impl Hoister<'_> {
+    fn walk(&mut self, e: ExprId) -> (ExprId, Deps) {
+        with_stack(|| self.walk_inner(e))
+    }
+
+    fn var_deps(&self, v: Var) -> Deps {
+        self.vars.get(&v).copied().unwrap_or_default()
+    }
+
+    fn walk_inner(&mut self, e: ExprId) -> (ExprId, Deps) {
+        let node = self.arena[e];
+        match node {
+            Node::Const(_) | Node::Bool(_) => (e, Deps::default()),
+            Node::Var(v) => (e, self.var_deps(v)),
+            Node::Let(x, rhs, body) => {
+                let (rhs, dr) = self.walk(rhs);
+                if let Some(k) = self.hoist_target(rhs, dr) {
+                    self.pending[k as usize].push(Binding::One(x, rhs, dr));
+                    self.vars.insert(x, Deps::at(k - 1, false));
+                    self.moved += 1;
+                    return self.walk(body);
+                }
+                let (rhs, dr) = match self.precompute(rhs, dr) {
+                    Some(v) => (v, Deps::at(self.depth, false)),
+                    None => (rhs, dr),
+                };
+                self.vars.insert(x, Deps::at(self.depth, false));
+                let (body, db) = self.walk(body);
+                let node_deps = dr.union(db);
+                let (body, db2) = self.consider(body, db, node_deps, false);
+                let out = self.arena.rebuild(e, Node::Let(x, rhs, body));
+                (out, dr.union(db2))
+            }
+            Node::LetTuple(xs, rhs, body) => {
+                let (rhs, dr) = self.walk(rhs);
+                let vars: Vec<Var> = self.arena.vars_of(xs).to_vec();
+                if let Some(k) = self.hoist_target(rhs, dr) {
+                    self.pending[k as usize].push(Binding::Many(xs, rhs));
+                    for &x in &vars {
+                        self.vars.insert(x, Deps::at(k - 1, false));
+                    }
+                    self.moved += 1;
+                    return self.walk(body);
+                }
+                for &x in &vars {
+                    self.vars.insert(x, Deps::at(self.depth, false));
+                }
+                let (body, db) = self.walk(body);
+                let node_deps = dr.union(db);
+                let (body, db2) = self.consider(body, db, node_deps, false);
+                let out = self.arena.rebuild(e, Node::LetTuple(xs, rhs, body));
+                (out, dr.union(db2))
+            }
+            Node::Lambda(..) => {
+                // Only loops' functions are walked (a first-order term has no other):
+                // this one stays as it is, and so does everything around it.
+                let d = Deps::at(self.depth, false);
+                (e, d)
+            }
+            Node::If(..) | Node::And(..) | Node::Or(..) => self.walk_conditional(e, node),
+            Node::Map(..)
+            | Node::Map2(..)
+            | Node::Reduce(..)
+            | Node::Foldl(..)
+            | Node::Scanl(..)
+            | Node::Scanr(..)
+                if self.depth < MAX_DEPTH =>
+            {
+                self.walk_loop(e, node)
+            }
+            _ => {
+                let kids = self.arena.node_children(node);
+                let walked: Vec<(ExprId, Deps)> = kids.iter().map(|&c| self.walk(c)).collect();
+                let node_deps = walked
+                    .iter()
+                    .fold(Deps::default(), |acc, &(_, d)| acc.union(d));
+                let considered = self.consider_all(&walked, node_deps, does_work(self.arena, e));
+                self.rebuild_with(e, node, &considered)
+            }
+        }
+    }
+
+    /// `e` rebuilt from `node` with its children replaced in order; and its deps.
+    fn rebuild_with(&mut self, e: ExprId, node: Node, kids: &[(ExprId, Deps)]) -> (ExprId, Deps) {
+        let mut next = 0;
+        let new = self.arena.map_children(node, |_, old| {
+            let c = kids.get(next).map_or(old, |&(c, _)| c);
+            next += 1;
+            c
+        });
+        let deps = kids
+            .iter()
+            .fold(Deps::default(), |acc, &(_, d)| acc.union(d));
+        (self.arena.rebuild(e, new), deps)
+    }
+
+    fn consider_all(
+        &mut self,
+        walked: &[(ExprId, Deps)],
+        parent: Deps,
+        parent_works: bool,
+    ) -> Vec<(ExprId, Deps)> {
+        walked
+            .iter()
+            .map(|&(c, d)| self.consider(c, d, parent, parent_works))
+            .collect()
+    }
+
+    /// Where an invariant term `e` of deps `d` goes: the depth of the loop to place it
+    /// just outside of, if it is invariant in the innermost loop and does work.
+    fn hoist_target(&self, e: ExprId, d: Deps) -> Option<u32> {
+        if self.depth == 0 || !does_work(self.arena, e) {
+            return None;
+        }
+        let k = (d.level() + 1).max(self.floor);
+        (k <= self.depth).then_some(k)
+    }
+
+    /// True if `d` makes a term worth precomputing for the elements of the innermost
+    /// loop: it reads that loop's elements and nothing else bound in its body (so it can
+    /// be computed where the loop's arrays are), and does not change with some loop
+    /// around it (so that the array of its values moves out of that loop in the end).
+    fn precomputable(&self, d: Deps) -> bool {
+        let depth = self.depth;
+        if depth < 2 {
+            return false;
+        }
+        // Bits 1 ..= depth - 1: the loops around this one.
+        let around = (1u64 << depth) - 2;
+        let unchanged_in = !(d.plain | d.elem) & around;
+        if self.floor > depth
+            || d.elem & (1u64 << depth) == 0
+            || d.plain & (1u64 << depth) != 0
+            || unchanged_in == 0
+        {
+            return false;
+        }
+        // The innermost loop around it that the term does not change with: the array of
+        // its values gets there by being precomputed for the elements of each loop in
+        // between, so it may read only their elements, nothing else bound in them.
+        let target = highest(unchanged_in);
+        let between = around & !((2u64 << target) - 1);
+        d.plain & between == 0
+    }
+
+    /// Precompute `e` for the innermost loop's elements, if it qualifies: the variable
+    /// that stands for its value in the body.
+    fn precompute(&mut self, e: ExprId, d: Deps) -> Option<ExprId> {
+        if !does_work(self.arena, e) || !self.precomputable(d) {
+            return None;
+        }
+        let frame = self.frames.last()?;
+        if !self.arena.mentions_any(e, &frame.elements) {
+            return None;
+        }
+        let ty = infer(self.arena, &NoSource, e).ok()?;
+        if !matches!(ty, Type::Real | Type::Array(..) | Type::Tuple(_)) {
+            return None;
+        }
+        let v = self.arena.fresh_var("pre", Some(ty));
+        // Read in the body as an ordinary variable of this loop: nothing around it is
+        // precomputed with it.
+        self.vars.insert(v, Deps::at(self.depth, false));
+        self.frames.last_mut()?.precomputed.push((v, e, d));
+        self.moved += 1;
+        Some(self.arena.var(v))
+    }
+
+    /// A child `c` (deps `d`) of a node of deps `parent`: hoisted or precomputed when it
+    /// qualifies and its parent does not move with it as a whole.
+    fn consider(&mut self, c: ExprId, d: Deps, parent: Deps, parent_works: bool) -> (ExprId, Deps) {
+        if self.depth == 0 {
+            return (c, d);
+        }
+        let level = d.level();
+        let parent_moves_alike = parent_works && parent.level() == level;
+        if !parent_moves_alike {
+            if let Some(k) = self.hoist_target(c, d) {
+                let ty = infer(self.arena, &NoSource, c).ok();
+                let v = self.arena.fresh_var("h", ty);
+                self.pending[k as usize].push(Binding::One(v, c, d));
+                self.vars.insert(v, Deps::at(k - 1, false));
+                self.moved += 1;
+                return (self.arena.var(v), Deps::at(k - 1, false));
+            }
+        }
+        let parent_precomputed = parent_works && self.precomputable(parent);
+        if !parent_precomputed {
+            if let Some(v) = self.precompute(c, d) {
+                return (v, Deps::at(self.depth, false));
+            }
+        }
+        (c, d)
+    }
+
+    /// `if`, `&&`, `||`: the first operand is always evaluated; the others only
+    /// sometimes, so nothing moves out of them past the innermost loop around them.
+    fn walk_conditional(&mut self, e: ExprId, node: Node) -> (ExprId, Deps) {
+        let kids = self.arena.node_children(node);
+        let mut walked = Vec::with_capacity(kids.len());
+        for (i, &c) in kids.iter().enumerate() {
+            if i == 0 {
+                walked.push(self.walk(c));
+            } else {
+                let saved = self.floor;
+                self.floor = self.depth + 1;
+                walked.push(self.walk(c));
+                self.floor = saved;
+            }
+        }
+        let node_deps = walked
+            .iter()
+            .fold(Deps::default(), |acc, &(_, d)| acc.union(d));
+        let works = does_work(self.arena, e);
+        // Only the condition is a candidate itself.
+        let first = self.consider(walked[0].0, walked[0].1, node_deps, works);
+        walked[0] = first;
+        self.rebuild_with(e, node, &walked)
+    }
+
+    /// A loop: its operands, then its function's body one level deeper, then the terms
+    /// precomputed for its elements and the bindings hoisted to just outside it.
+    fn walk_loop(&mut self, e: ExprId, node: Node) -> (ExprId, Deps) {
+        let kids: Kids = self.arena.node_children(node);
+        // The function is the first child of every loop node.
+        let (f, operand_ids) = (kids[0], &kids[1..]);
+        let Some((params, body)) = self.arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)) else {
+            return (e, Deps::at(self.depth, false));
+        };
+        let operands: Vec<(ExprId, Deps)> = operand_ids.iter().map(|&c| self.walk(c)).collect();
+        // Which parameter runs over which operand (the index into `operands`).
+        let element_of: Vec<Option<usize>> = match (node, params.len()) {
+            (Node::Map(..), 1) => vec![Some(0)],
+            (Node::Map2(..), 2) => vec![Some(0), Some(1)],
+            (Node::Foldl(..) | Node::Scanl(..), 2) => vec![None, Some(1)],
+            (Node::Scanr(..), 2) => vec![Some(1), None],
+            _ => vec![None; params.len()],
+        };
+        let d = self.depth + 1;
+        let mut elements = Vec::new();
+        for (&p, which) in params.iter().zip(&element_of) {
+            match which {
+                Some(i) => {
+                    self.vars.insert(p, operands[*i].1.union(Deps::at(d, true)));
+                    elements.push(p);
+                }
+                None => {
+                    self.vars.insert(p, Deps::at(d, false));
+                }
+            }
+        }
+        self.depth = d;
+        self.pending.push(Vec::new());
+        self.frames.push(Frame {
+            elements,
+            precomputed: Vec::new(),
+        });
+        let old_body = body;
+        let (body, db) = self.walk(body);
+        let (body, db) = self.consider(body, db, Deps::at(d, false), false);
+        let mut frame = self.frames.pop().unwrap_or(Frame {
+            elements: Vec::new(),
+            precomputed: Vec::new(),
+        });
+        // A loop that does not change in the loop around it moves as a whole (or, inside
+        // a branch, stays as a whole): precomputing its terms would only split it.
+        let (mut body, mut db) = (body, db);
+        if !frame.precomputed.is_empty() {
+            let whole = frame
+                .precomputed
+                .iter()
+                .fold(db.outside(d), |acc, &(_, _, td)| acc.union(td.outside(d)));
+            let whole = operands.iter().fold(whole, |acc, &(_, od)| acc.union(od));
+            if whole.level() + 1 < d {
+                let back: HashMap<Var, ExprId> =
+                    frame.precomputed.iter().map(|&(v, t, _)| (v, t)).collect();
+                body = self.arena.subst(body, &back);
+                db = frame
+                    .precomputed
+                    .iter()
+                    .fold(db, |acc, &(_, _, td)| acc.union(td));
+                self.moved -= frame.precomputed.len();
+                frame.precomputed.clear();
+            }
+        }
+        let bindings = self.pending.pop().unwrap_or_default();
+        self.depth = d - 1;
+        // A binding placed here, in the body of the loop around, may be precomputed for
+        // that loop's elements in turn.
+        let bindings: Vec<Binding> = bindings
+            .into_iter()
+            .map(|b| match b {
+                Binding::One(v, rhs, dr) => match self.precompute(rhs, dr) {
+                    Some(p) => Binding::One(v, p, Deps::at(self.depth, false)),
+                    None => Binding::One(v, rhs, dr),
+                },
+                b => b,
+            })
+            .collect();
+
+        let (new_node, loop_deps) = if frame.precomputed.is_empty() {
+            let f2 = if body == old_body {
+                f
+            } else {
+                self.arena.lambda(&params, body)
+            };
+            let mut all = vec![(f2, Deps::default())];
+            all.extend(operands.iter().copied());
+            let node_deps = operands
+                .iter()
+                .fold(db.outside(d), |acc, &(_, od)| acc.union(od));
+            let considered = self.consider_all(&all[1..], node_deps, true);
+            all.truncate(1);
+            all.extend(considered);
+            let (out, deps) = self.rebuild_with(e, node, &all);
+            (out, deps.union(db.outside(d)))
+        } else {
+            self.rebuild_precomputed(node, &params, body, db, &operands, &element_of, frame)
+        };
+        let mut out = new_node;
+        let mut deps = loop_deps;
+        for b in bindings.into_iter().rev() {
+            out = match b {
+                Binding::One(v, rhs, _) => self.arena.let_(v, rhs, out),
+                Binding::Many(xs, rhs) => self.arena.add(Node::LetTuple(xs, rhs, out)),
+            };
+        }
+        // The bindings' own deps are in the loop's already (their variables are read in
+        // the body, at depths outside it).
+        deps = deps.outside(d);
+        (out, deps)
+    }
+
+    /// The loop `node` whose body reads precomputed terms: they become components of an
+    /// array made over the operands they depend on, which replaces those operands.
+    #[allow(clippy::too_many_arguments)]
+    fn rebuild_precomputed(
+        &mut self,
+        node: Node,
+        params: &[Var],
+        body: ExprId,
+        body_deps: Deps,
+        operands: &[(ExprId, Deps)],
+        element_of: &[Option<usize>],
+        frame: Frame,
+    ) -> (ExprId, Deps) {
+        let d = self.depth + 1;
+        // The element parameters the precomputed terms read, in parameter order.
+        let mut used: Vec<usize> = Vec::new();
+        for (i, &p) in params.iter().enumerate() {
+            if element_of[i].is_some()
+                && frame
+                    .precomputed
+                    .iter()
+                    .any(|&(_, t, _)| self.arena.mentions_any(t, &[p]))
+            {
+                used.push(i);
+            }
+        }
+        // The components of the new array's elements: the used parameters the body
+        // still reads, then the precomputed terms.
+        let kept: Vec<usize> = used
+            .iter()
+            .copied()
+            .filter(|&i| self.arena.mentions_any(body, &[params[i]]))
+            .collect();
+        let mut items: Vec<ExprId> = kept.iter().map(|&i| self.arena.var(params[i])).collect();
+        let mut item_types: Vec<Type> = kept
+            .iter()
+            .map(|&i| {
+                self.arena
+                    .var_type(params[i])
+                    .cloned()
+                    .unwrap_or(Type::Real)
+            })
+            .collect();
+        for &(v, t, _) in &frame.precomputed {
+            items.push(t);
+            item_types.push(self.arena.var_type(v).cloned().unwrap_or(Type::Real));
+        }
+        let element = if items.len() == 1 {
+            items[0]
+        } else {
+            self.arena.tuple(&items)
+        };
+        let elem_ty = Type::product(item_types);
+        // The new array, over the operands of the used parameters.
+        let used_params: Vec<Var> = used.iter().map(|&i| params[i]).collect();
+        let lam = self.arena.lambda(&used_params, element);
+        let ops: Vec<ExprId> = used
+            .iter()
+            .map(|&i| operands[element_of[i].unwrap_or(0)].0)
+            .collect();
+        let pre = match ops.as_slice() {
+            [a] => self.arena.add(Node::Map(lam, *a)),
+            [a, b] => self.arena.add(Node::Map2(lam, *a, *b)),
+            _ => unreachable_free(self.arena, node),
+        };
+        let mut pre_deps = frame
+            .precomputed
+            .iter()
+            .fold(Deps::default(), |acc, &(_, _, td)| acc.union(td.outside(d)));
+        for &i in &used {
+            pre_deps = pre_deps.union(operands[element_of[i].unwrap_or(0)].1);
+        }
+        // The body reads the new element instead.
+        let t = self.arena.fresh_var("pe", Some(elem_ty));
+        let tv = self.arena.var(t);
+        let mut subst = HashMap::default();
+        let n_items = kept.len() + frame.precomputed.len();
+        let component = |arena: &mut Arena, i: usize| {
+            if n_items == 1 {
+                tv
+            } else {
+                arena.proj(i as u32, tv)
+            }
+        };
+        for (j, &i) in kept.iter().enumerate() {
+            let c = component(self.arena, j);
+            subst.insert(params[i], c);
+        }
+        for (j, &(v, _, _)) in frame.precomputed.iter().enumerate() {
+            let c = component(self.arena, kept.len() + j);
+            subst.insert(v, c);
+        }
+        let new_body = self.arena.subst(body, &subst);
+        // The loop's parameters and operands, with those of the used parameters replaced
+        // by the one new element and array.
+        let mut new_params: Vec<Var> = Vec::new();
+        let mut new_ops: Vec<(ExprId, Deps)> = Vec::new();
+        let mut placed = false;
+        for (i, &p) in params.iter().enumerate() {
+            if used.contains(&i) {
+                if !placed {
+                    new_params.push(t);
+                    placed = true;
+                }
+            } else {
+                new_params.push(p);
+            }
+        }
+        // Operands in their order; the used ones become the one new array, placed where
+        // the first of them was.
+        let used_ops: Vec<usize> = used.iter().filter_map(|&i| element_of[i]).collect();
+        let mut placed_op = false;
+        for (oi, &o) in operands.iter().enumerate() {
+            if used_ops.contains(&oi) {
+                if !placed_op {
+                    new_ops.push((pre, pre_deps));
+                    placed_op = true;
+                }
+            } else {
+                new_ops.push(o);
+            }
+        }
+        let f = self.arena.lambda(&new_params, new_body);
+        let node_deps = new_ops
+            .iter()
+            .fold(body_deps.outside(d), |acc, &(_, od)| acc.union(od));
+        let considered = self.consider_all(&new_ops, node_deps, true);
+        let new_node = match (node, considered.as_slice()) {
+            (Node::Map(..) | Node::Map2(..), [a]) => Node::Map(f, a.0),
+            (Node::Map2(..), [a, b]) => Node::Map2(f, a.0, b.0),
+            (Node::Foldl(..), [z, a]) => Node::Foldl(f, z.0, a.0),
+            (Node::Scanl(..), [z, a]) => Node::Scanl(f, z.0, a.0),
+            (Node::Scanr(..), [z, a]) => Node::Scanr(f, z.0, a.0),
+            _ => node,
+        };
+        let out = self.arena.add(new_node);
+        let deps = considered
+            .iter()
+            .fold(body_deps.outside(d), |acc, &(_, od)| acc.union(od));
+        (out, deps)
+    }
+}
+
+/// The loop kinds precomputation handles have one or two element parameters; the node
+/// itself is returned for any other (never reached: `element_of` lists at most two).
+fn unreachable_free(arena: &mut Arena, node: Node) -> ExprId {
+    arena.add(node)
+}

@@ -1,0 +1,149 @@
+//! Hoisting (`unfad_opt::hoist`) moves loop-invariant work before its loop and precomputes
+//! terms of invariant arrays' elements; it never changes a value, not even in the last
+//! bit (it computes the same operations on the same operands, fewer times), and it leaves
+//! alone the programs where nothing is invariant.
+
+use expect_test::{expect, Expect};
+use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
+use unfad_opt::hoist::hoist_invariants;
+use unfad_syntax::{print_func, Arena, Func};
+use unfad_test_support::load;
+use unfad_testgen::{generate, Features};
+
+fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
+    match eval_func(arena, f, args) {
+        Ok(v) => value_to_json(&v).to_string(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Hoists each seed's program (`gradient`: its reverse derivative, optimized up to
+/// hoisting) and compares the values exactly; returns how many
+/// of the terms hoisting changed.
+fn check(features: &Features, seeds: std::ops::Range<u64>, gradient: bool) -> usize {
+    let mut changed = 0;
+    for seed in seeds {
+        let g = generate(seed, features);
+        let (mut prog, func) = load(&g.source);
+        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+        let term = if gradient {
+            let all: Vec<usize> = (0..func.params.len()).collect();
+            let rev = unfad_ad::reverse(&mut prog.arena, &func, &all).unwrap();
+            unfad_opt::optimize_before_hoisting(&mut prog.arena, &rev)
+        } else {
+            func
+        };
+        let hoisted = hoist_invariants(&mut prog.arena, &term);
+        if hoisted.body == term.body {
+            continue;
+        }
+        changed += 1;
+        let free = prog.arena.free_vars(hoisted.body);
+        assert!(
+            free.iter().all(|v| hoisted.params.contains(v)),
+            "seed {seed}: a variable moved out of its scope\n{}",
+            print_func(&prog.arena, &hoisted)
+        );
+        let (before, after) = (
+            value(&prog.arena, &term, &args),
+            value(&prog.arena, &hoisted, &args),
+        );
+        assert_eq!(
+            before,
+            after,
+            "seed {seed}\n{}\nhoisted:\n{}",
+            print_func(&prog.arena, &term),
+            print_func(&prog.arena, &hoisted)
+        );
+        unfad_opt::check_types(&mut prog.arena, &hoisted)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", print_func(&prog.arena, &hoisted)));
+    }
+    changed
+}
+
+#[test]
+fn hoisting_random_programs_changes_no_value() {
+    let changed = check(&Features::all(), 0..600, false);
+    // The test means something only if hoisting happens often.
+    assert!(
+        changed >= 60,
+        "hoisting changed only {changed} of 600 programs"
+    );
+}
+
+#[test]
+fn hoisting_random_gradients_changes_no_value() {
+    let changed = check(&Features::all(), 0..400, true);
+    assert!(
+        changed >= 30,
+        "hoisting changed only {changed} of 400 gradients"
+    );
+}
+
+/// The term after hoisting, or "unchanged".
+fn hoisted(src: &str) -> String {
+    let (mut prog, func) = load(src);
+    let h = hoist_invariants(&mut prog.arena, &func);
+    if h.body == func.body {
+        "unchanged".into()
+    } else {
+        print_func(&prog.arena, &h)
+    }
+}
+
+fn check_hoisted(src: &str, expect: Expect) {
+    expect.assert_eq(&hoisted(src));
+}
+
+#[test]
+fn nothing_moves_where_everything_depends_on_the_loop() {
+    check_hoisted(
+        "def f(A: [n]real, B: [n]real) = reduce + 0 (map2 (a, b. exp(a) * b) A B)",
+        expect!["unchanged"],
+    );
+    check_hoisted(
+        "def f(W: [n][m]real, x: [m]real) =
+           reduce + 0 (map (row. tanh(reduce + 0 (map2 * row x))) W)",
+        expect!["unchanged"],
+    );
+    check_hoisted(
+        "def f(A: [n]real, h: real) = foldl (s, a. tanh(0.9 * s + a * h)) 0 A",
+        expect!["unchanged"],
+    );
+}
+
+#[test]
+fn invariant_work_moves_before_the_outermost_loop_it_does_not_depend_on() {
+    check_hoisted(
+        "def f(X: [n][m]real, w: [m]real) =
+           reduce + 0 (map (x. reduce + 0 (map (xd. xd * reduce + 0 (map (t. exp(t)) w)) x)) X)",
+        expect![[r#"
+            def f(X: [n][m]real, w: [m]real): real =
+              reduce + 0 (let h = reduce + 0 (map (t. exp(t)) w) in
+                 map (x. reduce + 0 (map (xd. xd * h) x)) X)
+        "#]],
+    );
+}
+
+#[test]
+fn nothing_moves_out_of_a_branch() {
+    check_hoisted(
+        "def f(X: [n]real, w: [m]real) =
+           reduce + 0 (map (x. if x > 0 then x * reduce + 0 (map (t. exp(t)) w) else x) X)",
+        expect!["unchanged"],
+    );
+}
+
+#[test]
+fn terms_of_an_invariant_arrays_elements_are_precomputed_then_hoisted() {
+    // `exp(qd)` does not depend on the point: computed K*D times, not N*K*D.
+    check_hoisted(
+        "def f(q: [k][m]real, X: [n][m]real) =
+           reduce + 0 (map (x. reduce + 0 (map (qk. reduce + 0 (map2 (qd, xd. exp(qd) * xd) qk x)) q)) X)",
+        expect![[r#"
+            def f(q: [k][m]real, X: [n][m]real): real =
+              reduce + 0 (let h = map (qk. map (qd. exp(qd)) qk) q in
+                 map (x. reduce + 0 (map (pe. reduce + 0 (map2 * pe x)) h)) X)
+        "#]],
+    );
+}

@@ -1,0 +1,131 @@
+//! The optimized gradients (what `unfad emit --stage optimized` prints) of the three plainly
+//! written programs of issue 17, as a user wrote them. The recurrence's gradient reads
+//! `tanh` from the stored scan (`next`) instead of computing it again; the mixture's
+//! `exp(q)` and `sum(q)` run once per component (`h`, `h_1`), not once per point. The
+//! sums of array adjoints (`reduce (s, t. map2 + s t) zeros_like(x) (...)`) stay in the
+//! term: the code generator runs each as one accumulator added into in the loop that
+//! makes the summands (see `crates/jit/src/lower/fusion.rs` and its CLIF snapshots).
+
+use expect_test::{expect, Expect};
+use unfad_syntax::print_func;
+use unfad_test_support::load;
+
+fn check(src: &str, expect: Expect) {
+    let (mut prog, func) = load(src);
+    let all: Vec<usize> = (0..func.params.len()).collect();
+    let rev = unfad_ad::reverse(&mut prog.arena, &func, &all).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &rev).unwrap();
+    expect.assert_eq(&print_func(&prog.arena, &opt));
+}
+
+#[test]
+fn recurrence() {
+    check(
+        "def f(A: [n]real): real = foldl (h, a. tanh(0.9 * h + a)) 0 A",
+        expect![[r#"
+            def f(A: [n]real): (real, [n]real) =
+              let S = scanl (h, a. tanh(0.9 * h + a)) 0 A in
+              (
+                foldl (acc, x. x) 0 S,
+                map2 (a_1, next.
+                  let b = 1 - next * next in
+                  a_1 * b) (scanr * 1 (shift1L (map (next_1. 0.9 * (1 - next_1 * next_1)) (shift1L S)))) (shift1L S)
+              )
+        "#]],
+    );
+}
+
+#[test]
+fn matvec_tanh() {
+    check(
+        "def f(W: [n][m]real, x: [m]real): real =
+           reduce + 0 (map (row. tanh(reduce + 0 (map2 * row x))) W)",
+        expect![[r#"
+            def f(W: [n][m]real, x: [m]real): (real, [n][m]real, [m]real) =
+              let E = map (x_1. tanh(reduce + 0 (map2 * x_1 x))) W in
+              let G =
+                map2 (row, e.
+                  let z = 1 - e * e in
+                  (map (a. a * z) x, map (a_1. a_1 * z) row)) W E
+              in
+              (reduce + 0 E, map (g. fst g) G, reduce (s, t. map2 + s t) zeros_like(x) (map (g_1. snd g_1) G))
+        "#]],
+    );
+}
+
+#[test]
+fn mixture() {
+    check(
+        "def logsumexp(v: [k]real): real =
+           let mx = reduce max (-1e300) v in
+           mx + log(sum(map (t. exp(t - mx)) v))
+
+         def component(x: [m]real, a: real, mu: [m]real, q: [m]real): real =
+           let z = map2 (xd, md. xd - md) x mu in
+           let s = map2 (qd, zd. exp(qd) * zd) q z in
+           a + sum(q) - 0.5 * sum(map (t. t * t) s)
+
+         def gmm(alpha: [k]real, means: [k][m]real, q: [k][m]real, X: [n][m]real): real =
+           let comps = map2 (mu, qk. (mu, qk)) means q in
+           sum(map (x. logsumexp(map2 (a, c. component(x, a, fst c, snd c)) alpha comps)) X)",
+        expect![[r#"
+            def gmm(alpha: [k]real, means: [k][m]real, q: [k][m]real, X: [n][m]real): (real, [k]real, [k][m]real, [k][m]real, [n][m]real) =
+              let h = map2 (a, c. (c, map (qd. exp(qd)) (snd c), a + reduce + 0 (snd c))) alpha (map2 (mu, qk. (mu, qk)) means q) in
+              let E =
+                map (x.
+                  map (pe.
+                    pe.2 - 0.5 * reduce + 0 (map2 (pe_1, zd.
+                         let t = pe_1 * zd in
+                         t * t) (snd pe) (map2 - x (fst (fst pe))))) h) X
+              in
+              let E_1 = map (x_1. reduce max (-1e300) x_1) E in
+              let h_1 = map (qk_1. map (x_2. exp(x_2)) qk_1) q in
+              let G =
+                map2 (r, e.
+                  let E_2 = map (x_3. exp(x_3 - e)) (snd r) in
+                  let z = 1 / reduce + 0 E_2 in
+                  let z_1 = z * -reduce + 0 E_2 + 1 in
+                  let L = if e == e then -2 else len(alpha) - 1 in
+                  let dv =
+                    map2 (b, e_1.
+                      let a_1 = e_1 * z in
+                      a_1 + b) (map2 (p, x_4. if fst p >= x_4 then 0 else if x_4 == e || snd p == L then z_1 else 0) (shift1R (scanl (s, x_5. (max(fst s, x_5), snd s + 1)) (-1e300, 0) (snd r))) (snd r)) E_2
+                  in
+                  let G_1 =
+                    map2 (mu_1, pe_2.
+                      let z_2 = map2 - (fst r) mu_1 in
+                      let s_1 = map2 (zd_1, e_2. e_2 * zd_1) z_2 pe_2 in
+                      let z_3 =
+                        map2 (t_1, e_3.
+                          let b_1 = (t_1 + t_1) * -0.5 in
+                          e_3 * b_1) s_1 pe_2
+                      in
+                      (
+                        1,
+                        (
+                          map (b_2. -b_2) z_3,
+                          map2 (a_2, t_2.
+                            let b_3 = (t_2 + t_2) * -0.5 in
+                            let b_4 = a_2 * b_3 in
+                            1 + b_4) (map2 (zd_2, e_4. e_4 * zd_2) z_2 pe_2) s_1
+                        ),
+                        z_3
+                      )) means h_1
+                  in
+                  (
+                    reduce (s_2, t_3. map2 + s_2 t_3) zeros_like(fst r) (map2 (z_4, g. map (s_3. z_4 * s_3) g.2) dv G_1),
+                    dv,
+                    map2 (g_1, z_5. (map (s_4. z_5 * s_4) (fst (snd g_1)), map (s_5. z_5 * s_5) (snd (snd g_1)))) G_1 dv
+                  )) (map2 (x_6, e_5. (x_6, e_5)) X E) E_1
+              in
+              let dcomps = reduce (s_6, t_4. map2 (s_7, t_5. (map2 + (fst s_7) (fst t_5), map2 + (snd s_7) (snd t_5))) s_6 t_4) zeros_like(map2 (mu_2, qk_2. (mu_2, qk_2)) means q) (map (g_2. g_2.2) G) in
+              (
+                reduce + 0 (map2 (e_6, e_7. e_7 + log(reduce + 0 (map (t_6. exp(t_6 - e_7)) e_6))) E E_1),
+                reduce (s_8, t_7. map2 + s_8 t_7) zeros_like(alpha) (map (g_3. snd g_3) G),
+                map (z_6. fst z_6) dcomps,
+                map (z_7. snd z_7) dcomps,
+                map (g_4. fst g_4) G
+              )
+        "#]],
+    );
+}
