@@ -39,6 +39,7 @@ pub fn hoist_invariants(arena: &mut Arena, func: &Func) -> Func {
         pending: vec![Vec::new()],
         frames: Vec::new(),
         moved: 0,
+        aliases: HashMap::default(),
     };
     let (body, _) = h.walk(func.body);
     if h.moved == 0 {
@@ -138,6 +139,19 @@ struct Hoister<'a> {
     frames: Vec<Frame>,
     /// Terms moved so far.
     moved: usize,
+    /// Variables bound to another name for a value (see [`is_alias`]), with what they
+    /// stand for, already walked.
+    aliases: HashMap<Var, (ExprId, Deps)>,
+}
+
+/// A variable, or a projection of one: another name for a value, which the walk
+/// substitutes so that what the value depends on shows where it is read.
+fn is_alias(arena: &Arena, e: ExprId) -> bool {
+    match arena[e] {
+        Node::Var(_) => true,
+        Node::Proj(_, a) => is_alias(arena, a),
+        _ => false,
+    }
 }
 
 /// A term that does work worth moving (see the module docs).
@@ -169,9 +183,18 @@ impl Hoister<'_> {
         let node = self.arena[e];
         match node {
             Node::Const(_) | Node::Bool(_) => (e, Deps::default()),
-            Node::Var(v) => (e, self.var_deps(v)),
+            Node::Var(v) => match self.aliases.get(&v) {
+                Some(&(a, d)) => (a, d),
+                None => (e, self.var_deps(v)),
+            },
             Node::Let(x, rhs, body) => {
                 let (rhs, dr) = self.walk(rhs);
+                if is_alias(self.arena, rhs) {
+                    // `let q = snd c`: the body reads `snd c` (what it depends on shows).
+                    self.aliases.insert(x, (rhs, dr));
+                    self.moved += 1;
+                    return self.walk(body);
+                }
                 if let Some(k) = self.hoist_target(rhs, dr) {
                     self.pending[k as usize].push(Binding::One(x, rhs, dr));
                     self.vars.insert(x, Deps::at(k - 1, false));
@@ -192,6 +215,17 @@ impl Hoister<'_> {
             Node::LetTuple(xs, rhs, body) => {
                 let (rhs, dr) = self.walk(rhs);
                 let vars: Vec<Var> = self.arena.vars_of(xs).to_vec();
+                if let Node::Tuple(items) = self.arena[rhs] {
+                    let items = self.arena.exprs(items).to_vec();
+                    if items.len() == vars.len() && items.iter().all(|&i| is_alias(self.arena, i)) {
+                        for (&x, &i) in vars.iter().zip(&items) {
+                            let (i, di) = self.walk(i);
+                            self.aliases.insert(x, (i, di));
+                        }
+                        self.moved += 1;
+                        return self.walk(body);
+                    }
+                }
                 if let Some(k) = self.hoist_target(rhs, dr) {
                     self.pending[k as usize].push(Binding::Many(xs, rhs));
                     for &x in &vars {

@@ -215,10 +215,13 @@ impl Engine {
     }
 
     fn compile_func(&self, src: &str, entry: Option<&str>) -> Result<Func, Error> {
-        let p = Pipeline::load_in(src, entry, self.take_arena())?;
+        let mut p = Pipeline::load_in(src, entry, self.take_arena())?;
+        // Loop-invariant work moves out of the loops, as in gradients. Only that: it
+        // changes no value, where the optimizer's other rules follow the smooth semantics.
+        let primal = unfad_opt::hoist::hoist_invariants(&mut p.program.arena, &p.source);
         // One function: a primal compiles in about a millisecond, and a cut would store the
         // values crossing it where one function fuses them (GMM's objective 12% slower).
-        let compiled = unfad_jit::compile(&p.program.arena, &p.source)?;
+        let compiled = unfad_jit::compile(&p.program.arena, &primal)?;
         let params = params_of(&p);
         let names = params.iter().map(|p| p.name.clone()).collect();
         let ret = p.source.ret.clone();
