@@ -33,6 +33,10 @@ pub const INSTALL: &str = "pip install -r bench/peers/requirements.txt";
 /// larger terms summed in another order.
 pub const AGREEMENT: f64 = 1e-9;
 
+/// Points measured in JAX besides each program's largest size (when unfad measured them):
+/// the diagonal GMM at GradBench's size (`k = 25, d = 10, n = 1000`), as issue 18 quotes it.
+pub const EXTRA_POINTS: &[(&str, Size)] = &[("gmm_plain", Size::nmk(1_000, 10, 25))];
+
 /// The longest the script spends timing one program, in seconds: when a call is so slow
 /// that the rounds would last longer, it takes fewer rounds (at least 3).
 pub const MAX_SECONDS_PER_PROGRAM: f64 = 20.0;
@@ -40,8 +44,6 @@ pub const MAX_SECONDS_PER_PROGRAM: f64 = 20.0;
 /// JAX's figures for one program at one size.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JaxPoint {
-    pub name: String,
-    pub size: Size,
     /// Median nanoseconds per call of `jit(f)` and of `jit(value_and_grad(f))`.
     pub primal_ns: f64,
     pub gradient_ns: f64,
@@ -51,10 +53,11 @@ pub struct JaxPoint {
     pub disagreement: Option<String>,
 }
 
-/// One program's row of the JAX column: its figures, or why there are none.
+/// One program's row of the JAX column at one size: its figures, or why there are none.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JaxRow {
     pub name: String,
+    pub size: Size,
     pub outcome: Result<JaxPoint, String>,
 }
 
@@ -68,14 +71,14 @@ pub struct Jax {
 }
 
 impl Jax {
-    /// The row of the program `name`.
-    pub fn row(&self, name: &str) -> Option<&JaxRow> {
-        self.rows.iter().find(|r| r.name == name)
+    /// The row of the program `name` at `size`.
+    pub fn row(&self, name: &str, size: Size) -> Option<&JaxRow> {
+        self.rows.iter().find(|r| r.name == name && r.size == size)
     }
 
-    /// The figures of `name` when JAX measured it and agreed with unfad.
-    pub fn agreed(&self, name: &str) -> Option<&JaxPoint> {
-        self.row(name)?
+    /// The figures of `name` at `size` when JAX measured it and agreed with unfad.
+    pub fn agreed(&self, name: &str, size: Size) -> Option<&JaxPoint> {
+        self.row(name, size)?
             .outcome
             .as_ref()
             .ok()
@@ -86,6 +89,9 @@ impl Jax {
 /// One program's answer in the script's reply, before it is checked against unfad.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReplyRow {
+    /// The point's key in the request (`p0`, `p1`, ...: a program may be measured at
+    /// several sizes).
+    pub id: String,
     pub name: String,
     pub outcome: Result<ReplyPoint, String>,
 }
@@ -140,11 +146,12 @@ pub fn parse_reply(text: &str) -> Result<Reply, String> {
             .as_str()
             .ok_or("a result of the JAX script has no name")?
             .to_string();
+        let id = r["id"].as_str().unwrap_or(&name).to_string();
         let outcome = match r.get("error") {
             Some(e) => Err(e.as_str().unwrap_or("failed").to_string()),
             None => reply_point(r).map_err(|field| format!("no `{field}` in JAX's answer")),
         };
-        rows.push(ReplyRow { name, outcome });
+        rows.push(ReplyRow { id, name, outcome });
     }
     Ok(Reply { versions, rows })
 }
@@ -249,9 +256,14 @@ pub fn reference(prog: &Program, args: &[Data]) -> Result<Reference, String> {
     }
 }
 
-/// The file of argument `k` of program `name` in the exchange directory.
-fn argument_file(name: &str, k: usize) -> String {
-    format!("{name}.{k}.bin")
+/// The key of the `i`th point of a request.
+fn point_id(i: usize) -> String {
+    format!("p{i}")
+}
+
+/// The file of argument `k` of the point `id` in the exchange directory.
+fn argument_file(id: &str, k: usize) -> String {
+    format!("{id}.arg{k}.bin")
 }
 
 /// The JSON of the request for `points` (each program with its arguments), naming the
@@ -259,7 +271,8 @@ fn argument_file(name: &str, k: usize) -> String {
 pub fn request_json(points: &[(&Program, Size, Vec<Data>)], budget: Budget) -> Value {
     let programs: Vec<Value> = points
         .iter()
-        .map(|(p, size, args)| {
+        .enumerate()
+        .map(|(i, (p, size, args))| {
             let args: Vec<Value> = args
                 .iter()
                 .enumerate()
@@ -268,10 +281,11 @@ pub fn request_json(points: &[(&Program, Size, Vec<Data>)], budget: Budget) -> V
                         Data::Real(_) => &[],
                         Data::Array(_, shape) => shape,
                     };
-                    json!({"file": argument_file(p.name, k), "shape": shape})
+                    json!({"file": argument_file(&point_id(i), k), "shape": shape})
                 })
                 .collect();
             json!({
+                "id": point_id(i),
                 "name": p.name,
                 "size": {"n": size.n, "m": size.m, "k": size.k},
                 "args": args,
@@ -293,9 +307,9 @@ pub fn write_request(
     budget: Budget,
 ) -> Result<(), String> {
     let io = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
-    for (p, _, args) in points {
+    for (i, (_, _, args)) in points.iter().enumerate() {
         for (k, d) in args.iter().enumerate() {
-            let path = dir.join(argument_file(p.name, k));
+            let path = dir.join(argument_file(&point_id(i), k));
             let bytes: Vec<u8> = d.reals().iter().flat_map(|x| x.to_le_bytes()).collect();
             std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
         }
@@ -353,18 +367,21 @@ pub fn measure_jax(
         .arg(&script)
         .arg(&dir.0)
         .output()
-        .map_err(|e| format!("{python}: {e}"))?;
+        .map_err(|e| format!("JAX not measured: {python}: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(format!(
-            "{python} {SCRIPT} failed: {}",
+            "JAX not measured: {python} {SCRIPT} failed: {}",
             err.lines().last().unwrap_or("no message")
         ));
     }
     let reply = parse_reply(&String::from_utf8_lossy(&out.stdout))?;
     let mut rows = Vec::new();
     for r in reply.rows {
-        let Some((p, size, args)) = with_args.iter().find(|(p, ..)| p.name == r.name) else {
+        let Some((p, size, args)) = (0..with_args.len())
+            .find(|&i| point_id(i) == r.id)
+            .map(|i| &with_args[i])
+        else {
             continue;
         };
         let outcome = r.outcome.and_then(|pt| {
@@ -375,8 +392,6 @@ pub fn measure_jax(
                 .collect::<Result<Vec<_>, _>>()?;
             let reference = reference(p, args)?;
             Ok(JaxPoint {
-                name: r.name.clone(),
-                size: *size,
                 primal_ns: pt.primal_ns,
                 gradient_ns: pt.gradient_ns,
                 rounds: pt.rounds,
@@ -385,6 +400,7 @@ pub fn measure_jax(
         });
         rows.push(JaxRow {
             name: r.name,
+            size: *size,
             outcome,
         });
     }

@@ -239,17 +239,15 @@ fn jax_ratio(jax: &Result<Jax, String>, name: &str, pt: &Point) -> String {
     let Ok(jax) = jax else {
         return ABSENT.into();
     };
-    match (
-        jax.agreed(name).filter(|j| j.size == pt.size),
-        pt.gradient_ns,
-    ) {
+    match (jax.agreed(name, pt.size), pt.gradient_ns) {
         (Some(j), Some(unfad)) => ratio(unfad / j.gradient_ns),
         _ => "-".into(),
     }
 }
 
 /// The section of JAX beside unfad and the hand-written code (issue 18): one table per
-/// family at each program's largest size, with the method, JAX's versions, and why a
+/// family at each program's largest size (and at the other sizes JAX measured), with the
+/// method, JAX's versions, and why a
 /// program has no JAX figure. Without JAX the JAX cells read [`ABSENT`] and the section
 /// says why.
 pub fn jax_section(
@@ -264,7 +262,8 @@ pub fn jax_section(
         "## Beside JAX (issue 18)\n\n\
          The same programs written plainly in JAX (`{SCRIPT}`: `jax.numpy`, and `lax.scan` \
          for the recurrences), on the same inputs (perf-report writes the suite's arguments \
-         to files the script reads), at each program's largest size. JAX runs on the CPU in \
+         to files the script reads), at each program's largest size (and the diagonal GMM \
+         also at GradBench's size). JAX runs on the CPU in \
          float64 (`jax_enable_x64`): `jax.jit(f)` for the primal, \
          `jax.jit(jax.value_and_grad(f, argnums=<every parameter>))` for the value and \
          gradient, each compiled and called once before timing. The two are sampled in turn \
@@ -313,11 +312,24 @@ pub fn jax_section(
              | program | size | primal: unfad | hand | JAX | value+grad: unfad | hand | JAX | unfad / JAX |\n\
              |---|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
-        for m in rows {
-            let Some(pt) = m.points.last() else { continue };
+        // Each program at its largest size, then at the other sizes JAX measured.
+        let points = rows.iter().flat_map(|m| {
+            let extra = m
+                .points
+                .iter()
+                .rev()
+                .skip(1)
+                .filter(|pt| jax.as_ref().is_ok_and(|j| j.row(m.name, pt.size).is_some()));
+            m.points
+                .last()
+                .into_iter()
+                .chain(extra)
+                .map(move |pt| (*m, pt))
+        });
+        for (m, pt) in points {
             let (jax_primal, jax_gradient) = match jax {
                 Err(_) => (ABSENT.to_string(), ABSENT.to_string()),
-                Ok(j) => match j.row(m.name).map(|r| &r.outcome) {
+                Ok(j) => match j.row(m.name, pt.size).map(|r| &r.outcome) {
                     None => ("-".into(), "-".into()),
                     Some(Err(e)) => {
                         notes.push(format!("- **{}**: JAX failed: {e}", m.name));

@@ -17,9 +17,9 @@ const REPLY: &str = r#"{
   "versions": {"jax": "0.10.2", "jaxlib": "0.10.2", "numpy": "2.4.6", "python": "3.11.7",
                "device": "cpu (cpu)", "cores": 2, "float64": true},
   "results": [
-    {"name": "dot", "value": 2.5, "primal_value": 2.5, "primal_ns": 1000.0,
-     "gradient_ns": 2000.0, "rounds": 15, "gradients": ["dot.grad0.bin", "dot.grad1.bin"]},
-    {"name": "huber", "error": "TypeError: no"}
+    {"id": "p0", "name": "dot", "value": 2.5, "primal_value": 2.5, "primal_ns": 1000.0,
+     "gradient_ns": 2000.0, "rounds": 15, "gradients": ["p0.grad0.bin", "p0.grad1.bin"]},
+    {"id": "p1", "name": "huber", "error": "TypeError: no"}
   ]
 }"#;
 
@@ -52,10 +52,17 @@ fn the_reply_is_parsed_with_versions_and_failures() {
             primal_ns: 1000.0,
             gradient_ns: 2000.0,
             rounds: 15,
-            gradient_files: vec!["dot.grad0.bin".into(), "dot.grad1.bin".into()],
+            gradient_files: vec!["p0.grad0.bin".into(), "p0.grad1.bin".into()],
         })
     );
-    assert_eq!(reply.rows[1].name, "huber");
+    assert_eq!(
+        (reply.rows[0].id.as_str(), reply.rows[0].name.as_str()),
+        ("p0", "dot")
+    );
+    assert_eq!(
+        (reply.rows[1].id.as_str(), reply.rows[1].name.as_str()),
+        ("p1", "huber")
+    );
     assert_eq!(reply.rows[1].outcome, Err("TypeError: no".into()));
 }
 
@@ -126,8 +133,9 @@ fn the_request_names_every_argument_and_its_file() {
     assert_eq!(json["rounds"], 7);
     assert_eq!(json["sample_seconds"], 0.002);
     assert_eq!(json["programs"][0]["name"], "dot");
+    assert_eq!(json["programs"][1]["id"], "p1");
     assert_eq!(json["programs"][0]["size"]["n"], 3);
-    assert_eq!(json["programs"][0]["args"][1]["file"], "dot.1.bin");
+    assert_eq!(json["programs"][0]["args"][1]["file"], "p0.arg1.bin");
     assert_eq!(
         json["programs"][0]["args"][1]["shape"],
         serde_json::json!([3])
@@ -141,13 +149,13 @@ fn the_request_names_every_argument_and_its_file() {
     let dir = std::env::temp_dir().join(format!("unfad-peers-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     write_request(&dir, &points, budget).unwrap();
-    let bytes = std::fs::read(dir.join("dot.1.bin")).unwrap();
+    let bytes = std::fs::read(dir.join("p0.arg1.bin")).unwrap();
     let read: Vec<f64> = bytes
         .chunks_exact(8)
         .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
         .collect();
     assert_eq!(read, points[0].2[1].reals());
-    let w = std::fs::read(dir.join("leastsq.2.bin")).unwrap();
+    let w = std::fs::read(dir.join("p1.arg2.bin")).unwrap();
     assert_eq!(w, 0.7f64.to_le_bytes());
     let request: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("request.json")).unwrap()).unwrap();
@@ -223,14 +231,15 @@ fn the_column_shows_times_ratios_failures_and_disagreements() {
         measured("sum", Size::n(10)),
         measured("huber", Size::n(10)),
         measured("intro", Size::scalar()),
+        Measured {
+            points: vec![
+                point(Size::nmk(1, 10, 25), Some(500.0)),
+                point(Size::nmk(2, 10, 25), Some(2000.0)),
+            ],
+            ..measured("gmm_plain", Size::nmk(2, 10, 25))
+        },
     ];
     let jax_point = |name: &str, gradient_ns, disagreement: Option<&str>| JaxPoint {
-        name: name.into(),
-        size: if name == "intro" {
-            Size::scalar()
-        } else {
-            Size::n(10)
-        },
         primal_ns: 3000.0,
         gradient_ns,
         rounds: if name == "sum" { 3 } else { 15 },
@@ -241,19 +250,34 @@ fn the_column_shows_times_ratios_failures_and_disagreements() {
         rows: vec![
             JaxRow {
                 name: "dot".into(),
+                size: Size::n(10),
                 outcome: Ok(jax_point("dot", 4000.0, None)),
             },
             JaxRow {
                 name: "sum".into(),
+                size: Size::n(10),
                 outcome: Ok(jax_point("sum", 4000.0, Some("JAX's value 1, unfad's 2"))),
             },
             JaxRow {
                 name: "huber".into(),
+                size: Size::n(10),
                 outcome: Err("TypeError: no".into()),
             },
             JaxRow {
                 name: "intro".into(),
+                size: Size::scalar(),
                 outcome: Ok(jax_point("intro", 4e6, None)),
+            },
+            // A second size of a program: a row of its own, after its largest size.
+            JaxRow {
+                name: "gmm_plain".into(),
+                size: Size::nmk(1, 10, 25),
+                outcome: Ok(jax_point("gmm_plain", 1000.0, None)),
+            },
+            JaxRow {
+                name: "gmm_plain".into(),
+                size: Size::nmk(2, 10, 25),
+                outcome: Ok(jax_point("gmm_plain", 4000.0, None)),
             },
         ],
     });
@@ -266,6 +290,8 @@ fn the_column_shows_times_ratios_failures_and_disagreements() {
         "| huber | 10 | 1.00 µs | 900.0 ns | failed | 2.00 µs | 1.50 µs | failed | - |",
         // A ratio far below 1 keeps two significant digits.
         "| intro | - | 1.00 µs | 900.0 ns | 3.00 µs | 2.00 µs | 1.50 µs | 4.00 ms | 0.00050 |",
+        "| gmm_plain | 2x10, k=25 | 1.00 µs | 900.0 ns | 3.00 µs | 2.00 µs | 1.50 µs | 4.00 µs | 0.50 |\n\
+         | gmm_plain | 1x10, k=25 | 1.00 µs | 900.0 ns | 3.00 µs | 500.0 ns | 1.50 µs | 1.00 µs | 0.50 |",
         "- **sum**: JAX disagrees with unfad: JAX's value 1, unfad's 2",
         "- **sum**: JAX's medians are over 3 rounds.",
         "- **huber**: JAX failed: TypeError: no",

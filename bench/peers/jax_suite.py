@@ -8,8 +8,8 @@ inputs, each argument a raw file of little-endian float64 in ``DIR`` (row-major;
 a file of one element, of shape ``[]``), and the time budget::
 
     {"rounds": 15, "sample_seconds": 0.004, "max_seconds": 20,
-     "programs": [{"name": "dot", "size": {"n": 1000000, "m": 0, "k": 0},
-                   "args": [{"file": "dot.0.bin", "shape": [1000000]}, ...]}, ...]}
+     "programs": [{"id": "p3", "name": "dot", "size": {"n": 1000000, "m": 0, "k": 0},
+                   "args": [{"file": "p3.arg0.bin", "shape": [1000000]}, ...]}, ...]}
 
 Each program runs in float64 (``jax_enable_x64``) as ``jax.jit(f)`` (the primal) and
 ``jax.jit(jax.value_and_grad(f, argnums=<every parameter>))`` (unfad's suite differentiates
@@ -20,7 +20,8 @@ Rust side samples its variants: each sample is a batch of calls lasting at least
 call is so slow that the rounds would take longer than ``max_seconds``).
 
 The answer, printed on stdout as one JSON object: the versions (``jax``, ``jaxlib``,
-``numpy``, Python, the device and the cores XLA may use), and per program its value, its primal's value, the
+``numpy``, Python, the device and the cores XLA may use), and per point (its ``id`` and
+``name``; a program may come at several sizes) its value, its primal's value, the
 nanoseconds per call of the primal and of value-and-gradient, the rounds, and the files
 (in ``DIR``) holding the gradient with respect to each parameter, flat, as float64; or
 ``error`` for a program that failed. Without JAX the answer is ``{"absent": why}``.
@@ -211,7 +212,7 @@ def read_args(np, directory, entry):
 
 
 def run_one(jax, np, directory, entry, table, budget):
-    name = entry["name"]
+    name, key = entry["name"], entry["id"]
     f = table[name]
     args = [jax.device_put(a) for a in read_args(np, directory, entry)]
     primal = jax.jit(f)
@@ -220,7 +221,7 @@ def run_one(jax, np, directory, entry, table, budget):
     value, grads = jax.block_until_ready(gradient(*args))
     files = []
     for i, g in enumerate(grads):
-        path = f"{name}.grad{i}.bin"
+        path = f"{key}.grad{i}.bin"
         np.asarray(g, dtype="<f8").ravel().tofile(os.path.join(directory, path))
         files.append(path)
     (primal_ns, gradient_ns), rounds = interleaved(
@@ -231,6 +232,7 @@ def run_one(jax, np, directory, entry, table, budget):
         *budget,
     )
     return {
+        "id": key,
         "name": name,
         "value": float(value),
         "primal_value": primal_value,
@@ -262,12 +264,13 @@ def main():
     results = []
     for entry in request["programs"]:
         if entry["name"] not in table:
-            results.append({"name": entry["name"], "error": "not written in JAX"})
+            results.append({"id": entry["id"], "name": entry["name"], "error": "not written in JAX"})
             continue
         try:
             results.append(run_one(jax, np, directory, entry, table, budget))
         except Exception as e:  # one program's failure is reported, the others still run
-            results.append({"name": entry["name"], "error": f"{type(e).__name__}: {e}"})
+            error = f"{type(e).__name__}: {e}"
+            results.append({"id": entry["id"], "name": entry["name"], "error": error})
         print(f"jax {entry['name']}", file=sys.stderr)
     device = jax.devices()[0]
     versions = {

@@ -4,8 +4,8 @@
 //!
 //! `cargo run --release -p unfad-suite --bin perf-report [-- --quick] [--out DIR]`
 //!
-//! `--only NAME,...` measures those programs at their largest size and prints the figures
-//! without writing the report (a quick look while working on one program); `--compile`
+//! `--only NAME,...` measures those programs at their largest size (and at the sizes JAX
+//! is also measured at) and prints the figures without writing the report (a quick look while working on one program); `--compile`
 //! prints the compile times of the examples alone, `--gradbench` the GradBench gmm figures.
 //!
 //! JAX is measured beside unfad (`bench/peers/jax_suite.py`, at each program's largest
@@ -20,9 +20,9 @@ use std::time::Instant;
 use unfad::Engine;
 use unfad_suite::gradbench::{gmm_input, measure_gmm, GmmFigures, GMM_SIZE};
 use unfad_suite::measure::{measure_program, measure_safety, Budget, Measured, SafetyRow};
-use unfad_suite::peers::{measure_jax, Jax};
+use unfad_suite::peers::{measure_jax, Jax, EXTRA_POINTS};
 use unfad_suite::report::{jax_section, CompileRow, Machine, Report};
-use unfad_suite::suite::{programs, Program};
+use unfad_suite::suite::{programs, Program, Size};
 
 fn main() {
     if let Err(e) = run() {
@@ -88,13 +88,21 @@ fn run() -> Result<(), String> {
     }
     let mut measured = Vec::new();
     for p in &progs {
-        let largest = match &only {
+        // With `--only`: the largest size, after the sizes JAX is also measured at.
+        let chosen: Option<Vec<Size>> = match &only {
             Some(names) if !names.iter().any(|n| n == p.name) => continue,
-            Some(_) => p.sizes.last().map(std::slice::from_ref),
+            Some(_) => {
+                let largest = p.sizes.last().copied();
+                let extra = EXTRA_POINTS.iter().filter(|&&(name, size)| {
+                    name == p.name && p.sizes.contains(&size) && Some(size) != largest
+                });
+                Some(extra.map(|&(_, size)| size).chain(largest).collect())
+            }
             None => None,
         };
         eprint!("{:<14}", p.name);
-        let m = measure_program(p, largest, budget).map_err(|e| format!("{}: {e}", p.name))?;
+        let m = measure_program(p, chosen.as_deref(), budget)
+            .map_err(|e| format!("{}: {e}", p.name))?;
         if let Some(pt) = m.points.last() {
             eprintln!(
                 " ratio {:>6} model {:>6} vs hand: primal {:.2} gradient {} ({} against {:.3} ms)",
@@ -212,19 +220,32 @@ fn jax_figures(
         return Err("JAX not measured (--no-jax)".into());
     }
     let python = unfad_suite::peers::python()?;
-    let points: Vec<(&Program, unfad_suite::suite::Size)> = measured
+    // Each program's largest size, and the extra points at sizes unfad measured.
+    let mut points: Vec<(&Program, Size)> = measured
         .iter()
         .filter_map(|m| {
             let p = progs.iter().find(|p| p.name == m.name)?;
             Some((p, m.points.last()?.size))
         })
         .collect();
+    for &(name, size) in EXTRA_POINTS {
+        let unfad_measured = measured
+            .iter()
+            .any(|m| m.name == name && m.points.iter().any(|pt| pt.size == size));
+        let program = progs.iter().find(|p| p.name == name);
+        if let (true, Some(p)) = (unfad_measured, program) {
+            if !points.iter().any(|&(q, s)| q.name == name && s == size) {
+                points.push((p, size));
+            }
+        }
+    }
     let jax = measure_jax(&python, &points, budget)?;
     for row in &jax.rows {
         match &row.outcome {
             Ok(p) => eprintln!(
-                "jax {:<18} primal {:>10.3} ms value+grad {:>10.3} ms{}",
+                "jax {:<18} {:>14} primal {:>10.3} ms value+grad {:>10.3} ms{}",
                 row.name,
+                row.size.label(),
                 p.primal_ns * 1e-6,
                 p.gradient_ns * 1e-6,
                 p.disagreement
