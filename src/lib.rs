@@ -6,7 +6,8 @@
 //! - [`native`]: calls of the compiled code with the arguments checked once, not per call;
 //! - [`measure`]: timing, the cost model's ratio, fits of time against size;
 //! - [`report`]: the Markdown report and its SVG plot;
-//! - [`gradbench`]: the GradBench tool's own figures for its `gmm` module.
+//! - [`gradbench`]: the GradBench tool's own figures for its `gmm` module;
+//! - [`peers`]: JAX beside unfad (`bench/peers/jax_suite.py`), checked against unfad.
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +16,7 @@ use std::path::PathBuf;
 pub mod gradbench;
 pub mod measure;
 pub mod native;
+pub mod peers;
 pub mod report;
 pub mod suite;
 

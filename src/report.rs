@@ -9,6 +9,7 @@ use plotters::prelude::*;
 
 use crate::gradbench::GmmFigures;
 use crate::measure::{fit, Budget, Measured, Point, SafetyRow};
+use crate::peers::{Jax, AGREEMENT, INSTALL, MAX_SECONDS_PER_PROGRAM, SCRIPT};
 use crate::suite::{Family, Program, Size};
 
 /// The command that regenerates the report.
@@ -118,6 +119,9 @@ pub struct Report<'a> {
     /// The Python door's call overhead (`python/bench_overhead.py --json`): its rows (a
     /// name and seconds per call, `None` for a peer not installed), or why there are none.
     pub python: Result<Vec<(String, Option<f64>)>, String>,
+    /// JAX's figures at each program's largest size (`bench/peers/jax_suite.py`), or why
+    /// there are none (the JAX column then reads "—").
+    pub jax: Result<Jax, String>,
     /// Seconds the measurements took.
     pub seconds: f64,
 }
@@ -142,6 +146,16 @@ fn x(r: f64) -> String {
     } else {
         format!("{r:.2}")
     }
+}
+
+/// A ratio with two significant digits at least (JAX's fixed cost of a call makes unfad's
+/// scalar programs thousands of times faster).
+fn ratio(r: f64) -> String {
+    if r.is_nan() || r <= 0.0 || r >= 0.1 {
+        return x(r);
+    }
+    let decimals = (1 - r.log10().floor() as i64).max(2) as usize;
+    format!("{r:.decimals$}")
 }
 
 fn opt(r: Option<f64>) -> String {
@@ -208,6 +222,160 @@ fn gradbench_section(s: &mut String, g: &Result<GmmFigures, String>) {
     }
 }
 
+/// What a JAX cell reads when JAX was not measured.
+pub const ABSENT: &str = "—";
+
+/// Why JAX was not measured ("" when it was).
+fn jax_absence(jax: &Result<Jax, String>) -> &str {
+    jax.as_ref()
+        .err()
+        .map_or("", |why| why.trim_end_matches('.'))
+}
+
+/// unfad's value-and-gradient time over JAX's for `name` at `pt`'s size: "—" when JAX was
+/// not measured, "-" when there is nothing to compare (no gradient, JAX failed or disagreed
+/// with unfad, another size).
+fn jax_ratio(jax: &Result<Jax, String>, name: &str, pt: &Point) -> String {
+    let Ok(jax) = jax else {
+        return ABSENT.into();
+    };
+    match (jax.agreed(name, pt.size), pt.gradient_ns) {
+        (Some(j), Some(unfad)) => ratio(unfad / j.gradient_ns),
+        _ => "-".into(),
+    }
+}
+
+/// The section of JAX beside unfad and the hand-written code (issue 18): one table per
+/// family at each program's largest size (and at the other sizes JAX measured), with the
+/// method, JAX's versions, and why a
+/// program has no JAX figure. Without JAX the JAX cells read [`ABSENT`] and the section
+/// says why.
+pub fn jax_section(
+    s: &mut String,
+    programs: &[Program],
+    measured: &[Measured],
+    jax: &Result<Jax, String>,
+    budget: Budget,
+) {
+    let _ = writeln!(
+        s,
+        "## Beside JAX (issue 18)\n\n\
+         The same programs written plainly in JAX (`{SCRIPT}`: `jax.numpy`, and `lax.scan` \
+         for the recurrences), on the same inputs (perf-report writes the suite's arguments \
+         to files the script reads), at each program's largest size (and the diagonal GMM \
+         also at GradBench's size). JAX runs on the CPU in \
+         float64 (`jax_enable_x64`): `jax.jit(f)` for the primal, \
+         `jax.jit(jax.value_and_grad(f, argnums=<every parameter>))` for the value and \
+         gradient, each compiled and called once before timing. The two are sampled in turn \
+         as above: a sample is a batch of calls lasting at least {} ms (every call waited \
+         for with `block_until_ready`), a time is the median over {} rounds (fewer, at least \
+         3, where a program's rounds would take more than {MAX_SECONDS_PER_PROGRAM} s). \
+         JAX runs in its own process after unfad's measurements, so `unfad / JAX` is the \
+         ratio of two medians of the same run rather than a median of ratios within a \
+         round; XLA may run a matrix product on every core, unfad's code runs on one. \
+         Before a time is shown, JAX's value and gradient are checked against unfad's (to \
+         {AGREEMENT:e} relative to 1 + the largest magnitude): a program where they disagree \
+         is marked and not compared. Install the peer with `{INSTALL}`, and run perf-report \
+         with `UNFAD_PYTHON` naming that Python.\n",
+        budget.sample.as_secs_f64() * 1e3,
+        budget.rounds,
+    );
+    match jax {
+        Ok(j) => {
+            let versions: Vec<String> =
+                j.versions.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(s, "Measured with {}.\n", versions.join(", "));
+        }
+        Err(_) => {
+            let _ = writeln!(s, "{ABSENT}: {}.\n", jax_absence(jax));
+        }
+    }
+    let mut notes = Vec::new();
+    for (family, title) in [
+        (Family::Core, "Core programs"),
+        (Family::Plain, "Plainly written programs"),
+    ] {
+        let rows: Vec<&Measured> = measured
+            .iter()
+            .filter(|m| {
+                programs
+                    .iter()
+                    .any(|p| p.name == m.name && p.family == family)
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "### {title}\n\n\
+             | program | size | primal: unfad | hand | JAX | value+grad: unfad | hand | JAX | unfad / JAX |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        // Each program at its largest size, then at the other sizes JAX measured.
+        let points = rows.iter().flat_map(|m| {
+            let extra = m
+                .points
+                .iter()
+                .rev()
+                .skip(1)
+                .filter(|pt| jax.as_ref().is_ok_and(|j| j.row(m.name, pt.size).is_some()));
+            m.points
+                .last()
+                .into_iter()
+                .chain(extra)
+                .map(move |pt| (*m, pt))
+        });
+        for (m, pt) in points {
+            let (jax_primal, jax_gradient) = match jax {
+                Err(_) => (ABSENT.to_string(), ABSENT.to_string()),
+                Ok(j) => match j.row(m.name, pt.size).map(|r| &r.outcome) {
+                    None => ("-".into(), "-".into()),
+                    Some(Err(e)) => {
+                        notes.push(format!("- **{}**: JAX failed: {e}", m.name));
+                        ("failed".into(), "failed".into())
+                    }
+                    Some(Ok(p)) => {
+                        if let Some(d) = &p.disagreement {
+                            notes.push(format!("- **{}**: JAX disagrees with unfad: {d}", m.name));
+                        }
+                        if p.rounds < budget.rounds {
+                            notes.push(format!(
+                                "- **{}**: JAX's medians are over {} rounds.",
+                                m.name, p.rounds
+                            ));
+                        }
+                        let mark = if p.disagreement.is_some() {
+                            " **disagrees**"
+                        } else {
+                            ""
+                        };
+                        (
+                            format!("{}{mark}", ns(p.primal_ns)),
+                            format!("{}{mark}", ns(p.gradient_ns)),
+                        )
+                    }
+                },
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {jax_primal} | {} | {} | {jax_gradient} | {} |",
+                m.name,
+                pt.size.label(),
+                ns(pt.primal_ns),
+                ns(pt.hand_primal_ns),
+                pt.gradient_ns.map_or("-".into(), ns),
+                ns(pt.hand_gradient_ns),
+                jax_ratio(jax, m.name, pt),
+            );
+        }
+        s.push('\n');
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(s, "{}\n", notes.join("\n"));
+    }
+}
+
 impl Report<'_> {
     fn program(&self, name: &str) -> Option<&Program> {
         self.programs.iter().find(|p| p.name == name)
@@ -253,6 +421,7 @@ impl Report<'_> {
             gradbench_section(&mut s, g);
         }
         self.plain(&mut s);
+        jax_section(&mut s, self.programs, self.measured, &self.jax, self.budget);
         self.safety(&mut s);
         self.python(&mut s);
         self.summary(&mut s);
@@ -483,8 +652,8 @@ impl Report<'_> {
              fused by hand (`Family::Plain` in `src/suite.rs`), against hand-written Rust that \
              hoists what does not change inside a loop and accumulates the gradients in place. \
              At each program's largest size:\n\n\
-             | program | p | size | primal: unfad / hand | gradient: unfad / hand | unfad gradient / primal | hand gradient / primal |\n\
-             |---|---:|---:|---:|---:|---:|---:|"
+             | program | p | size | primal: unfad / hand | gradient: unfad / hand | gradient: unfad / JAX | unfad gradient / primal | hand gradient / primal |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|"
         );
         for m in plain {
             let Some(pt) = m.points.last() else { continue };
@@ -495,14 +664,18 @@ impl Report<'_> {
             };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {grad} | {} | {} |",
+                "| {} | {} | {} | {} | {grad} | {} | {} | {} |",
                 m.name,
                 m.p,
                 pt.size.label(),
                 x(pt.primal_vs_hand),
+                jax_ratio(&self.jax, m.name, pt),
                 opt(pt.ratio),
                 x(pt.hand_ratio),
             );
+        }
+        if self.jax.is_err() {
+            let _ = writeln!(s, "\n{ABSENT}: {}.", jax_absence(&self.jax));
         }
         s.push('\n');
     }

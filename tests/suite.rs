@@ -153,6 +153,7 @@ fn the_report_has_every_table_and_the_plot() {
             ("unfad from Python: f(A, B)".into(), Some(1.5e-6)),
             ("JAX jit(value_and_grad)".into(), None),
         ]),
+        jax: Err("JAX not installed (No module named 'jax')".into()),
         seconds: 1.0,
     };
     let md = report.markdown();

@@ -4,9 +4,13 @@
 //!
 //! `cargo run --release -p unfad-suite --bin perf-report [-- --quick] [--out DIR]`
 //!
-//! `--only NAME,...` measures those programs at their largest size and prints the figures
-//! without writing the report (a quick look while working on one program); `--compile`
+//! `--only NAME,...` measures those programs at their largest size (and at the sizes JAX
+//! is also measured at) and prints the figures without writing the report (a quick look while working on one program); `--compile`
 //! prints the compile times of the examples alone, `--gradbench` the GradBench gmm figures.
+//!
+//! JAX is measured beside unfad (`bench/peers/jax_suite.py`, at each program's largest
+//! size) when `UNFAD_PYTHON` names a Python with JAX installed; `--no-jax` leaves it out.
+//! With `--only`, the JAX table is printed on stdout.
 
 #![forbid(unsafe_code)]
 
@@ -15,9 +19,10 @@ use std::time::Instant;
 
 use unfad::Engine;
 use unfad_suite::gradbench::{gmm_input, measure_gmm, GmmFigures, GMM_SIZE};
-use unfad_suite::measure::{measure_program, measure_safety, Budget, SafetyRow};
-use unfad_suite::report::{CompileRow, Machine, Report};
-use unfad_suite::suite::{programs, Program};
+use unfad_suite::measure::{measure_program, measure_safety, Budget, Measured, SafetyRow};
+use unfad_suite::peers::{measure_jax, Jax, EXTRA_POINTS};
+use unfad_suite::report::{jax_section, CompileRow, Machine, Report};
+use unfad_suite::suite::{programs, Program, Size};
 
 fn main() {
     if let Err(e) = run() {
@@ -30,6 +35,7 @@ fn run() -> Result<(), String> {
     let mut budget = Budget::REPORT;
     let mut out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs");
     let mut only: Option<Vec<String>> = None;
+    let mut with_jax = true;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -58,13 +64,14 @@ fn run() -> Result<(), String> {
                 eprintln!("{:?}", gradbench_gmm(budget));
                 return Ok(());
             }
+            "--no-jax" => with_jax = false,
             "--only" => {
                 let names = args.next().ok_or("--only needs program names")?;
                 only = Some(names.split(',').map(str::to_string).collect());
             }
             other => {
                 return Err(format!(
-                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,..., --compile, --gradbench)"
+                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,..., --no-jax, --compile, --gradbench)"
                 ))
             }
         }
@@ -81,13 +88,21 @@ fn run() -> Result<(), String> {
     }
     let mut measured = Vec::new();
     for p in &progs {
-        let largest = match &only {
+        // With `--only`: the largest size, after the sizes JAX is also measured at.
+        let chosen: Option<Vec<Size>> = match &only {
             Some(names) if !names.iter().any(|n| n == p.name) => continue,
-            Some(_) => p.sizes.last().map(std::slice::from_ref),
+            Some(_) => {
+                let largest = p.sizes.last().copied();
+                let extra = EXTRA_POINTS.iter().filter(|&&(name, size)| {
+                    name == p.name && p.sizes.contains(&size) && Some(size) != largest
+                });
+                Some(extra.map(|&(_, size)| size).chain(largest).collect())
+            }
             None => None,
         };
         eprint!("{:<14}", p.name);
-        let m = measure_program(p, largest, budget).map_err(|e| format!("{}: {e}", p.name))?;
+        let m = measure_program(p, chosen.as_deref(), budget)
+            .map_err(|e| format!("{}: {e}", p.name))?;
         if let Some(pt) = m.points.last() {
             eprintln!(
                 " ratio {:>6} model {:>6} vs hand: primal {:.2} gradient {} ({} against {:.3} ms)",
@@ -103,7 +118,11 @@ fn run() -> Result<(), String> {
         }
         measured.push(m);
     }
+    let jax = jax_figures(&progs, &measured, budget, with_jax);
     if only.is_some() {
+        let mut table = String::new();
+        jax_section(&mut table, &progs, &measured, &jax, budget);
+        println!("{table}");
         return Ok(());
     }
     eprint!("gradbench gmm ");
@@ -120,6 +139,7 @@ fn run() -> Result<(), String> {
         compile: &compile,
         safety: &safety,
         python,
+        jax,
         seconds: start.elapsed().as_secs_f64(),
     };
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -186,6 +206,56 @@ fn python_door() -> Result<Vec<(String, Option<f64>)>, String> {
         .map(|r| (r[0].as_str().unwrap_or("?").to_string(), r[1].as_f64()))
         .collect();
     Ok(rows)
+}
+
+/// JAX's figures at the largest size of every program of `measured` (`Err` says why there
+/// are none).
+fn jax_figures(
+    progs: &[Program],
+    measured: &[Measured],
+    budget: Budget,
+    with_jax: bool,
+) -> Result<Jax, String> {
+    if !with_jax {
+        return Err("JAX not measured (--no-jax)".into());
+    }
+    let python = unfad_suite::peers::python()?;
+    // Each program's largest size, and the extra points at sizes unfad measured.
+    let mut points: Vec<(&Program, Size)> = measured
+        .iter()
+        .filter_map(|m| {
+            let p = progs.iter().find(|p| p.name == m.name)?;
+            Some((p, m.points.last()?.size))
+        })
+        .collect();
+    for &(name, size) in EXTRA_POINTS {
+        let unfad_measured = measured
+            .iter()
+            .any(|m| m.name == name && m.points.iter().any(|pt| pt.size == size));
+        let program = progs.iter().find(|p| p.name == name);
+        if let (true, Some(p)) = (unfad_measured, program) {
+            if !points.iter().any(|&(q, s)| q.name == name && s == size) {
+                points.push((p, size));
+            }
+        }
+    }
+    let jax = measure_jax(&python, &points, budget)?;
+    for row in &jax.rows {
+        match &row.outcome {
+            Ok(p) => eprintln!(
+                "jax {:<18} {:>14} primal {:>10.3} ms value+grad {:>10.3} ms{}",
+                row.name,
+                row.size.label(),
+                p.primal_ns * 1e-6,
+                p.gradient_ns * 1e-6,
+                p.disagreement
+                    .as_ref()
+                    .map_or(String::new(), |d| format!("  DISAGREES: {d}"))
+            ),
+            Err(e) => eprintln!("jax {:<18} failed: {e}", row.name),
+        }
+    }
+    Ok(jax)
 }
 
 /// The GradBench tool's gmm figures at GradBench's `d = 10, k = 25, n = 1000`.
