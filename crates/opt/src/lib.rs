@@ -4,7 +4,7 @@
 //! [`optimize`] runs [`simplify::Simplifier`] passes to a fixed point (at most
 //! [`MAX_PASSES`]): continuations are inlined and beta-reduced, and the rewrites of the
 //! paper's Figure "Optimizations for target language" (in [`rules`]) fire on the result.
-//! Bindings used once are then inlined where that moves no work ([`inline`]), non-linear
+//! A reduced loop joins an earlier loop over the same arrays ([`siblings`]); bindings used once are then inlined where that moves no work ([`inline`]), non-linear
 //! terms that loops of several statements compute are computed once ([`share`]), work that
 //! does not change from one iteration of a loop to the next moves before it ([`hoist`]), Lemma
 //! noHO is enforced ([`check_first_order`]) and the result is type-checked.
@@ -30,6 +30,7 @@ pub mod inline;
 pub mod len;
 pub mod rules;
 pub mod share;
+pub mod siblings;
 pub mod simplify;
 
 use unfad_syntax::typeck::{infer, NoSource};
@@ -58,10 +59,12 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     let f = optimize_before_hoisting(arena, func);
     // Loop-invariant work last, on the settled term, where the loops are final.
     let hoisted = hoist::hoist_invariants(arena, &f);
+    // One pass tidies what hoisting leaves (bindings of names, projections of the
+    // precomputed tuples); the loops themselves are final.
     let f = if hoisted.body == f.body {
         f
     } else {
-        simplify_to_fixed_point(arena, &hoisted)
+        simplify_while(arena, &hoisted, |_, _| false).0
     };
     check_first_order(arena, &f)?;
     check_types(arena, &f)?;
@@ -85,6 +88,9 @@ pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
     // that rewrites (GMM's gradient: 586, 93, then 0 rewrites). Of 3000 random gradients,
     // one costs more in the model for it, by 0.014 in ratio.
     let (f, _) = simplify_while(arena, &f, |rewrites, nodes| 10 * rewrites > nodes);
+    // The value's loops join the gradient's loops over the same arrays, before sharing
+    // looks for what loops compute twice.
+    let f = siblings::fuse_sibling_loops(arena, &f);
     let f = inline::inline_single_use(arena, &f);
     // Nearly to a fixed point (until a pass rewrites under 2% of the nodes): the passes
     // after sharing finish the job, and a pass that changes nothing is as dear as one

@@ -42,13 +42,17 @@ fn matvec_tanh() {
            reduce + 0 (map (row. tanh(reduce + 0 (map2 * row x))) W)",
         expect![[r#"
             def f(W: [n][m]real, x: [m]real): (real, [n][m]real, [m]real) =
-              let E = map (x_1. tanh(reduce + 0 (map2 * x_1 x))) W in
-              let G =
-                map2 (row, e.
-                  let z = 1 - e * e in
-                  (map (a. a * z) x, map (a_1. a_1 * z) row)) W E
+              let v3 =
+                map (row.
+                  let v6 = reduce + 0 (map2 * row x) in
+                  let z = 1 - tanh(v6) * tanh(v6) in
+                  (tanh(v6), (map (a. a * z) x, map (a_1. a_1 * z) row))) W
               in
-              (reduce + 0 E, map (g. fst g) G, reduce (s, t. map2 + s t) zeros_like(x) (map (g_1. snd g_1) G))
+              (
+                reduce + 0 (map (g. fst g) v3),
+                map (g_1. fst (snd g_1)) v3,
+                reduce (s, t. map2 + s t) zeros_like(x) (map (g_2. snd (snd g_2)) v3)
+              )
         "#]],
     );
 }
@@ -71,34 +75,34 @@ fn mixture() {
         expect![[r#"
             def gmm(alpha: [k]real, means: [k][m]real, q: [k][m]real, X: [n][m]real): (real, [k]real, [k][m]real, [k][m]real, [n][m]real) =
               let h = map2 (a, c. (c, map (qd. exp(qd)) (snd c), a + reduce + 0 (snd c))) alpha (map2 (mu, qk. (mu, qk)) means q) in
-              let E =
-                map (x.
-                  map (pe.
-                    pe.2 - 0.5 * reduce + 0 (map2 (pe_1, zd.
-                         let t = pe_1 * zd in
-                         t * t) (snd pe) (map2 - x (fst (fst pe))))) h) X
-              in
-              let E_1 = map (x_1. reduce max (-1e300) x_1) E in
-              let h_1 = map (qk_1. map (x_2. exp(x_2)) qk_1) q in
-              let G =
-                map2 (r, e.
-                  let E_2 = map (x_3. exp(x_3 - e)) (snd r) in
-                  let z = 1 / reduce + 0 E_2 in
-                  let z_1 = z * -reduce + 0 E_2 + 1 in
-                  let L = if e == e then -2 else len(alpha) - 1 in
-                  let dv =
-                    map2 (b, e_1.
-                      let a_1 = e_1 * z in
-                      a_1 + b) (map2 (p, x_4. if fst p >= x_4 then 0 else if x_4 == e || snd p == L then z_1 else 0) (shift1R (scanl (s, x_5. (max(fst s, x_5), snd s + 1)) (-1e300, 0) (snd r))) (snd r)) E_2
+              let h_1 = map (qk_1. map (x. exp(x)) qk_1) q in
+              let A =
+                map (x_1.
+                  let v =
+                    map (pe.
+                      pe.2 - 0.5 * reduce + 0 (map2 (pe_1, zd.
+                           let t = pe_1 * zd in
+                           t * t) (snd pe) (map2 - x_1 (fst (fst pe))))) h
                   in
-                  let G_1 =
+                  let mx = reduce max (-1e300) v in
+                  let E = map (x_2. exp(x_2 - mx)) v in
+                  let v87 = reduce + 0 E in
+                  let z = 1 / v87 in
+                  let z_1 = z * -v87 + 1 in
+                  let L = if mx == mx then -2 else len(v) - 1 in
+                  let dv =
+                    map2 (b, e.
+                      let a_1 = e * z in
+                      a_1 + b) (map2 (p, x_3. if fst p >= x_3 then 0 else if x_3 == mx || snd p == L then z_1 else 0) (shift1R (scanl (s, x_4. (max(fst s, x_4), snd s + 1)) (-1e300, 0) v)) v) E
+                  in
+                  let G =
                     map2 (mu_1, pe_2.
-                      let z_2 = map2 - (fst r) mu_1 in
-                      let s_1 = map2 (zd_1, e_2. e_2 * zd_1) z_2 pe_2 in
+                      let z_2 = map2 - x_1 mu_1 in
+                      let s_1 = map2 (zd_1, e_1. e_1 * zd_1) z_2 pe_2 in
                       let z_3 =
-                        map2 (t_1, e_3.
+                        map2 (t_1, e_2.
                           let b_1 = (t_1 + t_1) * -0.5 in
-                          e_3 * b_1) s_1 pe_2
+                          e_2 * b_1) s_1 pe_2
                       in
                       (
                         1,
@@ -107,24 +111,27 @@ fn mixture() {
                           map2 (a_2, t_2.
                             let b_3 = (t_2 + t_2) * -0.5 in
                             let b_4 = a_2 * b_3 in
-                            1 + b_4) (map2 (zd_2, e_4. e_4 * zd_2) z_2 pe_2) s_1
+                            1 + b_4) (map2 (zd_2, e_3. e_3 * zd_2) z_2 pe_2) s_1
                         ),
                         z_3
                       )) means h_1
                   in
                   (
-                    reduce (s_2, t_3. map2 + s_2 t_3) zeros_like(fst r) (map2 (z_4, g. map (s_3. z_4 * s_3) g.2) dv G_1),
-                    dv,
-                    map2 (g_1, z_5. (map (s_4. z_5 * s_4) (fst (snd g_1)), map (s_5. z_5 * s_5) (snd (snd g_1)))) G_1 dv
-                  )) (map2 (x_6, e_5. (x_6, e_5)) X E) E_1
+                    mx + log(v87),
+                    (
+                      reduce (s_2, t_3. map2 + s_2 t_3) zeros_like(x_1) (map2 (z_4, g. map (s_3. z_4 * s_3) g.2) dv G),
+                      dv,
+                      map2 (g_1, z_5. (map (s_4. z_5 * s_4) (fst (snd g_1)), map (s_5. z_5 * s_5) (snd (snd g_1)))) G dv
+                    )
+                  )) X
               in
-              let dcomps = reduce (s_6, t_4. map2 (s_7, t_5. (map2 + (fst s_7) (fst t_5), map2 + (snd s_7) (snd t_5))) s_6 t_4) zeros_like(map2 (mu_2, qk_2. (mu_2, qk_2)) means q) (map (g_2. g_2.2) G) in
+              let dcomps = reduce (s_6, t_4. map2 (s_7, t_5. (map2 + (fst s_7) (fst t_5), map2 + (snd s_7) (snd t_5))) s_6 t_4) zeros_like(map2 (mu_2, qk_2. (mu_2, qk_2)) means q) (map (g_2. (snd g_2).2) A) in
               (
-                reduce + 0 (map2 (e_6, e_7. e_7 + log(reduce + 0 (map (t_6. exp(t_6 - e_7)) e_6))) E E_1),
-                reduce (s_8, t_7. map2 + s_8 t_7) zeros_like(alpha) (map (g_3. snd g_3) G),
+                reduce + 0 (map (g_3. fst g_3) A),
+                reduce (s_8, t_6. map2 + s_8 t_6) zeros_like(alpha) (map (g_4. snd (snd g_4)) A),
                 map (z_6. fst z_6) dcomps,
                 map (z_7. snd z_7) dcomps,
-                map (g_4. fst g_4) G
+                map (g_5. fst (snd g_5)) A
               )
         "#]],
     );

@@ -1,0 +1,359 @@
+//! Sibling loops: a reduction of a loop over the same arrays as an earlier statement's
+//! loop is computed in that loop.
+//!
+//! Reverse mode computes the value of `sum(map2 (p, t. body) P Y)` apart from its
+//! gradient: `let G = map2 (p, t. adjoints) P Y in (reduce + 0 (map2 (p1, t1. body) P Y),
+//! ...)`. The two loops run over the same arrays and recompute what they share (`p - t`,
+//! a dot product, a branch). Here the reduced loop's body joins the earlier loop's as one
+//! more component of its elements, `let G2 = map2 (p, t. (adjoints, body)) P Y`, which the
+//! hash-consing then shares the common terms of, and the reduction reads that component:
+//! `reduce + 0 (map (g. snd g) G2)`. The code generator folds such a column in the loop
+//! that makes it, so the value costs no loop of its own.
+//!
+//! Only reductions on the statements' spine (not inside a function argument or a branch)
+//! move, so the earlier loop computes nothing the program would not; their loops must
+//! read nothing bound at or after the earlier statement. Values do not change: each
+//! element is computed by the same operations, and the reduction runs in the same order.
+
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
+use unfad_syntax::typeck::{infer, NoSource};
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+
+use crate::expand::{expand, replace_expansion, Memo};
+use crate::simplify::Simplifier;
+
+/// Rounds of merging at most (each merges the reductions of one statement's loop).
+const MAX_ROUNDS: usize = 8;
+
+/// Compute the reductions of loops over the same arrays as a statement's loop in that loop.
+pub fn fuse_sibling_loops(arena: &mut Arena, func: &Func) -> Func {
+    let mut body = func.body;
+    for _ in 0..MAX_ROUNDS {
+        match merge_once(arena, func, body) {
+            Some(b) => body = b,
+            None => break,
+        }
+    }
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+/// A statement of the top-level `let` chain.
+#[derive(Clone, Copy)]
+enum Stmt {
+    One(Var, ExprId),
+    Many(unfad_syntax::VarList, ExprId),
+}
+
+impl Stmt {
+    fn rhs(self) -> ExprId {
+        match self {
+            Stmt::One(_, e) | Stmt::Many(_, e) => e,
+        }
+    }
+}
+
+fn unchain(arena: &Arena, mut e: ExprId) -> (Vec<Stmt>, ExprId) {
+    let mut stmts = Vec::new();
+    loop {
+        match arena[e] {
+            Node::Let(x, a, b) => {
+                stmts.push(Stmt::One(x, a));
+                e = b;
+            }
+            Node::LetTuple(xs, a, b) => {
+                stmts.push(Stmt::Many(xs, a));
+                e = b;
+            }
+            _ => return (stmts, e),
+        }
+    }
+}
+
+fn rechain(arena: &mut Arena, stmts: &[Stmt], tail: ExprId) -> ExprId {
+    stmts.iter().rev().fold(tail, |acc, s| match *s {
+        Stmt::One(x, a) => arena.let_(x, a, acc),
+        Stmt::Many(xs, a) => arena.add(Node::LetTuple(xs, a, acc)),
+    })
+}
+
+/// The loop a statement computes: its kind (`map` or `map2`), function and operands.
+fn elementwise(arena: &Arena, e: ExprId) -> Option<(bool, ExprId, Vec<ExprId>)> {
+    match arena[e] {
+        Node::Map(f, a) => Some((false, f, vec![a])),
+        Node::Map2(f, a, b) => Some((true, f, vec![a, b])),
+        _ => None,
+    }
+}
+
+/// What the chain's statements and result read, counted once per round.
+struct Facts {
+    /// How often each variable is read (in the tree: a shared term counts at each use).
+    reads: HashMap<Var, usize>,
+    /// The reductions the code generator folds in the loop that makes their operand, with
+    /// the statement they are in (the number of statements for the result): the result's
+    /// components (the tail, or its tuple's items), and the reductions bound by
+    /// statements whose variable is such a component and read nowhere else.
+    folds: Vec<(usize, ExprId)>,
+}
+
+impl Facts {
+    fn of(arena: &Arena, stmts: &[Stmt], tail: ExprId) -> Facts {
+        let mut reads: HashMap<Var, usize> = HashMap::default();
+        for s in stmts {
+            for (v, n) in arena.occurrences(s.rhs()) {
+                *reads.entry(v).or_insert(0) += n;
+            }
+        }
+        for (v, n) in arena.occurrences(tail) {
+            *reads.entry(v).or_insert(0) += n;
+        }
+        let items: Vec<ExprId> = match arena[tail] {
+            Node::Tuple(l) => arena.exprs(l).to_vec(),
+            _ => vec![tail],
+        };
+        let mut folds: Vec<(usize, ExprId)> = items
+            .iter()
+            .filter(|&&e| matches!(arena[e], Node::Reduce(..)))
+            .map(|&e| (stmts.len(), e))
+            .collect();
+        for (k, s) in stmts.iter().enumerate() {
+            let Stmt::One(v, rhs) = *s else { continue };
+            let component = items
+                .iter()
+                .any(|&e| matches!(arena[e], Node::Var(w) if w == v));
+            if matches!(arena[rhs], Node::Reduce(..)) && component && reads.get(&v) == Some(&1) {
+                folds.push((k, rhs));
+            }
+        }
+        Facts { reads, folds }
+    }
+
+    /// True if `x` is read, and only as the array of reductions among `folds`.
+    fn only_folded(&self, arena: &Arena, x: Var, folds: &[ExprId]) -> bool {
+        let folded = folds
+            .iter()
+            .filter(|&&r| matches!(arena[r], Node::Reduce(_, _, a) if arena[a] == Node::Var(x)))
+            .count();
+        matches!(self.reads.get(&x), Some(&n) if n > 0 && n == folded)
+    }
+}
+
+/// Replace every occurrence of the terms `from` (by id) in `e` by `to`.
+fn replace(arena: &mut Arena, e: ExprId, from: &[ExprId], to: &[ExprId]) -> ExprId {
+    if let Some(i) = from.iter().position(|&f| f == e) {
+        return to[i];
+    }
+    with_stack(|| {
+        let node = arena[e];
+        let new = arena.map_children(node, |a, c| replace(a, c, from, to));
+        arena.rebuild(e, new)
+    })
+}
+
+/// Merge the reductions of one statement's loop into it; the new body, or `None`.
+fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
+    let (mut stmts, tail) = unchain(arena, body);
+    let facts = Facts::of(arena, &stmts, tail);
+    for i in 0..stmts.len() {
+        let Stmt::One(x, rhs) = stmts[i] else {
+            continue;
+        };
+        let Some((two, f, operands)) = elementwise(arena, rhs) else {
+            continue;
+        };
+        let Some((params, gbody)) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)) else {
+            continue;
+        };
+        // What the later statements bind: a merged loop may read none of it.
+        let mut later: HashSet<Var> = HashSet::default();
+        later.insert(x);
+        for s in &stmts[i + 1..] {
+            match *s {
+                Stmt::One(v, _) => {
+                    later.insert(v);
+                }
+                Stmt::Many(vs, _) => later.extend(arena.vars_of(vs).iter().copied()),
+            }
+        }
+        // Reductions the code generator folds in the loop that makes their operand: the
+        // result's components, and `let`s of them the result reads as a component. Only
+        // those move (elsewhere, the joint loop's column would be stored, then reduced).
+        let folds: Vec<ExprId> = facts
+            .folds
+            .iter()
+            .filter(|&&(at, _)| at > i)
+            .map(|&(_, r)| r)
+            .collect();
+        let base_reduced = facts.only_folded(arena, x, &folds);
+        let mut found = Vec::new();
+        for &r in &folds {
+            if let Node::Reduce(_, _, a) = arena[r] {
+                if elementwise(arena, a).is_some() {
+                    found.push(a);
+                }
+            }
+        }
+        // A later statement's loop joins if it is only folded so, or if the statement's
+        // own loop is (a stored loop that other loops read is left to fuse into those).
+        for s in &stmts[i + 1..] {
+            if let Stmt::One(v, rhs) = *s {
+                if elementwise(arena, rhs).is_some()
+                    && (base_reduced || facts.only_folded(arena, v, &folds))
+                {
+                    found.push(rhs);
+                }
+            }
+        }
+        let mut merged: Vec<ExprId> = Vec::new();
+        for m in found {
+            if merged.contains(&m) || m == rhs {
+                continue;
+            }
+            let Some((two_m, g, ops_m)) = elementwise(arena, m) else {
+                continue;
+            };
+            if two_m != two || ops_m != operands {
+                continue;
+            }
+            let Some((ps, _)) = arena.lambda_parts(g) else {
+                continue;
+            };
+            if ps.len() != params.len() {
+                continue;
+            }
+            if arena.free_vars(m).iter().any(|v| later.contains(v)) {
+                continue;
+            }
+            merged.push(m);
+        }
+        if merged.is_empty() {
+            continue;
+        }
+        // The joint loop: the statement's element, then each merged loop's.
+        let mut items = vec![gbody];
+        for &m in &merged {
+            let Some((_, g, _)) = elementwise(arena, m) else {
+                continue;
+            };
+            let Some((ps, mbody)) = arena.lambda_parts(g).map(|(p, b)| (p.to_vec(), b)) else {
+                continue;
+            };
+            let subs = ps
+                .iter()
+                .zip(&params)
+                .map(|(&q, &p)| (q, arena.var(p)))
+                .collect();
+            items.push(arena.subst(mbody, &subs));
+        }
+        let joint_body = share_lets(arena, func, &items);
+        let joint_f = arena.lambda(&params, joint_body);
+        let joint = if two {
+            arena.add(Node::Map2(joint_f, operands[0], operands[1]))
+        } else {
+            arena.add(Node::Map(joint_f, operands[0]))
+        };
+        let Ok(joint_ty) = infer(arena, &NoSource, joint) else {
+            continue;
+        };
+        let Type::Array(_, elem_ty) = &joint_ty else {
+            continue;
+        };
+        let elem_ty = (**elem_ty).clone();
+        let x2 = arena.fresh_var(
+            arena.var_name(x).to_string().as_str(),
+            Some(joint_ty.clone()),
+        );
+        let x2e = arena.var(x2);
+        // `x` and each merged loop read their component of the joint loop's elements.
+        let column = |arena: &mut Arena, k: u32| {
+            let g = arena.fresh_var("g", Some(elem_ty.clone()));
+            let gv = arena.var(g);
+            let pick = arena.proj(k, gv);
+            let lam = arena.lambda(&[g], pick);
+            arena.add(Node::Map(lam, x2e))
+        };
+        let first = column(arena, 0);
+        let reads: Vec<ExprId> = (1..=merged.len() as u32)
+            .map(|k| column(arena, k))
+            .collect();
+        for s in stmts.iter_mut().skip(i + 1) {
+            *s = match *s {
+                Stmt::One(v, a) => Stmt::One(v, replace(arena, a, &merged, &reads)),
+                Stmt::Many(vs, a) => Stmt::Many(vs, replace(arena, a, &merged, &reads)),
+            };
+        }
+        let tail = replace(arena, tail, &merged, &reads);
+        stmts[i] = Stmt::One(x2, joint);
+        stmts.insert(i + 1, Stmt::One(x, first));
+        return Some(rechain(arena, &stmts, tail));
+    }
+    None
+}
+
+/// The tuple of `items` (the bodies of the joined loops, over the same parameters), with
+/// their `let`s first and a `let` whose term computes what an earlier one does (up to the
+/// names of intermediate results and of functions' parameters: the two loops were
+/// written apart) read from the earlier one.
+fn share_lets(arena: &mut Arena, func: &Func, items: &[ExprId]) -> ExprId {
+    let mut stmts = Vec::new();
+    let mut tails = Vec::new();
+    for &item in items {
+        let (s, t) = unchain(arena, item);
+        stmts.extend(s);
+        tails.push(t);
+    }
+    let mut aliases: HashMap<Var, ExprId> = HashMap::default();
+    let mut kept = Vec::with_capacity(stmts.len());
+    {
+        // A pass over the joined bodies only (its set-up walks the term it is made for).
+        let local = arena.tuple(items);
+        let scope = Func {
+            body: local,
+            ..func.clone()
+        };
+        let mut pass = Simplifier::new(arena, &scope);
+        let mut cx = pass.rule_cx();
+        let mut env: HashMap<Var, ExprId> = HashMap::default();
+        let mut memo = Memo::default();
+        let mut seen: HashMap<ExprId, Var> = HashMap::default();
+        for st in stmts {
+            match st {
+                Stmt::One(v, rhs) => {
+                    let x = expand(&mut cx, rhs, &mut env, &mut memo);
+                    env.insert(v, x);
+                    match seen.get(&x) {
+                        Some(&w) => {
+                            let w = cx.var(w);
+                            aliases.insert(v, w);
+                        }
+                        None => {
+                            seen.insert(x, v);
+                            kept.push(st);
+                        }
+                    }
+                }
+                Stmt::Many(..) => kept.push(st),
+            }
+        }
+        // What a tail computes again of a kept `let`, it reads from it.
+        for t in tails.iter_mut() {
+            for st in &kept {
+                let Stmt::One(v, _) = *st else { continue };
+                let Some(&x) = env.get(&v) else { continue };
+                if matches!(cx.arena()[x], Node::Var(_) | Node::Const(_)) {
+                    continue;
+                }
+                let by = cx.var(v);
+                if let Some(r) = replace_expansion(&mut cx, *t, &mut env, &mut memo, x, by) {
+                    *t = r;
+                }
+            }
+        }
+    }
+    let tail = arena.tuple(&tails);
+    let chained = rechain(arena, &kept, tail);
+    arena.subst(chained, &aliases)
+}

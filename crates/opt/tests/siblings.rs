@@ -1,0 +1,67 @@
+//! Joining a reduced loop to an earlier loop over the same arrays
+//! (`unfad_opt::siblings`) changes no value, not even in the last bit: each element is
+//! computed by the same operations, and each reduction runs over the same elements in the
+//! same order.
+
+use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
+use unfad_opt::siblings::fuse_sibling_loops;
+use unfad_syntax::{print_func, Arena, Func};
+use unfad_test_support::load;
+use unfad_testgen::{generate, Features};
+
+fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
+    match eval_func(arena, f, args) {
+        Ok(v) => value_to_json(&v).to_string(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+#[test]
+fn joining_the_loops_of_random_gradients_changes_no_value() {
+    let mut changed = 0;
+    for seed in 0..1500 {
+        let g = generate(seed, &Features::all());
+        let (mut prog, func) = load(&g.source);
+        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+        let all: Vec<usize> = (0..func.params.len()).collect();
+        let rev = unfad_ad::reverse(&mut prog.arena, &func, &all).unwrap();
+        let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
+        let joined = fuse_sibling_loops(&mut prog.arena, &term);
+        if joined.body == term.body {
+            continue;
+        }
+        changed += 1;
+        let shown = format!(
+            "seed {seed}\n{}\njoined:\n{}",
+            print_func(&prog.arena, &term),
+            print_func(&prog.arena, &joined)
+        );
+        assert_eq!(
+            value(&prog.arena, &term, &args),
+            value(&prog.arena, &joined, &args),
+            "{shown}"
+        );
+        unfad_opt::check_types(&mut prog.arena, &joined).unwrap_or_else(|e| panic!("{e}\n{shown}"));
+    }
+    // The test means something only if loops are often joined.
+    assert!(
+        changed >= 40,
+        "loops were joined in only {changed} of 400 gradients"
+    );
+}
+
+#[test]
+fn the_value_of_a_sum_is_computed_in_the_gradients_loop() {
+    let (mut prog, func) = load(
+        "def huber(pred: [n]real, y: [n]real, delta: real): real =
+           sum(map2 (p, t.
+             let r = p - t in
+             if abs(r) <= delta then 0.5 * r * r else delta * (abs(r) - 0.5 * delta)) pred y)",
+    );
+    let rev = unfad_ad::reverse(&mut prog.arena, &func, &[0, 1, 2]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &rev).unwrap();
+    let printed = print_func(&prog.arena, &opt);
+    // One loop over `pred` and `y`: the value is a column of it, folded.
+    assert_eq!(printed.matches(") pred y").count(), 1, "{printed}");
+    assert!(printed.contains("reduce + 0 (map (g. fst g)"), "{printed}");
+}
