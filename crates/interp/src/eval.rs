@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use unfad_syntax::reduction::{blocked_fold, reduce_order, unit, ReduceOrder};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Var};
 
 use crate::scalar::Scalar;
@@ -272,7 +273,32 @@ impl<'a, S: Scalar> Interp<'a, S> {
                     .collect::<R<Vec<_>>>()?;
                 Value::array(out)
             }
-            Reduce(f, z, x) | Foldl(f, z, x) => {
+            Reduce(f, z, x) => {
+                let z = self.eval(z)?;
+                let xs = self.array(x)?;
+                // The order every evaluator follows (`unfad_syntax::reduction`).
+                match reduce_order(arena, f) {
+                    ReduceOrder::Blocked(op) => {
+                        let Some(u) = unit(op) else {
+                            return fail("a blocked reduction without a unit");
+                        };
+                        blocked_fold(
+                            z,
+                            || Value::Real(S::constant(u)),
+                            &xs,
+                            |a, b| self.call_binder(f, &[a, b]),
+                        )?
+                    }
+                    ReduceOrder::Left => {
+                        let mut acc = z;
+                        for a in xs.iter() {
+                            acc = self.call_binder(f, &[acc, a.clone()])?;
+                        }
+                        acc
+                    }
+                }
+            }
+            Foldl(f, z, x) => {
                 let mut acc = self.eval(z)?;
                 let xs = self.array(x)?;
                 for a in xs.iter() {

@@ -116,6 +116,17 @@
 //! column that a component of the result reads as it is (`map (t. t.0) G`) is stored
 //! straight into that component's output buffer.
 //!
+//! A `reduce` of `+`, `*`, `max` or `min` (its function `s ⊕ t` or `t ⊕ s`) runs with
+//! **four accumulators**, in the blocked order `unfad_syntax::reduction` defines and the
+//! interpreter follows: one loop over blocks of four elements, element `4b + j` into
+//! accumulator `j` (the first starting at the initial value, the others at the operator's
+//! unit), the per-element code (a fused map's body, a stored element, the loop's other
+//! folds and copies) emitted four times; then the pairwise tree `(a0 ⊕ a1) ⊕ (a2 ⊕ a3)`;
+//! then a loop over the `n mod 4` remaining elements. The addition chain is then four
+//! independent chains (`sum` and `dot` no longer wait on the latency of each addition).
+//! This holds in fused loops too (tuple components, a stored map folded where it is
+//! stored). `foldl` stays one element per iteration.
+//!
 //! The components of a tuple that are loops over the same length (scalar folds, and arrays
 //! written element by element: maps, copies, fills) run as **one loop** (a gradient is
 //! typically such a tuple: the value's reduction and one map per parameter, all over the

@@ -19,8 +19,8 @@ fn dot_is_one_bottom_tested_loop() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v29 = load.i64 notrap aligned readonly can_move v1
-                v7 -> v29
+                v116 = load.i64 notrap aligned readonly can_move v1
+                v7 -> v116
                 jump block1
 
             block1:
@@ -28,31 +28,119 @@ fn dot_is_one_bottom_tested_loop() {
                 v5 = load.i64 notrap aligned readonly can_move v0+8
                 v6 = load.i64 notrap aligned readonly can_move v2
                 v8 = f64const 0.0
-                v12 = iconst.i64 0
-                brif.i64 v7, block2(v12, v8), block3(v8)  ; v12 = 0, v8 = 0.0, v8 = 0.0
+                v9 = iconst.i64 2
+                v10 = ushr.i64 v7, v9  ; v9 = 2
+                v11 = f64const -0.0
+                v12 = f64const -0.0
+                v13 = f64const -0.0
+                v23 = iconst.i64 0
+                brif v10, block2(v23, v8, v11, v12, v13), block3(v8, v11, v12, v13)  ; v23 = 0, v8 = 0.0, v11 = -0.0, v12 = -0.0, v13 = -0.0, v8 = 0.0, v11 = -0.0, v12 = -0.0, v13 = -0.0
 
-            block2(v9: i64, v10: f64):
-                v13 = iconst.i64 3
-                v14 = ishl v9, v13  ; v13 = 3
-                v15 = iadd.i64 v4, v14
-                v16 = load.f64 notrap aligned v15
-                v17 = iconst.i64 3
-                v18 = ishl v9, v17  ; v17 = 3
-                v19 = iadd.i64 v5, v18
-                v20 = load.f64 notrap aligned v19
-                v21 = fmul v16, v20
-                v22 = fadd v10, v21
-                v23 = iconst.i64 1
-                v24 = iadd v9, v23  ; v23 = 1
-                v25 = icmp ult v24, v7
-                brif v25, block2(v24, v22), block3(v22)
+            block2(v14: i64, v15: f64, v16: f64, v17: f64, v18: f64):
+                v24 = iconst.i64 2
+                v25 = ishl v14, v24  ; v24 = 2
+                v26 = iconst.i64 3
+                v27 = ishl v25, v26  ; v26 = 3
+                v28 = iadd.i64 v4, v27
+                v29 = load.f64 notrap aligned v28
+                v30 = iconst.i64 3
+                v31 = ishl v25, v30  ; v30 = 3
+                v32 = iadd.i64 v5, v31
+                v33 = load.f64 notrap aligned v32
+                v34 = fmul v29, v33
+                v35 = fadd v15, v34
+                v36 = iconst.i64 1
+                v37 = iadd v25, v36  ; v36 = 1
+                v38 = iconst.i64 3
+                v39 = ishl v37, v38  ; v38 = 3
+                v40 = iadd.i64 v4, v39
+                v41 = load.f64 notrap aligned v40
+                v42 = iconst.i64 3
+                v43 = ishl v37, v42  ; v42 = 3
+                v44 = iadd.i64 v5, v43
+                v45 = load.f64 notrap aligned v44
+                v46 = fmul v41, v45
+                v47 = fadd v16, v46
+                v48 = iconst.i64 2
+                v49 = iadd v25, v48  ; v48 = 2
+                v50 = iconst.i64 3
+                v51 = ishl v49, v50  ; v50 = 3
+                v52 = iadd.i64 v4, v51
+                v53 = load.f64 notrap aligned v52
+                v54 = iconst.i64 3
+                v55 = ishl v49, v54  ; v54 = 3
+                v56 = iadd.i64 v5, v55
+                v57 = load.f64 notrap aligned v56
+                v58 = fmul v53, v57
+                v59 = fadd v17, v58
+                v60 = iconst.i64 3
+                v61 = iadd v25, v60  ; v60 = 3
+                v62 = iconst.i64 3
+                v63 = ishl v61, v62  ; v62 = 3
+                v64 = iadd.i64 v4, v63
+                v65 = load.f64 notrap aligned v64
+                v66 = iconst.i64 3
+                v67 = ishl v61, v66  ; v66 = 3
+                v68 = iadd.i64 v5, v67
+                v69 = load.f64 notrap aligned v68
+                v70 = fmul v65, v69
+                v71 = fadd v18, v70
+                v72 = iconst.i64 1
+                v73 = iadd v14, v72  ; v72 = 1
+                v74 = icmp ult v73, v10
+                brif v74, block2(v73, v35, v47, v59, v71), block3(v35, v47, v59, v71)
 
-            block3(v11: f64):
-                v26 = stack_addr.i64 ss0
-                store notrap aligned v11, v26
-                v27 = atomic_load.i64 notrap aligned v26
-                v28 = bitcast.f64 v27
-                store notrap aligned v28, v6
+            block3(v19: f64, v20: f64, v21: f64, v22: f64):
+                v75 = stack_addr.i64 ss0
+                store notrap aligned v19, v75
+                v76 = atomic_load.i64 notrap aligned v75
+                v77 = bitcast.f64 v76
+                v78 = stack_addr.i64 ss0
+                store notrap aligned v20, v78
+                v79 = atomic_load.i64 notrap aligned v78
+                v80 = bitcast.f64 v79
+                v81 = stack_addr.i64 ss0
+                store notrap aligned v21, v81
+                v82 = atomic_load.i64 notrap aligned v81
+                v83 = bitcast.f64 v82
+                v84 = stack_addr.i64 ss0
+                store notrap aligned v22, v84
+                v85 = atomic_load.i64 notrap aligned v84
+                v86 = bitcast.f64 v85
+                v87 = fadd v77, v80
+                v88 = fadd v83, v86
+                v89 = fadd v87, v88
+                v90 = select v10, v89, v77
+                v91 = iconst.i64 2
+                v92 = ishl.i64 v10, v91  ; v91 = 2
+                v93 = iconst.i64 3
+                v94 = band.i64 v7, v93  ; v93 = 3
+                v98 = iconst.i64 0
+                brif v94, block4(v98, v90), block5(v90)  ; v98 = 0
+
+            block4(v95: i64, v96: f64):
+                v99 = iadd.i64 v92, v95
+                v100 = iconst.i64 3
+                v101 = ishl v99, v100  ; v100 = 3
+                v102 = iadd.i64 v4, v101
+                v103 = load.f64 notrap aligned v102
+                v104 = iconst.i64 3
+                v105 = ishl v99, v104  ; v104 = 3
+                v106 = iadd.i64 v5, v105
+                v107 = load.f64 notrap aligned v106
+                v108 = fmul v103, v107
+                v109 = fadd v96, v108
+                v110 = iconst.i64 1
+                v111 = iadd v95, v110  ; v110 = 1
+                v112 = icmp ult v111, v94
+                brif v112, block4(v111, v109), block5(v109)
+
+            block5(v97: f64):
+                v113 = stack_addr.i64 ss0
+                store notrap aligned v97, v113
+                v114 = atomic_load.i64 notrap aligned v113
+                v115 = bitcast.f64 v114
+                store notrap aligned v115, v6
                 return
             }
         "#]],
@@ -342,8 +430,8 @@ fn result_component_is_computed_in_place() {
                 fn0 = u0:1 sig0
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v37 = load.i64 notrap aligned readonly can_move v1
-                v7 -> v37
+                v104 = load.i64 notrap aligned readonly can_move v1
+                v7 -> v104
                 jump block1
 
             block1:
@@ -370,28 +458,209 @@ fn result_component_is_computed_in_place() {
 
             block3:
                 v21 = f64const 0.0
-                v25 = iconst.i64 0
-                brif.i64 v7, block4(v25, v21), block5(v21)  ; v25 = 0, v21 = 0.0, v21 = 0.0
+                v22 = iconst.i64 2
+                v23 = ushr.i64 v7, v22  ; v22 = 2
+                v24 = f64const -0.0
+                v25 = f64const -0.0
+                v26 = f64const -0.0
+                v36 = iconst.i64 0
+                brif v23, block4(v36, v21, v24, v25, v26), block5(v21, v24, v25, v26)  ; v36 = 0, v21 = 0.0, v24 = -0.0, v25 = -0.0, v26 = -0.0, v21 = 0.0, v24 = -0.0, v25 = -0.0, v26 = -0.0
 
-            block4(v22: i64, v23: f64):
-                v26 = iconst.i64 3
-                v27 = ishl v22, v26  ; v26 = 3
-                v28 = iadd.i64 v5, v27
-                v29 = load.f64 notrap aligned v28
-                v30 = fadd v23, v29
-                v31 = iconst.i64 1
-                v32 = iadd v22, v31  ; v31 = 1
-                v33 = icmp ult v32, v7
-                brif v33, block4(v32, v30), block5(v30)
+            block4(v27: i64, v28: f64, v29: f64, v30: f64, v31: f64):
+                v37 = iconst.i64 2
+                v38 = ishl v27, v37  ; v37 = 2
+                v39 = iconst.i64 3
+                v40 = ishl v38, v39  ; v39 = 3
+                v41 = iadd.i64 v5, v40
+                v42 = load.f64 notrap aligned v41
+                v43 = fadd v28, v42
+                v44 = iconst.i64 1
+                v45 = iadd v38, v44  ; v44 = 1
+                v46 = iconst.i64 3
+                v47 = ishl v45, v46  ; v46 = 3
+                v48 = iadd.i64 v5, v47
+                v49 = load.f64 notrap aligned v48
+                v50 = fadd v29, v49
+                v51 = iconst.i64 2
+                v52 = iadd v38, v51  ; v51 = 2
+                v53 = iconst.i64 3
+                v54 = ishl v52, v53  ; v53 = 3
+                v55 = iadd.i64 v5, v54
+                v56 = load.f64 notrap aligned v55
+                v57 = fadd v30, v56
+                v58 = iconst.i64 3
+                v59 = iadd v38, v58  ; v58 = 3
+                v60 = iconst.i64 3
+                v61 = ishl v59, v60  ; v60 = 3
+                v62 = iadd.i64 v5, v61
+                v63 = load.f64 notrap aligned v62
+                v64 = fadd v31, v63
+                v65 = iconst.i64 1
+                v66 = iadd v27, v65  ; v65 = 1
+                v67 = icmp ult v66, v23
+                brif v67, block4(v66, v43, v50, v57, v64), block5(v43, v50, v57, v64)
 
-            block5(v24: f64):
-                v34 = stack_addr.i64 ss0
-                store notrap aligned v24, v34
-                v35 = atomic_load.i64 notrap aligned v34
-                v36 = bitcast.f64 v35
-                store notrap aligned v36, v6
+            block5(v32: f64, v33: f64, v34: f64, v35: f64):
+                v68 = stack_addr.i64 ss0
+                store notrap aligned v32, v68
+                v69 = atomic_load.i64 notrap aligned v68
+                v70 = bitcast.f64 v69
+                v71 = stack_addr.i64 ss0
+                store notrap aligned v33, v71
+                v72 = atomic_load.i64 notrap aligned v71
+                v73 = bitcast.f64 v72
+                v74 = stack_addr.i64 ss0
+                store notrap aligned v34, v74
+                v75 = atomic_load.i64 notrap aligned v74
+                v76 = bitcast.f64 v75
+                v77 = stack_addr.i64 ss0
+                store notrap aligned v35, v77
+                v78 = atomic_load.i64 notrap aligned v77
+                v79 = bitcast.f64 v78
+                v80 = fadd v70, v73
+                v81 = fadd v76, v79
+                v82 = fadd v80, v81
+                v83 = select v23, v82, v70
+                v84 = iconst.i64 2
+                v85 = ishl.i64 v23, v84  ; v84 = 2
+                v86 = iconst.i64 3
+                v87 = band.i64 v7, v86  ; v86 = 3
+                v91 = iconst.i64 0
+                brif v87, block6(v91, v83), block7(v83)  ; v91 = 0
+
+            block6(v88: i64, v89: f64):
+                v92 = iadd.i64 v85, v88
+                v93 = iconst.i64 3
+                v94 = ishl v92, v93  ; v93 = 3
+                v95 = iadd.i64 v5, v94
+                v96 = load.f64 notrap aligned v95
+                v97 = fadd v89, v96
+                v98 = iconst.i64 1
+                v99 = iadd v88, v98  ; v98 = 1
+                v100 = icmp ult v99, v87
+                brif v100, block6(v99, v97), block7(v97)
+
+            block7(v90: f64):
+                v101 = stack_addr.i64 ss0
+                store notrap aligned v90, v101
+                v102 = atomic_load.i64 notrap aligned v101
+                v103 = bitcast.f64 v102
+                store notrap aligned v103, v6
                 return
             }
         "#]],
+    );
+}
+
+#[test]
+fn sum_keeps_four_accumulators() {
+    // Blocks of four elements into four independent accumulators, combined by a tree,
+    // then the remaining elements (the order of `unfad_syntax::reduction`).
+    clif(
+        "def f(A: [n]real) = reduce + 0 A",
+        expect![[r#"
+        function u0:0(i64, i64, i64, i64) system_v {
+            ss0 = explicit_slot 8, align = 8
+
+        block0(v0: i64, v1: i64, v2: i64, v3: i64):
+            v90 = load.i64 notrap aligned readonly can_move v1
+            v6 -> v90
+            jump block1
+
+        block1:
+            v4 = load.i64 notrap aligned readonly can_move v0
+            v5 = load.i64 notrap aligned readonly can_move v2
+            v7 = f64const 0.0
+            v8 = iconst.i64 2
+            v9 = ushr.i64 v6, v8  ; v8 = 2
+            v10 = f64const -0.0
+            v11 = f64const -0.0
+            v12 = f64const -0.0
+            v22 = iconst.i64 0
+            brif v9, block2(v22, v7, v10, v11, v12), block3(v7, v10, v11, v12)  ; v22 = 0, v7 = 0.0, v10 = -0.0, v11 = -0.0, v12 = -0.0, v7 = 0.0, v10 = -0.0, v11 = -0.0, v12 = -0.0
+
+        block2(v13: i64, v14: f64, v15: f64, v16: f64, v17: f64):
+            v23 = iconst.i64 2
+            v24 = ishl v13, v23  ; v23 = 2
+            v25 = iconst.i64 3
+            v26 = ishl v24, v25  ; v25 = 3
+            v27 = iadd.i64 v4, v26
+            v28 = load.f64 notrap aligned v27
+            v29 = fadd v14, v28
+            v30 = iconst.i64 1
+            v31 = iadd v24, v30  ; v30 = 1
+            v32 = iconst.i64 3
+            v33 = ishl v31, v32  ; v32 = 3
+            v34 = iadd.i64 v4, v33
+            v35 = load.f64 notrap aligned v34
+            v36 = fadd v15, v35
+            v37 = iconst.i64 2
+            v38 = iadd v24, v37  ; v37 = 2
+            v39 = iconst.i64 3
+            v40 = ishl v38, v39  ; v39 = 3
+            v41 = iadd.i64 v4, v40
+            v42 = load.f64 notrap aligned v41
+            v43 = fadd v16, v42
+            v44 = iconst.i64 3
+            v45 = iadd v24, v44  ; v44 = 3
+            v46 = iconst.i64 3
+            v47 = ishl v45, v46  ; v46 = 3
+            v48 = iadd.i64 v4, v47
+            v49 = load.f64 notrap aligned v48
+            v50 = fadd v17, v49
+            v51 = iconst.i64 1
+            v52 = iadd v13, v51  ; v51 = 1
+            v53 = icmp ult v52, v9
+            brif v53, block2(v52, v29, v36, v43, v50), block3(v29, v36, v43, v50)
+
+        block3(v18: f64, v19: f64, v20: f64, v21: f64):
+            v54 = stack_addr.i64 ss0
+            store notrap aligned v18, v54
+            v55 = atomic_load.i64 notrap aligned v54
+            v56 = bitcast.f64 v55
+            v57 = stack_addr.i64 ss0
+            store notrap aligned v19, v57
+            v58 = atomic_load.i64 notrap aligned v57
+            v59 = bitcast.f64 v58
+            v60 = stack_addr.i64 ss0
+            store notrap aligned v20, v60
+            v61 = atomic_load.i64 notrap aligned v60
+            v62 = bitcast.f64 v61
+            v63 = stack_addr.i64 ss0
+            store notrap aligned v21, v63
+            v64 = atomic_load.i64 notrap aligned v63
+            v65 = bitcast.f64 v64
+            v66 = fadd v56, v59
+            v67 = fadd v62, v65
+            v68 = fadd v66, v67
+            v69 = select v9, v68, v56
+            v70 = iconst.i64 2
+            v71 = ishl.i64 v9, v70  ; v70 = 2
+            v72 = iconst.i64 3
+            v73 = band.i64 v6, v72  ; v72 = 3
+            v77 = iconst.i64 0
+            brif v73, block4(v77, v69), block5(v69)  ; v77 = 0
+
+        block4(v74: i64, v75: f64):
+            v78 = iadd.i64 v71, v74
+            v79 = iconst.i64 3
+            v80 = ishl v78, v79  ; v79 = 3
+            v81 = iadd.i64 v4, v80
+            v82 = load.f64 notrap aligned v81
+            v83 = fadd v75, v82
+            v84 = iconst.i64 1
+            v85 = iadd v74, v84  ; v84 = 1
+            v86 = icmp ult v85, v73
+            brif v86, block4(v85, v83), block5(v83)
+
+        block5(v76: f64):
+            v87 = stack_addr.i64 ss0
+            store notrap aligned v76, v87
+            v88 = atomic_load.i64 notrap aligned v87
+            v89 = bitcast.f64 v88
+            store notrap aligned v89, v5
+            return
+        }
+    "#]],
     );
 }

@@ -25,6 +25,7 @@ pub mod ops;
 pub mod parser;
 pub mod printer;
 pub mod program;
+pub mod reduction;
 pub mod span;
 pub mod term;
 pub mod typeck;

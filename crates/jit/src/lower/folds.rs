@@ -11,24 +11,41 @@ use unfad_syntax::{BinOp, ExprId, Node, Var};
 use crate::error::{internal, JitResult};
 use crate::layout::Dim;
 use crate::shape::lambda;
-use crate::value::{no_holds, Arr, Holds, IntVal, Kind, RealVal, Scan, Val};
+use crate::value::{no_holds, Arr, Holds, IntVal, Kind, Scan, Val};
 
+use super::fusion::FoldPrep;
 use super::state::ssa_ints;
 use super::{expect_arr, shape_arr, Translator};
 
 impl<'a> Translator<'a> {
-    /// `reduce f z x` / `foldl f z x`: the accumulator in registers, its arrays alternating
-    /// between two buffers.
-    pub(super) fn emit_fold(&mut self, f: ExprId, z: ExprId, x: ExprId) -> JitResult<Val> {
+    /// `reduce f z x` (`reduce` set) / `foldl f z x`: the accumulator in registers, its
+    /// arrays alternating between two buffers; a `reduce` of `+`, `*`, `max` or `min` with
+    /// several accumulators.
+    pub(super) fn emit_fold(
+        &mut self,
+        f: ExprId,
+        z: ExprId,
+        x: ExprId,
+        reduce: bool,
+    ) -> JitResult<Val> {
         let (ps, body) = lambda(self.arena, f, 2, "a fold")?;
         let (pa, px) = (ps[0], ps[1]);
         let acc_shape = self.an.var_shape(pa)?.clone();
         let zv = self.emit(z)?;
         let src = self.emit_arr(x)?;
-        if let (Some(op), Val::Real(z0), Kind::Mem { .. }) =
-            (self.extremum(pa, px, body), &zv, &src.kind)
-        {
-            return self.extremum_lanes(op, *z0, &src).map(Val::Real);
+        if reduce && self.lane_of(pa, px, body).is_some() {
+            // `+`, `*`, `max` or `min`: with several accumulators (see `blocked`).
+            let n = src.len;
+            let fold = FoldPrep {
+                pa,
+                px,
+                body,
+                shape: acc_shape,
+                zv,
+                src,
+                reduce,
+            };
+            return Ok(self.fused_loop(n, &[&fold], &[])?.remove(0));
         }
         if !acc_shape.has_arrays() {
             let mut init = Vec::new();
@@ -94,57 +111,6 @@ impl<'a> Translator<'a> {
             },
             _ => None,
         }
-    }
-
-    /// A `max` (or `min`) reduction of the in-memory reals `src` from `z`, in four
-    /// independent lanes. The language's `max` and `min` (IEEE maximum and minimum, any NaN
-    /// giving the canonical NaN) are associative and commutative on every input, signed
-    /// zeros and NaN included, so the result is the left fold's bit for bit; the lanes
-    /// break the chain of dependent compares that bounds the left fold's speed.
-    fn extremum_lanes(&mut self, op: BinOp, z: RealVal, src: &Arr) -> JitResult<RealVal> {
-        const LANES: i64 = 4;
-        let n = src.len;
-        let quads = match n {
-            IntVal::Const(k) => IntVal::Const(k / LANES),
-            IntVal::Ssa(v) => IntVal::Ssa(self.b.ins().ushr_imm_s(v, 2)),
-        };
-        let z = self.real_value(z);
-        let init = vec![z; LANES as usize];
-        let lanes = self.loop_(quads, false, init, &mut |t, i, cur| {
-            let base = t.b.ins().ishl_imm_s(i, 2);
-            let mut next = Vec::with_capacity(cur.len());
-            for (l, &acc) in cur.iter().enumerate() {
-                let idx = t.b.ins().iadd_imm_s(base, l as i64);
-                let Val::Real(x) = t.elem(src, IntVal::Ssa(idx))? else {
-                    return internal("a reduction of reals has a non-real element");
-                };
-                next.push(t.binary(op, RealVal::Ssa(acc), x)?);
-            }
-            next.into_iter().map(|x| Ok(t.real_value(x))).collect()
-        })?;
-        // The remaining n mod 4 elements go to the first lane.
-        let done = self.imul(quads, IntVal::Const(LANES));
-        let rest = self.isub(n, done);
-        let tail = self.loop_(rest, false, vec![lanes[0]], &mut |t, i, cur| {
-            let idx = t.iadd_value(done, i);
-            let Val::Real(x) = t.elem(src, idx)? else {
-                return internal("a reduction of reals has a non-real element");
-            };
-            let r = t.binary(op, RealVal::Ssa(cur[0]), x)?;
-            Ok(vec![t.real_value(r)])
-        })?;
-        let a = self.binary(op, RealVal::Ssa(tail[0]), RealVal::Ssa(lanes[1]))?;
-        let b = self.binary(op, RealVal::Ssa(lanes[2]), RealVal::Ssa(lanes[3]))?;
-        let all = self.binary(op, a, b)?;
-        // With no element the fold is `z` itself, whatever NaN it may be.
-        Ok(match n {
-            IntVal::Const(0) => RealVal::Ssa(z),
-            IntVal::Const(_) => all,
-            IntVal::Ssa(v) => {
-                let all = self.real_value(all);
-                RealVal::Ssa(self.b.ins().select(v, all, z))
-            }
-        })
     }
 
     /// `scanl f z x` (or `scanr`) written to `d`.

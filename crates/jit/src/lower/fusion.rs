@@ -12,22 +12,25 @@ use unfad_syntax::{Arena, ExprId, Node, Var};
 use crate::error::{internal, JitError, JitResult};
 use crate::layout::Dim;
 use crate::shape::{lambda, SShape};
-use crate::value::{no_holds, Arr, Holds, IntVal, Kind, Place, Val};
+use crate::value::{no_holds, Arr, Holds, IntVal, Kind, Place, RealVal, Val};
 
+use super::blocked::Lane;
 use super::memory::with_column;
 use super::state::{ssa_ints, Fixed};
 use super::write::in_place;
 use super::Translator;
 
 /// A fold with a scalar accumulator, ready to run in a (fused) loop.
-struct FoldPrep {
-    pa: Var,
-    px: Var,
-    body: ExprId,
+pub(super) struct FoldPrep {
+    pub pa: Var,
+    pub px: Var,
+    pub body: ExprId,
     /// The accumulator's shape.
-    shape: SShape,
-    zv: Val,
-    src: Rc<Arr>,
+    pub shape: SShape,
+    pub zv: Val,
+    pub src: Rc<Arr>,
+    /// A `reduce` (which may run blocked), not a `foldl`.
+    pub reduce: bool,
 }
 
 /// What follows a fold that [`Translator::stored_then_folded`] runs in the loop storing
@@ -178,6 +181,11 @@ impl<'a> Translator<'a> {
             }
             specs.push((pa, px, body, acc_shape, path, src, z));
         }
+        // Which folds are `reduce`s (which may run blocked).
+        let reduces: Vec<bool> = folds
+            .iter()
+            .map(|&fold| matches!(arena[fold], Node::Reduce(..)))
+            .collect();
         let paths: Vec<Vec<usize>> = specs.iter().map(|s| s.4.clone()).collect();
         // The columns of `x` that components of the result read as they are (`map (t. π_q
         // t) x`, written to an array's place) are stored straight into those places.
@@ -274,38 +282,61 @@ impl<'a> Translator<'a> {
             .filter(|p| !p.is_empty())
             .map(Vec::as_slice)
             .collect();
-        let out = self.loop_(count, false, init, &mut |t, i, cur| {
-            let xi = t.elem(a, IntVal::Ssa(i))?;
-            let dst = t.place_elem(&d, IntVal::Ssa(i))?;
-            let xi = t.write_except(&xi, &dst, &unwritten)?;
-            let mut next = Vec::with_capacity(cur.len());
-            if phased == 1 {
-                next.push(t.b.ins().bxor_imm_s(cur[0], 1));
+        // The `reduce`s of `+`, `*`, `max` and `min` run blocked (see `blocked`).
+        let mut lanes = Vec::new();
+        let mut lane_specs = Vec::new();
+        let mut at = phased;
+        for ((k, (pa, px, body, ..)), acc) in specs.iter().enumerate().zip(&accs) {
+            if let (true, 1, Some((_, unit))) =
+                (reduces[k], acc.width, self.lane_of(*pa, *px, *body))
+            {
+                lanes.push(Lane { at, unit });
+                lane_specs.push((*pa, *px, *body));
             }
-            let mut at = phased;
-            for ((pa, px, body, acc_shape, path, _, _), acc) in specs.iter().zip(&accs) {
-                let slots = acc.fixed.slots(&cur[at..at + acc.width])?;
-                at += acc.width;
-                let value = t.rebuild(&acc.start, acc_shape, &mut slots.iter(), &acc.holds)?;
-                t.bind(*pa, value)?;
-                t.bind(*px, project(&xi, path)?)?;
-                let r = t.emit(*body);
-                t.unbind(*pa);
-                t.unbind(*px);
-                let r = r?;
-                match &acc.buffers {
-                    Some((pa_place, pb_place)) => {
-                        // Phase 0: the accumulator is in the first buffer, the next goes to
-                        // the second.
-                        let other = t.select_place(cur[0], pa_place, pb_place)?;
-                        let nv = t.write(&r, &other)?;
-                        next.extend(t.carry(&nv, &acc.fixed)?);
-                    }
-                    None => next.extend(t.carry(&r, &acc.fixed)?),
+            at += acc.width;
+        }
+        let out = self.blocked_loop(
+            count,
+            init,
+            &lanes,
+            &[a],
+            &mut |t, i, cur| {
+                let xi = t.elem(a, IntVal::Ssa(i))?;
+                let dst = t.place_elem(&d, IntVal::Ssa(i))?;
+                let xi = t.write_except(&xi, &dst, &unwritten)?;
+                let mut next = Vec::with_capacity(cur.len());
+                if phased == 1 {
+                    next.push(t.b.ins().bxor_imm_s(cur[0], 1));
                 }
-            }
-            Ok(next)
-        })?;
+                let mut at = phased;
+                for ((pa, px, body, acc_shape, path, _, _), acc) in specs.iter().zip(&accs) {
+                    let slots = acc.fixed.slots(&cur[at..at + acc.width])?;
+                    at += acc.width;
+                    let value = t.rebuild(&acc.start, acc_shape, &mut slots.iter(), &acc.holds)?;
+                    t.bind(*pa, value)?;
+                    t.bind(*px, project(&xi, path)?)?;
+                    let r = t.emit(*body);
+                    t.unbind(*pa);
+                    t.unbind(*px);
+                    let r = r?;
+                    match &acc.buffers {
+                        Some((pa_place, pb_place)) => {
+                            // Phase 0: the accumulator is in the first buffer, the next goes to
+                            // the second.
+                            let other = t.select_place(cur[0], pa_place, pb_place)?;
+                            let nv = t.write(&r, &other)?;
+                            next.extend(t.carry(&nv, &acc.fixed)?);
+                        }
+                        None => next.extend(t.carry(&r, &acc.fixed)?),
+                    }
+                }
+                Ok(next)
+            },
+            &mut |t, l, x, y| {
+                let (pa, px, body) = lane_specs[l];
+                t.combine_with(pa, px, body, x, y)
+            },
+        )?;
         self.pad(&d, count, dim)?;
         let stored = self.view(&d, count, dim)?;
         let mut folded = Vec::with_capacity(accs.len());
@@ -446,6 +477,7 @@ impl<'a> Translator<'a> {
                     shape: self.an.var_shape(ps[0])?.clone(),
                     zv,
                     src,
+                    reduce: matches!(arena[e], Node::Reduce(..)),
                 })
             } else if let (true, Place::Arr(d)) = (array_like(e, p), p) {
                 let a = self.emit_arr(e)?;
@@ -539,8 +571,9 @@ impl<'a> Translator<'a> {
 
     /// One loop of `count` iterations running the folds `folds` (scalar accumulators) and
     /// writing element `i` of each `(array, destination)` of `arrays`; returns the folds'
-    /// results.
-    fn fused_loop(
+    /// results. A `reduce` of `+`, `*`, `max` or `min` among the folds makes it a blocked
+    /// loop (see [`super::blocked`]).
+    pub(super) fn fused_loop(
         &mut self,
         count: IntVal,
         folds: &[&FoldPrep],
@@ -548,38 +581,57 @@ impl<'a> Translator<'a> {
     ) -> JitResult<Vec<Val>> {
         let mut init = Vec::new();
         let mut widths = Vec::with_capacity(folds.len());
+        let mut lanes = Vec::new();
+        let mut lane_folds = Vec::new();
         for f in folds {
             let before = init.len();
             self.flatten(&f.zv, &mut init)?;
             widths.push(init.len() - before);
+            if let (true, Some((_, unit))) = (f.reduce, self.lane_of(f.pa, f.px, f.body)) {
+                lanes.push(Lane { at: before, unit });
+                lane_folds.push(*f);
+            }
         }
+        let srcs: Vec<&Rc<Arr>> = folds.iter().map(|f| &f.src).collect();
+        let reads: Vec<&Rc<Arr>> = srcs
+            .iter()
+            .copied()
+            .chain(arrays.iter().map(|(a, _)| *a))
+            .collect();
         let holds = no_holds();
-        let outs = self.loop_(count, false, init, &mut |t, i, cur| {
-            let mut next = Vec::with_capacity(cur.len());
-            let mut at = 0;
-            for (f, &w) in folds.iter().zip(&widths) {
-                let acc = t.rebuild(
-                    &f.zv,
-                    &f.shape,
-                    &mut ssa_ints(&cur[at..at + w]).iter(),
-                    &holds,
-                )?;
-                at += w;
-                let xi = t.elem(&f.src, IntVal::Ssa(i))?;
-                t.bind(f.pa, acc)?;
-                t.bind(f.px, xi)?;
-                let r = t.emit(f.body);
-                t.unbind(f.pa);
-                t.unbind(f.px);
-                t.flatten(&r?, &mut next)?;
-            }
-            for (a, d) in arrays {
-                let x = t.elem(a, IntVal::Ssa(i))?;
-                let dst = t.place_elem(d, IntVal::Ssa(i))?;
-                t.write(&x, &dst)?;
-            }
-            Ok(next)
-        })?;
+        let outs = self.blocked_loop(
+            count,
+            init,
+            &lanes,
+            &reads,
+            &mut |t, i, cur| {
+                let mut next = Vec::with_capacity(cur.len());
+                let mut at = 0;
+                for ((f, &w), src) in folds.iter().zip(&widths).zip(&srcs) {
+                    let acc = t.rebuild(
+                        &f.zv,
+                        &f.shape,
+                        &mut ssa_ints(&cur[at..at + w]).iter(),
+                        &holds,
+                    )?;
+                    at += w;
+                    let xi = t.elem(src, IntVal::Ssa(i))?;
+                    t.bind(f.pa, acc)?;
+                    t.bind(f.px, xi)?;
+                    let r = t.emit(f.body);
+                    t.unbind(f.pa);
+                    t.unbind(f.px);
+                    t.flatten(&r?, &mut next)?;
+                }
+                for (a, d) in arrays {
+                    let x = t.elem(a, IntVal::Ssa(i))?;
+                    let dst = t.place_elem(d, IntVal::Ssa(i))?;
+                    t.write(&x, &dst)?;
+                }
+                Ok(next)
+            },
+            &mut |t, l, x, y| t.combine_fold(lane_folds[l], x, y),
+        )?;
         let mut at = 0;
         let mut results = Vec::with_capacity(folds.len());
         for (f, &w) in folds.iter().zip(&widths) {
@@ -592,6 +644,31 @@ impl<'a> Translator<'a> {
             at += w;
         }
         Ok(results)
+    }
+
+    /// The fold `f`'s function applied to two of its (real) accumulators `x` and `y`.
+    fn combine_fold(&mut self, f: &FoldPrep, x: Value, y: Value) -> JitResult<Value> {
+        self.combine_with(f.pa, f.px, f.body, x, y)
+    }
+
+    /// The function `(pa, px. body)` applied to the reals `x` and `y`.
+    pub(super) fn combine_with(
+        &mut self,
+        pa: Var,
+        px: Var,
+        body: ExprId,
+        x: Value,
+        y: Value,
+    ) -> JitResult<Value> {
+        self.bind(pa, Val::Real(RealVal::Ssa(x)))?;
+        self.bind(px, Val::Real(RealVal::Ssa(y)))?;
+        let r = self.emit(body);
+        self.unbind(pa);
+        self.unbind(px);
+        match r? {
+            Val::Real(v) => Ok(self.real_value(v)),
+            _ => internal("a reduction of reals gives a non-real"),
+        }
     }
 
     /// `map f srcs...` written to `d`.

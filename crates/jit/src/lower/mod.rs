@@ -33,7 +33,7 @@
 //! - [`read`]: element `i` of any array; [`write`](mod@write): values written to places;
 //! - [`state`]: values flattened into block parameters and rebuilt from them;
 //! - [`loops`]: bottom-tested loops; [`fusion`]: loops fused across bindings and tuples;
-//! - [`folds`]: folds and scans; [`conditionals`]: `if`; [`shift`]: shifts;
+//! - [`folds`]: folds and scans; [`blocked`]: loops folding with several accumulators; [`conditionals`]: `if`; [`shift`]: shifts;
 //!   [`fill`]: `zeros_like` and `ones_like`;
 //! - [`scalar`]: the operators on reals and run-time calls;
 //! - [`boundary`]: the function's parameters and result at the ABI.
@@ -58,6 +58,7 @@ use prologue::PrologueValue;
 use variables::Entry;
 
 mod access;
+mod blocked;
 mod boundary;
 mod conditionals;
 mod fill;
@@ -313,7 +314,8 @@ impl<'a> Translator<'a> {
                 };
                 Ok(Val::Arr(self.arr(len, &sa, dim, kind)))
             }
-            Reduce(f, z, x) | Foldl(f, z, x) => self.emit_fold(f, z, x),
+            Reduce(f, z, x) => self.emit_fold(f, z, x, true),
+            Foldl(f, z, x) => self.emit_fold(f, z, x, false),
             Shift1L(x) | Shift1R(x) => {
                 let left = matches!(arena[e], Shift1L(_));
                 if let Some(v) = self.lazy_scan(e, x, left)? {

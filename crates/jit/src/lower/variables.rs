@@ -9,11 +9,19 @@ use crate::value::Val;
 use super::Translator;
 
 /// A variable's value and what is left of its uses.
+#[derive(Clone)]
 pub(super) struct Entry {
     val: Val,
     uses: u32,
     /// The loop depth at which it was bound.
     depth: usize,
+}
+
+impl Entry {
+    /// The value the variable is bound to.
+    pub(super) fn value(&self) -> &Val {
+        &self.val
+    }
 }
 
 impl<'a> Translator<'a> {

@@ -5,6 +5,7 @@
 //! exact length analysis that the operand is never longer than the result (see
 //! [`crate::len`]), since `map2` stops at the shorter array.
 
+use unfad_syntax::reduction::{reduce_order, unit, ReduceOrder};
 use unfad_syntax::{with_stack, BinOp, ExprId, Node, Type, UnOp, Var};
 
 use crate::simplify::RuleCx;
@@ -213,6 +214,20 @@ pub fn fold_constant_array(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         return None;
     }
     let c = constant_elements(cx, a)?;
+    // A blocked `reduce` (`unfad_syntax::reduction`) also applies the function to the
+    // operator's unit and `c`, and to partial results: `z` stays its value when it is that
+    // unit (`-0 + 0` is `+0` though: only `+0` for sums).
+    if let (Node::Reduce(..), ReduceOrder::Blocked(op)) =
+        (cx.arena()[e], reduce_order(cx.arena(), f))
+    {
+        let unit_z = match op {
+            BinOp::Add => matches!(cx.arena()[z], Node::Const(k) if k.to_bits() == 0),
+            _ => unit(op).is_some_and(|u| cx.arena().is_const(z, u)),
+        };
+        if !unit_z {
+            return None;
+        }
+    }
     let (ps, body) = lambda(cx, f)?;
     let step = cx.simplify_with(body, &[(ps[0], z), (ps[1], c)]);
     (step == z).then_some(z)

@@ -3,6 +3,7 @@
 //! of array literals (read element by element with `foldl (acc, x. x)` and `shift1R`)
 //! back into the literal's components.
 
+use unfad_syntax::reduction::{blocked_fold, reduce_order, unit, ReduceOrder};
 use unfad_syntax::{ExprId, Node, Var};
 
 use crate::simplify::RuleCx;
@@ -109,11 +110,34 @@ pub fn fold_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         return None;
     }
     let acc_ty = cx.ty(z);
+    let mut steps = Vec::new();
+    if let (Node::Reduce(..), ReduceOrder::Blocked(op)) =
+        (cx.arena()[e], reduce_order(cx.arena(), f))
+    {
+        // The order every evaluator follows (`unfad_syntax::reduction`).
+        let u = cx.mk(Node::Const(unit(op)?));
+        let result = blocked_fold(
+            z,
+            || u,
+            &items,
+            |acc, x| -> Result<ExprId, ()> {
+                let step = apply_raw(cx, &ps, &[acc, x], body);
+                let v = cx.arena_mut().fresh_var("s", acc_ty.clone());
+                steps.push((v, step));
+                Ok(cx.arena_mut().var(v))
+            },
+        )
+        .ok()?;
+        let raw = steps
+            .into_iter()
+            .rev()
+            .fold(result, |acc, (v, step)| cx.arena_mut().let_(v, step, acc));
+        return Some(cx.simplify(raw));
+    }
     if kind == Kind::ScanRight {
         items.reverse();
     }
     let mut accs = vec![z];
-    let mut steps = Vec::new();
     for &x in &items {
         let prev = *accs.last()?;
         let args = if kind == Kind::ScanRight {

@@ -1,0 +1,248 @@
+//! Blocked loops: a `reduce` of `+`, `*`, `max` or `min` with several independent
+//! accumulators, in the order `unfad_syntax::reduction` defines (which the interpreter
+//! follows), so that consecutive elements do not wait for one another's addition.
+//!
+//! A loop with such folds runs `q = n / K` iterations of `K` elements (`K` =
+//! [`ACCUMULATORS`]), the per-element code emitted `K` times in the body, element `K·b + j`
+//! folded into accumulator `j`; the accumulators are then combined by the pairwise tree,
+//! and a second loop runs the `n mod K` remaining elements one by one. What the loop
+//! carries besides (other folds' accumulators, the phase of an accumulator alternating
+//! between buffers) goes from element to element as in a plain loop. Accumulator 0 starts
+//! at the fold's initial value, the others at the operator's unit; with `q = 0` the
+//! combination is skipped (a `select`), and the result is the left fold of the remaining
+//! elements from the initial value, as the definition says.
+//!
+//! Emitting the per-element code several times means replaying it: each copy starts from
+//! the variables' bindings (and their counts of remaining uses) as they were before the
+//! first, and from the unevaluated maps it reads marked unread ([`Replay`]). A scan
+//! computed where it is read is read once per element in order all the same: copy `j`
+//! steps it to element `K·b + j`, and the loop of the remaining elements goes on from
+//! there.
+//!
+//! Pairs of accumulators are independent values of the same operator, ready to become
+//! the lanes of one vector register.
+
+use std::rc::Rc;
+
+use cranelift_codegen::ir::{InstBuilder, Value};
+use unfad_syntax::fast_hash::FastMap as HashMap;
+use unfad_syntax::reduction::{combine_tree, unit, ACCUMULATORS};
+use unfad_syntax::{BinOp, ExprId, Node, Var};
+
+use crate::error::{internal, JitResult};
+use crate::value::{Arr, IntVal, Kind, Val};
+
+use super::variables::Entry;
+use super::Translator;
+
+/// A fold run with [`ACCUMULATORS`] accumulators: where its (real) accumulator is in the
+/// loop's state, and the unit the other accumulators start from.
+pub(super) struct Lane {
+    pub at: usize,
+    pub unit: f64,
+}
+
+/// One element's code: given the element's index and the state, the next state.
+pub(super) type Step<'b, 'a> =
+    dyn FnMut(&mut Translator<'a>, Value, &[Value]) -> JitResult<Vec<Value>> + 'b;
+
+/// The combination of two accumulators of lane `k` (the fold's function applied to them).
+pub(super) type Combine<'b, 'a> =
+    dyn FnMut(&mut Translator<'a>, usize, Value, Value) -> JitResult<Value> + 'b;
+
+/// What emitting the per-element code again starts from: the bindings before the first
+/// copy, and the unevaluated maps that were unread then.
+pub(super) struct Replay {
+    env: HashMap<Var, Entry>,
+    unread: Vec<Rc<Arr>>,
+}
+
+impl<'a> Translator<'a> {
+    /// The operator and its unit if the fold `(pa, px. body)` is `pa op px` or `px op pa`
+    /// with `op` one of `+`, `*`, `max` and `min`: such a fold runs blocked.
+    pub(super) fn lane_of(&self, pa: Var, px: Var, body: ExprId) -> Option<(BinOp, f64)> {
+        let arena = self.arena;
+        match arena[body] {
+            Node::Op2(op, a, b) => {
+                let pair = (Node::Var(pa), Node::Var(px));
+                let (a, b) = (arena[a], arena[b]);
+                if pa != px && ((a, b) == pair || (b, a) == pair) {
+                    unit(op).map(|u| (op, u))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// A loop over `count` elements carrying `init`, with the folds `lanes` blocked (see
+    /// the module's documentation). `step` emits one element's code, `combine` the
+    /// combination of two accumulators; `reads` are the arrays the elements are read from.
+    /// Returns the state after the last element.
+    pub(super) fn blocked_loop(
+        &mut self,
+        count: IntVal,
+        init: Vec<Value>,
+        lanes: &[Lane],
+        reads: &[&Rc<Arr>],
+        step: &mut Step<'_, 'a>,
+        combine: &mut Combine<'_, 'a>,
+    ) -> JitResult<Vec<Value>> {
+        if lanes.is_empty() {
+            return self.loop_(count, false, init, step);
+        }
+        const K: usize = ACCUMULATORS;
+        let shift = K.trailing_zeros() as i64;
+        let blocks = match count {
+            IntVal::Const(n) => IntVal::Const(n / K as i64),
+            IntVal::Ssa(v) => IntVal::Ssa(self.b.ins().ushr_imm_s(v, shift)),
+        };
+        let replay = self.replay_point(reads);
+        let width = init.len();
+        let mut state = init.clone();
+        for _ in 1..K {
+            for lane in lanes {
+                state.push(self.b.ins().f64const(lane.unit));
+            }
+        }
+        let out = self.loop_(blocks, false, state, &mut |t, b, cur| {
+            let base = t.b.ins().ishl_imm_s(b, shift);
+            let mut running = cur[..width].to_vec();
+            let mut others = cur[width..].to_vec();
+            for j in 0..K {
+                if j > 0 {
+                    t.rewind(&replay);
+                }
+                let mut view = running.clone();
+                if j > 0 {
+                    for (l, lane) in lanes.iter().enumerate() {
+                        view[lane.at] = others[(j - 1) * lanes.len() + l];
+                    }
+                }
+                let i = if j == 0 {
+                    base
+                } else {
+                    t.b.ins().iadd_imm_s(base, j as i64)
+                };
+                t.count_at(i);
+                let mut next = step(t, i, &view)?;
+                if j > 0 {
+                    for (l, lane) in lanes.iter().enumerate() {
+                        others[(j - 1) * lanes.len() + l] = next[lane.at];
+                        next[lane.at] = running[lane.at];
+                    }
+                }
+                running = next;
+            }
+            running.extend(others);
+            Ok(running)
+        })?;
+        let mut state = out[..width].to_vec();
+        if blocks != IntVal::Const(0) {
+            for (l, lane) in lanes.iter().enumerate() {
+                let accs: Vec<Value> = std::iter::once(out[lane.at])
+                    .chain((1..K).map(|j| out[width + (j - 1) * lanes.len() + l]))
+                    .collect();
+                let all = combine_tree(accs, &mut |x, y| combine(self, l, x, y))?;
+                // With no whole block, the result so far is the initial value itself.
+                state[lane.at] = match blocks {
+                    IntVal::Ssa(q) => self.b.ins().select(q, all, out[lane.at]),
+                    IntVal::Const(_) => all,
+                };
+            }
+        }
+        let (done, rest) = match (count, blocks) {
+            (IntVal::Const(n), IntVal::Const(q)) => {
+                (IntVal::Const(q * K as i64), IntVal::Const(n - q * K as i64))
+            }
+            (IntVal::Ssa(n), IntVal::Ssa(q)) => (
+                IntVal::Ssa(self.b.ins().ishl_imm_s(q, shift)),
+                IntVal::Ssa(self.b.ins().band_imm_s(n, K as i64 - 1)),
+            ),
+            _ => return internal("a count and its blocks of different kinds"),
+        };
+        self.rewind(&replay);
+        self.loop_(rest, false, state, &mut |t, i, cur| {
+            let at = match t.iadd_value(done, i) {
+                IntVal::Ssa(v) => v,
+                IntVal::Const(c) => t.b.ins().iconst(cranelift_codegen::ir::types::I64, c),
+            };
+            t.count_at(at);
+            step(t, at, cur)
+        })
+    }
+
+    /// Make `i` the index of the element the innermost loop is at: a scan computed where
+    /// it is read checks that it is read there, in order (copy by copy, then the
+    /// remaining elements).
+    fn count_at(&mut self, i: Value) {
+        if let Some(c) = self.counters.last_mut() {
+            *c = Some(i);
+        }
+    }
+
+    /// What emitting code again starts from (see [`Replay`]).
+    fn replay_point(&self, reads: &[&Rc<Arr>]) -> Replay {
+        let mut unread = Vec::new();
+        for a in reads {
+            unread_maps(a, &mut unread);
+        }
+        for ent in self.env.values() {
+            unread_in(ent.value(), &mut unread);
+        }
+        Replay {
+            env: self.env.clone(),
+            unread,
+        }
+    }
+
+    /// Back to the bindings of `r`, its maps unread again.
+    fn rewind(&mut self, r: &Replay) {
+        self.env = r.env.clone();
+        for a in &r.unread {
+            match &a.kind {
+                Kind::Map { read, .. } | Kind::Map2 { read, .. } => read.set(false),
+                Kind::Scan(scan) => scan.read.set(false),
+                Kind::Mem { .. } | Kind::Fill { .. } => {}
+            }
+        }
+    }
+}
+
+/// The unevaluated maps inside `v` not read yet.
+fn unread_in(v: &Val, out: &mut Vec<Rc<Arr>>) {
+    match v {
+        Val::Real(_) | Val::Bool(_) => {}
+        Val::Tuple(items) => items.iter().for_each(|x| unread_in(x, out)),
+        Val::Arr(a) => unread_maps(a, out),
+    }
+}
+
+/// The unevaluated maps `a` reads (itself included) not read yet.
+fn unread_maps(a: &Rc<Arr>, out: &mut Vec<Rc<Arr>>) {
+    match &a.kind {
+        Kind::Map { src, read, .. } => {
+            if !read.get() {
+                out.push(a.clone());
+            }
+            unread_maps(src, out);
+        }
+        Kind::Map2 {
+            a: x, b: y, read, ..
+        } => {
+            if !read.get() {
+                out.push(a.clone());
+            }
+            unread_maps(x, out);
+            unread_maps(y, out);
+        }
+        Kind::Scan(scan) => {
+            if !scan.read.get() {
+                out.push(a.clone());
+            }
+            unread_maps(&scan.src, out);
+        }
+        Kind::Mem { .. } | Kind::Fill { .. } => {}
+    }
+}

@@ -1,0 +1,161 @@
+//! The evaluation order of `reduce`: the one definition that every evaluator follows (the
+//! interpreter, the optimizer's unrolling of literal arrays) and that the native code
+//! mirrors, so that they all compute the same bits.
+//!
+//! `reduce (x, y. e) z A` requires `e` associative with unit `z` (the language's contract),
+//! so an implementation may reassociate it; a left fold (`foldl`) may not. A chain of
+//! dependent additions is bound by the latency of the addition, so a `reduce` whose
+//! function is `+` or `*` of its two parameters (in either order) runs **blocked**, with
+//! [`ACCUMULATORS`] (`K`) independent accumulators. With `n = K·q + r` elements `a_0 ..
+//! a_{n-1}`:
+//! - if `q = 0` (fewer than `K` elements) the result is the left fold `((z ⊕ a_0) ⊕ a_1) ...`;
+//! - otherwise accumulator 0 starts at `z` and accumulators `1 .. K-1` at the operator's
+//!   unit ([`unit`]: `-0` for `+`, the unit that is exact for every operand, signed zeros
+//!   included; `1` for `*`); element `i < K·q` is added to accumulator `i mod K`, in
+//!   increasing `i`; the accumulators are combined by a fixed pairwise tree (`(acc_0 ⊕
+//!   acc_1) ⊕ (acc_2 ⊕ acc_3)` for `K = 4`, the left one always the function's first
+//!   argument); the `r` remaining elements are then folded into that, in order.
+//!
+//! `max` and `min` (IEEE maximum and minimum, any NaN giving the canonical NaN) are
+//! associative and commutative on every input, so every order gives the same bits: the
+//! evaluators keep the left fold for them ([`ReduceOrder::Left`]), whose tie-breaking on
+//! equal elements is the one the reverse-mode rule and forward mode's dual numbers share
+//! (the first element that reaches the maximum takes the derivative), while the native code
+//! runs them blocked as well, for speed.
+
+use crate::{Arena, BinOp, ExprId, Node};
+
+/// How many independent accumulators a blocked `reduce` keeps (a power of two).
+pub const ACCUMULATORS: usize = 4;
+
+/// How an evaluator must run a `reduce` with a given function.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReduceOrder {
+    /// Blocked (see the module's documentation), for the operator given.
+    Blocked(BinOp),
+    /// The left fold, element by element.
+    Left,
+}
+
+/// The operator `op` if the function argument `f` is `(p, q. p op q)` or `(p, q. q op p)`
+/// with `op` one of `+`, `*`, `max` and `min` (the operators that may run with several
+/// accumulators).
+pub fn lane_operator(arena: &Arena, f: ExprId) -> Option<BinOp> {
+    let (ps, body) = arena.lambda_parts(f)?;
+    let [p, q] = ps else {
+        return None;
+    };
+    match arena[body] {
+        Node::Op2(op @ (BinOp::Add | BinOp::Mul | BinOp::Max | BinOp::Min), a, b) => {
+            let (a, b) = (arena[a], arena[b]);
+            let pair = (Node::Var(*p), Node::Var(*q));
+            (p != q && ((a, b) == pair || (b, a) == pair)).then_some(op)
+        }
+        _ => None,
+    }
+}
+
+/// The order in which evaluators run `reduce f z A` (see the module's documentation).
+pub fn reduce_order(arena: &Arena, f: ExprId) -> ReduceOrder {
+    match lane_operator(arena, f) {
+        Some(op @ (BinOp::Add | BinOp::Mul)) => ReduceOrder::Blocked(op),
+        _ => ReduceOrder::Left,
+    }
+}
+
+/// The unit the accumulators other than the first start from: exact for every operand
+/// (`-0 + x` is `x` for `x = +0` too, where `+0 + -0` is `+0`).
+pub fn unit(op: BinOp) -> Option<f64> {
+    match op {
+        BinOp::Add => Some(-0.0),
+        BinOp::Mul => Some(1.0),
+        BinOp::Max => Some(f64::NEG_INFINITY),
+        BinOp::Min => Some(f64::INFINITY),
+        _ => None,
+    }
+}
+
+/// The blocked fold of `items` from `z`: `step(acc, x)` applies the function, `unit()`
+/// makes the unit of the other accumulators. The order is the module's, step by step.
+pub fn blocked_fold<T: Clone, E>(
+    z: T,
+    unit: impl Fn() -> T,
+    items: &[T],
+    mut step: impl FnMut(T, T) -> Result<T, E>,
+) -> Result<T, E> {
+    let k = ACCUMULATORS;
+    let blocked = items.len() / k * k;
+    let mut acc = z;
+    if blocked > 0 {
+        let mut accs: Vec<T> = std::iter::once(acc).chain((1..k).map(|_| unit())).collect();
+        for block in items[..blocked].chunks_exact(k) {
+            for (a, x) in accs.iter_mut().zip(block) {
+                *a = step(a.clone(), x.clone())?;
+            }
+        }
+        acc = combine_tree(accs, &mut step)?;
+    }
+    for x in &items[blocked..] {
+        acc = step(acc, x.clone())?;
+    }
+    Ok(acc)
+}
+
+/// The pairwise tree combining `items` (a power of two of them): adjacent pairs first,
+/// then pairs of those, the left one always the first argument.
+pub fn combine_tree<T, E>(
+    mut items: Vec<T>,
+    step: &mut impl FnMut(T, T) -> Result<T, E>,
+) -> Result<T, E> {
+    while items.len() > 1 {
+        let mut next = Vec::with_capacity(items.len() / 2);
+        let mut it = items.into_iter();
+        while let Some(a) = it.next() {
+            next.push(match it.next() {
+                Some(b) => step(a, b)?,
+                None => a,
+            });
+        }
+        items = next;
+    }
+    match items.pop() {
+        Some(x) => Ok(x),
+        None => panic!("a tree of no accumulator"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order as text: which element goes where.
+    fn order(n: usize) -> String {
+        let items: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
+        let r: Result<String, ()> = blocked_fold(
+            "z".to_string(),
+            || "u".to_string(),
+            &items,
+            |a, x| Ok(format!("({a}+{x})")),
+        );
+        r.unwrap()
+    }
+
+    #[test]
+    fn short_arrays_are_left_folds_and_longer_ones_blocked() {
+        assert_eq!(order(0), "z");
+        assert_eq!(order(3), "(((z+a0)+a1)+a2)");
+        assert_eq!(order(4), "(((z+a0)+(u+a1))+((u+a2)+(u+a3)))");
+        assert_eq!(
+            order(9),
+            "(((((z+a0)+a4)+((u+a1)+a5))+(((u+a2)+a6)+((u+a3)+a7)))+a8)"
+        );
+    }
+
+    #[test]
+    fn the_unit_of_addition_keeps_every_operand() {
+        for x in [0.0, -0.0, 1.5, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            let u = unit(BinOp::Add).unwrap();
+            assert_eq!((u + x).to_bits(), x.to_bits());
+        }
+    }
+}
