@@ -45,7 +45,7 @@ pub trait Arith {
     /// The bits of `a`, as an integer.
     fn to_bits(&mut self, a: Self::Real) -> Self::Int;
     /// The real with bits `i`.
-    fn from_bits(&mut self, i: Self::Int) -> Self::Real;
+    fn bits_to_real(&mut self, i: Self::Int) -> Self::Real;
     fn iadd(&mut self, a: Self::Int, b: Self::Int) -> Self::Int;
     fn isub(&mut self, a: Self::Int, b: Self::Int) -> Self::Int;
     fn iand(&mut self, a: Self::Int, b: Self::Int) -> Self::Int;
@@ -88,14 +88,14 @@ pub(crate) fn pow2<A: Arith>(a: &mut A, k: A::Int) -> A::Real {
     let bias = a.int(1023);
     let e = a.iadd(k, bias);
     let bits = a.shl(e, 52);
-    a.from_bits(bits)
+    a.bits_to_real(bits)
 }
 
 /// The integer `k` (`|k| < 2^51`) as a real.
 pub(crate) fn int_to_real<A: Arith>(a: &mut A, k: A::Int) -> A::Real {
     let base = a.int(SHIFTER.to_bits() as i64);
     let bits = a.iadd(k, base);
-    let t = a.from_bits(bits);
+    let t = a.bits_to_real(bits);
     let shifter = a.real(SHIFTER);
     a.sub(t, shifter)
 }

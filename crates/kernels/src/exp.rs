@@ -7,7 +7,7 @@
 use crate::arith::{horner, pow2, round_to_int, two_sum, Arith, Cmp};
 
 /// `1 / ln 2`.
-const INV_LN2: f64 = 1.4426950408889634;
+const INV_LN2: f64 = std::f64::consts::LOG2_E;
 /// `ln 2` to 32 significant bits, so that `k * LN2_HI` is exact for `|k| < 2^21`.
 const LN2_HI: f64 = 0.6931471806019545;
 /// `ln 2 - LN2_HI`, rounded.

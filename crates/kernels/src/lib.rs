@@ -91,7 +91,7 @@ impl Kernel {
     /// `sin` and `cos` of NaN, of infinities and of `|x| > TRIG_BOUND` (where the
     /// kernel's reduction modulo π/2 would lose accuracy).
     pub fn needs_fallback(self, x: f64) -> bool {
-        matches!(self, Kernel::Sin | Kernel::Cos) && !(x.abs() <= TRIG_BOUND)
+        matches!(self, Kernel::Sin | Kernel::Cos) && (x.abs() > TRIG_BOUND || x.is_nan())
     }
 
     /// The standard library's function, which the fallback calls.

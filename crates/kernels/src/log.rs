@@ -43,7 +43,7 @@ fn split<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real) {
     let frac = a.iand(u, mask);
     let base = a.int(SQRT_HALF_BITS);
     let mbits = a.iadd(frac, base);
-    let m = a.from_bits(mbits);
+    let m = a.bits_to_real(mbits);
     let one = a.real(1.0);
     let f = a.sub(m, one);
     (int_to_real(a, k), f)

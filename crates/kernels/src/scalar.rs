@@ -99,7 +99,7 @@ impl<const FUSED: bool> Arith for Scalar<FUSED> {
         a.to_bits() as i64
     }
     #[inline(always)]
-    fn from_bits(&mut self, i: i64) -> f64 {
+    fn bits_to_real(&mut self, i: i64) -> f64 {
         f64::from_bits(i as u64)
     }
     #[inline(always)]

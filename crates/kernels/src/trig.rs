@@ -13,7 +13,7 @@ use crate::arith::{horner, round_to_int, two_sum, Arith, Cmp};
 pub const TRIG_BOUND: f64 = 4194304.0; // 2^22
 
 /// `2/π`.
-const TWO_OVER_PI: f64 = 0.6366197723675814;
+const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
 /// π/2 = `PIO2_1 + PIO2_2 + PIO2_3 + PIO2_4`, the first three of 30 significant bits.
 const PIO2_1: f64 = 1.5707963276654482;
 const PIO2_2: f64 = -8.705515692000731e-10;
@@ -116,7 +116,7 @@ fn quadrant<A: Arith>(
     let sign = a.shl(sign, 62);
     let bits = a.to_bits(v);
     let bits = a.ixor(bits, sign);
-    let v = a.from_bits(bits);
+    let v = a.bits_to_real(bits);
     let ax = a.abs(x);
     let bound = a.real(TRIG_BOUND);
     let inside = a.cmp(Cmp::Le, ax, bound);

@@ -73,8 +73,8 @@ fn extreme_points_are_within_one_ulp() {
         (Kernel::Log, 1e-310), (Kernel::Log, 0.9999999999999999), (Kernel::Log, 1.0000000000000002),
         (Kernel::Log1p, f64::MAX), (Kernel::Log1p, -0.9999999999999999), (Kernel::Log1p, 1e-17),
         (Kernel::Sigmoid, -745.0), (Kernel::Sigmoid, -740.0), (Kernel::Sigmoid, 36.0),
-        (Kernel::Sin, 4194304.0), (Kernel::Cos, 4194304.0), (Kernel::Sin, 3.141592653589793),
-        (Kernel::Cos, 1.5707963267948966), (Kernel::Sin, 355.0), (Kernel::Cos, 33.0),
+        (Kernel::Sin, 4194304.0), (Kernel::Cos, 4194304.0), (Kernel::Sin, std::f64::consts::PI),
+        (Kernel::Cos, std::f64::consts::FRAC_PI_2), (Kernel::Sin, 355.0), (Kernel::Cos, 33.0),
         (Kernel::Tanh, 0.625), (Kernel::Tanh, 0.6249999999999999), (Kernel::Tanh, 19.0),
         (Kernel::Sigmoid, 1.0), (Kernel::Sigmoid, -0.9999999999999999),
     ];

@@ -107,7 +107,7 @@ impl Arith for Emit<'_, '_> {
     fn to_bits(&mut self, a: Value) -> Value {
         self.b.ins().bitcast(I64, MemFlagsData::new(), a)
     }
-    fn from_bits(&mut self, i: Value) -> Value {
+    fn bits_to_real(&mut self, i: Value) -> Value {
         self.b.ins().bitcast(F64, MemFlagsData::new(), i)
     }
     fn iadd(&mut self, a: Value, b: Value) -> Value {
