@@ -128,8 +128,9 @@ fn exp_negative<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real) {
     (wh, wl)
 }
 
-/// `e^x - 1`, as `(2^k - 1) + 2^k hi + 2^k q`: the first two terms are exact and their sum
-/// is carried with its rounding error, so that the result is rounded about once; `k = 0` gives `hi + q` with
+/// `e^x - 1`, as `(2^k - 1) + 2^k hi + 2^k q`: the first two terms are exact (the 1 moves
+/// to the last term beyond `k = 52`) and their sum is carried with its rounding error, so
+/// that the result is rounded about once; `k = 0` gives `hi + q` with
 /// `hi = x`. Below -40 the result is -1; at `k = 1024` the sum is formed with `2^1023` and
 /// doubled.
 pub(crate) fn expm1<A: Arith>(a: &mut A, x0: A::Real) -> A::Real {
@@ -142,17 +143,23 @@ pub(crate) fn expm1<A: Arith>(a: &mut A, x0: A::Real) -> A::Real {
     let (_, kc) = round_to_int(a, kc);
     let t = pow2(a, kc);
     let one = a.real(1.0);
-    let tm1 = a.sub(t, one);
+    // 2^k - 1 is exact up to k = 52; beyond, the 1 joins the low part instead.
+    let zero = a.real(0.0);
+    let fifty_two = a.real(52.0);
+    let large = a.cmp(Cmp::Gt, kf, fifty_two);
+    let one_hi = a.select(large, zero, one);
+    let one_lo = a.select(large, one, zero);
+    let tm1 = a.sub(t, one_hi);
     let thi = a.mul(t, hi);
     let (y, err) = two_sum(a, tm1, thi);
     let tq = a.mul(t, q);
     let low = a.add(tq, err);
+    let low = a.sub(low, one_lo);
     let y = a.add(y, low);
     let two = a.real(2.0);
     let factor = a.select(big, two, one);
     let y = a.mul(y, factor);
     // expm1(±0) = ±0.
-    let zero = a.real(0.0);
     let is_zero = a.cmp(Cmp::Eq, x0, zero);
     a.select(is_zero, x0, y)
 }
@@ -220,7 +227,7 @@ pub(crate) fn tanh<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
 
 /// `sigmoid(x) = 1 / (1 + e^-x)`: `1/2 + tanh(x/2)/2` for `|x| < 1`, else `s = w/(1 + w)`
 /// with `w = e^(-|x|)` (never overflows), the result `s` for `x < 0` and `1 - s` for
-/// `x > 0`.
+/// `x > 0` (`s` as `w - w s` beyond `|x| = 4`).
 pub(crate) fn sigmoid<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let ax = a.abs(x);
     let half = a.real(0.5);
@@ -231,7 +238,15 @@ pub(crate) fn sigmoid<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let nax = a.neg(ax);
     let (wh, wl) = exp_negative(a, nax);
     let (q, corr) = ratio(a, wh, wl, 1.0);
-    let s = a.add(q, corr);
+    let near = a.add(q, corr);
+    // Far out (w < e^-4), s = w - w s with s ~ q in the small term: one rounding of a sum
+    // led by wh, where q + corr rounds twice.
+    let wq = a.mul(wh, q);
+    let small_term = a.sub(wl, wq);
+    let far = a.add(wh, small_term);
+    let four = a.real(4.0);
+    let is_far = a.cmp(Cmp::Gt, ax, four);
+    let s = a.select(is_far, far, near);
     let upper = one_minus(a, q, corr);
     let one = a.real(1.0);
     let zero = a.real(0.0);
