@@ -55,7 +55,14 @@ fn every_example_evaluates_to_its_hand_computed_value() {
             "--input",
             &format!("{name}.json"),
         ]);
-        assert_eq!((code, out.trim(), err.as_str()), (0, value, ""), "{name}");
+        assert_eq!((code, err.as_str()), (0, ""), "{name}");
+        // unfad's own math kernels (within 1 ulp, not libm's) may round the last bits
+        // differently from Python's: equal up to a few ulps of the result.
+        let (got, want): (f64, f64) = (out.trim().parse().unwrap(), value.parse().unwrap());
+        assert!(
+            (got - want).abs() <= 4.0 * f64::EPSILON * want.abs(),
+            "{name}: {got} vs {want}"
+        );
     }
     // Every bundled example is in the table above.
     let count = std::fs::read_dir(examples())

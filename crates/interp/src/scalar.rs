@@ -66,8 +66,8 @@ impl Scalar for Dual {
         let v = op.eval(x.v);
         let dv = match op {
             UnOp::Neg => -1.0,
-            UnOp::Sin => x.v.cos(),
-            UnOp::Cos => -x.v.sin(),
+            UnOp::Sin => UnOp::Cos.eval(x.v),
+            UnOp::Cos => -UnOp::Sin.eval(x.v),
             UnOp::Tan => 1.0 + v * v,
             UnOp::Exp => v,
             UnOp::Log => 1.0 / x.v,
@@ -89,7 +89,7 @@ impl Scalar for Dual {
             UnOp::Sinh => x.v.cosh(),
             UnOp::Cosh => x.v.sinh(),
             UnOp::Log1p => 1.0 / (1.0 + x.v),
-            UnOp::Expm1 => x.v.exp(),
+            UnOp::Expm1 => UnOp::Exp.eval(x.v),
         };
         Dual {
             v,
@@ -105,7 +105,11 @@ impl Scalar for Dual {
             BinOp::Div => (1.0 / y.v, -x.v / (y.v * y.v)),
             BinOp::Pow => (
                 y.v * x.v.powf(y.v - 1.0),
-                if x.v == 0.0 { 0.0 } else { v * x.v.ln() },
+                if x.v == 0.0 {
+                    0.0
+                } else {
+                    v * UnOp::Log.eval(x.v)
+                },
             ),
             BinOp::Max => {
                 let first = x.v >= y.v;

@@ -1,16 +1,21 @@
-//! Run-time functions the native code calls for the operators that have no Cranelift
-//! instruction. Each one is the standard library function that the single definition of
-//! the operator's meaning ([`UnOp::eval`], [`BinOp::eval`]) calls, so native results agree
-//! with the interpreter bit for bit (a test checks it on every operator). They call it
-//! directly rather than through `eval`, which is not inlined across crates: the extra call
-//! and dispatch cost about a third of an `exp` (2.5 ns per call).
+//! Run-time functions the native code calls for the operators that have neither a Cranelift
+//! instruction nor a kernel (`tan`, `atan`, `pow`, ...), and the fallback of the `sin` and
+//! `cos` kernels for huge arguments. Each one is the standard library function that the
+//! single definition of the operator's meaning ([`UnOp::eval`], [`BinOp::eval`]) calls, so
+//! native results agree with the interpreter bit for bit (a test checks it on every
+//! operator). They call it directly rather than through `eval`, which is not inlined across
+//! crates: the extra call and dispatch cost about a third of an `exp` (2.5 ns per call).
+//! The operators with a kernel (`UnOp::kernel`) are inlined by `lower/kernels.rs`.
 
+use unfad_kernels::Kernel;
 use unfad_syntax::{BinOp, UnOp};
 
 /// How an operator is lowered; `F` is the type of its run-time function.
 pub(crate) enum Lowering<F> {
     /// A Cranelift instruction (or a short sequence of them).
     Inline,
+    /// A math kernel, inlined.
+    Kernel(Kernel),
     /// A call of the run-time function with this symbol.
     Call(&'static str, F),
 }
@@ -30,9 +35,13 @@ macro_rules! unary {
         )*
         /// How the unary operator `op` is lowered.
         pub(crate) fn unary(op: UnOp) -> Lowering<Unary> {
+            if let Some(k) = op.kernel() {
+                return Lowering::Kernel(k);
+            }
             match op {
-                UnOp::Neg | UnOp::Abs | UnOp::Sqrt => Lowering::Inline,
                 $(UnOp::$op => Lowering::Call(stringify!($name), $name as Unary),)*
+                // Neg, Abs and Sqrt; the translator rejects any other.
+                _ => Lowering::Inline,
             }
         }
     };
@@ -58,20 +67,30 @@ macro_rules! binary {
 }
 
 unary! {
-    unfad_sin => Sin: f64::sin,
-    unfad_cos => Cos: f64::cos,
     unfad_tan => Tan: f64::tan,
-    unfad_exp => Exp: f64::exp,
-    unfad_log => Log: f64::ln,
-    unfad_tanh => Tanh: f64::tanh,
-    unfad_sigmoid => Sigmoid: unfad_syntax::ops::sigmoid,
     unfad_atan => Atan: f64::atan,
     unfad_asin => Asin: f64::asin,
     unfad_acos => Acos: f64::acos,
     unfad_sinh => Sinh: f64::sinh,
     unfad_cosh => Cosh: f64::cosh,
-    unfad_log1p => Log1p: f64::ln_1p,
-    unfad_expm1 => Expm1: f64::exp_m1,
+}
+
+extern "C" fn unfad_sin(x: f64) -> f64 {
+    Kernel::Sin.std(x)
+}
+
+extern "C" fn unfad_cos(x: f64) -> f64 {
+    Kernel::Cos.std(x)
+}
+
+/// The run-time function a kernel's native code calls where [`Kernel::needs_fallback`]:
+/// the standard library's `sin` and `cos`, as in [`Kernel::eval`].
+pub(crate) fn fallback(k: Kernel) -> Option<(&'static str, Unary)> {
+    match k {
+        Kernel::Sin => Some(("unfad_sin", unfad_sin as Unary)),
+        Kernel::Cos => Some(("unfad_cos", unfad_cos as Unary)),
+        _ => None,
+    }
 }
 
 binary! {
@@ -83,13 +102,17 @@ binary! {
 pub(crate) fn symbols() -> impl Iterator<Item = (&'static str, *const u8)> {
     let un = UnOp::ALL.into_iter().filter_map(|op| match unary(op) {
         Lowering::Call(name, f) => Some((name, f as *const u8)),
-        Lowering::Inline => None,
+        Lowering::Kernel(_) | Lowering::Inline => None,
     });
     let bin = BinOp::ALL.into_iter().filter_map(|op| match binary(op) {
         Lowering::Call(name, f) => Some((name, f as *const u8)),
-        Lowering::Inline => None,
+        Lowering::Kernel(_) | Lowering::Inline => None,
     });
-    un.chain(bin)
+    let fallbacks = Kernel::ALL
+        .into_iter()
+        .filter_map(fallback)
+        .map(|(name, f)| (name, f as *const u8));
+    un.chain(bin).chain(fallbacks)
 }
 
 #[cfg(test)]
@@ -130,6 +153,21 @@ mod tests {
             if let Lowering::Call(name, f) = unary(op) {
                 for x in inputs() {
                     assert!(same(f(x), op.eval(x)), "{name}({x})");
+                }
+            }
+        }
+        for k in Kernel::ALL {
+            if let Some((name, f)) = fallback(k) {
+                for x in [
+                    f64::NAN,
+                    f64::INFINITY,
+                    f64::NEG_INFINITY,
+                    1e7,
+                    -1e300,
+                    4194305.0,
+                ] {
+                    assert!(k.needs_fallback(x));
+                    assert!(same(f(x), k.eval(x)), "{name}({x})");
                 }
             }
         }

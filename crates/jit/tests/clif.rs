@@ -10,6 +10,18 @@ fn clif(src: &str, expect: Expect) {
     expect.assert_eq(&text);
 }
 
+/// [`clif`] for a function with an inline math kernel, whose `mul_add`s are `fma`
+/// instructions on a host with FMA (the snapshot's) and `fmul` then `fadd` elsewhere.
+fn clif_with_kernel(src: &str, expect: Expect) {
+    let (prog, func) = unfad_test_support::load(src);
+    let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+    if unfad_kernels::host_has_fma() {
+        expect.assert_eq(&text);
+    } else {
+        assert!(!text.contains("fma"), "{text}");
+    }
+}
+
 #[test]
 fn dot_is_one_bottom_tested_loop() {
     clif(
@@ -421,17 +433,15 @@ fn array_accumulator_carries_only_its_address() {
 /// buffer (one loop writes `exp`s there, one sums them), not copied there at the end.
 #[test]
 fn result_component_is_computed_in_place() {
-    clif(
+    clif_with_kernel(
         "def f(A: [n]real) = let B = map (x. exp(x)) A in (B, reduce + 0 B)",
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
                 ss0 = explicit_slot 8, align = 8
-                sig0 = (f64) -> f64 system_v
-                fn0 = u0:1 sig0
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v104 = load.i64 notrap aligned readonly can_move v1
-                v7 -> v104
+                v174 = load.i64 notrap aligned readonly can_move v1
+                v7 -> v174
                 jump block1
 
             block1:
@@ -449,103 +459,173 @@ fn result_component_is_computed_in_place() {
                 v14 = iconst.i64 3
                 v15 = ishl v8, v14  ; v14 = 3
                 v16 = iadd.i64 v5, v15
-                v17 = call fn0(v13)
-                store notrap aligned v17, v16
-                v18 = iconst.i64 1
-                v19 = iadd v8, v18  ; v18 = 1
-                v20 = icmp ult v19, v7
-                brif v20, block2(v19), block3
+                v17 = f64const 0x1.6300000000000p9
+                v18 = fcmp gt v13, v17  ; v17 = 0x1.6300000000000p9
+                v19 = select v18, v17, v13  ; v17 = 0x1.6300000000000p9
+                v20 = f64const -0x1.7500000000000p9
+                v21 = fcmp lt v19, v20  ; v20 = -0x1.7500000000000p9
+                v22 = select v21, v20, v19  ; v20 = -0x1.7500000000000p9
+                v23 = f64const 0x1.71547652b82fep0
+                v24 = fmul v22, v23  ; v23 = 0x1.71547652b82fep0
+                v25 = f64const 0x1.8000000000000p52
+                v26 = fadd v24, v25  ; v25 = 0x1.8000000000000p52
+                v27 = fsub v26, v25  ; v25 = 0x1.8000000000000p52
+                v28 = bitcast.i64 v26
+                v29 = iconst.i64 0x4338_0000_0000_0000
+                v30 = isub v28, v29  ; v29 = 0x4338_0000_0000_0000
+                v31 = f64const 0x1.62e42ff000000p-1
+                v32 = f64const -0x1.718432a1b0e26p-35
+                v33 = fmul v27, v31  ; v31 = 0x1.62e42ff000000p-1
+                v34 = fsub v22, v33
+                v35 = fmul v27, v32  ; v32 = -0x1.718432a1b0e26p-35
+                v36 = fsub v34, v35
+                v37 = f64const 0x1.1f730349868cep-29
+                v38 = f64const 0x1.af4de97ca4194p-26
+                v39 = fma v37, v36, v38  ; v37 = 0x1.1f730349868cep-29, v38 = 0x1.af4de97ca4194p-26
+                v40 = f64const 0x1.27e4db646b17ep-22
+                v41 = fma v39, v36, v40  ; v40 = 0x1.27e4db646b17ep-22
+                v42 = f64const 0x1.71de0231960ebp-19
+                v43 = fma v41, v36, v42  ; v42 = 0x1.71de0231960ebp-19
+                v44 = f64const 0x1.a01a01a6d889cp-16
+                v45 = fma v43, v36, v44  ; v44 = 0x1.a01a01a6d889cp-16
+                v46 = f64const 0x1.a01a01abe7fe1p-13
+                v47 = fma v45, v36, v46  ; v46 = 0x1.a01a01abe7fe1p-13
+                v48 = f64const 0x1.6c16c16c162d4p-10
+                v49 = fma v47, v36, v48  ; v48 = 0x1.6c16c16c162d4p-10
+                v50 = f64const 0x1.11111111100dcp-7
+                v51 = fma v49, v36, v50  ; v50 = 0x1.11111111100dcp-7
+                v52 = f64const 0x1.5555555555556p-5
+                v53 = fma v51, v36, v52  ; v52 = 0x1.5555555555556p-5
+                v54 = f64const 0x1.5555555555557p-3
+                v55 = fma v53, v36, v54  ; v54 = 0x1.5555555555557p-3
+                v56 = f64const 0x1.0000000000000p-1
+                v57 = fma v55, v36, v56  ; v56 = 0x1.0000000000000p-1
+                v58 = fmul v36, v36
+                v59 = fmul v58, v57
+                v60 = fsub v59, v35
+                v61 = fadd v34, v60
+                v62 = fsub v61, v34
+                v63 = fsub v61, v62
+                v64 = fsub v60, v62
+                v65 = fsub v34, v63
+                v66 = fadd v65, v64
+                v67 = f64const 0x1.0000000000000p0
+                v68 = fadd v67, v61  ; v67 = 0x1.0000000000000p0
+                v69 = fsub v67, v68  ; v67 = 0x1.0000000000000p0
+                v70 = fadd v69, v61
+                v71 = fadd v70, v66
+                v72 = fadd v68, v71
+                v73 = iconst.i64 1
+                v74 = sshr v30, v73  ; v73 = 1
+                v75 = isub v30, v74
+                v76 = iconst.i64 1023
+                v77 = iadd v74, v76  ; v76 = 1023
+                v78 = iconst.i64 52
+                v79 = ishl v77, v78  ; v78 = 52
+                v80 = bitcast.f64 v79
+                v81 = iconst.i64 1023
+                v82 = iadd v75, v81  ; v81 = 1023
+                v83 = iconst.i64 52
+                v84 = ishl v82, v83  ; v83 = 52
+                v85 = bitcast.f64 v84
+                v86 = fmul v72, v80
+                v87 = fmul v86, v85
+                store notrap aligned v87, v16
+                v88 = iconst.i64 1
+                v89 = iadd v8, v88  ; v88 = 1
+                v90 = icmp ult v89, v7
+                brif v90, block2(v89), block3
 
             block3:
-                v21 = f64const 0.0
-                v22 = iconst.i64 2
-                v23 = ushr.i64 v7, v22  ; v22 = 2
-                v24 = f64const -0.0
-                v25 = f64const -0.0
-                v26 = f64const -0.0
-                v36 = iconst.i64 0
-                brif v23, block4(v36, v21, v24, v25, v26), block5(v21, v24, v25, v26)  ; v36 = 0, v21 = 0.0, v24 = -0.0, v25 = -0.0, v26 = -0.0, v21 = 0.0, v24 = -0.0, v25 = -0.0, v26 = -0.0
+                v91 = f64const 0.0
+                v92 = iconst.i64 2
+                v93 = ushr.i64 v7, v92  ; v92 = 2
+                v94 = f64const -0.0
+                v95 = f64const -0.0
+                v96 = f64const -0.0
+                v106 = iconst.i64 0
+                brif v93, block4(v106, v91, v94, v95, v96), block5(v91, v94, v95, v96)  ; v106 = 0, v91 = 0.0, v94 = -0.0, v95 = -0.0, v96 = -0.0, v91 = 0.0, v94 = -0.0, v95 = -0.0, v96 = -0.0
 
-            block4(v27: i64, v28: f64, v29: f64, v30: f64, v31: f64):
-                v37 = iconst.i64 2
-                v38 = ishl v27, v37  ; v37 = 2
-                v39 = iconst.i64 3
-                v40 = ishl v38, v39  ; v39 = 3
-                v41 = iadd.i64 v5, v40
-                v42 = load.f64 notrap aligned v41
-                v43 = fadd v28, v42
-                v44 = iconst.i64 1
-                v45 = iadd v38, v44  ; v44 = 1
-                v46 = iconst.i64 3
-                v47 = ishl v45, v46  ; v46 = 3
-                v48 = iadd.i64 v5, v47
-                v49 = load.f64 notrap aligned v48
-                v50 = fadd v29, v49
-                v51 = iconst.i64 2
-                v52 = iadd v38, v51  ; v51 = 2
-                v53 = iconst.i64 3
-                v54 = ishl v52, v53  ; v53 = 3
-                v55 = iadd.i64 v5, v54
-                v56 = load.f64 notrap aligned v55
-                v57 = fadd v30, v56
-                v58 = iconst.i64 3
-                v59 = iadd v38, v58  ; v58 = 3
-                v60 = iconst.i64 3
-                v61 = ishl v59, v60  ; v60 = 3
-                v62 = iadd.i64 v5, v61
-                v63 = load.f64 notrap aligned v62
-                v64 = fadd v31, v63
-                v65 = iconst.i64 1
-                v66 = iadd v27, v65  ; v65 = 1
-                v67 = icmp ult v66, v23
-                brif v67, block4(v66, v43, v50, v57, v64), block5(v43, v50, v57, v64)
+            block4(v97: i64, v98: f64, v99: f64, v100: f64, v101: f64):
+                v107 = iconst.i64 2
+                v108 = ishl v97, v107  ; v107 = 2
+                v109 = iconst.i64 3
+                v110 = ishl v108, v109  ; v109 = 3
+                v111 = iadd.i64 v5, v110
+                v112 = load.f64 notrap aligned v111
+                v113 = fadd v98, v112
+                v114 = iconst.i64 1
+                v115 = iadd v108, v114  ; v114 = 1
+                v116 = iconst.i64 3
+                v117 = ishl v115, v116  ; v116 = 3
+                v118 = iadd.i64 v5, v117
+                v119 = load.f64 notrap aligned v118
+                v120 = fadd v99, v119
+                v121 = iconst.i64 2
+                v122 = iadd v108, v121  ; v121 = 2
+                v123 = iconst.i64 3
+                v124 = ishl v122, v123  ; v123 = 3
+                v125 = iadd.i64 v5, v124
+                v126 = load.f64 notrap aligned v125
+                v127 = fadd v100, v126
+                v128 = iconst.i64 3
+                v129 = iadd v108, v128  ; v128 = 3
+                v130 = iconst.i64 3
+                v131 = ishl v129, v130  ; v130 = 3
+                v132 = iadd.i64 v5, v131
+                v133 = load.f64 notrap aligned v132
+                v134 = fadd v101, v133
+                v135 = iconst.i64 1
+                v136 = iadd v97, v135  ; v135 = 1
+                v137 = icmp ult v136, v93
+                brif v137, block4(v136, v113, v120, v127, v134), block5(v113, v120, v127, v134)
 
-            block5(v32: f64, v33: f64, v34: f64, v35: f64):
-                v68 = stack_addr.i64 ss0
-                store notrap aligned v32, v68
-                v69 = atomic_load.i64 notrap aligned v68
-                v70 = bitcast.f64 v69
-                v71 = stack_addr.i64 ss0
-                store notrap aligned v33, v71
-                v72 = atomic_load.i64 notrap aligned v71
-                v73 = bitcast.f64 v72
-                v74 = stack_addr.i64 ss0
-                store notrap aligned v34, v74
-                v75 = atomic_load.i64 notrap aligned v74
-                v76 = bitcast.f64 v75
-                v77 = stack_addr.i64 ss0
-                store notrap aligned v35, v77
-                v78 = atomic_load.i64 notrap aligned v77
-                v79 = bitcast.f64 v78
-                v80 = fadd v70, v73
-                v81 = fadd v76, v79
-                v82 = fadd v80, v81
-                v83 = select v23, v82, v70
-                v84 = iconst.i64 2
-                v85 = ishl.i64 v23, v84  ; v84 = 2
-                v86 = iconst.i64 3
-                v87 = band.i64 v7, v86  ; v86 = 3
-                v91 = iconst.i64 0
-                brif v87, block6(v91, v83), block7(v83)  ; v91 = 0
+            block5(v102: f64, v103: f64, v104: f64, v105: f64):
+                v138 = stack_addr.i64 ss0
+                store notrap aligned v102, v138
+                v139 = atomic_load.i64 notrap aligned v138
+                v140 = bitcast.f64 v139
+                v141 = stack_addr.i64 ss0
+                store notrap aligned v103, v141
+                v142 = atomic_load.i64 notrap aligned v141
+                v143 = bitcast.f64 v142
+                v144 = stack_addr.i64 ss0
+                store notrap aligned v104, v144
+                v145 = atomic_load.i64 notrap aligned v144
+                v146 = bitcast.f64 v145
+                v147 = stack_addr.i64 ss0
+                store notrap aligned v105, v147
+                v148 = atomic_load.i64 notrap aligned v147
+                v149 = bitcast.f64 v148
+                v150 = fadd v140, v143
+                v151 = fadd v146, v149
+                v152 = fadd v150, v151
+                v153 = select v93, v152, v140
+                v154 = iconst.i64 2
+                v155 = ishl.i64 v93, v154  ; v154 = 2
+                v156 = iconst.i64 3
+                v157 = band.i64 v7, v156  ; v156 = 3
+                v161 = iconst.i64 0
+                brif v157, block6(v161, v153), block7(v153)  ; v161 = 0
 
-            block6(v88: i64, v89: f64):
-                v92 = iadd.i64 v85, v88
-                v93 = iconst.i64 3
-                v94 = ishl v92, v93  ; v93 = 3
-                v95 = iadd.i64 v5, v94
-                v96 = load.f64 notrap aligned v95
-                v97 = fadd v89, v96
-                v98 = iconst.i64 1
-                v99 = iadd v88, v98  ; v98 = 1
-                v100 = icmp ult v99, v87
-                brif v100, block6(v99, v97), block7(v97)
+            block6(v158: i64, v159: f64):
+                v162 = iadd.i64 v155, v158
+                v163 = iconst.i64 3
+                v164 = ishl v162, v163  ; v163 = 3
+                v165 = iadd.i64 v5, v164
+                v166 = load.f64 notrap aligned v165
+                v167 = fadd v159, v166
+                v168 = iconst.i64 1
+                v169 = iadd v158, v168  ; v168 = 1
+                v170 = icmp ult v169, v157
+                brif v170, block6(v169, v167), block7(v167)
 
-            block7(v90: f64):
-                v101 = stack_addr.i64 ss0
-                store notrap aligned v90, v101
-                v102 = atomic_load.i64 notrap aligned v101
-                v103 = bitcast.f64 v102
-                store notrap aligned v103, v6
+            block7(v160: f64):
+                v171 = stack_addr.i64 ss0
+                store notrap aligned v160, v171
+                v172 = atomic_load.i64 notrap aligned v171
+                v173 = bitcast.f64 v172
+                store notrap aligned v173, v6
                 return
             }
         "#]],
@@ -659,6 +739,99 @@ fn sum_keeps_four_accumulators() {
             v88 = atomic_load.i64 notrap aligned v87
             v89 = bitcast.f64 v88
             store notrap aligned v89, v5
+            return
+        }
+    "#]],
+    );
+}
+
+#[test]
+fn exp_is_an_inline_kernel() {
+    // No call: range reduction by ln 2, the polynomial (`fma` where the host has FMA) and
+    // 2^k from its exponent bits, the same operations as the interpreter's twin.
+    clif_with_kernel(
+        "def f(x: real) = exp(x)",
+        expect![[r#"
+        function u0:0(i64, i64, i64, i64) system_v {
+        block0(v0: i64, v1: i64, v2: i64, v3: i64):
+            jump block1
+
+        block1:
+            v4 = load.i64 notrap aligned readonly can_move v0
+            v5 = load.i64 notrap aligned readonly can_move v2
+            v6 = load.f64 notrap aligned v4
+            v7 = f64const 0x1.6300000000000p9
+            v8 = fcmp gt v6, v7  ; v7 = 0x1.6300000000000p9
+            v9 = select v8, v7, v6  ; v7 = 0x1.6300000000000p9
+            v10 = f64const -0x1.7500000000000p9
+            v11 = fcmp lt v9, v10  ; v10 = -0x1.7500000000000p9
+            v12 = select v11, v10, v9  ; v10 = -0x1.7500000000000p9
+            v13 = f64const 0x1.71547652b82fep0
+            v14 = fmul v12, v13  ; v13 = 0x1.71547652b82fep0
+            v15 = f64const 0x1.8000000000000p52
+            v16 = fadd v14, v15  ; v15 = 0x1.8000000000000p52
+            v17 = fsub v16, v15  ; v15 = 0x1.8000000000000p52
+            v18 = bitcast.i64 v16
+            v19 = iconst.i64 0x4338_0000_0000_0000
+            v20 = isub v18, v19  ; v19 = 0x4338_0000_0000_0000
+            v21 = f64const 0x1.62e42ff000000p-1
+            v22 = f64const -0x1.718432a1b0e26p-35
+            v23 = fmul v17, v21  ; v21 = 0x1.62e42ff000000p-1
+            v24 = fsub v12, v23
+            v25 = fmul v17, v22  ; v22 = -0x1.718432a1b0e26p-35
+            v26 = fsub v24, v25
+            v27 = f64const 0x1.1f730349868cep-29
+            v28 = f64const 0x1.af4de97ca4194p-26
+            v29 = fma v27, v26, v28  ; v27 = 0x1.1f730349868cep-29, v28 = 0x1.af4de97ca4194p-26
+            v30 = f64const 0x1.27e4db646b17ep-22
+            v31 = fma v29, v26, v30  ; v30 = 0x1.27e4db646b17ep-22
+            v32 = f64const 0x1.71de0231960ebp-19
+            v33 = fma v31, v26, v32  ; v32 = 0x1.71de0231960ebp-19
+            v34 = f64const 0x1.a01a01a6d889cp-16
+            v35 = fma v33, v26, v34  ; v34 = 0x1.a01a01a6d889cp-16
+            v36 = f64const 0x1.a01a01abe7fe1p-13
+            v37 = fma v35, v26, v36  ; v36 = 0x1.a01a01abe7fe1p-13
+            v38 = f64const 0x1.6c16c16c162d4p-10
+            v39 = fma v37, v26, v38  ; v38 = 0x1.6c16c16c162d4p-10
+            v40 = f64const 0x1.11111111100dcp-7
+            v41 = fma v39, v26, v40  ; v40 = 0x1.11111111100dcp-7
+            v42 = f64const 0x1.5555555555556p-5
+            v43 = fma v41, v26, v42  ; v42 = 0x1.5555555555556p-5
+            v44 = f64const 0x1.5555555555557p-3
+            v45 = fma v43, v26, v44  ; v44 = 0x1.5555555555557p-3
+            v46 = f64const 0x1.0000000000000p-1
+            v47 = fma v45, v26, v46  ; v46 = 0x1.0000000000000p-1
+            v48 = fmul v26, v26
+            v49 = fmul v48, v47
+            v50 = fsub v49, v25
+            v51 = fadd v24, v50
+            v52 = fsub v51, v24
+            v53 = fsub v51, v52
+            v54 = fsub v50, v52
+            v55 = fsub v24, v53
+            v56 = fadd v55, v54
+            v57 = f64const 0x1.0000000000000p0
+            v58 = fadd v57, v51  ; v57 = 0x1.0000000000000p0
+            v59 = fsub v57, v58  ; v57 = 0x1.0000000000000p0
+            v60 = fadd v59, v51
+            v61 = fadd v60, v56
+            v62 = fadd v58, v61
+            v63 = iconst.i64 1
+            v64 = sshr v20, v63  ; v63 = 1
+            v65 = isub v20, v64
+            v66 = iconst.i64 1023
+            v67 = iadd v64, v66  ; v66 = 1023
+            v68 = iconst.i64 52
+            v69 = ishl v67, v68  ; v68 = 52
+            v70 = bitcast.f64 v69
+            v71 = iconst.i64 1023
+            v72 = iadd v65, v71  ; v71 = 1023
+            v73 = iconst.i64 52
+            v74 = ishl v72, v73  ; v73 = 52
+            v75 = bitcast.f64 v74
+            v76 = fmul v62, v70
+            v77 = fmul v76, v75
+            store notrap aligned v77, v5
             return
         }
     "#]],

@@ -2,7 +2,9 @@
 //!
 //! This is the single definition of scalar semantics: the interpreter, constant folding and
 //! the native code's run-time functions all call [`UnOp::eval`] and [`BinOp::eval`] (or
-//! agree with them bit for bit). Outside their domains the operators follow IEEE 754: they
+//! agree with them bit for bit). `exp`, `log`, `tanh`, `sigmoid`, `log1p`, `expm1`, `sin`
+//! and `cos` are unfad's own kernels ([`UnOp::kernel`], crate `unfad-kernels`), which the
+//! native code inlines; the other transcendental functions are the standard library's. Outside their domains the operators follow IEEE 754: they
 //! return NaN or an infinity, they never trap.
 
 /// Unary real operators (`-e` and the built-in one-argument functions).
@@ -50,6 +52,8 @@ pub enum CmpOp {
     Eq,
     Ne,
 }
+
+use unfad_kernels::Kernel;
 
 impl UnOp {
     pub const ALL: [UnOp; 17] = [
@@ -105,23 +109,39 @@ impl UnOp {
     pub fn eval(self, x: f64) -> f64 {
         match self {
             UnOp::Neg => -x,
-            UnOp::Sin => x.sin(),
-            UnOp::Cos => x.cos(),
+            UnOp::Sin => Kernel::Sin.eval(x),
+            UnOp::Cos => Kernel::Cos.eval(x),
             UnOp::Tan => x.tan(),
-            UnOp::Exp => x.exp(),
-            UnOp::Log => x.ln(),
+            UnOp::Exp => Kernel::Exp.eval(x),
+            UnOp::Log => Kernel::Log.eval(x),
             UnOp::Sqrt => x.sqrt(),
-            UnOp::Tanh => x.tanh(),
+            UnOp::Tanh => Kernel::Tanh.eval(x),
             UnOp::Abs => x.abs(),
-            UnOp::Sigmoid => sigmoid(x),
+            UnOp::Sigmoid => Kernel::Sigmoid.eval(x),
             UnOp::Atan => x.atan(),
             UnOp::Asin => x.asin(),
             UnOp::Acos => x.acos(),
             UnOp::Sinh => x.sinh(),
             UnOp::Cosh => x.cosh(),
-            UnOp::Log1p => x.ln_1p(),
-            UnOp::Expm1 => x.exp_m1(),
+            UnOp::Log1p => Kernel::Log1p.eval(x),
+            UnOp::Expm1 => Kernel::Expm1.eval(x),
         }
+    }
+
+    /// The kernel computing this operator, for those that have one: the same definition
+    /// gives the interpreter's value ([`Kernel::eval`]) and the native code's instructions.
+    pub fn kernel(self) -> Option<Kernel> {
+        Some(match self {
+            UnOp::Exp => Kernel::Exp,
+            UnOp::Log => Kernel::Log,
+            UnOp::Tanh => Kernel::Tanh,
+            UnOp::Sigmoid => Kernel::Sigmoid,
+            UnOp::Log1p => Kernel::Log1p,
+            UnOp::Expm1 => Kernel::Expm1,
+            UnOp::Sin => Kernel::Sin,
+            UnOp::Cos => Kernel::Cos,
+            _ => return None,
+        })
     }
 
     /// True for operators that are a single machine instruction (cheap, linear-ish);
@@ -131,14 +151,9 @@ impl UnOp {
     }
 }
 
-/// `1 / (1 + e^-x)`, computed without overflow for large `|x|`.
+/// `1 / (1 + e^-x)`, computed without overflow for large `|x|` (the kernel).
 pub fn sigmoid(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
+    Kernel::Sigmoid.eval(x)
 }
 
 impl BinOp {
@@ -275,6 +290,23 @@ mod tests {
             assert_eq!(BinOp::from_name(op.name()), Some(op));
         }
         assert_eq!(UnOp::from_name("-"), None);
+    }
+
+    #[test]
+    fn kernelized_operators_evaluate_their_kernel() {
+        for op in UnOp::ALL {
+            if let Some(k) = op.kernel() {
+                assert_eq!(k.name(), op.name());
+                for x in [-3.5, -0.0, 0.25, 2.0, 1e7, f64::INFINITY] {
+                    assert_eq!(
+                        op.eval(x).to_bits(),
+                        k.eval(x).to_bits(),
+                        "{}({x})",
+                        op.name()
+                    );
+                }
+            }
+        }
     }
 
     #[test]

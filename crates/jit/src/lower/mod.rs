@@ -65,6 +65,7 @@ mod fill;
 mod folds;
 mod fusion;
 mod integers;
+mod kernels;
 mod loops;
 mod memory;
 mod prologue;

@@ -1,6 +1,6 @@
-//! Scalar operations: the operators on reals (Cranelift instructions or calls of the
-//! run-time functions, numbered in the current block), comparisons, and the SSA value of
-//! a known or computed real or condition. New math kernels go here.
+//! Scalar operations: the operators on reals (Cranelift instructions, inline math kernels
+//! from `kernels.rs`, or calls of the run-time functions, numbered in the current block),
+//! comparisons, and the SSA value of a known or computed real or condition.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::types::{F64, I8};
@@ -48,7 +48,7 @@ impl<'a> Translator<'a> {
         Ok(f)
     }
 
-    fn call(&mut self, name: &'static str, args: &[Value]) -> JitResult<Value> {
+    pub(super) fn call(&mut self, name: &'static str, args: &[Value]) -> JitResult<Value> {
         let f = self.extern_fn(name, args.len())?;
         let inst = self.b.ins().call(f, args);
         match self.b.inst_results(inst) {
@@ -75,6 +75,7 @@ impl<'a> Translator<'a> {
             (UnOp::Neg, _) => self.b.ins().fneg(x),
             (UnOp::Abs, _) => self.b.ins().fabs(x),
             (UnOp::Sqrt, _) => self.b.ins().sqrt(x),
+            (_, Lowering::Kernel(k)) => self.kernel(k, x)?,
             (_, Lowering::Call(name, _)) => self.call(name, &[x])?,
             (_, Lowering::Inline) => return internal(format!("no lowering for `{}`", op.name())),
         })
@@ -114,7 +115,9 @@ impl<'a> Translator<'a> {
                 self.b.ins().select(nan, canon, r)
             }
             (_, Lowering::Call(name, _)) => self.call(name, &[x, y])?,
-            (_, Lowering::Inline) => return internal(format!("no lowering for `{}`", op.name())),
+            (_, Lowering::Kernel(_) | Lowering::Inline) => {
+                return internal(format!("no lowering for `{}`", op.name()))
+            }
         })
     }
 

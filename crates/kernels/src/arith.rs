@@ -1,0 +1,111 @@
+//! The arithmetic kernels are written over: [`Arith`], with values that are reals, 64-bit
+//! integers (a real's bits) and masks (the results of comparisons).
+
+/// A comparison of reals, as IEEE defines it: every comparison with NaN is false except
+/// [`Cmp::Ne`].
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+/// The operations of a kernel. Each is one IEEE operation (rounded once) or exact.
+///
+/// An instance either computes (`f64`) or emits instructions that compute; a kernel calls
+/// the operations in the order it wants them done and never branches on a value, so every
+/// instance performs the same operations in the same order. Integer operations wrap.
+pub trait Arith {
+    type Real: Copy;
+    type Int: Copy;
+    type Mask: Copy;
+
+    /// Whether [`Arith::mul_add`] is fused (rounded once) rather than a product and a sum.
+    fn fused(&self) -> bool;
+
+    fn real(&mut self, c: f64) -> Self::Real;
+    fn int(&mut self, c: i64) -> Self::Int;
+
+    fn add(&mut self, a: Self::Real, b: Self::Real) -> Self::Real;
+    fn sub(&mut self, a: Self::Real, b: Self::Real) -> Self::Real;
+    fn mul(&mut self, a: Self::Real, b: Self::Real) -> Self::Real;
+    fn div(&mut self, a: Self::Real, b: Self::Real) -> Self::Real;
+    /// `a * b + c`: rounded once if [`Arith::fused`], else the product then the sum.
+    fn mul_add(&mut self, a: Self::Real, b: Self::Real, c: Self::Real) -> Self::Real;
+    fn neg(&mut self, a: Self::Real) -> Self::Real;
+    fn abs(&mut self, a: Self::Real) -> Self::Real;
+
+    fn cmp(&mut self, op: Cmp, a: Self::Real, b: Self::Real) -> Self::Mask;
+    /// `a` where `m` holds, else `b`.
+    fn select(&mut self, m: Self::Mask, a: Self::Real, b: Self::Real) -> Self::Real;
+
+    /// The bits of `a`, as an integer.
+    fn to_bits(&mut self, a: Self::Real) -> Self::Int;
+    /// The real with bits `i`.
+    fn bits_to_real(&mut self, i: Self::Int) -> Self::Real;
+    fn iadd(&mut self, a: Self::Int, b: Self::Int) -> Self::Int;
+    fn isub(&mut self, a: Self::Int, b: Self::Int) -> Self::Int;
+    fn iand(&mut self, a: Self::Int, b: Self::Int) -> Self::Int;
+    fn ixor(&mut self, a: Self::Int, b: Self::Int) -> Self::Int;
+    /// `a << n`, for `n < 64`.
+    fn shl(&mut self, a: Self::Int, n: u32) -> Self::Int;
+    /// `a >> n`, arithmetic (the sign is copied in), for `n < 64`.
+    fn sshr(&mut self, a: Self::Int, n: u32) -> Self::Int;
+    fn ieq(&mut self, a: Self::Int, b: Self::Int) -> Self::Mask;
+}
+
+/// The polynomial `c[0] + c[1] z + c[2] z^2 + ...` by Horner's rule with `mul_add`.
+pub(crate) fn horner<A: Arith>(a: &mut A, z: A::Real, c: &[f64]) -> A::Real {
+    let (&last, rest) = c.split_last().expect("a polynomial has a coefficient");
+    let mut p = a.real(last);
+    for &k in rest.iter().rev() {
+        let k = a.real(k);
+        p = a.mul_add(p, z, k);
+    }
+    p
+}
+
+/// `1.5 * 2^52`: adding it to a real of magnitude below `2^51` rounds the real to an
+/// integer (ties to even), which then sits in the low bits of the sum's significand.
+pub(crate) const SHIFTER: f64 = 6755399441055744.0;
+
+/// `x` rounded to an integer, as a real and as an integer (for `|x| < 2^51`), without an
+/// SSE4.1 rounding instruction.
+pub(crate) fn round_to_int<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int) {
+    let shifter = a.real(SHIFTER);
+    let t = a.add(x, shifter);
+    let kf = a.sub(t, shifter);
+    let bits = a.to_bits(t);
+    let base = a.int(SHIFTER.to_bits() as i64);
+    (kf, a.isub(bits, base))
+}
+
+/// The real `2^k`, for an integer `k` in the normal range `[-1022, 1023]`.
+pub(crate) fn pow2<A: Arith>(a: &mut A, k: A::Int) -> A::Real {
+    let bias = a.int(1023);
+    let e = a.iadd(k, bias);
+    let bits = a.shl(e, 52);
+    a.bits_to_real(bits)
+}
+
+/// The integer `k` (`|k| < 2^51`) as a real.
+pub(crate) fn int_to_real<A: Arith>(a: &mut A, k: A::Int) -> A::Real {
+    let base = a.int(SHIFTER.to_bits() as i64);
+    let bits = a.iadd(k, base);
+    let t = a.bits_to_real(bits);
+    let shifter = a.real(SHIFTER);
+    a.sub(t, shifter)
+}
+
+/// `a + b = s + err` exactly (TwoSum): `(s, err)`.
+pub(crate) fn two_sum<A: Arith>(a: &mut A, x: A::Real, y: A::Real) -> (A::Real, A::Real) {
+    let s = a.add(x, y);
+    let yv = a.sub(s, x);
+    let xv = a.sub(s, yv);
+    let ey = a.sub(y, yv);
+    let ex = a.sub(x, xv);
+    (s, a.add(ex, ey))
+}

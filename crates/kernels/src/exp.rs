@@ -1,0 +1,270 @@
+//! The exponential family: `exp`, `expm1`, and `tanh` and `sigmoid` built from them.
+//!
+//! `x = k ln2 + r` with `k` an integer and `|r| <= ln2/2` (Cody–Waite: `ln2` in two parts,
+//! the first short enough that `k * LN2_HI` is exact), then `exp(r) = 1 + r + r^2 g(r)`
+//! with `g` a degree-10 polynomial, and `2^k` built from its exponent bits.
+
+use crate::arith::{horner, pow2, round_to_int, two_sum, Arith, Cmp};
+
+/// `1 / ln 2`.
+const INV_LN2: f64 = std::f64::consts::LOG2_E;
+/// `ln 2` to 32 significant bits, so that `k * LN2_HI` is exact for `|k| < 2^21`.
+const LN2_HI: f64 = 0.6931471806019545;
+/// `ln 2 - LN2_HI`, rounded.
+const LN2_LO: f64 = -4.2009150726810846e-11;
+
+/// `g(r) = (exp(r) - 1 - r) / r^2` on `|r| <= ln2/2` (a Chebyshev fit, coefficients of
+/// `r^0, r^1, ...`; its error is below `2^-60` relative to `exp(r)`).
+const EXP_G: [f64; 11] = [
+    0.5,
+    0.1666666666666667,
+    0.04166666666666667,
+    0.008333333333326136,
+    0.0013888888888883748,
+    0.00019841269874820627,
+    2.4801587325547743e-05,
+    2.7557255400206422e-06,
+    2.75572736431103e-07,
+    2.5105217004720745e-08,
+    2.0914686968086876e-09,
+];
+
+/// `T(z) = (tanh(x) - x) / x^3` with `z = x^2`, on `|x| <= 0.625` (coefficients of
+/// `z^0, z^1, ...`).
+const TANH_T: [f64; 12] = [
+    -0.3333333333333333,
+    0.13333333333333042,
+    -0.053968253967896666,
+    0.021869488518994312,
+    -0.008863235102935029,
+    0.0035921217472709827,
+    -0.0014557753814086393,
+    0.0005896605030472117,
+    -0.00023759014908800234,
+    9.257015852602979e-05,
+    -3.119996874178646e-05,
+    6.484612156316395e-06,
+];
+
+/// Below this `|x|`, `tanh` is its odd polynomial; above, `tanh(|x|) >= 0.55`, so the
+/// rounding of `1 - s` dominates that of `s` (`s < 0.45`).
+const TANH_SMALL: f64 = 0.625;
+
+/// `x = k ln2 + (hi - lo)`: `(k as a real, k, hi, lo)`, `hi` exact and `lo` rounded.
+#[allow(clippy::type_complexity)]
+fn reduce<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int, A::Real, A::Real) {
+    let inv_ln2 = a.real(INV_LN2);
+    let scaled = a.mul(x, inv_ln2);
+    let (kf, k) = round_to_int(a, scaled);
+    let ln2_hi = a.real(LN2_HI);
+    let ln2_lo = a.real(LN2_LO);
+    let khi = a.mul(kf, ln2_hi);
+    let hi = a.sub(x, khi);
+    let lo = a.mul(kf, ln2_lo);
+    (kf, k, hi, lo)
+}
+
+/// `r^2 g(r) - lo` for `r = hi - lo`: `exp(r) - 1 = hi + q`, the `q` returned.
+fn tail<A: Arith>(a: &mut A, hi: A::Real, lo: A::Real) -> A::Real {
+    let r = a.sub(hi, lo);
+    let g = horner(a, r, &EXP_G);
+    let z = a.mul(r, r);
+    let zg = a.mul(z, g);
+    a.sub(zg, lo)
+}
+
+/// `x` clamped to `[lo, hi]`; NaN stays NaN.
+fn clamp<A: Arith>(a: &mut A, x: A::Real, lo: f64, hi: f64) -> A::Real {
+    let hi = a.real(hi);
+    let above = a.cmp(Cmp::Gt, x, hi);
+    let x = a.select(above, hi, x);
+    let lo = a.real(lo);
+    let below = a.cmp(Cmp::Lt, x, lo);
+    a.select(below, lo, x)
+}
+
+/// `e^x = (yh + yl) 2^k` for `x` in `[-746, 710]`, `yh + yl` to about 2^-60 relative:
+/// `(yh, yl, k)`.
+fn exp_parts<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real, A::Int) {
+    let (_, k, hi, lo) = reduce(a, x);
+    let q = tail(a, hi, lo);
+    // e^r = 1 + hi + q = 1 + s + se exactly.
+    let (s, se) = two_sum(a, hi, q);
+    let one = a.real(1.0);
+    let yh = a.add(one, s);
+    // The rounding error of 1 + s, exactly (Fast2Sum: |s| < 1).
+    let back = a.sub(one, yh);
+    let ye = a.add(back, s);
+    let yl = a.add(ye, se);
+    (yh, yl, k)
+}
+
+/// `y 2^k` for `k` in `[-1076, 1024]`, as two factors `2^(k - k/2) * 2^(k/2)`, each a
+/// normal number, so that results near overflow and subnormal results are rounded once.
+fn scale<A: Arith>(a: &mut A, y: A::Real, k: A::Int) -> A::Real {
+    let k1 = a.sshr(k, 1);
+    let k2 = a.isub(k, k1);
+    let s1 = pow2(a, k1);
+    let s2 = pow2(a, k2);
+    let y = a.mul(y, s1);
+    a.mul(y, s2)
+}
+
+/// `e^x`. Beyond 710 the result overflows to infinity and below -746 it is 0, so `x` is
+/// clamped there first.
+pub(crate) fn exp<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
+    let x = clamp(a, x, -746.0, 710.0);
+    let (yh, yl, k) = exp_parts(a, x);
+    let y = a.add(yh, yl);
+    scale(a, y, k)
+}
+
+/// `e^x = wh + wl` for `x <= 0` (clamped at -746), each part scaled by `2^k`.
+fn exp_negative<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real) {
+    let x = clamp(a, x, -746.0, 0.0);
+    let (yh, yl, k) = exp_parts(a, x);
+    let wh = scale(a, yh, k);
+    let wl = scale(a, yl, k);
+    (wh, wl)
+}
+
+/// `e^x - 1`, as `(2^k - 1) + 2^k hi + 2^k q`: the first two terms are exact (the 1 moves
+/// to the last term beyond `k = 52`) and their sum is carried with its rounding error, so
+/// that the result is rounded about once; `k = 0` gives `hi + q` with
+/// `hi = x`. Below -40 the result is -1; at `k = 1024` the sum is formed with `2^1023` and
+/// doubled.
+pub(crate) fn expm1<A: Arith>(a: &mut A, x0: A::Real) -> A::Real {
+    let x = clamp(a, x0, -40.0, 710.0);
+    let (kf, _, hi, lo) = reduce(a, x);
+    let q = tail(a, hi, lo);
+    let top = a.real(1023.0);
+    let big = a.cmp(Cmp::Gt, kf, top);
+    let kc = a.select(big, top, kf);
+    let (_, kc) = round_to_int(a, kc);
+    let t = pow2(a, kc);
+    let one = a.real(1.0);
+    // 2^k - 1 is exact up to k = 52; beyond, the 1 joins the low part instead.
+    let zero = a.real(0.0);
+    let fifty_two = a.real(52.0);
+    let large = a.cmp(Cmp::Gt, kf, fifty_two);
+    let one_hi = a.select(large, zero, one);
+    let one_lo = a.select(large, one, zero);
+    let tm1 = a.sub(t, one_hi);
+    let thi = a.mul(t, hi);
+    let (y, err) = two_sum(a, tm1, thi);
+    let tq = a.mul(t, q);
+    let low = a.add(tq, err);
+    let low = a.sub(low, one_lo);
+    let y = a.add(y, low);
+    let two = a.real(2.0);
+    let factor = a.select(big, two, one);
+    let y = a.mul(y, factor);
+    // expm1(±0) = ±0.
+    let is_zero = a.cmp(Cmp::Eq, x0, zero);
+    a.select(is_zero, x0, y)
+}
+
+/// `c w / (1 + w) = q + corr` for `w = wh + wl` in `[0, 1]` and `c` 1 or 2: `(q, corr)`,
+/// the quotient of the leading parts and its first-order correction for the low parts and
+/// for the rounding of `1 + wh`.
+fn ratio<A: Arith>(a: &mut A, wh: A::Real, wl: A::Real, c: f64) -> (A::Real, A::Real) {
+    let one = a.real(1.0);
+    let d = a.add(one, wh);
+    // d + ed = 1 + wh + wl (the rounding error of 1 + wh is exact: Fast2Sum, 1 >= wh).
+    let back = a.sub(one, d);
+    let ed = a.add(back, wh);
+    let ed = a.add(ed, wl);
+    let c = a.real(c);
+    let n = a.mul(c, wh);
+    let en = a.mul(c, wl);
+    let q = a.div(n, d);
+    // (n + en) / (d + ed) = q + (en - q ed) / d to first order.
+    let qed = a.mul(q, ed);
+    let u = a.sub(en, qed);
+    let corr = a.div(u, d);
+    (q, corr)
+}
+
+/// `1 - (q + corr)` for `q` in `[0, 1/2]`, rounded once (`1 - q` is carried exactly).
+fn one_minus<A: Arith>(a: &mut A, q: A::Real, corr: A::Real) -> A::Real {
+    let one = a.real(1.0);
+    let nq = a.neg(q);
+    let (h, e) = two_sum(a, one, nq);
+    let low = a.sub(e, corr);
+    a.add(h, low)
+}
+
+/// `tanh` of `|x| <= TANH_SMALL` (and any smaller `x`): `x + x^3 T(x^2)`.
+fn tanh_small<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
+    let z = a.mul(x, x);
+    let t = horner(a, z, &TANH_T);
+    let xz = a.mul(x, z);
+    let c = a.mul(xz, t);
+    a.add(x, c)
+}
+
+/// `tanh(x)`: the odd polynomial for `|x| < 0.625`, else `1 - 2w/(1 + w)` with
+/// `w = e^(-2|x|)`, and `x`'s sign.
+pub(crate) fn tanh<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
+    let ax = a.abs(x);
+    let small = tanh_small(a, x);
+    let m2 = a.real(-2.0);
+    let arg = a.mul(ax, m2);
+    let (wh, wl) = exp_negative(a, arg);
+    let (q, corr) = ratio(a, wh, wl, 2.0);
+    let large = one_minus(a, q, corr);
+    let neg_large = a.neg(large);
+    let zero = a.real(0.0);
+    let negative = a.cmp(Cmp::Lt, x, zero);
+    let large = a.select(negative, neg_large, large);
+    let bound = a.real(TANH_SMALL);
+    let is_small = a.cmp(Cmp::Lt, ax, bound);
+    let y = a.select(is_small, small, large);
+    // tanh(±0) = ±0.
+    let is_zero = a.cmp(Cmp::Eq, x, zero);
+    a.select(is_zero, x, y)
+}
+
+/// `sigmoid(x) = 1 / (1 + e^-x)`: `1/2 + tanh(x/2)/2` for `|x| < 1`, else `s = w/(1 + w)`
+/// with `w = e^(-|x|)` (never overflows), the result `s` for `x < 0` and `1 - s` for
+/// `x > 0` (`s` as `w - w s` beyond `|x| = 4`).
+pub(crate) fn sigmoid<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
+    let ax = a.abs(x);
+    let half = a.real(0.5);
+    let hx = a.mul(x, half);
+    let t = tanh_small(a, hx);
+    let ht = a.mul(t, half);
+    let small = a.add(half, ht);
+    let nax = a.neg(ax);
+    let (wh, wl) = exp_negative(a, nax);
+    let (q, corr) = ratio(a, wh, wl, 1.0);
+    let near = a.add(q, corr);
+    // Far out (w < e^-4), s = w - w s with s ~ q in the small term: one rounding of a sum
+    // led by wh, where q + corr rounds twice.
+    let wq = a.mul(wh, q);
+    let small_term = a.sub(wl, wq);
+    let far = a.add(wh, small_term);
+    let four = a.real(4.0);
+    let is_far = a.cmp(Cmp::Gt, ax, four);
+    let s = a.select(is_far, far, near);
+    let upper = one_minus(a, q, corr);
+    let one = a.real(1.0);
+    let zero = a.real(0.0);
+    let negative = a.cmp(Cmp::Lt, x, zero);
+    let large = a.select(negative, s, upper);
+    let is_small = a.cmp(Cmp::Lt, ax, one);
+    a.select(is_small, small, large)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::arith::int_to_real;
+    use crate::Scalar;
+
+    #[test]
+    fn integers_round_trip_through_reals() {
+        for k in [-1100i64, -54, -1, 0, 1, 7, 1024] {
+            assert_eq!(int_to_real(&mut Scalar::<false>, k), k as f64);
+        }
+    }
+}
