@@ -45,8 +45,7 @@ fn every_unary_operator() {
 }
 
 /// The inline math kernels against the interpreter's twin (`UnOp::eval`), bit for bit, on
-/// special values and a few thousand points spread over many binades of both signs. (Called
-/// without guard cells: results such as `1 - 2^-53` carry every bit of the guards' payload.)
+/// special values and a few thousand points spread over many binades of both signs.
 #[test]
 fn kernels_equal_the_interpreter_bit_for_bit() {
     let mut xs = vec![

@@ -56,6 +56,12 @@ pub fn same(x: f64, y: f64) -> bool {
     x.to_bits() == y.to_bits()
 }
 
+/// True if `x` is a guard cell's value, or a NaN computed from one (arithmetic keeps a
+/// NaN's payload); a number whose bits merely include the payload's is not.
+fn holds_guard(x: f64) -> bool {
+    x.is_nan() && x.to_bits() & 0x0007_ffff_ffff_ffff == GUARD_PAYLOAD
+}
+
 /// `data` inside a buffer of guard cells.
 pub fn guarded(data: &[f64]) -> Vec<f64> {
     let mut v = vec![GUARD; data.len() + 2 * GUARD_CELLS];
@@ -126,8 +132,7 @@ pub fn run_guarded(
     if called.is_ok() {
         for (k, v) in got.iter().enumerate() {
             assert!(
-                !v.iter()
-                    .any(|x| x.to_bits() & GUARD_PAYLOAD == GUARD_PAYLOAD),
+                !v.iter().any(|x| holds_guard(*x)),
                 "output component {k} holds a guard cell's value: a read outside a buffer, \
                  or a cell never written"
             );
