@@ -655,7 +655,7 @@ impl Report<'_> {
              | program | p | size | primal: unfad / hand | gradient: unfad / hand | gradient: unfad / JAX | unfad gradient / primal | hand gradient / primal |\n\
              |---|---:|---:|---:|---:|---:|---:|---:|"
         );
-        for m in plain {
+        for &m in &plain {
             let Some(pt) = m.points.last() else { continue };
             let grad = match (pt.gradient_vs_hand, &m.gradient_error) {
                 (Some(r), _) => x(r),
@@ -677,7 +677,78 @@ impl Report<'_> {
         if self.jax.is_err() {
             let _ = writeln!(s, "\n{ABSENT}: {}.", jax_absence(&self.jax));
         }
+        self.plain_targets(s, &plain);
         s.push('\n');
+    }
+
+    /// The median and the worst of the plain family against the hand-written code, and
+    /// each program above issue 17's targets with its explanation.
+    fn plain_targets(&self, s: &mut String, plain: &[&Measured]) {
+        let last = |m: &Measured| m.points.last().cloned();
+        let mut grads: Vec<(f64, &str)> = plain
+            .iter()
+            .filter_map(|m| Some((last(m)?.gradient_vs_hand?, m.name)))
+            .collect();
+        let mut primals: Vec<(f64, &str)> = plain
+            .iter()
+            .filter_map(|m| Some((last(m)?.primal_vs_hand, m.name)))
+            .collect();
+        if grads.is_empty() || primals.is_empty() {
+            return;
+        }
+        let by_ratio = |a: &(f64, &str), b: &(f64, &str)| a.0.total_cmp(&b.0);
+        grads.sort_by(by_ratio);
+        primals.sort_by(by_ratio);
+        let median = |v: &[(f64, &str)]| {
+            let n = v.len();
+            if n % 2 == 1 {
+                v[n / 2].0
+            } else {
+                (v[n / 2 - 1].0 + v[n / 2].0) / 2.0
+            }
+        };
+        let (gw, pw) = (grads[grads.len() - 1], primals[primals.len() - 1]);
+        let within = |v: &[(f64, &str)], t: f64| v.iter().filter(|(r, _)| *r <= t).count();
+        let _ = writeln!(
+            s,
+            "\nGradient against the hand-written gradient: median {}, worst {} ({}); {} of {} \
+             within the target of 1.3x. Primal against the hand-written primal: median {}, \
+             worst {} ({}); {} of {} within the target of 1.2x.",
+            x(median(&grads)),
+            x(gw.0),
+            gw.1,
+            within(&grads, 1.3),
+            grads.len(),
+            x(median(&primals)),
+            x(pw.0),
+            pw.1,
+            within(&primals, 1.2),
+            primals.len(),
+        );
+        let mut first = true;
+        for &m in plain {
+            let Some(pt) = last(m) else { continue };
+            let g = pt.gradient_vs_hand.unwrap_or(0.0);
+            if g <= 1.3 && pt.primal_vs_hand <= 1.2 {
+                continue;
+            }
+            if first {
+                let _ = writeln!(s, "\nAbove the targets, and why:\n");
+                first = false;
+            }
+            let why = self
+                .program(m.name)
+                .map(|p| p.versus_hand)
+                .filter(|w| !w.is_empty())
+                .unwrap_or("not explained yet.");
+            let _ = writeln!(
+                s,
+                "- **{}** (gradient {}, primal {}): {why}",
+                m.name,
+                x(g),
+                x(pt.primal_vs_hand)
+            );
+        }
     }
 
     fn summary(&self, s: &mut String) {

@@ -10,9 +10,10 @@
 //! `reduce + 0 (map (g. snd g) G2)`. The code generator folds such a column in the loop
 //! that makes it, so the value costs no loop of its own.
 //!
-//! Only reductions on the statements' spine (not inside a function argument or a branch)
-//! move, so the earlier loop computes nothing the program would not; their loops must
-//! read nothing bound at or after the earlier statement. Values do not change: each
+//! Every `let` chain is treated, the body of a loop's function included (per point, a
+//! softmax's value beside its gradient). Only reductions the chain's result has as
+//! components move, so the earlier loop computes nothing the program would not; their
+//! loops must read nothing bound at or after the earlier statement. Values do not change: each
 //! element is computed by the same operations, and the reduction runs in the same order.
 
 use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
@@ -27,20 +28,60 @@ const MAX_ROUNDS: usize = 8;
 
 /// Compute the reductions of loops over the same arrays as a statement's loop in that loop.
 pub fn fuse_sibling_loops(arena: &mut Arena, func: &Func) -> Func {
-    let mut body = func.body;
-    for _ in 0..MAX_ROUNDS {
-        match merge_once(arena, func, body) {
-            Some(b) => body = b,
-            None => break,
-        }
-    }
+    let mut memo = HashMap::default();
+    let body = every_chain(arena, func, func.body, &mut memo);
     Func {
         body,
         ..func.clone()
     }
 }
 
-/// A statement of the top-level `let` chain.
+/// `e` with the loops of every `let` chain in it joined: the chains inside its
+/// statements, results and functions' bodies (a loop's body, per element), then its own.
+fn every_chain(
+    arena: &mut Arena,
+    func: &Func,
+    e: ExprId,
+    memo: &mut HashMap<ExprId, ExprId>,
+) -> ExprId {
+    if let Some(&r) = memo.get(&e) {
+        return r;
+    }
+    let r = with_stack(|| {
+        let node = arena[e];
+        let inner = match node {
+            Node::Const(_) | Node::Bool(_) | Node::Var(_) => return e,
+            Node::Let(..) | Node::LetTuple(..) => {
+                let (stmts, tail) = unchain(arena, e);
+                let stmts: Vec<Stmt> = stmts
+                    .into_iter()
+                    .map(|s| match s {
+                        Stmt::One(v, a) => Stmt::One(v, every_chain(arena, func, a, memo)),
+                        Stmt::Many(vs, a) => Stmt::Many(vs, every_chain(arena, func, a, memo)),
+                    })
+                    .collect();
+                let tail = every_chain(arena, func, tail, memo);
+                rechain(arena, &stmts, tail)
+            }
+            _ => {
+                let new = arena.map_children(node, |a, c| every_chain(a, func, c, memo));
+                return arena.rebuild(e, new);
+            }
+        };
+        let mut body = inner;
+        for _ in 0..MAX_ROUNDS {
+            match merge_once(arena, func, body) {
+                Some(b) => body = b,
+                None => break,
+            }
+        }
+        body
+    });
+    memo.insert(e, r);
+    r
+}
+
+/// A statement of a `let` chain.
 #[derive(Clone, Copy)]
 enum Stmt {
     One(Var, ExprId),
@@ -141,6 +182,16 @@ impl Facts {
     }
 }
 
+/// The same term: one node, or equal up to the names of bound variables.
+fn same_term(arena: &Arena, a: ExprId, b: ExprId) -> bool {
+    if a == b {
+        return true;
+    }
+    let free: unfad_syntax::fast_hash::FastMap<Var, Var> =
+        arena.free_vars(a).into_iter().map(|v| (v, v)).collect();
+    unfad_syntax::alpha_eq(arena, a, arena, b, &free)
+}
+
 /// Replace every occurrence of the terms `from` (by id) in `e` by `to`.
 fn replace(arena: &mut Arena, e: ExprId, from: &[ExprId], to: &[ExprId]) -> ExprId {
     if let Some(i) = from.iter().position(|&f| f == e) {
@@ -215,7 +266,12 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
             let Some((two_m, g, ops_m)) = elementwise(arena, m) else {
                 continue;
             };
-            if two_m != two || ops_m != operands {
+            if two_m != two
+                || ops_m
+                    .iter()
+                    .zip(&operands)
+                    .any(|(&a, &b)| !same_term(arena, a, b))
+            {
                 continue;
             }
             let Some((ps, _)) = arena.lambda_parts(g) else {
@@ -248,7 +304,15 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
                 .collect();
             items.push(arena.subst(mbody, &subs));
         }
-        let joint_body = share_lets(arena, func, &items);
+        // The joined bodies are a chain whose loops may join in turn (per element, the
+        // value's reduction beside the gradient's loop over the same arrays).
+        let mut joint_body = share_lets(arena, func, &items);
+        for _ in 0..MAX_ROUNDS {
+            match merge_once(arena, func, joint_body) {
+                Some(b) => joint_body = b,
+                None => break,
+            }
+        }
         let joint_f = arena.lambda(&params, joint_body);
         let joint = if two {
             arena.add(Node::Map2(joint_f, operands[0], operands[1]))
