@@ -108,10 +108,10 @@ fn mixture() {
                         1,
                         (
                           map (b_2. -b_2) z_3,
-                          map2 (a_2, t_2.
-                            let b_3 = (t_2 + t_2) * -0.5 in
+                          map (a_2.
+                            let b_3 = (a_2 + a_2) * -0.5 in
                             let b_4 = a_2 * b_3 in
-                            1 + b_4) (map2 (zd_2, e_3. e_3 * zd_2) z_2 pe_2) s_1
+                            1 + b_4) s_1
                         ),
                         z_3
                       )) means h_1
@@ -119,16 +119,16 @@ fn mixture() {
                   (
                     mx + log(v87),
                     (
-                      reduce (s_2, t_3. map2 + s_2 t_3) zeros_like(x_1) (map2 (z_4, g. map (s_3. z_4 * s_3) g.2) dv G),
+                      reduce (s_2, t_2. map2 + s_2 t_2) zeros_like(x_1) (map2 (z_4, g. map (s_3. z_4 * s_3) g.2) dv G),
                       dv,
                       map2 (g_1, z_5. (map (s_4. z_5 * s_4) (fst (snd g_1)), map (s_5. z_5 * s_5) (snd (snd g_1)))) G dv
                     )
                   )) X
               in
-              let dcomps = reduce (s_6, t_4. map2 (s_7, t_5. (map2 + (fst s_7) (fst t_5), map2 + (snd s_7) (snd t_5))) s_6 t_4) zeros_like(map2 (mu_2, qk_2. (mu_2, qk_2)) means q) (map (g_2. (snd g_2).2) A) in
+              let dcomps = reduce (s_6, t_3. map2 (s_7, t_4. (map2 + (fst s_7) (fst t_4), map2 + (snd s_7) (snd t_4))) s_6 t_3) zeros_like(map2 (mu_2, qk_2. (mu_2, qk_2)) means q) (map (g_2. (snd g_2).2) A) in
               (
                 reduce + 0 (map (g_3. fst g_3) A),
-                reduce (s_8, t_6. map2 + s_8 t_6) zeros_like(alpha) (map (g_4. snd (snd g_4)) A),
+                reduce (s_8, t_5. map2 + s_8 t_5) zeros_like(alpha) (map (g_4. snd (snd g_4)) A),
                 map (z_6. fst z_6) dcomps,
                 map (z_7. snd z_7) dcomps,
                 map (g_5. fst (snd g_5)) A

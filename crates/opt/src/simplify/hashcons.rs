@@ -6,6 +6,10 @@ use unfad_syntax::{ExprId, Node, Var};
 
 use super::Simplifier;
 
+/// The largest function body [`Simplifier::cse_key`] renames (larger loops keep their own
+/// key: renaming is linear in the body, and equal large bodies are rare).
+const CANONICAL_BODY: usize = 24;
+
 /// A structural key for hash-consing (lists by content, constants by bits).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(super) struct Key {
@@ -169,52 +173,95 @@ impl Simplifier<'_> {
         self.avail.get(&k).copied()
     }
 
-    /// The key of `e` in the CSE table: `e` itself (hash-consed), or for a fold or scan
-    /// whose function is an operator section, whose binders reverse mode makes fresh for
-    /// every copy, the same node with one section per operator: two `sum(A)` are one key.
+    /// The key of `e` in the CSE table: `e` itself (hash-consed), or for an array
+    /// operation whose function's body has no function inside (an operator section, a
+    /// small elementwise body), whose binders reverse mode makes fresh for every copy, the
+    /// same node with the parameters renamed to canonical variables, and its arrays' keys
+    /// likewise: two `sum(A)`, or two `map2 (a, b. a * b) x y` written apart, are one key.
     pub(super) fn cse_key(&mut self, e: ExprId) -> ExprId {
+        self.loop_key(e, 0)
+    }
+
+    fn loop_key(&mut self, e: ExprId, depth: u32) -> ExprId {
         let node = self.arena[e];
-        let (Node::Reduce(f, z, a)
-        | Node::Foldl(f, z, a)
-        | Node::Scanl(f, z, a)
-        | Node::Scanr(f, z, a)) = node
-        else {
-            return e;
-        };
-        let Some((ps, body)) = self.arena.lambda_parts(f) else {
-            return e;
-        };
-        let Node::Op2(op, x, y) = self.arena[body] else {
-            return e;
-        };
-        let (p, q) = match ps {
-            [p, q] => (Node::Var(*p), Node::Var(*q)),
+        let (f, operands): (ExprId, Vec<ExprId>) = match node {
+            Node::Map(f, a) => (f, vec![a]),
+            Node::Map2(f, a, b)
+            | Node::Reduce(f, a, b)
+            | Node::Foldl(f, a, b)
+            | Node::Scanl(f, a, b)
+            | Node::Scanr(f, a, b) => (f, vec![a, b]),
             _ => return e,
         };
-        let swapped = match (self.arena[x], self.arena[y]) {
-            (a, b) if (a, b) == (p, q) => false,
-            (a, b) if (a, b) == (q, p) => true,
-            _ => return e,
+        // Arrays made by loops of their own, a few deep (`reduce + 0 (map2 * row x)`).
+        let operands: Vec<ExprId> = if depth < 3 {
+            operands
+                .into_iter()
+                .map(|a| self.loop_key(a, depth + 1))
+                .collect()
+        } else {
+            operands
         };
-        while self.canon_vars.len() < 2 {
+        let Some((ps, body)) = self.arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)) else {
+            return e;
+        };
+        let mut budget = CANONICAL_BODY;
+        if !self.leaf_body(body, &mut budget) {
+            return e;
+        }
+        while self.canon_vars.len() < ps.len() {
             let v = self.arena.fresh_var("_", None);
             self.canon_vars.push(v);
         }
-        let (c0, c1) = (self.canon_vars[0], self.canon_vars[1]);
-        let (e0, e1) = (self.var(c0), self.var(c1));
-        let body = if swapped {
-            self.mk(Node::Op2(op, e1, e0))
-        } else {
-            self.mk(Node::Op2(op, e0, e1))
-        };
-        let l = self.arena.var_list(&[c0, c1]);
-        let section = self.mk(Node::Lambda(l, body));
-        self.mk(match node {
-            Node::Reduce(..) => Node::Reduce(section, z, a),
-            Node::Foldl(..) => Node::Foldl(section, z, a),
-            Node::Scanl(..) => Node::Scanl(section, z, a),
-            _ => Node::Scanr(section, z, a),
+        let canon: Vec<Var> = self.canon_vars[..ps.len()].to_vec();
+        let renamed = self.renamed(body, &ps, &canon);
+        let l = self.arena.var_list(&canon);
+        let f = self.mk(Node::Lambda(l, renamed));
+        self.mk(match (node, operands.as_slice()) {
+            (Node::Map(..), [a]) => Node::Map(f, *a),
+            (Node::Map2(..), [a, b]) => Node::Map2(f, *a, *b),
+            (Node::Reduce(..), [a, b]) => Node::Reduce(f, *a, *b),
+            (Node::Foldl(..), [a, b]) => Node::Foldl(f, *a, *b),
+            (Node::Scanl(..), [a, b]) => Node::Scanl(f, *a, *b),
+            (Node::Scanr(..), [a, b]) => Node::Scanr(f, *a, *b),
+            _ => return e,
         })
+    }
+
+    /// A function body with no function inside and at most `budget` nodes.
+    fn leaf_body(&self, e: ExprId, budget: &mut usize) -> bool {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        if matches!(self.arena[e], Node::Lambda(..)) {
+            return false;
+        }
+        let mut ok = true;
+        self.arena
+            .for_each_child(e, |c| ok = ok && self.leaf_body(c, budget));
+        ok
+    }
+
+    /// `e` (a leaf body) with `from[i]` renamed `to[i]`, hash-consed.
+    fn renamed(&mut self, e: ExprId, from: &[Var], to: &[Var]) -> ExprId {
+        let node = self.arena[e];
+        match node {
+            Node::Var(v) => match from.iter().position(|&p| p == v) {
+                Some(i) => self.var(to[i]),
+                None => e,
+            },
+            Node::Const(_) | Node::Bool(_) => e,
+            _ => {
+                let kids = self.arena.node_children(node);
+                let new: Vec<ExprId> = kids.iter().map(|&c| self.renamed(c, from, to)).collect();
+                let mut it = new.into_iter();
+                let n = self
+                    .arena
+                    .map_children(node, |_, old| it.next().unwrap_or(old));
+                self.mk(n)
+            }
+        }
     }
 
     /// The stand-in for parameter `i` of the functions at depth `depth` in expansions.
