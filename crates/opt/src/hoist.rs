@@ -160,13 +160,7 @@ fn does_work(arena: &Arena, e: ExprId) -> bool {
     match arena[e] {
         Node::Op1(UnOp::Neg, a) => does_work(arena, a),
         Node::Op1(..) | Node::Op2(..) | Node::If(..) => true,
-        Node::Map(..)
-        | Node::Map2(..)
-        | Node::Reduce(..)
-        | Node::Foldl(..)
-        | Node::Scanl(..)
-        | Node::Scanr(..) => true,
-        _ => false,
+        node => node.is_array_op(),
     }
 }
 
@@ -250,16 +244,7 @@ impl Hoister<'_> {
                 (e, d)
             }
             Node::If(..) | Node::And(..) | Node::Or(..) => self.walk_conditional(e, node),
-            Node::Map(..)
-            | Node::Map2(..)
-            | Node::Reduce(..)
-            | Node::Foldl(..)
-            | Node::Scanl(..)
-            | Node::Scanr(..)
-                if self.depth < MAX_DEPTH =>
-            {
-                self.walk_loop(e, node)
-            }
+            _ if node.is_array_op() && self.depth < MAX_DEPTH => self.walk_loop(e, node),
             _ => {
                 let kids = self.arena.node_children(node);
                 let walked: Vec<(ExprId, Deps)> = kids.iter().map(|&c| self.walk(c)).collect();
