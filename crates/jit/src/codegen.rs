@@ -290,6 +290,9 @@ fn build_with(
     let mut b = t.into_builder();
     b.seal_all_blocks();
     b.finalize(frontend);
+    // Pairs of alike scalar computations the lowering packed into vectors become vector
+    // computations (two elements per instruction).
+    crate::lower::lanes::pair_lanes(&mut ctx.func);
 
     verify(ctx, module)?;
     Ok((
