@@ -22,8 +22,8 @@ use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, F64X2, I64, I64X2, I8};
 use cranelift_codegen::ir::{
-    Block, Endianness, Function, Inst, InstBuilder, InstructionData, MemFlagsData, Opcode,
-    Type, Value, ValueDef,
+    Block, Endianness, Function, Inst, InstBuilder, InstructionData, MemFlagsData, Opcode, Type,
+    Value, ValueDef,
 };
 use cranelift_codegen::isa::TargetIsa;
 use target_lexicon::Architecture;
@@ -106,30 +106,68 @@ impl Linear {
 
 /// Replace every pack in `func` by the vector computation of its two lanes (see the
 /// module's documentation).
-pub(crate) fn pair_lanes(func: &mut Function) {
+///
+/// `roots` maps addresses to the base of the buffer they are in (different buffers never
+/// overlap): two stores of adjacent reals become one vector store when what lies between
+/// them touches other buffers only.
+pub(crate) fn pair_lanes(func: &mut Function, roots: &HashMap<Value, Value>) {
     let mut order = HashMap::default();
     let mut seeds = Vec::new();
+    let mut stores: Vec<(Block, Vec<Inst>)> = Vec::new();
     let mut n = 0usize;
     for block in func.layout.blocks() {
+        let mut here = Vec::new();
         for inst in func.layout.block_insts(block) {
             order.insert(inst, n);
             n += 1;
             if let Some((a, b)) = pack_of(func, inst) {
                 seeds.push((block, inst, a, b));
             }
+            if let InstructionData::Store {
+                opcode: Opcode::Store,
+                args: [x, _],
+                ..
+            } = func.dfg.insts[inst]
+            {
+                if func.dfg.value_type(x) == F64 {
+                    here.push(inst);
+                }
+            }
+        }
+        if here.len() >= 2 {
+            stores.push((block, here));
         }
     }
-    if seeds.is_empty() {
+    if seeds.is_empty() && stores.is_empty() {
         return;
     }
     let mut p = Pairing {
         func,
         order,
+        roots,
         made: HashMap::default(),
         linear: HashMap::default(),
         block: None,
     };
     let mut touched = Vec::new();
+    for (block, list) in stores {
+        p.block = Some(block);
+        p.made.clear();
+        let mut done = vec![false; list.len()];
+        for i in 0..list.len() {
+            for j in i + 1..list.len() {
+                if done[i] || done[j] {
+                    continue;
+                }
+                if p.pair_stores(list[i], list[j]) {
+                    done[i] = true;
+                    done[j] = true;
+                    touched.push(block);
+                }
+            }
+        }
+    }
+    p.block = None;
     for (block, inst, a, b) in seeds {
         if p.block != Some(block) {
             p.block = Some(block);
@@ -145,6 +183,7 @@ pub(crate) fn pair_lanes(func: &mut Function) {
         touched.push(block);
     }
     p.func.dfg.resolve_all_aliases();
+    touched.sort();
     touched.dedup();
     remove_dead(p.func, &touched);
 }
@@ -159,7 +198,7 @@ fn pack_of(func: &Function, inst: Inst) -> Option<(Value, Value)> {
     else {
         return None;
     };
-    if u8::from(imm) != 1 || func.dfg.value_type(v) != F64X2 {
+    if imm != 1 || func.dfg.value_type(v) != F64X2 {
         return None;
     }
     let ValueDef::Result(def, _) = func.dfg.value_def(v) else {
@@ -181,6 +220,7 @@ struct Pairing<'f> {
     /// The vectors already computed in the current block, by pair.
     made: HashMap<(Value, Value, Lane), Value>,
     linear: HashMap<Value, Linear>,
+    roots: &'f HashMap<Value, Value>,
     block: Option<Block>,
 }
 
@@ -255,8 +295,8 @@ impl Pairing<'_> {
                 },
                 _,
             ) if x == y
-                && u8::from(i) == 0
-                && u8::from(j) == 1
+                && i == 0
+                && j == 1
                 && dfg.value_type(x) == lane.vector()
                 && lane != Lane::Mask =>
             {
@@ -398,17 +438,10 @@ impl Pairing<'_> {
                 },
                 Lane::Real,
             ) if f0 == f1 && self.adjacent((p0, o0.into()), (p1, o1.into())) => {
-                if self.writes_between(ia, ib) {
+                if self.writes_between(ia, ib, self.roots.get(&p0).copied()) {
                     return None;
                 }
-                let f = self.func.dfg.mem_flags[f0];
-                let mut flags = MemFlagsData::new().with_alias_region(f.alias_region());
-                if f.notrap() {
-                    flags = flags.with_notrap();
-                }
-                if f.readonly() {
-                    flags = flags.with_readonly();
-                }
+                let flags = self.vector_flags(f0);
                 self.at(later).ins().load(F64X2, flags, p0, o0)
             }
             _ => return None,
@@ -523,25 +556,113 @@ impl Pairing<'_> {
     }
 
     /// Whether an instruction strictly between `x` and `y` (in either order) may write
-    /// memory.
-    fn writes_between(&self, x: Inst, y: Inst) -> bool {
+    /// memory in the buffer `root` (any memory if `None`), or read it too if `reads`.
+    fn touches_between(&self, x: Inst, y: Inst, root: Option<Value>, reads: bool) -> bool {
         let (lo, hi) = if self.order[&x] < self.order[&y] {
             (x, y)
         } else {
             (y, x)
+        };
+        let elsewhere = |addr: Value| match (root, self.roots.get(&addr)) {
+            (Some(r), Some(&s)) => r != s,
+            _ => false,
         };
         let mut at = self.func.layout.next_inst(lo);
         while let Some(i) = at {
             if i == hi {
                 return false;
             }
-            let op = self.func.dfg.insts[i].opcode();
-            if op.can_store() || op.is_call() || op.other_side_effects() {
+            let data = self.func.dfg.insts[i];
+            let op = data.opcode();
+            let safe = match data {
+                InstructionData::Store {
+                    opcode: Opcode::Store,
+                    args: [_, addr],
+                    ..
+                } => elsewhere(addr),
+                InstructionData::Load {
+                    opcode: Opcode::Load,
+                    arg,
+                    ..
+                } => !reads || elsewhere(arg),
+                _ => {
+                    !(op.can_store()
+                        || op.is_call()
+                        || op.other_side_effects()
+                        || (reads && op.can_load()))
+                }
+            };
+            if !safe {
                 return true;
             }
             at = self.func.layout.next_inst(i);
         }
         true
+    }
+
+    /// Whether an instruction strictly between `x` and `y` may write the buffer `root`.
+    fn writes_between(&self, x: Inst, y: Inst, root: Option<Value>) -> bool {
+        self.touches_between(x, y, root, false)
+    }
+
+    /// Replace the stores `s0` and `s1` by one vector store if they store adjacent reals
+    /// (in either order) and nothing between them touches their buffer.
+    fn pair_stores(&mut self, s0: Inst, s1: Inst) -> bool {
+        let (
+            InstructionData::Store {
+                args: [x0, p0],
+                flags: f0,
+                offset: o0,
+                ..
+            },
+            InstructionData::Store {
+                args: [x1, p1],
+                flags: f1,
+                offset: o1,
+                ..
+            },
+        ) = (self.func.dfg.insts[s0], self.func.dfg.insts[s1])
+        else {
+            return false;
+        };
+        if f0 != f1 {
+            return false;
+        }
+        let (low, high, addr, offset) = if self.adjacent((p0, o0.into()), (p1, o1.into())) {
+            ((x0, s0), (x1, s1), p0, o0)
+        } else if self.adjacent((p1, o1.into()), (p0, o0.into())) {
+            ((x1, s1), (x0, s0), p1, o1)
+        } else {
+            return false;
+        };
+        let root = self.roots.get(&addr).copied();
+        if root.is_none() || self.touches_between(s0, s1, root, true) {
+            return false;
+        }
+        let later = if self.order[&s0] < self.order[&s1] {
+            s1
+        } else {
+            s0
+        };
+        let v = self.operand(low.0, high.0, Lane::Real, later);
+        let flags = self.vector_flags(f0);
+        self.at(later).ins().store(flags, v, addr, offset);
+        self.func.layout.remove_inst(low.1);
+        self.func.layout.remove_inst(high.1);
+        true
+    }
+
+    /// The flags of a vector access where the scalar one had `f`: not aligned (to 16).
+    fn vector_flags(&self, f: cranelift_codegen::ir::MemFlags) -> MemFlagsData {
+        let f = self.func.dfg.mem_flags[f];
+        let mut flags = MemFlagsData::new().with_alias_region(f.alias_region());
+        if f.notrap() {
+            flags = flags.with_notrap();
+        }
+        if f.readonly() {
+            flags = flags.with_readonly();
+        }
+        flags
     }
 
     /// Whether the real at `q` (address, offset) is the one right after the real at `p`.
@@ -578,7 +699,10 @@ impl Pairing<'_> {
                 terms: Vec::new(),
                 constant: imm.bits(),
             },
-            InstructionData::Binary { opcode, args: [x, y] } => match opcode {
+            InstructionData::Binary {
+                opcode,
+                args: [x, y],
+            } => match opcode {
                 Opcode::Iadd => self
                     .linear_of(x, depth - 1)
                     .plus(self.linear_of(y, depth - 1)),
@@ -592,9 +716,7 @@ impl Pairing<'_> {
                     _ => Linear::atom(v),
                 },
                 Opcode::Ishl => match self.constant(y) {
-                    Some(k) if (0..63).contains(&k) => {
-                        self.linear_of(x, depth - 1).scaled(1 << k)
-                    }
+                    Some(k) if (0..63).contains(&k) => self.linear_of(x, depth - 1).scaled(1 << k),
                     _ => Linear::atom(v),
                 },
                 _ => Linear::atom(v),
@@ -654,7 +776,9 @@ fn remove_dead(func: &mut Function, blocks: &[Block]) {
                 let results = func.dfg.inst_results(inst);
                 if !removable
                     || results.is_empty()
-                    || results.iter().any(|r| uses.get(r).copied().unwrap_or(0) > 0)
+                    || results
+                        .iter()
+                        .any(|r| uses.get(r).copied().unwrap_or(0) > 0)
                 {
                     continue;
                 }
@@ -671,6 +795,11 @@ fn remove_dead(func: &mut Function, blocks: &[Block]) {
 }
 
 impl super::Translator<'_> {
+    /// The buffer each address is in (see [`pair_lanes`]).
+    pub(crate) fn roots(&self) -> HashMap<Value, Value> {
+        self.roots.clone()
+    }
+
     /// The reals `a` and `b` as the two lanes of a vector: a pack, which [`pair_lanes`]
     /// replaces by the vector computation of both when they are alike.
     pub(super) fn pack(&mut self, a: Value, b: Value) -> Value {
