@@ -287,9 +287,15 @@ fn build_with(
             })
         }
     };
+    let roots = t.roots();
     let mut b = t.into_builder();
     b.seal_all_blocks();
     b.finalize(frontend);
+    // Pairs of alike scalar computations the lowering packed into vectors become vector
+    // computations (two elements per instruction).
+    if crate::lower::lanes::available(module.isa()) {
+        crate::lower::lanes::pair_lanes(&mut ctx.func, &roots);
+    }
 
     verify(ctx, module)?;
     Ok((

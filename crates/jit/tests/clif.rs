@@ -31,8 +31,7 @@ fn dot_is_one_bottom_tested_loop() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v116 = load.i64 notrap aligned readonly can_move v1
-                v7 -> v116
+                v119 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
@@ -41,118 +40,87 @@ fn dot_is_one_bottom_tested_loop() {
                 v6 = load.i64 notrap aligned readonly can_move v2
                 v8 = f64const 0.0
                 v9 = iconst.i64 2
-                v10 = ushr.i64 v7, v9  ; v9 = 2
+                v10 = ushr.i64 v119, v9  ; v9 = 2
                 v11 = f64const -0.0
-                v12 = f64const -0.0
-                v13 = f64const -0.0
+                v120 = splat.f64x2 v11  ; v11 = -0.0
+                v12 = scalar_to_vector.f64x2 v8  ; v8 = 0.0
+                v13 = insertlane v12, v11, 1  ; v11 = -0.0
                 v23 = iconst.i64 0
-                brif v10, block2(v23, v8, v11, v12, v13), block3(v8, v11, v12, v13)  ; v23 = 0, v8 = 0.0, v11 = -0.0, v12 = -0.0, v13 = -0.0, v8 = 0.0, v11 = -0.0, v12 = -0.0, v13 = -0.0
+                brif v10, block2(v23, v8, v13, v120), block3(v8, v13, v120)  ; v23 = 0, v8 = 0.0, v8 = 0.0
 
-            block2(v14: i64, v15: f64, v16: f64, v17: f64, v18: f64):
+            block2(v16: i64, v17: f64, v18: f64x2, v19: f64x2):
                 v24 = iconst.i64 2
-                v25 = ishl v14, v24  ; v24 = 2
-                v26 = iconst.i64 3
-                v27 = ishl v25, v26  ; v26 = 3
-                v28 = iadd.i64 v4, v27
-                v29 = load.f64 notrap aligned v28
-                v30 = iconst.i64 3
-                v31 = ishl v25, v30  ; v30 = 3
-                v32 = iadd.i64 v5, v31
-                v33 = load.f64 notrap aligned v32
-                v34 = fmul v29, v33
-                v35 = fadd v15, v34
-                v36 = iconst.i64 1
-                v37 = iadd v25, v36  ; v36 = 1
-                v38 = iconst.i64 3
-                v39 = ishl v37, v38  ; v38 = 3
-                v40 = iadd.i64 v4, v39
-                v41 = load.f64 notrap aligned v40
-                v42 = iconst.i64 3
-                v43 = ishl v37, v42  ; v42 = 3
-                v44 = iadd.i64 v5, v43
-                v45 = load.f64 notrap aligned v44
-                v46 = fmul v41, v45
-                v47 = fadd v16, v46
-                v48 = iconst.i64 2
-                v49 = iadd v25, v48  ; v48 = 2
-                v50 = iconst.i64 3
-                v51 = ishl v49, v50  ; v50 = 3
-                v52 = iadd.i64 v4, v51
-                v53 = load.f64 notrap aligned v52
-                v54 = iconst.i64 3
-                v55 = ishl v49, v54  ; v54 = 3
-                v56 = iadd.i64 v5, v55
-                v57 = load.f64 notrap aligned v56
-                v58 = fmul v53, v57
-                v59 = fadd v17, v58
-                v60 = iconst.i64 3
-                v61 = iadd v25, v60  ; v60 = 3
-                v62 = iconst.i64 3
-                v63 = ishl v61, v62  ; v62 = 3
-                v64 = iadd.i64 v4, v63
-                v65 = load.f64 notrap aligned v64
-                v66 = iconst.i64 3
-                v67 = ishl v61, v66  ; v66 = 3
-                v68 = iadd.i64 v5, v67
-                v69 = load.f64 notrap aligned v68
-                v70 = fmul v65, v69
-                v71 = fadd v18, v70
-                v72 = iconst.i64 1
-                v73 = iadd v14, v72  ; v72 = 1
-                v74 = icmp ult v73, v10
-                brif v74, block2(v73, v35, v47, v59, v71), block3(v35, v47, v59, v71)
+                v25 = ishl v16, v24  ; v24 = 2
+                v27 = iconst.i64 3
+                v28 = ishl v25, v27  ; v27 = 3
+                v29 = iadd.i64 v4, v28
+                v31 = iconst.i64 3
+                v32 = ishl v25, v31  ; v31 = 3
+                v33 = iadd.i64 v5, v32
+                v121 = load.f64x2 notrap v29
+                v122 = load.f64x2 notrap v33
+                v123 = fmul v121, v122
+                v124 = fadd v18, v123
+                v51 = iconst.i64 2
+                v52 = iadd v25, v51  ; v51 = 2
+                v53 = iconst.i64 3
+                v54 = ishl v52, v53  ; v53 = 3
+                v55 = iadd.i64 v4, v54
+                v57 = iconst.i64 3
+                v58 = ishl v52, v57  ; v57 = 3
+                v59 = iadd.i64 v5, v58
+                v125 = load.f64x2 notrap v55
+                v126 = load.f64x2 notrap v59
+                v127 = fmul v125, v126
+                v128 = fadd v19, v127
+                v80 = iconst.i64 1
+                v81 = iadd v16, v80  ; v80 = 1
+                v82 = icmp ult v81, v10
+                brif v82, block2(v81, v17, v124, v128), block3(v17, v124, v128)
 
-            block3(v19: f64, v20: f64, v21: f64, v22: f64):
-                v75 = stack_addr.i64 ss0
-                store notrap aligned v19, v75
-                v76 = atomic_load.i64 notrap aligned v75
-                v77 = bitcast.f64 v76
-                v78 = stack_addr.i64 ss0
-                store notrap aligned v20, v78
-                v79 = atomic_load.i64 notrap aligned v78
-                v80 = bitcast.f64 v79
-                v81 = stack_addr.i64 ss0
-                store notrap aligned v21, v81
-                v82 = atomic_load.i64 notrap aligned v81
-                v83 = bitcast.f64 v82
-                v84 = stack_addr.i64 ss0
-                store notrap aligned v22, v84
-                v85 = atomic_load.i64 notrap aligned v84
-                v86 = bitcast.f64 v85
-                v87 = fadd v77, v80
-                v88 = fadd v83, v86
-                v89 = fadd v87, v88
-                v90 = select v10, v89, v77
-                v91 = iconst.i64 2
-                v92 = ishl.i64 v10, v91  ; v91 = 2
-                v93 = iconst.i64 3
-                v94 = band.i64 v7, v93  ; v93 = 3
-                v98 = iconst.i64 0
-                brif v94, block4(v98, v90), block5(v90)  ; v98 = 0
+            block3(v20: f64, v21: f64x2, v22: f64x2):
+                v83 = stack_addr.i64 ss0
+                store notrap aligned v20, v83
+                v84 = atomic_load.i64 notrap aligned v83
+                v85 = bitcast.f64 v84
+                v86 = extractlane v21, 0
+                v87 = extractlane v21, 1
+                v88 = extractlane v22, 0
+                v89 = extractlane v22, 1
+                v90 = fadd v86, v87
+                v91 = fadd v88, v89
+                v92 = fadd v90, v91
+                v93 = select v10, v92, v85
+                v94 = iconst.i64 2
+                v95 = ishl.i64 v10, v94  ; v94 = 2
+                v96 = iconst.i64 3
+                v97 = band.i64 v119, v96  ; v96 = 3
+                v101 = iconst.i64 0
+                brif v97, block4(v101, v93), block5(v93)  ; v101 = 0
 
-            block4(v95: i64, v96: f64):
-                v99 = iadd.i64 v92, v95
-                v100 = iconst.i64 3
-                v101 = ishl v99, v100  ; v100 = 3
-                v102 = iadd.i64 v4, v101
-                v103 = load.f64 notrap aligned v102
-                v104 = iconst.i64 3
-                v105 = ishl v99, v104  ; v104 = 3
-                v106 = iadd.i64 v5, v105
-                v107 = load.f64 notrap aligned v106
-                v108 = fmul v103, v107
-                v109 = fadd v96, v108
-                v110 = iconst.i64 1
-                v111 = iadd v95, v110  ; v110 = 1
-                v112 = icmp ult v111, v94
-                brif v112, block4(v111, v109), block5(v109)
+            block4(v98: i64, v99: f64):
+                v102 = iadd.i64 v95, v98
+                v103 = iconst.i64 3
+                v104 = ishl v102, v103  ; v103 = 3
+                v105 = iadd.i64 v4, v104
+                v106 = load.f64 notrap aligned v105
+                v107 = iconst.i64 3
+                v108 = ishl v102, v107  ; v107 = 3
+                v109 = iadd.i64 v5, v108
+                v110 = load.f64 notrap aligned v109
+                v111 = fmul v106, v110
+                v112 = fadd v99, v111
+                v113 = iconst.i64 1
+                v114 = iadd v98, v113  ; v113 = 1
+                v115 = icmp ult v114, v97
+                brif v115, block4(v114, v112), block5(v112)
 
-            block5(v97: f64):
-                v113 = stack_addr.i64 ss0
-                store notrap aligned v97, v113
-                v114 = atomic_load.i64 notrap aligned v113
-                v115 = bitcast.f64 v114
-                store notrap aligned v115, v6
+            block5(v100: f64):
+                v116 = stack_addr.i64 ss0
+                store notrap aligned v100, v116
+                v117 = atomic_load.i64 notrap aligned v116
+                v118 = bitcast.f64 v117
+                store notrap aligned v118, v6
                 return
             }
         "#]],
@@ -440,8 +408,7 @@ fn result_component_is_computed_in_place() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v174 = load.i64 notrap aligned readonly can_move v1
-                v7 -> v174
+                v177 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
@@ -449,7 +416,7 @@ fn result_component_is_computed_in_place() {
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v6 = load.i64 notrap aligned readonly can_move v2+8
                 v9 = iconst.i64 0
-                brif.i64 v7, block2(v9), block3  ; v9 = 0
+                brif.i64 v177, block2(v9), block3  ; v9 = 0
 
             block2(v8: i64):
                 v10 = iconst.i64 3
@@ -533,99 +500,78 @@ fn result_component_is_computed_in_place() {
                 store notrap aligned v87, v16
                 v88 = iconst.i64 1
                 v89 = iadd v8, v88  ; v88 = 1
-                v90 = icmp ult v89, v7
+                v90 = icmp ult v89, v177
                 brif v90, block2(v89), block3
 
             block3:
                 v91 = f64const 0.0
                 v92 = iconst.i64 2
-                v93 = ushr.i64 v7, v92  ; v92 = 2
+                v93 = ushr.i64 v177, v92  ; v92 = 2
                 v94 = f64const -0.0
-                v95 = f64const -0.0
-                v96 = f64const -0.0
+                v178 = splat.f64x2 v94  ; v94 = -0.0
+                v95 = scalar_to_vector.f64x2 v91  ; v91 = 0.0
+                v96 = insertlane v95, v94, 1  ; v94 = -0.0
                 v106 = iconst.i64 0
-                brif v93, block4(v106, v91, v94, v95, v96), block5(v91, v94, v95, v96)  ; v106 = 0, v91 = 0.0, v94 = -0.0, v95 = -0.0, v96 = -0.0, v91 = 0.0, v94 = -0.0, v95 = -0.0, v96 = -0.0
+                brif v93, block4(v106, v91, v96, v178), block5(v91, v96, v178)  ; v106 = 0, v91 = 0.0, v91 = 0.0
 
-            block4(v97: i64, v98: f64, v99: f64, v100: f64, v101: f64):
+            block4(v99: i64, v100: f64, v101: f64x2, v102: f64x2):
                 v107 = iconst.i64 2
-                v108 = ishl v97, v107  ; v107 = 2
-                v109 = iconst.i64 3
-                v110 = ishl v108, v109  ; v109 = 3
-                v111 = iadd.i64 v5, v110
-                v112 = load.f64 notrap aligned v111
-                v113 = fadd v98, v112
-                v114 = iconst.i64 1
-                v115 = iadd v108, v114  ; v114 = 1
-                v116 = iconst.i64 3
-                v117 = ishl v115, v116  ; v116 = 3
-                v118 = iadd.i64 v5, v117
-                v119 = load.f64 notrap aligned v118
-                v120 = fadd v99, v119
-                v121 = iconst.i64 2
-                v122 = iadd v108, v121  ; v121 = 2
-                v123 = iconst.i64 3
-                v124 = ishl v122, v123  ; v123 = 3
-                v125 = iadd.i64 v5, v124
-                v126 = load.f64 notrap aligned v125
-                v127 = fadd v100, v126
-                v128 = iconst.i64 3
-                v129 = iadd v108, v128  ; v128 = 3
-                v130 = iconst.i64 3
-                v131 = ishl v129, v130  ; v130 = 3
-                v132 = iadd.i64 v5, v131
-                v133 = load.f64 notrap aligned v132
-                v134 = fadd v101, v133
-                v135 = iconst.i64 1
-                v136 = iadd v97, v135  ; v135 = 1
-                v137 = icmp ult v136, v93
-                brif v137, block4(v136, v113, v120, v127, v134), block5(v113, v120, v127, v134)
+                v108 = ishl v99, v107  ; v107 = 2
+                v110 = iconst.i64 3
+                v111 = ishl v108, v110  ; v110 = 3
+                v112 = iadd.i64 v5, v111
+                v179 = load.f64x2 notrap v112
+                v180 = fadd v101, v179
+                v124 = iconst.i64 2
+                v125 = iadd v108, v124  ; v124 = 2
+                v126 = iconst.i64 3
+                v127 = ishl v125, v126  ; v126 = 3
+                v128 = iadd.i64 v5, v127
+                v181 = load.f64x2 notrap v128
+                v182 = fadd v102, v181
+                v143 = iconst.i64 1
+                v144 = iadd v99, v143  ; v143 = 1
+                v145 = icmp ult v144, v93
+                brif v145, block4(v144, v100, v180, v182), block5(v100, v180, v182)
 
-            block5(v102: f64, v103: f64, v104: f64, v105: f64):
-                v138 = stack_addr.i64 ss0
-                store notrap aligned v102, v138
-                v139 = atomic_load.i64 notrap aligned v138
-                v140 = bitcast.f64 v139
-                v141 = stack_addr.i64 ss0
-                store notrap aligned v103, v141
-                v142 = atomic_load.i64 notrap aligned v141
-                v143 = bitcast.f64 v142
-                v144 = stack_addr.i64 ss0
-                store notrap aligned v104, v144
-                v145 = atomic_load.i64 notrap aligned v144
-                v146 = bitcast.f64 v145
-                v147 = stack_addr.i64 ss0
-                store notrap aligned v105, v147
-                v148 = atomic_load.i64 notrap aligned v147
-                v149 = bitcast.f64 v148
-                v150 = fadd v140, v143
-                v151 = fadd v146, v149
-                v152 = fadd v150, v151
-                v153 = select v93, v152, v140
-                v154 = iconst.i64 2
-                v155 = ishl.i64 v93, v154  ; v154 = 2
-                v156 = iconst.i64 3
-                v157 = band.i64 v7, v156  ; v156 = 3
-                v161 = iconst.i64 0
-                brif v157, block6(v161, v153), block7(v153)  ; v161 = 0
+            block5(v103: f64, v104: f64x2, v105: f64x2):
+                v146 = stack_addr.i64 ss0
+                store notrap aligned v103, v146
+                v147 = atomic_load.i64 notrap aligned v146
+                v148 = bitcast.f64 v147
+                v149 = extractlane v104, 0
+                v150 = extractlane v104, 1
+                v151 = extractlane v105, 0
+                v152 = extractlane v105, 1
+                v153 = fadd v149, v150
+                v154 = fadd v151, v152
+                v155 = fadd v153, v154
+                v156 = select v93, v155, v148
+                v157 = iconst.i64 2
+                v158 = ishl.i64 v93, v157  ; v157 = 2
+                v159 = iconst.i64 3
+                v160 = band.i64 v177, v159  ; v159 = 3
+                v164 = iconst.i64 0
+                brif v160, block6(v164, v156), block7(v156)  ; v164 = 0
 
-            block6(v158: i64, v159: f64):
-                v162 = iadd.i64 v155, v158
-                v163 = iconst.i64 3
-                v164 = ishl v162, v163  ; v163 = 3
-                v165 = iadd.i64 v5, v164
-                v166 = load.f64 notrap aligned v165
-                v167 = fadd v159, v166
-                v168 = iconst.i64 1
-                v169 = iadd v158, v168  ; v168 = 1
-                v170 = icmp ult v169, v157
-                brif v170, block6(v169, v167), block7(v167)
+            block6(v161: i64, v162: f64):
+                v165 = iadd.i64 v158, v161
+                v166 = iconst.i64 3
+                v167 = ishl v165, v166  ; v166 = 3
+                v168 = iadd.i64 v5, v167
+                v169 = load.f64 notrap aligned v168
+                v170 = fadd v162, v169
+                v171 = iconst.i64 1
+                v172 = iadd v161, v171  ; v171 = 1
+                v173 = icmp ult v172, v160
+                brif v173, block6(v172, v170), block7(v170)
 
-            block7(v160: f64):
-                v171 = stack_addr.i64 ss0
-                store notrap aligned v160, v171
-                v172 = atomic_load.i64 notrap aligned v171
-                v173 = bitcast.f64 v172
-                store notrap aligned v173, v6
+            block7(v163: f64):
+                v174 = stack_addr.i64 ss0
+                store notrap aligned v163, v174
+                v175 = atomic_load.i64 notrap aligned v174
+                v176 = bitcast.f64 v175
+                store notrap aligned v176, v6
                 return
             }
         "#]],
@@ -639,109 +585,87 @@ fn sum_keeps_four_accumulators() {
     clif(
         "def f(A: [n]real) = reduce + 0 A",
         expect![[r#"
-        function u0:0(i64, i64, i64, i64) system_v {
-            ss0 = explicit_slot 8, align = 8
+            function u0:0(i64, i64, i64, i64) system_v {
+                ss0 = explicit_slot 8, align = 8
 
-        block0(v0: i64, v1: i64, v2: i64, v3: i64):
-            v90 = load.i64 notrap aligned readonly can_move v1
-            v6 -> v90
-            jump block1
+            block0(v0: i64, v1: i64, v2: i64, v3: i64):
+                v93 = load.i64 notrap aligned readonly can_move v1
+                jump block1
 
-        block1:
-            v4 = load.i64 notrap aligned readonly can_move v0
-            v5 = load.i64 notrap aligned readonly can_move v2
-            v7 = f64const 0.0
-            v8 = iconst.i64 2
-            v9 = ushr.i64 v6, v8  ; v8 = 2
-            v10 = f64const -0.0
-            v11 = f64const -0.0
-            v12 = f64const -0.0
-            v22 = iconst.i64 0
-            brif v9, block2(v22, v7, v10, v11, v12), block3(v7, v10, v11, v12)  ; v22 = 0, v7 = 0.0, v10 = -0.0, v11 = -0.0, v12 = -0.0, v7 = 0.0, v10 = -0.0, v11 = -0.0, v12 = -0.0
+            block1:
+                v4 = load.i64 notrap aligned readonly can_move v0
+                v5 = load.i64 notrap aligned readonly can_move v2
+                v7 = f64const 0.0
+                v8 = iconst.i64 2
+                v9 = ushr.i64 v93, v8  ; v8 = 2
+                v10 = f64const -0.0
+                v94 = splat.f64x2 v10  ; v10 = -0.0
+                v11 = scalar_to_vector.f64x2 v7  ; v7 = 0.0
+                v12 = insertlane v11, v10, 1  ; v10 = -0.0
+                v22 = iconst.i64 0
+                brif v9, block2(v22, v7, v12, v94), block3(v7, v12, v94)  ; v22 = 0, v7 = 0.0, v7 = 0.0
 
-        block2(v13: i64, v14: f64, v15: f64, v16: f64, v17: f64):
-            v23 = iconst.i64 2
-            v24 = ishl v13, v23  ; v23 = 2
-            v25 = iconst.i64 3
-            v26 = ishl v24, v25  ; v25 = 3
-            v27 = iadd.i64 v4, v26
-            v28 = load.f64 notrap aligned v27
-            v29 = fadd v14, v28
-            v30 = iconst.i64 1
-            v31 = iadd v24, v30  ; v30 = 1
-            v32 = iconst.i64 3
-            v33 = ishl v31, v32  ; v32 = 3
-            v34 = iadd.i64 v4, v33
-            v35 = load.f64 notrap aligned v34
-            v36 = fadd v15, v35
-            v37 = iconst.i64 2
-            v38 = iadd v24, v37  ; v37 = 2
-            v39 = iconst.i64 3
-            v40 = ishl v38, v39  ; v39 = 3
-            v41 = iadd.i64 v4, v40
-            v42 = load.f64 notrap aligned v41
-            v43 = fadd v16, v42
-            v44 = iconst.i64 3
-            v45 = iadd v24, v44  ; v44 = 3
-            v46 = iconst.i64 3
-            v47 = ishl v45, v46  ; v46 = 3
-            v48 = iadd.i64 v4, v47
-            v49 = load.f64 notrap aligned v48
-            v50 = fadd v17, v49
-            v51 = iconst.i64 1
-            v52 = iadd v13, v51  ; v51 = 1
-            v53 = icmp ult v52, v9
-            brif v53, block2(v52, v29, v36, v43, v50), block3(v29, v36, v43, v50)
+            block2(v15: i64, v16: f64, v17: f64x2, v18: f64x2):
+                v23 = iconst.i64 2
+                v24 = ishl v15, v23  ; v23 = 2
+                v26 = iconst.i64 3
+                v27 = ishl v24, v26  ; v26 = 3
+                v28 = iadd.i64 v4, v27
+                v95 = load.f64x2 notrap v28
+                v96 = fadd v17, v95
+                v40 = iconst.i64 2
+                v41 = iadd v24, v40  ; v40 = 2
+                v42 = iconst.i64 3
+                v43 = ishl v41, v42  ; v42 = 3
+                v44 = iadd.i64 v4, v43
+                v97 = load.f64x2 notrap v44
+                v98 = fadd v18, v97
+                v59 = iconst.i64 1
+                v60 = iadd v15, v59  ; v59 = 1
+                v61 = icmp ult v60, v9
+                brif v61, block2(v60, v16, v96, v98), block3(v16, v96, v98)
 
-        block3(v18: f64, v19: f64, v20: f64, v21: f64):
-            v54 = stack_addr.i64 ss0
-            store notrap aligned v18, v54
-            v55 = atomic_load.i64 notrap aligned v54
-            v56 = bitcast.f64 v55
-            v57 = stack_addr.i64 ss0
-            store notrap aligned v19, v57
-            v58 = atomic_load.i64 notrap aligned v57
-            v59 = bitcast.f64 v58
-            v60 = stack_addr.i64 ss0
-            store notrap aligned v20, v60
-            v61 = atomic_load.i64 notrap aligned v60
-            v62 = bitcast.f64 v61
-            v63 = stack_addr.i64 ss0
-            store notrap aligned v21, v63
-            v64 = atomic_load.i64 notrap aligned v63
-            v65 = bitcast.f64 v64
-            v66 = fadd v56, v59
-            v67 = fadd v62, v65
-            v68 = fadd v66, v67
-            v69 = select v9, v68, v56
-            v70 = iconst.i64 2
-            v71 = ishl.i64 v9, v70  ; v70 = 2
-            v72 = iconst.i64 3
-            v73 = band.i64 v6, v72  ; v72 = 3
-            v77 = iconst.i64 0
-            brif v73, block4(v77, v69), block5(v69)  ; v77 = 0
+            block3(v19: f64, v20: f64x2, v21: f64x2):
+                v62 = stack_addr.i64 ss0
+                store notrap aligned v19, v62
+                v63 = atomic_load.i64 notrap aligned v62
+                v64 = bitcast.f64 v63
+                v65 = extractlane v20, 0
+                v66 = extractlane v20, 1
+                v67 = extractlane v21, 0
+                v68 = extractlane v21, 1
+                v69 = fadd v65, v66
+                v70 = fadd v67, v68
+                v71 = fadd v69, v70
+                v72 = select v9, v71, v64
+                v73 = iconst.i64 2
+                v74 = ishl.i64 v9, v73  ; v73 = 2
+                v75 = iconst.i64 3
+                v76 = band.i64 v93, v75  ; v75 = 3
+                v80 = iconst.i64 0
+                brif v76, block4(v80, v72), block5(v72)  ; v80 = 0
 
-        block4(v74: i64, v75: f64):
-            v78 = iadd.i64 v71, v74
-            v79 = iconst.i64 3
-            v80 = ishl v78, v79  ; v79 = 3
-            v81 = iadd.i64 v4, v80
-            v82 = load.f64 notrap aligned v81
-            v83 = fadd v75, v82
-            v84 = iconst.i64 1
-            v85 = iadd v74, v84  ; v84 = 1
-            v86 = icmp ult v85, v73
-            brif v86, block4(v85, v83), block5(v83)
+            block4(v77: i64, v78: f64):
+                v81 = iadd.i64 v74, v77
+                v82 = iconst.i64 3
+                v83 = ishl v81, v82  ; v82 = 3
+                v84 = iadd.i64 v4, v83
+                v85 = load.f64 notrap aligned v84
+                v86 = fadd v78, v85
+                v87 = iconst.i64 1
+                v88 = iadd v77, v87  ; v87 = 1
+                v89 = icmp ult v88, v76
+                brif v89, block4(v88, v86), block5(v86)
 
-        block5(v76: f64):
-            v87 = stack_addr.i64 ss0
-            store notrap aligned v76, v87
-            v88 = atomic_load.i64 notrap aligned v87
-            v89 = bitcast.f64 v88
-            store notrap aligned v89, v5
-            return
-        }
-    "#]],
+            block5(v79: f64):
+                v90 = stack_addr.i64 ss0
+                store notrap aligned v79, v90
+                v91 = atomic_load.i64 notrap aligned v90
+                v92 = bitcast.f64 v91
+                store notrap aligned v92, v5
+                return
+            }
+        "#]],
     );
 }
 

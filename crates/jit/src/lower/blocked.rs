@@ -32,6 +32,7 @@ use unfad_syntax::{BinOp, ExprId, Node, Var};
 use crate::error::{internal, JitResult};
 use crate::value::{Arr, IntVal, Kind, Val};
 
+use super::lanes;
 use super::variables::Entry;
 use super::Translator;
 
@@ -100,23 +101,39 @@ impl<'a> Translator<'a> {
         };
         let replay = self.replay_point(reads);
         let width = init.len();
+        // On two lanes, the accumulators of a fold are carried as two vectors, lanes
+        // (0, 1) and (2, 3); the scalar slot at `lane.at` then keeps the initial value.
+        let paired = K == 4 && lanes::available(self.module.isa());
         let mut state = init.clone();
-        for _ in 1..K {
+        if paired {
             for lane in lanes {
-                state.push(self.b.ins().f64const(lane.unit));
+                let unit = self.b.ins().f64const(lane.unit);
+                let first = self.pack(init[lane.at], unit);
+                let second = self.pack(unit, unit);
+                state.extend([first, second]);
+            }
+        } else {
+            for _ in 1..K {
+                for lane in lanes {
+                    state.push(self.b.ins().f64const(lane.unit));
+                }
             }
         }
         let out = self.loop_(blocks, false, state, &mut |t, b, cur| {
             let base = t.b.ins().ishl_imm_s(b, shift);
             let mut running = cur[..width].to_vec();
             let mut others = cur[width..].to_vec();
+            let mut accs = vec![Vec::with_capacity(K); lanes.len()];
             for j in 0..K {
                 if j > 0 {
                     t.rewind(&replay);
                 }
                 let mut view = running.clone();
-                if j > 0 {
-                    for (l, lane) in lanes.iter().enumerate() {
+                for (l, lane) in lanes.iter().enumerate() {
+                    if paired {
+                        let v = cur[width + 2 * l + j / 2];
+                        view[lane.at] = t.b.ins().extractlane(v, (j % 2) as u8);
+                    } else if j > 0 {
                         view[lane.at] = others[(j - 1) * lanes.len() + l];
                     }
                 }
@@ -127,13 +144,23 @@ impl<'a> Translator<'a> {
                 };
                 t.count_at(i);
                 let mut next = step(t, i, &view)?;
-                if j > 0 {
-                    for (l, lane) in lanes.iter().enumerate() {
+                for (l, lane) in lanes.iter().enumerate() {
+                    if paired {
+                        accs[l].push(next[lane.at]);
+                        next[lane.at] = cur[lane.at];
+                    } else if j > 0 {
                         others[(j - 1) * lanes.len() + l] = next[lane.at];
                         next[lane.at] = running[lane.at];
                     }
                 }
                 running = next;
+            }
+            if paired {
+                others.clear();
+                for acc in &accs {
+                    others.push(t.pack(acc[0], acc[1]));
+                    others.push(t.pack(acc[2], acc[3]));
+                }
             }
             running.extend(others);
             Ok(running)
@@ -141,9 +168,20 @@ impl<'a> Translator<'a> {
         let mut state = out[..width].to_vec();
         if blocks != IntVal::Const(0) {
             for (l, lane) in lanes.iter().enumerate() {
-                let accs: Vec<Value> = std::iter::once(out[lane.at])
-                    .chain((1..K).map(|j| out[width + (j - 1) * lanes.len() + l]))
-                    .collect();
+                let accs: Vec<Value> = if paired {
+                    let (first, second) = (out[width + 2 * l], out[width + 2 * l + 1]);
+                    let ins = |t: &mut Self, v, k: u8| t.b.ins().extractlane(v, k);
+                    vec![
+                        ins(self, first, 0),
+                        ins(self, first, 1),
+                        ins(self, second, 0),
+                        ins(self, second, 1),
+                    ]
+                } else {
+                    std::iter::once(out[lane.at])
+                        .chain((1..K).map(|j| out[width + (j - 1) * lanes.len() + l]))
+                        .collect()
+                };
                 let all = combine_tree(accs, &mut |x, y| combine(self, l, x, y))?;
                 // With no whole block, the result so far is the initial value itself.
                 state[lane.at] = match blocks {

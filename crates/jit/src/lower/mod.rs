@@ -66,6 +66,7 @@ mod folds;
 mod fusion;
 mod integers;
 mod kernels;
+pub(crate) mod lanes;
 mod loops;
 mod memory;
 mod prologue;
