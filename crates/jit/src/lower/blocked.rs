@@ -93,18 +93,15 @@ impl<'a> Translator<'a> {
         if lanes.is_empty() {
             return self.loop_(count, false, init, step);
         }
-        const K: usize = ACCUMULATORS;
-        let shift = K.trailing_zeros() as i64;
-        let blocks = match count {
-            IntVal::Const(n) => IntVal::Const(n / K as i64),
-            IntVal::Ssa(v) => IntVal::Ssa(self.b.ins().ushr_imm_s(v, shift)),
-        };
         if reads
             .iter()
             .any(|a| heavy(self.arena, a, &mut { HEAVY_BODY }))
         {
-            return self.rotating_loop(count, blocks, init, lanes, reads, step, combine);
+            return self.rotating_loop(count, init, lanes, reads, step, combine);
         }
+        const K: usize = ACCUMULATORS;
+        let shift = K.trailing_zeros() as i64;
+        let blocks = self.blocks_of(count);
         let replay = self.replay_point(reads);
         let width = init.len();
         // On two lanes, the accumulators of a fold are carried as two vectors, lanes
@@ -227,7 +224,6 @@ impl<'a> Translator<'a> {
     fn rotating_loop(
         &mut self,
         count: IntVal,
-        blocks: IntVal,
         init: Vec<Value>,
         lanes: &[Lane],
         reads: &[&Rc<Arr>],
@@ -236,6 +232,7 @@ impl<'a> Translator<'a> {
     ) -> JitResult<Vec<Value>> {
         const K: usize = ACCUMULATORS;
         let shift = K.trailing_zeros() as i64;
+        let blocks = self.blocks_of(count);
         let width = init.len();
         // The element's code is emitted twice: in the blocks' loop and the remainder's.
         let replay = self.replay_point(reads);
@@ -295,6 +292,15 @@ impl<'a> Translator<'a> {
             t.count_at(at);
             step(t, at, cur)
         })
+    }
+
+    /// The number of whole blocks of [`ACCUMULATORS`] elements among `count`.
+    fn blocks_of(&mut self, count: IntVal) -> IntVal {
+        let shift = ACCUMULATORS.trailing_zeros() as i64;
+        match count {
+            IntVal::Const(n) => IntVal::Const(n >> shift),
+            IntVal::Ssa(v) => IntVal::Ssa(self.b.ins().ushr_imm_s(v, shift)),
+        }
     }
 
     /// Make `i` the index of the element the innermost loop is at: a scan computed where
