@@ -26,7 +26,8 @@
 //! it calls, `Y`, has the domain of the variables live *before* `e` (those after, and
 //! `e`'s free variables). A variable that `e` does not touch passes through unchanged; one
 //! that is live before `e` but not after starts at `0` there (the paper's `0_A` of the
-//! `let` rule, moved to where the variable's last use is met). This is the paper's rule
+//! `let` rule, moved to where the variable's last use is met; the sums are the paper's,
+//! in the same order, from the same `0`). This is the paper's rule
 //! with a weakening of each continuation's context, so the term means the same; its size
 //! is the sum of the live sets, linear for a straight-line program. The whole term's
 //! continuation takes no adjoint of Γ at all: every caller starts from `0_Γ`
@@ -155,12 +156,18 @@ impl Adjoints {
         }
     }
 
-    /// `dv +̂= g` (`dv = g` when `v` has no adjoint yet: it is not live after).
+    /// `dv +̂= g`. When `v` has no adjoint yet (it is not live after), `dv = 0 +̂ g`: the
+    /// paper's sum from its `0_A`, so that both routes compute the same numbers, the
+    /// sign of a zero included (`0 + -0` is `0`).
     fn add(&mut self, a: &mut Arena, v: Var, ty: &Type, g: ExprId) -> Result<(), AdError> {
-        let sum = match self.get(v) {
-            Some(d) => add_hat(a, ty, d, g)?,
-            None => g,
+        let d = match self.get(v) {
+            Some(d) => d,
+            None => {
+                let w = a.var(v);
+                zero(a, ty, w)?
+            }
         };
+        let sum = add_hat(a, ty, d, g)?;
         self.set(v, sum);
         Ok(())
     }
