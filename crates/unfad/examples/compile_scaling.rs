@@ -3,7 +3,7 @@
 //! optimizer, native code), and the stages of one example file.
 //!
 //! ```text
-//! cargo run --release -p unfad --example compile_scaling -- [--paper] [N ...]
+//! cargo run --release -p unfad --example compile_scaling -- [--paper] [--no-jit] [N ...]
 //! cargo run --release -p unfad --example compile_scaling -- [--paper] --file examples/gmm.ad
 //! ```
 //!
@@ -11,7 +11,8 @@
 //! one real in, one out. Each `N` runs in a child process of its own, so that its peak
 //! memory (`VmHWM`) is its own. `--paper` differentiates with the paper's macro
 //! ([`Pipeline::reverse`], continuations over the whole context) instead of the route
-//! `compile_grad` takes ([`Pipeline::optimized_reverse`]). The default curve is
+//! `compile_grad` takes ([`Pipeline::optimized_reverse`]); `--no-jit` stops before the
+//! native code (whose register allocation is what grows fastest). The default curve is
 //! N = 100, 1000, 10000, 100000.
 //!
 //! A benchmark, not a test: the figures depend on the machine and its load.
@@ -51,6 +52,8 @@ struct Stages {
     reverse: f64,
     optimize: f64,
     jit: f64,
+    /// The peak memory before the JIT, in MB.
+    peak_before_jit: f64,
     reverse_nodes: usize,
     optimized_nodes: usize,
 }
@@ -70,8 +73,9 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-/// Compile `src`'s gradient stage by stage, as `Engine::compile_grad_with` does.
-fn compile(src: &str, paper: bool) -> Stages {
+/// Compile `src`'s gradient stage by stage, as `Engine::compile_grad_with` does (without
+/// the JIT if `jit` is false).
+fn compile(src: &str, paper: bool, jit: bool) -> Stages {
     let t = Instant::now();
     let mut p = Pipeline::load(src, None).expect("the program loads");
     let wrt: Vec<usize> = (0..p.source.params.len()).collect();
@@ -90,15 +94,19 @@ fn compile(src: &str, paper: bool) -> Stages {
     let opt = p.optimize(&rev).expect("the optimizer");
     let optimize = ms(t);
     let optimized_nodes = term_size(&p.program.arena, opt.body);
+    let peak_before_jit = peak_mb();
     let t = Instant::now();
-    let compiled = unfad_jit::compile_parallel(&mut p.program.arena, &opt).expect("the JIT");
+    if jit {
+        let compiled = unfad_jit::compile_parallel(&mut p.program.arena, &opt).expect("the JIT");
+        drop(compiled);
+    }
     let jit = ms(t);
-    drop(compiled);
     Stages {
         load,
         reverse,
         optimize,
         jit,
+        peak_before_jit,
         reverse_nodes,
         optimized_nodes,
     }
@@ -107,12 +115,13 @@ fn compile(src: &str, paper: bool) -> Stages {
 fn row(label: &str, s: &Stages) {
     let total = s.load + s.reverse + s.optimize + s.jit;
     println!(
-        "| {label} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {} | {} |",
+        "| {label} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {} | {} |",
         s.load,
         s.reverse,
         s.optimize,
         s.jit,
         total,
+        s.peak_before_jit,
         peak_mb(),
         s.reverse_nodes,
         s.optimized_nodes
@@ -121,25 +130,29 @@ fn row(label: &str, s: &Stages) {
 
 fn header(what: &str) {
     println!(
-        "| {what} | load ms | reverse ms | optimize ms | JIT ms | total ms | peak MB | macro nodes | optimized nodes |"
+        "| {what} | load ms | reverse ms | optimize ms | JIT ms | total ms | peak MB before JIT | peak MB | macro nodes | optimized nodes |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let paper = args.iter().any(|a| a == "--paper");
-    let rest: Vec<&String> = args.iter().filter(|a| *a != "--paper").collect();
+    let jit = !args.iter().any(|a| a == "--no-jit");
+    let rest: Vec<&String> = args
+        .iter()
+        .filter(|a| *a != "--paper" && *a != "--no-jit")
+        .collect();
     match rest.as_slice() {
         [flag, n] if *flag == "--one" => {
             let n: usize = n.parse().expect("a length");
-            row(&n.to_string(), &compile(&chain(n), paper));
+            row(&n.to_string(), &compile(&chain(n), paper, jit));
         }
         [flag, path] if *flag == "--file" => {
             let src = std::fs::read_to_string(path).expect("a readable file");
             header("run");
             // The first runs warm the allocator and the caches; the median of the rest.
-            let mut runs: Vec<Stages> = (0..25).map(|_| compile(&src, paper)).collect();
+            let mut runs: Vec<Stages> = (0..25).map(|_| compile(&src, paper, jit)).collect();
             runs.drain(..5);
             runs.sort_by(|a, b| {
                 let t = |s: &Stages| s.load + s.reverse + s.optimize + s.jit;
@@ -163,6 +176,9 @@ fn main() {
                 cmd.arg("--one").arg(n.to_string());
                 if paper {
                     cmd.arg("--paper");
+                }
+                if !jit {
+                    cmd.arg("--no-jit");
                 }
                 let out = cmd.output().expect("the child runs");
                 if out.status.success() {
