@@ -106,6 +106,9 @@ pub struct Run {
     next: std::cell::Cell<usize>,
     /// Only the paper's rules (no dedicated rules for sums and extrema).
     pub(crate) paper_rules_only: bool,
+    /// The direct macro's continuations take only the adjoints of the variables live
+    /// after their subterm, not of all of Γ (see `direct`).
+    pub(crate) weakened: bool,
 }
 
 impl Run {
@@ -113,6 +116,14 @@ impl Run {
     pub(crate) fn paper() -> Run {
         Run {
             paper_rules_only: true,
+            ..Run::default()
+        }
+    }
+
+    /// A run of the direct macro with weakened continuations.
+    pub(crate) fn weakened() -> Run {
+        Run {
+            weakened: true,
             ..Run::default()
         }
     }

@@ -33,6 +33,13 @@
 //! assert_eq!(out.to_string(), format!("[{}, {}, 2]", 6.0 + 2f64.sin(), 3.0 + 2f64.cos()));
 //! ```
 //!
+//! [`reverse_weakened`] and [`gradient_weakened`] are the direct macro with each
+//! continuation weakened to the variables still live after its subterm instead of the
+//! whole context Γ: the same terms up to that weakening, linear in the program instead of
+//! O(nodes × |Γ|). The facade's `compile_grad` takes this route; [`reverse`] keeps the
+//! paper's form (`unfad emit --stage target` prints it), and random programs check that
+//! both give the same gradients after optimization.
+//!
 //! Layers, bottom up:
 //! - [`derivatives`]: the scalar derivative table (`∂op` as Target terms);
 //! - [`ground`]: the monoid `(G, +̂, 0_G)` on ground types, with symbolic zeros;
@@ -44,6 +51,8 @@
 //!   pass `J^T e · s` of their bodies (the paper's `hat-*` without Jacobians);
 //! - `arrays`: the reverse derivatives of `map` and `map2` (shared with `UNF^-1`);
 //! - `folds`: those of `reduce`, `foldl`, `scanl` and `scanr` (`reduce`'s is shared);
+//! - `live`: the free variables of every subterm, memoized (the weakened macro's
+//!   liveness);
 //! - `direct`: the direct macro, one rule per Source construct, by family;
 //! - [`unf`]: the UNF IR (Source and Target UNF, judgments, printer) and its three
 //!   transformations `UNF`, `D_ρ`, `UNF^-1`;
@@ -68,6 +77,7 @@ mod elem;
 pub mod error;
 mod folds;
 pub mod ground;
+mod live;
 mod pipeline;
 pub mod request;
 mod reverse;
@@ -94,6 +104,23 @@ pub fn reverse(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, Ad
     arena.reserve((64 * arena.node_count()).min(1 << 22));
     let names = Run::default();
     pipeline::reverse_with(&mut direct::Direct { names: &names }, arena, func, wrt)
+}
+
+/// [`reverse`] with *weakened continuations*: each continuation of the direct macro takes
+/// the adjoints of the variables still live after its subterm (read by the rest of the
+/// program), not of the whole context Γ (module `direct`). The term means the same as
+/// [`reverse`]'s and is linear in the program where [`reverse`]'s is O(nodes × |Γ|),
+/// quadratic for a straight-line program: this is the route `compile_grad` takes.
+/// [`reverse`] keeps the paper's form, for printing and for comparison.
+pub fn reverse_weakened(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
+    let run = Run::weakened();
+    pipeline::reverse_with(&mut direct::Direct { names: &run }, arena, func, wrt)
+}
+
+/// [`gradient`] with weakened continuations (see [`reverse_weakened`]).
+pub fn gradient_weakened(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
+    let run = Run::weakened();
+    pipeline::gradient_with(&mut direct::Direct { names: &run }, arena, func, wrt)
 }
 
 /// The paper's `∇ = π2 D^ρ_{Γ;Y}(e)(0_Γ, 1)` by the direct macro: the body evaluates to

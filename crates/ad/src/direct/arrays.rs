@@ -48,7 +48,8 @@ impl Macro<'_, '_> {
         };
         let result = (**result).clone();
         let captures = self.captures(e, f)?;
-        let ops = self.operands(arrays, y)?;
+        let captured: Vec<Var> = captures.iter().map(|&(c, _)| c).collect();
+        let ops = self.operands(arrays, y, &captured)?;
         let arrs: Vec<ExprId> = (0..arrays.len())
             .map(|i| self.a.var(ops.value(i)))
             .collect();
@@ -65,8 +66,10 @@ impl Macro<'_, '_> {
             let adj = map_adjoint(m.a, &mut rev, f, &caps, &arrs, z, &result)?;
             let mut lets = adj.bindings;
             m.accumulate(e, &mut dx, &captures, adj.captures, &mut lets)?;
-            dx.extend(adj.operands);
-            let call = m.call(last, &dx);
+            for (i, g) in adj.operands.into_iter().enumerate() {
+                dx.set(ops.value(i), g);
+            }
+            let call = m.call(last, dx, &[])?;
             Ok(wrap_lets(m.a, &lets, call))
         })?;
         let result = self.pair(value, k);
@@ -92,7 +95,8 @@ impl Macro<'_, '_> {
         let t = type_of(self.a, e)?;
         elem::binary_lambda(self.a, f)?;
         let captures = self.captures(e, f)?;
-        let ops = self.operands(&[e1, e2], y)?;
+        let captured: Vec<Var> = captures.iter().map(|&(c, _)| c).collect();
+        let ops = self.operands(&[e1, e2], y, &captured)?;
         let (init, array, last) = (self.a.var(ops.value(0)), self.a.var(ops.value(1)), ops.last);
         let caps = self.capture_values(&captures);
         let fold = Fold {
@@ -107,9 +111,9 @@ impl Macro<'_, '_> {
             let back = folds::fold_adjoint(m.a, &mut rev, &fold, &tape, z)?;
             let mut lets = back.bindings;
             m.accumulate(e, &mut dx, &captures, back.captures, &mut lets)?;
-            dx.push(back.init);
-            dx.push(back.array);
-            let call = m.call(last, &dx);
+            dx.set(ops.value(0), back.init);
+            dx.set(ops.value(1), back.array);
+            let call = m.call(last, dx, &[])?;
             Ok(wrap_lets(m.a, &lets, call))
         })?;
         let result = self.pair(tape.value, k);
@@ -137,7 +141,8 @@ impl Macro<'_, '_> {
         let t = type_of(self.a, e)?;
         elem::binary_lambda(self.a, f)?;
         let captures = self.captures(e, f)?;
-        let ops = self.operands(&[e1, e2], y)?;
+        let captured: Vec<Var> = captures.iter().map(|&(c, _)| c).collect();
+        let ops = self.operands(&[e1, e2], y, &captured)?;
         let (init, array, last) = (self.a.var(ops.value(0)), self.a.var(ops.value(1)), ops.last);
         let caps = self.capture_values(&captures);
         let fold = Fold {
@@ -163,9 +168,9 @@ impl Macro<'_, '_> {
             };
             let mut lets = back.bindings;
             m.accumulate(e, &mut dx, &captures, back.captures, &mut lets)?;
-            dx.push(back.init);
-            dx.push(back.array);
-            let call = m.call(last, &dx);
+            dx.set(ops.value(0), back.init);
+            dx.set(ops.value(1), back.array);
+            let call = m.call(last, dx, &[])?;
             Ok(wrap_lets(m.a, &lets, call))
         })?;
         let result = self.pair(se, k);
@@ -204,7 +209,7 @@ impl Macro<'_, '_> {
                 ),
             });
         }
-        let ops = self.operands(&[e1], y)?;
+        let ops = self.operands(&[e1], y, &[])?;
         let (v, last) = (self.a.var(ops.value(0)), ops.last);
         let value = self.a.add(if left {
             Node::Shift1L(v)
@@ -218,12 +223,13 @@ impl Macro<'_, '_> {
             let keep = build::lambda(m.a, &params, |_, p| Ok(p[1]))?;
             let params = [("z", elem.clone()), ("acc", elem.clone())];
             let keep_r = build::lambda(m.a, &params, |_, p| Ok(p[0]))?;
-            dx.push(m.a.add(if left {
+            let back = m.a.add(if left {
                 Node::Scanl(keep, zero, z)
             } else {
                 Node::Scanr(keep_r, zero, z)
-            }));
-            Ok(m.call(last, &dx))
+            });
+            dx.set(ops.value(0), back);
+            m.call(last, dx, &[])
         })?;
         let result = self.pair(value, k);
         Ok(self.bind_operands(ops, result))
@@ -248,7 +254,7 @@ impl Macro<'_, '_> {
             return internal(format!("an array literal of type `{t}`"));
         };
         let elem = (**elem).clone();
-        let ops = self.operands(items, y)?;
+        let ops = self.operands(items, y, &[])?;
         let values: Vec<ExprId> = (0..items.len()).map(|i| self.a.var(ops.value(i))).collect();
         let last = ops.last;
         let value = self.a.array(&values);
@@ -260,9 +266,9 @@ impl Macro<'_, '_> {
                     shifted = m.a.add(Node::Shift1R(shifted));
                 }
                 let zero = ground::zero(m.a, &elem, v)?;
-                dx.push(elem::last(m.a, shifted, zero)?);
+                dx.set(ops.value(i), elem::last(m.a, shifted, zero)?);
             }
-            Ok(m.call(last, &dx))
+            m.call(last, dx, &[])
         })?;
         let result = self.pair(value, k);
         Ok(self.bind_operands(ops, result))

@@ -9,7 +9,6 @@ use unfad_syntax::{ExprId, Type, Var};
 use super::{type_of, Direct, Macro};
 use crate::build::{self, component};
 use crate::error::AdError;
-use crate::ground::add_hat;
 use crate::reverse::Reverse;
 
 impl Macro<'_, '_> {
@@ -41,7 +40,7 @@ impl Macro<'_, '_> {
         let value = build::if_(self.a, be, then_copy, else_copy);
         let k = self.cont(&t, |m, mut dx, z| {
             if used.is_empty() {
-                return Ok(m.call(y, &dx));
+                return m.call(y, dx, &[]);
             }
             let vars: Vec<Var> = used.iter().map(|&(v, _)| v).collect();
             let all: Vec<usize> = (0..vars.len()).collect();
@@ -52,15 +51,15 @@ impl Macro<'_, '_> {
             let tys = crate::reverse::types_of(m.a, &vars)?;
             let g = m.a.fresh_var("G", Some(Type::product(tys.clone())));
             let ge = m.a.var(g);
-            for (j, (&(_, p), ty)) in used.iter().zip(&tys).enumerate() {
+            for (j, (&(v, _), ty)) in used.iter().zip(&tys).enumerate() {
                 let gj = if vars.len() == 1 {
                     ge
                 } else {
                     component(m.a, ge, j)
                 };
-                dx[p] = add_hat(m.a, ty, dx[p], gj)?;
+                dx.add(m.a, v, ty, gj)?;
             }
-            let call = m.call(y, &dx);
+            let call = m.call(y, dx, &[])?;
             Ok(m.a.let_(g, chosen, call))
         })?;
         let result = self.pair(value, k);

@@ -16,6 +16,23 @@
 //!
 //! Conditions (`bool` values) are not differentiated: they are in scope as values but
 //! not in the context Γ (they have no adjoint), as the paper treats array sizes.
+//!
+//! **Weakened continuations** (the route `compile_grad` takes, [`crate::reverse_weakened`]).
+//! As printed, every continuation takes an adjoint for every variable of Γ, so the term is
+//! O(nodes × |Γ|): quadratic in a straight-line program. With `Run::weakened`, the
+//! continuation of a subterm `e` takes adjoints only for the variables of Γ that are
+//! *live after* `e` (read by what remains of the program after `e`: the rest of the
+//! enclosing `let` bodies and the operands still to come), its *domain*; the continuation
+//! it calls, `Y`, has the domain of the variables live *before* `e` (those after, and
+//! `e`'s free variables). A variable that `e` does not touch passes through unchanged; one
+//! that is live before `e` but not after starts at `0` there (the paper's `0_A` of the
+//! `let` rule, moved to where the variable's last use is met; the sums are the paper's,
+//! in the same order, from the same `0`). This is the paper's rule
+//! with a weakening of each continuation's context, so the term means the same; its size
+//! is the sum of the live sets, linear for a straight-line program. The whole term's
+//! continuation takes no adjoint of Γ at all: every caller starts from `0_Γ`
+//! ([`Reverse::pair`]), so the top-level adjoints of Γ are ignored and `Y` receives the
+//! sums. Without the flag every domain is the whole of Γ and the terms are the paper's.
 
 use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
@@ -29,6 +46,7 @@ use crate::derivatives::{binary_partials, unary_partial};
 use crate::error::AdError;
 use crate::folds::FoldKind;
 use crate::ground::{add_hat, zero};
+use crate::live::FreeVars;
 use crate::reverse::{adjoint_name, types_of, Reverse};
 
 /// The direct pipeline.
@@ -53,11 +71,30 @@ impl Reverse for Direct<'_> {
             ctx: Vec::new(),
             pos: HashMap::default(),
             adjoint_names: HashMap::default(),
+            live: Vec::new(),
+            domains: HashMap::default(),
+            free: FreeVars::default(),
         };
         for &g in gamma {
             m.push(g);
         }
-        m.d(e, y)
+        m.domains.insert(y, gamma.to_vec());
+        if !self.names.weakened {
+            m.live = gamma.to_vec();
+            return m.d(e, y);
+        }
+        // Weakened: the term's own continuation takes no adjoint of Γ (the callers pass
+        // `0_Γ`): `let (v, K) = D(e) in <v, fun (dΓ, z) -> K(z)>`.
+        let t = type_of(m.a, e)?;
+        let (k, n) = m.cont_var(&[], std::slice::from_ref(&t))?;
+        let d = m.d(e, y)?;
+        let v = m.value_var(n, t.clone());
+        m.live = gamma.to_vec();
+        let inner = m.a.var(k);
+        let cont = m.cont(&t, |m, _dx, z| Ok(m.a.app(inner, &[z])))?;
+        let value = m.a.var(v);
+        let pair = m.pair(value, cont);
+        Ok(m.bind(v, k, d, pair))
     }
 
     fn names(&self) -> &Run {
@@ -77,6 +114,63 @@ struct Macro<'a, 'n> {
     /// The name of the adjoint of each variable (`d` and its name), made once: every
     /// continuation has a parameter for each variable of its context.
     adjoint_names: HashMap<Var, std::sync::Arc<str>>,
+    /// The domain of the continuation of the subterm being differentiated: the variables
+    /// of Γ live after it, in the order of Γ (all of Γ unless weakened).
+    live: Vec<Var>,
+    /// The domain of each continuation variable: the variables of Γ whose adjoints it
+    /// takes first, in order (its other arguments, such as the adjoint `z` of a value,
+    /// are passed explicitly).
+    domains: HashMap<Var, Vec<Var>>,
+    /// The free variables of the subterms (weakened runs only).
+    free: FreeVars,
+}
+
+/// The adjoints a continuation holds while it adds a subterm's contributions: one term
+/// per variable, those of its domain to start with.
+pub(crate) struct Adjoints {
+    vars: Vec<Var>,
+    terms: Vec<ExprId>,
+    index: HashMap<Var, usize>,
+}
+
+impl Adjoints {
+    fn new(vars: Vec<Var>, terms: Vec<ExprId>) -> Adjoints {
+        let index = vars.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+        Adjoints { vars, terms, index }
+    }
+
+    /// The adjoint of `v` (absent: zero).
+    fn get(&self, v: Var) -> Option<ExprId> {
+        self.index.get(&v).map(|&i| self.terms[i])
+    }
+
+    /// The adjoint of a variable that has none yet (an operand's value).
+    fn set(&mut self, v: Var, term: ExprId) {
+        match self.index.get(&v) {
+            Some(&i) => self.terms[i] = term,
+            None => {
+                self.index.insert(v, self.vars.len());
+                self.vars.push(v);
+                self.terms.push(term);
+            }
+        }
+    }
+
+    /// `dv +̂= g`. When `v` has no adjoint yet (it is not live after), `dv = 0 +̂ g`: the
+    /// paper's sum from its `0_A`, so that both routes compute the same numbers, the
+    /// sign of a zero included (`0 + -0` is `0`).
+    fn add(&mut self, a: &mut Arena, v: Var, ty: &Type, g: ExprId) -> Result<(), AdError> {
+        let d = match self.get(v) {
+            Some(d) => d,
+            None => {
+                let w = a.var(v);
+                zero(a, ty, w)?
+            }
+        };
+        let sum = add_hat(a, ty, d, g)?;
+        self.set(v, sum);
+        Ok(())
+    }
 }
 
 /// An error for a construct the macro has no rule for.
@@ -131,36 +225,72 @@ impl Macro<'_, '_> {
         }
     }
 
-    /// A fresh continuation variable `Y_k : Γ × extra → ρ` for the current Γ, and `k`.
-    fn cont_var(&mut self, extra: &[Type]) -> Result<(Var, usize), AdError> {
-        let mut params = types_of(self.a, &self.ctx)?;
+    /// A fresh continuation variable `Y_k : Δ × extra → ρ` with the domain `Δ = domain`
+    /// (a part of Γ, in order), and `k`.
+    fn cont_var(&mut self, domain: &[Var], extra: &[Type]) -> Result<(Var, usize), AdError> {
+        let mut params = types_of(self.a, domain)?;
         params.extend_from_slice(extra);
         let k = self.names.next();
         let y = self
             .a
             .fresh_var(&format!("Y{k}"), Some(Type::func(params, self.rho.clone())));
+        self.domains.insert(y, domain.to_vec());
         Ok((y, k))
+    }
+
+    /// The variables of Γ among `vars`, in the order of Γ: the domain of a continuation
+    /// whose live variables are `vars`. All of Γ unless the run is weakened.
+    fn live_set(&self, vars: impl IntoIterator<Item = Var>) -> Vec<Var> {
+        if !self.names.weakened {
+            return self.ctx.clone();
+        }
+        let mut out: Vec<(usize, Var)> = vars
+            .into_iter()
+            .filter_map(|v| self.pos.get(&v).map(|&p| (p, v)))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out.into_iter().map(|(_, v)| v).collect()
+    }
+
+    /// The free variables of `e` that derivatives flow through (weakened runs only: the
+    /// paper's domains are all of Γ).
+    fn free_vars(&mut self, e: ExprId) -> std::rc::Rc<[Var]> {
+        if !self.names.weakened {
+            return std::rc::Rc::from([]);
+        }
+        self.free.of(self.a, e)
+    }
+
+    /// `D(e)` for a continuation whose domain is `live`.
+    fn d_live(&mut self, e: ExprId, y: Var, live: Vec<Var>) -> Result<ExprId, AdError> {
+        let outer = std::mem::replace(&mut self.live, live);
+        let d = self.d(e, y);
+        self.live = outer;
+        d
     }
 
     fn value_var(&mut self, k: usize, ty: Type) -> Var {
         self.a.fresh_var(&format!("v{k}"), Some(ty))
     }
 
-    /// `fun (dx1, ..., dxn, z) -> body(dx, z)` over the current context; `z : z_ty`.
+    /// `fun (dx1, ..., dxn, z) -> body(dx, z)` over the current domain (the variables
+    /// live after the subterm); `z : z_ty`.
     fn cont(
         &mut self,
         z_ty: &Type,
-        body: impl FnOnce(&mut Self, Vec<ExprId>, ExprId) -> Result<ExprId, AdError>,
+        body: impl FnOnce(&mut Self, Adjoints, ExprId) -> Result<ExprId, AdError>,
     ) -> Result<ExprId, AdError> {
-        let tys = types_of(self.a, &self.ctx)?;
-        let mut params: Vec<Var> = Vec::with_capacity(self.ctx.len() + 1);
+        let domain = self.live.clone();
+        let tys = types_of(self.a, &domain)?;
+        let mut params: Vec<Var> = Vec::with_capacity(domain.len() + 1);
         for (i, t) in tys.into_iter().enumerate() {
-            params.push(self.adjoint_var(self.ctx[i], Some(t)));
+            params.push(self.adjoint_var(domain[i], Some(t)));
         }
         let z = self.a.fresh_var("z", Some(z_ty.clone()));
         let dx: Vec<ExprId> = params.iter().map(|&p| self.a.var(p)).collect();
         let ez = self.a.var(z);
-        let b = body(self, dx, ez)?;
+        let b = body(self, Adjoints::new(domain, dx), ez)?;
         params.push(z);
         Ok(self.a.lambda(&params, b))
     }
@@ -176,10 +306,40 @@ impl Macro<'_, '_> {
         self.a.fresh_var_named(name, ty)
     }
 
-    /// `Y(args)`.
-    fn call(&mut self, y: Var, args: &[ExprId]) -> ExprId {
+    /// `Y(dx, extra)`: the adjoints of `Y`'s domain from `dx` (a variable without one
+    /// gets `0`), then `extra`. An adjoint outside the domain would be lost: an error.
+    fn call(&mut self, y: Var, dx: Adjoints, extra: &[ExprId]) -> Result<ExprId, AdError> {
+        let domain = self.domains.get(&y).cloned().unwrap_or_default();
+        let mut args = Vec::with_capacity(domain.len() + extra.len());
+        let mut used = 0;
+        for v in domain {
+            match dx.get(v) {
+                Some(d) => {
+                    used += 1;
+                    args.push(d);
+                }
+                None => {
+                    let ty = self.a.var_type(v).cloned().ok_or_else(|| {
+                        AdError::Internal(format!("`{}` has no type", self.a.var_name(v)))
+                    })?;
+                    let w = self.a.var(v);
+                    args.push(zero(self.a, &ty, w)?);
+                }
+            }
+        }
+        if used != dx.vars.len() {
+            return Err(AdError::Internal(format!(
+                "a continuation drops the adjoint of `{}`",
+                dx.vars
+                    .iter()
+                    .map(|&v| self.a.var_name(v).to_string())
+                    .collect::<Vec<_>>()
+                    .join("`, `")
+            )));
+        }
+        args.extend_from_slice(extra);
         let f = self.a.var(y);
-        self.a.app(f, args)
+        Ok(self.a.app(f, &args))
     }
 
     /// `<value, continuation>`.
@@ -243,24 +403,24 @@ impl Macro<'_, '_> {
     /// `<c, fun (x, z) -> Y(x)>`
     fn rule_const(&mut self, c: f64, y: Var) -> Result<ExprId, AdError> {
         let value = self.a.constant(c);
-        let k = self.cont(&Type::Real, |m, dx, _z| Ok(m.call(y, &dx)))?;
+        let k = self.cont(&Type::Real, |m, dx, _z| m.call(y, dx, &[]))?;
         Ok(self.pair(value, k))
     }
 
     /// `<x, fun (x, z) -> Y(x +̂ [pos(x)]z)>`
     fn rule_var(&mut self, e: ExprId, x: Var, y: Var) -> Result<ExprId, AdError> {
-        let Some(&p) = self.pos.get(&x) else {
+        if !self.pos.contains_key(&x) {
             return Err(AdError::IllTyped {
                 expr: e,
                 span: self.a.span(e),
                 message: format!("`{}` is not bound in the context", self.a.var_name(x)),
             });
-        };
+        }
         let ty = type_of(self.a, e)?;
         let value = self.a.var(x);
         let k = self.cont(&ty, |m, mut dx, z| {
-            dx[p] = add_hat(m.a, &ty, dx[p], z)?;
-            Ok(m.call(y, &dx))
+            dx.add(m.a, x, &ty, z)?;
+            m.call(y, dx, &[])
         })?;
         Ok(self.pair(value, k))
     }
@@ -280,21 +440,25 @@ impl Macro<'_, '_> {
     ) -> Result<ExprId, AdError> {
         let tx = self.var_type(e, x)?;
         let t = type_of(self.a, e)?;
-        let (y1, _) = self.cont_var(std::slice::from_ref(&tx))?;
-        let d1 = self.d(e1, y)?;
+        // Live after e1: those after the `let`, and those e2 reads (but x).
+        let rest = self.free_vars(e2);
+        let live1 = self.live_set(self.live.iter().chain(rest.iter()).copied());
+        let (y1, _) = self.cont_var(&live1, std::slice::from_ref(&tx))?;
+        let d1 = self.d_live(e1, y, live1)?;
+        // Seen from e2, Y1 takes the adjoint of x with those of its domain.
+        if let Some(d) = self.domains.get_mut(&y1) {
+            d.push(x);
+        }
         self.push(x);
-        let (y2, k2) = self.cont_var(std::slice::from_ref(&t))?;
-        let d2 = self.d(e2, y1);
+        let live2 = self.live_set(self.live.clone());
+        let cv = self.cont_var(&live2, std::slice::from_ref(&t));
+        let d2 = cv.and_then(|(y2, k2)| Ok((y2, k2, self.d_live(e2, y1, live2)?)));
         self.pop(1);
-        let d2 = d2?;
+        let (y2, k2, d2) = d2?;
         let v = self.value_var(k2, t.clone());
         let value = self.a.var(v);
-        let k = self.cont(&t, |m, mut dx, z| {
-            let w = m.a.var(x);
-            dx.push(zero(m.a, &tx, w)?);
-            dx.push(z);
-            Ok(m.call(y2, &dx))
-        })?;
+        // Y2 also takes x's adjoint unless weakened: `0_A`, from `call`.
+        let k = self.cont(&t, |m, dx, z| m.call(y2, dx, &[z]))?;
         let result = self.pair(value, k);
         let inner = self.bind(v, y2, d2, result);
         Ok(self.bind(x, y1, d1, inner))
@@ -329,12 +493,12 @@ impl Macro<'_, '_> {
     fn accumulate(
         &mut self,
         at: ExprId,
-        dx: &mut [ExprId],
+        dx: &mut Adjoints,
         vars: &[(Var, usize)],
         contributions: Vec<ExprId>,
         lets: &mut Vec<(Var, ExprId)>,
     ) -> Result<(), AdError> {
-        for (&(c, p), mut g) in vars.iter().zip(contributions) {
+        for (&(c, _), mut g) in vars.iter().zip(contributions) {
             let tc = self.var_type(at, c)?;
             if matches!(tc, Type::Tuple(_))
                 && !is_atom(self.a, g)
@@ -344,7 +508,7 @@ impl Macro<'_, '_> {
                 lets.push((v, g));
                 g = self.a.var(v);
             }
-            dx[p] = add_hat(self.a, &tc, dx[p], g)?;
+            dx.add(self.a, c, &tc, g)?;
         }
         Ok(())
     }
@@ -382,47 +546,48 @@ impl Macro<'_, '_> {
             .iter()
             .map(|&x| self.var_type(e, x))
             .collect::<Result<Vec<_>, _>>()?;
-        let (y1, k1) = self.cont_var(std::slice::from_ref(&t1))?;
-        let d1 = self.d(e1, y)?;
+        // Live after e1: those after the `let`, and those e2 reads (but the xs).
+        let rest = self.free_vars(e2);
+        let live1 = self.live_set(self.live.iter().chain(rest.iter()).copied());
+        let (y1, k1) = self.cont_var(&live1, std::slice::from_ref(&t1))?;
+        let d1 = self.d_live(e1, y, live1.clone())?;
         let p = self.value_var(k1, t1);
         // Yp: the continuation Y1 seen from the context Γ, x1, ..., xk.
         let yp = {
-            let mut tys = types_of(self.a, &self.ctx)?;
+            let mut tys = types_of(self.a, &live1)?;
             tys.extend(txs.iter().cloned());
             let k = self.names.next();
             self.a
                 .fresh_var(&format!("Y{k}"), Some(Type::func(tys, self.rho.clone())))
         };
         let mut params = Vec::new();
-        let ctx = self.ctx.clone();
-        for &g in ctx.iter().chain(xs) {
+        for &g in live1.iter().chain(xs) {
             let ty = self.a.var_type(g).cloned();
             params.push(self.adjoint_var(g, ty));
         }
         let refs: Vec<ExprId> = params.iter().map(|&v| self.a.var(v)).collect();
-        let (ctx_part, x_part) = refs.split_at(self.ctx.len());
+        let (ctx_part, x_part) = refs.split_at(live1.len());
         let mut args = ctx_part.to_vec();
         args.push(crate::build::tuple(self.a, x_part)?);
-        let yp_body = self.call(y1, &args);
+        let f1 = self.a.var(y1);
+        let yp_body = self.a.app(f1, &args);
         let yp_lambda = self.a.lambda(&params, yp_body);
+        let mut yp_domain = live1;
+        yp_domain.extend_from_slice(xs);
+        self.domains.insert(yp, yp_domain);
 
         for &x in xs {
             self.push(x);
         }
-        let cv = self.cont_var(std::slice::from_ref(&t));
-        let d2 = cv.and_then(|(y2, k2)| Ok((y2, k2, self.d(e2, yp)?)));
+        let live2 = self.live_set(self.live.clone());
+        let cv = self.cont_var(&live2, std::slice::from_ref(&t));
+        let d2 = cv.and_then(|(y2, k2)| Ok((y2, k2, self.d_live(e2, yp, live2)?)));
         self.pop(xs.len());
         let (y2, k2, d2) = d2?;
         let v = self.value_var(k2, t.clone());
         let value = self.a.var(v);
-        let k = self.cont(&t, |m, mut dx, z| {
-            for (&x, tx) in xs.iter().zip(&txs) {
-                let w = m.a.var(x);
-                dx.push(zero(m.a, tx, w)?);
-            }
-            dx.push(z);
-            Ok(m.call(y2, &dx))
-        })?;
+        // Y2 also takes the adjoints of the xs unless weakened: `0_Ai`, from `call`.
+        let k = self.cont(&t, |m, dx, z| m.call(y2, dx, &[z]))?;
         let result = self.pair(value, k);
         let body = self.bind(v, y2, d2, result);
         let body = self.a.let_(yp, yp_lambda, body);
@@ -434,24 +599,48 @@ impl Macro<'_, '_> {
     /// The operands of a construct, differentiated left to right, each in the context
     /// extended by the values before it:
     /// `let x1, Y1 = D_{Γ;Y}(e1) in let x2, Y2 = D_{Γ,x1;Y1}(e2) in ...`.
-    fn operands(&mut self, es: &[ExprId], y: Var) -> Result<Operands, AdError> {
+    /// `also_live` are the variables of Γ whose adjoints the construct's continuation
+    /// adds to besides the operands' (the captures of a function argument).
+    fn operands(&mut self, es: &[ExprId], y: Var, also_live: &[Var]) -> Result<Operands, AdError> {
         let mut ops = Operands {
             steps: Vec::with_capacity(es.len()),
             last: y,
         };
-        let outcome = self.operands_into(es, &mut ops);
+        let outcome = self.operands_into(es, also_live, &mut ops);
         self.pop(ops.steps.len());
         outcome.map(|()| ops)
     }
 
-    fn operands_into(&mut self, es: &[ExprId], ops: &mut Operands) -> Result<(), AdError> {
+    fn operands_into(
+        &mut self,
+        es: &[ExprId],
+        also_live: &[Var],
+        ops: &mut Operands,
+    ) -> Result<(), AdError> {
+        // The free variables of the operands after each one.
+        let mut after: Vec<std::rc::Rc<[Var]>> = Vec::with_capacity(es.len());
         for &e in es {
+            after.push(self.free_vars(e));
+        }
+        for (i, &e) in es.iter().enumerate() {
             let t = type_of(self.a, e)?;
-            let (yi, ki) = self.cont_var(std::slice::from_ref(&t))?;
-            let di = self.d(e, ops.last)?;
+            // Live after operand i: those after the construct, the values before it and
+            // its own (read by the construct), the captures, the later operands' reads.
+            let live = {
+                let later = after[i + 1..].iter().flat_map(|s| s.iter().copied());
+                let values = ops.steps.iter().map(|s| s.0);
+                let outer = self.live.iter().chain(also_live).copied();
+                self.live_set(outer.chain(values).chain(later))
+            };
+            let (yi, ki) = self.cont_var(&live, std::slice::from_ref(&t))?;
+            let di = self.d_live(e, ops.last, live)?;
             let vi = self.value_var(ki, t);
             ops.steps.push((vi, yi, di));
             self.push(vi);
+            // Seen from the next operand (or the construct), Yi takes vi's adjoint too.
+            if let Some(d) = self.domains.get_mut(&yi) {
+                d.push(vi);
+            }
             ops.last = yi;
         }
         Ok(())
@@ -473,15 +662,15 @@ impl Macro<'_, '_> {
     /// ```
     fn rule_tuple(&mut self, e: ExprId, items: &[ExprId], y: Var) -> Result<ExprId, AdError> {
         let t = type_of(self.a, e)?;
-        let ops = self.operands(items, y)?;
+        let ops = self.operands(items, y, &[])?;
         let values: Vec<ExprId> = ops.steps.iter().map(|s| self.a.var(s.0)).collect();
         let value = crate::build::tuple(self.a, &values)?;
         let last = ops.last;
         let k = self.cont(&t, |m, mut dx, z| {
-            for i in 0..items.len() {
-                dx.push(component(m.a, z, i));
+            for (i, s) in ops.steps.iter().enumerate() {
+                dx.set(s.0, component(m.a, z, i));
             }
-            Ok(m.call(last, &dx))
+            m.call(last, dx, &[])
         })?;
         let result = self.pair(value, k);
         Ok(self.bind_operands(ops, result))
@@ -500,7 +689,7 @@ impl Macro<'_, '_> {
                 })
             }
         };
-        let ops = self.operands(&[e1], y)?;
+        let ops = self.operands(&[e1], y, &[])?;
         let (ve, y1) = (self.a.var(ops.value(0)), ops.last);
         let value = self.a.proj(i as u32, ve);
         let k = self.cont(&parts[i], |m, mut dx, z| {
@@ -513,8 +702,8 @@ impl Macro<'_, '_> {
                     one_hot.push(zero(m.a, tj, w)?);
                 }
             }
-            dx.push(crate::build::tuple(m.a, &one_hot)?);
-            Ok(m.call(y1, &dx))
+            dx.set(ops.value(0), crate::build::tuple(m.a, &one_hot)?);
+            m.call(y1, dx, &[])
         })?;
         let result = self.pair(value, k);
         Ok(self.bind_operands(ops, result))
@@ -522,13 +711,13 @@ impl Macro<'_, '_> {
 
     /// `let x, Y1 = D(e) in <op1 x, fun (x, z) -> Y1(x, ∂op1(x) * z)>`
     fn rule_op1(&mut self, op: unfad_syntax::UnOp, e1: ExprId, y: Var) -> Result<ExprId, AdError> {
-        let ops = self.operands(&[e1], y)?;
+        let ops = self.operands(&[e1], y, &[])?;
         let (ve, y1) = (self.a.var(ops.value(0)), ops.last);
         let value = self.a.op1(op, ve);
         let k = self.cont(&Type::Real, |m, mut dx, z| {
             let d = unary_partial(m.a, op, ve);
-            dx.push(crate::build::mul(m.a, d, z));
-            Ok(m.call(y1, &dx))
+            dx.set(ops.value(0), crate::build::mul(m.a, d, z));
+            m.call(y1, dx, &[])
         })?;
         let result = self.pair(value, k);
         Ok(self.bind_operands(ops, result))
@@ -546,14 +735,14 @@ impl Macro<'_, '_> {
         e2: ExprId,
         y: Var,
     ) -> Result<ExprId, AdError> {
-        let ops = self.operands(&[e1, e2], y)?;
+        let ops = self.operands(&[e1, e2], y, &[])?;
         let (x1, x2, y2) = (self.a.var(ops.value(0)), self.a.var(ops.value(1)), ops.last);
         let value = self.a.op2(op, x1, x2);
         let k = self.cont(&Type::Real, |m, mut dx, z| {
             let (p1, p2) = binary_partials(m.a, op, x1, x2);
-            dx.push(crate::build::mul(m.a, p1, z));
-            dx.push(crate::build::mul(m.a, p2, z));
-            Ok(m.call(y2, &dx))
+            dx.set(ops.value(0), crate::build::mul(m.a, p1, z));
+            dx.set(ops.value(1), crate::build::mul(m.a, p2, z));
+            m.call(y2, dx, &[])
         })?;
         let result = self.pair(value, k);
         Ok(self.bind_operands(ops, result))
@@ -571,7 +760,7 @@ impl Macro<'_, '_> {
             _ => Node::OnesLike(operand),
         };
         let value = self.a.add(node);
-        let k = self.cont(&t, |m, dx, _z| Ok(m.call(y, &dx)))?;
+        let k = self.cont(&t, |m, dx, _z| m.call(y, dx, &[]))?;
         Ok(self.pair(value, k))
     }
 }

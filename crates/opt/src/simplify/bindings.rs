@@ -230,8 +230,14 @@ impl Simplifier<'_> {
         }
     }
 
-    /// Process `let (x1, ..., xk) = rhs`.
+    /// Process `let (x1, ..., xk) = rhs`. On a growing stack: reverse mode nests the rest
+    /// of a straight-line program in the right-hand side of each statement's `let`, as
+    /// deep as the program is long.
     pub(super) fn bind_tuple(&mut self, xs: &[Var], rhs: ExprId, out: &mut Vec<Binding>) {
+        unfad_syntax::with_stack(|| self.bind_tuple_here(xs, rhs, out))
+    }
+
+    fn bind_tuple_here(&mut self, xs: &[Var], rhs: ExprId, out: &mut Vec<Binding>) {
         match self.arena[rhs] {
             Node::Let(y, a, b) => {
                 self.fired();

@@ -1,0 +1,79 @@
+//! The free variables that derivatives flow through, of every node of one Source term,
+//! each computed once: what the weakened direct macro (`direct`, [`crate::reverse_weakened`])
+//! needs to know which adjoints a continuation must carry.
+//!
+//! The sets are those of [`crate::elem::differentiable_free_vars`] (occurrences as shapes,
+//! in conditions and in the right-hand sides of inert `let`s do not count), but memoized
+//! per node: the macro asks for the free variables of the rest of every `let` body, and
+//! recomputing them each time would walk the rest of the program once per statement.
+
+use std::rc::Rc;
+
+use unfad_syntax::fast_hash::FastMap as HashMap;
+use unfad_syntax::{with_stack, Arena, ExprId, Node, Var};
+
+/// The memo of free variables, filled on demand (a node's set needs its children's).
+#[derive(Default)]
+pub(crate) struct FreeVars {
+    sets: HashMap<ExprId, Rc<[Var]>>,
+}
+
+impl FreeVars {
+    /// The free variables of `e` that derivatives flow through, sorted and without
+    /// repeats.
+    pub(crate) fn of(&mut self, a: &Arena, e: ExprId) -> Rc<[Var]> {
+        if let Some(s) = self.sets.get(&e) {
+            return s.clone();
+        }
+        let set = with_stack(|| self.compute(a, e));
+        self.sets.insert(e, set.clone());
+        set
+    }
+
+    fn compute(&mut self, a: &Arena, e: ExprId) -> Rc<[Var]> {
+        match a[e] {
+            Node::Var(v) => Rc::from([v]),
+            Node::Len(_)
+            | Node::ZerosLike(_)
+            | Node::OnesLike(_)
+            | Node::Cmp(..)
+            | Node::And(..)
+            | Node::Or(..)
+            | Node::Not(_)
+            | Node::Bool(_)
+            | Node::Const(_) => Rc::from([]),
+            Node::If(_, t, f) => {
+                let (st, sf) = (self.of(a, t), self.of(a, f));
+                union(st.iter().chain(sf.iter()).copied(), &[])
+            }
+            node @ (Node::Let(_, e1, e2) | Node::LetTuple(_, e1, e2)) => {
+                let xs = a.binders(node);
+                let body = self.of(a, e2);
+                if xs.iter().any(|x| body.binary_search(x).is_ok()) {
+                    let rhs = self.of(a, e1);
+                    union(rhs.iter().chain(body.iter()).copied(), &xs)
+                } else {
+                    union(body.iter().copied(), &xs)
+                }
+            }
+            node => {
+                let bound = a.binders(node);
+                let mut children = Vec::new();
+                a.for_each_child(e, |c| children.push(c));
+                let mut all = Vec::new();
+                for c in children {
+                    all.extend_from_slice(&self.of(a, c));
+                }
+                union(all, &bound)
+            }
+        }
+    }
+}
+
+/// The sorted set of `vars` without those of `except`.
+fn union(vars: impl IntoIterator<Item = Var>, except: &[Var]) -> Rc<[Var]> {
+    let mut out: Vec<Var> = vars.into_iter().filter(|v| !except.contains(v)).collect();
+    out.sort_unstable();
+    out.dedup();
+    Rc::from(out)
+}
