@@ -1316,8 +1316,8 @@ fn plain() -> Vec<Program> {
                 gdelta[0] = dd;
                 s
             },
-            note: "The `if` is a `select` in the primal, and Cranelift lowers a `select` of reals on x86-64 to a jump over a move, which mispredicts half the time on residuals that fall on either side at random (the hand-written loop compiles to a conditional move). A conditional move through integer registers made the primal 4.5x faster but made GradBench gmm's jacobian 17% slower, so it was reverted (see the commit log). The gradient's `if`s, with `let`s and nested `if`s in their branches, are branches too.",
-            versus_hand: "The `if` is a `select` in the primal and the gradient, and Cranelift lowers a `select` of reals on x86-64 to a jump over a move, which mispredicts on these inputs (the residuals' signs are random); the hand-written code is compiled to a branch-free blend. The gradient also evaluates the condition's two branches separately for the value and for the adjoints.",
+            note: "The `if` is computed branch-free in the primal and the gradient (both branches, then a conditional move of the result's bits), so the measured ratio follows the model's counts of both branches.",
+            versus_hand: "Both `if`s (the value's and the adjoints') are computed branch-free, each evaluating both of its branches and choosing by a conditional move, and they are not merged into one though their condition is the same; the hand-written gradient takes one branch per element (which the compiler also makes branch-free).",
         },
         Program {
             name: "logistic",
