@@ -2,7 +2,8 @@
 //! in two, the parts compiled on two threads, and the entry that runs them; and the
 //! Cranelift contexts kept between compilations.
 
-use std::sync::{mpsc, Mutex, OnceLock};
+use std::sync::mpsc::{self, TrySendError};
+use std::sync::{Mutex, OnceLock};
 
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{
@@ -193,9 +194,11 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
     let isa = host_isa()?;
     let mut module = new_module()?;
     let n = chunks.parts.len();
-    let (to_compile, queue) = mpsc::channel::<(usize, Context)>();
+    // A short queue: when it is full, this thread compiles the part it lowered, so that
+    // lowered parts do not pile up (each holds its function's IR).
+    let (to_compile, queue) = mpsc::sync_channel::<(usize, FuncId, Context)>(cores());
     let queue = Mutex::new(queue);
-    let (done, compiled) = mpsc::channel::<(usize, JitResult<Context>)>();
+    let (done, compiled) = mpsc::channel::<(usize, JitResult<Code>)>();
     let lowered = std::thread::scope(|s| {
         for _ in 1..cores() {
             let (queue, done, isa) = (&queue, done.clone(), &*isa);
@@ -218,15 +221,22 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
                 )?;
                 ids.push(id);
                 built.push(b);
-                // A closed queue means no thread compiles: the error is reported below.
-                let _ = to_compile.send((j, ctx));
+                if let Err(TrySendError::Full(item) | TrySendError::Disconnected(item)) =
+                    to_compile.try_send((j, id, ctx))
+                {
+                    compile_one(item, &done, &*isa);
+                }
             }
             let Some(plan) = Crossing::plan(&built, chunks) else {
                 return Ok(None);
             };
             let mut entry = take_context(&module);
             let id0 = build_chunk_entry(&mut module, &mut entry, &ids, &built, &plan)?;
-            let _ = to_compile.send((n, entry));
+            if let Err(TrySendError::Full(item) | TrySendError::Disconnected(item)) =
+                to_compile.try_send((n, id0, entry))
+            {
+                compile_one(item, &done, &*isa);
+            }
             ids.push(id0);
             Ok(Some((ids, built, plan)))
         })();
@@ -238,18 +248,16 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
     let Some((ids, built, plan)) = lowered else {
         return Ok(None);
     };
-    let mut ctxs: Vec<Option<Context>> = (0..=n).map(|_| None).collect();
-    for (j, ctx) in compiled {
-        ctxs[j] = Some(ctx?);
+    let mut codes: Vec<Option<Code>> = (0..=n).map(|_| None).collect();
+    for (j, code) in compiled {
+        codes[j] = Some(code?);
     }
-    let ctxs: Vec<Context> = ctxs
-        .into_iter()
-        .collect::<Option<_>>()
-        .ok_or_else(|| JitError::Internal("a part was not compiled".into()))?;
-    for (&id, ctx) in ids.iter().zip(&ctxs) {
-        define_compiled(&mut module, id, ctx)?;
+    for (&id, code) in ids.iter().zip(codes) {
+        let code = code.ok_or_else(|| JitError::Internal("a part was not compiled".into()))?;
+        module
+            .define_function_bytes(id, code.alignment, &code.bytes, &code.relocs)
+            .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
     }
-    keep_contexts(ctxs);
     let id0 = ids[n];
     let parts_workspace = SizeExpr::max_of(built.iter().map(|b| b.workspace.clone()));
     let before_parts = SizeExpr::sum(
@@ -292,23 +300,57 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
     finish(module, id0, whole, n).map(Some)
 }
 
-/// Compile the functions of the contexts `queue` holds until it is closed and empty,
-/// sending each to `done` with its index.
+/// A part's machine code, taken out of its context so that the context can be reused
+/// at once (a long function's parts would otherwise hold all their contexts).
+struct Code {
+    alignment: u64,
+    bytes: Vec<u8>,
+    relocs: Vec<cranelift_module::ModuleReloc>,
+}
+
+/// Compile the functions of the contexts `queue` holds (with their indices and ids)
+/// until it is closed and empty, sending each one's code to `done` with its index.
 fn compile_queued(
-    queue: &Mutex<mpsc::Receiver<(usize, Context)>>,
-    done: &mpsc::Sender<(usize, JitResult<Context>)>,
+    queue: &Mutex<mpsc::Receiver<(usize, FuncId, Context)>>,
+    done: &mpsc::Sender<(usize, JitResult<Code>)>,
     isa: &dyn cranelift_codegen::isa::TargetIsa,
 ) {
     loop {
         let next = queue.lock().ok().and_then(|q| q.recv().ok());
-        let Some((j, mut ctx)) = next else {
+        let Some(item) = next else {
             return;
         };
-        let result = compile_code(&mut ctx, isa).map(|()| ctx);
-        if done.send((j, result)).is_err() {
+        if !compile_one(item, done, isa) {
             return;
         }
     }
+}
+
+/// Compile the function of a context (with its index and id), sending its code to `done`;
+/// whether `done` still receives.
+fn compile_one(
+    (j, id, mut ctx): (usize, FuncId, Context),
+    done: &mpsc::Sender<(usize, JitResult<Code>)>,
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+) -> bool {
+    let result = compile_code(&mut ctx, isa).and_then(|()| {
+        let code = ctx
+            .compiled_code()
+            .ok_or_else(|| JitError::Internal("a part was not compiled".into()))?;
+        Ok(Code {
+            alignment: code.buffer.alignment as u64,
+            bytes: code.code_buffer().to_vec(),
+            relocs: code
+                .buffer
+                .relocs()
+                .iter()
+                .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+                .collect(),
+        })
+    });
+    ctx.clear();
+    keep_contexts([ctx]);
+    done.send((j, result)).is_ok()
 }
 
 /// Where a cell of a part's table of inputs points.

@@ -335,7 +335,7 @@ pub const CHUNK_MIN_NODES: usize = 4000;
 /// The nodes a chunk has at least (the last one, with the chain's result, may have
 /// fewer): small enough for Cranelift to be fast, large enough for the crossing values
 /// to be few beside the work.
-pub const CHUNK_NODES: usize = 600;
+pub const CHUNK_NODES: usize = 300;
 
 /// A long function cut into chunks of its chain, run one after the other. Part `j`
 /// takes the function's parameters, then the values of earlier parts that it reads (its
