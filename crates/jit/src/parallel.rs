@@ -2,6 +2,7 @@
 //! in two, the parts compiled on two threads, and the entry that runs them; and the
 //! Cranelift contexts kept between compilations.
 
+use std::sync::mpsc::{self, TrySendError};
 use std::sync::{Mutex, OnceLock};
 
 use cranelift_codegen::ir::condcodes::FloatCC;
@@ -43,7 +44,7 @@ pub(crate) fn take_context(module: &JITModule) -> Context {
 }
 
 /// Keep `ctxs` for later compilations (emptied when taken).
-pub(crate) fn keep_contexts<const N: usize>(ctxs: [Context; N]) {
+pub(crate) fn keep_contexts(ctxs: impl IntoIterator<Item = Context>) {
     if let Ok(mut v) = CONTEXTS.lock() {
         for ctx in ctxs {
             if v.len() < KEPT_CONTEXTS {
@@ -57,11 +58,19 @@ pub(crate) fn keep_contexts<const N: usize>(ctxs: [Context; N]) {
 /// compiles the parts on two threads (see "Parallel compilation" in the crate docs). A
 /// term that is small, or that no cut divides fairly, is compiled whole. Adds the nodes
 /// of the first part's result to `arena` (and types `func` there if it is not typed).
+///
+/// A long term ([`split::CHUNK_MIN_NODES`] nodes or more) is cut into many small parts
+/// instead, whatever the cores, compiled on every core there is (see [`split::chunks`]).
 pub fn compile_parallel(arena: &mut Arena, func: &Func) -> Result<Compiled, JitError> {
+    type_in_place(arena, func)?;
+    if let Some(chunks) = split::chunks(arena, func) {
+        if let Some(compiled) = compile_chunks(arena, &chunks)? {
+            return Ok(compiled);
+        }
+    }
     if cores() < 2 {
         return compile(arena, func);
     }
-    type_in_place(arena, func)?;
     match split::split(arena, func) {
         Some(parts) => compile_parts(arena, func, &parts),
         None => compile(arena, func),
@@ -175,6 +184,388 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
         status,
     };
     finish(module, id0, built, 2)
+}
+
+/// The parts of a function cut into chunks, compiled on every core (the parts are
+/// lowered here one after the other, each handed to the compiling threads when lowered),
+/// and the entry that runs them in order; `None` if the parts do not agree on the
+/// values crossing between them (the function is then compiled as if not cut).
+fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Compiled>> {
+    let isa = host_isa()?;
+    let mut module = new_module()?;
+    let n = chunks.parts.len();
+    // A short queue: when it is full, this thread compiles the part it lowered, so that
+    // lowered parts do not pile up (each holds its function's IR).
+    let (to_compile, queue) = mpsc::sync_channel::<(usize, FuncId, Context)>(cores());
+    let queue = Mutex::new(queue);
+    let (done, compiled) = mpsc::channel::<(usize, JitResult<Code>)>();
+    let lowered = std::thread::scope(|s| {
+        for _ in 1..cores() {
+            let (queue, done, isa) = (&queue, done.clone(), &*isa);
+            // Without another thread, this one compiles every part below.
+            let _ = std::thread::Builder::new()
+                .name("unfad-jit".into())
+                .spawn_scoped(s, move || compile_queued(queue, &done, isa));
+        }
+        let lowered = (|| {
+            let mut ids = Vec::with_capacity(n);
+            let mut built = Vec::with_capacity(n);
+            for (j, part) in chunks.parts.iter().enumerate() {
+                let mut ctx = take_context(&module);
+                let (id, b) = build(
+                    arena,
+                    part,
+                    &mut module,
+                    &mut ctx,
+                    &format!("unfad_part{j}"),
+                )?;
+                ids.push(id);
+                built.push(b);
+                if let Err(TrySendError::Full(item) | TrySendError::Disconnected(item)) =
+                    to_compile.try_send((j, id, ctx))
+                {
+                    compile_one(item, &done, &*isa);
+                }
+            }
+            let Some(plan) = Crossing::plan(&built, chunks) else {
+                return Ok(None);
+            };
+            let mut entry = take_context(&module);
+            let id0 = build_chunk_entry(&mut module, &mut entry, &ids, &built, &plan)?;
+            if let Err(TrySendError::Full(item) | TrySendError::Disconnected(item)) =
+                to_compile.try_send((n, id0, entry))
+            {
+                compile_one(item, &done, &*isa);
+            }
+            ids.push(id0);
+            Ok(Some((ids, built, plan)))
+        })();
+        drop(to_compile);
+        compile_queued(&queue, &done, &*isa);
+        lowered
+    })?;
+    drop(done);
+    let Some((ids, built, plan)) = lowered else {
+        return Ok(None);
+    };
+    let mut codes: Vec<Option<Code>> = (0..=n).map(|_| None).collect();
+    for (j, code) in compiled {
+        codes[j] = Some(code?);
+    }
+    for (&id, code) in ids.iter().zip(codes) {
+        let code = code.ok_or_else(|| JitError::Internal("a part was not compiled".into()))?;
+        module
+            .define_function_bytes(id, code.alignment, &code.bytes, &code.relocs)
+            .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+    }
+    let id0 = ids[n];
+    let parts_workspace = SizeExpr::max_of(built.iter().map(|b| b.workspace.clone()));
+    let before_parts = SizeExpr::sum(
+        [SizeExpr::K(plan.cells as u64)]
+            .into_iter()
+            .chain(plan.lens.iter().cloned()),
+    );
+    let has_status = built.iter().any(|b| b.status.is_some());
+    let status = has_status.then(|| SizeExpr::add(before_parts.clone(), parts_workspace.clone()));
+    let workspace = SizeExpr::sum([
+        before_parts,
+        parts_workspace,
+        SizeExpr::K(u64::from(has_status)),
+    ]);
+    let mut checks: Vec<SizeExpr> = built.iter().flat_map(|b| b.checks.clone()).collect();
+    checks.extend(
+        plan.lens
+            .iter()
+            .filter(|l| !matches!(l, SizeExpr::K(_)))
+            .cloned(),
+    );
+    checks.push(workspace.clone());
+    let mut built = built.into_iter();
+    let (Some(first), Some(last)) = (built.next(), built.next_back()) else {
+        return Err(JitError::Internal(
+            "a function cut into fewer than two parts".into(),
+        ));
+    };
+    let whole = Built {
+        size_vars: first.size_vars,
+        param_names: first.param_names,
+        inputs: first.inputs,
+        outputs: last.outputs,
+        param_shapes: first.param_shapes,
+        result_shape: last.result_shape,
+        workspace,
+        checks,
+        status,
+    };
+    finish(module, id0, whole, n).map(Some)
+}
+
+/// A part's machine code, taken out of its context so that the context can be reused
+/// at once (a long function's parts would otherwise hold all their contexts).
+struct Code {
+    alignment: u64,
+    bytes: Vec<u8>,
+    relocs: Vec<cranelift_module::ModuleReloc>,
+}
+
+/// Compile the functions of the contexts `queue` holds (with their indices and ids)
+/// until it is closed and empty, sending each one's code to `done` with its index.
+fn compile_queued(
+    queue: &Mutex<mpsc::Receiver<(usize, FuncId, Context)>>,
+    done: &mpsc::Sender<(usize, JitResult<Code>)>,
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+) {
+    loop {
+        let next = queue.lock().ok().and_then(|q| q.recv().ok());
+        let Some(item) = next else {
+            return;
+        };
+        if !compile_one(item, done, isa) {
+            return;
+        }
+    }
+}
+
+/// Compile the function of a context (with its index and id), sending its code to `done`;
+/// whether `done` still receives.
+fn compile_one(
+    (j, id, mut ctx): (usize, FuncId, Context),
+    done: &mpsc::Sender<(usize, JitResult<Code>)>,
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+) -> bool {
+    let result = compile_code(&mut ctx, isa).and_then(|()| {
+        let code = ctx
+            .compiled_code()
+            .ok_or_else(|| JitError::Internal("a part was not compiled".into()))?;
+        Ok(Code {
+            alignment: code.buffer.alignment as u64,
+            bytes: code.code_buffer().to_vec(),
+            relocs: code
+                .buffer
+                .relocs()
+                .iter()
+                .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+                .collect(),
+        })
+    });
+    ctx.clear();
+    keep_contexts([ctx]);
+    done.send((j, result)).is_ok()
+}
+
+/// Where a cell of a part's table of inputs points.
+enum Cell {
+    /// The function's input `k`.
+    Input(usize),
+    /// A crossing value's region of the workspace.
+    Region(usize),
+}
+
+/// How the values crossing between chunks go through the workspace: at its start, the
+/// tables of pointers each part is called with (`cells` of them), then one region per
+/// component of a crossing value, then the parts' own workspace.
+struct Crossing {
+    /// The number of table cells.
+    cells: usize,
+    /// Each region's length, in elements, in the workspace's order.
+    lens: Vec<SizeExpr>,
+    /// Each part's table of inputs.
+    inputs: Vec<Vec<Cell>>,
+    /// Each part's table of outputs (the regions of its exports; empty for the last,
+    /// which writes the function's outputs).
+    outputs: Vec<Vec<usize>>,
+}
+
+impl Crossing {
+    /// The regions of the parts `built` of `chunks`, if every part numbers the sizes as
+    /// the first, reads the function's inputs as it does, and reads each import as its
+    /// exporter writes it (the same components, of the same lengths).
+    fn plan(built: &[Built], chunks: &split::Chunks) -> Option<Crossing> {
+        let first = built.first()?;
+        let n_in = first.inputs.len();
+        let n_params = first.param_names.len();
+        let same_inputs = built.iter().all(|b| {
+            b.size_vars == first.size_vars
+                && b.inputs.len() >= n_in
+                && b.inputs[..n_in]
+                    .iter()
+                    .zip(&first.inputs)
+                    .all(|(a, c)| a.dims == c.dims && a.index == c.index)
+        });
+        if !same_inputs {
+            return None;
+        }
+        // The regions of each export (by part and position), one per component.
+        let mut lens = Vec::new();
+        let mut dims = Vec::new();
+        let mut regions: Vec<Vec<Vec<usize>>> = Vec::with_capacity(built.len());
+        let mut outputs = Vec::with_capacity(built.len());
+        for (b, &count) in built.iter().zip(&chunks.exports) {
+            let mut by_export = vec![Vec::new(); count];
+            let mut table = Vec::new();
+            if count > 0 {
+                for c in &b.outputs {
+                    let p = match c.path.first() {
+                        Some(PathStep::Field(p)) if count > 1 => *p as usize,
+                        _ => 0,
+                    };
+                    by_export.get_mut(p)?.push(lens.len());
+                    table.push(lens.len());
+                    lens.push(SizeExpr::product(&c.dims));
+                    dims.push(c.dims.clone());
+                }
+            }
+            regions.push(by_export);
+            outputs.push(table);
+        }
+        let mut inputs = Vec::with_capacity(built.len());
+        for (b, imports) in built.iter().zip(&chunks.imports) {
+            let mut table: Vec<Cell> = (0..n_in).map(Cell::Input).collect();
+            let mut read = vec![0; imports.len()];
+            for c in &b.inputs[n_in..] {
+                let i = c.index.checked_sub(n_params)?;
+                let &(e, p) = imports.get(i)?;
+                let r = *regions.get(e)?.get(p)?.get(read[i])?;
+                if dims[r] != c.dims {
+                    return None;
+                }
+                read[i] += 1;
+                table.push(Cell::Region(r));
+            }
+            let all_read = imports
+                .iter()
+                .zip(&read)
+                .all(|(&(e, p), &k)| regions[e][p].len() == k);
+            if !all_read {
+                return None;
+            }
+            inputs.push(table);
+        }
+        let cells = inputs.iter().map(Vec::len).sum::<usize>()
+            + outputs.iter().map(Vec::len).sum::<usize>();
+        Some(Crossing {
+            cells,
+            lens,
+            inputs,
+            outputs,
+        })
+    }
+}
+
+/// The entry of a function cut into chunks: it writes each part's tables of pointers
+/// (the function's inputs and the regions of the crossing values) at the start of the
+/// workspace, then calls the parts in order, each with its tables, the last with the
+/// function's outputs, all with the workspace after the regions. When a part has a status
+/// cell, the function has one after the parts' workspace: cleared first, it gets each such
+/// part's status after its call, and a failed part ends the call.
+fn build_chunk_entry(
+    module: &mut JITModule,
+    ctx: &mut Context,
+    parts: &[FuncId],
+    built: &[Built],
+    plan: &Crossing,
+) -> JitResult<FuncId> {
+    let ptr = types::I64;
+    let id = declare_in(module, ctx, ENTRY)?;
+    let calls: Vec<_> = parts
+        .iter()
+        .map(|&p| module.declare_func_in_func(p, &mut ctx.func))
+        .collect();
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    let block = b.create_block();
+    b.append_block_params_for_function_params(block);
+    b.switch_to_block(block);
+    let [inputs, sizes, outputs, ws]: [Value; 4] = b
+        .block_params(block)
+        .try_into()
+        .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))?;
+    let flags = MemFlagsData::trusted();
+    let bytes = |cells: usize| i64::try_from(8 * cells).unwrap_or(i64::MAX);
+    let offset = |cells: usize| i32::try_from(8 * cells).unwrap_or(i32::MAX);
+    // The tables: each part's inputs, then its outputs.
+    let mut at = 0;
+    let mut tables = Vec::with_capacity(parts.len());
+    let mut cells_of: Vec<Vec<usize>> = vec![Vec::new(); plan.lens.len()];
+    for (table, outs) in plan.inputs.iter().zip(&plan.outputs) {
+        tables.push((at, at + table.len()));
+        for cell in table {
+            match *cell {
+                Cell::Input(k) => {
+                    let p = b.ins().load(ptr, flags, inputs, offset(k));
+                    b.ins().store(flags, p, ws, offset(at));
+                }
+                Cell::Region(r) => cells_of[r].push(at),
+            }
+            at += 1;
+        }
+        for &r in outs {
+            cells_of[r].push(at);
+            at += 1;
+        }
+    }
+    // The regions after the tables, their addresses written where the tables point.
+    // Every address is below the workspace's length, which a call checks.
+    let mut counts = SizeValues::new(sizes);
+    let (mut base, mut off) = (ws, bytes(plan.cells));
+    for (len, cells) in plan.lens.iter().zip(&cells_of) {
+        let addr = b.ins().iadd_imm_s(base, off);
+        for &cell in cells {
+            b.ins().store(flags, addr, ws, offset(cell));
+        }
+        match len {
+            SizeExpr::K(k) => off += bytes(*k as usize),
+            len => {
+                let n = counts.get(&mut b, len);
+                let n_bytes = b.ins().ishl_imm_s(n, 3);
+                base = b.ins().iadd(addr, n_bytes);
+                off = 0;
+            }
+        }
+    }
+    let parts_ws = b.ins().iadd_imm_s(base, off);
+    let status = if built.iter().any(|p| p.status.is_some()) {
+        let rest = SizeExpr::max_of(built.iter().map(|p| p.workspace.clone()));
+        let n = counts.get(&mut b, &rest);
+        let n_bytes = b.ins().ishl_imm_s(n, 3);
+        let cell = b.ins().iadd(parts_ws, n_bytes);
+        let zero = b.ins().f64const(0.0);
+        b.ins().store(flags, zero, cell, 0);
+        Some((cell, zero))
+    } else {
+        None
+    };
+    let stop = b.create_block();
+    let last = parts.len() - 1;
+    for (j, (&call, &(ins, outs))) in calls.iter().zip(&tables).enumerate() {
+        let pin = b.ins().iadd_imm_s(ws, bytes(ins));
+        let pout = if j == last {
+            outputs
+        } else {
+            b.ins().iadd_imm_s(ws, bytes(outs))
+        };
+        b.ins().call(call, &[pin, sizes, pout, parts_ws]);
+        if let (Some((cell, zero)), Some(at)) = (status, &built[j].status) {
+            let n = counts.get(&mut b, at);
+            let n_bytes = b.ins().ishl_imm_s(n, 3);
+            let part_cell = b.ins().iadd(parts_ws, n_bytes);
+            let s = b.ins().load(types::F64, flags, part_cell, 0);
+            b.ins().store(flags, s, cell, 0);
+            if j < last {
+                let failed = b.ins().fcmp(FloatCC::NotEqual, s, zero);
+                let go_on = b.create_block();
+                b.ins().brif(failed, stop, &[], go_on, &[]);
+                b.switch_to_block(go_on);
+            }
+        }
+    }
+    b.ins().return_(&[]);
+    b.switch_to_block(stop);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(module.isa().frontend_config());
+    verify(ctx, module)?;
+    Ok(id)
 }
 
 /// The lengths of the values crossing from the first part to the second (the first

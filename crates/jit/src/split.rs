@@ -134,27 +134,7 @@ fn split_where(
     func: &Func,
     choose: impl Fn(&Sizes) -> Option<Cut>,
 ) -> Option<Parts> {
-    let mut stmts = Vec::new();
-    let mut cur = func.body;
-    loop {
-        match arena[cur] {
-            Node::Let(x, _, b) => {
-                stmts.push(Stmt {
-                    vars: vec![x],
-                    node: cur,
-                });
-                cur = b;
-            }
-            Node::LetTuple(xs, _, b) => {
-                stmts.push(Stmt {
-                    vars: arena.vars_of(xs).to_vec(),
-                    node: cur,
-                });
-                cur = b;
-            }
-            _ => break,
-        }
-    }
+    let (stmts, cur) = chain_of(arena, func.body);
     if stmts.len() < 2 {
         return None;
     }
@@ -343,6 +323,190 @@ fn best_cut(sizes: &Sizes) -> Option<Cut> {
     }
     let (cut, smaller) = best?;
     (smaller * 100 >= total * MIN_SHARE).then_some(cut)
+}
+
+/// Terms of this many nodes or more are compiled in chunks ([`chunks`]): Cranelift's
+/// register allocator takes a time that grows faster than the function (every value live
+/// across a run-time call is spilled at each), so a long chain compiles much faster as
+/// many small functions. Well above the gradients of the examples, which are cut in two
+/// at most.
+pub const CHUNK_MIN_NODES: usize = 4000;
+
+/// The nodes a chunk has at least (the last one, with the chain's result, may have
+/// fewer): small enough for Cranelift to be fast, large enough for the crossing values
+/// to be few beside the work.
+pub const CHUNK_NODES: usize = 300;
+
+/// A long function cut into chunks of its chain, run one after the other. Part `j`
+/// takes the function's parameters, then the values of earlier parts that it reads (its
+/// imports); every part but the last returns the values later parts read (its exports,
+/// one item each, a tuple if several); the last computes the function's result.
+pub(crate) struct Chunks {
+    pub parts: Vec<Func>,
+    /// Each part's imports, in its parameter order: the part exporting it and the
+    /// position among that part's exports.
+    pub imports: Vec<Vec<(usize, usize)>>,
+    /// How many values each part exports (0 for the last).
+    pub exports: Vec<usize>,
+}
+
+/// The top-level chain of `let`s of `body`: its statements, and the term after them.
+fn chain_of(arena: &Arena, body: ExprId) -> (Vec<Stmt>, ExprId) {
+    let mut stmts = Vec::new();
+    let mut cur = body;
+    loop {
+        match arena[cur] {
+            Node::Let(x, _, b) => {
+                stmts.push(Stmt {
+                    vars: vec![x],
+                    node: cur,
+                });
+                cur = b;
+            }
+            Node::LetTuple(xs, _, b) => {
+                stmts.push(Stmt {
+                    vars: arena.vars_of(xs).to_vec(),
+                    node: cur,
+                });
+                cur = b;
+            }
+            _ => return (stmts, cur),
+        }
+    }
+}
+
+/// `func` cut into chunks of about [`CHUNK_NODES`] nodes if it has [`CHUNK_MIN_NODES`]
+/// or more; `None` to compile it as before (whole or in two). Not cut: a chain that binds
+/// a variable twice (or a parameter's), values of non-ground types crossing a cut, a part
+/// whose statements no later part reads, and the cuts between a map and its fold.
+pub(crate) fn chunks(arena: &mut Arena, func: &Func) -> Option<Chunks> {
+    let (stmts, tail) = chain_of(arena, func.body);
+    if stmts.len() < 2 {
+        return None;
+    }
+    let mut seen = HashSet::default();
+    let sizes: Vec<usize> = stmts
+        .iter()
+        .map(|s| new_nodes(arena, rhs(arena, s.node), &mut seen))
+        .collect();
+    let tail_size = new_nodes(arena, tail, &mut seen);
+    if sizes.iter().sum::<usize>() + tail_size < CHUNK_MIN_NODES {
+        return None;
+    }
+    // Where each variable is bound: its statement.
+    let mut bound_at: HashMap<Var, usize> = HashMap::default();
+    for (k, s) in stmts.iter().enumerate() {
+        for &v in &s.vars {
+            if bound_at.insert(v, k).is_some() || func.params.contains(&v) {
+                return None;
+            }
+        }
+    }
+    // The chunks: statements gathered until they reach the size, cut where allowed.
+    let mut starts = vec![0];
+    let mut size = 0;
+    for k in 0..stmts.len() {
+        let fused = k > 0 && folds_previous(arena, stmts[k].node, &stmts[k - 1].vars);
+        if size >= CHUNK_NODES && !fused {
+            starts.push(k);
+            size = 0;
+        }
+        size += sizes[k];
+    }
+    let n = starts.len();
+    if n < 2 {
+        return None;
+    }
+    let chunk_of = |k: usize| starts.partition_point(|&s| s <= k) - 1;
+    // What each chunk reads of earlier ones (in the order the variables are bound).
+    let mut reads: Vec<Vec<Var>> = vec![Vec::new(); n];
+    for (j, read) in reads.iter_mut().enumerate() {
+        let end = starts.get(j + 1).copied().unwrap_or(stmts.len());
+        let mut terms: Vec<ExprId> = stmts[starts[j]..end]
+            .iter()
+            .map(|s| rhs(arena, s.node))
+            .collect();
+        if j + 1 == n {
+            terms.push(tail);
+        }
+        let mut set = HashSet::default();
+        for e in terms {
+            for v in arena.free_vars(e) {
+                if bound_at.get(&v).is_some_and(|&k| chunk_of(k) < j) && set.insert(v) {
+                    read.push(v);
+                }
+            }
+        }
+        read.sort_by_key(|v| bound_at[v]);
+    }
+    // Each chunk's exports: what later chunks read of it, in the order it binds them.
+    let mut exports: Vec<Vec<Var>> = vec![Vec::new(); n];
+    let mut exported: HashSet<Var> = HashSet::default();
+    for read in &reads {
+        for &v in read {
+            if exported.insert(v) {
+                exports[chunk_of(bound_at[&v])].push(v);
+            }
+        }
+    }
+    for e in &mut exports {
+        e.sort_by_key(|v| bound_at[v]);
+    }
+    if exports[..n - 1].iter().any(Vec::is_empty) {
+        return None;
+    }
+    let mut types: HashMap<Var, Type> = HashMap::default();
+    for &v in &exported {
+        let t = arena.var_type(v).cloned()?;
+        if !t.is_ground() {
+            return None;
+        }
+        types.insert(v, t);
+    }
+    let position: HashMap<Var, usize> = exports
+        .iter()
+        .flat_map(|e| e.iter().enumerate().map(|(p, &v)| (v, p)))
+        .collect();
+    let mut parts = Vec::with_capacity(n);
+    for j in 0..n {
+        let end = starts.get(j + 1).copied().unwrap_or(stmts.len());
+        let (body, ret) = if j + 1 == n {
+            let body = stmts[starts[j]].node;
+            (body, arena.type_of(body).cloned()?)
+        } else {
+            let results: Vec<ExprId> = exports[j]
+                .iter()
+                .map(|v| {
+                    let e = arena.var(*v);
+                    arena.set_type(e, types[v].clone());
+                    e
+                })
+                .collect();
+            let (body, ret) = tuple_of(arena, &results)?;
+            (rebuild(arena, &stmts[starts[j]..end], body, &ret)?, ret)
+        };
+        let mut params = func.params.clone();
+        params.extend(&reads[j]);
+        parts.push(Func {
+            name: format!("{}_part{j}", func.name),
+            params,
+            body,
+            ret,
+        });
+    }
+    let imports = reads
+        .iter()
+        .map(|read| {
+            read.iter()
+                .map(|v| (chunk_of(bound_at[v]), position[v]))
+                .collect()
+        })
+        .collect();
+    Some(Chunks {
+        parts,
+        imports,
+        exports: exports.iter().map(Vec::len).collect(),
+    })
 }
 
 #[cfg(test)]

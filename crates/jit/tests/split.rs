@@ -4,7 +4,8 @@
 mod common;
 
 use common::{check_compiled, gradient};
-use unfad_jit::{compile_parallel, compile_split_at};
+use unfad_jit::fault::{self, Fault};
+use unfad_jit::{compile_parallel, compile_split_at, JitError};
 use unfad_syntax::{Arena, Func, Node};
 use unfad_test_support::load;
 use unfad_testgen::{generate, Features};
@@ -82,4 +83,103 @@ fn large_gradients_are_compiled_in_two_parts() {
 fn small_functions_are_compiled_whole() {
     let (mut prog, func) = gradient("def f(A: [n]real) = let s = sum(A) in s * s").unwrap();
     assert_eq!(compile_parallel(&mut prog.arena, &func).unwrap().parts(), 1);
+}
+
+/// The value and gradient of a straight line of `n` statements, each reading the one
+/// before (every value live from the forward pass into the reverse one), differentiated
+/// by the route `compile_grad` takes.
+fn chain_gradient(n: usize) -> (unfad_syntax::Program, Func) {
+    let mut src = String::from("def f(x0: real, y: real): real =\n");
+    for i in 1..=n {
+        let p = i - 1;
+        src.push_str(&format!("  let x{i} = sin(x{p}) * 0.5 + x{p} * y in\n"));
+    }
+    src.push_str(&format!("  x{n}\n"));
+    let (mut prog, func) = load(&src);
+    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0, 1]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+    (prog, opt)
+}
+
+#[test]
+fn long_chains_are_compiled_in_chunks_that_agree_with_the_interpreter() {
+    let (mut prog, func) = chain_gradient(3000);
+    let compiled = compile_parallel(&mut prog.arena, &func).unwrap();
+    assert!(compiled.parts() > 4, "{} parts", compiled.parts());
+    for input in [
+        serde_json::json!({"x0": 0.3, "y": 0.999}),
+        serde_json::json!({"x0": -2.5, "y": 1.0}),
+    ] {
+        check_compiled(&prog.arena, &func, &compiled, &input);
+    }
+}
+
+#[test]
+fn chunked_functions_passing_arrays_agree_with_the_interpreter() {
+    // Arrays crossing the cuts (whose lengths are the size variable's), one read long
+    // after it is made.
+    let n = 400;
+    let mut src = String::from("def f(A: [n]real, B: [n]real): real =\n  let a0 = A in\n");
+    for i in 1..=n {
+        let p = i - 1;
+        src.push_str(&format!(
+            "  let a{i} = map2 (x, y. sin(x) * 0.5 + x * y) a{p} B in\n"
+        ));
+    }
+    src.push_str(&format!("  sum(map2 (x, y. x * y) a{n} a{})\n", n / 3));
+    let (mut prog, func) = load(&src);
+    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0, 1]).unwrap();
+    let func = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+    let compiled = compile_parallel(&mut prog.arena, &func).unwrap();
+    assert!(compiled.parts() > 2, "{} parts", compiled.parts());
+    let input = serde_json::json!({"A": [0.5, -1.0, 2.0], "B": [0.9, 1.0, -0.3]});
+    check_compiled(&prog.arena, &func, &compiled, &input);
+}
+
+#[test]
+fn a_chunked_function_reports_a_failed_run_time_check_in_a_middle_part() {
+    // Writing a scan into memory checks at run time that its buffer has a row for the
+    // first accumulator; under the deliberate mistake that a scan is no longer than its
+    // operand, that buffer is empty at n = 0 and the check fails. The scan is in a part
+    // between others: its status is the function's, and the call stops there.
+    let n = 1500;
+    let mut src = String::from("def f(A: [n]real, x0: real): real =\n");
+    for i in 1..=n {
+        let p = i - 1;
+        if i == n / 2 {
+            src.push_str(&format!(
+                "  let x{i} = x{p} + sum(scanl (s, a. s + a) 0 (shift1L A)) in\n"
+            ));
+        } else {
+            src.push_str(&format!("  let x{i} = sin(x{p}) * 0.5 + x{p} in\n"));
+        }
+    }
+    src.push_str(&format!("  x{n}\n"));
+    let (mut prog, func) = load(&src);
+    let compiled = compile_parallel(&mut prog.arena, &func).unwrap();
+    assert!(compiled.parts() > 2, "{} parts", compiled.parts());
+    check_compiled(
+        &prog.arena,
+        &func,
+        &compiled,
+        &serde_json::json!({"A": [1.0, 2.0, 3.0], "x0": 0.25}),
+    );
+    let faulty = fault::with(Fault::ScansNoLonger, || {
+        compile_parallel(&mut prog.arena, &func)
+    })
+    .unwrap();
+    assert!(faulty.parts() > 2, "{} parts", faulty.parts());
+    for size in [0usize, 3] {
+        let sizes = [size as u64];
+        assert!(faulty.status_cell(&sizes).is_some(), "n = {size}");
+        let a: Vec<f64> = (0..size).map(|i| i as f64 + 1.0).collect();
+        let mut out = [0.0];
+        let mut workspace = vec![0.0; faulty.workspace_len(&sizes)];
+        let called = faulty.call(&[&a, &[0.25]], &sizes, &mut [&mut out], &mut workspace);
+        match called {
+            Err(JitError::Check(_)) => assert_eq!(size, 0),
+            Ok(()) => assert_ne!(size, 0),
+            Err(e) => panic!("n = {size}: {e}"),
+        }
+    }
 }
