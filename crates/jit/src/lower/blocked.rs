@@ -21,6 +21,10 @@
 //!
 //! Pairs of accumulators are independent values of the same operator, ready to become
 //! the lanes of one vector register.
+//!
+//! The same replay runs loops without such folds two elements per iteration
+//! ([`Translator::paired_loop`]), when the elements are light scalars: the two copies'
+//! stores, loads and computations are then side by side for [`lanes`] to pair.
 
 use std::rc::Rc;
 
