@@ -127,6 +127,21 @@
 //! This holds in fused loops too (tuple components, a stored map folded where it is
 //! stored). `foldl` stays one element per iteration.
 //!
+//! **Two elements per instruction.** On hosts that compute on two lanes (x86-64 with
+//! SSE4.1, AArch64), loops of light scalar elements (no loop inside, a few dozen
+//! operations at most; maps and map2s written to memory, fused loops without a blocked
+//! fold, a stored map folded by a `foldl`) run **two elements per iteration**: the
+//! element's code emitted for element `2b`, replayed for `2b + 1` from the same bindings,
+//! then the last element alone when the length is odd. Each element is computed by the
+//! same operations, in the same order, as one at a time. After the function is built, the
+//! pass in `lower/lanes.rs` turns what the lowering placed side by side into `f64x2` (and
+//! `i64x2`) instructions: the packs of two scalars (a blocked reduction's accumulators,
+//! two by two), adjacent stores and loads within a block, and from them, alike
+//! computations (same opcode and immediates) down to their operands, the math kernels
+//! included (their selects become lane masks, their integer steps `i64x2` operations).
+//! Each lane performs the IEEE operation its scalar did, so results stay equal to the
+//! interpreter's bit for bit; the scalars left unused are removed.
+//!
 //! The components of a tuple that are loops over the same length (scalar folds, and arrays
 //! written element by element: maps, copies, fills) run as **one loop** (a gradient is
 //! typically such a tuple: the value's reduction and one map per parameter, all over the

@@ -136,24 +136,20 @@ fn prod_gradient() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v54 = load.i64 notrap aligned readonly can_move v1
-                v6 -> v54
-                v55 = iconst.i64 1
-                v56 = smax v54, v55  ; v55 = 1
-                v8 -> v56
-                v57 = iconst.i64 3
-                v58 = ishl v56, v57  ; v57 = 3
-                v59 = iadd v3, v58
-                v60 = iconst.i64 0
-                v61 = iconst.i64 3
-                v62 = ishl v60, v61  ; v60 = 0, v61 = 3
-                v63 = iadd v3, v62
-                v7 -> v63
-                v64 = iconst.i64 -1
-                v65 = iadd v54, v64  ; v64 = -1
-                v66 = iconst.i64 0
-                v67 = smax v65, v66  ; v66 = 0
-                v9 -> v67
+                v94 = load.i64 notrap aligned readonly can_move v1
+                v95 = iconst.i64 1
+                v96 = smax v94, v95  ; v95 = 1
+                v97 = iconst.i64 3
+                v98 = ishl v96, v97  ; v97 = 3
+                v99 = iadd v3, v98
+                v100 = iconst.i64 0
+                v101 = iconst.i64 3
+                v102 = ishl v100, v101  ; v100 = 0, v101 = 3
+                v103 = iadd v3, v102
+                v104 = iconst.i64 -1
+                v105 = iadd v94, v104  ; v104 = -1
+                v106 = iconst.i64 0
+                v107 = smax v105, v106  ; v106 = 0
                 jump block1
 
             block1:
@@ -162,13 +158,13 @@ fn prod_gradient() {
                 v10 = iconst.i64 8
                 v11 = iadd v4, v10  ; v10 = 8
                 v12 = iconst.i64 3
-                v13 = ishl.i64 v9, v12  ; v12 = 3
-                v14 = iadd.i64 v7, v13
+                v13 = ishl.i64 v107, v12  ; v12 = 3
+                v14 = iadd.i64 v103, v13
                 v15 = f64const 0x1.0000000000000p0
                 store notrap aligned v15, v14  ; v15 = 0x1.0000000000000p0
                 v19 = iconst.i64 -1
-                v20 = iadd.i64 v9, v19  ; v19 = -1
-                brif.i64 v9, block2(v20, v15), block3(v15)  ; v15 = 0x1.0000000000000p0, v15 = 0x1.0000000000000p0
+                v20 = iadd.i64 v107, v19  ; v19 = -1
+                brif.i64 v107, block2(v20, v15), block3(v15)  ; v15 = 0x1.0000000000000p0, v15 = 0x1.0000000000000p0
 
             block2(v16: i64, v17: f64):
                 v21 = iconst.i64 3
@@ -177,7 +173,7 @@ fn prod_gradient() {
                 v24 = load.f64 notrap aligned v23
                 v25 = iconst.i64 3
                 v26 = ishl v16, v25  ; v25 = 3
-                v27 = iadd.i64 v7, v26
+                v27 = iadd.i64 v103, v26
                 v28 = fmul v24, v17
                 store notrap aligned v28, v27
                 v29 = iconst.i64 -1
@@ -190,30 +186,69 @@ fn prod_gradient() {
                 v32 = atomic_load.i64 notrap aligned v31
                 v33 = bitcast.f64 v32
                 v34 = f64const 0x1.0000000000000p0
-                v36 = iconst.i64 0
-                brif.i64 v6, block4(v36, v34), block5  ; v36 = 0, v34 = 0x1.0000000000000p0
+                v35 = iconst.i64 1
+                v36 = ushr.i64 v94, v35  ; v35 = 1
+                v37 = iconst.i64 -2
+                v38 = band.i64 v94, v37  ; v37 = -2
+                v39 = iconst.i64 1
+                v40 = band.i64 v94, v39  ; v39 = 1
+                v42 = iconst.i64 0
+                brif v36, block4(v42, v34), block5(v34)  ; v42 = 0, v34 = 0x1.0000000000000p0, v34 = 0x1.0000000000000p0
 
-            block4(v35: i64, v41: f64):
-                v37 = iconst.i64 3
-                v38 = ishl v35, v37  ; v37 = 3
-                v39 = iadd.i64 v7, v38
-                v40 = load.f64 notrap aligned v39
-                v42 = iconst.i64 3
-                v43 = ishl v35, v42  ; v42 = 3
-                v44 = iadd.i64 v4, v43
-                v45 = load.f64 notrap aligned v44
-                v46 = fmul v41, v45
-                v47 = iconst.i64 3
-                v48 = ishl v35, v47  ; v47 = 3
-                v49 = iadd.i64 v5, v48
-                v50 = fmul v40, v41
-                store notrap aligned v50, v49
-                v51 = iconst.i64 1
-                v52 = iadd v35, v51  ; v51 = 1
-                v53 = icmp ult v52, v6
-                brif v53, block4(v52, v46), block5
+            block4(v41: i64, v49: f64):
+                v43 = iconst.i64 1
+                v44 = ishl v41, v43  ; v43 = 1
+                v45 = iconst.i64 3
+                v46 = ishl v44, v45  ; v45 = 3
+                v47 = iadd.i64 v103, v46
+                v50 = iconst.i64 3
+                v51 = ishl v44, v50  ; v50 = 3
+                v52 = iadd.i64 v4, v51
+                v53 = load.f64 notrap aligned v52
+                v54 = fmul v49, v53
+                v55 = iconst.i64 3
+                v56 = ishl v44, v55  ; v55 = 3
+                v57 = iadd.i64 v5, v56
+                v59 = iconst.i64 1
+                v60 = iadd v44, v59  ; v59 = 1
+                v109 = load.f64x2 notrap v47
+                v65 = iconst.i64 3
+                v66 = ishl v60, v65  ; v65 = 3
+                v67 = iadd.i64 v4, v66
+                v68 = load.f64 notrap aligned v67
+                v69 = fmul v54, v68
+                v110 = scalar_to_vector.f64x2 v49
+                v111 = insertlane v110, v54, 1
+                v112 = fmul v109, v111
+                store notrap v112, v57
+                v74 = iconst.i64 1
+                v75 = iadd v41, v74  ; v74 = 1
+                v76 = icmp ult v75, v36
+                brif v76, block4(v75, v69), block5(v69)
 
-            block5:
+            block5(v108: f64):
+                v78 = iconst.i64 0
+                brif.i64 v40, block6(v78), block7  ; v78 = 0
+
+            block6(v77: i64):
+                v79 = iadd.i64 v38, v77
+                v80 = iconst.i64 3
+                v81 = ishl v79, v80  ; v80 = 3
+                v82 = iadd.i64 v103, v81
+                v83 = load.f64 notrap aligned v82
+                v85 = iconst.i64 3
+                v86 = ishl v79, v85  ; v85 = 3
+                v87 = iadd.i64 v4, v86
+                v88 = load.f64 notrap aligned v87
+                v89 = fmul.f64 v108, v88
+                v90 = iconst.i64 3
+                v91 = ishl v79, v90  ; v90 = 3
+                v92 = iadd.i64 v5, v91
+                v93 = fmul v83, v108
+                store notrap aligned v93, v92
+                jump block7
+
+            block7:
                 return
             }
         "#]],
@@ -287,25 +322,21 @@ fn array_accumulator_carries_only_its_address() {
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v71 = load.i64 notrap aligned readonly can_move v1+8
-                v7 -> v71
-                v72 = iconst.i64 3
-                v73 = ishl v71, v72  ; v72 = 3
-                v74 = iadd v3, v73
-                v75 = iconst.i64 3
-                v76 = ishl v71, v75  ; v75 = 3
-                v77 = iadd v74, v76
-                v78 = load.i64 notrap aligned readonly can_move v1
-                v8 -> v78
-                v79 = iconst.i64 0
-                v80 = iconst.i64 3
-                v81 = ishl v79, v80  ; v79 = 0, v80 = 3
-                v82 = iadd v3, v81
-                v9 -> v82
-                v83 = iconst.i64 3
-                v84 = ishl v79, v83  ; v79 = 0, v83 = 3
-                v85 = iadd v74, v84
-                v10 -> v85
+                v108 = load.i64 notrap aligned readonly can_move v1+8
+                v109 = iconst.i64 3
+                v110 = ishl v108, v109  ; v109 = 3
+                v111 = iadd v3, v110
+                v112 = iconst.i64 3
+                v113 = ishl v108, v112  ; v112 = 3
+                v114 = iadd v111, v113
+                v115 = load.i64 notrap aligned readonly can_move v1
+                v116 = iconst.i64 0
+                v117 = iconst.i64 3
+                v118 = ishl v116, v117  ; v116 = 0, v117 = 3
+                v119 = iadd v3, v118
+                v120 = iconst.i64 3
+                v121 = ishl v116, v120  ; v116 = 0, v120 = 3
+                v122 = iadd v111, v121
                 jump block1
 
             block1:
@@ -313,7 +344,7 @@ fn array_accumulator_carries_only_its_address() {
                 v5 = load.i64 notrap aligned readonly can_move v0+8
                 v6 = load.i64 notrap aligned readonly can_move v2
                 v12 = iconst.i64 0
-                brif.i64 v7, block2(v12), block3  ; v12 = 0
+                brif.i64 v108, block2(v12), block3  ; v12 = 0
 
             block2(v11: i64):
                 v13 = iconst.i64 3
@@ -322,75 +353,119 @@ fn array_accumulator_carries_only_its_address() {
                 v16 = load.f64 notrap aligned v15
                 v17 = iconst.i64 3
                 v18 = ishl v11, v17  ; v17 = 3
-                v19 = iadd.i64 v9, v18
+                v19 = iadd.i64 v119, v18
                 store notrap aligned v16, v19
                 v20 = iconst.i64 1
                 v21 = iadd v11, v20  ; v20 = 1
-                v22 = icmp ult v21, v7
+                v22 = icmp ult v21, v108
                 brif v22, block2(v21), block3
 
             block3:
                 v23 = iconst.i64 1
                 v24 = iconst.i8 0
                 v30 = iconst.i64 0
-                brif.i64 v8, block4(v30, v24, v9), block5(v24, v9)  ; v30 = 0, v24 = 0, v24 = 0
+                brif.i64 v115, block4(v30, v24, v119), block5(v24, v119)  ; v30 = 0, v24 = 0, v24 = 0
 
             block4(v25: i64, v26: i8, v27: i64):
-                v31 = select.i64 v26, v9, v10
-                v32 = imul v25, v7
+                v31 = select.i64 v26, v119, v122
+                v32 = imul v25, v108
                 v33 = iconst.i64 3
                 v34 = ishl v32, v33  ; v33 = 3
                 v35 = iadd.i64 v4, v34
-                v37 = iconst.i64 0
-                brif.i64 v7, block6(v37), block7  ; v37 = 0
+                v36 = iconst.i64 1
+                v37 = ushr.i64 v108, v36  ; v36 = 1
+                v38 = iconst.i64 -2
+                v39 = band.i64 v108, v38  ; v38 = -2
+                v40 = iconst.i64 1
+                v41 = band.i64 v108, v40  ; v40 = 1
+                v43 = iconst.i64 0
+                brif v37, block6(v43), block7  ; v43 = 0
 
-            block6(v36: i64):
-                v38 = iconst.i64 3
-                v39 = ishl v36, v38  ; v38 = 3
-                v40 = iadd.i64 v27, v39
-                v41 = load.f64 notrap aligned v40
-                v42 = iconst.i64 3
-                v43 = ishl v36, v42  ; v42 = 3
-                v44 = iadd.i64 v35, v43
-                v45 = load.f64 notrap aligned v44
+            block6(v42: i64):
+                v44 = iconst.i64 1
+                v45 = ishl v42, v44  ; v44 = 1
                 v46 = iconst.i64 3
-                v47 = ishl v36, v46  ; v46 = 3
-                v48 = iadd.i64 v31, v47
-                v49 = fadd v41, v45
-                store notrap aligned v49, v48
-                v50 = iconst.i64 1
-                v51 = iadd v36, v50  ; v50 = 1
-                v52 = icmp ult v51, v7
-                brif v52, block6(v51), block7
+                v47 = ishl v45, v46  ; v46 = 3
+                v48 = iadd.i64 v27, v47
+                v49 = load.f64 notrap aligned v48
+                v50 = iconst.i64 3
+                v51 = ishl v45, v50  ; v50 = 3
+                v52 = iadd.i64 v35, v51
+                v53 = load.f64 notrap aligned v52
+                v54 = iconst.i64 3
+                v55 = ishl v45, v54  ; v54 = 3
+                v56 = iadd.i64 v31, v55
+                v57 = fadd v49, v53
+                store notrap aligned v57, v56
+                v58 = iconst.i64 1
+                v59 = iadd v45, v58  ; v58 = 1
+                v60 = iconst.i64 3
+                v61 = ishl v59, v60  ; v60 = 3
+                v62 = iadd.i64 v27, v61
+                v63 = load.f64 notrap aligned v62
+                v64 = iconst.i64 3
+                v65 = ishl v59, v64  ; v64 = 3
+                v66 = iadd.i64 v35, v65
+                v67 = load.f64 notrap aligned v66
+                v68 = iconst.i64 3
+                v69 = ishl v59, v68  ; v68 = 3
+                v70 = iadd.i64 v31, v69
+                v71 = fadd v63, v67
+                store notrap aligned v71, v70
+                v72 = iconst.i64 1
+                v73 = iadd v42, v72  ; v72 = 1
+                v74 = icmp ult v73, v37
+                brif v74, block6(v73), block7
 
             block7:
-                v53 = iconst.i8 1
-                v54 = bxor.i8 v26, v53  ; v53 = 1
-                v55 = iconst.i64 1
-                v56 = iconst.i64 1
-                v57 = iadd.i64 v25, v56  ; v56 = 1
-                v58 = icmp ult v57, v8
-                brif v58, block4(v57, v54, v31), block5(v54, v31)
+                v76 = iconst.i64 0
+                brif.i64 v41, block8(v76), block9  ; v76 = 0
 
-            block5(v28: i8, v29: i64):
-                v60 = iconst.i64 0
-                brif.i64 v7, block8(v60), block9  ; v60 = 0
-
-            block8(v59: i64):
-                v61 = iconst.i64 3
-                v62 = ishl v59, v61  ; v61 = 3
-                v63 = iadd.i64 v29, v62
-                v64 = load.f64 notrap aligned v63
-                v65 = iconst.i64 3
-                v66 = ishl v59, v65  ; v65 = 3
-                v67 = iadd.i64 v6, v66
-                store notrap aligned v64, v67
-                v68 = iconst.i64 1
-                v69 = iadd v59, v68  ; v68 = 1
-                v70 = icmp ult v69, v7
-                brif v70, block8(v69), block9
+            block8(v75: i64):
+                v77 = iadd.i64 v39, v75
+                v78 = iconst.i64 3
+                v79 = ishl v77, v78  ; v78 = 3
+                v80 = iadd.i64 v27, v79
+                v81 = load.f64 notrap aligned v80
+                v82 = iconst.i64 3
+                v83 = ishl v77, v82  ; v82 = 3
+                v84 = iadd.i64 v35, v83
+                v85 = load.f64 notrap aligned v84
+                v86 = iconst.i64 3
+                v87 = ishl v77, v86  ; v86 = 3
+                v88 = iadd.i64 v31, v87
+                v89 = fadd v81, v85
+                store notrap aligned v89, v88
+                jump block9
 
             block9:
+                v90 = iconst.i8 1
+                v91 = bxor.i8 v26, v90  ; v90 = 1
+                v92 = iconst.i64 1
+                v93 = iconst.i64 1
+                v94 = iadd.i64 v25, v93  ; v93 = 1
+                v95 = icmp ult v94, v115
+                brif v95, block4(v94, v91, v31), block5(v91, v31)
+
+            block5(v28: i8, v29: i64):
+                v97 = iconst.i64 0
+                brif.i64 v108, block10(v97), block11  ; v97 = 0
+
+            block10(v96: i64):
+                v98 = iconst.i64 3
+                v99 = ishl v96, v98  ; v98 = 3
+                v100 = iadd.i64 v29, v99
+                v101 = load.f64 notrap aligned v100
+                v102 = iconst.i64 3
+                v103 = ishl v96, v102  ; v102 = 3
+                v104 = iadd.i64 v6, v103
+                store notrap aligned v101, v104
+                v105 = iconst.i64 1
+                v106 = iadd v96, v105  ; v105 = 1
+                v107 = icmp ult v106, v108
+                brif v107, block10(v106), block11
+
+            block11:
                 return
             }
         "#]],
@@ -408,170 +483,288 @@ fn result_component_is_computed_in_place() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v177 = load.i64 notrap aligned readonly can_move v1
+                v346 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
                 v4 = load.i64 notrap aligned readonly can_move v0
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v6 = load.i64 notrap aligned readonly can_move v2+8
-                v9 = iconst.i64 0
-                brif.i64 v177, block2(v9), block3  ; v9 = 0
+                v8 = iconst.i64 1
+                v9 = ushr.i64 v346, v8  ; v8 = 1
+                v10 = iconst.i64 -2
+                v11 = band.i64 v346, v10  ; v10 = -2
+                v12 = iconst.i64 1
+                v13 = band.i64 v346, v12  ; v12 = 1
+                v15 = iconst.i64 0
+                brif v9, block2(v15), block3  ; v15 = 0
 
-            block2(v8: i64):
-                v10 = iconst.i64 3
-                v11 = ishl v8, v10  ; v10 = 3
-                v12 = iadd.i64 v4, v11
-                v13 = load.f64 notrap aligned v12
-                v14 = iconst.i64 3
-                v15 = ishl v8, v14  ; v14 = 3
-                v16 = iadd.i64 v5, v15
-                v17 = f64const 0x1.6300000000000p9
-                v18 = fcmp gt v13, v17  ; v17 = 0x1.6300000000000p9
-                v19 = select v18, v17, v13  ; v17 = 0x1.6300000000000p9
-                v20 = f64const -0x1.7500000000000p9
-                v21 = fcmp lt v19, v20  ; v20 = -0x1.7500000000000p9
-                v22 = select v21, v20, v19  ; v20 = -0x1.7500000000000p9
-                v23 = f64const 0x1.71547652b82fep0
-                v24 = fmul v22, v23  ; v23 = 0x1.71547652b82fep0
-                v25 = f64const 0x1.8000000000000p52
-                v26 = fadd v24, v25  ; v25 = 0x1.8000000000000p52
-                v27 = fsub v26, v25  ; v25 = 0x1.8000000000000p52
-                v28 = bitcast.i64 v26
-                v29 = iconst.i64 0x4338_0000_0000_0000
-                v30 = isub v28, v29  ; v29 = 0x4338_0000_0000_0000
-                v31 = f64const 0x1.62e42ff000000p-1
-                v32 = f64const -0x1.718432a1b0e26p-35
-                v33 = fmul v27, v31  ; v31 = 0x1.62e42ff000000p-1
-                v34 = fsub v22, v33
-                v35 = fmul v27, v32  ; v32 = -0x1.718432a1b0e26p-35
-                v36 = fsub v34, v35
-                v37 = f64const 0x1.1f730349868cep-29
-                v38 = f64const 0x1.af4de97ca4194p-26
-                v39 = fma v37, v36, v38  ; v37 = 0x1.1f730349868cep-29, v38 = 0x1.af4de97ca4194p-26
-                v40 = f64const 0x1.27e4db646b17ep-22
-                v41 = fma v39, v36, v40  ; v40 = 0x1.27e4db646b17ep-22
-                v42 = f64const 0x1.71de0231960ebp-19
-                v43 = fma v41, v36, v42  ; v42 = 0x1.71de0231960ebp-19
-                v44 = f64const 0x1.a01a01a6d889cp-16
-                v45 = fma v43, v36, v44  ; v44 = 0x1.a01a01a6d889cp-16
-                v46 = f64const 0x1.a01a01abe7fe1p-13
-                v47 = fma v45, v36, v46  ; v46 = 0x1.a01a01abe7fe1p-13
-                v48 = f64const 0x1.6c16c16c162d4p-10
-                v49 = fma v47, v36, v48  ; v48 = 0x1.6c16c16c162d4p-10
-                v50 = f64const 0x1.11111111100dcp-7
-                v51 = fma v49, v36, v50  ; v50 = 0x1.11111111100dcp-7
-                v52 = f64const 0x1.5555555555556p-5
-                v53 = fma v51, v36, v52  ; v52 = 0x1.5555555555556p-5
-                v54 = f64const 0x1.5555555555557p-3
-                v55 = fma v53, v36, v54  ; v54 = 0x1.5555555555557p-3
-                v56 = f64const 0x1.0000000000000p-1
-                v57 = fma v55, v36, v56  ; v56 = 0x1.0000000000000p-1
-                v58 = fmul v36, v36
-                v59 = fmul v58, v57
-                v60 = fsub v59, v35
-                v61 = fadd v34, v60
-                v62 = fsub v61, v34
-                v63 = fsub v61, v62
-                v64 = fsub v60, v62
-                v65 = fsub v34, v63
-                v66 = fadd v65, v64
-                v67 = f64const 0x1.0000000000000p0
-                v68 = fadd v67, v61  ; v67 = 0x1.0000000000000p0
-                v69 = fsub v67, v68  ; v67 = 0x1.0000000000000p0
-                v70 = fadd v69, v61
-                v71 = fadd v70, v66
-                v72 = fadd v68, v71
-                v73 = iconst.i64 1
-                v74 = sshr v30, v73  ; v73 = 1
-                v75 = isub v30, v74
-                v76 = iconst.i64 1023
-                v77 = iadd v74, v76  ; v76 = 1023
-                v78 = iconst.i64 52
-                v79 = ishl v77, v78  ; v78 = 52
-                v80 = bitcast.f64 v79
-                v81 = iconst.i64 1023
-                v82 = iadd v75, v81  ; v81 = 1023
-                v83 = iconst.i64 52
-                v84 = ishl v82, v83  ; v83 = 52
-                v85 = bitcast.f64 v84
-                v86 = fmul v72, v80
-                v87 = fmul v86, v85
-                store notrap aligned v87, v16
-                v88 = iconst.i64 1
-                v89 = iadd v8, v88  ; v88 = 1
-                v90 = icmp ult v89, v177
-                brif v90, block2(v89), block3
+            block2(v14: i64):
+                v16 = iconst.i64 1
+                v17 = ishl v14, v16  ; v16 = 1
+                v18 = iconst.i64 3
+                v19 = ishl v17, v18  ; v18 = 3
+                v20 = iadd.i64 v4, v19
+                v22 = iconst.i64 3
+                v23 = ishl v17, v22  ; v22 = 3
+                v24 = iadd.i64 v5, v23
+                v25 = f64const 0x1.6300000000000p9
+                v28 = f64const -0x1.7500000000000p9
+                v31 = f64const 0x1.71547652b82fep0
+                v33 = f64const 0x1.8000000000000p52
+                v37 = iconst.i64 0x4338_0000_0000_0000
+                v39 = f64const 0x1.62e42ff000000p-1
+                v40 = f64const -0x1.718432a1b0e26p-35
+                v45 = f64const 0x1.1f730349868cep-29
+                v46 = f64const 0x1.af4de97ca4194p-26
+                v48 = f64const 0x1.27e4db646b17ep-22
+                v50 = f64const 0x1.71de0231960ebp-19
+                v52 = f64const 0x1.a01a01a6d889cp-16
+                v54 = f64const 0x1.a01a01abe7fe1p-13
+                v56 = f64const 0x1.6c16c16c162d4p-10
+                v58 = f64const 0x1.11111111100dcp-7
+                v60 = f64const 0x1.5555555555556p-5
+                v62 = f64const 0x1.5555555555557p-3
+                v64 = f64const 0x1.0000000000000p-1
+                v75 = f64const 0x1.0000000000000p0
+                v81 = iconst.i64 1
+                v84 = iconst.i64 1023
+                v86 = iconst.i64 52
+                v89 = iconst.i64 1023
+                v91 = iconst.i64 52
+                v348 = load.f64x2 notrap v20
+                v349 = splat.f64x2 v25  ; v25 = 0x1.6300000000000p9
+                v350 = fcmp gt v348, v349
+                v351 = bitcast.f64x2 little v350
+                v352 = bitselect v351, v349, v348
+                v353 = splat.f64x2 v28  ; v28 = -0x1.7500000000000p9
+                v354 = fcmp lt v352, v353
+                v355 = bitcast.f64x2 little v354
+                v356 = bitselect v355, v353, v352
+                v357 = splat.f64x2 v31  ; v31 = 0x1.71547652b82fep0
+                v358 = fmul v356, v357
+                v359 = splat.f64x2 v33  ; v33 = 0x1.8000000000000p52
+                v360 = fadd v358, v359
+                v361 = fsub v360, v359
+                v403 = bitcast.i64x2 little v360
+                v404 = splat.i64x2 v37  ; v37 = 0x4338_0000_0000_0000
+                v405 = isub v403, v404
+                v362 = splat.f64x2 v39  ; v39 = 0x1.62e42ff000000p-1
+                v365 = splat.f64x2 v40  ; v40 = -0x1.718432a1b0e26p-35
+                v363 = fmul v361, v362
+                v364 = fsub v356, v363
+                v366 = fmul v361, v365
+                v367 = fsub v364, v366
+                v369 = splat.f64x2 v45  ; v45 = 0x1.1f730349868cep-29
+                v370 = splat.f64x2 v46  ; v46 = 0x1.af4de97ca4194p-26
+                v371 = fma v369, v367, v370
+                v372 = splat.f64x2 v48  ; v48 = 0x1.27e4db646b17ep-22
+                v373 = fma v371, v367, v372
+                v374 = splat.f64x2 v50  ; v50 = 0x1.71de0231960ebp-19
+                v375 = fma v373, v367, v374
+                v376 = splat.f64x2 v52  ; v52 = 0x1.a01a01a6d889cp-16
+                v377 = fma v375, v367, v376
+                v378 = splat.f64x2 v54  ; v54 = 0x1.a01a01abe7fe1p-13
+                v379 = fma v377, v367, v378
+                v380 = splat.f64x2 v56  ; v56 = 0x1.6c16c16c162d4p-10
+                v381 = fma v379, v367, v380
+                v382 = splat.f64x2 v58  ; v58 = 0x1.11111111100dcp-7
+                v383 = fma v381, v367, v382
+                v384 = splat.f64x2 v60  ; v60 = 0x1.5555555555556p-5
+                v385 = fma v383, v367, v384
+                v386 = splat.f64x2 v62  ; v62 = 0x1.5555555555557p-3
+                v387 = fma v385, v367, v386
+                v388 = splat.f64x2 v64  ; v64 = 0x1.0000000000000p-1
+                v389 = fma v387, v367, v388
+                v368 = fmul v367, v367
+                v390 = fmul v368, v389
+                v391 = fsub v390, v366
+                v392 = fadd v364, v391
+                v396 = fsub v392, v364
+                v397 = fsub v392, v396
+                v399 = fsub v391, v396
+                v398 = fsub v364, v397
+                v400 = fadd v398, v399
+                v347 = splat.f64x2 v75  ; v75 = 0x1.0000000000000p0
+                v393 = fadd v347, v392
+                v394 = fsub v347, v393
+                v395 = fadd v394, v392
+                v401 = fadd v395, v400
+                v402 = fadd v393, v401
+                v406 = sshr v405, v81  ; v81 = 1
+                v412 = isub v405, v406
+                v407 = splat.i64x2 v84  ; v84 = 1023
+                v408 = iadd v406, v407
+                v409 = ishl v408, v86  ; v86 = 52
+                v410 = bitcast.f64x2 little v409
+                v413 = splat.i64x2 v89  ; v89 = 1023
+                v414 = iadd v412, v413
+                v415 = ishl v414, v91  ; v91 = 52
+                v416 = bitcast.f64x2 little v415
+                v411 = fmul v402, v410
+                v417 = fmul v411, v416
+                store notrap v417, v24
+                v176 = iconst.i64 1
+                v177 = iadd v14, v176  ; v176 = 1
+                v178 = icmp ult v177, v9
+                brif v178, block2(v177), block3
 
             block3:
-                v91 = f64const 0.0
-                v92 = iconst.i64 2
-                v93 = ushr.i64 v177, v92  ; v92 = 2
-                v94 = f64const -0.0
-                v178 = splat.f64x2 v94  ; v94 = -0.0
-                v95 = scalar_to_vector.f64x2 v91  ; v91 = 0.0
-                v96 = insertlane v95, v94, 1  ; v94 = -0.0
-                v106 = iconst.i64 0
-                brif v93, block4(v106, v91, v96, v178), block5(v91, v96, v178)  ; v106 = 0, v91 = 0.0, v91 = 0.0
+                v180 = iconst.i64 0
+                brif.i64 v13, block4(v180), block5  ; v180 = 0
 
-            block4(v99: i64, v100: f64, v101: f64x2, v102: f64x2):
-                v107 = iconst.i64 2
-                v108 = ishl v99, v107  ; v107 = 2
-                v110 = iconst.i64 3
-                v111 = ishl v108, v110  ; v110 = 3
-                v112 = iadd.i64 v5, v111
-                v179 = load.f64x2 notrap v112
-                v180 = fadd v101, v179
-                v124 = iconst.i64 2
-                v125 = iadd v108, v124  ; v124 = 2
-                v126 = iconst.i64 3
-                v127 = ishl v125, v126  ; v126 = 3
-                v128 = iadd.i64 v5, v127
-                v181 = load.f64x2 notrap v128
-                v182 = fadd v102, v181
-                v143 = iconst.i64 1
-                v144 = iadd v99, v143  ; v143 = 1
-                v145 = icmp ult v144, v93
-                brif v145, block4(v144, v100, v180, v182), block5(v100, v180, v182)
+            block4(v179: i64):
+                v181 = iadd.i64 v11, v179
+                v182 = iconst.i64 3
+                v183 = ishl v181, v182  ; v182 = 3
+                v184 = iadd.i64 v4, v183
+                v185 = load.f64 notrap aligned v184
+                v186 = iconst.i64 3
+                v187 = ishl v181, v186  ; v186 = 3
+                v188 = iadd.i64 v5, v187
+                v189 = f64const 0x1.6300000000000p9
+                v190 = fcmp gt v185, v189  ; v189 = 0x1.6300000000000p9
+                v191 = select v190, v189, v185  ; v189 = 0x1.6300000000000p9
+                v192 = f64const -0x1.7500000000000p9
+                v193 = fcmp lt v191, v192  ; v192 = -0x1.7500000000000p9
+                v194 = select v193, v192, v191  ; v192 = -0x1.7500000000000p9
+                v195 = f64const 0x1.71547652b82fep0
+                v196 = fmul v194, v195  ; v195 = 0x1.71547652b82fep0
+                v197 = f64const 0x1.8000000000000p52
+                v198 = fadd v196, v197  ; v197 = 0x1.8000000000000p52
+                v199 = fsub v198, v197  ; v197 = 0x1.8000000000000p52
+                v200 = bitcast.i64 v198
+                v201 = iconst.i64 0x4338_0000_0000_0000
+                v202 = isub v200, v201  ; v201 = 0x4338_0000_0000_0000
+                v203 = f64const 0x1.62e42ff000000p-1
+                v204 = f64const -0x1.718432a1b0e26p-35
+                v205 = fmul v199, v203  ; v203 = 0x1.62e42ff000000p-1
+                v206 = fsub v194, v205
+                v207 = fmul v199, v204  ; v204 = -0x1.718432a1b0e26p-35
+                v208 = fsub v206, v207
+                v209 = f64const 0x1.1f730349868cep-29
+                v210 = f64const 0x1.af4de97ca4194p-26
+                v211 = fma v209, v208, v210  ; v209 = 0x1.1f730349868cep-29, v210 = 0x1.af4de97ca4194p-26
+                v212 = f64const 0x1.27e4db646b17ep-22
+                v213 = fma v211, v208, v212  ; v212 = 0x1.27e4db646b17ep-22
+                v214 = f64const 0x1.71de0231960ebp-19
+                v215 = fma v213, v208, v214  ; v214 = 0x1.71de0231960ebp-19
+                v216 = f64const 0x1.a01a01a6d889cp-16
+                v217 = fma v215, v208, v216  ; v216 = 0x1.a01a01a6d889cp-16
+                v218 = f64const 0x1.a01a01abe7fe1p-13
+                v219 = fma v217, v208, v218  ; v218 = 0x1.a01a01abe7fe1p-13
+                v220 = f64const 0x1.6c16c16c162d4p-10
+                v221 = fma v219, v208, v220  ; v220 = 0x1.6c16c16c162d4p-10
+                v222 = f64const 0x1.11111111100dcp-7
+                v223 = fma v221, v208, v222  ; v222 = 0x1.11111111100dcp-7
+                v224 = f64const 0x1.5555555555556p-5
+                v225 = fma v223, v208, v224  ; v224 = 0x1.5555555555556p-5
+                v226 = f64const 0x1.5555555555557p-3
+                v227 = fma v225, v208, v226  ; v226 = 0x1.5555555555557p-3
+                v228 = f64const 0x1.0000000000000p-1
+                v229 = fma v227, v208, v228  ; v228 = 0x1.0000000000000p-1
+                v230 = fmul v208, v208
+                v231 = fmul v230, v229
+                v232 = fsub v231, v207
+                v233 = fadd v206, v232
+                v234 = fsub v233, v206
+                v235 = fsub v233, v234
+                v236 = fsub v232, v234
+                v237 = fsub v206, v235
+                v238 = fadd v237, v236
+                v239 = f64const 0x1.0000000000000p0
+                v240 = fadd v239, v233  ; v239 = 0x1.0000000000000p0
+                v241 = fsub v239, v240  ; v239 = 0x1.0000000000000p0
+                v242 = fadd v241, v233
+                v243 = fadd v242, v238
+                v244 = fadd v240, v243
+                v245 = iconst.i64 1
+                v246 = sshr v202, v245  ; v245 = 1
+                v247 = isub v202, v246
+                v248 = iconst.i64 1023
+                v249 = iadd v246, v248  ; v248 = 1023
+                v250 = iconst.i64 52
+                v251 = ishl v249, v250  ; v250 = 52
+                v252 = bitcast.f64 v251
+                v253 = iconst.i64 1023
+                v254 = iadd v247, v253  ; v253 = 1023
+                v255 = iconst.i64 52
+                v256 = ishl v254, v255  ; v255 = 52
+                v257 = bitcast.f64 v256
+                v258 = fmul v244, v252
+                v259 = fmul v258, v257
+                store notrap aligned v259, v188
+                jump block5
 
-            block5(v103: f64, v104: f64x2, v105: f64x2):
-                v146 = stack_addr.i64 ss0
-                store notrap aligned v103, v146
-                v147 = atomic_load.i64 notrap aligned v146
-                v148 = bitcast.f64 v147
-                v149 = extractlane v104, 0
-                v150 = extractlane v104, 1
-                v151 = extractlane v105, 0
-                v152 = extractlane v105, 1
-                v153 = fadd v149, v150
-                v154 = fadd v151, v152
-                v155 = fadd v153, v154
-                v156 = select v93, v155, v148
-                v157 = iconst.i64 2
-                v158 = ishl.i64 v93, v157  ; v157 = 2
-                v159 = iconst.i64 3
-                v160 = band.i64 v177, v159  ; v159 = 3
-                v164 = iconst.i64 0
-                brif v160, block6(v164, v156), block7(v156)  ; v164 = 0
+            block5:
+                v260 = f64const 0.0
+                v261 = iconst.i64 2
+                v262 = ushr.i64 v346, v261  ; v261 = 2
+                v263 = f64const -0.0
+                v418 = splat.f64x2 v263  ; v263 = -0.0
+                v264 = scalar_to_vector.f64x2 v260  ; v260 = 0.0
+                v265 = insertlane v264, v263, 1  ; v263 = -0.0
+                v275 = iconst.i64 0
+                brif v262, block6(v275, v260, v265, v418), block7(v260, v265, v418)  ; v275 = 0, v260 = 0.0, v260 = 0.0
 
-            block6(v161: i64, v162: f64):
-                v165 = iadd.i64 v158, v161
-                v166 = iconst.i64 3
-                v167 = ishl v165, v166  ; v166 = 3
-                v168 = iadd.i64 v5, v167
-                v169 = load.f64 notrap aligned v168
-                v170 = fadd v162, v169
-                v171 = iconst.i64 1
-                v172 = iadd v161, v171  ; v171 = 1
-                v173 = icmp ult v172, v160
-                brif v173, block6(v172, v170), block7(v170)
+            block6(v268: i64, v269: f64, v270: f64x2, v271: f64x2):
+                v276 = iconst.i64 2
+                v277 = ishl v268, v276  ; v276 = 2
+                v279 = iconst.i64 3
+                v280 = ishl v277, v279  ; v279 = 3
+                v281 = iadd.i64 v5, v280
+                v419 = load.f64x2 notrap v281
+                v420 = fadd v270, v419
+                v293 = iconst.i64 2
+                v294 = iadd v277, v293  ; v293 = 2
+                v295 = iconst.i64 3
+                v296 = ishl v294, v295  ; v295 = 3
+                v297 = iadd.i64 v5, v296
+                v421 = load.f64x2 notrap v297
+                v422 = fadd v271, v421
+                v312 = iconst.i64 1
+                v313 = iadd v268, v312  ; v312 = 1
+                v314 = icmp ult v313, v262
+                brif v314, block6(v313, v269, v420, v422), block7(v269, v420, v422)
 
-            block7(v163: f64):
-                v174 = stack_addr.i64 ss0
-                store notrap aligned v163, v174
-                v175 = atomic_load.i64 notrap aligned v174
-                v176 = bitcast.f64 v175
-                store notrap aligned v176, v6
+            block7(v272: f64, v273: f64x2, v274: f64x2):
+                v315 = stack_addr.i64 ss0
+                store notrap aligned v272, v315
+                v316 = atomic_load.i64 notrap aligned v315
+                v317 = bitcast.f64 v316
+                v318 = extractlane v273, 0
+                v319 = extractlane v273, 1
+                v320 = extractlane v274, 0
+                v321 = extractlane v274, 1
+                v322 = fadd v318, v319
+                v323 = fadd v320, v321
+                v324 = fadd v322, v323
+                v325 = select v262, v324, v317
+                v326 = iconst.i64 2
+                v327 = ishl.i64 v262, v326  ; v326 = 2
+                v328 = iconst.i64 3
+                v329 = band.i64 v346, v328  ; v328 = 3
+                v333 = iconst.i64 0
+                brif v329, block8(v333, v325), block9(v325)  ; v333 = 0
+
+            block8(v330: i64, v331: f64):
+                v334 = iadd.i64 v327, v330
+                v335 = iconst.i64 3
+                v336 = ishl v334, v335  ; v335 = 3
+                v337 = iadd.i64 v5, v336
+                v338 = load.f64 notrap aligned v337
+                v339 = fadd v331, v338
+                v340 = iconst.i64 1
+                v341 = iadd v330, v340  ; v340 = 1
+                v342 = icmp ult v341, v329
+                brif v342, block8(v341, v339), block9(v339)
+
+            block9(v332: f64):
+                v343 = stack_addr.i64 ss0
+                store notrap aligned v332, v343
+                v344 = atomic_load.i64 notrap aligned v343
+                v345 = bitcast.f64 v344
+                store notrap aligned v345, v6
                 return
             }
         "#]],

@@ -107,3 +107,50 @@ fn gradients_on_two_lanes_agree_with_the_interpreter() {
                let m = reduce max (0 - 1e300) A in m + log(sum(map (a. exp(a - m)) A))";
     assert!(common::check_gradient(lse, &inputs(300, false)));
 }
+
+/// Maps stored without a reduction run two elements per iteration (and a scalar tail):
+/// single maps, maps of tuples, maps beside a sequential fold in one loop, a stored map
+/// folded by `foldl`, and a map reading a scan computed where it is read.
+#[test]
+fn paired_map_loops_agree_with_the_interpreter() {
+    for (k, body) in BODIES.iter().enumerate() {
+        let single =
+            format!("def g(A: [n]real, B: [n]real) = map (x. let y = x * 0.5 in {body}) A");
+        check(&single, &inputs(400 + k as u64, true));
+        let pairs = format!("def g(A: [n]real, B: [n]real) = map2 (x, y. ({body}, x * y)) A B");
+        check(&pairs, &inputs(420 + k as u64, true));
+    }
+    let programs = [
+        // A fused tuple: two maps and a fold that is not blocked, in one loop.
+        "def g(A: [n]real, B: [n]real) = \
+         (map2 (x, y. exp(x) * y) A B, map (x. tanh(x)) A, foldl (s, x. s * 0.5 + x) 0.25 A)",
+        // A stored map folded sequentially in the loop that stores it.
+        "def g(A: [n]real, B: [n]real) = \
+         let E = map (a. exp(a) - 1) A in (foldl (s, x. s * 0.75 + x) 0 E, E)",
+        // A scan read by a map, element by element in order.
+        "def g(A: [n]real, B: [n]real) = map2 (p, x. sigmoid(p) * x) (shift1R (scanl + 0 A)) B",
+        // A map writing into the buffer of the array it reads.
+        "def g(A: [n]real, B: [n]real) = let C = map (x. x * 2) A in map (y. exp(y) + y) C",
+    ];
+    for (k, src) in programs.iter().enumerate() {
+        check(src, &inputs(440 + k as u64, true));
+    }
+}
+
+/// Gradients whose stored maps (adjoints written element by element) run two elements
+/// per iteration.
+#[test]
+fn gradients_of_paired_maps_agree_with_the_interpreter() {
+    let programs = [
+        "def g(A: [n]real, B: [n]real) = sum(map2 (a, b. a * tanh(b)) A B)",
+        "def g(A: [n]real, B: [n]real) = \
+         let E = map (a. exp(a)) A in log(sum(E)) + dot(E, B)",
+        "def g(A: [n]real, B: [n]real) = foldl (s, x. s * 0.5 + x) 0 (map2 (a, b. sigmoid(a) + b) A B)",
+    ];
+    for (k, src) in programs.iter().enumerate() {
+        assert!(
+            common::check_gradient(src, &inputs(460 + k as u64, false)),
+            "{src}"
+        );
+    }
+}

@@ -21,6 +21,10 @@
 //!
 //! Pairs of accumulators are independent values of the same operator, ready to become
 //! the lanes of one vector register.
+//!
+//! The same replay runs loops without such folds two elements per iteration
+//! ([`Translator::paired_loop`]), when the elements are light scalars: the two copies'
+//! stores, loads and computations are then side by side for [`lanes`] to pair.
 
 use std::rc::Rc;
 
@@ -80,18 +84,25 @@ impl<'a> Translator<'a> {
     /// A loop over `count` elements carrying `init`, with the folds `lanes` blocked (see
     /// the module's documentation). `step` emits one element's code, `combine` the
     /// combination of two accumulators; `reads` are the arrays the elements are read from.
-    /// Returns the state after the last element.
+    /// Without such folds, a plain loop, which runs two elements per iteration (see
+    /// [`Translator::paired_loop`]) if `bodies` is given: the functions the elements run
+    /// through besides the reads' own. Returns the state after the last element.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn blocked_loop(
         &mut self,
         count: IntVal,
         init: Vec<Value>,
         lanes: &[Lane],
         reads: &[&Rc<Arr>],
+        bodies: Option<&[ExprId]>,
         step: &mut Step<'_, 'a>,
         combine: &mut Combine<'_, 'a>,
     ) -> JitResult<Vec<Value>> {
         if lanes.is_empty() {
-            return self.loop_(count, false, init, step);
+            return match bodies {
+                Some(bodies) => self.paired_loop(count, init, reads, bodies, step),
+                None => self.loop_(count, false, init, step),
+            };
         }
         if reads
             .iter()
@@ -294,6 +305,74 @@ impl<'a> Translator<'a> {
         })
     }
 
+    /// A loop over `count` elements carrying `init` from element to element, two elements
+    /// per iteration when they are light (see [`Translator::pairs_well`]): `step` emitted
+    /// for element `2b`, then replayed for element `2b + 1` (from the same bindings, see
+    /// [`Replay`]), and the last element alone when `count` is odd. The elements are
+    /// computed by the same operations in the same order as in a plain loop, so the results
+    /// are the same bit for bit; the two copies sit in one block, where [`lanes`] turns
+    /// their adjacent stores (and loads) into vector ones and their alike computations into
+    /// one computation on two lanes. `reads` are the arrays the elements are read from,
+    /// `bodies` the functions run on them besides theirs (a map's, a fold's).
+    pub(super) fn paired_loop(
+        &mut self,
+        count: IntVal,
+        init: Vec<Value>,
+        reads: &[&Rc<Arr>],
+        bodies: &[ExprId],
+        step: &mut Step<'_, 'a>,
+    ) -> JitResult<Vec<Value>> {
+        if !self.pairs_well(reads, bodies) || count == IntVal::Const(1) {
+            return self.loop_(count, false, init, step);
+        }
+        let (pairs, done, rest) = match count {
+            IntVal::Const(n) => (
+                IntVal::Const(n >> 1),
+                IntVal::Const(n & !1),
+                IntVal::Const(n & 1),
+            ),
+            IntVal::Ssa(n) => {
+                let pairs = self.b.ins().ushr_imm_s(n, 1);
+                let done = self.b.ins().band_imm_s(n, !1);
+                let rest = self.b.ins().band_imm_s(n, 1);
+                (IntVal::Ssa(pairs), IntVal::Ssa(done), IntVal::Ssa(rest))
+            }
+        };
+        let replay = self.replay_point(reads);
+        let out = self.loop_(pairs, false, init, &mut |t, b, cur| {
+            let first = t.b.ins().ishl_imm_s(b, 1);
+            t.count_at(first);
+            let mid = step(t, first, cur)?;
+            t.rewind(&replay);
+            let second = t.b.ins().iadd_imm_s(first, 1);
+            t.count_at(second);
+            step(t, second, &mid)
+        })?;
+        self.rewind(&replay);
+        self.at_most_once(rest, out, &mut |t, i, cur| {
+            let at = match t.iadd_value(done, i) {
+                IntVal::Ssa(v) => v,
+                IntVal::Const(c) => t.b.ins().iconst(cranelift_codegen::ir::types::I64, c),
+            };
+            t.count_at(at);
+            step(t, at, cur)
+        })
+    }
+
+    /// Whether elements read from `reads` and run through `bodies` are worth computing two
+    /// per iteration ([`Translator::paired_loop`]): the target computes on two lanes, the
+    /// elements are scalars or tuples of them (no array to write or read per element), and
+    /// their code is light (no loop inside, at most [`HEAVY_BODY`] operations in all).
+    pub(super) fn pairs_well(&self, reads: &[&Rc<Arr>], bodies: &[ExprId]) -> bool {
+        let mut budget = HEAVY_BODY;
+        lanes::available(self.module.isa())
+            && reads.iter().all(|a| !a.shape.elem.has_arrays())
+            && !reads.iter().any(|a| heavy(self.arena, a, &mut budget))
+            && !bodies
+                .iter()
+                .any(|&e| heavy_expr(self.arena, e, &mut budget))
+    }
+
     /// The number of whole blocks of [`ACCUMULATORS`] elements among `count`.
     fn blocks_of(&mut self, count: IntVal) -> IntVal {
         let shift = ACCUMULATORS.trailing_zeros() as i64;
@@ -347,15 +426,7 @@ const HEAVY_BODY: usize = 40;
 /// True if computing an element of `a` runs a loop or more than `budget` operations (the
 /// functions of the unevaluated maps and scans it reads).
 fn heavy(arena: &unfad_syntax::Arena, a: &Rc<Arr>, budget: &mut usize) -> bool {
-    fn body(arena: &unfad_syntax::Arena, e: ExprId, budget: &mut usize) -> bool {
-        if *budget == 0 || arena[e].is_array_op() {
-            return true;
-        }
-        *budget -= 1;
-        let mut found = false;
-        arena.for_each_child(e, |c| found = found || body(arena, c, budget));
-        found
-    }
+    let body = heavy_expr;
     match &a.kind {
         Kind::Map { f, src, .. } => body(arena, *f, budget) || heavy(arena, src, budget),
         Kind::Map2 { f, a: x, b: y, .. } => {
@@ -364,6 +435,18 @@ fn heavy(arena: &unfad_syntax::Arena, a: &Rc<Arr>, budget: &mut usize) -> bool {
         Kind::Scan(scan) => body(arena, scan.f, budget) || heavy(arena, &scan.src, budget),
         Kind::Mem { .. } | Kind::Fill { .. } => false,
     }
+}
+
+/// True if the expression `e` runs a loop or more than `budget` operations (each counted
+/// once per occurrence; the budget is what is left after them otherwise).
+fn heavy_expr(arena: &unfad_syntax::Arena, e: ExprId, budget: &mut usize) -> bool {
+    if *budget == 0 || arena[e].is_array_op() {
+        return true;
+    }
+    *budget -= 1;
+    let mut found = false;
+    arena.for_each_child(e, |c| found = found || heavy_expr(arena, c, budget));
+    found
 }
 
 /// The unevaluated maps inside `v` not read yet.

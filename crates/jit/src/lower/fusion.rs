@@ -295,11 +295,14 @@ impl<'a> Translator<'a> {
             }
             at += acc.width;
         }
+        // Without blocked folds, two elements per iteration when the accumulators are reals.
+        let bodies: Vec<ExprId> = specs.iter().map(|s| s.2).collect();
         let out = self.blocked_loop(
             count,
             init,
             &lanes,
             &[a],
+            (phased == 0).then_some(&bodies[..]),
             &mut |t, i, cur| {
                 let xi = t.elem(a, IntVal::Ssa(i))?;
                 let dst = t.place_elem(&d, IntVal::Ssa(i))?;
@@ -599,11 +602,13 @@ impl<'a> Translator<'a> {
             .chain(arrays.iter().map(|(a, _)| *a))
             .collect();
         let holds = no_holds();
+        let bodies: Vec<ExprId> = folds.iter().map(|f| f.body).collect();
         let outs = self.blocked_loop(
             count,
             init,
             &lanes,
             &reads,
+            Some(&bodies),
             &mut |t, i, cur| {
                 let mut next = Vec::with_capacity(cur.len());
                 let mut at = 0;
@@ -671,13 +676,17 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// `map f srcs...` written to `d`.
+    /// `map f srcs...` written to `d`: two elements per iteration when they are light
+    /// scalars (see [`Translator::paired_loop`]).
     pub(super) fn map_into(&mut self, f: ExprId, srcs: Vec<Rc<Arr>>, d: &Arr) -> JitResult<Val> {
         let mut lens = vec![(d.len, d.stat())];
         lens.extend(srcs.iter().map(|s| (s.len, s.stat())));
         let (count, dim) = self.min_len(&lens);
         let (ps, body) = lambda(self.arena, f, srcs.len(), "map")?;
-        self.loop_(count, false, Vec::new(), &mut |t, i, _| {
+        let reads: Vec<&Rc<Arr>> = srcs.iter().collect();
+        // An element that is an array (a loop of its own) is not paired.
+        let paired = !d.shape.elem.has_arrays();
+        let mut step = |t: &mut Self, i: Value, _: &[Value]| -> JitResult<Vec<Value>> {
             for (&p, s) in ps.iter().zip(&srcs) {
                 let x = t.elem(s, IntVal::Ssa(i))?;
                 t.bind(p, x)?;
@@ -689,7 +698,12 @@ impl<'a> Translator<'a> {
             }
             r?;
             Ok(Vec::new())
-        })?;
+        };
+        if paired {
+            self.paired_loop(count, Vec::new(), &reads, &[body], &mut step)?;
+        } else {
+            self.loop_(count, false, Vec::new(), &mut step)?;
+        }
         self.pad(d, count, dim)?;
         self.view(d, count, dim)
     }

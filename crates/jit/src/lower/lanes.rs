@@ -150,6 +150,9 @@ pub(crate) fn pair_lanes(func: &mut Function, roots: &HashMap<Value, Value>) {
         block: None,
     };
     let mut touched = Vec::new();
+    // The vectors made for a block's stores, which its packs reuse (a map stored and
+    // folded in one loop pairs the same computations for both).
+    let mut made_in: HashMap<Block, HashMap<(Value, Value, Lane), Value>> = HashMap::default();
     for (block, list) in stores {
         p.block = Some(block);
         p.made.clear();
@@ -166,12 +169,13 @@ pub(crate) fn pair_lanes(func: &mut Function, roots: &HashMap<Value, Value>) {
                 }
             }
         }
+        made_in.insert(block, std::mem::take(&mut p.made));
     }
     p.block = None;
     for (block, inst, a, b) in seeds {
         if p.block != Some(block) {
             p.block = Some(block);
-            p.made.clear();
+            p.made = made_in.remove(&block).unwrap_or_default();
         }
         let Some(v) = p.pair(a, b, Lane::Real) else {
             continue;

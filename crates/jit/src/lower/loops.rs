@@ -27,6 +27,29 @@ impl<'a> Translator<'a> {
         init: Vec<Value>,
         body: &mut Body<'_, 'a>,
     ) -> JitResult<Vec<Value>> {
+        self.loop_or_once(count, rev, false, init, body)
+    }
+
+    /// [`Translator::loop_`] of a `count` that is 0 or 1: the body runs once (index 0) if
+    /// `count` is 1, without a back edge (the scalar tail of a loop of pairs).
+    pub(super) fn at_most_once(
+        &mut self,
+        count: IntVal,
+        init: Vec<Value>,
+        body: &mut Body<'_, 'a>,
+    ) -> JitResult<Vec<Value>> {
+        self.loop_or_once(count, false, true, init, body)
+    }
+
+    /// [`Translator::loop_`], or [`Translator::at_most_once`] if `once`.
+    fn loop_or_once(
+        &mut self,
+        count: IntVal,
+        rev: bool,
+        once: bool,
+        init: Vec<Value>,
+        body: &mut Body<'_, 'a>,
+    ) -> JitResult<Vec<Value>> {
         if let IntVal::Const(n) = count {
             if n <= 0 {
                 return Ok(init);
@@ -81,7 +104,9 @@ impl<'a> Translator<'a> {
             return internal("a loop body changes the types it carries");
         }
         let mut next = Vec::with_capacity(out.len() + 1);
-        if rev {
+        if once {
+            self.b.ins().jump(exit_b, &blockargs(&out));
+        } else if rev {
             let i1 = self.b.ins().iadd_imm_s(i, -1);
             next.push(i1);
             next.extend_from_slice(&out);
