@@ -609,25 +609,20 @@ impl Report<'_> {
         let _ = writeln!(
             s,
             "\nThese programs nest `map`s deepest of the examples (GMM: a map over the points, of \
-             a map over the components, of maps over the dimensions and the rows of `L`), and \
-             every stage grows with that. Reverse mode is the paper's macro: a map's body gets a \
-             reverse pass made of continuations over its context (one pass per element for all \
-             the adjoints when the body maps over a captured array), so the term it builds is \
-             several times the program, mostly variables forwarding adjoints, which the \
-             optimizer's first passes beta-reduce; each later pass of the fixed point walks the \
-             whole, smaller, term again, and sharing the non-linear terms between loops \
-             (`unfad_opt::share`) is about a quarter of the optimizer. The JIT's time is mostly \
-             Cranelift's register allocator on functions of a few hundred blocks, one or more per \
-             loop, where many values stay live across loops and across the calls of `exp` and \
-             `log` (which clobber every float register); it runs on two threads when the chain \
-             of statements can be cut into two parts of about the same size \
-             (`unfad_jit::compile_parallel`: GMM's is cut before the reverse pass over the \
-             points, the first part also computing the value and the adjoints that do not read \
-             that pass; the second part, that pass and the rest, still takes about a third \
-             longer to compile than the first). Meeting the target needs a reverse pass of \
-             the bodies of array operations that builds straight-line adjoint code instead of \
-             continuations (what partial evaluation turns the continuations into anyway), fewer \
-             passes of the optimizer over the whole term, and less code per loop.\n"
+             a map over the components, of maps over the dimensions and the rows of `L`). The \
+             reverse pass is linear in the program now (weakened continuations, \
+             `unfad_ad::reverse_weakened`); what is left is the code the JIT hands to Cranelift, \
+             whose register allocation and e-graph pass take most of the JIT's time: the math \
+             kernels are inline (an `exp` or a `log` is about 70 instructions wherever it \
+             appears), and a light element of a blocked reduction or a map is emitted several \
+             times per iteration (four copies per block of a reduction, two per iteration of a \
+             map, and once more for the remainder), which the lanes pass then pairs into \
+             `f64x2` code. That is what makes the loops fast and the functions long. The \
+             optimizer's fixed point (hash-consing, occurrence counts, several passes over the \
+             whole term) is the next largest stage. Long chains are cut into chunks compiled on \
+             every core (`unfad_jit::compile_parallel`); GMM's term is below the size where \
+             that starts, and is cut in two. The compile-time curve against the length of a \
+             straight-line program is in [compile-scaling.md](compile-scaling.md).\n"
         );
     }
 
