@@ -170,18 +170,28 @@
 //! (the smaller part under a quarter), and hosts with one core get one function
 //! ([`Compiled::parts`] says which), as from [`compile`].
 //!
+//! A long term (4000 nodes or more: a straight-line program of a thousand statements) is
+//! cut the same way into many chunks of about 300 nodes, lowered one after another and
+//! compiled on every core as they come; the entry calls them in order, each reading what
+//! earlier ones wrote to the workspace. Cranelift's register allocation is super-linear in
+//! a function's live ranges, so this is what keeps the JIT's time linear in the program
+//! (docs/compile-scaling.md).
+//!
 //! # What is not done
 //!
-//! Loops are not vectorised or unrolled, and reductions run in the term's order (so that
-//! results agree with the interpreter bit for bit). Scans are computed into memory except
-//! as above. Values are not shared between loops that are not fused (the optimizer stores
-//! the non-linear terms several loops compute, `unfad_opt::share`). The components of a
-//! tuple that are not fused are written arrays first, so that a scalar component's
-//! run-time call does not come before their loops (Cranelift's register allocator spills
-//! values live across a call inside the loops that use them).
-//! Array subterms of a function argument that do not depend on its parameters are
-//! recomputed in every iteration, as the term says (hoisting them is the optimizer's
-//! business). Cranelift's verifier runs on every function in debug builds only.
+//! `foldl` and the scans run in the term's order, one element after another; only the
+//! blocked reductions and the light elementwise loops are unrolled and paired into lanes.
+//! Scans are computed into memory except as above (the adjoints of shifts, which only move
+//! elements, included). Values are not shared between loops that are not fused (the
+//! optimizer stores the non-linear terms several loops compute, `unfad_opt::share`, and
+//! joins a reduced loop to an earlier one over the same arrays, `unfad_opt::siblings`).
+//! The components of a tuple that are not fused are written arrays first, so that a scalar
+//! component's run-time call (an operator without an inline kernel) does not come before
+//! their loops (Cranelift's register allocator spills values live across a call inside the
+//! loops that use them).
+//! Work that does not depend on a loop's parameters is computed where the term says
+//! (hoisting it is the optimizer's business, `unfad_opt::hoist`). Cranelift's verifier
+//! runs on every function in debug builds only.
 //!
 //! ```
 //! use unfad_syntax::Program;
