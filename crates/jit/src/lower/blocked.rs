@@ -196,32 +196,13 @@ impl<'a> Translator<'a> {
                         .chain((1..K).map(|j| out[width + (j - 1) * lanes.len() + l]))
                         .collect()
                 };
-                let all = combine_tree(accs, &mut |x, y| combine(self, l, x, y))?;
-                // With no whole block, the result so far is the initial value itself.
-                state[lane.at] = match blocks {
-                    IntVal::Ssa(q) => self.b.ins().select(q, all, out[lane.at]),
-                    IntVal::Const(_) => all,
-                };
+                state[lane.at] = self.combined(l, accs, out[lane.at], blocks, combine)?;
             }
         }
-        let (done, rest) = match (count, blocks) {
-            (IntVal::Const(n), IntVal::Const(q)) => {
-                (IntVal::Const(q * K as i64), IntVal::Const(n - q * K as i64))
-            }
-            (IntVal::Ssa(n), IntVal::Ssa(q)) => (
-                IntVal::Ssa(self.b.ins().ishl_imm_s(q, shift)),
-                IntVal::Ssa(self.b.ins().band_imm_s(n, K as i64 - 1)),
-            ),
-            _ => return internal("a count and its blocks of different kinds"),
-        };
+        let (done, rest) = self.after_blocks(count, blocks)?;
         self.rewind(&replay);
         self.loop_(rest, false, state, &mut |t, i, cur| {
-            let at = match t.iadd_value(done, i) {
-                IntVal::Ssa(v) => v,
-                IntVal::Const(c) => t.b.ins().iconst(cranelift_codegen::ir::types::I64, c),
-            };
-            t.count_at(at);
-            step(t, at, cur)
+            t.remainder_step(done, i, cur, step)
         })
     }
 
@@ -242,21 +223,11 @@ impl<'a> Translator<'a> {
         combine: &mut Combine<'_, 'a>,
     ) -> JitResult<Vec<Value>> {
         const K: usize = ACCUMULATORS;
-        let shift = K.trailing_zeros() as i64;
         let blocks = self.blocks_of(count);
         let width = init.len();
         // The element's code is emitted twice: in the blocks' loop and the remainder's.
         let replay = self.replay_point(reads);
-        let (done, rest) = match (count, blocks) {
-            (IntVal::Const(n), IntVal::Const(q)) => {
-                (IntVal::Const(q * K as i64), IntVal::Const(n - q * K as i64))
-            }
-            (IntVal::Ssa(n), IntVal::Ssa(q)) => (
-                IntVal::Ssa(self.b.ins().ishl_imm_s(q, shift)),
-                IntVal::Ssa(self.b.ins().band_imm_s(n, K as i64 - 1)),
-            ),
-            _ => return internal("a count and its blocks of different kinds"),
-        };
+        let (done, rest) = self.after_blocks(count, blocks)?;
         // The state: the loop's own, then accumulators 1 .. K of each fold (accumulator 0
         // is in the fold's slot).
         let mut state = init.clone();
@@ -287,21 +258,12 @@ impl<'a> Translator<'a> {
                             .copied(),
                     )
                     .collect();
-                let all = combine_tree(accs, &mut |x, y| combine(self, l, x, y))?;
-                state[lane.at] = match blocks {
-                    IntVal::Ssa(q) => self.b.ins().select(q, all, out[lane.at]),
-                    IntVal::Const(_) => all,
-                };
+                state[lane.at] = self.combined(l, accs, out[lane.at], blocks, combine)?;
             }
         }
         self.rewind(&replay);
         self.loop_(rest, false, state, &mut |t, i, cur| {
-            let at = match t.iadd_value(done, i) {
-                IntVal::Ssa(v) => v,
-                IntVal::Const(c) => t.b.ins().iconst(cranelift_codegen::ir::types::I64, c),
-            };
-            t.count_at(at);
-            step(t, at, cur)
+            t.remainder_step(done, i, cur, step)
         })
     }
 
@@ -350,12 +312,7 @@ impl<'a> Translator<'a> {
         })?;
         self.rewind(&replay);
         self.at_most_once(rest, out, &mut |t, i, cur| {
-            let at = match t.iadd_value(done, i) {
-                IntVal::Ssa(v) => v,
-                IntVal::Const(c) => t.b.ins().iconst(cranelift_codegen::ir::types::I64, c),
-            };
-            t.count_at(at);
-            step(t, at, cur)
+            t.remainder_step(done, i, cur, step)
         })
     }
 
@@ -380,6 +337,54 @@ impl<'a> Translator<'a> {
             IntVal::Const(n) => IntVal::Const(n >> shift),
             IntVal::Ssa(v) => IntVal::Ssa(self.b.ins().ushr_imm_s(v, shift)),
         }
+    }
+
+    /// The elements the `blocks` whole blocks of `count` cover, and the elements left.
+    fn after_blocks(&mut self, count: IntVal, blocks: IntVal) -> JitResult<(IntVal, IntVal)> {
+        const K: i64 = ACCUMULATORS as i64;
+        Ok(match (count, blocks) {
+            (IntVal::Const(n), IntVal::Const(q)) => {
+                (IntVal::Const(q * K), IntVal::Const(n - q * K))
+            }
+            (IntVal::Ssa(n), IntVal::Ssa(q)) => (
+                IntVal::Ssa(self.b.ins().ishl_imm_s(q, K.trailing_zeros() as i64)),
+                IntVal::Ssa(self.b.ins().band_imm_s(n, K - 1)),
+            ),
+            _ => return internal("a count and its blocks of different kinds"),
+        })
+    }
+
+    /// One element after the whole groups: `step` at index `done + i`.
+    fn remainder_step(
+        &mut self,
+        done: IntVal,
+        i: Value,
+        cur: &[Value],
+        step: &mut Step<'_, 'a>,
+    ) -> JitResult<Vec<Value>> {
+        let at = match self.iadd_value(done, i) {
+            IntVal::Ssa(v) => v,
+            IntVal::Const(c) => self.b.ins().iconst(cranelift_codegen::ir::types::I64, c),
+        };
+        self.count_at(at);
+        step(self, at, cur)
+    }
+
+    /// A fold's result after the blocks: its accumulators combined by the tree, or, with
+    /// no whole block, the value so far (`first`, accumulator 0 as it started).
+    fn combined(
+        &mut self,
+        l: usize,
+        accs: Vec<Value>,
+        first: Value,
+        blocks: IntVal,
+        combine: &mut Combine<'_, 'a>,
+    ) -> JitResult<Value> {
+        let all = combine_tree(accs, &mut |x, y| combine(self, l, x, y))?;
+        Ok(match blocks {
+            IntVal::Ssa(q) => self.b.ins().select(q, all, first),
+            IntVal::Const(_) => all,
+        })
     }
 
     /// Make `i` the index of the element the innermost loop is at: a scan computed where
