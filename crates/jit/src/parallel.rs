@@ -473,13 +473,7 @@ fn build_chunk_entry(
         .collect();
     let mut fctx = FunctionBuilderContext::new();
     let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-    let block = b.create_block();
-    b.append_block_params_for_function_params(block);
-    b.switch_to_block(block);
-    let [inputs, sizes, outputs, ws]: [Value; 4] = b
-        .block_params(block)
-        .try_into()
-        .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))?;
+    let [inputs, sizes, outputs, ws] = entry_params(&mut b)?;
     let flags = MemFlagsData::trusted();
     let bytes = |cells: usize| i64::try_from(8 * cells).unwrap_or(i64::MAX);
     let offset = |cells: usize| i32::try_from(8 * cells).unwrap_or(i32::MAX);
@@ -739,13 +733,7 @@ pub(crate) fn build_entry(
     let calls = parts.map(|p| module.declare_func_in_func(p, &mut ctx.func));
     let mut fctx = FunctionBuilderContext::new();
     let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-    let block = b.create_block();
-    b.append_block_params_for_function_params(block);
-    b.switch_to_block(block);
-    let [inputs, sizes, outputs, ws]: [Value; 4] = b
-        .block_params(block)
-        .try_into()
-        .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))?;
+    let [inputs, sizes, outputs, ws] = entry_params(&mut b)?;
     let slot = |b: &mut FunctionBuilder, n: usize| {
         let bytes = u32::try_from(8 * n.max(1)).unwrap_or(u32::MAX);
         b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 3))
@@ -828,4 +816,15 @@ pub(crate) fn build_entry(
     b.finalize(module.isa().frontend_config());
     verify(ctx, module)?;
     Ok(id)
+}
+
+/// The entry function's first block, switched to, and its four parameters (the inputs',
+/// sizes', outputs' and workspace's addresses).
+fn entry_params(b: &mut FunctionBuilder) -> JitResult<[Value; 4]> {
+    let block = b.create_block();
+    b.append_block_params_for_function_params(block);
+    b.switch_to_block(block);
+    b.block_params(block)
+        .try_into()
+        .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))
 }
