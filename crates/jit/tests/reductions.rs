@@ -5,44 +5,27 @@
 
 mod common;
 
-use common::check;
+use common::{check, Rng};
 use serde_json::{json, Value as Json};
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// Mostly ordinary reals of mixed magnitudes (so that the grouping of additions shows
-    /// in the last bits), sometimes a special value.
-    fn real(&mut self) -> Json {
-        match self.below(16) {
-            0 => json!(-0.0),
-            1 => json!(0.0),
-            2 => json!("NaN"),
-            3 => json!("Infinity"),
-            4 => json!("-Infinity"),
-            _ => {
-                let m = (self.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
-                let e = self.below(7) as i32 - 3;
-                json!(m * 10f64.powi(e))
-            }
+/// Mostly ordinary reals, one in eight a signed zero, NaN or an infinity.
+fn real(rng: &mut Rng) -> Json {
+    match rng.below(16) {
+        0 => json!(-0.0),
+        1 => json!(0.0),
+        2 => json!("NaN"),
+        3 => json!("Infinity"),
+        4 => json!("-Infinity"),
+        _ => {
+            let m = rng.centred();
+            let e = rng.below(7) as i32 - 3;
+            json!(m * 10f64.powi(e))
         }
     }
+}
 
-    fn reals(&mut self, n: usize) -> Json {
-        Json::Array((0..n).map(|_| self.real()).collect())
-    }
+fn reals(rng: &mut Rng, n: usize) -> Json {
+    Json::Array((0..n).map(|_| real(rng)).collect())
 }
 
 /// Random inputs `A` and `B` of one length from 0 to 40 each.
@@ -51,7 +34,7 @@ fn inputs(seed: u64) -> Vec<Json> {
     (0..40)
         .map(|_| {
             let n = rng.below(41) as usize;
-            json!({"A": rng.reals(n), "B": rng.reals(n)})
+            json!({"A": reals(&mut rng, n), "B": reals(&mut rng, n)})
         })
         .collect()
 }
@@ -126,13 +109,8 @@ fn reductions_in_random_gradients_agree_with_the_interpreter() {
         let inputs: Vec<Json> = (0..20)
             .map(|_| {
                 let n = rng.below(41) as usize;
-                let finite = |rng: &mut Rng| {
-                    Json::Array(
-                        (0..n)
-                            .map(|_| json!(((rng.next() >> 11) as f64 / (1u64 << 53) as f64) - 0.5))
-                            .collect(),
-                    )
-                };
+                let finite =
+                    |rng: &mut Rng| Json::Array((0..n).map(|_| json!(rng.centred())).collect());
                 json!({"A": finite(&mut rng), "B": finite(&mut rng)})
             })
             .collect();

@@ -245,3 +245,25 @@ pub fn check_gradient(src: &str, inputs: &[Json]) -> bool {
     }
     true
 }
+
+/// A small deterministic generator (xorshift64*), for the tests' random inputs.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// Uniform in `[-0.5, 0.5)`, on a grid of 2^-53.
+    pub fn centred(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    }
+}
