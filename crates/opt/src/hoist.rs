@@ -449,15 +449,7 @@ impl Hoister<'_> {
                 .fold(db.outside(d), |acc, &(_, _, td)| acc.union(td.outside(d)));
             let whole = operands.iter().fold(whole, |acc, &(_, od)| acc.union(od));
             if whole.level() + 1 < d {
-                let back: HashMap<Var, ExprId> =
-                    frame.precomputed.iter().map(|&(v, t, _)| (v, t)).collect();
-                body = self.arena.subst(body, &back);
-                db = frame
-                    .precomputed
-                    .iter()
-                    .fold(db, |acc, &(_, _, td)| acc.union(td));
-                self.moved -= frame.precomputed.len();
-                frame.precomputed.clear();
+                self.unprecompute(&mut frame, &mut body, &mut db);
             }
         }
         let bindings = self.pending.pop().unwrap_or_default();
@@ -475,7 +467,19 @@ impl Hoister<'_> {
             })
             .collect();
 
-        let (new_node, loop_deps) = if frame.precomputed.is_empty() {
+        let rebuilt = if frame.precomputed.is_empty() {
+            None
+        } else {
+            let r =
+                self.rebuild_precomputed(node, &params, body, db, &operands, &element_of, &frame);
+            if r.is_none() {
+                self.unprecompute(&mut frame, &mut body, &mut db);
+            }
+            r
+        };
+        let (new_node, loop_deps) = if let Some(r) = rebuilt {
+            r
+        } else {
             let f2 = if body == old_body {
                 f
             } else {
@@ -491,11 +495,8 @@ impl Hoister<'_> {
             all.extend(considered);
             let (out, deps) = self.rebuild_with(e, node, &all);
             (out, deps.union(db.outside(d)))
-        } else {
-            self.rebuild_precomputed(node, &params, body, db, &operands, &element_of, frame)
         };
         let mut out = new_node;
-        let mut deps = loop_deps;
         for b in bindings.into_iter().rev() {
             out = match b {
                 Binding::One(v, rhs, _) => self.arena.let_(v, rhs, out),
@@ -504,8 +505,21 @@ impl Hoister<'_> {
         }
         // The bindings' own deps are in the loop's already (their variables are read in
         // the body, at depths outside it).
-        deps = deps.outside(d);
-        (out, deps)
+        (out, loop_deps.outside(d))
+    }
+
+    /// Put the terms `frame` precomputed back where they were read in `body` (of deps
+    /// `db`): the loop keeps them.
+    fn unprecompute(&mut self, frame: &mut Frame, body: &mut ExprId, db: &mut Deps) {
+        let back: HashMap<Var, ExprId> =
+            frame.precomputed.iter().map(|&(v, t, _)| (v, t)).collect();
+        *body = self.arena.subst(*body, &back);
+        *db = frame
+            .precomputed
+            .iter()
+            .fold(*db, |acc, &(_, _, td)| acc.union(td));
+        self.moved -= frame.precomputed.len();
+        frame.precomputed.clear();
     }
 
     /// The loop `node` whose body reads precomputed terms: they become components of an
@@ -519,8 +533,8 @@ impl Hoister<'_> {
         body_deps: Deps,
         operands: &[(ExprId, Deps)],
         element_of: &[Option<usize>],
-        frame: Frame,
-    ) -> (ExprId, Deps) {
+        frame: &Frame,
+    ) -> Option<(ExprId, Deps)> {
         let d = self.depth + 1;
         // The element parameters the precomputed terms read, in parameter order.
         let mut used: Vec<usize> = Vec::new();
@@ -533,6 +547,10 @@ impl Hoister<'_> {
             {
                 used.push(i);
             }
+        }
+        // A loop's elements are one or two arrays' (precomputed terms read at least one).
+        if !(1..=2).contains(&used.len()) {
+            return None;
         }
         // The components of the new array's elements: the used parameters the body
         // still reads, then the precomputed terms.
@@ -568,10 +586,10 @@ impl Hoister<'_> {
             .iter()
             .map(|&i| operands[element_of[i].unwrap_or(0)].0)
             .collect();
-        let pre = match ops.as_slice() {
-            [a] => self.arena.add(Node::Map(lam, *a)),
-            [a, b] => self.arena.add(Node::Map2(lam, *a, *b)),
-            _ => unreachable_free(self.arena, node),
+        let pre = match *ops.as_slice() {
+            [a] => self.arena.add(Node::Map(lam, a)),
+            [a, b] => self.arena.add(Node::Map2(lam, a, b)),
+            _ => return None,
         };
         let mut pre_deps = frame
             .precomputed
@@ -647,12 +665,6 @@ impl Hoister<'_> {
         let deps = considered
             .iter()
             .fold(body_deps.outside(d), |acc, &(_, od)| acc.union(od));
-        (out, deps)
+        Some((out, deps))
     }
-}
-
-/// The loop kinds precomputation handles have one or two element parameters; the node
-/// itself is returned for any other (never reached: `element_of` lists at most two).
-fn unreachable_free(arena: &mut Arena, node: Node) -> ExprId {
-    arena.add(node)
 }
