@@ -79,6 +79,8 @@ pub fn unary_partial(a: &mut Arena, op: UnOp, x: ExprId) -> ExprId {
             div(a, one, d)
         }
         UnOp::Expm1 => a.op1(UnOp::Exp, x),
+        // Ints carry no derivative (reverse mode treats `real(i)` as a constant).
+        UnOp::ToReal => num(a, 0.0),
     }
 }
 
@@ -89,6 +91,8 @@ pub fn binary_partials(a: &mut Arena, op: BinOp, x: ExprId, y: ExprId) -> (ExprI
     match op {
         BinOp::Add => (one, one),
         BinOp::Sub => (one, num(a, -1.0)),
+        // Operators on ints: piecewise constant, and ints carry no derivative.
+        BinOp::IntDiv | BinOp::Rem => (zero, zero),
         BinOp::Mul => (y, x),
         // (1 / y, -x / (y*y))
         BinOp::Div => {

@@ -4,6 +4,9 @@
 //! `zeros_like(w)` for a *witness* `w` of that type (an atom in scope): zeros stay symbolic
 //! so that a later optimizer can rewrite `map2 + A (zeros_like B)` to `A`. `+̂` is `+` on
 //! reals, componentwise on tuples and `map2 +` on arrays.
+//!
+//! Ints have no derivative: their adjoints are the trivial monoid, always the int `0`
+//! (reverse mode never adds anything into them, and the optimizer drops them).
 
 use unfad_syntax::{Arena, BinOp, ExprId, Type};
 
@@ -13,7 +16,7 @@ use crate::error::{internal, AdError};
 /// `0_G` for the ground type `ty`, shaped like the atom `witness` (of type `ty`).
 pub fn zero(a: &mut Arena, ty: &Type, witness: ExprId) -> Result<ExprId, AdError> {
     match ty {
-        Type::Real => Ok(build::num(a, 0.0)),
+        Type::Real | Type::Int => Ok(build::num(a, 0.0)),
         Type::Tuple(items) => {
             let zs = items
                 .iter()
@@ -35,6 +38,7 @@ pub fn zero(a: &mut Arena, ty: &Type, witness: ExprId) -> Result<ExprId, AdError
 pub fn add_hat(a: &mut Arena, ty: &Type, x: ExprId, y: ExprId) -> Result<ExprId, AdError> {
     match ty {
         Type::Real => Ok(build::add(a, x, y)),
+        Type::Int => Ok(x),
         Type::Tuple(items) => {
             let sums = items
                 .iter()
@@ -58,6 +62,7 @@ pub fn add_hat(a: &mut Arena, ty: &Type, x: ExprId, y: ExprId) -> Result<ExprId,
 pub fn scale(a: &mut Arena, ty: &Type, z: ExprId, g: ExprId) -> Result<ExprId, AdError> {
     match ty {
         Type::Real => Ok(build::mul(a, z, g)),
+        Type::Int => Ok(g),
         Type::Tuple(items) => {
             let parts = items
                 .iter()
@@ -108,7 +113,7 @@ pub fn sum(a: &mut Arena, ty: &Type, g: ExprId, witness: ExprId) -> Result<ExprI
 /// types with arrays (whose zeros need a shape).
 pub fn zero_of_type(a: &mut Arena, ty: &Type) -> Option<ExprId> {
     match ty {
-        Type::Real => Some(build::num(a, 0.0)),
+        Type::Real | Type::Int => Some(build::num(a, 0.0)),
         Type::Tuple(items) => {
             let zs = items
                 .iter()

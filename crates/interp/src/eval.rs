@@ -27,6 +27,56 @@ fn fail<T>(msg: impl Into<String>) -> R<T> {
     Err(EvalError(msg.into()))
 }
 
+/// The position `i` (an int, carried as a real) in an array of `len` elements, or the
+/// out-of-bounds error.
+pub fn position(i: f64, len: usize) -> R<usize> {
+    if i >= 0.0 && (i as usize) < len && i.fract() == 0.0 {
+        Ok(i as usize)
+    } else {
+        fail(format!(
+            "index {i} is out of bounds for an array of {len} element{}",
+            if len == 1 { "" } else { "s" }
+        ))
+    }
+}
+
+/// `target` with `v` added (leaf by leaf) at the element `path` names.
+fn add_at<S: Scalar>(target: Value<S>, path: &[f64], v: &Value<S>) -> R<Value<S>> {
+    let Some((&first, rest)) = path.split_first() else {
+        return add_values(&target, v);
+    };
+    let Value::Array(items) = target else {
+        return fail("`scatter_add` indexes a value that is not an array");
+    };
+    let k = position(first, items.len())?;
+    let mut items = items.to_vec();
+    let old = std::mem::replace(&mut items[k], Value::Bool(false));
+    items[k] = add_at(old, rest, v)?;
+    Ok(Value::array(items))
+}
+
+/// `x +̂ y` on values of one ground type.
+fn add_values<S: Scalar>(x: &Value<S>, y: &Value<S>) -> R<Value<S>> {
+    Ok(match (x, y) {
+        (Value::Real(a), Value::Real(b)) => {
+            Value::Real(S::binary(unfad_syntax::BinOp::Add, *a, *b))
+        }
+        (Value::Tuple(a), Value::Tuple(b)) if a.len() == b.len() => Value::tuple(
+            a.iter()
+                .zip(b.iter())
+                .map(|(p, q)| add_values(p, q))
+                .collect::<R<Vec<_>>>()?,
+        ),
+        (Value::Array(a), Value::Array(b)) => Value::array(
+            a.iter()
+                .zip(b.iter())
+                .map(|(p, q)| add_values(p, q))
+                .collect::<R<Vec<_>>>()?,
+        ),
+        _ => return fail("`scatter_add` adds values of different shapes"),
+    })
+}
+
 /// An interpreter over one arena.
 pub struct Interp<'a, S> {
     arena: &'a Arena,
@@ -202,6 +252,18 @@ impl<'a, S: Scalar> Interp<'a, S> {
             Op2(op, x, y) => {
                 let a = self.real(x)?;
                 let b = self.real(y)?;
+                if op.is_integer_only() && b.value() == 0.0 {
+                    return fail(format!(
+                        "{} by zero: `{}` of {} and 0",
+                        if op == unfad_syntax::BinOp::Rem {
+                            "remainder"
+                        } else {
+                            "integer division"
+                        },
+                        op.name(),
+                        a.value()
+                    ));
+                }
                 Value::Real(S::binary(op, a, b))
             }
             Cmp(op, x, y) => {
@@ -336,6 +398,35 @@ impl<'a, S: Scalar> Interp<'a, S> {
                 let xs = self.array(x)?;
                 let n = xs.len().saturating_sub(1);
                 Value::array(xs[..n].to_vec())
+            }
+            Iota(n) => {
+                let n = self.real(n)?.value().max(0.0) as usize;
+                Value::array((0..n).map(|i| Value::Real(S::constant(i as f64))).collect())
+            }
+            Index(x, i) => {
+                let xs = self.array(x)?;
+                let i = self.real(i)?.value();
+                xs[position(i, xs.len())?].clone()
+            }
+            ScatterAdd(z, is, vs) => {
+                let mut target = self.eval(z)?;
+                let is = self.array(is)?;
+                let vs = self.array(vs)?;
+                for (at, v) in is.iter().zip(vs.iter()) {
+                    let path: Vec<f64> = match at {
+                        Value::Real(i) => vec![i.value()],
+                        Value::Tuple(items) => items
+                            .iter()
+                            .map(|i| match i {
+                                Value::Real(i) => Ok(i.value()),
+                                v => fail(format!("a position of `scatter_add` holds {v}")),
+                            })
+                            .collect::<R<Vec<_>>>()?,
+                        v => return fail(format!("a position of `scatter_add` is {v}")),
+                    };
+                    target = add_at(target, &path, v)?;
+                }
+                target
             }
         })
     }

@@ -103,6 +103,20 @@ fn read<S: Scalar>(
 ) -> Result<Value<S>, InputError> {
     match ty {
         Type::Real => Ok(Value::Real(S::constant(number(param, at, ty, j)?))),
+        Type::Int => {
+            let x = number(param, at, ty, j)?;
+            if x.fract() != 0.0 || x.abs() > unfad_syntax::typeck::INT_LIMIT {
+                return Err(InputError(format!(
+                    "parameter `{}` is an int, but the input has {x} (ints are whole numbers up to 2^53 in magnitude)",
+                    At::place(param, at)
+                )));
+            }
+            if at.is_none() {
+                // An int parameter is also the size variable of its name (`iota n`).
+                sizes.bind(param, ty, &Size::var(param), x.max(0.0) as u64)?;
+            }
+            Ok(Value::Real(S::constant(x)))
+        }
         Type::Tuple(items) => match j {
             Json::Array(xs) if xs.len() == items.len() => {
                 let vals = items
@@ -212,7 +226,7 @@ pub fn value_from_leaves(
         sizes: &dyn Fn(&str) -> Option<u64>,
     ) -> Option<Value<f64>> {
         Some(match ty {
-            Type::Real => {
+            Type::Real | Type::Int => {
                 let x = *leaves.get(*pos)?;
                 *pos += 1;
                 Value::Real(x)

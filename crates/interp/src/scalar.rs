@@ -90,6 +90,7 @@ impl Scalar for Dual {
             UnOp::Cosh => x.v.sinh(),
             UnOp::Log1p => 1.0 / (1.0 + x.v),
             UnOp::Expm1 => UnOp::Exp.eval(x.v),
+            UnOp::ToReal => 0.0,
         };
         Dual {
             v,
@@ -101,6 +102,7 @@ impl Scalar for Dual {
         let (dx, dy) = match op {
             BinOp::Add => (1.0, 1.0),
             BinOp::Sub => (1.0, -1.0),
+            BinOp::IntDiv | BinOp::Rem => (0.0, 0.0),
             BinOp::Mul => (y.v, x.v),
             BinOp::Div => (1.0 / y.v, -x.v / (y.v * y.v)),
             BinOp::Pow => (

@@ -57,9 +57,14 @@ macro_rules! binary {
         /// How the binary operator `op` is lowered.
         pub(crate) fn binary(op: BinOp) -> Lowering<Binary> {
             match op {
-                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Max | BinOp::Min => {
-                    Lowering::Inline
-                }
+                BinOp::Add
+                | BinOp::Sub
+                | BinOp::Mul
+                | BinOp::Div
+                | BinOp::Max
+                | BinOp::Min
+                | BinOp::IntDiv
+                | BinOp::Rem => Lowering::Inline,
                 $(BinOp::$op => Lowering::Call(stringify!($name), $name as Binary),)*
             }
         }

@@ -47,7 +47,7 @@ impl SShape {
     /// The shape of a parameter of type `ty` (formal sizes are exact there).
     pub fn of_type(ty: &Type, index: &dyn Fn(&str) -> Option<u32>) -> JitResult<SShape> {
         Ok(match ty {
-            Type::Real => SShape::Real,
+            Type::Real | Type::Int => SShape::Real,
             Type::Bool => SShape::Bool,
             Type::Tuple(items) => SShape::Tuple(
                 items
@@ -361,6 +361,9 @@ impl Analyzer<'_> {
                 )
             }
             App(..) => return unsupported("application of a function value"),
+            Iota(..) | Index(..) | ScatterAdd(..) => {
+                return unsupported("`iota`, indexing and `scatter_add` in native code")
+            }
             Call(..) => return unsupported("a call of a definition (inline the program first)"),
             Array(l) => {
                 let items = arena.exprs(l);

@@ -111,6 +111,9 @@ fn binary_cost(op: BinOp) -> Cost {
     match op {
         BinOp::Add | BinOp::Sub | BinOp::Max | BinOp::Min => Cost::new(3, 1, 0, 0),
         BinOp::Mul | BinOp::Div => Cost::new(3, 0, 1, 0),
+        // A division and a rounding (and, for the remainder, a multiplication and a
+        // subtraction): counted as one multiplication.
+        BinOp::IntDiv | BinOp::Rem => Cost::new(3, 0, 1, 0),
         BinOp::Pow | BinOp::Atan2 => Cost::new(3, 0, 0, 1),
     }
 }
@@ -164,6 +167,14 @@ impl Coster<'_> {
         self.ty(e)
             .and_then(|t| t.leaf_count(self.sizes))
             .unwrap_or(1)
+    }
+
+    /// Number of reals in one element of the array `e`.
+    fn leaves_elem(&self, e: ExprId) -> u64 {
+        match self.ty(e) {
+            Some(Type::Array(_, elem)) => elem.leaf_count(self.sizes).unwrap_or(1),
+            _ => 1,
+        }
     }
 
     /// Cost of one call of a function argument (its body).
@@ -229,6 +240,20 @@ impl Coster<'_> {
                         + self.cost(x)
                 }
                 Node::Shift1L(x) | Node::Shift1R(x) => self.cost(x) + MOVE * self.len(x),
+                // Its elements are written (when it is not fused into its consumer).
+                Node::Iota(x) => self.cost(x) + MOVE * self.len(e),
+                // A comparison (the bounds check) and a read.
+                Node::Index(x, i) => Cost::new(3, 1, 0, 0) + self.cost(x) + self.cost(i),
+                // The target copied once, then per position a bounds check, a read of each
+                // leaf and an addition into it.
+                Node::ScatterAdd(z, i, v) => {
+                    let per = Cost::new(3, 1, 0, 0) + Cost::new(3, 1, 0, 0) * self.leaves_elem(v);
+                    self.cost(z)
+                        + self.cost(i)
+                        + self.cost(v)
+                        + MOVE * self.leaves(z)
+                        + per * self.len(i)
+                }
                 // Not first-order: costed as their bodies, so that a report still shows something.
                 Node::Lambda(_, body) => self.cost(body),
                 Node::App(f, l) => a

@@ -44,7 +44,7 @@ impl Shape {
         match t {
             Type::Tuple(items) => Shape::Tuple(items.iter().map(Shape::of_type).collect()),
             Type::Array(n, elem) => Shape::array(Some(exact(n)), Shape::of_type(elem)),
-            Type::Real | Type::Bool | Type::Func(..) => Shape::Unknown,
+            Type::Real | Type::Int | Type::Bool | Type::Func(..) => Shape::Unknown,
         }
     }
 

@@ -109,7 +109,7 @@ impl<'a> Reader<'a> {
     ) -> Result<Held<'py>, Failure> {
         let name = &self.params.names[param];
         match ty {
-            Type::Real | Type::Bool => match obj.extract::<f64>() {
+            Type::Real | Type::Int | Type::Bool => match obj.extract::<f64>() {
                 Ok(x) => Ok(Held::Real(x)),
                 Err(_) => Err(Failure::argument(
                     name,
@@ -369,7 +369,7 @@ pub fn shaped_as<'py>(
     // A size only mentioned below empty arrays has no data to fix it: it is 0.
     let size = |s: &Size| s.eval(&|v| Some(sizes.get(v).unwrap_or(0))).unwrap_or(0) as usize;
     Ok(match ty {
-        Type::Real | Type::Bool => PyFloat::new(py, take(leaves, 1)?[0]).into_any(),
+        Type::Real | Type::Int | Type::Bool => PyFloat::new(py, take(leaves, 1)?[0]).into_any(),
         Type::Tuple(items) => {
             let values = items
                 .iter()

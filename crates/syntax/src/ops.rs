@@ -27,6 +27,9 @@ pub enum UnOp {
     Cosh,
     Log1p,
     Expm1,
+    /// `real(i)`: an int as a real. Ints are carried as reals holding whole numbers, so this
+    /// is the identity on values; it only changes the type (and carries no derivative).
+    ToReal,
 }
 
 /// Binary real operators (infix `+ - * /` and the two-argument built-ins).
@@ -40,6 +43,10 @@ pub enum BinOp {
     Max,
     Min,
     Atan2,
+    /// Division of ints, rounding toward zero (`i / j` on ints, also written `div(i, j)`).
+    IntDiv,
+    /// Remainder of ints, with the sign of the dividend (`i % j`).
+    Rem,
 }
 
 /// Comparisons of reals; their results are booleans and are never differentiated.
@@ -96,6 +103,7 @@ impl UnOp {
             UnOp::Cosh => "cosh",
             UnOp::Log1p => "log1p",
             UnOp::Expm1 => "expm1",
+            UnOp::ToReal => "real",
         }
     }
 
@@ -125,6 +133,7 @@ impl UnOp {
             UnOp::Cosh => x.cosh(),
             UnOp::Log1p => Kernel::Log1p.eval(x),
             UnOp::Expm1 => Kernel::Expm1.eval(x),
+            UnOp::ToReal => x,
         }
     }
 
@@ -147,7 +156,7 @@ impl UnOp {
     /// True for operators that are a single machine instruction (cheap, linear-ish);
     /// the others are the cost model's non-linear operations (NLOPS).
     pub fn is_nonlinear(self) -> bool {
-        !matches!(self, UnOp::Neg | UnOp::Abs)
+        !matches!(self, UnOp::Neg | UnOp::Abs | UnOp::ToReal)
     }
 }
 
@@ -179,16 +188,30 @@ impl BinOp {
             BinOp::Max => "max",
             BinOp::Min => "min",
             BinOp::Atan2 => "atan2",
+            BinOp::IntDiv => "div",
+            BinOp::Rem => "%",
         }
     }
 
     /// Infix operators are written between their operands; the others as calls.
     pub fn is_infix(self) -> bool {
-        matches!(self, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
+        matches!(
+            self,
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem
+        )
     }
 
-    /// The built-in two-argument function called `name`.
+    /// True for the operators on ints only (`div` and `%`); the others apply to reals, and
+    /// `+ - * max min` to ints too.
+    pub fn is_integer_only(self) -> bool {
+        matches!(self, BinOp::IntDiv | BinOp::Rem)
+    }
+
+    /// The built-in two-argument function called `name` (`div` included).
     pub fn from_name(name: &str) -> Option<BinOp> {
+        if name == "div" {
+            return Some(BinOp::IntDiv);
+        }
         BinOp::ALL
             .into_iter()
             .find(|op| !op.is_infix() && op.name() == name)
@@ -217,6 +240,10 @@ impl BinOp {
             BinOp::Max => fmax(x, y),
             BinOp::Min => fmin(x, y),
             BinOp::Atan2 => x.atan2(y),
+            // Exact on whole numbers below 2^53 in magnitude: the quotient's rounding never
+            // crosses a whole number there. A zero divisor is checked before (an error).
+            BinOp::IntDiv => (x / y).trunc(),
+            BinOp::Rem => x % y,
         }
     }
 }

@@ -270,6 +270,11 @@ impl<'p> Parser<'p> {
                 self.bump();
                 Ok(Type::Bool)
             }
+            // `int` is not a keyword, so that programs may still name a variable `int`.
+            TokKind::Ident if self.text(self.peek()) == "int" => {
+                self.bump();
+                Ok(Type::Int)
+            }
             TokKind::LBracket => {
                 self.bump();
                 let size = self.size()?;
@@ -292,7 +297,7 @@ impl<'p> Parser<'p> {
             _ => Err(self.error(
                 self.peek().span,
                 format!(
-                    "expected a type (`real`, `[n]real`, `(real, real)`, ...), found {}",
+                    "expected a type (`real`, `int`, `[n]real`, `(real, real)`, ...), found {}",
                     self.found()
                 ),
             )),
@@ -592,6 +597,7 @@ impl<'p> Parser<'p> {
             let op = match self.peek().kind {
                 TokKind::Star => BinOp::Mul,
                 TokKind::Slash => BinOp::Div,
+                TokKind::Percent => BinOp::Rem,
                 _ => return Ok(e),
             };
             self.bump();
@@ -636,6 +642,21 @@ impl<'p> Parser<'p> {
                 })?;
                 let span = self.span_from(self.arena.span(e));
                 e = self.add(Node::Proj(i, e), span);
+            } else if t.kind == TokKind::LBracket && !t.space_before {
+                // `A[i]`, `A[i][j]`, and `A[i, j]` for `A[i][j]`: the bracket touches what
+                // it indexes (`f [1, 2]` is two operands).
+                self.bump();
+                loop {
+                    let i = self.expr()?;
+                    let span = self.span_from(self.arena.span(e));
+                    e = self.add(Node::Index(e, i), span);
+                    if !self.eat(TokKind::Comma) {
+                        break;
+                    }
+                }
+                let close = self.expect(TokKind::RBracket, "to close the index")?;
+                let span = self.arena.span(e).to(close.span);
+                self.arena.set_span(e, span);
             } else if t.kind == TokKind::LParen && !t.space_before && self.applicable(e) {
                 self.bump();
                 let args = self.args()?;
@@ -696,6 +717,18 @@ impl<'p> Parser<'p> {
                 Ok(self.add(Node::Bool(t.kind == TokKind::True), t.span))
             }
             TokKind::Ident => self.name(),
+            TokKind::Real if self.peek_at(1).kind == TokKind::LParen => {
+                self.bump();
+                let args = self.call_args("real")?;
+                let span = self.span_from(start);
+                if args.len() != 1 {
+                    return Err(self.error(
+                        span,
+                        format!("`real` takes 1 argument, {} given", args.len()),
+                    ));
+                }
+                Ok(self.add(Node::Op1(UnOp::ToReal, args[0]), span))
+            }
             TokKind::LParen => {
                 self.bump();
                 if self.at(TokKind::RParen) {
@@ -820,6 +853,24 @@ impl<'p> Parser<'p> {
             }
             let l = self.arena.expr_list(&args);
             return Ok(self.add(Node::Call(d, l), span));
+        }
+        // `iota` and `scatter_add` are not keywords: a variable or definition of that name
+        // hides them.
+        if name == "iota" {
+            let n = self.operand()?;
+            let span = self.span_from(t.span);
+            return Ok(self.add(Node::Iota(n), span));
+        }
+        if name == "scatter_add" {
+            let args = self.call_args(&name)?;
+            let span = self.span_from(t.span);
+            let &[z, i, v] = args.as_slice() else {
+                return Err(self.error(
+                    span,
+                    format!("`scatter_add` takes 3 arguments, {} given", args.len()),
+                ));
+            };
+            return Ok(self.add(Node::ScatterAdd(z, i, v), span));
         }
         if let Some(op) = UnOp::from_name(&name) {
             let args = self.call_args(&name)?;

@@ -346,6 +346,16 @@ impl<'a> Printer<'a> {
                 P_PRIMARY,
             ),
             Shift1L(x) => (format!("shift1L {}", self.operand(x, ind)), P_OPERAND),
+            Iota(x) => (format!("iota {}", self.operand(x, ind)), P_OPERAND),
+            Index(x, i) => {
+                let base = self.print(x, P_PRIMARY, ind);
+                let i = self.print(i, P_OPEN + 1, ind);
+                (format!("{base}[{i}]"), P_PRIMARY)
+            }
+            ScatterAdd(z, i, v) => (
+                format!("scatter_add({})", self.list(&[z, i, v], ind)),
+                P_PRIMARY,
+            ),
             Shift1R(x) => (format!("shift1R {}", self.operand(x, ind)), P_OPERAND),
             Map(f, x) => {
                 let f = self.function_arg(f, ind);

@@ -8,6 +8,7 @@ use std::sync::Arc;
 pub use crate::definitions::Def;
 use crate::definitions::Definitions;
 use crate::error::{Error, ErrorKind};
+use crate::ops::BinOp;
 use crate::parser::Parser;
 use crate::span::{SourceId, Span};
 use crate::term::{with_stack, Arena, DefId, ExprId, Node, Var};
@@ -55,11 +56,18 @@ impl Func {
             .collect()
     }
 
-    /// Size variables of the parameters, in order of first occurrence.
+    /// Size variables of the parameters, in order of first occurrence: the sizes in their
+    /// types, and the name of each int parameter (whose value is a size, as in `iota n`).
     pub fn size_vars(&self, arena: &Arena) -> Vec<Arc<str>> {
         let mut out = Vec::new();
-        for t in self.param_types(arena) {
+        for (&p, t) in self.params.iter().zip(self.param_types(arena)) {
             t.size_vars(&mut out);
+            if t == Type::Int {
+                let name: Arc<str> = arena.var_name(p).into();
+                if !out.contains(&name) {
+                    out.push(name);
+                }
+            }
         }
         out
     }
@@ -138,6 +146,10 @@ impl Program {
                 ));
             }
             t.size_vars(&mut sizes);
+            if *t == Type::Int {
+                // An int parameter is also the size variable of its name (`iota n`).
+                sizes.push(self.arena.var_name(p).into());
+            }
         }
         let env = Definitions {
             defs: &self.defs,
@@ -316,6 +328,13 @@ fn inline_expr(
                 });
                 let new =
                     arena.map_children(node, |arena, c| inline_expr(arena, defs, c, ren, sizes));
+                // `/` on ints is the int quotient: one operator per meaning from here on.
+                let new = match new {
+                    Node::Op2(BinOp::Div, a, b) if arena.type_of(e) == Some(&Type::Int) => {
+                        Node::Op2(BinOp::IntDiv, a, b)
+                    }
+                    new => new,
+                };
                 arena.add_at(new, span)
             }
         }

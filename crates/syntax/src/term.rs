@@ -125,6 +125,16 @@ pub enum Node {
     Shift1L(ExprId),
     /// Drop the last element (an empty array stays empty).
     Shift1R(ExprId),
+    /// `iota n`: the ints `[0, 1, ..., n-1]`. The operand is an int whose value the type
+    /// knows as a size (a literal, `len(A)`, an int parameter, plus or minus a constant).
+    Iota(ExprId),
+    /// `A[i]`: the element of `A` at the int `i` (from 0); out of bounds is a run-time error.
+    Index(ExprId, ExprId),
+    /// `scatter_add(Z, I, V)` (Target): `Z` with `V[k]` added (by `+̂`) at position `I[k]`
+    /// for every `k`, in order. `I`'s elements are ints, or tuples of ints naming an element
+    /// of a nested array (`(i, j)` for `Z[i][j]`). The adjoint of indexing: reverse mode's
+    /// in-place accumulation.
+    ScatterAdd(ExprId, ExprId, ExprId),
 }
 
 /// What the arena knows of a variable.
@@ -433,6 +443,7 @@ impl Arena {
             Let(_, a, b)
             | LetTuple(_, a, b)
             | Op2(_, a, b)
+            | Index(a, b)
             | Cmp(_, a, b)
             | And(a, b)
             | Or(a, b) => {
@@ -451,8 +462,10 @@ impl Arena {
             | OnesLike(a)
             | Shift1L(a)
             | Shift1R(a)
+            | Iota(a)
             | Lambda(_, a) => f(a),
             If(a, b, c)
+            | ScatterAdd(a, b, c)
             | Map2(a, b, c)
             | Reduce(a, b, c)
             | Foldl(a, b, c)
@@ -558,6 +571,15 @@ impl Arena {
             }
             Shift1L(a) => Shift1L(f(self, a)),
             Shift1R(a) => Shift1R(f(self, a)),
+            Iota(a) => Iota(f(self, a)),
+            Index(a, b) => {
+                let (a, b) = (f(self, a), f(self, b));
+                Index(a, b)
+            }
+            ScatterAdd(a, b, c) => {
+                let (a, b, c) = (f(self, a), f(self, b), f(self, c));
+                ScatterAdd(a, b, c)
+            }
         }
     }
 

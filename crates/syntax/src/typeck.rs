@@ -6,9 +6,11 @@
 //! Errors point at the offending expression and show both types or sizes.
 
 use crate::fast_hash::FastMap as HashMap;
+use crate::fast_hash::FastSet as HashSet;
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind};
+use crate::ops::BinOp;
 use crate::span::Span;
 use crate::term::{with_stack, Arena, DefId, ExprId, Node, Var};
 use crate::types::{Size, Type};
@@ -40,18 +42,34 @@ impl CheckEnv for NoSource {
 
 /// Infer the type of `e`, recording the types of its nodes and bound variables.
 pub fn infer(arena: &mut Arena, env: &dyn CheckEnv, e: ExprId) -> Result<Type, Error> {
-    Checker { arena, env }.infer(e)
+    Checker {
+        arena,
+        env,
+        flexible: HashSet::default(),
+        bound: HashMap::default(),
+    }
+    .infer(e)
 }
+
+/// The largest whole number a real holds exactly: ints are carried as reals.
+pub const INT_LIMIT: f64 = 9007199254740992.0;
 
 struct Checker<'a> {
     arena: &'a mut Arena,
     env: &'a dyn CheckEnv,
+    /// `let`-bound variables typed `real` whose value is a whole number by construction
+    /// (see [`Checker::is_flexible`]): they may also be used where an int is needed.
+    flexible: HashSet<Var>,
+    /// Variables bound inside the term by `let` (with their right-hand side) or by a
+    /// binder (`None`); an int variable bound nowhere in the term is a parameter.
+    bound: HashMap<Var, Option<ExprId>>,
 }
 
 /// "a real", "an array `[n]real`", ...: how a type is named in messages.
 pub fn describe(t: &Type) -> String {
     match t {
         Type::Real => "`real`".into(),
+        Type::Int => "`int`".into(),
         Type::Bool => "`bool` (a condition)".into(),
         Type::Tuple(_) => format!("the tuple type `{t}`"),
         Type::Array(..) => format!("the array type `{t}`"),
@@ -62,7 +80,7 @@ pub fn describe(t: &Type) -> String {
 fn contains_bool(t: &Type) -> bool {
     match t {
         Type::Bool => true,
-        Type::Real => false,
+        Type::Real | Type::Int => false,
         Type::Tuple(items) => items.iter().any(contains_bool),
         Type::Array(_, e) => contains_bool(e),
         Type::Func(..) => false,
@@ -86,12 +104,97 @@ impl Checker<'_> {
     fn expect_real(&mut self, e: ExprId, what: &str) -> Result<(), Error> {
         let t = self.infer(e)?;
         if t != Type::Real {
+            let hint = if t == Type::Int {
+                " (write `real(...)` to use an int as a real)"
+            } else {
+                ""
+            };
             return Err(self.err(
                 e,
-                format!("{what} must be a real, but this has {}", describe(&t)),
+                format!("{what} must be a real, but this has {}{hint}", describe(&t)),
             ));
         }
         Ok(())
+    }
+
+    /// True if `e`, typed `real`, is a whole number by construction and may stand where an
+    /// int is needed: a whole-number literal, `len(A)`, a `let`-bound variable of such a
+    /// value, and `-`, `+`, `*`, `max`, `min` and `if` of those. (Literals and lengths are
+    /// reals unless the context needs an int, so every program without ints means what it
+    /// meant before ints existed.) `/` is not among them: `len(A) / 2` divides reals; the
+    /// int quotient is `div(len(A), 2)`.
+    fn is_flexible(&self, e: ExprId) -> bool {
+        match self.arena[e] {
+            Node::Const(c) => c.fract() == 0.0 && c.abs() <= INT_LIMIT,
+            Node::Len(_) => true,
+            Node::Var(v) => self.flexible.contains(&v),
+            Node::Op1(crate::ops::UnOp::Neg, a) => self.is_flexible(a),
+            Node::Op2(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Max | BinOp::Min, a, b) => {
+                self.is_flexible(a) && self.is_flexible(b)
+            }
+            Node::If(_, a, b) => self.is_flexible(a) && self.is_flexible(b),
+            _ => false,
+        }
+    }
+
+    /// `e` must be an int: typed `int`, or a real that is a whole number by construction
+    /// ([`Checker::is_flexible`]).
+    fn expect_int(&mut self, e: ExprId, what: &str) -> Result<(), Error> {
+        let t = self.infer(e)?;
+        match t {
+            Type::Int => Ok(()),
+            Type::Real if self.is_flexible(e) => Ok(()),
+            Type::Real => Err(self.err(
+                e,
+                format!("{what} must be an int, but this is a real (ints are int parameters, `len(A)`, elements of `iota`, whole-number literals, and `+ - * / %` of ints; `div(a, b)` divides whole numbers)"),
+            )),
+            t => Err(self.err(
+                e,
+                format!("{what} must be an int, but this has {}", describe(&t)),
+            )),
+        }
+    }
+
+    /// The type shared by two scalar operands `a` (typed `ta`) and `b`: equal types, or
+    /// `int` when one is an int and the other a whole number by construction.
+    fn join_numeric(&self, a: ExprId, ta: &Type, b: ExprId, tb: &Type) -> Option<Type> {
+        match (ta, tb) {
+            _ if ta == tb => Some(ta.clone()),
+            (Type::Int, Type::Real) if self.is_flexible(b) => Some(Type::Int),
+            (Type::Real, Type::Int) if self.is_flexible(a) => Some(Type::Int),
+            _ => None,
+        }
+    }
+
+    /// The size an int expression gives `iota`: a literal, `len(A)`, an int parameter (the
+    /// size variable of its name), a `let`-bound variable of one, plus or minus constants.
+    fn size_of(&mut self, e: ExprId) -> Option<Size> {
+        match self.arena[e] {
+            Node::Const(c) if c.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&c) => {
+                Some(Size::lit(c as u64))
+            }
+            Node::Len(a) => match self.infer(a).ok()? {
+                Type::Array(n, _) => Some(n),
+                _ => None,
+            },
+            Node::Var(v) => match self.bound.get(&v) {
+                Some(Some(rhs)) => self.size_of(*rhs),
+                Some(None) => None,
+                None if self.arena.var_type(v) == Some(&Type::Int) => {
+                    Some(Size::var(self.arena.var_name(v)))
+                }
+                None => None,
+            },
+            Node::Op2(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+                let k = match self.arena[b] {
+                    Node::Const(c) if c.fract() == 0.0 && c.abs() <= u32::MAX as f64 => c as i64,
+                    _ => return None,
+                };
+                let base = self.size_of(a)?;
+                Some(base.plus(if op == BinOp::Add { k } else { -k }))
+            }
+            _ => None,
+        }
     }
 
     fn expect_bool(&mut self, e: ExprId, what: &str) -> Result<(), Error> {
@@ -121,6 +224,7 @@ impl Checker<'_> {
     /// Bind `v` to `t`, checking it against an annotation the variable may carry.
     fn bind(&mut self, v: Var, t: &Type, at: ExprId) -> Result<(), Error> {
         match self.arena.var_type(v) {
+            Some(Type::Int) if *t == Type::Real && self.is_flexible(at) => Ok(()),
             Some(annot) if annot != t => {
                 let name = self.arena.var_name(v).to_string();
                 Err(self.err(
@@ -159,6 +263,7 @@ impl Checker<'_> {
         }
         for (v, t) in vars.iter().zip(params) {
             self.bind(*v, t, f)?;
+            self.bound.insert(*v, None);
         }
         let ret = self.infer(body)?;
         self.arena
@@ -186,6 +291,7 @@ impl Checker<'_> {
                     Type::Tuple(items) if items.len() == vars.len() => {
                         for (v, t) in vars.iter().zip(items.iter()) {
                             self.bind(*v, t, e1)?;
+                            self.bound.insert(*v, None);
                         }
                     }
                     _ => {
@@ -227,14 +333,49 @@ impl Checker<'_> {
                     return Err(self.err(e, format!("{what} needs a tuple with at least {} components, but the operand has {}", i + 1, describe(&t))));
                 }
             },
-            Op1(op, a) => {
-                let what = if op == crate::ops::UnOp::Neg {
-                    "the operand of `-`".to_string()
-                } else {
-                    format!("the argument of `{}`", op.name())
-                };
-                self.expect_real(a, &what)?;
+            Op1(crate::ops::UnOp::ToReal, a) => {
+                self.expect_int(a, "the argument of `real`")?;
                 Type::Real
+            }
+            Op1(crate::ops::UnOp::Neg, a) => match self.infer(a)? {
+                Type::Int => Type::Int,
+                _ => {
+                    self.expect_real(a, "the operand of `-`")?;
+                    Type::Real
+                }
+            },
+            Op1(op, a) => {
+                self.expect_real(a, &format!("the argument of `{}`", op.name()))?;
+                Type::Real
+            }
+            Op2(op, a, b) if op.is_integer_only() => {
+                let name = if op == BinOp::Rem { "%" } else { "div" };
+                self.expect_int(a, &format!("the left operand of `{name}`"))?;
+                self.expect_int(b, &format!("the right operand of `{name}`"))?;
+                Type::Int
+            }
+            Op2(
+                op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Max | BinOp::Min),
+                a,
+                b,
+            ) => {
+                let name = op.name();
+                let (ta, tb) = (self.infer(a)?, self.infer(b)?);
+                match self.join_numeric(a, &ta, b, &tb) {
+                    Some(Type::Int) => Type::Int,
+                    _ if ta == Type::Int || tb == Type::Int => {
+                        let (x, t) = if ta == Type::Int { (b, &tb) } else { (a, &ta) };
+                        return Err(self.err(
+                            x,
+                            format!("`{name}` has an int operand, so this one must be an int too, but it has {} (write `real(...)` around the int to compute with reals)", describe(t)),
+                        ));
+                    }
+                    _ => {
+                        self.expect_real(a, &format!("the left operand of `{name}`"))?;
+                        self.expect_real(b, &format!("the right operand of `{name}`"))?;
+                        Type::Real
+                    }
+                }
             }
             Op2(op, a, b) => {
                 let name = op.name();
@@ -244,8 +385,18 @@ impl Checker<'_> {
             }
             Cmp(op, a, b) => {
                 let name = op.name();
-                self.expect_real(a, &format!("the left operand of `{name}`"))?;
-                self.expect_real(b, &format!("the right operand of `{name}`"))?;
+                let (ta, tb) = (self.infer(a)?, self.infer(b)?);
+                if !matches!(self.join_numeric(a, &ta, b, &tb), Some(Type::Int)) {
+                    if ta == Type::Int || tb == Type::Int {
+                        let (x, t) = if ta == Type::Int { (b, &tb) } else { (a, &ta) };
+                        return Err(self.err(
+                            x,
+                            format!("`{name}` compares an int with this, which must be an int too, but it has {} (write `real(...)` around the int to compare reals)", describe(t)),
+                        ));
+                    }
+                    self.expect_real(a, &format!("the left operand of `{name}`"))?;
+                    self.expect_real(b, &format!("the right operand of `{name}`"))?;
+                }
                 Type::Bool
             }
             Not(a) => {
@@ -266,10 +417,10 @@ impl Checker<'_> {
                 self.expect_bool(c, "the condition of `if`")?;
                 let ta = self.infer(a)?;
                 let tb = self.infer(b)?;
-                if ta != tb {
-                    return Err(self.err(e, format!("the branches of `if` differ: `then` has type `{ta}` but `else` has type `{tb}`")));
+                match self.join_numeric(a, &ta, b, &tb) {
+                    Some(t) => t,
+                    None => return Err(self.err(e, format!("the branches of `if` differ: `then` has type `{ta}` but `else` has type `{tb}`"))),
                 }
-                ta
             }
             Lambda(ps, body) => {
                 let vars = self.arena.vars_of(ps).to_vec();
@@ -331,15 +482,27 @@ impl Checker<'_> {
                         "the type of an empty array literal `[]` cannot be inferred".into(),
                     ));
                 };
-                let t0 = self.infer(first)?;
+                let mut t0 = self.infer(first)?;
                 if contains_bool(&t0) || t0.is_higher_order() {
                     return Err(self.err(first, format!("arrays cannot hold {}", describe(&t0))));
                 }
+                let mut ints = t0 == Type::Int;
                 for &i in &items[1..] {
                     let t = self.infer(i)?;
-                    if t != t0 {
+                    ints |= t == Type::Int;
+                    if t != t0
+                        && !(t0 == Type::Real && t == Type::Int
+                            || t0 == Type::Int && t == Type::Real)
+                    {
                         return Err(self.err(i, format!("array elements must have one type: the first has type `{t0}`, this one `{t}`")));
                     }
+                }
+                if ints {
+                    // Ints with whole-number literals: an array of ints.
+                    for &i in &items {
+                        self.expect_int(i, "every element of an array with int elements")?;
+                    }
+                    t0 = Type::Int;
                 }
                 Type::array(Size::lit(items.len() as u64), t0)
             }
@@ -429,6 +592,53 @@ impl Checker<'_> {
                 self.element_result(f, &tz, "scanr")?;
                 Type::array(n.plus(1), tz)
             }
+            Iota(k) => {
+                self.expect_int(k, "the length of `iota`")?;
+                let Some(n) = self.size_of(k) else {
+                    return Err(self.err(
+                        k,
+                        "the length of `iota` must be a size: a whole-number literal, `len(A)`, an int parameter, or one of those plus or minus a literal".into(),
+                    ));
+                };
+                Type::array(n, Type::Int)
+            }
+            Index(a, i) => {
+                let (_, elem) = self.expect_array(a, "an indexed value")?;
+                self.expect_int(i, "an index")?;
+                elem
+            }
+            ScatterAdd(z, i, v) => {
+                let tz = self.infer(z)?;
+                let (n, ti) = self.expect_array(i, "the positions of `scatter_add`")?;
+                let (m, tv) = self.expect_array(v, "the values of `scatter_add`")?;
+                if n != m {
+                    return Err(self.err(e, format!("`scatter_add` needs as many positions as values, but has {n} positions and {m} values")));
+                }
+                // Each position is a path of ints into `z`; the value has the type there.
+                let depth = match &ti {
+                    Type::Int => 1,
+                    Type::Tuple(items) if items.iter().all(|t| *t == Type::Int) => items.len(),
+                    t => return Err(self.err(i, format!("the positions of `scatter_add` must be ints or tuples of ints, but are {}", describe(t)))),
+                };
+                let mut at = tz.clone();
+                for _ in 0..depth {
+                    at =
+                        match at {
+                            Type::Array(_, elem) => (*elem).clone(),
+                            t => return Err(self.err(
+                                z,
+                                format!(
+                                    "`scatter_add` indexes {depth} levels deep, but this has {}",
+                                    describe(&t)
+                                ),
+                            )),
+                        };
+                }
+                if at != tv {
+                    return Err(self.err(v, format!("`scatter_add` adds values of type `{tv}` where the target holds `{at}`")));
+                }
+                tz
+            }
             Shift1L(a) | Shift1R(a) => {
                 let what = if matches!(self.arena[e], Shift1L(_)) {
                     "shift1L"
@@ -465,6 +675,13 @@ impl Checker<'_> {
             }
             let t1 = self.infer(e1)?;
             self.bind(x, &t1, e1)?;
+            self.bound.insert(x, Some(e1));
+            if t1 == Type::Real
+                && self.arena.var_type(x) == Some(&Type::Real)
+                && self.is_flexible(e1)
+            {
+                self.flexible.insert(x);
+            }
             chain.push(cur);
             cur = e2;
         }
@@ -493,6 +710,9 @@ impl Checker<'_> {
         let mut subst: HashMap<Arc<str>, Size> = HashMap::default();
         for (i, (&a, p)) in args.iter().zip(&params).enumerate() {
             let ta = self.infer(a)?;
+            if *p == Type::Int && ta == Type::Real && self.is_flexible(a) {
+                continue;
+            }
             if let Err(why) = unify(p, &ta, &mut subst) {
                 return Err(self.err(
                     a,
@@ -503,6 +723,14 @@ impl Checker<'_> {
                 ));
             }
         }
+        let mut ret_sizes = Vec::new();
+        ret.size_vars(&mut ret_sizes);
+        if let Some(v) = ret_sizes.iter().find(|v| !subst.contains_key(*v)) {
+            return Err(self.err(
+                e,
+                format!("`{name}` returns an array of size `{v}`, which no array argument gives (a size taken from an int parameter is only allowed in the result of the entry point)"),
+            ));
+        }
         Ok(ret.subst_sizes(&|v| subst.get(v).cloned()))
     }
 }
@@ -511,7 +739,7 @@ impl Checker<'_> {
 /// definition's size variables. Returns a reason on failure (possibly empty).
 pub fn unify(param: &Type, arg: &Type, subst: &mut HashMap<Arc<str>, Size>) -> Result<(), String> {
     match (param, arg) {
-        (Type::Real, Type::Real) | (Type::Bool, Type::Bool) => Ok(()),
+        (Type::Real, Type::Real) | (Type::Int, Type::Int) | (Type::Bool, Type::Bool) => Ok(()),
         (Type::Tuple(ps), Type::Tuple(as_)) if ps.len() == as_.len() => ps
             .iter()
             .zip(as_.iter())

@@ -140,9 +140,12 @@ impl SizeBindings {
 }
 
 /// Types of both fragments. `Bool` only types conditions; `Func` only exists in the Target.
+/// `Int` values (sizes, indices, counters) are carried at run time as reals holding whole
+/// numbers, exact up to 2^53 in magnitude; they have no derivative.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Type {
     Real,
+    Int,
     Bool,
     Tuple(Arc<[Type]>),
     Array(Size, Arc<Type>),
@@ -172,11 +175,11 @@ impl Type {
         }
     }
 
-    /// Ground types: reals, and tuples and arrays of ground types. These are the types
+    /// Ground types: reals, ints, and tuples and arrays of ground types. These are the types
     /// that values at the boundary, gradients and zeros have.
     pub fn is_ground(&self) -> bool {
         match self {
-            Type::Real => true,
+            Type::Real | Type::Int => true,
             Type::Bool | Type::Func(..) => false,
             Type::Tuple(items) => items.iter().all(Type::is_ground),
             Type::Array(_, elem) => elem.is_ground(),
@@ -187,10 +190,33 @@ impl Type {
         matches!(self, Type::Real)
     }
 
+    /// True if a real occurs anywhere inside: a value of this type can carry a derivative.
+    /// Ints, conditions and values made of them only (`[n]int`, `(int, int)`) carry none.
+    pub fn has_reals(&self) -> bool {
+        match self {
+            Type::Real => true,
+            Type::Int | Type::Bool => false,
+            Type::Tuple(items) => items.iter().any(Type::has_reals),
+            Type::Array(_, elem) => elem.has_reals(),
+            Type::Func(ps, r) => ps.iter().any(Type::has_reals) || r.has_reals(),
+        }
+    }
+
+    /// True if an int occurs anywhere inside.
+    pub fn has_ints(&self) -> bool {
+        match self {
+            Type::Int => true,
+            Type::Real | Type::Bool => false,
+            Type::Tuple(items) => items.iter().any(Type::has_ints),
+            Type::Array(_, elem) => elem.has_ints(),
+            Type::Func(ps, r) => ps.iter().any(Type::has_ints) || r.has_ints(),
+        }
+    }
+
     /// True if a function type occurs anywhere inside.
     pub fn is_higher_order(&self) -> bool {
         match self {
-            Type::Real | Type::Bool => false,
+            Type::Real | Type::Int | Type::Bool => false,
             Type::Func(..) => true,
             Type::Tuple(items) => items.iter().any(Type::is_higher_order),
             Type::Array(_, elem) => elem.is_higher_order(),
@@ -200,7 +226,7 @@ impl Type {
     /// Number of scalar leaves of a ground type whose arrays have the sizes `lookup` gives.
     pub fn leaf_count(&self, lookup: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
         match self {
-            Type::Real | Type::Bool => Some(1),
+            Type::Real | Type::Int | Type::Bool => Some(1),
             Type::Func(..) => None,
             Type::Tuple(items) => items.iter().map(|t| t.leaf_count(lookup)).sum(),
             Type::Array(n, elem) => Some(n.eval(lookup)? * elem.leaf_count(lookup)?),
@@ -210,7 +236,7 @@ impl Type {
     /// Apply a size substitution everywhere in the type.
     pub fn subst_sizes(&self, f: &dyn Fn(&str) -> Option<Size>) -> Type {
         match self {
-            Type::Real | Type::Bool => self.clone(),
+            Type::Real | Type::Int | Type::Bool => self.clone(),
             Type::Tuple(items) => Type::tuple(items.iter().map(|t| t.subst_sizes(f)).collect()),
             Type::Array(n, elem) => Type::array(n.subst(f), elem.subst_sizes(f)),
             Type::Func(ps, r) => Type::func(
@@ -223,7 +249,7 @@ impl Type {
     /// Size variables occurring in the type, in order of first occurrence.
     pub fn size_vars(&self, out: &mut Vec<Arc<str>>) {
         match self {
-            Type::Real | Type::Bool => {}
+            Type::Real | Type::Int | Type::Bool => {}
             Type::Tuple(items) => items.iter().for_each(|t| t.size_vars(out)),
             Type::Array(n, elem) => {
                 if let Some(v) = &n.var {
@@ -245,6 +271,7 @@ impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Type::Real => write!(f, "real"),
+            Type::Int => write!(f, "int"),
             Type::Bool => write!(f, "bool"),
             Type::Tuple(items) => {
                 write!(f, "(")?;

@@ -206,7 +206,7 @@ pub(crate) fn array_dims(ty: &Type) -> (impl Iterator<Item = &Size>, &Type) {
 /// arrays distributing over tuples).
 pub fn component_count(ty: &Type) -> usize {
     match ty {
-        Type::Real | Type::Bool => 1,
+        Type::Real | Type::Int | Type::Bool => 1,
         Type::Tuple(items) => items.iter().map(component_count).sum(),
         Type::Array(_, elem) => component_count(elem),
         Type::Func(..) => 0,

@@ -271,6 +271,9 @@ impl<'a> Translator<'a> {
                 unsupported("a function value outside the function argument of an array operation")
             }
             App(..) => unsupported("application of a function value"),
+            Iota(..) | Index(..) | ScatterAdd(..) => {
+                unsupported("`iota`, indexing and `scatter_add` in native code")
+            }
             Call(..) => unsupported("a call of a definition (inline the program first)"),
             Array(_) | Scanl(..) | Scanr(..) => {
                 let sa = shape_arr(&self.shape(e)?)?;

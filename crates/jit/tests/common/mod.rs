@@ -18,7 +18,7 @@ const GUARD_CELLS: usize = 8;
 /// Number of leaf components of type `t` (arrays distribute over tuples).
 pub fn component_count(t: &Type) -> usize {
     match t {
-        Type::Real => 1,
+        Type::Real | Type::Int => 1,
         Type::Tuple(items) => items.iter().map(component_count).sum(),
         Type::Array(_, elem) => component_count(elem),
         Type::Bool | Type::Func(..) => 0,

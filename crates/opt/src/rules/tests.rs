@@ -19,6 +19,11 @@ pub(crate) fn sample(t: &Type, n: u64, seed: &mut f64) -> Value<f64> {
             *seed = (*seed * 1.7 + 0.31) % 2.0;
             Value::Real(*seed - 1.0)
         }
+        // An int in bounds of every array of the sample (an index, a count).
+        Type::Int => {
+            *seed = (*seed * 1.7 + 0.31) % 2.0;
+            Value::Real(((*seed * n as f64) as u64).min(n.saturating_sub(1)) as f64)
+        }
         Type::Tuple(items) => Value::tuple(items.iter().map(|i| sample(i, n, seed)).collect()),
         Type::Array(size, elem) => {
             let len = size.eval(&|v| Some(if v == "m" { 2 } else { n })).unwrap();

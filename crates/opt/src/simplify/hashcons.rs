@@ -100,6 +100,9 @@ impl Simplifier<'_> {
             Scanr(f, a, b) => k(26, 0, 0, few(&[id(f), id(a), id(b)])),
             Shift1L(a) => k(27, 0, 0, few(&[id(a)])),
             Shift1R(a) => k(28, 0, 0, few(&[id(a)])),
+            Iota(a) => k(29, 0, 0, few(&[id(a)])),
+            Index(a, b) => k(30, 0, 0, few(&[id(a), id(b)])),
+            ScatterAdd(a, b, c) => k(31, 0, 0, few(&[id(a), id(b), id(c)])),
         }
     }
 

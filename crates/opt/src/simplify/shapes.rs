@@ -98,6 +98,16 @@ impl Simplifier<'_> {
             }
             Node::Let(_, _, b) | Node::LetTuple(_, _, b) => self.shape_in(b, env),
             Node::If(_, a, b) => self.shape_in(a, env).meet(&self.shape_in(b, env)),
+            Node::Index(a, _) => self.shape_in(a, env).elem(),
+            Node::ScatterAdd(z, _, _) => self.shape_in(z, env),
+            Node::Iota(k) => {
+                let len = match self.arena[k] {
+                    Node::Const(c) if c >= 0.0 && c.fract() == 0.0 => Some(Len::constant(c as u64)),
+                    Node::Len(a) => self.shape_in(a, env).len(),
+                    _ => None,
+                };
+                Shape::array(len, Shape::Unknown)
+            }
             _ => Shape::Unknown,
         })
     }
