@@ -386,7 +386,20 @@ impl Flow {
     }
 }
 
+/// True if `e`'s value has no reals (an int, an array of ints, an index computation,
+/// `iota`): no derivative flows through it, and its variables need no adjoint there.
+/// Conditions are handled by the rules that use them.
+pub(crate) fn carries_no_derivative(a: &Arena, e: ExprId) -> bool {
+    match a.type_of(e) {
+        Some(t @ (Type::Int | Type::Tuple(_) | Type::Array(..))) => !t.has_reals(),
+        _ => false,
+    }
+}
+
 fn flow(a: &Arena, e: ExprId, out: &mut Flow, inert: &mut HashSet<Var>) {
+    if carries_no_derivative(a, e) {
+        return;
+    }
     unfad_syntax::with_stack(|| match a[e] {
         Node::Var(v) => out.add(v),
         Node::Len(_)

@@ -31,6 +31,10 @@ impl FreeVars {
     }
 
     fn compute(&mut self, a: &Arena, e: ExprId) -> Rc<[Var]> {
+        // A value without reals (an int, an index computation) carries no derivative.
+        if crate::elem::carries_no_derivative(a, e) {
+            return Rc::from([]);
+        }
         match a[e] {
             Node::Var(v) => Rc::from([v]),
             Node::Len(_)

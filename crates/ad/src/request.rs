@@ -38,6 +38,9 @@ pub enum RequestError {
     /// A parameter wanted twice.
     #[error("parameter `{name}` is named twice in the parameters to differentiate against")]
     NamedTwice { name: String },
+    /// A parameter without reals (an int, an array of ints): nothing to differentiate.
+    #[error("parameter `{name}` has type `{ty}`, which holds no reals: ints have no derivative")]
+    NoDerivative { name: String, ty: Type },
     /// A parameter whose type has no adjoint (a condition or a function).
     #[error("parameter `{name}` has the non-ground type `{ty}`")]
     NotGround { name: String, ty: Type },
@@ -89,6 +92,12 @@ pub fn parameters(
                 }
             },
         };
+        if let Some(t) = arena.var_type(func.params[i]).filter(|t| !t.has_reals()) {
+            return Err(RequestError::NoDerivative {
+                name: names[i].clone(),
+                ty: t.clone(),
+            });
+        }
         if positions.contains(&i) {
             return Err(RequestError::NamedTwice {
                 name: names[i].clone(),

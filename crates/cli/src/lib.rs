@@ -318,7 +318,7 @@ fn grad(
 
 fn emit(file: &Path, stage: Stage, entry: Option<&str>, io: &mut Io) -> Result<(), Reported> {
     let (text, mut p) = load(file, entry, io)?;
-    let all: Vec<usize> = (0..p.source.params.len()).collect();
+    let all: Vec<usize> = p.differentiable_params();
     let shown = match stage {
         Stage::Source => Ok(print_func(&p.program.arena, &p.source)),
         Stage::Unf => p.check_differentiable().and_then(|_| {
@@ -387,7 +387,7 @@ fn cost(
         );
     }
     let value_of = |v: &str| given.iter().find(|(k, _)| k == v).map_or(100, |(_, n)| *n);
-    let all: Vec<usize> = (0..p.source.params.len()).collect();
+    let all: Vec<usize> = p.differentiable_params();
     let opt = match p.optimized_reverse(&all) {
         Ok(f) => f,
         Err(e) => return report(io, file, &text, e),
@@ -439,7 +439,7 @@ fn check(file: &Path, input: &Path, entry: Option<&str>, io: &mut Io) -> Result<
     let (text, mut p) = load(file, entry, io)?;
     let (values, _) = read_args(&p, input, io)?;
     let types = p.source.param_types(&p.program.arena);
-    let all: Vec<usize> = (0..p.source.params.len()).collect();
+    let all: Vec<usize> = p.differentiable_params();
     let opt = match p.optimized_reverse(&all) {
         Ok(f) => f,
         Err(e) => return report(io, file, &text, e),
@@ -578,7 +578,7 @@ fn bench(
     let t_grad = time_it(seconds, || {
         let _ = std::hint::black_box(grad.call_into(&args, &mut out));
     });
-    let all: Vec<usize> = (0..p.source.params.len()).collect();
+    let all: Vec<usize> = p.differentiable_params();
     let model = p.optimized_reverse(&all).ok().map(|opt| {
         let lookup = sizes.lookup();
         let lookup = |v: &str| Some(lookup(v).unwrap_or(0));

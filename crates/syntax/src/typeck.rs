@@ -166,6 +166,62 @@ impl Checker<'_> {
         }
     }
 
+    /// How many ints each element of the array of positions `e` (of element type `t`) holds:
+    /// 1 for ints, `d` for tuples of `d` ints. Elements typed `real` count as ints where
+    /// they are whole numbers by construction (an array literal `[0]`, a map whose body is
+    /// `i + 1`, after the optimizer folded an int into a constant).
+    fn int_path_depth(&self, e: ExprId, t: &Type) -> Option<usize> {
+        let scalar_ok = |c: &Checker, x: Option<ExprId>, ty: &Type| match ty {
+            Type::Int => true,
+            Type::Real => x.is_some_and(|x| c.is_flexible(x)),
+            _ => false,
+        };
+        // The element terms, where the array's form shows them.
+        let elements: Vec<ExprId> = match self.arena[e] {
+            Node::Array(l) => self.arena.exprs(l).to_vec(),
+            Node::Map(f, _) | Node::Map2(f, _, _) => match self.arena[f] {
+                Node::Lambda(_, body) => vec![body],
+                _ => vec![],
+            },
+            _ => vec![],
+        };
+        let peel = |c: &Checker, mut x: ExprId| {
+            while let Node::Let(_, _, b) | Node::LetTuple(_, _, b) = c.arena[x] {
+                x = b;
+            }
+            x
+        };
+        match t {
+            Type::Tuple(items) => {
+                for (k, ty) in items.iter().enumerate() {
+                    let ok = if *ty == Type::Int {
+                        true
+                    } else {
+                        !elements.is_empty()
+                            && elements.iter().all(|&x| match self.arena[peel(self, x)] {
+                                Node::Tuple(l) => {
+                                    let parts = self.arena.exprs(l);
+                                    scalar_ok(self, parts.get(k).copied(), ty)
+                                }
+                                _ => false,
+                            })
+                    };
+                    if !ok {
+                        return None;
+                    }
+                }
+                Some(items.len())
+            }
+            _ if *t == Type::Int => Some(1),
+            Type::Real => (!elements.is_empty()
+                && elements
+                    .iter()
+                    .all(|&x| scalar_ok(self, Some(peel(self, x)), t)))
+            .then_some(1),
+            _ => None,
+        }
+    }
+
     /// The size an int expression gives `iota`: a literal, `len(A)`, an int parameter (the
     /// size variable of its name), a `let`-bound variable of one, plus or minus constants.
     fn size_of(&mut self, e: ExprId) -> Option<Size> {
@@ -615,24 +671,23 @@ impl Checker<'_> {
                     return Err(self.err(e, format!("`scatter_add` needs as many positions as values, but has {n} positions and {m} values")));
                 }
                 // Each position is a path of ints into `z`; the value has the type there.
-                let depth = match &ti {
-                    Type::Int => 1,
-                    Type::Tuple(items) if items.iter().all(|t| *t == Type::Int) => items.len(),
-                    t => return Err(self.err(i, format!("the positions of `scatter_add` must be ints or tuples of ints, but are {}", describe(t)))),
+                let Some(depth) = self.int_path_depth(i, &ti) else {
+                    return Err(self.err(i, format!("the positions of `scatter_add` must be ints or tuples of ints, but are {}", describe(&ti))));
                 };
                 let mut at = tz.clone();
                 for _ in 0..depth {
-                    at =
-                        match at {
-                            Type::Array(_, elem) => (*elem).clone(),
-                            t => return Err(self.err(
+                    at = match at {
+                        Type::Array(_, elem) => (*elem).clone(),
+                        t => {
+                            return Err(self.err(
                                 z,
                                 format!(
                                     "`scatter_add` indexes {depth} levels deep, but this has {}",
                                     describe(&t)
                                 ),
-                            )),
-                        };
+                            ))
+                        }
+                    };
                 }
                 if at != tv {
                     return Err(self.err(v, format!("`scatter_add` adds values of type `{tv}` where the target holds `{at}`")));

@@ -30,11 +30,18 @@ impl Pipeline {
         Ok(Pipeline { program, source })
     }
 
-    /// Parameter indices for the names in `wrt` (`None`: every parameter), checked by
-    /// reverse mode's one validation of a request ([`unfad_ad::request`]).
+    /// The parameters a derivative flows through (those holding reals; ints have none), in
+    /// order: what a gradient is taken against by default.
+    pub fn differentiable_params(&self) -> Vec<usize> {
+        let types = self.source.param_types(&self.program.arena);
+        (0..types.len()).filter(|&i| types[i].has_reals()).collect()
+    }
+
+    /// Parameter indices for the names in `wrt` (`None`: every parameter holding reals),
+    /// checked by reverse mode's one validation of a request ([`unfad_ad::request`]).
     pub fn wrt(&self, wrt: Option<&[&str]>) -> Result<Vec<usize>, Error> {
         match wrt {
-            None => Ok((0..self.source.params.len()).collect()),
+            None => Ok(self.differentiable_params()),
             Some(list) => {
                 let wanted: Vec<Parameter> = list.iter().map(|w| Parameter::Named(w)).collect();
                 request::parameters(&self.program.arena, &self.source, &wanted)

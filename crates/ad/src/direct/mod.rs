@@ -171,6 +171,35 @@ impl Adjoints {
         self.set(v, sum);
         Ok(())
     }
+
+    /// `dv = scatter_add(dv, [at], [g])`: `g` added into the array adjoint of `v` (of type
+    /// `ty`) at the one position `at` (an int, or a tuple of ints for nested arrays).
+    fn scatter(
+        &mut self,
+        a: &mut Arena,
+        v: Var,
+        ty: &Type,
+        at: ExprId,
+        g: ExprId,
+    ) -> Result<(), AdError> {
+        let d = match self.get(v) {
+            Some(d) => d,
+            None => {
+                let w = a.var(v);
+                zero(a, ty, w)?
+            }
+        };
+        let sum = scatter_one(a, d, at, g);
+        self.set(v, sum);
+        Ok(())
+    }
+}
+
+/// `scatter_add(target, [at], [g])`: `g` added at the one position `at`.
+pub(crate) fn scatter_one(a: &mut Arena, target: ExprId, at: ExprId, g: ExprId) -> ExprId {
+    let positions = a.array(&[at]);
+    let values = a.array(&[g]);
+    a.add(Node::ScatterAdd(target, positions, values))
 }
 
 /// An error for a construct the macro has no rule for.
@@ -358,7 +387,12 @@ impl Macro<'_, '_> {
     }
 
     fn rule(&mut self, e: ExprId, y: Var) -> Result<ExprId, AdError> {
+        if crate::elem::carries_no_derivative(self.a, e) {
+            return self.rule_constant(e, y);
+        }
         match self.a[e] {
+            Node::Op1(unfad_syntax::UnOp::ToReal, _) => self.rule_constant(e, y),
+            Node::Index(..) => self.rule_index(e, y),
             Node::Const(c) => self.rule_const(c, y),
             Node::Var(x) => self.rule_var(e, x, y),
             Node::Let(x, e1, e2) if self.inert.contains(&x) => {
@@ -746,6 +780,90 @@ impl Macro<'_, '_> {
         })?;
         let result = self.pair(value, k);
         Ok(self.bind_operands(ops, result))
+    }
+
+    /// A term no derivative flows through (a value without reals, `real(i)`): its value,
+    /// computed as written, and a continuation that adds nothing:
+    /// `<e, fun (x, z) -> Y(x)>`
+    fn rule_constant(&mut self, e: ExprId, y: Var) -> Result<ExprId, AdError> {
+        let t = type_of(self.a, e)?;
+        let value = self.a.copy_fresh(e);
+        let k = self.cont(&t, |m, dx, _z| m.call(y, dx, &[]))?;
+        Ok(self.pair(value, k))
+    }
+
+    /// Indexing, `e0[i1]...[id]` (a chain of `d` indices into one array term `e0`): the
+    /// adjoint is added at that one element, `scatter_add(dA, [(i1, ..., id)], [z])`,
+    /// never as an array of zeros with one element set. When `e0` is a variable `A`, its
+    /// adjoint is updated in place:
+    /// ```text
+    /// let i1 = e1 in ... let id = ed in
+    /// <A[i1]...[id], fun (x, z) -> Y(x[A := scatter_add(dA, [(i1, ..., id)], [z])])>
+    /// ```
+    /// otherwise `e0` is differentiated as an operand whose adjoint is
+    /// `scatter_add(zeros_like(a), [(i1, ..., id)], [z])`. The indices are ints: they are
+    /// computed, not differentiated.
+    fn rule_index(&mut self, e: ExprId, y: Var) -> Result<ExprId, AdError> {
+        let t = type_of(self.a, e)?;
+        let mut indices = Vec::new();
+        let mut base = e;
+        while let Node::Index(inner, i) = self.a[base] {
+            indices.push(i);
+            base = inner;
+        }
+        indices.reverse();
+        let index_vars: Vec<Var> = indices
+            .iter()
+            .map(|_| self.a.fresh_var("i", Some(Type::Int)))
+            .collect();
+        let index_terms: Vec<ExprId> = index_vars.iter().map(|&v| self.a.var(v)).collect();
+        let position = |a: &mut Arena| {
+            if index_terms.len() == 1 {
+                Ok(index_terms[0])
+            } else {
+                crate::build::tuple(a, &index_terms)
+            }
+        };
+        let read = |a: &mut Arena, mut arr: ExprId| {
+            for &i in &index_terms {
+                arr = a.add(Node::Index(arr, i));
+            }
+            arr
+        };
+        let result = match self.a[base] {
+            Node::Var(x) if self.pos.contains_key(&x) => {
+                let tx = type_of(self.a, base)?;
+                let xv = self.a.var(x);
+                let value = read(self.a, xv);
+                let k = self.cont(&t, |m, mut dx, z| {
+                    let at = position(m.a)?;
+                    dx.scatter(m.a, x, &tx, at, z)?;
+                    m.call(y, dx, &[])
+                })?;
+                self.pair(value, k)
+            }
+            _ => {
+                let ops = self.operands(&[base], y, &[])?;
+                let (arr, y1) = (self.a.var(ops.value(0)), ops.last);
+                let value = read(self.a, arr);
+                let k = self.cont(&t, |m, mut dx, z| {
+                    let zeros = crate::build::zeros_like(m.a, arr);
+                    let at = position(m.a)?;
+                    let g = scatter_one(m.a, zeros, at, z);
+                    dx.set(ops.value(0), g);
+                    m.call(y1, dx, &[])
+                })?;
+                let result = self.pair(value, k);
+                self.bind_operands(ops, result)
+            }
+        };
+        // The indices are bound around the pair, outermost first.
+        let mut out = result;
+        for (&v, &i) in index_vars.iter().zip(&indices).rev() {
+            let value = self.a.copy_fresh(i);
+            out = self.a.let_(v, value, out);
+        }
+        Ok(out)
     }
 
     /// `len`, `zeros_like`, `ones_like`: constant in their operand, which only gives a

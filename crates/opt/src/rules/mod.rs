@@ -22,6 +22,7 @@ pub mod arrays;
 pub mod conditionals;
 pub mod literals;
 pub mod scans;
+pub mod scatter;
 pub mod tuples;
 
 /// A rule: a simplified node in, a simpler equivalent out.
@@ -77,6 +78,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             arrays::map_constant_body_operand,
             arrays::map_fusion,
             literals::map_literal,
+            scatter::scale_of_scatter,
         ],
         Node::Map2(..) => &[
             arrays::map2_same_operands,
@@ -87,8 +89,10 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             arrays::map2_fusion,
             scans::scan_next_element,
             literals::map_literal,
+            scatter::add_scatter,
         ],
         Node::Reduce(..) | Node::Foldl(..) => &[
+            scatter::sum_of_scatters,
             arrays::fold_constant_array,
             arrays::count_ones,
             arrays::reduce_tuple_split,
@@ -105,6 +109,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             literals::shift_literal,
         ],
         Node::Len(_) => &[arrays::len_of_constant_array, arrays::len_of_known_length],
+        Node::ScatterAdd(..) => &[scatter::scatter_everywhere, scatter::scatter_row],
         _ => &[],
     };
     rules.iter().find_map(|rule| rule(cx, e))

@@ -8,7 +8,7 @@ use expect_test::{expect, Expect};
 use unfad_syntax::{print_func, Func, Program};
 
 use super::{assert_same_values, check};
-use crate::rules::{algebraic, arrays, conditionals, literals, tuples, Rule};
+use crate::rules::{algebraic, arrays, conditionals, literals, scatter, tuples, Rule};
 use crate::Simplifier;
 
 /// Apply `rule` by itself to the body of the function `src` (it must fire and change the
@@ -746,6 +746,76 @@ fn map2_same_operands() {
         expect![[r#"
             def f(A: [n]real): [n]real =
               map (x. x * x + x) A
+        "#]],
+    );
+}
+
+// ---- scatter ----------------------------------------------------------------
+
+/// A sum of one-position scatters, one per element, is one scatter of every element.
+#[test]
+fn sum_of_scatters() {
+    check_rule(
+        scatter::sum_of_scatters,
+        "def f(A: [n]real, B: [n]real) =
+           reduce (s, t. map2 + s t) zeros_like(A)
+             (map2 (b, i. scatter_add(zeros_like(A), [div(i, 2)], [b * b])) B (iota len(A)))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              scatter_add(zeros_like(A), map (i. div(i, 2)) (iota len(A)), map (b. b * b) B)
+        "#]],
+    );
+}
+
+/// Scaling a scatter into zeros scales its values.
+#[test]
+fn scale_of_scatter() {
+    check_rule(
+        scatter::scale_of_scatter,
+        "def f(A: [n]real, B: [n]real, c: real) =
+           map (s. c * s) (scatter_add(zeros_like(A), iota len(A), B))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real, c: real): [n]real =
+              scatter_add(zeros_like(A), iota len(A), map (s. c * s) B)
+        "#]],
+    );
+}
+
+/// A scatter at every position of zeros is its values.
+#[test]
+fn scatter_everywhere() {
+    check(
+        "def f(A: [n]real) = scatter_add(zeros_like(A), iota len(A), map (a. a * a) A)",
+        expect![[r#"
+            def f(A: [n]real): [n]real =
+              map (a. a * a) A
+        "#]],
+    );
+}
+
+/// A scatter along a whole row is a scatter of the row.
+#[test]
+fn scatter_row() {
+    check(
+        "def f(W: [n][m]real, x: [m]real) =
+           scatter_add(zeros_like(W), map (j. (0, j)) (iota len(x)), map (a. a * a) x)",
+        expect![[r#"
+            def f(W: [n][m]real, x: [m]real): [n][m]real =
+              scatter_add(zeros_like(W), [0], [map (a. a * a) x])
+        "#]],
+    );
+}
+
+/// Adding a scatter into zeros to an array scatters into the array.
+#[test]
+fn add_scatter() {
+    check_rule(
+        scatter::add_scatter,
+        "def f(A: [n]real, B: [n]real) =
+           map2 + A (scatter_add(zeros_like(A), iota len(A), B))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              scatter_add(A, iota len(A), B)
         "#]],
     );
 }

@@ -1,0 +1,329 @@
+//! Accumulation of the adjoints of indexing: `scatter_add` in place of arrays of zeros.
+//!
+//! Reverse mode gives a read `A[i]` the adjoint `scatter_add(dA, [i], [z])`: `z` added at
+//! one position. Inside a loop, the paper's rule for a captured array sums one such
+//! contribution per element, `reduce +̂ 0 (map (k. scatter_add(0_A, [p], [v])) K)`, which
+//! as written builds an array of the size of `A` per element. These rules turn it into
+//! one accumulation, `scatter_add(0_A, map (k. p) K, map (k. v) K)`: every contribution
+//! added at its position, in order, into one array (Futhark's accumulators and JAX's
+//! scatter-add play this part). The additions then happen in element order rather than
+//! in the blocked order of the `reduce`: the same sum, rounded differently (the paper's
+//! smooth semantics, like the algebraic rules).
+
+use unfad_syntax::{BinOp, ExprId, Node, Var};
+
+use crate::simplify::RuleCx;
+
+/// The parameters and body of a function argument.
+fn lambda(cx: &RuleCx, f: ExprId) -> Option<(Vec<Var>, ExprId)> {
+    cx.arena().lambda_parts(f).map(|(ps, b)| (ps.to_vec(), b))
+}
+
+/// Whether `f` is `+̂` on arrays of reals, or on arrays of such arrays: the `+` section,
+/// or `(s, t. map2 g s t)` with `g` such a function.
+fn is_array_sum(cx: &RuleCx, f: ExprId) -> bool {
+    let Some((ps, body)) = lambda(cx, f) else {
+        return false;
+    };
+    let [s, t] = ps[..] else {
+        return false;
+    };
+    let a = cx.arena();
+    match a[body] {
+        Node::Op2(BinOp::Add, x, y) => {
+            (a[x] == Node::Var(s) && a[y] == Node::Var(t))
+                || (a[x] == Node::Var(t) && a[y] == Node::Var(s))
+        }
+        Node::Map2(g, x, y) => {
+            let operands = (a[x] == Node::Var(s) && a[y] == Node::Var(t))
+                || (a[x] == Node::Var(t) && a[y] == Node::Var(s));
+            operands && is_array_sum(cx, g)
+        }
+        _ => false,
+    }
+}
+
+/// `body` as its chain of `let`s (outermost first) and the term they scope.
+fn peel_lets(cx: &RuleCx, mut body: ExprId) -> (Vec<ExprId>, ExprId) {
+    let mut lets = Vec::new();
+    while let Node::Let(_, _, rest) | Node::LetTuple(_, _, rest) = cx.arena()[body] {
+        lets.push(body);
+        body = rest;
+    }
+    (lets, body)
+}
+
+/// `let`s around `inner`: the chain `lets` (their nodes, outermost first) rebuilt with
+/// `inner` as the innermost body.
+fn rewrap(cx: &mut RuleCx, lets: &[ExprId], inner: ExprId) -> ExprId {
+    let mut out = inner;
+    for &l in lets.iter().rev() {
+        out = match cx.arena()[l] {
+            Node::Let(x, e1, _) => cx.mk(Node::Let(x, e1, out)),
+            Node::LetTuple(xs, e1, _) => cx.mk(Node::LetTuple(xs, e1, out)),
+            _ => out,
+        };
+    }
+    out
+}
+
+/// `map` or `map2` (as `like`, over the same operands) of a function with parameters
+/// `ps` and body `body`, copied with fresh binders (the copies must not share binders).
+fn map_like(cx: &mut RuleCx, like: ExprId, ps: &[Var], body: ExprId) -> Option<ExprId> {
+    let l = cx.arena_mut().var_list(ps);
+    let f = cx.mk(Node::Lambda(l, body));
+    let f = cx.arena_mut().copy_fresh(f);
+    Some(cx.mk(match cx.arena()[like] {
+        Node::Map(_, x) => Node::Map(f, x),
+        Node::Map2(_, x, y) => Node::Map2(f, x, y),
+        _ => return None,
+    }))
+}
+
+/// `reduce +̂ Z (map (k. lets in scatter_add(B, [p1, ...], [v1, ...])) K)` is
+/// `scatter_add(... scatter_add(reduce +̂ Z (map (k. lets in B) K), map (k. lets in p1) K,
+/// map (k. lets in v1) K) ...)`: the contributions of every element added where they go,
+/// instead of an array per element summed. With `B = 0_A` the inner sum is `Z`. (`map2`
+/// alike.)
+pub fn sum_of_scatters(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Reduce(f, z, m) = cx.arena()[e] else {
+        return None;
+    };
+    if !is_array_sum(cx, f) {
+        return None;
+    }
+    let g = match cx.arena()[m] {
+        Node::Map(g, _) | Node::Map2(g, _, _) => g,
+        _ => return None,
+    };
+    let (ps, body) = lambda(cx, g)?;
+    let (lets, inner) = peel_lets(cx, body);
+    let Node::ScatterAdd(base, positions, values) = cx.arena()[inner] else {
+        return None;
+    };
+    let (Node::Array(pl), Node::Array(vl)) = (cx.arena()[positions], cx.arena()[values]) else {
+        return None;
+    };
+    let ps_items = cx.arena().exprs(pl).to_vec();
+    let vs_items = cx.arena().exprs(vl).to_vec();
+    if ps_items.len() != vs_items.len() {
+        return None;
+    }
+    // The sum of what is left at each element.
+    let mut acc = match cx.arena()[base] {
+        // Every element adds zeros of one shape: the sum is the initial value.
+        Node::ZerosLike(_) => z,
+        _ => {
+            let rest = rewrap(cx, &lets, base);
+            let rest = map_like(cx, m, &ps, rest)?;
+            let sum = cx.mk(Node::Reduce(f, z, rest));
+            cx.simplify(sum)
+        }
+    };
+    for (p, v) in ps_items.into_iter().zip(vs_items) {
+        let p = rewrap(cx, &lets, p);
+        let p = map_like(cx, m, &ps, p)?;
+        let v = rewrap(cx, &lets, v);
+        let v = map_like(cx, m, &ps, v)?;
+        let next = cx.mk(Node::ScatterAdd(acc, p, v));
+        acc = cx.simplify(next);
+    }
+    Some(acc)
+}
+
+/// If `f` is `(s. c * s)` (or `s * c`, `-s`) with `c` free of `s`, wrapped in `depth`
+/// levels of `map` (`(r. map (s. c * s) r)` for depth 1): the scalar function inside.
+fn linear_scalar(cx: &RuleCx, f: ExprId, depth: usize) -> Option<ExprId> {
+    let (ps, body) = lambda(cx, f)?;
+    let [s] = ps[..] else {
+        return None;
+    };
+    let a = cx.arena();
+    if depth > 0 {
+        return match a[body] {
+            Node::Map(g, x) if a[x] == Node::Var(s) => linear_scalar(cx, g, depth - 1),
+            _ => None,
+        };
+    }
+    let is_s = |t: ExprId| a[t] == Node::Var(s);
+    let free_of_s = |t: ExprId| !a.mentions_any(t, &[s]);
+    let linear = match a[body] {
+        Node::Op2(BinOp::Mul, c, t) => (is_s(t) && free_of_s(c)) || (is_s(c) && free_of_s(t)),
+        Node::Op1(unfad_syntax::UnOp::Neg, t) => is_s(t),
+        _ => false,
+    };
+    linear.then_some(f)
+}
+
+/// The number of array levels of `t` above its reals, if it is arrays down to reals.
+fn real_rank(t: &unfad_syntax::Type) -> Option<usize> {
+    match t {
+        unfad_syntax::Type::Real => Some(0),
+        unfad_syntax::Type::Array(_, elem) => Some(1 + real_rank(elem)?),
+        _ => None,
+    }
+}
+
+/// `map g (scatter_add(0_A, P, V))` where `g` scales each real of an element (`(s. c * s)`
+/// on arrays of reals, `(r. map (s. c * s) r)` on arrays of rows, ...) is
+/// `scatter_add(0_A, P, V')` with every real of the values `V` scaled alike: scaling is
+/// linear and keeps zero, so the positions the scatter leaves at zero stay so.
+pub fn scale_of_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Map(f, x) = cx.arena()[e] else {
+        return None;
+    };
+    let Node::ScatterAdd(base, positions, values) = cx.arena()[x] else {
+        return None;
+    };
+    if !matches!(cx.arena()[base], Node::ZerosLike(_)) {
+        return None;
+    }
+    let rank = real_rank(&cx.ty(base)?)?;
+    let value_rank = match cx.ty(values)? {
+        unfad_syntax::Type::Array(_, elem) => real_rank(&elem)?,
+        _ => return None,
+    };
+    let scalar = linear_scalar(cx, f, rank - 1)?;
+    // The scalar function through `value_rank` levels of `map`, applied to each value.
+    let mut g = scalar;
+    for _ in 0..value_rank {
+        let ty = match cx.ty(g)? {
+            unfad_syntax::Type::Func(ps, _) => {
+                unfad_syntax::Type::array(unfad_syntax::Size::lit(0), ps.first()?.clone())
+            }
+            _ => return None,
+        };
+        let _ = ty;
+        let r = cx.fresh("r", None);
+        let rv = cx.var(r);
+        let inner = cx.arena_mut().copy_fresh(g);
+        let body = cx.mk(Node::Map(inner, rv));
+        let l = cx.arena_mut().var_list(&[r]);
+        g = cx.mk(Node::Lambda(l, body));
+    }
+    let g = cx.arena_mut().copy_fresh(g);
+    let scaled = cx.mk(Node::Map(g, values));
+    let scaled = cx.simplify(scaled);
+    Some(cx.mk(Node::ScatterAdd(base, positions, scaled)))
+}
+
+/// `scatter_add(Z, iota len(Z), V)` with `V` as long as `Z` adds `V[k]` at every `k`:
+/// `map2 +̂ Z V`, and `V` itself when `Z` is zero.
+pub fn scatter_everywhere(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::ScatterAdd(z, positions, values) = cx.arena()[e] else {
+        return None;
+    };
+    let k = iota_operand(cx, positions)?;
+    let lz = cx.len_of(z)?;
+    let Node::Len(of) = cx.arena()[k] else {
+        return None;
+    };
+    if cx.len_of(of)? != lz || cx.len_of(values)? != lz {
+        return None;
+    }
+    if matches!(cx.arena()[z], Node::ZerosLike(_)) {
+        return Some(values);
+    }
+    None
+}
+
+/// The operand of `iota`, seen through a `let`-bound variable.
+fn iota_operand(cx: &RuleCx, e: ExprId) -> Option<ExprId> {
+    match cx.arena()[e] {
+        Node::Iota(k) => Some(k),
+        Node::Var(v) => match cx.arena()[cx.definition(v)?] {
+            Node::Iota(k) => Some(k),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `scatter_add(Z, map (j. (p, j)) (iota len(Z[p])), V)`, a whole row `p` of `Z` (an
+/// array of rows of reals, `p` free of `j`), is `scatter_add(Z, [p], [V])`: one row added.
+pub fn scatter_row(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::ScatterAdd(z, positions, values) = cx.arena()[e] else {
+        return None;
+    };
+    let Node::Map(f, over) = cx.arena()[positions] else {
+        return None;
+    };
+    let k = iota_operand(cx, over)?;
+    let (ps, body) = lambda(cx, f)?;
+    let [j] = ps[..] else {
+        return None;
+    };
+    let Node::Tuple(l) = cx.arena()[body] else {
+        return None;
+    };
+    let &[p, last] = cx.arena().exprs(l) else {
+        return None;
+    };
+    if cx.arena()[last] != Node::Var(j) || cx.arena().mentions_any(p, &[j]) {
+        return None;
+    }
+    // The row's length is the iota's and the values'.
+    let row_len = match cx.ty(z)? {
+        unfad_syntax::Type::Array(_, row) => match &*row {
+            unfad_syntax::Type::Array(m, _) => crate::len::exact(m),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let Node::Len(of) = cx.arena()[k] else {
+        return None;
+    };
+    if cx.len_of(of)? != row_len || cx.len_of(values)? != row_len {
+        return None;
+    }
+    let at = cx.arena_mut().expr_list(&[p]);
+    let at = cx.mk(Node::Array(at));
+    let vs = cx.arena_mut().expr_list(&[values]);
+    let vs = cx.mk(Node::Array(vs));
+    Some(cx.mk(Node::ScatterAdd(z, at, vs)))
+}
+
+/// `map2 +̂ X (scatter_add(0_A, P, V))` (either order) is `scatter_add(X, P, V)`: adding
+/// an array that is zero but at some positions adds at those positions only.
+pub fn add_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Map2(f, x, y) = cx.arena()[e] else {
+        return None;
+    };
+    // `map2 +̂` is the sum of two arrays when its function is `+̂` of their elements.
+    let (ps, body) = lambda(cx, f)?;
+    let [s, t] = ps[..] else {
+        return None;
+    };
+    let elementwise_sum = {
+        let a = cx.arena();
+        match a[body] {
+            Node::Op2(BinOp::Add, p, q) => {
+                (a[p] == Node::Var(s) && a[q] == Node::Var(t))
+                    || (a[p] == Node::Var(t) && a[q] == Node::Var(s))
+            }
+            // `(s, t. map2 g s t)`: the sum of rows.
+            Node::Map2(..) => is_array_sum(cx, f),
+            _ => false,
+        }
+    };
+    if !elementwise_sum {
+        return None;
+    }
+    let scatter = |cx: &RuleCx, v: ExprId| match cx.arena()[v] {
+        Node::ScatterAdd(base, p, vals) if matches!(cx.arena()[base], Node::ZerosLike(_)) => {
+            Some((base, p, vals))
+        }
+        _ => None,
+    };
+    let (other, (base, p, vals)) = match (scatter(cx, x), scatter(cx, y)) {
+        (_, Some(sc)) => (x, sc),
+        (Some(sc), None) => (y, sc),
+        (None, None) => return None,
+    };
+    // `map2` stops at the shorter array: the result keeps `other`'s length only if the
+    // scatter's target is not shorter.
+    if !cx.not_longer(other, base) {
+        return None;
+    }
+    Some(cx.mk(Node::ScatterAdd(other, p, vals)))
+}
