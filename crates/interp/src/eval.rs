@@ -40,7 +40,9 @@ pub fn position(i: f64, len: usize) -> R<usize> {
     }
 }
 
-/// `target` with `v` added (leaf by leaf) at the element `path` names.
+/// `target` with `v` added (leaf by leaf) at the element `path` names; a path outside the
+/// array adds nothing (`scatter_add` drops such positions: the optimizer makes them for
+/// elements that contribute nothing, and reverse mode never makes one for a read).
 fn add_at<S: Scalar>(target: Value<S>, path: &[f64], v: &Value<S>) -> R<Value<S>> {
     let Some((&first, rest)) = path.split_first() else {
         return add_values(&target, v);
@@ -48,7 +50,9 @@ fn add_at<S: Scalar>(target: Value<S>, path: &[f64], v: &Value<S>) -> R<Value<S>
     let Value::Array(items) = target else {
         return fail("`scatter_add` indexes a value that is not an array");
     };
-    let k = position(first, items.len())?;
+    let Ok(k) = position(first, items.len()) else {
+        return Ok(Value::Array(items));
+    };
     let mut items = items.to_vec();
     let old = std::mem::replace(&mut items[k], Value::Bool(false));
     items[k] = add_at(old, rest, v)?;

@@ -132,8 +132,8 @@ pub enum Node {
     Index(ExprId, ExprId),
     /// `scatter_add(Z, I, V)` (Target): `Z` with `V[k]` added (by `+̂`) at position `I[k]`
     /// for every `k`, in order. `I`'s elements are ints, or tuples of ints naming an element
-    /// of a nested array (`(i, j)` for `Z[i][j]`). The adjoint of indexing: reverse mode's
-    /// in-place accumulation.
+    /// of a nested array (`(i, j)` for `Z[i][j]`); a position outside `Z` adds nothing. The
+    /// adjoint of indexing: reverse mode's in-place accumulation.
     ScatterAdd(ExprId, ExprId, ExprId),
 }
 

@@ -222,6 +222,26 @@ impl Checker<'_> {
         }
     }
 
+    /// Whether `a`, of type `ta`, stands for a value of type `want` by being whole numbers
+    /// by construction where ints are wanted: a flexible real for an int, and tuples of
+    /// those (`(0, x)` for `(int, real)`, as reverse mode passes an int's zero adjoint).
+    fn int_from_flexible(&self, want: &Type, ta: &Type, a: ExprId) -> bool {
+        match (want, ta) {
+            (Type::Int, Type::Real) => self.is_flexible(a),
+            (Type::Tuple(ws), Type::Tuple(ts)) if ws.len() == ts.len() => match self.arena[a] {
+                Node::Tuple(l) => {
+                    let items = self.arena.exprs(l);
+                    ws.iter()
+                        .zip(ts.iter())
+                        .zip(items)
+                        .all(|((w, t), &x)| w == t || self.int_from_flexible(w, t, x))
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// The size an int expression gives `iota`: a literal, `len(A)`, an int parameter (the
     /// size variable of its name), a `let`-bound variable of one, plus or minus constants.
     fn size_of(&mut self, e: ExprId) -> Option<Size> {
@@ -517,7 +537,7 @@ impl Checker<'_> {
                 }
                 for (i, (&a, p)) in args.iter().zip(params.iter()).enumerate() {
                     let ta = self.infer(a)?;
-                    if &ta != p {
+                    if &ta != p && !self.int_from_flexible(p, &ta, a) {
                         return Err(self.err(
                             a,
                             format!(

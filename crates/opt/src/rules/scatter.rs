@@ -80,11 +80,101 @@ fn map_like(cx: &mut RuleCx, like: ExprId, ps: &[Var], body: ExprId) -> Option<E
     }))
 }
 
+/// The one-position contributions a loop body's result adds to zeros: `zeros_like(W)`
+/// adds none; `scatter_add(B, [p1, ...], [v1, ...])` adds those of `B` and its own; `if c
+/// then a else b` adds, at each rank, `(if c then p_a else p_b, if c then v_a else v_b)`,
+/// the branch with fewer padded with a position outside every array (dropped: see
+/// [`Node::ScatterAdd`]). `None` for other terms, and `Some((Some(B), ...))` when the
+/// innermost target `B` is not zeros (only outside branches).
+type Entries = (Option<ExprId>, Vec<(ExprId, ExprId)>);
+
+fn entries(cx: &mut RuleCx, t: ExprId, in_branch: bool) -> Option<Entries> {
+    match cx.arena()[t] {
+        Node::ZerosLike(_) => Some((None, Vec::new())),
+        Node::ScatterAdd(base, positions, values) => {
+            let (Node::Array(pl), Node::Array(vl)) = (cx.arena()[positions], cx.arena()[values])
+            else {
+                return None;
+            };
+            let ps = cx.arena().exprs(pl).to_vec();
+            let vs = cx.arena().exprs(vl).to_vec();
+            if ps.len() != vs.len() {
+                return None;
+            }
+            let (rest, mut out) = match entries(cx, base, in_branch) {
+                Some(found) => found,
+                None if !in_branch => (Some(base), Vec::new()),
+                None => return None,
+            };
+            out.extend(ps.into_iter().zip(vs));
+            Some((rest, out))
+        }
+        // `let x = e in S`: each position and value keeps the binding (copied with fresh
+        // binders where the two are used apart).
+        Node::Let(..) | Node::LetTuple(..) if in_branch => {
+            let (lets, inner) = peel_lets(cx, t);
+            let (rest, found) = entries(cx, inner, true)?;
+            let mut out = Vec::with_capacity(found.len());
+            for (p, v) in found {
+                let p = rewrap(cx, &lets, p);
+                let p = cx.arena_mut().copy_fresh(p);
+                let v = rewrap(cx, &lets, v);
+                let v = cx.arena_mut().copy_fresh(v);
+                out.push((p, v));
+            }
+            Some((rest, out))
+        }
+        Node::If(c, a, b) => {
+            let (ra, ea) = entries(cx, a, true)?;
+            let (rb, eb) = entries(cx, b, true)?;
+            if ra.is_some() || rb.is_some() {
+                return None;
+            }
+            let n = ea.len().max(eb.len());
+            let mut out = Vec::with_capacity(n);
+            for k in 0..n {
+                // A padding value is never added: any value of the type, a fresh copy.
+                let (pa, va) = match ea.get(k) {
+                    Some(&e) => e,
+                    None => (outside(cx, eb[k].0)?, cx.arena_mut().copy_fresh(eb[k].1)),
+                };
+                let (pb, vb) = match eb.get(k) {
+                    Some(&e) => e,
+                    None => (outside(cx, ea[k].0)?, cx.arena_mut().copy_fresh(ea[k].1)),
+                };
+                let p = cx.mk(Node::If(c, pa, pb));
+                let v = cx.mk(Node::If(c, va, vb));
+                out.push((p, v));
+            }
+            Some((None, out))
+        }
+        _ => None,
+    }
+}
+
+/// A position outside every array, shaped like the position `like` (an int, or a tuple
+/// literal of ints).
+fn outside(cx: &mut RuleCx, like: ExprId) -> Option<ExprId> {
+    let (_, like) = peel_lets(cx, like);
+    match cx.arena()[like] {
+        Node::Tuple(l) => {
+            let k = l.len();
+            let items: Vec<ExprId> = (0..k).map(|_| cx.constant(-1.0)).collect();
+            Some(cx.tuple(&items))
+        }
+        _ => match cx.ty(like)? {
+            unfad_syntax::Type::Int | unfad_syntax::Type::Real => Some(cx.constant(-1.0)),
+            _ => None,
+        },
+    }
+}
+
 /// `reduce +̂ Z (map (k. lets in scatter_add(B, [p1, ...], [v1, ...])) K)` is
 /// `scatter_add(... scatter_add(reduce +̂ Z (map (k. lets in B) K), map (k. lets in p1) K,
 /// map (k. lets in v1) K) ...)`: the contributions of every element added where they go,
-/// instead of an array per element summed. With `B = 0_A` the inner sum is `Z`. (`map2`
-/// alike.)
+/// instead of an array per element summed. With `B = 0_A` the inner sum is `Z`; a body
+/// `if c then ... else ...` of such scatters (or zeros) contributes by rank, each position
+/// and value chosen by `c` (see [`entries`]). (`map2` alike.)
 pub fn sum_of_scatters(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Reduce(f, z, m) = cx.arena()[e] else {
         return None;
@@ -98,29 +188,24 @@ pub fn sum_of_scatters(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     };
     let (ps, body) = lambda(cx, g)?;
     let (lets, inner) = peel_lets(cx, body);
-    let Node::ScatterAdd(base, positions, values) = cx.arena()[inner] else {
+    if !matches!(cx.arena()[inner], Node::ScatterAdd(..) | Node::If(..)) {
         return None;
-    };
-    let (Node::Array(pl), Node::Array(vl)) = (cx.arena()[positions], cx.arena()[values]) else {
-        return None;
-    };
-    let ps_items = cx.arena().exprs(pl).to_vec();
-    let vs_items = cx.arena().exprs(vl).to_vec();
-    if ps_items.len() != vs_items.len() {
+    }
+    let (rest, found) = entries(cx, inner, false)?;
+    if found.is_empty() {
         return None;
     }
     // The sum of what is left at each element.
-    let mut acc = match cx.arena()[base] {
-        // Every element adds zeros of one shape: the sum is the initial value.
-        Node::ZerosLike(_) => z,
-        _ => {
+    let mut acc = match rest {
+        None => z,
+        Some(base) => {
             let rest = rewrap(cx, &lets, base);
             let rest = map_like(cx, m, &ps, rest)?;
             let sum = cx.mk(Node::Reduce(f, z, rest));
             cx.simplify(sum)
         }
     };
-    for (p, v) in ps_items.into_iter().zip(vs_items) {
+    for (p, v) in found {
         let p = rewrap(cx, &lets, p);
         let p = map_like(cx, m, &ps, p)?;
         let v = rewrap(cx, &lets, v);
@@ -172,39 +257,62 @@ pub fn scale_of_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Map(f, x) = cx.arena()[e] else {
         return None;
     };
-    let Node::ScatterAdd(base, positions, values) = cx.arena()[x] else {
-        return None;
-    };
-    if !matches!(cx.arena()[base], Node::ZerosLike(_)) {
+    if !matches!(
+        cx.arena()[peel_lets(cx, x).1],
+        Node::ScatterAdd(..) | Node::If(..)
+    ) {
         return None;
     }
-    let rank = real_rank(&cx.ty(base)?)?;
-    let value_rank = match cx.ty(values)? {
-        unfad_syntax::Type::Array(_, elem) => real_rank(&elem)?,
-        _ => return None,
-    };
-    let scalar = linear_scalar(cx, f, rank - 1)?;
-    // The scalar function through `value_rank` levels of `map`, applied to each value.
-    let mut g = scalar;
-    for _ in 0..value_rank {
-        let ty = match cx.ty(g)? {
-            unfad_syntax::Type::Func(ps, _) => {
-                unfad_syntax::Type::array(unfad_syntax::Size::lit(0), ps.first()?.clone())
+    scale_through(cx, f, x)
+}
+
+/// `map f t` for the scaling `f` (see [`scale_of_scatter`]), pushed into `t`: through
+/// `let`s and both branches of an `if`, zeros staying zeros, a scatter into zeros scaling
+/// its values. `None` if `t` has another form somewhere.
+fn scale_through(cx: &mut RuleCx, f: ExprId, t: ExprId) -> Option<ExprId> {
+    match cx.arena()[t] {
+        Node::ZerosLike(_) => Some(t),
+        Node::Let(x, e1, b) => {
+            let b = scale_through(cx, f, b)?;
+            Some(cx.mk(Node::Let(x, e1, b)))
+        }
+        Node::LetTuple(xs, e1, b) => {
+            let b = scale_through(cx, f, b)?;
+            Some(cx.mk(Node::LetTuple(xs, e1, b)))
+        }
+        Node::If(c, a, b) => {
+            let a = scale_through(cx, f, a)?;
+            let f2 = cx.arena_mut().copy_fresh(f);
+            let b = scale_through(cx, f2, b)?;
+            Some(cx.mk(Node::If(c, a, b)))
+        }
+        Node::ScatterAdd(base, positions, values) => {
+            if !matches!(cx.arena()[base], Node::ZerosLike(_)) {
+                return None;
             }
-            _ => return None,
-        };
-        let _ = ty;
-        let r = cx.fresh("r", None);
-        let rv = cx.var(r);
-        let inner = cx.arena_mut().copy_fresh(g);
-        let body = cx.mk(Node::Map(inner, rv));
-        let l = cx.arena_mut().var_list(&[r]);
-        g = cx.mk(Node::Lambda(l, body));
+            let rank = real_rank(&cx.ty(base)?)?;
+            let value_rank = match cx.ty(values)? {
+                unfad_syntax::Type::Array(_, elem) => real_rank(&elem)?,
+                _ => return None,
+            };
+            let scalar = linear_scalar(cx, f, rank - 1)?;
+            // The scalar function through `value_rank` levels of `map`, for each value.
+            let mut g = scalar;
+            for _ in 0..value_rank {
+                let r = cx.fresh("r", None);
+                let rv = cx.var(r);
+                let inner = cx.arena_mut().copy_fresh(g);
+                let body = cx.mk(Node::Map(inner, rv));
+                let l = cx.arena_mut().var_list(&[r]);
+                g = cx.mk(Node::Lambda(l, body));
+            }
+            let g = cx.arena_mut().copy_fresh(g);
+            let scaled = cx.mk(Node::Map(g, values));
+            let scaled = cx.simplify(scaled);
+            Some(cx.mk(Node::ScatterAdd(base, positions, scaled)))
+        }
+        _ => None,
     }
-    let g = cx.arena_mut().copy_fresh(g);
-    let scaled = cx.mk(Node::Map(g, values));
-    let scaled = cx.simplify(scaled);
-    Some(cx.mk(Node::ScatterAdd(base, positions, scaled)))
 }
 
 /// `scatter_add(Z, iota len(Z), V)` with `V` as long as `Z` adds `V[k]` at every `k`:
