@@ -31,8 +31,26 @@ pub fn define(name: &str) -> Result<Box<dyn Module>, Fail> {
             }))
         }
         "gmm" => Ok(Box::new(Gmm::compile(&engine).map_err(err)?)),
+        "llsq" => {
+            let src = include_str!("../programs/llsq.ad");
+            Ok(Box::new(VectorAndCount {
+                module: "llsq",
+                count: "n",
+                primal: engine.compile(src).map_err(err)?,
+                gradient: engine.compile_grad(src).map_err(err)?,
+            }))
+        }
+        "ode" => {
+            let src = include_str!("../programs/ode.ad");
+            Ok(Box::new(VectorAndCount {
+                module: "ode",
+                count: "s",
+                primal: engine.compile_entry(src, "rk4").map_err(err)?,
+                gradient: engine.compile_grad_entry(src, "ode").map_err(err)?,
+            }))
+        }
         other => Err(format!(
-            "unfad has no module `{other}` (it has hello, lse and gmm)"
+            "unfad has no module `{other}` (it has hello, lse, gmm, llsq and ode)"
         )),
     }
 }
@@ -136,6 +154,68 @@ impl Call for LseCall<'_> {
         match self.primal {
             Some(_) => number(self.value),
             None => numbers(self.out.gradient(0)),
+        }
+    }
+}
+
+/// A module whose input is a vector `x` and a count (`llsq`'s `n` points, `ode`'s `s`
+/// steps), both parameters of its program: `primal` returns the primal's value (a number,
+/// or an array), `gradient` the gradient with respect to `x`.
+struct VectorAndCount {
+    module: &'static str,
+    /// The name of the count in the input.
+    count: &'static str,
+    primal: Func,
+    gradient: GradFn,
+}
+
+struct VectorAndCountCall<'m> {
+    x: Vec<f64>,
+    count: f64,
+    primal: Option<&'m Func>,
+    gradient: Option<&'m GradFn>,
+    value: Vec<f64>,
+    out: Output,
+}
+
+impl Module for VectorAndCount {
+    fn prepare(&mut self, function: &str, input: &Json) -> Result<Box<dyn Call + '_>, Fail> {
+        let x = reals(field(input, "x")?, "x")?;
+        let count = field(input, self.count)?
+            .as_u64()
+            .ok_or_else(|| format!("`{}` is a whole number", self.count))?;
+        let (primal, gradient) = match function {
+            "primal" => (Some(&self.primal), None),
+            "gradient" => (None, Some(&self.gradient)),
+            f => return Err(unknown(self.module, f)),
+        };
+        Ok(Box::new(VectorAndCountCall {
+            x,
+            count: count as f64,
+            primal,
+            gradient,
+            value: Vec::new(),
+            out: Output::default(),
+        }))
+    }
+}
+
+impl Call for VectorAndCountCall<'_> {
+    fn run(&mut self) -> Result<(), Fail> {
+        let args = [Arg::from(self.x.as_slice()), Arg::from(self.count)];
+        if let Some(f) = self.primal {
+            self.value = f.call(&args).map_err(|e| e.to_string())?;
+        } else if let Some(g) = self.gradient {
+            g.call_into(&args, &mut self.out)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+    fn output(&self) -> Result<Json, Fail> {
+        match (self.primal, self.value.as_slice()) {
+            (Some(f), [v]) if f.ret_type().is_real() => number(*v),
+            (Some(_), values) => numbers(values),
+            (None, _) => numbers(self.out.gradient(0)),
         }
     }
 }

@@ -19,8 +19,9 @@ fn lambda(cx: &RuleCx, f: ExprId) -> Option<(Vec<Var>, ExprId)> {
     cx.arena().lambda_parts(f).map(|(ps, b)| (ps.to_vec(), b))
 }
 
-/// Whether `f` is `+̂` on arrays of reals, or on arrays of such arrays: the `+` section,
-/// or `(s, t. map2 g s t)` with `g` such a function.
+/// Whether `f` is `+̂` on the elements of arrays (reals, arrays, tuples of those): the `+`
+/// section, `(s, t. map2 g s t)` with `g` such a function, or `(s, t. (g0(s.0, t.0), ...))`
+/// componentwise on tuples.
 fn is_array_sum(cx: &RuleCx, f: ExprId) -> bool {
     let Some((ps, body)) = lambda(cx, f) else {
         return false;
@@ -28,17 +29,37 @@ fn is_array_sum(cx: &RuleCx, f: ExprId) -> bool {
     let [s, t] = ps[..] else {
         return false;
     };
-    let a = cx.arena();
-    match a[body] {
-        Node::Op2(BinOp::Add, x, y) => {
-            (a[x] == Node::Var(s) && a[y] == Node::Var(t))
-                || (a[x] == Node::Var(t) && a[y] == Node::Var(s))
+    is_elem_sum(cx, body, (s, &[]), (t, &[]))
+}
+
+/// Whether `x` is the component at `path` of the variable `v` (`v`, `v.0`, `(v.1).0`).
+fn is_component(cx: &RuleCx, x: ExprId, (v, path): (Var, &[u32])) -> bool {
+    match (cx.arena()[x], path.split_last()) {
+        (Node::Var(w), None) => w == v,
+        (Node::Proj(i, inner), Some((&last, rest))) => {
+            i == last && is_component(cx, inner, (v, rest))
         }
-        Node::Map2(g, x, y) => {
-            let operands = (a[x] == Node::Var(s) && a[y] == Node::Var(t))
-                || (a[x] == Node::Var(t) && a[y] == Node::Var(s));
-            operands && is_array_sum(cx, g)
-        }
+        _ => false,
+    }
+}
+
+/// Whether `body` is `x +̂ y` for the components `x` of `s` and `y` of `t` at the given
+/// paths (either order).
+fn is_elem_sum(cx: &RuleCx, body: ExprId, s: (Var, &[u32]), t: (Var, &[u32])) -> bool {
+    let operands = |x: ExprId, y: ExprId| {
+        (is_component(cx, x, s) && is_component(cx, y, t))
+            || (is_component(cx, x, t) && is_component(cx, y, s))
+    };
+    match cx.arena()[body] {
+        Node::Op2(BinOp::Add, x, y) => operands(x, y),
+        Node::Map2(g, x, y) => operands(x, y) && is_array_sum(cx, g),
+        Node::Tuple(l) => cx.arena().exprs(l).iter().enumerate().all(|(k, &item)| {
+            let mut sp = s.1.to_vec();
+            sp.push(k as u32);
+            let mut tp = t.1.to_vec();
+            tp.push(k as u32);
+            is_elem_sum(cx, item, (s.0, &sp), (t.0, &tp))
+        }),
         _ => false,
     }
 }
@@ -287,9 +308,15 @@ fn scale_through(cx: &mut RuleCx, f: ExprId, t: ExprId) -> Option<ExprId> {
             Some(cx.mk(Node::If(c, a, b)))
         }
         Node::ScatterAdd(base, positions, values) => {
-            if !matches!(cx.arena()[base], Node::ZerosLike(_)) {
-                return None;
-            }
+            // The target scaled too: zeros stay zeros, an inner scatter scales its values.
+            let scaled_base = match cx.arena()[base] {
+                Node::ZerosLike(_) => base,
+                Node::ScatterAdd(..) => {
+                    let f2 = cx.arena_mut().copy_fresh(f);
+                    scale_through(cx, f2, base)?
+                }
+                _ => return None,
+            };
             let rank = real_rank(&cx.ty(base)?)?;
             let value_rank = match cx.ty(values)? {
                 unfad_syntax::Type::Array(_, elem) => real_rank(&elem)?,
@@ -309,7 +336,7 @@ fn scale_through(cx: &mut RuleCx, f: ExprId, t: ExprId) -> Option<ExprId> {
             let g = cx.arena_mut().copy_fresh(g);
             let scaled = cx.mk(Node::Map(g, values));
             let scaled = cx.simplify(scaled);
-            Some(cx.mk(Node::ScatterAdd(base, positions, scaled)))
+            Some(cx.mk(Node::ScatterAdd(scaled_base, positions, scaled)))
         }
         _ => None,
     }
