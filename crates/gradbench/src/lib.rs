@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value as Json};
 
 pub mod gmm;
+pub mod lstm;
 mod modules;
 
 pub use modules::{define, Module};

@@ -1,4 +1,5 @@
-//! The modules: `hello`, `lse` and `gmm`, each compiled from a program of `programs/`.
+//! The modules: `hello`, `lse`, `gmm`, `llsq`, `ode` and `lstm`, each compiled from a
+//! program of `programs/`.
 
 use serde_json::Value as Json;
 use unfad::{Arg, Engine, Func, GradFn, Output};
@@ -49,14 +50,15 @@ pub fn define(name: &str) -> Result<Box<dyn Module>, Fail> {
                 gradient: engine.compile_grad_entry(src, "ode").map_err(err)?,
             }))
         }
+        "lstm" => Ok(Box::new(crate::lstm::Lstm::compile(&engine).map_err(err)?)),
         other => Err(format!(
-            "unfad has no module `{other}` (it has hello, lse, gmm, llsq and ode)"
+            "unfad has no module `{other}` (it has hello, lse, gmm, llsq, lstm and ode)"
         )),
     }
 }
 
 /// `unknown function` error.
-fn unknown(module: &str, function: &str) -> Fail {
+pub(crate) fn unknown(module: &str, function: &str) -> Fail {
     format!("the module `{module}` has no function `{function}`")
 }
 

@@ -188,3 +188,90 @@ fn ode_value_and_gradient() {
         }
     }
 }
+
+/// The eval's objective, as its C++ writes it (rows as the eval gives them).
+fn lstm(main: &[Vec<f64>], extra: &[Vec<f64>], state: &[Vec<f64>], sequence: &[Vec<f64>]) -> f64 {
+    let l = main.len() / 2;
+    let b = extra[0].len();
+    let sig = |x: f64| 1.0 / (1.0 + (-x).exp());
+    let mut state = state.to_vec();
+    let (mut total, mut count) = (0.0, 0.0);
+    for t in 0..sequence.len() - 1 {
+        let mut input: Vec<f64> = (0..b).map(|i| sequence[t][i] * extra[0][i]).collect();
+        for layer in 0..l {
+            let (w, bias) = (&main[2 * layer], &main[2 * layer + 1]);
+            for i in 0..b {
+                let hidden = state[2 * layer][i];
+                let forget = sig(input[i] * w[i] + bias[i]);
+                let ingate = sig(hidden * w[b + i] + bias[b + i]);
+                let outgate = sig(input[i] * w[2 * b + i] + bias[2 * b + i]);
+                let change = (hidden * w[3 * b + i] + bias[3 * b + i]).tanh();
+                let cell = state[2 * layer + 1][i] * forget + ingate * change;
+                state[2 * layer + 1][i] = cell;
+                state[2 * layer][i] = outgate * cell.tanh();
+            }
+            input = state[2 * layer].clone();
+        }
+        let ypred: Vec<f64> = (0..b)
+            .map(|i| input[i] * extra[1][i] + extra[2][i])
+            .collect();
+        let lse = (ypred.iter().map(|y| y.exp()).sum::<f64>() + 2.0).ln();
+        for i in 0..b {
+            total += sequence[t + 1][i] * (ypred[i] - lse);
+        }
+        count += b as f64;
+    }
+    -total / count
+}
+
+#[test]
+fn lstm_objective_and_jacobian() {
+    for (l, b, c, seed) in [(1, 2, 3, 9), (2, 3, 5, 10)] {
+        let rows = |n: usize, width: usize, seed: u64| -> Vec<Vec<f64>> {
+            let v = values(n * width, seed);
+            v.chunks(width)
+                .map(|r| r.iter().map(|x| x - 0.5).collect())
+                .collect()
+        };
+        let main = rows(2 * l, 4 * b, seed);
+        let extra = rows(3, b, seed + 100);
+        let state = rows(2 * l, b, seed + 200);
+        let sequence: Vec<Vec<f64>> = (0..c)
+            .map(|t| (0..b).map(|i| ((t + i) % b == 0) as u8 as f64).collect())
+            .collect();
+        let input = json!({"main_params": main, "extra_params": extra, "state": state,
+            "sequence": sequence, "min_runs": 1, "min_seconds": 0});
+        let value = evaluate("lstm", "objective", input.clone())
+            .as_f64()
+            .unwrap();
+        let want = lstm(&main, &extra, &state, &sequence);
+        assert!(close(value, want, 1e-12), "l={l} b={b}: {value} vs {want}");
+        let g = numbers(&evaluate("lstm", "jacobian", input));
+        // Finite differences over the flattened main_params then extra_params.
+        let flat: Vec<f64> = main.iter().chain(extra.iter()).flatten().copied().collect();
+        let unflatten = |x: &[f64]| -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+            let m: Vec<Vec<f64>> = x[..2 * l * 4 * b]
+                .chunks(4 * b)
+                .map(|r| r.to_vec())
+                .collect();
+            let e: Vec<Vec<f64>> = x[2 * l * 4 * b..].chunks(b).map(|r| r.to_vec()).collect();
+            (m, e)
+        };
+        let numeric = fd(
+            |x| {
+                let (m, e) = unflatten(x);
+                lstm(&m, &e, &state, &sequence)
+            },
+            &flat,
+        );
+        assert_eq!(g.len(), numeric.len());
+        for j in 0..g.len() {
+            assert!(
+                close(g[j], numeric[j], 1e-6),
+                "l={l} b={b} j={j}: {} vs fd {}",
+                g[j],
+                numeric[j]
+            );
+        }
+    }
+}

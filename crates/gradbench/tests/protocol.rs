@@ -58,7 +58,7 @@ fn unknown_things_are_answered_not_crashed_on() {
     ]);
     assert_eq!(
         replies[0],
-        json!({"id": 0, "success": false, "error": "unfad has no module `kmeans` (it has hello, lse, gmm, llsq and ode)"})
+        json!({"id": 0, "success": false, "error": "unfad has no module `kmeans` (it has hello, lse, gmm, llsq, lstm and ode)"})
     );
     assert_eq!(
         replies[1],
