@@ -80,12 +80,25 @@ fn same_growth(arena: &Arena, func: &Func, opt: &Func) -> Result<(), String> {
     }
 }
 
-/// The Target term printed loads again: it parses and type-checks.
+/// The Target term printed loads again (it parses and type-checks), with the same result
+/// type, and prints the same text: printing is a fixed point after one round.
 fn reloads(arena: &Arena, func: &Func) -> Result<(), String> {
     let text = print_func(arena, func);
     let mut prog = Program::load(&text).map_err(|e| format!("{e}\n{text}"))?;
     let entry = prog.entry(None).map_err(|e| format!("{e}\n{text}"))?;
-    prog.inline(entry).map_err(|e| format!("{e}\n{text}"))?;
+    let again = prog.inline(entry).map_err(|e| format!("{e}\n{text}"))?;
+    if again.ret != func.ret {
+        return Err(format!(
+            "the result type `{}` became `{}`\n{text}",
+            func.ret, again.ret
+        ));
+    }
+    let text2 = print_func(&prog.arena, &again);
+    if text2 != text {
+        return Err(format!(
+            "printed again differently:\n{text}\nbecame\n{text2}"
+        ));
+    }
     Ok(())
 }
 
