@@ -42,6 +42,13 @@ pub struct Features {
     pub calls: bool,
     /// The entry point returns `real` (for gradients); otherwise any ground type.
     pub real_result: bool,
+    /// Ints and indexing: int parameters (an offset or count `k`, index arrays `I` and
+    /// `J` whose values are in bounds of the `n`-sized arrays), loops over `iota len(A)`
+    /// reading `A[i]`, neighbours, reversed and 2-D reads, gathers `A[I[i]]`, `real(i)`,
+    /// `div` and `%` by divisors that cannot be zero, `max`/`min` of ints and int
+    /// comparisons. Every index is in bounds, so programs never fail at run time; arrays
+    /// are never empty (`A[0]` is read), so [`Generated::input_at`] needs sizes of at least 1.
+    pub indexing: bool,
     /// Maximum nesting depth of expressions.
     pub depth: u32,
 }
@@ -61,6 +68,7 @@ impl Features {
             scans: false,
             calls: true,
             real_result: true,
+            indexing: false,
             depth: 4,
         }
     }
@@ -75,6 +83,14 @@ impl Features {
             general_arrays: true,
             scans: true,
             ..Features::core()
+        }
+    }
+
+    /// Everything the Source language has, ints and indexing included.
+    pub fn indexing() -> Features {
+        Features {
+            indexing: true,
+            ..Features::all()
         }
     }
 
@@ -96,6 +112,8 @@ pub struct Generated {
     pub input: Json,
     /// The entry point's parameters, to draw other inputs ([`Generated::input_at`]).
     params: Vec<(String, Ty)>,
+    /// The program reads fixed positions such as `A[0]`: its arrays must not be empty.
+    indexing: bool,
 }
 
 /// SplitMix64: small, fast, and good enough for test generation.
@@ -140,10 +158,24 @@ impl Rng {
     }
 }
 
+/// Which values an int holds, so that every index is in bounds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Range {
+    /// A position in the `n`-sized arrays: `0 <= i < n`.
+    N,
+    /// A position in the `m`-sized rows: `0 <= j < m`.
+    M,
+    /// A small count or offset, `0 <= k <= 3` at the inputs drawn (any size in the cost
+    /// model): never an index on its own.
+    Small,
+}
+
 /// Types the generator produces.
 #[derive(Clone, Debug, PartialEq)]
 enum Ty {
     Real,
+    /// `int`, with the range of its values.
+    Int(Range),
     Pair(Box<Ty>, Box<Ty>),
     /// `[n]T` (size variable `n`) or `[m]T` when `inner` is true.
     Array(bool, Box<Ty>),
@@ -168,6 +200,7 @@ impl Ty {
     fn text(&self) -> String {
         match self {
             Ty::Real => "real".into(),
+            Ty::Int(_) => "int".into(),
             Ty::Pair(a, b) => format!("({}, {})", a.text(), b.text()),
             Ty::Array(inner, e) => format!("[{}]{}", if *inner { "m" } else { "n" }, e.text()),
         }
@@ -183,6 +216,9 @@ struct Gen<'f> {
     helpers: Vec<(String, Vec<Ty>, Ty)>,
     /// Free variables are not allowed in the function being generated (reduce's).
     closed: bool,
+    /// Ints bound by a `let` without annotation to a whole-number real (`let t = len(A) - 1`):
+    /// they stand for ints, but `/` of them divides reals, so they get no `/`.
+    flexible: Vec<String>,
 }
 
 const UNARY_SAFE: &[&str] = &["sin", "cos", "tanh", "sigmoid", "atan", "abs", "-"];
@@ -250,6 +286,7 @@ impl Gen<'_> {
                 )
             }
             Ty::Array(..) => self.array(ty, depth),
+            Ty::Int(range) => self.index(*range, depth).unwrap_or_else(|| "0".to_string()),
         }
     }
 
@@ -268,7 +305,9 @@ impl Gen<'_> {
         }
         let d = depth - 1;
         loop {
-            match self.rng.below(14) {
+            // Programs without indexing draw as they always did (other tests depend on it).
+            let choices = if self.f.indexing { 24 } else { 14 };
+            match self.rng.below(choices) {
                 0 => return self.leaf_real(),
                 1 | 2 => {
                     let op = *self.rng.pick(&["+", "-", "*", "*", "+"]);
@@ -339,12 +378,47 @@ impl Gen<'_> {
                     let z = if op == "+" { "0" } else { "(-1000)" };
                     return format!("reduce {op} {z} (map (r. reduce + 0 r) {})", paren(&m));
                 }
+                14 | 15 => {
+                    if let Some(r) = self.read(d) {
+                        return r;
+                    }
+                }
+                16 => {
+                    let i = self.nonneg(d.min(2));
+                    return format!("(real({i}) * {})", self.real(d));
+                }
+                17..=20 => {
+                    if let Some(r) = self.index_loop(d) {
+                        return r;
+                    }
+                }
+                21 => {
+                    if let Some(r) = self.matrix_loop(d) {
+                        return r;
+                    }
+                }
+                22 | 23 => {
+                    if let Some(i) = self.index(Range::N, d.min(2)) {
+                        let t = self.fresh("t");
+                        let annotation = if self.rng.chance(0.5) { ": int" } else { "" };
+                        if annotation.is_empty() {
+                            self.flexible.push(t.clone());
+                        }
+                        let body = self.with_binding(&t, Ty::Int(Range::N), |g| g.indexed_real(d));
+                        return format!("(let {t}{annotation} = {i} in {body})");
+                    }
+                }
                 _ => continue,
             }
         }
     }
 
     fn condition(&mut self, d: u32) -> String {
+        if self.f.indexing && self.rng.chance(0.4) {
+            if let Some(c) = self.int_condition(d) {
+                return c;
+            }
+        }
         let op = *self.rng.pick(&["<", "<=", ">", ">=", "==", "!="]);
         let c = format!("{} {op} {}", self.real(d.min(1)), self.real(d.min(1)));
         match self.rng.below(4) {
@@ -413,7 +487,8 @@ impl Gen<'_> {
             Ty::Array(_, e) if **e == Ty::Real => {
                 let inner = matches!(ty, Ty::Array(true, _));
                 loop {
-                    match self.rng.below(8) {
+                    let choices = if self.f.indexing { 10 } else { 8 };
+                    match self.rng.below(choices) {
                         0..=2 => {
                             let a = self.array(ty, d);
                             let b = self.array(ty, d);
@@ -469,6 +544,29 @@ impl Gen<'_> {
                                 format!("ones_like({a})")
                             };
                         }
+                        8 => {
+                            // `map (i. ...) (iota len(A))`: an array built position by position.
+                            let range = if inner { Range::M } else { Range::N };
+                            if let Some(len) = self.length(range) {
+                                let i = self.fresh("i");
+                                let body = self
+                                    .with_binding(&i, Ty::Int(range), |g| g.indexed_real(d.min(2)));
+                                return format!("map ({i}. {body}) (iota {len})");
+                            }
+                        }
+                        9 => {
+                            // A gather: `map (j. A[j]) I`, `I` holding positions in `A`.
+                            let positions =
+                                self.vars_of(&Ty::Array(inner, Box::new(Ty::Int(Range::N))));
+                            if !positions.is_empty() {
+                                let is = self.rng.pick(&positions).clone();
+                                let j = self.fresh("j");
+                                let body = self.with_binding(&j, Ty::Int(Range::N), |g| {
+                                    g.indexed_real(d.min(2))
+                                });
+                                return format!("map ({j}. {body}) {is}");
+                            }
+                        }
                         _ => continue,
                     }
                 }
@@ -489,6 +587,288 @@ impl Gen<'_> {
                 format!("map2 (s, t. (s * t, s - t)) {} {}", paren(&a), paren(&b))
             }
         }
+    }
+
+    /// The names of the arrays in scope of size `n` (`inner` false) or `m`, whatever their
+    /// elements.
+    fn sized(&self, inner: bool) -> Vec<String> {
+        self.scope
+            .iter()
+            .filter(|(_, t)| matches!(t, Ty::Array(i, _) if *i == inner))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// `len(X)` for an array in scope whose size bounds `range` (`len(M[0])` for the rows
+    /// of a matrix `M`, which has at least one), if there is one.
+    fn length(&mut self, range: Range) -> Option<String> {
+        let arrays = match range {
+            Range::N => self.sized(false),
+            Range::M => {
+                let rows = self.sized(true);
+                if rows.is_empty() {
+                    let mats = self.vars_of(&Ty::matrix());
+                    if mats.is_empty() {
+                        return None;
+                    }
+                    let m = self.rng.pick(&mats).clone();
+                    return Some(format!("len({m}[0])"));
+                }
+                rows
+            }
+            Range::Small => return None,
+        };
+        (!arrays.is_empty()).then(|| format!("len({})", self.rng.pick(&arrays)))
+    }
+
+    /// A small int: a count or offset in scope (`k`), or a literal.
+    fn small(&mut self) -> String {
+        let vars = self.vars_of(&Ty::Int(Range::Small));
+        if !vars.is_empty() && self.rng.chance(0.5) {
+            self.rng.pick(&vars).clone()
+        } else {
+            format!("{}", 1 + self.rng.below(3))
+        }
+    }
+
+    /// An int expression that is at least 0 (and moderate).
+    fn nonneg(&mut self, d: u32) -> String {
+        let range = if self.rng.chance(0.7) {
+            Range::N
+        } else {
+            Range::M
+        };
+        let index = self.index(range, d);
+        match (self.rng.below(4), index) {
+            (0, Some(i)) => format!("({} + {i})", self.small()),
+            (1, Some(i)) => format!("({} * {i})", self.small()),
+            (2, _) => self.small(),
+            (_, Some(i)) => i,
+            (_, None) => self.small(),
+        }
+    }
+
+    /// An int expression whose value is in `range` (so an index of the arrays of that
+    /// size), given the ints in scope; `None` without an array of that size in scope.
+    fn index(&mut self, range: Range, depth: u32) -> Option<String> {
+        let len = self.length(range)?;
+        let vars = self.vars_of(&Ty::Int(range));
+        if depth == 0 || self.rng.chance(0.3) {
+            return Some(match self.rng.below(5) {
+                0..=2 if !vars.is_empty() => self.rng.pick(&vars).clone(),
+                0 | 3 => "0".into(),
+                _ => format!("({len} - 1)"),
+            });
+        }
+        let d = depth - 1;
+        loop {
+            match self.rng.below(9) {
+                0 | 1 => {
+                    // A neighbour: `(i + 1) % len(A)`.
+                    let (e, o) = (self.nonneg(d), self.small());
+                    return Some(format!("(({e} + {o}) % {len})"));
+                }
+                2 => {
+                    // Reversed: `len(A) - 1 - i`.
+                    let e = self.index(range, d)?;
+                    return Some(format!("({len} - 1 - {e})"));
+                }
+                3 => {
+                    let e = self.index(range, d)?;
+                    let c = 2 + self.rng.below(2);
+                    return Some(if self.rng.chance(0.5) {
+                        format!("div({e}, {c})")
+                    } else {
+                        format!("({e} % {c})")
+                    });
+                }
+                4 => {
+                    let (a, b) = (self.index(range, d)?, self.index(range, d)?);
+                    let op = *self.rng.pick(&["max", "min"]);
+                    return Some(format!("{op}({a}, {b})"));
+                }
+                5 => {
+                    let (e, o) = (self.index(range, d)?, self.small());
+                    return Some(format!("min({e} + {o}, {len} - 1)"));
+                }
+                6 if range == Range::N => {
+                    // A position read from an index array: `I[i]`.
+                    let inner = self.rng.chance(0.5);
+                    let positions = self.vars_of(&Ty::Array(inner, Box::new(Ty::Int(Range::N))));
+                    if positions.is_empty() {
+                        continue;
+                    }
+                    let is = self.rng.pick(&positions).clone();
+                    let at = self.index(if inner { Range::M } else { Range::N }, d)?;
+                    return Some(format!("{is}[{at}]"));
+                }
+                7 => {
+                    let c = self.int_condition(d)?;
+                    let (a, b) = (self.index(range, d)?, self.index(range, d)?);
+                    return Some(format!("(if {c} then {a} else {b})"));
+                }
+                8 => {
+                    // `/` of ints is their quotient.
+                    let ints: Vec<String> = vars
+                        .iter()
+                        .filter(|v| !self.flexible.contains(v))
+                        .cloned()
+                        .collect();
+                    if ints.is_empty() {
+                        continue;
+                    }
+                    let v = self.rng.pick(&ints).clone();
+                    return Some(format!("({v} / {})", 1 + self.rng.below(3)));
+                }
+                _ => continue,
+            }
+        }
+    }
+
+    /// A comparison of ints.
+    fn int_condition(&mut self, d: u32) -> Option<String> {
+        let op = *self.rng.pick(&["<", "<=", ">", ">=", "==", "!="]);
+        let a = self.nonneg(d.min(1));
+        Some(match self.rng.below(3) {
+            0 => format!("{a} % 2 {op} 0"),
+            1 => format!("{a} {op} {}", self.small()),
+            _ => format!("{a} {op} {}", self.index(Range::N, d.min(1))?),
+        })
+    }
+
+    /// A read of an array in scope at a position in bounds: `A[i]`, `r[j]`, `M[i][j]`,
+    /// `M[i, j]`, `fst (P[i])`.
+    fn read(&mut self, d: u32) -> Option<String> {
+        let d = d.min(2);
+        for _ in 0..4 {
+            match self.rng.below(5) {
+                0 | 1 => {
+                    let vecs = self.vars_of(&Ty::vec());
+                    if !vecs.is_empty() {
+                        let a = self.rng.pick(&vecs).clone();
+                        return Some(format!("{a}[{}]", self.index(Range::N, d)?));
+                    }
+                }
+                2 => {
+                    let rows = self.vars_of(&Ty::row());
+                    if !rows.is_empty() {
+                        let r = self.rng.pick(&rows).clone();
+                        return Some(format!("{r}[{}]", self.index(Range::M, d)?));
+                    }
+                }
+                3 => {
+                    let mats = self.vars_of(&Ty::matrix());
+                    if !mats.is_empty() {
+                        let w = self.rng.pick(&mats).clone();
+                        let i = self.index(Range::N, d)?;
+                        let j = self.index(Range::M, d)?;
+                        return Some(if self.rng.chance(0.5) {
+                            format!("{w}[{i}][{j}]")
+                        } else {
+                            format!("{w}[{i}, {j}]")
+                        });
+                    }
+                }
+                _ => {
+                    let pairs = self.vars_of(&Ty::pairs());
+                    if !pairs.is_empty() {
+                        let p = self.rng.pick(&pairs).clone();
+                        let which = *self.rng.pick(&["fst", "snd"]);
+                        return Some(format!("{which} ({p}[{}])", self.index(Range::N, d)?));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// A real for the body of a loop over positions: mostly reads, at the loop's index.
+    fn indexed_real(&mut self, d: u32) -> String {
+        let read = self.read(d).unwrap_or_else(|| self.leaf_real());
+        match self.rng.below(5) {
+            0 | 1 => {
+                let op = *self.rng.pick(&["+", "-", "*", "*"]);
+                format!("({read} {op} {})", self.real(d.min(2)))
+            }
+            2 => read,
+            3 => format!("(real({}) * {read})", self.nonneg(d.min(1))),
+            _ => {
+                let c = self.int_condition(d).unwrap_or_else(|| "true".into());
+                format!("(if {c} then {read} else {})", self.real(d.min(1)))
+            }
+        }
+    }
+
+    /// A real from a loop over positions: `reduce + 0 (map (i. ...) (iota len(A)))`,
+    /// a `foldl` over `iota len(A)`, `map2` of positions and elements, or a loop over
+    /// `iota k` (the count `k`).
+    fn index_loop(&mut self, d: u32) -> Option<String> {
+        let len = self.length(Range::N)?;
+        let i = self.fresh("i");
+        Some(match self.rng.below(5) {
+            0 | 1 => {
+                let body = self.with_binding(&i, Ty::Int(Range::N), |g| g.indexed_real(d));
+                format!("reduce + 0 (map ({i}. {body}) (iota {len}))")
+            }
+            2 if self.f.foldl && self.f.free_vars_in_reduce => {
+                let acc = self.fresh("acc");
+                let z = self.real(d.min(1));
+                let body = self.with_binding(&acc, Ty::Real, |g| {
+                    g.with_binding(&i, Ty::Int(Range::N), |g| g.indexed_real(d))
+                });
+                format!(
+                    "foldl ({acc}, {i}. {acc} * 0.5 + {body}) {} (iota {len})",
+                    paren(&z)
+                )
+            }
+            3 => {
+                let vecs = self.vars_of(&Ty::vec());
+                if vecs.is_empty() {
+                    return None;
+                }
+                let a = self.rng.pick(&vecs).clone();
+                let x = self.fresh("x");
+                let body = self.with_binding(&i, Ty::Int(Range::N), |g| {
+                    g.with_binding(&x, Ty::Real, |g| g.indexed_real(d))
+                });
+                format!("sum(map2 ({i}, {x}. {body}) (iota len({a})) {a})")
+            }
+            _ if self
+                .scope
+                .iter()
+                .any(|(n, t)| n == "k" && *t == Ty::Int(Range::Small)) =>
+            {
+                // `iota k`: the count is the int parameter `k` (a size variable).
+                let count = if self.rng.chance(0.5) { "k" } else { "(k + 1)" };
+                let body = self.with_binding(&i, Ty::Int(Range::Small), |g| g.indexed_real(d));
+                format!("reduce + 0 (map ({i}. {body}) (iota {count}))")
+            }
+            _ => {
+                let body = self.with_binding(&i, Ty::Int(Range::N), |g| g.indexed_real(d));
+                format!("sum(map ({i}. {body}) (iota {len}))")
+            }
+        })
+    }
+
+    /// A real from a 2-D loop over a matrix `W` in scope, reading `W[i][j]`.
+    fn matrix_loop(&mut self, d: u32) -> Option<String> {
+        let mats = self.vars_of(&Ty::matrix());
+        if mats.is_empty() {
+            return None;
+        }
+        let w = self.rng.pick(&mats).clone();
+        let (i, j) = (self.fresh("i"), self.fresh("j"));
+        let read = if self.rng.chance(0.5) {
+            format!("{w}[{i}][{j}]")
+        } else {
+            format!("{w}[{i}, {j}]")
+        };
+        let body = self.with_binding(&i, Ty::Int(Range::N), |g| {
+            g.with_binding(&j, Ty::Int(Range::M), |g| g.indexed_real(d.min(2)))
+        });
+        Some(format!(
+            "reduce + 0 (map ({i}. reduce + 0 (map ({j}. {read} * {body}) (iota len({w}[{i}])))) (iota len({w})))"
+        ))
     }
 
     /// A real computed from the row `r` in scope.
@@ -606,6 +986,11 @@ fn paren(s: &str) -> String {
 fn random_value(rng: &mut Rng, ty: &Ty, n: usize, m: usize) -> Json {
     match ty {
         Ty::Real => json!(rng.real(-1.0, 1.0)),
+        Ty::Int(range) => json!(match range {
+            Range::N => rng.below(n),
+            Range::M => rng.below(m),
+            Range::Small => rng.below(4),
+        }),
         Ty::Pair(a, b) => json!([random_value(rng, a, n, m), random_value(rng, b, n, m)]),
         Ty::Array(inner, e) => {
             let len = if *inner { m } else { n };
@@ -623,6 +1008,7 @@ pub fn generate(seed: u64, features: &Features) -> Generated {
         counter: 0,
         helpers: Vec::new(),
         closed: false,
+        flexible: Vec::new(),
     };
     let mut params: Vec<(String, Ty)> = vec![("x".into(), Ty::Real), ("y".into(), Ty::Real)];
     if features.arrays {
@@ -635,6 +1021,15 @@ pub fn generate(seed: u64, features: &Features) -> Generated {
     if features.general_arrays {
         params.push(("M".into(), Ty::matrix()));
         params.push(("P".into(), Ty::pairs()));
+    }
+    if features.indexing {
+        params.push(("k".into(), Ty::Int(Range::Small)));
+        if features.arrays {
+            params.push(("I".into(), Ty::Array(false, Box::new(Ty::Int(Range::N)))));
+        }
+        if features.general_arrays {
+            params.push(("J".into(), Ty::Array(true, Box::new(Ty::Int(Range::N)))));
+        }
     }
     g.scope = params.clone();
     let result_ty = if features.real_result {
@@ -654,7 +1049,12 @@ pub fn generate(seed: u64, features: &Features) -> Generated {
         .map(|(n, t)| format!("{n}: {}", t.text()))
         .collect();
     text.push_str(&format!("def f({}) =\n  {body}\n", ps.join(", ")));
-    let n = *g.rng.pick(&[0, 1, 1, 2, 3, 4, 7]);
+    // Programs with indexing read fixed positions (`A[0]`): no empty arrays.
+    let n = if features.indexing {
+        *g.rng.pick(&[1, 1, 2, 3, 4, 7])
+    } else {
+        *g.rng.pick(&[0, 1, 1, 2, 3, 4, 7])
+    };
     let m = *g.rng.pick(&[1, 2, 3]);
     let mut input = serde_json::Map::new();
     for (name, ty) in &params {
@@ -664,14 +1064,20 @@ pub fn generate(seed: u64, features: &Features) -> Generated {
         source: text,
         input: Json::Object(input),
         params,
+        indexing: features.indexing,
     }
 }
 
 impl Generated {
     /// Another input for the same program, drawn from `seed`, with `n` the length of its
     /// vectors (and of its matrices' rows) and `m` the length of its matrices' inner rows,
-    /// 0 and 1 included.
+    /// 0 and 1 included (at least 1 for programs with [`Features::indexing`], which read
+    /// fixed positions such as `A[0]`; panics otherwise).
     pub fn input_at(&self, seed: u64, n: usize, m: usize) -> Json {
+        assert!(
+            !self.indexing || (n >= 1 && m >= 1),
+            "a program with indexing reads `A[0]`: its arrays cannot be empty (n = {n}, m = {m})"
+        );
         let mut rng = Rng::new(seed);
         let mut input = serde_json::Map::new();
         for (name, ty) in &self.params {

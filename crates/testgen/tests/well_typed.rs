@@ -55,3 +55,8 @@ fn full_source_programs_are_well_typed() {
         300,
     );
 }
+
+#[test]
+fn programs_with_indexing_are_well_typed() {
+    check_features(&Features::indexing(), 1500);
+}
