@@ -123,6 +123,16 @@ pub(crate) struct Built {
     pub(crate) checks: Vec<SizeExpr>,
     /// The workspace cell a failed run-time check sets (see [`Compiled::call`]), if any.
     pub(crate) status: Option<SizeExpr>,
+    /// The int parameters, whose values the checked call checks against their sizes.
+    pub(crate) int_params: Vec<IntParam>,
+}
+
+/// An int parameter: its value (a whole number, carried as a real) is input component
+/// `component`, and `max(0, value)` is size variable `size` (`iota n`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IntParam {
+    pub(crate) component: usize,
+    pub(crate) size: usize,
 }
 
 /// The components of a value of shape `s` belonging to parameter (or result) `index`.
@@ -199,17 +209,17 @@ fn build_with(
     name: &str,
     force_read_twice: bool,
 ) -> Result<(FuncId, Built), Failure> {
-    let mut size_vars: Vec<Arc<str>> = Vec::new();
     let mut param_names = Vec::new();
     for &p in &func.params {
-        let Some(t) = arena.var_type(p) else {
+        if arena.var_type(p).is_none() {
             return Err(
                 JitError::Type(format!("parameter `{}` has no type", arena.var_name(p))).into(),
             );
-        };
-        t.size_vars(&mut size_vars);
+        }
         param_names.push(arena.var_name(p).to_string());
     }
+    // The sizes in the parameters' types, then each int parameter's own (`iota n`).
+    let size_vars: Vec<Arc<str>> = func.size_vars(arena);
     let index = |name: &str| {
         size_vars
             .iter()
@@ -232,6 +242,27 @@ fn build_with(
     }
     let mut outputs = Vec::new();
     components(&result, 0, &mut Vec::new(), &mut Vec::new(), &mut outputs);
+    let mut int_params = Vec::new();
+    for (k, &p) in func.params.iter().enumerate() {
+        if arena.var_type(p) != Some(&Type::Int) {
+            continue;
+        }
+        let component = inputs.iter().position(|c| c.index == k && c.path.is_empty());
+        let size = index(arena.var_name(p));
+        match (component, size) {
+            (Some(component), Some(size)) => int_params.push(IntParam {
+                component,
+                size: size as usize,
+            }),
+            _ => {
+                return Err(JitError::Internal(format!(
+                    "the int parameter `{}` has no component or no size variable",
+                    arena.var_name(p)
+                ))
+                .into())
+            }
+        }
+    }
 
     let ptr = module.target_config().pointer_type();
     if ptr != types::I64 {
@@ -310,6 +341,7 @@ fn build_with(
             workspace: plan.workspace,
             checks: plan.checks,
             status: plan.status,
+            int_params,
         },
     ))
 }

@@ -182,6 +182,7 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
         workspace,
         checks,
         status,
+        int_params: b1.int_params,
     };
     finish(module, id0, built, 2)
 }
@@ -296,6 +297,7 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
         workspace,
         checks,
         status,
+        int_params: first.int_params,
     };
     finish(module, id0, whole, n).map(Some)
 }

@@ -96,8 +96,11 @@ impl<'a> Translator<'a> {
                 Node::Op1(UnOp::Neg | UnOp::Abs | UnOp::Sqrt, x) | Node::Proj(_, x) => {
                     go(arena, x, budget)
                 }
+                // Not an int division or remainder: its divisor is checked (a zero one stops
+                // the call), so it runs only in the branch taken.
                 Node::Op2(op, x, y) => {
-                    matches!(runtime::binary(op), Lowering::Inline)
+                    !op.is_integer_only()
+                        && matches!(runtime::binary(op), Lowering::Inline)
                         && go(arena, x, budget)
                         && go(arena, y, budget)
                 }

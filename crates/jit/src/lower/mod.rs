@@ -34,8 +34,9 @@
 //! - [`state`]: values flattened into block parameters and rebuilt from them;
 //! - [`loops`]: bottom-tested loops; [`fusion`]: loops fused across bindings and tuples;
 //! - [`folds`]: folds and scans; [`blocked`]: loops folding with several accumulators; [`conditionals`]: `if`; [`shift`]: shifts;
-//!   [`fill`]: `zeros_like` and `ones_like`;
-//! - [`scalar`]: the operators on reals and run-time calls;
+//!   [`fill`]: `zeros_like`, `ones_like` and `iota`;
+//! - [`index`]: indexing `A[i]` and `scatter_add`, their indices checked at run time;
+//! - [`scalar`]: the operators on reals and ints, and run-time calls;
 //! - [`boundary`]: the function's parameters and result at the ABI.
 
 use std::rc::Rc;
@@ -64,6 +65,7 @@ mod conditionals;
 mod fill;
 mod folds;
 mod fusion;
+mod index;
 mod integers;
 mod kernels;
 pub(crate) mod lanes;
@@ -235,7 +237,7 @@ impl<'a> Translator<'a> {
             Op2(op, x, y) => {
                 let x = self.emit_real(x)?;
                 let y = self.emit_real(y)?;
-                Ok(Val::Real(self.binary(op, x, y)?))
+                Ok(Val::Real(self.binary_checked(op, x, y)?))
             }
             Cmp(op, x, y) => {
                 let x = self.emit_real(x)?;
@@ -271,9 +273,9 @@ impl<'a> Translator<'a> {
                 unsupported("a function value outside the function argument of an array operation")
             }
             App(..) => unsupported("application of a function value"),
-            Iota(..) | Index(..) | ScatterAdd(..) => {
-                unsupported("`iota`, indexing and `scatter_add` in native code")
-            }
+            Iota(n) => self.emit_iota(e, n),
+            Index(x, i) => self.emit_index(x, i),
+            ScatterAdd(z, is, vs) => self.emit_scatter_add(e, z, is, vs),
             Call(..) => unsupported("a call of a definition (inline the program first)"),
             Array(_) | Scanl(..) | Scanr(..) => {
                 let sa = shape_arr(&self.shape(e)?)?;

@@ -1,5 +1,6 @@
 //! Reading element `i` of an array, whatever it is: in memory, a fill, an unevaluated map
-//! (its function applied to the sources' elements) or a scan computed where it is read.
+//! (its function applied to the sources' elements), a scan computed where it is read, or an
+//! `iota`'s element (its index as a real).
 
 use unfad_syntax::ExprId;
 
@@ -34,6 +35,10 @@ impl<'a> Translator<'a> {
                 self.apply(*f, vec![x, y])
             }
             Kind::Scan(scan) => self.scan_step(scan, i),
+            Kind::Iota { start } => {
+                let k = self.iadd(i, *start);
+                Ok(Val::Real(self.int_as_real(k)))
+            }
         }
     }
 
