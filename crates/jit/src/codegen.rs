@@ -247,7 +247,9 @@ fn build_with(
         if arena.var_type(p) != Some(&Type::Int) {
             continue;
         }
-        let component = inputs.iter().position(|c| c.index == k && c.path.is_empty());
+        let component = inputs
+            .iter()
+            .position(|c| c.index == k && c.path.is_empty());
         let size = index(arena.var_name(p));
         match (component, size) {
             (Some(component), Some(size)) => int_params.push(IntParam {

@@ -488,7 +488,11 @@ impl Analyzer<'_> {
                     return None;
                 };
                 let c = literal(c)?;
-                let c = if op == BinOp::Add { c } else { c.checked_neg()? };
+                let c = if op == BinOp::Add {
+                    c
+                } else {
+                    c.checked_neg()?
+                };
                 self.iota_len(a, k.checked_add(c)?)
             }
             // `len(A) + k` is `max(0, len(A) + k)`: `A`'s length stepped by `k`.

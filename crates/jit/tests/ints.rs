@@ -48,7 +48,11 @@ fn iota_over_literal_len_and_int_parameter_sizes() {
                map (i. real(i) + 0.5) (iota (len(A) + 2)))";
     check(
         src,
-        &[json!({"A": []}), json!({"A": [1.5]}), json!({"A": vec_of(9, 0.3)})],
+        &[
+            json!({"A": []}),
+            json!({"A": [1.5]}),
+            json!({"A": vec_of(9, 0.3)}),
+        ],
     );
     let src = "def f(n: int, x: real) = (map (i. real(i) * x) (iota n), iota (n - 1), \
                sum(map (i. real(i)) (iota n)), real(n) * x)";
@@ -59,7 +63,13 @@ fn iota_over_literal_len_and_int_parameter_sizes() {
     check(src, &inputs);
     // An int parameter that is also the size of an array parameter.
     let src = "def f(n: int, x: [n]real) = map (i. x[i] * real(i)) (iota n)";
-    check(src, &[json!({"n": 0.0, "x": []}), json!({"n": 5.0, "x": vec_of(5, 0.7)})]);
+    check(
+        src,
+        &[
+            json!({"n": 0.0, "x": []}),
+            json!({"n": 5.0, "x": vec_of(5, 0.7)}),
+        ],
+    );
     // A `let` of a size.
     let src = "def f(A: [n]real) = let m = len(A) - 1 in map (i. A[i + 1] - A[i]) (iota m)";
     check(src, &[json!({"A": [2.0]}), json!({"A": vec_of(6, 0.4)})]);
@@ -84,13 +94,19 @@ fn indexing_reads_elements_rows_and_tuples_in_place() {
                (map2 (a, b. a - b) A (map (a. a * 3.0) A))[len(A) - 1 - i])";
     check(
         src,
-        &[json!({"A": vec_of(5, 0.1), "i": 0.0}), json!({"A": vec_of(5, 0.1), "i": 4.0})],
+        &[
+            json!({"A": vec_of(5, 0.1), "i": 0.0}),
+            json!({"A": vec_of(5, 0.1), "i": 4.0}),
+        ],
     );
     // A conditional guards an index: the branch not taken reads nothing.
     let src = "def f(A: [n]real, i: int) = if i < len(A) then A[i] else -1.0";
     check(
         src,
-        &[json!({"A": vec_of(3, 0.5), "i": 2.0}), json!({"A": vec_of(3, 0.5), "i": 3.0})],
+        &[
+            json!({"A": vec_of(3, 0.5), "i": 2.0}),
+            json!({"A": vec_of(3, 0.5), "i": 3.0}),
+        ],
     );
 }
 
@@ -105,17 +121,26 @@ fn gathers_and_index_arithmetic() {
         ],
     );
     let src = "def f(X: [n][d]real, I: [m]int) = (map (i. sum(X[i])) I, map (i. X[i]) I)";
-    check(src, &[json!({"X": mat_of(3, 4, 0.6), "I": [2.0, 2.0, 0.0]})]);
+    check(
+        src,
+        &[json!({"X": mat_of(3, 4, 0.6), "I": [2.0, 2.0, 0.0]})],
+    );
     // A packed lower triangle, read at i*(i+1)/2 + j.
     let src = "def f(L: [p]real, n: int) = map (i. map (j. if j <= i then \
                L[div(i * (i + 1), 2) + j] else 0.0) (iota n)) (iota n)";
     check(src, &[json!({"L": vec_of(10, 0.8), "n": 4.0})]);
     let src = "def f(X: [n]real, i: int, j: int) = (X[div(i, j) + 3], X[(i % j) + 3], \
                real(div(i, j)), real(i % j), real(i) / 2.0, real(max(i, j) - min(i, j) * 2))";
-    let inputs: Vec<Json> = [(7.0, 2.0), (-7.0, 2.0), (-4.0, 2.0), (7.0, -3.0), (0.0, 5.0)]
-        .iter()
-        .map(|&(i, j)| json!({"X": vec_of(8, 0.4), "i": i, "j": j}))
-        .collect();
+    let inputs: Vec<Json> = [
+        (7.0, 2.0),
+        (-7.0, 2.0),
+        (-4.0, 2.0),
+        (7.0, -3.0),
+        (0.0, 5.0),
+    ]
+    .iter()
+    .map(|&(i, j)| json!({"X": vec_of(8, 0.4), "i": i, "j": j}))
+    .collect();
     check(src, &inputs);
 }
 
@@ -138,7 +163,9 @@ fn scatter_add_at_depth_one_and_two_with_repeated_positions() {
     let src = "def f(Z: [n][k]real, I: [m](int, int), V: [m]real) = scatter_add(Z, I, V)";
     check(
         src,
-        &[json!({"Z": mat_of(3, 2, 0.1), "I": [[2.0, 1.0], [0.0, 0.0], [2.0, 1.0], [1.0, 0.0]], "V": [1.0, 2.0, 3.0, -0.0]})],
+        &[
+            json!({"Z": mat_of(3, 2, 0.1), "I": [[2.0, 1.0], [0.0, 0.0], [2.0, 1.0], [1.0, 0.0]], "V": [1.0, 2.0, 3.0, -0.0]}),
+        ],
     );
     // Into zeros, from unevaluated positions and values; an array of tuples.
     let src = "def f(X: [n]real, I: [m]int, V: [m]real) = \
@@ -151,7 +178,9 @@ fn scatter_add_at_depth_one_and_two_with_repeated_positions() {
                (scatter_add(Z, I, V), sum(map (i. real(i)) I))";
     check(
         src,
-        &[json!({"Z": [[1.0, 2.0], [3.0, 4.0]], "I": [1.0, 1.0, 0.0], "V": [[0.5, 0.25], [1.0, 1.0], [-1.0, 0.0]]})],
+        &[
+            json!({"Z": [[1.0, 2.0], [3.0, 4.0]], "I": [1.0, 1.0, 0.0], "V": [[0.5, 0.25], [1.0, 1.0], [-1.0, 0.0]]}),
+        ],
     );
     // The adjoint of a gather, as reverse mode writes it.
     let src = "def f(X: [n]real, I: [m]int, G: [m]real) = \
@@ -181,7 +210,10 @@ fn out_of_bounds_indices_and_zero_divisors_are_errors_of_the_call() {
     assert!(msg.contains("out of bounds"), "{msg}");
     fails(scatter, &json!({"Z": a, "I": [-1.0], "V": [1.0]}));
     let deep = "def f(Z: [n][k]real, I: [m](int, int), V: [m]real) = scatter_add(Z, I, V)";
-    fails(deep, &json!({"Z": mat_of(2, 2, 0.1), "I": [[1.0, 2.0]], "V": [1.0]}));
+    fails(
+        deep,
+        &json!({"Z": mat_of(2, 2, 0.1), "I": [[1.0, 2.0]], "V": [1.0]}),
+    );
     for src in [
         "def f(i: int, j: int) = real(div(i, j))",
         "def f(i: int, j: int) = real(i % j)",
