@@ -10,6 +10,7 @@ mod common;
 use common::{check, check_func, run_guarded};
 use serde_json::{json, Value as Json};
 use unfad_interp::{args_from_json, eval_func};
+use unfad_jit::fault::{self, Fault};
 use unfad_jit::{compile, JitError};
 use unfad_test_support::load;
 
@@ -182,6 +183,14 @@ fn scatter_add_at_depth_one_and_two_with_repeated_positions() {
             json!({"Z": [[1.0, 2.0], [3.0, 4.0]], "I": [1.0, 1.0, 0.0], "V": [[0.5, 0.25], [1.0, 1.0], [-1.0, 0.0]]}),
         ],
     );
+    // In a loop: an accumulator scattered into, and a row of a map.
+    let src = "def f(Z: [n]real, I: [m]int) = foldl (acc, i. scatter_add(acc, [i, 0], [2.0, real(i)])) Z I";
+    check(src, &[json!({"Z": vec_of(3, 0.5), "I": [2.0, 1.0, 2.0]})]);
+    let src = "def f(Z: [n][k]real, I: [m]int, V: [m]real) = map (r. scatter_add(r, I, map (v. v * r[0]) V)) Z";
+    check(
+        src,
+        &[json!({"Z": mat_of(3, 4, 0.2), "I": [3.0, 0.0, 3.0], "V": [1.0, 2.0, 4.0]})],
+    );
     // The adjoint of a gather, as reverse mode writes it.
     let src = "def f(X: [n]real, I: [m]int, G: [m]real) = \
                scatter_add(zeros_like(X), I, map2 (g, x. g * x) G (map (i. X[i]) I))";
@@ -252,4 +261,64 @@ fn the_checked_call_refuses_int_arguments_that_are_not_whole_or_disagree_with_th
             other => panic!("n = {n}, size {size}: {other:?}"),
         }
     }
+}
+
+/// Programs that index, scatter into and iterate over arrays whose lengths the shape
+/// analysis may get wrong (an `if` of arrays whose lengths differ at small sizes, shifts,
+/// an `iota` whose length is only bounded).
+const UNEVEN: [&str; 6] = [
+    "def f(A: [n]real, I: [m]int, x: real) = (if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A))[I[0] % 4]",
+    "def f(A: [n]real, I: [m]int, x: real) = scatter_add(if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A), I, map (i. real(i)) I)",
+    "def f(A: [n]real, I: [m]int, x: real) = map (i. real(i) + A[i % 3]) (iota (len(I) + 2))",
+    "def f(A: [n]real, I: [m]int, x: real) = (map2 (a, i. a * real(i)) (shift1L A) (iota (len(A) - 1)), shift1L (iota (len(I))))",
+    "def f(A: [n]real, I: [m]int, x: real) = scatter_add(map (a. map (b. a * b) A) A, map (i. (i, i % 2)) I, map (i. real(i)) I)",
+    "def f(A: [n]real, I: [m]int, x: real) = map (i. (if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A))[i]) I",
+];
+
+/// Inputs for [`UNEVEN`]: `A` of 0 to 3 elements, positions in and out of bounds.
+fn uneven_inputs() -> Vec<Json> {
+    let mut all = Vec::new();
+    for n in 0..4 {
+        for x in [-1.0, 1.0] {
+            for is in [vec![0.0], vec![2.0, 0.0], vec![-1.0, 1.0], vec![3.0]] {
+                let a: Vec<f64> = (0..n).map(|i| i as f64 * 0.75 - 0.5).collect();
+                all.push(json!({"A": a, "I": is, "x": x}));
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn indices_stay_in_their_buffers_whatever_the_shape_analysis_says() {
+    // Without a fault the native code agrees with the interpreter or both fail.
+    for src in UNEVEN {
+        let (prog, func) = load(src);
+        let compiled = compile(&prog.arena, &func).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        for input in uneven_inputs() {
+            let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+            let native = run_guarded(&prog.arena, &func, &compiled, &input).0;
+            match (eval_func(&prog.arena, &func, &args), native) {
+                (Err(_), Err(JitError::Check(_))) | (Ok(_), Ok(_)) => {}
+                (want, got) => panic!("{src} on {input}: interpreter {want:?}, native {got:?}"),
+            }
+        }
+    }
+    let mut ran = 0;
+    for f in Fault::ALL {
+        for src in UNEVEN {
+            let (prog, func) = load(src);
+            let Ok(compiled) = fault::with(f, || compile(&prog.arena, &func)) else {
+                continue;
+            };
+            for input in uneven_inputs() {
+                match run_guarded(&prog.arena, &func, &compiled, &input).0 {
+                    Ok(_) => ran += 1,
+                    Err(JitError::Check(_)) => {}
+                    Err(e) => panic!("{f:?}: {e}\n{src}"),
+                }
+            }
+        }
+    }
+    assert!(ran > 100, "only {ran} calls ran");
 }
