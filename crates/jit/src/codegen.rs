@@ -175,13 +175,28 @@ pub(crate) fn build(
     ctx: &mut Context,
     name: &str,
 ) -> JitResult<(FuncId, Built)> {
-    match build_with(arena, func, module, ctx, name, false) {
+    build_part(arena, func, func.params.len(), module, ctx, name)
+}
+
+/// [`build`] for a part of a function cut in parts, whose first `own_params` parameters
+/// are the function's own and the others values crossing from earlier parts: an int among
+/// those is a value like any other, not the size variable of its name, so that every part
+/// numbers the sizes as the function does.
+pub(crate) fn build_part(
+    arena: &Arena,
+    func: &Func,
+    own_params: usize,
+    module: &mut JITModule,
+    ctx: &mut Context,
+    name: &str,
+) -> JitResult<(FuncId, Built)> {
+    match build_with(arena, func, own_params, module, ctx, name, false) {
         Err(Failure {
             retry: Some(Retry::ReadTwice),
             ..
         }) => {
             ctx.clear();
-            build_with(arena, func, module, ctx, name, true).map_err(|f| f.error)
+            build_with(arena, func, own_params, module, ctx, name, true).map_err(|f| f.error)
         }
         r => r.map_err(|f| f.error),
     }
@@ -204,6 +219,7 @@ impl From<JitError> for Failure {
 fn build_with(
     arena: &Arena,
     func: &Func,
+    own_params: usize,
     module: &mut JITModule,
     ctx: &mut Context,
     name: &str,
@@ -218,15 +234,29 @@ fn build_with(
         }
         param_names.push(arena.var_name(p).to_string());
     }
-    // The sizes in the parameters' types, then each int parameter's own (`iota n`).
-    let size_vars: Vec<Arc<str>> = func.size_vars(arena);
+    // The sizes in the parameters' types, and each int parameter's own (`iota n`), in the
+    // order of `Func::size_vars`; in a part, only the function's own int parameters.
+    let size_vars: Vec<Arc<str>> = if own_params >= func.params.len() {
+        func.size_vars(arena)
+    } else {
+        let mut out = Vec::new();
+        for (k, &p) in func.params.iter().enumerate() {
+            let t = arena.var_type(p).cloned().unwrap_or(Type::Real);
+            t.size_vars(&mut out);
+            let name: Arc<str> = arena.var_name(p).into();
+            if k < own_params && t == Type::Int && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
+    };
     let index = |name: &str| {
         size_vars
             .iter()
             .position(|v| &**v == name)
             .map(|i| i as u32)
     };
-    let (an, result) = Analysis::run(arena, func, &index)?;
+    let (an, result) = Analysis::run(arena, func, own_params, &index)?;
     if matches!(func.ret, Type::Bool) || matches!(result, SShape::Bool) {
         return Err(JitError::Unsupported(
             "the function returns a condition; results are reals, tuples and arrays".into(),
@@ -243,7 +273,7 @@ fn build_with(
     let mut outputs = Vec::new();
     components(&result, 0, &mut Vec::new(), &mut Vec::new(), &mut outputs);
     let mut int_params = Vec::new();
-    for (k, &p) in func.params.iter().enumerate() {
+    for (k, &p) in func.params.iter().enumerate().take(own_params) {
         if arena.var_type(p) != Some(&Type::Int) {
             continue;
         }

@@ -142,17 +142,20 @@ pub(crate) struct Analysis {
 }
 
 impl Analysis {
-    /// Analyse `func`; `index` maps size variables to their positions.
+    /// Analyse `func`; `index` maps size variables to their positions. Only the first
+    /// `own_params` parameters are the function's own: an int among the others (a value
+    /// crossing from an earlier part) is not the size variable of its name.
     pub fn run(
         arena: &Arena,
         func: &Func,
+        own_params: usize,
         index: &dyn Fn(&str) -> Option<u32>,
     ) -> JitResult<(Analysis, SShape)> {
         let mut a = Analyzer {
             arena,
             out: Analysis::default(),
         };
-        for &p in &func.params {
+        for (k, &p) in func.params.iter().enumerate() {
             let ty = arena.var_type(p).ok_or_else(|| {
                 JitError::Type(format!("parameter `{}` has no type", arena.var_name(p)))
             })?;
@@ -163,9 +166,9 @@ impl Analysis {
                 ));
             }
             let s = SShape::of_type(ty, index)?;
-            if *ty == Type::Int {
-                if let Some(k) = index(arena.var_name(p)) {
-                    a.out.int_params.insert(p, k);
+            if *ty == Type::Int && k < own_params {
+                if let Some(size) = index(arena.var_name(p)) {
+                    a.out.int_params.insert(p, size);
                 }
             }
             a.out.var_shapes.insert(p, s);

@@ -322,3 +322,42 @@ fn indices_stay_in_their_buffers_whatever_the_shape_analysis_says() {
     }
     assert!(ran > 100, "only {ran} calls ran");
 }
+
+/// A chain of `count` steps using an int parameter (`iota n`, indices), with an int
+/// `let` crossing every cut (a value there, not a size variable).
+fn long_chain_with_ints(count: usize) -> String {
+    let mut src =
+        String::from("def f(n: int, A: [k]real, x: real) = let m = n - 1 in let s0 = x * 1.01 in ");
+    for j in 1..=count {
+        let p = j - 1;
+        src.push_str(&format!(
+            "let s{j} = s{p} * 0.99 + A[{j} % len(A)] * real(m) + \
+             sum(map (i. real(i) * s{p}) (iota n)) in "
+        ));
+    }
+    src.push_str(&format!("map (i. real(i) * s{count} + real(m)) (iota n)"));
+    src
+}
+
+#[test]
+fn functions_compiled_in_parts_check_and_read_their_int_parameters() {
+    // `iota m` with `m` crossing the cut: compiled whole.
+    let src = long_chain_with_ints(400).replace("(iota n)) in", "(iota m)) in");
+    let (mut prog, func) = load(&src);
+    let compiled = unfad_jit::compile_parallel(&mut prog.arena, &func).unwrap();
+    for n in [0.0, 3.0] {
+        let input = json!({"n": n, "A": vec_of(3, 0.4), "x": 0.5});
+        common::check_compiled(&prog.arena, &func, &compiled, &input);
+    }
+    for count in [40, 400] {
+        let src = long_chain_with_ints(count);
+        let (mut prog, func) = load(&src);
+        let compiled =
+            unfad_jit::compile_parallel(&mut prog.arena, &func).unwrap_or_else(|e| panic!("{e}"));
+        assert!(compiled.parts() > 1, "{count} steps in one part");
+        for n in [0.0, 1.0, 4.0] {
+            let input = json!({"n": n, "A": vec_of(3, 0.4), "x": 0.5});
+            common::check_compiled(&prog.arena, &func, &compiled, &input);
+        }
+    }
+}
