@@ -191,6 +191,13 @@ fn scatter_add_at_depth_one_and_two_with_repeated_positions() {
         src,
         &[json!({"Z": mat_of(3, 4, 0.2), "I": [3.0, 0.0, 3.0], "V": [1.0, 2.0, 4.0]})],
     );
+    // Into zeros, written straight to the result (a component of a tuple).
+    let src = "def f(X: [n]real, I: [m]int, V: [m]real) = \
+               (sum(X), scatter_add(zeros_like(X), I, V), scatter_add(ones_like(X), I, V))";
+    check(
+        src,
+        &[json!({"X": vec_of(4, 0.2), "I": [3.0, 0.0, 3.0], "V": [1.0, 2.0, 4.0]})],
+    );
     // The adjoint of a gather, as reverse mode writes it.
     let src = "def f(X: [n]real, I: [m]int, G: [m]real) = \
                scatter_add(zeros_like(X), I, map2 (g, x. g * x) G (map (i. X[i]) I))";
@@ -266,13 +273,14 @@ fn the_checked_call_refuses_int_arguments_that_are_not_whole_or_disagree_with_th
 /// Programs that index, scatter into and iterate over arrays whose lengths the shape
 /// analysis may get wrong (an `if` of arrays whose lengths differ at small sizes, shifts,
 /// an `iota` whose length is only bounded).
-const UNEVEN: [&str; 6] = [
+const UNEVEN: [&str; 7] = [
     "def f(A: [n]real, I: [m]int, x: real) = (if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A))[I[0] % 4]",
     "def f(A: [n]real, I: [m]int, x: real) = scatter_add(if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A), I, map (i. real(i)) I)",
     "def f(A: [n]real, I: [m]int, x: real) = map (i. real(i) + A[i % 3]) (iota (len(I) + 2))",
     "def f(A: [n]real, I: [m]int, x: real) = (map2 (a, i. a * real(i)) (shift1L A) (iota (len(A) - 1)), shift1L (iota (len(I))))",
     "def f(A: [n]real, I: [m]int, x: real) = scatter_add(map (a. map (b. a * b) A) A, map (i. (i, i % 2)) I, map (i. real(i)) I)",
     "def f(A: [n]real, I: [m]int, x: real) = map (i. (if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A))[i]) I",
+    "def f(A: [n]real, I: [m]int, x: real) = if x > 0 then scatter_add(zeros_like(A), I, map (i. A[i % 2]) I) else scanl (a, b. a + b) 0 (shift1L A)",
 ];
 
 /// Inputs for [`UNEVEN`]: `A` of 0 to 3 elements, positions in and out of bounds.

@@ -78,7 +78,20 @@ impl<'a> Translator<'a> {
         let sa = shape_arr(&self.shape(e)?)?;
         let zv = self.emit_arr(z)?;
         let dst = self.alloc(&sa)?;
-        let target = expect_arr(self.write_arr(&zv, &dst)?)?;
+        self.scatter_add_into(zv, is, vs, &dst)
+    }
+
+    /// `scatter_add(z, is, vs)` written to the in-memory array `dst`, `z` being the value
+    /// `zv` (see [`Translator::emit_scatter_add`]). Nothing `is` and `vs` read may live in
+    /// `dst` (a fill or a new buffer is written there first).
+    pub(super) fn scatter_add_into(
+        &mut self,
+        zv: Rc<Arr>,
+        is: ExprId,
+        vs: ExprId,
+        dst: &Arr,
+    ) -> JitResult<Val> {
+        let target = expect_arr(self.write_arr(&zv, dst)?)?;
         drop(zv);
         let is = self.emit_arr(is)?;
         let vs = self.emit_arr(vs)?;

@@ -406,6 +406,15 @@ impl<'a> Translator<'a> {
                 let b = self.emit_arr(y)?;
                 self.map_into(f, vec![a, b], d)
             }
+            // Reverse mode's accumulation into zeros: written where it goes, the zeros first
+            // (a fill reads nothing, so nothing the loop reads lives in the destination).
+            (ScatterAdd(z, is, vs), Place::Arr(d))
+                if matches!(arena[z], ZerosLike(_) | OnesLike(_))
+                    && matches!(d.kind, Kind::Mem { .. }) =>
+            {
+                let zv = self.emit_arr(z)?;
+                self.scatter_add_into(zv, is, vs, d)
+            }
             (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false),
             (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true),
             (Array(l), Place::Arr(d)) if d.len == IntVal::Const(l.len() as i64) => {
