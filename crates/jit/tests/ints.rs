@@ -369,3 +369,29 @@ fn functions_compiled_in_parts_check_and_read_their_int_parameters() {
         }
     }
 }
+
+#[test]
+fn indices_the_lengths_show_in_bounds_are_not_checked() {
+    for (src, input) in [
+        (
+            "def f(A: [n]real) = map (i. A[i] * real(i)) (iota (len(A)))",
+            json!({"A": vec_of(5, 0.3)}),
+        ),
+        (
+            "def f(n: int, X: [n]real, Y: [n][k]real) = \
+             sum(map (i. X[i] + sum(Y[i])) (iota n))",
+            json!({"n": 3.0, "X": vec_of(3, 0.3), "Y": mat_of(3, 2, 0.1)}),
+        ),
+    ] {
+        let (prog, func) = load(src);
+        let compiled = check_func(&prog.arena, &func, &input);
+        let sizes = common::native_arguments(&prog.arena, &func, &compiled, &input).1;
+        assert_eq!(compiled.status_cell(&sizes), None, "{src}");
+    }
+    // An index computed from an iota's element is checked.
+    let src = "def f(A: [n]real) = map (i. A[i + 1]) (iota (len(A)))";
+    let (prog, func) = load(src);
+    let compiled = compile(&prog.arena, &func).unwrap();
+    assert!(compiled.status_cell(&[2]).is_some());
+    fails(src, &json!({"A": [1.0, 2.0]}));
+}

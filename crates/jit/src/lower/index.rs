@@ -4,19 +4,21 @@
 //! loop over `k` that reads `I` and `V` where their elements are made. Every index is
 //! checked at run time against the length of the array it indexes (a failure stops the
 //! call with [`Stop::Index`]), so no index reads or writes outside a buffer whatever its
-//! value.
+//! value; the check goes where the lengths show the index in bounds (an element of an
+//! `iota` no longer than the array, as in `map (i. A[i]) (iota (len(A)))`).
 
 use std::rc::Rc;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64};
-use cranelift_codegen::ir::InstBuilder;
+use cranelift_codegen::ir::{InstBuilder, Value};
 use unfad_syntax::{BinOp, ExprId};
 
 use crate::error::{JitError, JitResult, Stop};
+use crate::layout::Dim;
 use crate::value::{Arr, IntVal, Kind, Place, RealVal, Val};
 
-use super::{expect_arr, shape_arr, Translator};
+use super::{expect_arr, shape_arr, IotaElement, Translator};
 
 impl<'a> Translator<'a> {
     /// `x[i]`: element `i` of `x`, read in place.
@@ -30,17 +32,25 @@ impl<'a> Translator<'a> {
         } else {
             a
         };
-        let k = self.position(i, a.len)?;
+        let k = self.position(i, a.len, a.stat())?;
         self.elem(&a, k)
     }
 
     /// The position `i` (an int carried as a real) in an array of `len` elements, after a
     /// check at run time that it is a whole number from 0 to `len - 1` (the interpreter's
     /// `position`); a failure stops the call with [`Stop::Index`].
-    fn position(&mut self, i: RealVal, len: IntVal) -> JitResult<IntVal> {
+    fn position(&mut self, i: RealVal, len: IntVal, dim: Option<Dim>) -> JitResult<IntVal> {
         if let (RealVal::Const(c), IntVal::Const(n)) = (i, len) {
             if c >= 0.0 && c.fract() == 0.0 && c < n as f64 {
                 return Ok(IntVal::Const(c as i64));
+            }
+        }
+        // An element of an `iota` no longer than the array: in bounds, no check.
+        if let RealVal::Ssa(v) = i {
+            if let Some(el) = self.iota_elements.get(&v).copied() {
+                if Self::at_most((el.len, el.dim), (len, dim)) {
+                    return Ok(IntVal::Ssa(el.k));
+                }
             }
         }
         let x = self.real_value(i);
@@ -61,6 +71,16 @@ impl<'a> Translator<'a> {
             }
             _ => IntVal::Ssa(k),
         })
+    }
+
+    /// Record that the real `v` is element `k` of the `iota` `a` (see [`Translator::position`]).
+    pub(super) fn note_iota_element(&mut self, v: Value, k: Value, a: &Arr) {
+        let el = IotaElement {
+            k,
+            len: a.len,
+            dim: a.stat(),
+        };
+        self.iota_elements.insert(v, el);
     }
 
     /// `scatter_add(z, is, vs)` (of shape that of `e`): `z` copied into a new buffer (a fill
@@ -129,7 +149,7 @@ impl<'a> Translator<'a> {
         let Some((&first, rest)) = path.split_first() else {
             return Err(JitError::Type("an empty position of `scatter_add`".into()));
         };
-        let k = self.position(first, a.len)?;
+        let k = self.position(first, a.len, a.stat())?;
         let p = self.place_elem(a, k)?;
         if rest.is_empty() {
             return Ok(p);

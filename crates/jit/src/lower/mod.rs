@@ -123,6 +123,17 @@ pub(crate) struct Translator<'a> {
     /// Once the function checks something at run time: the block that sets its status cell
     /// (after every buffer in the workspace) and returns (see [`Translator::check`]).
     status: Option<Block>,
+    /// The reals that are an element of an `iota` read at index `k` (so `k` itself, below
+    /// the `iota`'s length): an index that the lengths show in bounds needs no check.
+    iota_elements: HashMap<Value, IotaElement>,
+}
+
+/// An element `k` of an `iota` of length `len` (exactly `dim` if known), `0 <= k < len`.
+#[derive(Clone, Copy)]
+struct IotaElement {
+    k: Value,
+    len: IntVal,
+    dim: Option<crate::layout::Dim>,
 }
 
 impl<'a> Translator<'a> {
@@ -153,6 +164,7 @@ impl<'a> Translator<'a> {
             relay: None,
             counters: Vec::new(),
             status: None,
+            iota_elements: HashMap::default(),
         }
     }
 

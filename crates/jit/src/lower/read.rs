@@ -37,7 +37,11 @@ impl<'a> Translator<'a> {
             Kind::Scan(scan) => self.scan_step(scan, i),
             Kind::Iota { start } => {
                 let k = self.iadd(i, *start);
-                Ok(Val::Real(self.int_as_real(k)))
+                let x = self.int_as_real(k);
+                if let (RealVal::Ssa(v), IntVal::Ssa(k), 0) = (x, k, *start) {
+                    self.note_iota_element(v, k, a);
+                }
+                Ok(Val::Real(x))
             }
         }
     }
