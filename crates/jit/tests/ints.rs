@@ -395,3 +395,43 @@ fn indices_the_lengths_show_in_bounds_are_not_checked() {
     assert!(compiled.status_cell(&[2]).is_some());
     fails(src, &json!({"A": [1.0, 2.0]}));
 }
+
+/// A whole number of a random magnitude (up to 2^53) and sign, never 0 if `nonzero`.
+fn random_int(rng: &mut common::Rng, nonzero: bool) -> f64 {
+    let bits = rng.below(54);
+    let x = (rng.next() >> (64 - bits.max(1))) as f64;
+    let x = if nonzero && x == 0.0 { 1.0 } else { x };
+    if rng.below(2) == 0 {
+        -x
+    } else {
+        x
+    }
+}
+
+#[test]
+fn int_division_and_remainder_equal_the_interpreter_bit_for_bit() {
+    let src = "def f(I: [m]int, J: [m]int) = \
+               (map2 (i, j. real(i % j)) I J, map2 (i, j. real(div(i, j))) I J)";
+    let mut rng = common::Rng(0x5eed_1275);
+    let mut inputs = Vec::new();
+    for _ in 0..20 {
+        let mut is = Vec::new();
+        let mut js = Vec::new();
+        for _ in 0..200 {
+            is.push(random_int(&mut rng, false));
+            js.push(random_int(&mut rng, true));
+        }
+        // Edges: the largest ints, exact multiples, a divisor of 1 and -1.
+        is.extend([
+            9007199254740992.0,
+            -9007199254740992.0,
+            12.0,
+            -12.0,
+            0.0,
+            7.0,
+        ]);
+        js.extend([3.0, -9007199254740991.0, 4.0, 4.0, -5.0, -1.0]);
+        inputs.push(json!({"I": is, "J": js}));
+    }
+    check(src, &inputs);
+}
