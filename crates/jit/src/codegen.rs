@@ -123,6 +123,16 @@ pub(crate) struct Built {
     pub(crate) checks: Vec<SizeExpr>,
     /// The workspace cell a failed run-time check sets (see [`Compiled::call`]), if any.
     pub(crate) status: Option<SizeExpr>,
+    /// The int parameters, whose values the checked call checks against their sizes.
+    pub(crate) int_params: Vec<IntParam>,
+}
+
+/// An int parameter: its value (a whole number, carried as a real) is input component
+/// `component`, and `max(0, value)` is size variable `size` (`iota n`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IntParam {
+    pub(crate) component: usize,
+    pub(crate) size: usize,
 }
 
 /// The components of a value of shape `s` belonging to parameter (or result) `index`.
@@ -165,13 +175,28 @@ pub(crate) fn build(
     ctx: &mut Context,
     name: &str,
 ) -> JitResult<(FuncId, Built)> {
-    match build_with(arena, func, module, ctx, name, false) {
+    build_part(arena, func, func.params.len(), module, ctx, name)
+}
+
+/// [`build`] for a part of a function cut in parts, whose first `own_params` parameters
+/// are the function's own and the others values crossing from earlier parts: an int among
+/// those is a value like any other, not the size variable of its name, so that every part
+/// numbers the sizes as the function does.
+pub(crate) fn build_part(
+    arena: &Arena,
+    func: &Func,
+    own_params: usize,
+    module: &mut JITModule,
+    ctx: &mut Context,
+    name: &str,
+) -> JitResult<(FuncId, Built)> {
+    match build_with(arena, func, own_params, module, ctx, name, false) {
         Err(Failure {
             retry: Some(Retry::ReadTwice),
             ..
         }) => {
             ctx.clear();
-            build_with(arena, func, module, ctx, name, true).map_err(|f| f.error)
+            build_with(arena, func, own_params, module, ctx, name, true).map_err(|f| f.error)
         }
         r => r.map_err(|f| f.error),
     }
@@ -194,29 +219,44 @@ impl From<JitError> for Failure {
 fn build_with(
     arena: &Arena,
     func: &Func,
+    own_params: usize,
     module: &mut JITModule,
     ctx: &mut Context,
     name: &str,
     force_read_twice: bool,
 ) -> Result<(FuncId, Built), Failure> {
-    let mut size_vars: Vec<Arc<str>> = Vec::new();
     let mut param_names = Vec::new();
     for &p in &func.params {
-        let Some(t) = arena.var_type(p) else {
+        if arena.var_type(p).is_none() {
             return Err(
                 JitError::Type(format!("parameter `{}` has no type", arena.var_name(p))).into(),
             );
-        };
-        t.size_vars(&mut size_vars);
+        }
         param_names.push(arena.var_name(p).to_string());
     }
+    // The sizes in the parameters' types, and each int parameter's own (`iota n`), in the
+    // order of `Func::size_vars`; in a part, only the function's own int parameters.
+    let size_vars: Vec<Arc<str>> = if own_params >= func.params.len() {
+        func.size_vars(arena)
+    } else {
+        let mut out = Vec::new();
+        for (k, &p) in func.params.iter().enumerate() {
+            let t = arena.var_type(p).cloned().unwrap_or(Type::Real);
+            t.size_vars(&mut out);
+            let name: Arc<str> = arena.var_name(p).into();
+            if k < own_params && t == Type::Int && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
+    };
     let index = |name: &str| {
         size_vars
             .iter()
             .position(|v| &**v == name)
             .map(|i| i as u32)
     };
-    let (an, result) = Analysis::run(arena, func, &index)?;
+    let (an, result) = Analysis::run(arena, func, own_params, &index)?;
     if matches!(func.ret, Type::Bool) || matches!(result, SShape::Bool) {
         return Err(JitError::Unsupported(
             "the function returns a condition; results are reals, tuples and arrays".into(),
@@ -232,6 +272,29 @@ fn build_with(
     }
     let mut outputs = Vec::new();
     components(&result, 0, &mut Vec::new(), &mut Vec::new(), &mut outputs);
+    let mut int_params = Vec::new();
+    for (k, &p) in func.params.iter().enumerate().take(own_params) {
+        if arena.var_type(p) != Some(&Type::Int) {
+            continue;
+        }
+        let component = inputs
+            .iter()
+            .position(|c| c.index == k && c.path.is_empty());
+        let size = index(arena.var_name(p));
+        match (component, size) {
+            (Some(component), Some(size)) => int_params.push(IntParam {
+                component,
+                size: size as usize,
+            }),
+            _ => {
+                return Err(JitError::Internal(format!(
+                    "the int parameter `{}` has no component or no size variable",
+                    arena.var_name(p)
+                ))
+                .into())
+            }
+        }
+    }
 
     let ptr = module.target_config().pointer_type();
     if ptr != types::I64 {
@@ -310,6 +373,7 @@ fn build_with(
             workspace: plan.workspace,
             checks: plan.checks,
             status: plan.status,
+            int_params,
         },
     ))
 }

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use cranelift_jit::JITModule;
 use cranelift_module::FuncId;
 
-use crate::codegen::Built;
-use crate::error::JitError;
+use crate::codegen::{Built, IntParam};
+use crate::error::{JitError, Stop};
 use crate::layout::{Component, Shape, SizeExpr};
 
 /// The native function: `f(inputs, sizes, outputs, workspace)` (see the crate docs).
@@ -39,6 +39,7 @@ struct Inner {
     workspace: SizeExpr,
     checks: Vec<SizeExpr>,
     status: Option<SizeExpr>,
+    int_params: Vec<IntParam>,
 }
 
 impl Drop for Inner {
@@ -138,6 +139,7 @@ impl Compiled {
         check_count(Side::Output, outputs.len(), inner.outputs.len())?;
         self.check_lengths(Side::Input, sizes, &mut inputs.iter().map(|s| s.len()))?;
         self.check_lengths(Side::Output, sizes, &mut outputs.iter().map(|s| s.len()))?;
+        self.check_ints(inputs, sizes)?;
         let need = self.workspace_len(sizes);
         if workspace.len() < need {
             return Err(JitError::Call(format!(
@@ -199,6 +201,7 @@ impl Compiled {
         self.check_sizes(sizes)?;
         check_count(Side::Input, inputs.len(), inner.inputs.len())?;
         self.check_lengths(Side::Input, sizes, &mut inputs.iter().map(|s| s.len()))?;
+        self.check_ints(inputs, sizes)?;
         let mut outputs = inner
             .outputs
             .iter()
@@ -245,6 +248,42 @@ impl Compiled {
         }
         if inner.checks.iter().any(|e| e.eval(sizes).is_none()) {
             return Err(JitError::Call(format!("the sizes {sizes:?} are too large")));
+        }
+        Ok(())
+    }
+
+    /// Refuse the values of the int parameters (in `inputs`, already checked to be one
+    /// real each) unless each is a whole number up to 2^53 in magnitude whose size variable
+    /// in `sizes` is `max(0, value)`, as [`unfad_syntax::Func::size_vars`] makes it.
+    fn check_ints(&self, inputs: &[&[f64]], sizes: &[u64]) -> Result<(), JitError> {
+        let inner = &*self.inner;
+        for p in &inner.int_params {
+            let name = inner
+                .inputs
+                .get(p.component)
+                .and_then(|c| inner.param_names.get(c.index))
+                .map_or("?", String::as_str);
+            let Some(&x) = inputs.get(p.component).and_then(|c| c.first()) else {
+                return Err(JitError::Call(format!(
+                    "the int parameter `{name}` has no value"
+                )));
+            };
+            if x.fract() != 0.0 || x.abs() > unfad_syntax::typeck::INT_LIMIT {
+                return Err(JitError::Call(format!(
+                    "parameter `{name}` is an int, but the argument is {x} (ints are whole \
+                     numbers up to 2^53 in magnitude)"
+                )));
+            }
+            let size = x.max(0.0) as u64;
+            if sizes.get(p.size) != Some(&size) {
+                return Err(JitError::Call(format!(
+                    "the int parameter `{name}` is {x}, so its size `{name}` is {size}, but \
+                     the sizes give {}",
+                    sizes
+                        .get(p.size)
+                        .map_or("none".to_string(), |s| s.to_string())
+                )));
+            }
         }
         Ok(())
     }
@@ -343,12 +382,7 @@ fn zeros(n: usize, what: impl FnOnce() -> String) -> Result<Vec<f64>, JitError> 
 #[inline]
 fn read_status(status: Option<usize>, workspace: &[f64]) -> Result<(), JitError> {
     match status.and_then(|k| workspace.get(k)) {
-        Some(&s) if s != 0.0 => Err(JitError::Check(
-            "a length check failed, and the native code stopped rather than read or write \
-             outside a buffer; this is a bug of unfad's code generator: please report it \
-             with the program and the sizes"
-                .into(),
-        )),
+        Some(&s) if s != 0.0 => Err(Stop::error(s)),
         _ => Ok(()),
     }
 }
@@ -456,6 +490,7 @@ pub(crate) fn finish(
             workspace: built.workspace,
             checks: built.checks,
             status: built.status,
+            int_params: built.int_params,
         }),
     })
 }

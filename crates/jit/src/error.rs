@@ -35,6 +35,42 @@ pub(crate) enum Retry {
     ReadTwice,
 }
 
+/// Why the native code stopped early: the code a failed run-time check writes to the
+/// function's status cell (0 while nothing failed), read back by the checked call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// A length the shape analysis promised did not hold (a bug of this crate).
+    Length = 1,
+    /// An index (of `A[i]` or of a position of `scatter_add`) out of the array's bounds.
+    Index = 2,
+    /// An int division or remainder whose divisor is 0.
+    DivisionByZero = 3,
+}
+
+impl Stop {
+    /// The value of the status cell that means this stop.
+    pub(crate) fn code(self) -> f64 {
+        self as u8 as f64
+    }
+
+    /// The error of a call whose status cell holds `code` (not 0).
+    pub(crate) fn error(code: f64) -> JitError {
+        JitError::Check(
+            if code == Stop::Index.code() {
+                "an index is out of bounds (an index must be a whole number from 0 to the \
+                 array's length minus 1)"
+            } else if code == Stop::DivisionByZero.code() {
+                "an integer division or remainder by zero"
+            } else {
+                "a length check failed, and the native code stopped rather than read or write \
+                 outside a buffer; this is a bug of unfad's code generator: please report it \
+                 with the program and the sizes"
+            }
+            .into(),
+        )
+    }
+}
+
 pub(crate) fn internal<T>(msg: impl Into<String>) -> JitResult<T> {
     Err(JitError::Internal(msg.into()))
 }

@@ -5,7 +5,17 @@
 //! function argument of `map`, `map2`, `reduce`, `foldl`, `scanl` and `scanr` (their bodies may
 //! use variables of the enclosing scope), no application and no calls. Both users' primal
 //! programs and optimized gradient terms (scans, shifts, `zeros_like`, `ones_like`, n-tuples,
-//! `if` on any type) are in that fragment. Anything else is an [`JitError::Unsupported`].
+//! `if` on any type, ints, `iota`, indexing and `scatter_add`) are in that fragment.
+//! Anything else is an [`JitError::Unsupported`].
+//!
+//! **Ints** are carried as reals holding whole numbers (exact up to 2^53): an `int` lays out
+//! as a `real` everywhere (`[n]int` is an array of reals), `real(i)` is the identity, and
+//! `+ - * max min` are the reals' instructions. An int parameter is also the size variable
+//! of its name (`iota n`), whose value is `max(0, value)`; [`Compiled::call`] refuses an
+//! int argument that is not a whole number or that disagrees with that size. `iota` is an
+//! unevaluated array (element `i` is `i`, computed in the loop that reads it); `A[i]` reads
+//! element `i` in place; `scatter_add` adds into a copy of its target in one loop. Every
+//! index and every int divisor is checked at run time (see "Memory safety").
 //!
 //! # The ABI
 //!
@@ -82,9 +92,12 @@
 //! its destination), the function checks it once, before the loop. A function that checks
 //! something at run time has a **status cell** after its buffers in the workspace
 //! ([`Compiled::status_cell`]): the function clears it first, a failed check sets it and
-//! returns at once, and [`Compiled::call`] reports [`JitError::Check`]. Only a bug of the
-//! lowering or of the analysis can fail a check; the tests inject mistakes into the analysis
-//! ([`fault`]) and check that no guard cell around any buffer is ever read or written.
+//! returns at once, and [`Compiled::call`] reports [`JitError::Check`]; the cell holds
+//! why: 1 for a length check, which only a bug of the lowering or of the analysis can fail
+//! (the tests inject mistakes into the analysis, [`fault`], and check that no guard cell
+//! around any buffer is ever read or written), 2 for an index out of bounds (`A[i]`, a
+//! position of `scatter_add`: every index is checked, a failure is the program's error), 3
+//! for an int division or remainder by zero.
 //!
 //! # Fusion
 //!

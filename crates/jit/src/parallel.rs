@@ -16,7 +16,7 @@ use cranelift_module::{FuncId, Module};
 use unfad_syntax::{Arena, Func};
 
 use crate::codegen::{
-    build, declare_in, host_isa, new_module, type_in_place, verify, Built, ENTRY,
+    build_part, declare_in, host_isa, new_module, type_in_place, verify, Built, ENTRY,
 };
 use crate::compiled::{finish, Compiled};
 use crate::error::{JitError, JitResult};
@@ -64,15 +64,23 @@ pub(crate) fn keep_contexts(ctxs: impl IntoIterator<Item = Context>) {
 pub fn compile_parallel(arena: &mut Arena, func: &Func) -> Result<Compiled, JitError> {
     type_in_place(arena, func)?;
     if let Some(chunks) = split::chunks(arena, func) {
-        if let Some(compiled) = compile_chunks(arena, &chunks)? {
-            return Ok(compiled);
+        match compile_chunks(arena, &chunks) {
+            Ok(Some(compiled)) => return Ok(compiled),
+            Ok(None) => {}
+            Err(JitError::Unsupported(_)) => return compile(arena, func),
+            Err(e) => return Err(e),
         }
     }
     if cores() < 2 {
         return compile(arena, func);
     }
     match split::split(arena, func) {
-        Some(parts) => compile_parts(arena, func, &parts),
+        // A part may lack what the whole shows: the length of an `iota` whose int crosses
+        // the cut is a value there, not a size. The whole function is compiled instead.
+        Some(parts) => match compile_parts(arena, func, &parts) {
+            Err(JitError::Unsupported(_)) => compile(arena, func),
+            r => r,
+        },
         None => compile(arena, func),
     }
 }
@@ -111,13 +119,15 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
     } else {
         (second_ctx, first_ctx)
     };
-    let far_built = build(arena, funcs[far], &mut module, far_ctx, names[far])?;
+    let own = parts.first.params.len();
+    let far_built = build_part(arena, funcs[far], own, &mut module, far_ctx, names[far])?;
     let built = std::thread::scope(|s| {
         let other = std::thread::Builder::new()
             .name("unfad-jit".into())
             .spawn_scoped(s, || compile_code(far_ctx, &*isa));
         let mine = (|| {
-            let near_built = build(arena, funcs[near], &mut module, near_ctx, names[near])?;
+            let near_built =
+                build_part(arena, funcs[near], own, &mut module, near_ctx, names[near])?;
             let ((id1, b1), (id2, b2)) = if far == 0 {
                 (far_built, near_built)
             } else {
@@ -182,6 +192,7 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
         workspace,
         checks,
         status,
+        int_params: b1.int_params,
     };
     finish(module, id0, built, 2)
 }
@@ -194,6 +205,9 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
     let isa = host_isa()?;
     let mut module = new_module()?;
     let n = chunks.parts.len();
+    // The first part takes the function's parameters only; the others add their imports.
+    let own = chunks.parts.first().map_or(0, |p| p.params.len())
+        - chunks.imports.first().map_or(0, Vec::len);
     // A short queue: when it is full, this thread compiles the part it lowered, so that
     // lowered parts do not pile up (each holds its function's IR).
     let (to_compile, queue) = mpsc::sync_channel::<(usize, FuncId, Context)>(cores());
@@ -212,9 +226,10 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
             let mut built = Vec::with_capacity(n);
             for (j, part) in chunks.parts.iter().enumerate() {
                 let mut ctx = take_context(&module);
-                let (id, b) = build(
+                let (id, b) = build_part(
                     arena,
                     part,
+                    own,
                     &mut module,
                     &mut ctx,
                     &format!("unfad_part{j}"),
@@ -296,6 +311,7 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
         workspace,
         checks,
         status,
+        int_params: first.int_params,
     };
     finish(module, id0, whole, n).map(Some)
 }

@@ -13,7 +13,7 @@
 use std::rc::Rc;
 use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
-use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+use unfad_syntax::{with_stack, Arena, BinOp, ExprId, Func, Len, Node, Type, Var};
 
 use crate::error::{internal, unsupported, JitError, JitResult};
 use crate::fault;
@@ -130,6 +130,10 @@ impl SShape {
 #[derive(Default)]
 pub(crate) struct Analysis {
     shapes: HashMap<ExprId, SShape>,
+    /// The size variable of each int parameter (the one of its name, as in `iota n`).
+    int_params: HashMap<Var, u32>,
+    /// The right-hand side of each `let` binding a scalar, for the lengths of `iota`.
+    scalar_lets: HashMap<Var, ExprId>,
     var_shapes: HashMap<Var, SShape>,
     uses: HashMap<Var, u32>,
     pulls: HashMap<Var, u32>,
@@ -138,17 +142,20 @@ pub(crate) struct Analysis {
 }
 
 impl Analysis {
-    /// Analyse `func`; `index` maps size variables to their positions.
+    /// Analyse `func`; `index` maps size variables to their positions. Only the first
+    /// `own_params` parameters are the function's own: an int among the others (a value
+    /// crossing from an earlier part) is not the size variable of its name.
     pub fn run(
         arena: &Arena,
         func: &Func,
+        own_params: usize,
         index: &dyn Fn(&str) -> Option<u32>,
     ) -> JitResult<(Analysis, SShape)> {
         let mut a = Analyzer {
             arena,
             out: Analysis::default(),
         };
-        for &p in &func.params {
+        for (k, &p) in func.params.iter().enumerate() {
             let ty = arena.var_type(p).ok_or_else(|| {
                 JitError::Type(format!("parameter `{}` has no type", arena.var_name(p)))
             })?;
@@ -159,6 +166,11 @@ impl Analysis {
                 ));
             }
             let s = SShape::of_type(ty, index)?;
+            if *ty == Type::Int && k < own_params {
+                if let Some(size) = index(arena.var_name(p)) {
+                    a.out.int_params.insert(p, size);
+                }
+            }
             a.out.var_shapes.insert(p, s);
             a.out.bind_depth.insert(p, 0);
         }
@@ -296,6 +308,9 @@ impl Analyzer<'_> {
             }
             Let(x, e1, e2) => {
                 let s1 = self.visit(e1, depth, count, true)?;
+                if s1 == SShape::Real {
+                    self.out.scalar_lets.insert(x, e1);
+                }
                 self.bind(x, s1, depth);
                 self.visit(e2, depth, count, true)?
             }
@@ -361,8 +376,36 @@ impl Analyzer<'_> {
                 )
             }
             App(..) => return unsupported("application of a function value"),
-            Iota(..) | Index(..) | ScatterAdd(..) => {
-                return unsupported("`iota`, indexing and `scatter_add` in native code")
+            Iota(n) => {
+                self.visit(n, depth, count, true)?;
+                let Some((len, exact)) = self.iota_len(n, 0) else {
+                    return unsupported(
+                        "`iota` of a length that is not a size (a literal, `len(A)`, an int \
+                         parameter, plus or minus a literal)",
+                    );
+                };
+                SShape::arr(len, exact, SShape::Real)
+            }
+            Index(x, i) => {
+                let sa = expect_arr(self.visit(x, depth, count, true)?, "indexing")?;
+                self.visit(i, depth, count, true)?;
+                sa.elem.clone()
+            }
+            ScatterAdd(z, i, v) => {
+                let sz = self.visit(z, depth, count, true)?;
+                let si = expect_arr(self.visit(i, depth, count, true)?, "scatter_add")?;
+                expect_arr(self.visit(v, depth, count, true)?, "scatter_add")?;
+                let positions_are_ints = match &si.elem {
+                    SShape::Real => true,
+                    SShape::Tuple(items) => items.iter().all(|s| *s == SShape::Real),
+                    _ => false,
+                };
+                if !positions_are_ints {
+                    return Err(JitError::Type(
+                        "the positions of `scatter_add` are not ints or tuples of ints".into(),
+                    ));
+                }
+                sz
             }
             Call(..) => return unsupported("a call of a definition (inline the program first)"),
             Array(l) => {
@@ -427,6 +470,51 @@ impl Analyzer<'_> {
                 SShape::arr(fault::shift(sa.len), sa.exact, sa.elem.clone())
             }
         })
+    }
+
+    /// The length of `iota (n + k)`, `max(0, n + k)`, as a function of the sizes, and
+    /// whether it is exactly that (else an upper bound), where `n` (already visited) is a
+    /// size as the type checker knows them: a whole-number literal, `len(A)`, an int
+    /// parameter or a `let` of one of those, plus or minus literals. `None` otherwise.
+    fn iota_len(&self, n: ExprId, k: i64) -> Option<(Dim, bool)> {
+        let arena = self.arena;
+        let literal = |c: f64| {
+            (c.fract() == 0.0 && c.abs() <= unfad_syntax::typeck::INT_LIMIT).then_some(c as i64)
+        };
+        match arena[n] {
+            Node::Const(c) => {
+                let v = literal(c)?.checked_add(k)?;
+                Some((Dim::constant(v.max(0) as u64), true))
+            }
+            Node::Op2(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+                let Node::Const(c) = arena[b] else {
+                    return None;
+                };
+                let c = literal(c)?;
+                let c = if op == BinOp::Add {
+                    c
+                } else {
+                    c.checked_neg()?
+                };
+                self.iota_len(a, k.checked_add(c)?)
+            }
+            // `len(A) + k` is `max(0, len(A) + k)`: `A`'s length stepped by `k`.
+            Node::Len(a) => match self.out.shapes.get(&a)? {
+                SShape::Arr(sa) => Some((sa.len.step(k), sa.exact)),
+                _ => None,
+            },
+            Node::Var(v) => {
+                if let Some(&rhs) = self.out.scalar_lets.get(&v) {
+                    return self.iota_len(rhs, k);
+                }
+                // The size variable of an int parameter is `max(0, value)`: `max(0, value +
+                // k)` is `max(size + k, 0)` for `k <= 0`; for `k > 0` only at most
+                // `size + k` (a negative value).
+                let &var = self.out.int_params.get(&v)?;
+                Some((Len::of_var(var).step(k), k <= 0))
+            }
+            _ => None,
+        }
     }
 
     /// A loop with an accumulator: finds the accumulator's shape as the least fixed point

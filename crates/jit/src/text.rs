@@ -5,7 +5,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 use unfad_syntax::{Arena, Func};
 
-use crate::codegen::{build, host_isa, new_module, type_in_place, typed, ENTRY};
+use crate::codegen::{build, build_part, host_isa, new_module, type_in_place, typed, ENTRY};
 use crate::error::JitError;
 use crate::parallel::{build_entry, cores, crossing_lens, merge_results};
 use crate::split;
@@ -26,35 +26,54 @@ pub fn clif_text_parallel(arena: &mut Arena, func: &Func) -> Result<String, JitE
     if cores() >= 2 {
         type_in_place(arena, func)?;
         if let Some(parts) = split::split(arena, func) {
-            let mut module = new_module()?;
-            let [mut c1, mut c2, mut c0] = [(); 3].map(|()| module.make_context());
-            let (id1, b1) = build(arena, &parts.first, &mut module, &mut c1, "unfad_first")?;
-            let (id2, b2) = build(arena, &parts.second, &mut module, &mut c2, "unfad_second")?;
-            let lens = crossing_lens(&b1, &b2);
-            let results = lens
-                .as_ref()
-                .and_then(|l| merge_results(&b1, &b2, &parts, l.len()));
-            if let (Some(lens), Some(results)) = (lens, results) {
-                build_entry(
-                    &mut module,
-                    &mut c0,
-                    [id1, id2],
-                    [&b1, &b2],
-                    &lens,
-                    &results,
-                )?;
-                return Ok(format!(
-                    "; the first part (compiled on one thread)\n{}\n\n\
-                     ; the second part (compiled on another)\n{}\n\n\
-                     ; the entry: the first part, then the second\n{}",
-                    c1.func.display(),
-                    c2.func.display(),
-                    c0.func.display()
-                ));
+            // A part that cannot be compiled alone (see `compile_parallel`): the whole.
+            match parts_text(arena, &parts) {
+                Ok(Some(text)) => return Ok(text),
+                Ok(None) | Err(JitError::Unsupported(_)) => {}
+                Err(e) => return Err(e),
             }
         }
     }
     clif_text(arena, func)
+}
+
+/// The two parts of a cut and the entry running them, if they fit each other.
+fn parts_text(arena: &Arena, parts: &split::Parts) -> Result<Option<String>, JitError> {
+    let mut module = new_module()?;
+    let [mut c1, mut c2, mut c0] = [(); 3].map(|()| module.make_context());
+    let own = parts.first.params.len();
+    let (id1, b1) = build(arena, &parts.first, &mut module, &mut c1, "unfad_first")?;
+    let (id2, b2) = build_part(
+        arena,
+        &parts.second,
+        own,
+        &mut module,
+        &mut c2,
+        "unfad_second",
+    )?;
+    let lens = crossing_lens(&b1, &b2);
+    let results = lens
+        .as_ref()
+        .and_then(|l| merge_results(&b1, &b2, parts, l.len()));
+    let (Some(lens), Some(results)) = (lens, results) else {
+        return Ok(None);
+    };
+    build_entry(
+        &mut module,
+        &mut c0,
+        [id1, id2],
+        [&b1, &b2],
+        &lens,
+        &results,
+    )?;
+    Ok(Some(format!(
+        "; the first part (compiled on one thread)\n{}\n\n\
+         ; the second part (compiled on another)\n{}\n\n\
+         ; the entry: the first part, then the second\n{}",
+        c1.func.display(),
+        c2.func.display(),
+        c0.func.display()
+    )))
 }
 
 /// The machine code of `func` for the host, as assembly text (after Cranelift's

@@ -8,7 +8,8 @@
 //! - a fill ([`Kind::Fill`]): every leaf the same known constant (`zeros_like`, `ones_like`);
 //! - unevaluated ([`Kind::Map`], [`Kind::Map2`]): a `map` whose element is computed where a
 //!   consumer reads it, which fuses the map into the consumer's loop;
-//! - a shifted `scanl` computed in the loop that reads it ([`Kind::Scan`]).
+//! - a shifted `scanl` computed in the loop that reads it ([`Kind::Scan`]);
+//! - `iota n`, element `i` being `start + i` as a real ([`Kind::Iota`]), never in memory.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -85,6 +86,10 @@ pub(crate) enum Kind {
     },
     /// A shifted `scanl`, computed in the loop that reads it (see [`Scan`]).
     Scan(Rc<Scan>),
+    /// `iota n` (an int is carried as a real holding a whole number): element `i` is the
+    /// real `start + i`, computed where it is read, as often as it is read (`start` is 1
+    /// more for each `shift1L`).
+    Iota { start: i64 },
 }
 
 /// `shift1R (scanl f z src)`, the accumulator before each step, or `shift1L`, after each

@@ -109,7 +109,33 @@ impl<'a> Reader<'a> {
     ) -> Result<Held<'py>, Failure> {
         let name = &self.params.names[param];
         match ty {
-            Type::Real | Type::Int | Type::Bool => match obj.extract::<f64>() {
+            Type::Int => match obj.extract::<f64>() {
+                Ok(x) if x.fract() != 0.0 || x.abs() > unfad_syntax::typeck::INT_LIMIT => {
+                    Err(Failure::argument(
+                        name,
+                        format!(
+                            "parameter `{place}` is an int, but the argument is {x} (ints are \
+                             whole numbers up to 2^53 in magnitude)"
+                        ),
+                    ))
+                }
+                Ok(x) => {
+                    if place == name.as_str() {
+                        // An int parameter is also the size variable of its name (`iota n`).
+                        let size = Size::var(name);
+                        self.bind(param, ty, &size, x.max(0.0) as usize)?;
+                    }
+                    Ok(Held::Real(x))
+                }
+                Err(_) => Err(Failure::argument(
+                    name,
+                    format!(
+                        "parameter `{place}` has type `{ty}`, but the argument is {}",
+                        describe(obj)
+                    ),
+                )),
+            },
+            Type::Real | Type::Bool => match obj.extract::<f64>() {
                 Ok(x) => Ok(Held::Real(x)),
                 Err(_) => Err(Failure::argument(
                     name,

@@ -7,8 +7,8 @@ use crate::Error;
 
 /// An argument of a compiled function.
 ///
-/// - `Arg::from(x)` for a `real`;
-/// - `Arg::from(&[f64])` for a `[n]real`;
+/// - `Arg::from(x)` for a `real` (or an `int`: a whole number up to 2^53 in magnitude);
+/// - `Arg::from(&[f64])` for a `[n]real` (or a `[n]int`);
 /// - `Arg::array(data, shape)` for any array of reals, nested ones included, row-major
 ///   (`[n][m]real` is `shape = [n, m]`, `data.len() == n * m`);
 /// - `Arg::tuple(items)` for a tuple;
@@ -103,6 +103,11 @@ impl Binder<'_> {
                 comps[base].push(*x);
                 Ok(())
             }
+            (Type::Int, Arg::Real(x)) => {
+                self.check_int(param, *x, at)?;
+                comps[base].push(*x);
+                Ok(())
+            }
             (Type::Tuple(items), Arg::Tuple(args)) => {
                 if items.len() != args.len() {
                     return Err(Error::Argument(format!(
@@ -144,6 +149,24 @@ impl Binder<'_> {
     fn place(&self, param: usize, at: Option<&At>) -> String {
         At::place(&self.names[param], at)
     }
+
+    /// Check that `x`, an int of parameter `param` (at `at` inside it), is a whole number
+    /// up to 2^53 in magnitude (ints are carried as such reals); an int parameter itself
+    /// (`at` is `None`) also binds the size variable of its name to `max(0, x)` (`iota n`).
+    pub fn check_int(&mut self, param: usize, x: f64, at: Option<&At>) -> Result<(), Error> {
+        if x.fract() != 0.0 || x.abs() > unfad_syntax::typeck::INT_LIMIT {
+            return Err(Error::Argument(format!(
+                "parameter `{}` is an int, but the argument has {x} (ints are whole numbers up \
+                 to 2^53 in magnitude)",
+                self.place(param, at)
+            )));
+        }
+        if at.is_none() {
+            let name = &self.names[param];
+            self.bind_size(param, &Type::Int, &Size::var(name), x.max(0.0) as usize)?;
+        }
+        Ok(())
+    }
 }
 
 impl Binder<'_> {
@@ -159,7 +182,7 @@ impl Binder<'_> {
         let name = &names[param];
         let (dims, leaf) = array_dims(ty);
         let rank = dims.count();
-        if *leaf != Type::Real {
+        if *leaf != Type::Real && *leaf != Type::Int {
             return Err(Error::Argument(format!(
                 "parameter `{name}` has type `{ty}`: give its elements with `Arg::elements`"
             )));
@@ -179,6 +202,17 @@ impl Binder<'_> {
         }
         for (d, &len) in array_dims(ty).0.zip(shape) {
             self.bind_size(param, ty, d, len)?;
+        }
+        if *leaf == Type::Int {
+            if let Some(&x) = data
+                .iter()
+                .find(|x| x.fract() != 0.0 || x.abs() > unfad_syntax::typeck::INT_LIMIT)
+            {
+                return Err(Error::Argument(format!(
+                    "parameter `{name}` holds ints, but the argument has {x} (ints are whole \
+                     numbers up to 2^53 in magnitude)"
+                )));
+            }
         }
         Ok(())
     }

@@ -573,6 +573,10 @@ fn prepare<'a>(
         let n = component_count(&p.ty);
         match (&p.ty, a) {
             (Type::Real, Arg::Real(x)) => direct.push(Some(std::slice::from_ref(x))),
+            (Type::Int, Arg::Real(x)) => {
+                binder.check_int(i, *x, None)?;
+                direct.push(Some(std::slice::from_ref(x)));
+            }
             (t, Arg::Array { data, shape }) if is_single_component(t) && *t != Type::Real => {
                 binder.check_array(i, t, data, shape)?;
                 direct.push(Some(*data));

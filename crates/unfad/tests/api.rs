@@ -325,3 +325,43 @@ fn shifts_and_scans_in_source_programs() {
     assert!((out.value - value).abs() < 1e-12);
     assert_close(out.gradient(0), &g[0]);
 }
+
+#[test]
+fn int_parameters_are_sizes_and_whole_numbers() {
+    let f = Engine::new()
+        .compile(
+            "def f(n: int, I: [m]int, X: [k]real) = \
+             (sum(map (i. real(i) * X[i % len(X)]) (iota n)), map (i. X[i]) I)",
+        )
+        .unwrap();
+    let (idx, x) = (vec![2.0, 0.0, 2.0], vec![1.0, 10.0, 100.0]);
+    let out = f
+        .call(&[Arg::from(4.0), Arg::from(&idx), Arg::from(&x)])
+        .unwrap();
+    // 0*1 + 1*10 + 2*100 + 3*1, then the gather.
+    assert_eq!(out, vec![213.0, 100.0, 1.0, 100.0]);
+    let empty = f
+        .call(&[Arg::from(-3.0), Arg::from(&idx), Arg::from(&x)])
+        .unwrap();
+    assert_eq!(empty, vec![0.0, 100.0, 1.0, 100.0]);
+    let err = f
+        .call(&[Arg::from(2.5), Arg::from(&idx), Arg::from(&x)])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Argument(m) if m.contains("`n`") && m.contains("2.5")),
+        "{err}"
+    );
+    let bad = vec![0.5];
+    let err = f
+        .call(&[Arg::from(1.0), Arg::from(&bad), Arg::from(&x)])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Argument(m) if m.contains("`I`")),
+        "{err}"
+    );
+    let far = vec![3.0];
+    let err = f
+        .call(&[Arg::from(1.0), Arg::from(&far), Arg::from(&x)])
+        .unwrap_err();
+    assert!(err.to_string().contains("out of bounds"), "{err}");
+}

@@ -418,7 +418,7 @@ impl<'a> Translator<'a> {
             match &a.kind {
                 Kind::Map { read, .. } | Kind::Map2 { read, .. } => read.set(false),
                 Kind::Scan(scan) => scan.read.set(false),
-                Kind::Mem { .. } | Kind::Fill { .. } => {}
+                Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => {}
             }
         }
     }
@@ -438,7 +438,7 @@ fn heavy(arena: &unfad_syntax::Arena, a: &Rc<Arr>, budget: &mut usize) -> bool {
             body(arena, *f, budget) || heavy(arena, x, budget) || heavy(arena, y, budget)
         }
         Kind::Scan(scan) => body(arena, scan.f, budget) || heavy(arena, &scan.src, budget),
-        Kind::Mem { .. } | Kind::Fill { .. } => false,
+        Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => false,
     }
 }
 
@@ -487,6 +487,6 @@ fn unread_maps(a: &Rc<Arr>, out: &mut Vec<Rc<Arr>>) {
             }
             unread_maps(&scan.src, out);
         }
-        Kind::Mem { .. } | Kind::Fill { .. } => {}
+        Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => {}
     }
 }

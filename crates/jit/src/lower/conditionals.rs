@@ -93,11 +93,13 @@ impl<'a> Translator<'a> {
             }
             match arena[e] {
                 Node::Const(_) | Node::Var(_) => true,
-                Node::Op1(UnOp::Neg | UnOp::Abs | UnOp::Sqrt, x) | Node::Proj(_, x) => {
-                    go(arena, x, budget)
-                }
+                Node::Op1(UnOp::Neg | UnOp::Abs | UnOp::Sqrt | UnOp::ToReal, x)
+                | Node::Proj(_, x) => go(arena, x, budget),
+                // Not an int division or remainder: its divisor is checked (a zero one stops
+                // the call), so it runs only in the branch taken.
                 Node::Op2(op, x, y) => {
-                    matches!(runtime::binary(op), Lowering::Inline)
+                    !op.is_integer_only()
+                        && matches!(runtime::binary(op), Lowering::Inline)
                         && go(arena, x, budget)
                         && go(arena, y, budget)
                 }

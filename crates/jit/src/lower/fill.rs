@@ -1,5 +1,6 @@
-//! `zeros_like` and `ones_like`: arrays every leaf of which is the same known constant,
-//! written out only when they must be in memory.
+//! Arrays computed from their index alone, written out only when they must be in memory:
+//! `zeros_like` and `ones_like` (every leaf the same known constant), and `iota n` (element
+//! `i` is `i`, computed where it is read).
 
 use std::rc::Rc;
 
@@ -9,9 +10,31 @@ use crate::error::{internal, JitError, JitResult};
 use crate::shape::SShape;
 use crate::value::{FillElem, Kind, Layout, RealVal, Val};
 
-use super::Translator;
+use super::{shape_arr, Translator};
 
 impl<'a> Translator<'a> {
+    /// `iota n` (node `e`): the ints `0 .. max(0, n) - 1`, unevaluated. Its length is the
+    /// sizes' value when the analysis shows it (a literal, `len(A)`, an int parameter, minus
+    /// literals); otherwise `n`'s value, at most the analysis' bound.
+    pub(super) fn emit_iota(&mut self, e: ExprId, n: ExprId) -> JitResult<Val> {
+        let sa = shape_arr(&self.shape(e)?)?;
+        let len = if sa.exact {
+            self.skip(n);
+            self.dim(sa.len)
+        } else {
+            let x = self.emit_real(n)?;
+            let k = self.length_of_real(x);
+            let bound = self.dim(sa.len);
+            self.umin(k, bound)
+        };
+        Ok(Val::Arr(self.arr(
+            len,
+            &sa,
+            Some(sa.len),
+            Kind::Iota { start: 0 },
+        )))
+    }
+
     /// `zeros_like(x)` (`c` = 0) or `ones_like(x)` (`c` = 1).
     pub(super) fn emit_fill(&mut self, x: ExprId, c: f64) -> JitResult<Val> {
         let s = self.shape(x)?;
@@ -80,7 +103,7 @@ impl<'a> Translator<'a> {
                         Self::fill_elem_from_layout(layout, &a.shape.elem, c)?
                     }
                     Kind::Fill { elem } => Self::refill(elem, c),
-                    Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => {
+                    Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) | Kind::Iota { .. } => {
                         self.fill_elem_from_shape(&a.shape.elem, c)?
                     }
                 };

@@ -271,6 +271,6 @@ fn reads_scan(a: &Arr) -> bool {
         Kind::Scan(_) => true,
         Kind::Map { src, .. } => reads_scan(src),
         Kind::Map2 { a, b, .. } => reads_scan(a) || reads_scan(b),
-        Kind::Mem { .. } | Kind::Fill { .. } => false,
+        Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => false,
     }
 }

@@ -1,11 +1,12 @@
 //! Integers (lengths, indices, strides) known at compile time or computed at run time
-//! ([`IntVal`]): their arithmetic, folded when the operands are known.
+//! ([`IntVal`]): their arithmetic, folded when the operands are known, and their meeting
+//! with the language's ints (carried as reals holding whole numbers).
 
-use cranelift_codegen::ir::types::I64;
+use cranelift_codegen::ir::types::{F64, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
 
 use crate::layout::Dim;
-use crate::value::IntVal;
+use crate::value::{IntVal, RealVal};
 
 use super::Translator;
 
@@ -14,6 +15,27 @@ impl<'a> Translator<'a> {
         match x {
             IntVal::Const(k) => self.b.ins().iconst(I64, k),
             IntVal::Ssa(v) => v,
+        }
+    }
+
+    /// The int `k` (a length or an index, below 2^53) as the real that carries it.
+    pub(super) fn int_as_real(&mut self, k: IntVal) -> RealVal {
+        match k {
+            IntVal::Const(k) => RealVal::Const(k as f64),
+            IntVal::Ssa(v) => RealVal::Ssa(self.b.ins().fcvt_from_sint(F64, v)),
+        }
+    }
+
+    /// `max(0, x)` for an int `x` carried as a real (a length such as `iota x`'s): its
+    /// integer part, a NaN read as 0 and a huge value saturated.
+    pub(super) fn length_of_real(&mut self, x: RealVal) -> IntVal {
+        match x {
+            RealVal::Const(c) => IntVal::Const(if c > 0.0 { c as i64 } else { 0 }),
+            RealVal::Ssa(v) => {
+                let k = self.b.ins().fcvt_to_sint_sat(I64, v);
+                let zero = self.b.ins().iconst(I64, 0);
+                IntVal::Ssa(self.b.ins().smax(k, zero))
+            }
         }
     }
 

@@ -4,9 +4,10 @@
 
 use std::rc::Rc;
 
-use cranelift_codegen::ir::{InstBuilder, Value};
+use cranelift_codegen::ir::types::F64;
+use cranelift_codegen::ir::{BlockArg, InstBuilder, Value};
 
-use crate::error::{internal, unsupported, JitResult};
+use crate::error::{internal, unsupported, JitResult, Stop};
 use crate::layout::{Dim, SizeExpr};
 use crate::shape::{SArr, SShape};
 use crate::value::{sized, Arr, Buf, Holds, IntVal, Kind, Layout, Place, RealVal, Val};
@@ -295,16 +296,26 @@ impl<'a> Translator<'a> {
     /// as an error. What was written before stays written; nothing is written outside a
     /// buffer.
     pub(super) fn check(&mut self, ok: Value) {
+        self.check_that(ok, Stop::Length);
+    }
+
+    /// [`Translator::check`], the status cell telling `why` the function stopped (the block
+    /// that sets it takes the code as its parameter).
+    pub(super) fn check_that(&mut self, ok: Value, why: Stop) {
         let fail = match self.status {
             Some(fail) => fail,
             None => {
                 let fail = self.b.create_block();
+                self.b.append_block_param(fail, F64);
                 self.status = Some(fail);
                 fail
             }
         };
         let go_on = self.b.create_block();
-        self.b.ins().brif(ok, go_on, &[], fail, &[]);
+        let code = self.b.ins().f64const(why.code());
+        self.b
+            .ins()
+            .brif(ok, go_on, &[], fail, &[BlockArg::from(code)]);
         self.switch_to(go_on);
     }
 

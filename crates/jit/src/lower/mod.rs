@@ -34,8 +34,9 @@
 //! - [`state`]: values flattened into block parameters and rebuilt from them;
 //! - [`loops`]: bottom-tested loops; [`fusion`]: loops fused across bindings and tuples;
 //! - [`folds`]: folds and scans; [`blocked`]: loops folding with several accumulators; [`conditionals`]: `if`; [`shift`]: shifts;
-//!   [`fill`]: `zeros_like` and `ones_like`;
-//! - [`scalar`]: the operators on reals and run-time calls;
+//!   [`fill`]: `zeros_like`, `ones_like` and `iota`;
+//! - [`index`]: indexing `A[i]` and `scatter_add`, their indices checked at run time;
+//! - [`scalar`]: the operators on reals and ints, and run-time calls;
 //! - [`boundary`]: the function's parameters and result at the ABI.
 
 use std::rc::Rc;
@@ -64,6 +65,7 @@ mod conditionals;
 mod fill;
 mod folds;
 mod fusion;
+mod index;
 mod integers;
 mod kernels;
 pub(crate) mod lanes;
@@ -121,6 +123,17 @@ pub(crate) struct Translator<'a> {
     /// Once the function checks something at run time: the block that sets its status cell
     /// (after every buffer in the workspace) and returns (see [`Translator::check`]).
     status: Option<Block>,
+    /// The reals that are an element of an `iota` read at index `k` (so `k` itself, below
+    /// the `iota`'s length): an index that the lengths show in bounds needs no check.
+    iota_elements: HashMap<Value, IotaElement>,
+}
+
+/// An element `k` of an `iota` of length `len` (exactly `dim` if known), `0 <= k < len`.
+#[derive(Clone, Copy)]
+struct IotaElement {
+    k: Value,
+    len: IntVal,
+    dim: Option<crate::layout::Dim>,
 }
 
 impl<'a> Translator<'a> {
@@ -151,6 +164,7 @@ impl<'a> Translator<'a> {
             relay: None,
             counters: Vec::new(),
             status: None,
+            iota_elements: HashMap::default(),
         }
     }
 
@@ -235,7 +249,7 @@ impl<'a> Translator<'a> {
             Op2(op, x, y) => {
                 let x = self.emit_real(x)?;
                 let y = self.emit_real(y)?;
-                Ok(Val::Real(self.binary(op, x, y)?))
+                Ok(Val::Real(self.binary_checked(op, x, y)?))
             }
             Cmp(op, x, y) => {
                 let x = self.emit_real(x)?;
@@ -271,9 +285,9 @@ impl<'a> Translator<'a> {
                 unsupported("a function value outside the function argument of an array operation")
             }
             App(..) => unsupported("application of a function value"),
-            Iota(..) | Index(..) | ScatterAdd(..) => {
-                unsupported("`iota`, indexing and `scatter_add` in native code")
-            }
+            Iota(n) => self.emit_iota(e, n),
+            Index(x, i) => self.emit_index(x, i),
+            ScatterAdd(z, is, vs) => self.emit_scatter_add(e, z, is, vs),
             Call(..) => unsupported("a call of a definition (inline the program first)"),
             Array(_) | Scanl(..) | Scanr(..) => {
                 let sa = shape_arr(&self.shape(e)?)?;
@@ -403,6 +417,15 @@ impl<'a> Translator<'a> {
                 let a = self.emit_arr(x)?;
                 let b = self.emit_arr(y)?;
                 self.map_into(f, vec![a, b], d)
+            }
+            // Reverse mode's accumulation into zeros: written where it goes, the zeros first
+            // (a fill reads nothing, so nothing the loop reads lives in the destination).
+            (ScatterAdd(z, is, vs), Place::Arr(d))
+                if matches!(arena[z], ZerosLike(_) | OnesLike(_))
+                    && matches!(d.kind, Kind::Mem { .. }) =>
+            {
+                let zv = self.emit_arr(z)?;
+                self.scatter_add_into(zv, is, vs, d)
             }
             (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false),
             (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true),

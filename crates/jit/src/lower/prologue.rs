@@ -220,7 +220,8 @@ impl<'a> Translator<'a> {
         }
         let status = status.map(|(offset, at, fail)| {
             self.switch_to(fail);
-            let failed = self.b.ins().f64const(1.0);
+            // The code of the failed check (see `Stop`).
+            let failed = self.b.block_params(fail)[0];
             self.b.ins().store(self.flags, failed, at, 0);
             self.b.ins().return_(&[]);
             offset

@@ -1,5 +1,6 @@
 //! Reading element `i` of an array, whatever it is: in memory, a fill, an unevaluated map
-//! (its function applied to the sources' elements) or a scan computed where it is read.
+//! (its function applied to the sources' elements), a scan computed where it is read, or an
+//! `iota`'s element (its index as a real).
 
 use unfad_syntax::ExprId;
 
@@ -34,6 +35,14 @@ impl<'a> Translator<'a> {
                 self.apply(*f, vec![x, y])
             }
             Kind::Scan(scan) => self.scan_step(scan, i),
+            Kind::Iota { start } => {
+                let k = self.iadd(i, *start);
+                let x = self.int_as_real(k);
+                if let (RealVal::Ssa(v), IntVal::Ssa(k), 0) = (x, k, *start) {
+                    self.note_iota_element(v, k, a);
+                }
+                Ok(Val::Real(x))
+            }
         }
     }
 

@@ -1,6 +1,8 @@
 //! Scalar operations: the operators on reals (Cranelift instructions, inline math kernels
 //! from `kernels.rs`, or calls of the run-time functions, numbered in the current block),
-//! comparisons, and the SSA value of a known or computed real or condition.
+//! the operators on ints (carried as reals holding whole numbers: `+ - * max min` are the
+//! reals' instructions, `div` and `%` are computed from the quotient, a zero divisor stops
+//! the call), comparisons, and the SSA value of a known or computed real or condition.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::types::{F64, I8};
@@ -8,7 +10,7 @@ use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, Signature, Value};
 use cranelift_module::{Linkage, Module};
 use unfad_syntax::{BinOp, CmpOp, UnOp};
 
-use crate::error::{internal, JitError, JitResult};
+use crate::error::{internal, JitError, JitResult, Stop};
 use crate::runtime::{self, Lowering};
 use crate::value::{CondVal, RealVal};
 
@@ -58,6 +60,10 @@ impl<'a> Translator<'a> {
     }
 
     pub(super) fn unary(&mut self, op: UnOp, x: RealVal) -> JitResult<RealVal> {
+        if op == UnOp::ToReal {
+            // An int is already the real that carries it.
+            return Ok(x);
+        }
         let x = match x {
             RealVal::Const(c) => return Ok(RealVal::Const(op.eval(c))),
             RealVal::Ssa(v) => v,
@@ -81,6 +87,31 @@ impl<'a> Translator<'a> {
         })
     }
 
+    /// `x op y` for the operator of an `Op2` node: [`Translator::binary`], after checking
+    /// at run time that an int division's or remainder's divisor is not 0 (as the
+    /// interpreter does, a failure stops the call).
+    pub(super) fn binary_checked(
+        &mut self,
+        op: BinOp,
+        x: RealVal,
+        y: RealVal,
+    ) -> JitResult<RealVal> {
+        if op.is_integer_only() {
+            let ok = match y {
+                RealVal::Const(c) if c != 0.0 => None,
+                RealVal::Const(_) => Some(self.b.ins().iconst(I8, 0)),
+                RealVal::Ssa(v) => {
+                    let zero = self.b.ins().f64const(0.0);
+                    Some(self.b.ins().fcmp(FloatCC::NotEqual, v, zero))
+                }
+            };
+            if let Some(ok) = ok {
+                self.check_that(ok, Stop::DivisionByZero);
+            }
+        }
+        self.binary(op, x, y)
+    }
+
     pub(super) fn binary(&mut self, op: BinOp, x: RealVal, y: RealVal) -> JitResult<RealVal> {
         if let (RealVal::Const(a), RealVal::Const(b)) = (x, y) {
             return Ok(RealVal::Const(op.eval(a, b)));
@@ -102,6 +133,20 @@ impl<'a> Translator<'a> {
             (BinOp::Sub, _) => ins.fsub(x, y),
             (BinOp::Mul, _) => ins.fmul(x, y),
             (BinOp::Div, _) => ins.fdiv(x, y),
+            // Exact on whole numbers below 2^53 in magnitude, as `BinOp::eval`'s `(x / y).trunc()`.
+            (BinOp::IntDiv, _) => {
+                let q = ins.fdiv(x, y);
+                self.b.ins().trunc(q)
+            }
+            // Rust's `x % y` (the exact remainder, with the sign of `x`, a zero remainder
+            // included): `x - y * trunc(x / y)` is exact on whole numbers below 2^53.
+            (BinOp::Rem, _) => {
+                let q = ins.fdiv(x, y);
+                let t = self.b.ins().trunc(q);
+                let p = self.b.ins().fmul(y, t);
+                let r = self.b.ins().fsub(x, p);
+                self.b.ins().fcopysign(r, x)
+            }
             (BinOp::Max | BinOp::Min, _) => {
                 // Cranelift's fmax/fmin match IEEE maximum/minimum except for the NaN they
                 // return; the language's is always the canonical quiet NaN.

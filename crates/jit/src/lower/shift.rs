@@ -36,6 +36,9 @@ impl<'a> Translator<'a> {
                 holds: holds.clone(),
             },
             Kind::Fill { elem } => Kind::Fill { elem: elem.clone() },
+            Kind::Iota { start } => Kind::Iota {
+                start: if left { start + 1 } else { *start },
+            },
             Kind::Map { f, src, read } => {
                 if read.get() {
                     return internal("a map is shifted after it was read");

@@ -88,7 +88,7 @@ impl<'a> Translator<'a> {
                 }
                 return self.map_into(*f, vec![a.clone(), b.clone()], p);
             }
-            Kind::Mem { .. } | Kind::Fill { .. } | Kind::Scan(_) => {}
+            Kind::Mem { .. } | Kind::Fill { .. } | Kind::Scan(_) | Kind::Iota { .. } => {}
         }
         let (count, dim) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
         if in_place(a, p) {
@@ -123,7 +123,7 @@ impl<'a> Translator<'a> {
         let same = match &a.kind {
             Kind::Mem { layout: src, .. } => same_layout(src, dst, &mut leaves),
             Kind::Fill { elem } => fill_layout(elem, dst, &mut leaves),
-            Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => false,
+            Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) | Kind::Iota { .. } => false,
         };
         if !same {
             return Ok(false);
@@ -195,7 +195,8 @@ impl<'a> Translator<'a> {
                     .into(),
             ),
             Val::Arr(a) => match a.kind {
-                Kind::Mem { .. } | Kind::Fill { .. } => Val::Arr(a),
+                // An iota is read as often as needed: nothing to compute.
+                Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => Val::Arr(a),
                 Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => {
                     let p = self.alloc(&a.shape)?;
                     self.write_arr(&a, &p)?

@@ -28,7 +28,7 @@ pub fn component_count(t: &Type) -> usize {
 /// The leaf components of a value of type `t`, as the ABI lays them out.
 pub fn components(v: &Value<f64>, t: &Type, out: &mut Vec<Vec<f64>>) {
     match (v, t) {
-        (Value::Real(x), Type::Real) => out.push(vec![*x]),
+        (Value::Real(x), Type::Real | Type::Int) => out.push(vec![*x]),
         (Value::Tuple(items), Type::Tuple(ts)) => {
             for (x, t) in items.iter().zip(ts.iter()) {
                 components(x, t, out);

@@ -1,0 +1,200 @@
+//! Indexing and its adjoint: `A[i]` reads element `i` of `A` where it is (a row of a
+//! nested array is a view, an element of an unevaluated map is computed), and
+//! `scatter_add(Z, I, V)` adds each `V[k]` at the position `I[k]` of a copy of `Z`, in one
+//! loop over `k` that reads `I` and `V` where their elements are made. Every index is
+//! checked at run time against the length of the array it indexes (a failure stops the
+//! call with [`Stop::Index`]), so no index reads or writes outside a buffer whatever its
+//! value; the check goes where the lengths show the index in bounds (an element of an
+//! `iota` no longer than the array, as in `map (i. A[i]) (iota (len(A)))`).
+
+use std::rc::Rc;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::types::{F64, I64};
+use cranelift_codegen::ir::{InstBuilder, Value};
+use unfad_syntax::{BinOp, ExprId};
+
+use crate::error::{JitError, JitResult, Stop};
+use crate::layout::Dim;
+use crate::value::{Arr, IntVal, Kind, Place, RealVal, Val};
+
+use super::{expect_arr, shape_arr, IotaElement, Translator};
+
+impl<'a> Translator<'a> {
+    /// `x[i]`: element `i` of `x`, read in place.
+    pub(super) fn emit_index(&mut self, x: ExprId, i: ExprId) -> JitResult<Val> {
+        let a = self.emit_arr(x)?;
+        let i = self.emit_real(i)?;
+        // A scan computed where it is read gives its elements in order only: into memory.
+        let a = if matches!(a.kind, Kind::Scan(_)) {
+            let p = self.alloc(&a.shape)?;
+            expect_arr(self.write_arr(&a, &p)?)?
+        } else {
+            a
+        };
+        let k = self.position(i, a.len, a.stat())?;
+        self.elem(&a, k)
+    }
+
+    /// The position `i` (an int carried as a real) in an array of `len` elements, after a
+    /// check at run time that it is a whole number from 0 to `len - 1` (the interpreter's
+    /// `position`); a failure stops the call with [`Stop::Index`].
+    fn position(&mut self, i: RealVal, len: IntVal, dim: Option<Dim>) -> JitResult<IntVal> {
+        if let (RealVal::Const(c), IntVal::Const(n)) = (i, len) {
+            if c >= 0.0 && c.fract() == 0.0 && c < n as f64 {
+                return Ok(IntVal::Const(c as i64));
+            }
+        }
+        // An element of an `iota` no longer than the array: in bounds, no check.
+        if let RealVal::Ssa(v) = i {
+            if let Some(el) = self.iota_elements.get(&v).copied() {
+                if Self::at_most((el.len, el.dim), (len, dim)) {
+                    return Ok(IntVal::Ssa(el.k));
+                }
+            }
+        }
+        let x = self.real_value(i);
+        // The integer part (saturated; a NaN is 0), which must give back `x` exactly.
+        let k = self.b.ins().fcvt_to_sint_sat(I64, x);
+        let back = self.b.ins().fcvt_from_sint(F64, k);
+        let whole = self.b.ins().fcmp(FloatCC::Equal, back, x);
+        // Unsigned, a negative position is beyond every length.
+        let inside = match len {
+            IntVal::Const(n) => self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, k, n),
+            IntVal::Ssa(n) => self.b.ins().icmp(IntCC::UnsignedLessThan, k, n),
+        };
+        let ok = self.b.ins().band(whole, inside);
+        self.check_that(ok, Stop::Index);
+        Ok(match i {
+            RealVal::Const(c) if c >= 0.0 && c.fract() == 0.0 && c < i64::MAX as f64 => {
+                IntVal::Const(c as i64)
+            }
+            _ => IntVal::Ssa(k),
+        })
+    }
+
+    /// Record that the real `v` is element `k` of the `iota` `a` (see [`Translator::position`]).
+    pub(super) fn note_iota_element(&mut self, v: Value, k: Value, a: &Arr) {
+        let el = IotaElement {
+            k,
+            len: a.len,
+            dim: a.stat(),
+        };
+        self.iota_elements.insert(v, el);
+    }
+
+    /// `scatter_add(z, is, vs)` (of shape that of `e`): `z` copied into a new buffer (a fill
+    /// written out), then for `k` from 0 to `min(len is, len vs) - 1`, in order, `vs[k]`
+    /// added leaf by leaf (`old + v`, as the interpreter's `add_at`) to the element at the
+    /// position `is[k]`: an int (an element of the array) or a tuple of ints (`(i, j)` an
+    /// element of its row `i`, and so on down).
+    pub(super) fn emit_scatter_add(
+        &mut self,
+        e: ExprId,
+        z: ExprId,
+        is: ExprId,
+        vs: ExprId,
+    ) -> JitResult<Val> {
+        let sa = shape_arr(&self.shape(e)?)?;
+        let zv = self.emit_arr(z)?;
+        let dst = self.alloc(&sa)?;
+        self.scatter_add_into(zv, is, vs, &dst)
+    }
+
+    /// `scatter_add(z, is, vs)` written to the in-memory array `dst`, `z` being the value
+    /// `zv` (see [`Translator::emit_scatter_add`]). Nothing `is` and `vs` read may live in
+    /// `dst` (a fill or a new buffer is written there first).
+    pub(super) fn scatter_add_into(
+        &mut self,
+        zv: Rc<Arr>,
+        is: ExprId,
+        vs: ExprId,
+        dst: &Arr,
+    ) -> JitResult<Val> {
+        let target = expect_arr(self.write_arr(&zv, dst)?)?;
+        drop(zv);
+        let is = self.emit_arr(is)?;
+        let vs = self.emit_arr(vs)?;
+        let (count, _) = self.min_len(&[(is.len, is.stat()), (vs.len, vs.stat())]);
+        self.loop_(count, false, Vec::new(), &mut |t, k, _| {
+            let at = t.elem(&is, IntVal::Ssa(k))?;
+            let v = t.elem(&vs, IntVal::Ssa(k))?;
+            let path: Vec<RealVal> = match at {
+                Val::Real(i) => vec![i],
+                Val::Tuple(items) => items
+                    .iter()
+                    .map(|i| match i {
+                        Val::Real(i) => Ok(*i),
+                        _ => Err(JitError::Type(
+                            "a position of `scatter_add` holds a non-int".into(),
+                        )),
+                    })
+                    .collect::<JitResult<_>>()?,
+                _ => {
+                    return Err(JitError::Type(
+                        "a position of `scatter_add` is not an int or a tuple of ints".into(),
+                    ))
+                }
+            };
+            let place = t.place_at(&target, &path)?;
+            t.add_to_place(&place, &v)?;
+            Ok(Vec::new())
+        })?;
+        Ok(Val::Arr(target))
+    }
+
+    /// The place of the element at `path` (one index per level, each checked) of the
+    /// in-memory array `a`.
+    fn place_at(&mut self, a: &Rc<Arr>, path: &[RealVal]) -> JitResult<Place> {
+        let Some((&first, rest)) = path.split_first() else {
+            return Err(JitError::Type("an empty position of `scatter_add`".into()));
+        };
+        let k = self.position(first, a.len, a.stat())?;
+        let p = self.place_elem(a, k)?;
+        if rest.is_empty() {
+            return Ok(p);
+        }
+        match p {
+            Place::Arr(row) => self.place_at(&row, rest),
+            _ => Err(JitError::Type(
+                "a position of `scatter_add` goes below the arrays of its target".into(),
+            )),
+        }
+    }
+
+    /// Add `v` leaf by leaf to the value at `p` (in memory), in place: each real becomes
+    /// `old + v`; arrays are added element by element over the shorter length.
+    fn add_to_place(&mut self, p: &Place, v: &Val) -> JitResult<()> {
+        match (p, v) {
+            (Place::Real(addr), Val::Real(x)) => {
+                let old = RealVal::Ssa(self.load(*addr));
+                let sum = self.binary(BinOp::Add, old, *x)?;
+                let sum = self.real_value(sum);
+                self.store(sum, *addr);
+                Ok(())
+            }
+            (Place::Tuple(ps), Val::Tuple(vs)) if ps.len() == vs.len() => {
+                for (p, v) in ps.iter().zip(vs.iter()) {
+                    self.add_to_place(p, v)?;
+                }
+                Ok(())
+            }
+            (Place::Arr(a), Val::Arr(b)) => {
+                let (count, _) = self.min_len(&[(a.len, a.stat()), (b.len, b.stat())]);
+                self.loop_(count, false, Vec::new(), &mut |t, j, _| {
+                    let x = t.elem(b, IntVal::Ssa(j))?;
+                    let q = t.place_elem(a, IntVal::Ssa(j))?;
+                    t.add_to_place(&q, &x)?;
+                    Ok(Vec::new())
+                })?;
+                Ok(())
+            }
+            (Place::Reg, _) => Err(JitError::Internal(
+                "`scatter_add` adds to a place in registers".into(),
+            )),
+            _ => Err(JitError::Type(
+                "`scatter_add` adds a value of another shape".into(),
+            )),
+        }
+    }
+}

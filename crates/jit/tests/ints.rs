@@ -1,0 +1,437 @@
+//! Ints, `iota`, indexing and `scatter_add` in native code, against the reference
+//! interpreter bit for bit (with guard cells around every buffer): `iota` over literal,
+//! `len` and int-parameter sizes, `A[i]` on arrays of reals, rows and tuples and on
+//! unevaluated arrays, gathers, int division and remainder, `scatter_add` at depths 1 and 2
+//! with repeated positions; and the errors of a call: indices out of bounds, a zero
+//! divisor, an int argument that is not a whole number.
+
+mod common;
+
+use common::{check, check_func, run_guarded};
+use serde_json::{json, Value as Json};
+use unfad_interp::{args_from_json, eval_func};
+use unfad_jit::fault::{self, Fault};
+use unfad_jit::{compile, JitError};
+use unfad_test_support::load;
+
+/// `f` of `src` on `input` is an error of the call, natively (a failed check, the guard
+/// cells intact) and in the interpreter; returns the native error's text.
+fn fails(src: &str, input: &Json) -> String {
+    let (prog, func) = load(src);
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, input).unwrap();
+    assert!(
+        eval_func(&prog.arena, &func, &args).is_err(),
+        "the interpreter accepts {input} for {src}"
+    );
+    let compiled = compile(&prog.arena, &func).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    match run_guarded(&prog.arena, &func, &compiled, input).0 {
+        Err(JitError::Check(msg)) => msg,
+        other => panic!("{src} on {input}: expected a failed check, got {other:?}"),
+    }
+}
+
+fn vec_of(n: usize, seed: f64) -> Json {
+    json!((0..n)
+        .map(|i| ((i as f64 + 1.0) * seed).sin() * 2.0)
+        .collect::<Vec<_>>())
+}
+
+fn mat_of(n: usize, m: usize, seed: f64) -> Json {
+    json!((0..n)
+        .map(|i| vec_of(m, seed + i as f64))
+        .collect::<Vec<_>>())
+}
+
+#[test]
+fn iota_over_literal_len_and_int_parameter_sizes() {
+    let src = "def f(A: [n]real) = (iota 4, iota (len(A)), map (i. real(i) * 2.0) \
+               (iota (len(A) - 1)), sum(map (i. real(i) * A[i]) (iota (len(A)))), \
+               map (i. real(i) + 0.5) (iota (len(A) + 2)))";
+    check(
+        src,
+        &[
+            json!({"A": []}),
+            json!({"A": [1.5]}),
+            json!({"A": vec_of(9, 0.3)}),
+        ],
+    );
+    let src = "def f(n: int, x: real) = (map (i. real(i) * x) (iota n), iota (n - 1), \
+               sum(map (i. real(i)) (iota n)), real(n) * x)";
+    let inputs: Vec<Json> = [0.0, 1.0, 3.0, 7.0, -2.0]
+        .iter()
+        .map(|&n| json!({"n": n, "x": 1.25}))
+        .collect();
+    check(src, &inputs);
+    // An int parameter that is also the size of an array parameter.
+    let src = "def f(n: int, x: [n]real) = map (i. x[i] * real(i)) (iota n)";
+    check(
+        src,
+        &[
+            json!({"n": 0.0, "x": []}),
+            json!({"n": 5.0, "x": vec_of(5, 0.7)}),
+        ],
+    );
+    // A `let` of a size.
+    let src = "def f(A: [n]real) = let m = len(A) - 1 in map (i. A[i + 1] - A[i]) (iota m)";
+    check(src, &[json!({"A": [2.0]}), json!({"A": vec_of(6, 0.4)})]);
+}
+
+#[test]
+fn indexing_reads_elements_rows_and_tuples_in_place() {
+    let src = "def f(A: [n]real, B: [m][k]real, i: int, j: int) = \
+               (A[i], B[i][j], A[len(A) - 1], B[j], B[i][len(B[i]) - 1] * A[0])";
+    let inputs: Vec<Json> = [(0.0, 0.0), (1.0, 2.0), (2.0, 1.0)]
+        .iter()
+        .map(|&(i, j)| json!({"A": vec_of(4, 0.9), "B": mat_of(3, 3, 0.2), "i": i, "j": j}))
+        .collect();
+    check(src, &inputs);
+    let src = "def f(P: [n](real, real), i: int) = let (a, b) = P[i] in (a * b, P[len(P) - 1])";
+    check(
+        src,
+        &[json!({"P": [[1.0, 2.0], [3.0, -0.0], [0.5, 4.0]], "i": 1.0})],
+    );
+    // Unevaluated arrays: an element computed, not the whole array.
+    let src = "def f(A: [n]real, i: int) = ((map (a. a * a + 1.0) A)[i], (iota (len(A)))[i], \
+               (map2 (a, b. a - b) A (map (a. a * 3.0) A))[len(A) - 1 - i])";
+    check(
+        src,
+        &[
+            json!({"A": vec_of(5, 0.1), "i": 0.0}),
+            json!({"A": vec_of(5, 0.1), "i": 4.0}),
+        ],
+    );
+    // A conditional guards an index: the branch not taken reads nothing.
+    let src = "def f(A: [n]real, i: int) = if i < len(A) then A[i] else -1.0";
+    check(
+        src,
+        &[
+            json!({"A": vec_of(3, 0.5), "i": 2.0}),
+            json!({"A": vec_of(3, 0.5), "i": 3.0}),
+        ],
+    );
+}
+
+#[test]
+fn gathers_and_index_arithmetic() {
+    let src = "def f(X: [n]real, I: [m]int) = map (k. X[I[k]]) (iota (len(I)))";
+    check(
+        src,
+        &[
+            json!({"X": vec_of(5, 0.3), "I": [4.0, 0.0, 0.0, 2.0, 4.0, 1.0]}),
+            json!({"X": vec_of(5, 0.3), "I": []}),
+        ],
+    );
+    let src = "def f(X: [n][d]real, I: [m]int) = (map (i. sum(X[i])) I, map (i. X[i]) I)";
+    check(
+        src,
+        &[json!({"X": mat_of(3, 4, 0.6), "I": [2.0, 2.0, 0.0]})],
+    );
+    // A packed lower triangle, read at i*(i+1)/2 + j.
+    let src = "def f(L: [p]real, n: int) = map (i. map (j. if j <= i then \
+               L[div(i * (i + 1), 2) + j] else 0.0) (iota n)) (iota n)";
+    check(src, &[json!({"L": vec_of(10, 0.8), "n": 4.0})]);
+    let src = "def f(X: [n]real, i: int, j: int) = (X[div(i, j) + 3], X[(i % j) + 3], \
+               real(div(i, j)), real(i % j), real(i) / 2.0, real(max(i, j) - min(i, j) * 2))";
+    let inputs: Vec<Json> = [
+        (7.0, 2.0),
+        (-7.0, 2.0),
+        (-4.0, 2.0),
+        (7.0, -3.0),
+        (0.0, 5.0),
+    ]
+    .iter()
+    .map(|&(i, j)| json!({"X": vec_of(8, 0.4), "i": i, "j": j}))
+    .collect();
+    check(src, &inputs);
+}
+
+#[test]
+fn scatter_add_at_depth_one_and_two_with_repeated_positions() {
+    let src = "def f(Z: [n]real, I: [m]int, V: [m]real) = scatter_add(Z, I, V)";
+    check(
+        src,
+        &[
+            json!({"Z": vec_of(4, 0.5), "I": [1.0, 3.0, 1.0, 0.0, 1.0], "V": [0.1, 1e16, -0.3, 2.0, 1.0]}),
+            json!({"Z": vec_of(4, 0.5), "I": [], "V": []}),
+        ],
+    );
+    // Rows added at depth 1, reals at depth 2.
+    let src = "def f(Z: [n][k]real, I: [m]int, V: [m][k]real) = scatter_add(Z, I, V)";
+    check(
+        src,
+        &[json!({"Z": mat_of(3, 2, 0.1), "I": [2.0, 0.0, 2.0], "V": mat_of(3, 2, 0.9)})],
+    );
+    let src = "def f(Z: [n][k]real, I: [m](int, int), V: [m]real) = scatter_add(Z, I, V)";
+    check(
+        src,
+        &[
+            json!({"Z": mat_of(3, 2, 0.1), "I": [[2.0, 1.0], [0.0, 0.0], [2.0, 1.0], [1.0, 0.0]], "V": [1.0, 2.0, 3.0, -0.0]}),
+        ],
+    );
+    // Into zeros, from unevaluated positions and values; an array of tuples.
+    let src = "def f(X: [n]real, I: [m]int, V: [m]real) = \
+               scatter_add(zeros_like(X), map (i. i % 3) I, map (v. v * 2.0) V)";
+    check(
+        src,
+        &[json!({"X": vec_of(4, 0.2), "I": [5.0, 7.0, 3.0, 1.0], "V": [1.0, 2.0, 3.0, 4.0]})],
+    );
+    let src = "def f(Z: [n](real, real), I: [m]int, V: [m](real, real)) = \
+               (scatter_add(Z, I, V), sum(map (i. real(i)) I))";
+    check(
+        src,
+        &[
+            json!({"Z": [[1.0, 2.0], [3.0, 4.0]], "I": [1.0, 1.0, 0.0], "V": [[0.5, 0.25], [1.0, 1.0], [-1.0, 0.0]]}),
+        ],
+    );
+    // In a loop: an accumulator scattered into, and a row of a map.
+    let src = "def f(Z: [n]real, I: [m]int) = foldl (acc, i. scatter_add(acc, [i, 0], [2.0, real(i)])) Z I";
+    check(src, &[json!({"Z": vec_of(3, 0.5), "I": [2.0, 1.0, 2.0]})]);
+    let src = "def f(Z: [n][k]real, I: [m]int, V: [m]real) = map (r. scatter_add(r, I, map (v. v * r[0]) V)) Z";
+    check(
+        src,
+        &[json!({"Z": mat_of(3, 4, 0.2), "I": [3.0, 0.0, 3.0], "V": [1.0, 2.0, 4.0]})],
+    );
+    // Into zeros, written straight to the result (a component of a tuple).
+    let src = "def f(X: [n]real, I: [m]int, V: [m]real) = \
+               (sum(X), scatter_add(zeros_like(X), I, V), scatter_add(ones_like(X), I, V))";
+    check(
+        src,
+        &[json!({"X": vec_of(4, 0.2), "I": [3.0, 0.0, 3.0], "V": [1.0, 2.0, 4.0]})],
+    );
+    // The adjoint of a gather, as reverse mode writes it.
+    let src = "def f(X: [n]real, I: [m]int, G: [m]real) = \
+               scatter_add(zeros_like(X), I, map2 (g, x. g * x) G (map (i. X[i]) I))";
+    check(
+        src,
+        &[json!({"X": vec_of(5, 0.3), "I": [4.0, 0.0, 4.0], "G": [1.0, -2.0, 0.5]})],
+    );
+}
+
+#[test]
+fn out_of_bounds_indices_and_zero_divisors_are_errors_of_the_call() {
+    let a = vec_of(3, 0.5);
+    let index = "def f(A: [n]real, i: int) = A[i] * 2.0";
+    for i in [-1.0, 3.0, 100.0] {
+        let msg = fails(index, &json!({"A": a, "i": i}));
+        assert!(msg.contains("out of bounds"), "{msg}");
+    }
+    fails(index, &json!({"A": [], "i": 0.0}));
+    let row = "def f(B: [n][k]real, i: int, j: int) = B[i][j]";
+    fails(row, &json!({"B": mat_of(2, 3, 0.1), "i": 1.0, "j": 3.0}));
+    fails(row, &json!({"B": mat_of(2, 3, 0.1), "i": -1.0, "j": 0.0}));
+    let gather = "def f(X: [n]real, I: [m]int) = map (k. X[I[k]]) (iota (len(I)))";
+    fails(gather, &json!({"X": a, "I": [0.0, 3.0]}));
+    let scatter = "def f(Z: [n]real, I: [m]int, V: [m]real) = scatter_add(Z, I, V)";
+    let msg = fails(scatter, &json!({"Z": a, "I": [0.0, 3.0], "V": [1.0, 1.0]}));
+    assert!(msg.contains("out of bounds"), "{msg}");
+    fails(scatter, &json!({"Z": a, "I": [-1.0], "V": [1.0]}));
+    let deep = "def f(Z: [n][k]real, I: [m](int, int), V: [m]real) = scatter_add(Z, I, V)";
+    fails(
+        deep,
+        &json!({"Z": mat_of(2, 2, 0.1), "I": [[1.0, 2.0]], "V": [1.0]}),
+    );
+    for src in [
+        "def f(i: int, j: int) = real(div(i, j))",
+        "def f(i: int, j: int) = real(i % j)",
+    ] {
+        let msg = fails(src, &json!({"i": 7.0, "j": 0.0}));
+        assert!(msg.contains("by zero"), "{msg}");
+        fails(src, &json!({"i": 7.0, "j": -0.0}));
+        check(src, &[json!({"i": 7.0, "j": 3.0})]);
+    }
+    // A constant zero divisor, in a map.
+    fails(
+        "def f(I: [m]int) = map (i. real(div(i, 0))) I",
+        &json!({"I": [1.0]}),
+    );
+    check(
+        "def f(I: [m]int) = map (i. real(div(i, 0))) I",
+        &[json!({"I": []})],
+    );
+}
+
+#[test]
+fn the_checked_call_refuses_int_arguments_that_are_not_whole_or_disagree_with_their_size() {
+    let (prog, func) = load("def f(n: int, x: real) = map (i. real(i) * x) (iota n)");
+    let compiled = check_func(&prog.arena, &func, &json!({"n": 3.0, "x": 2.0}));
+    assert_eq!(compiled.size_vars(), ["n"]);
+    let call = |n: f64, size: u64| {
+        let mut out = vec![0.0; size as usize];
+        let mut ws = vec![0.0; compiled.workspace_len(&[size])];
+        compiled.call(&[&[n], &[2.0]], &[size], &mut [&mut out], &mut ws)
+    };
+    assert!(call(3.0, 3).is_ok());
+    assert!(call(-4.0, 0).is_ok());
+    for (n, size) in [(2.5, 2), (3.0, 2), (-1.0, 1), (f64::NAN, 0), (1e300, 0)] {
+        match call(n, size) {
+            Err(JitError::Call(msg)) => assert!(msg.contains("`n`"), "{msg}"),
+            other => panic!("n = {n}, size {size}: {other:?}"),
+        }
+    }
+}
+
+/// Programs that index, scatter into and iterate over arrays whose lengths the shape
+/// analysis may get wrong (an `if` of arrays whose lengths differ at small sizes, shifts,
+/// an `iota` whose length is only bounded).
+const UNEVEN: [&str; 7] = [
+    "def f(A: [n]real, I: [m]int, x: real) = (if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A))[I[0] % 4]",
+    "def f(A: [n]real, I: [m]int, x: real) = scatter_add(if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A), I, map (i. real(i)) I)",
+    "def f(A: [n]real, I: [m]int, x: real) = map (i. real(i) + A[i % 3]) (iota (len(I) + 2))",
+    "def f(A: [n]real, I: [m]int, x: real) = (map2 (a, i. a * real(i)) (shift1L A) (iota (len(A) - 1)), shift1L (iota (len(I))))",
+    "def f(A: [n]real, I: [m]int, x: real) = scatter_add(map (a. map (b. a * b) A) A, map (i. (i, i % 2)) I, map (i. real(i)) I)",
+    "def f(A: [n]real, I: [m]int, x: real) = map (i. (if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A))[i]) I",
+    "def f(A: [n]real, I: [m]int, x: real) = if x > 0 then scatter_add(zeros_like(A), I, map (i. A[i % 2]) I) else scanl (a, b. a + b) 0 (shift1L A)",
+];
+
+/// Inputs for [`UNEVEN`]: `A` of 0 to 3 elements, positions in and out of bounds.
+fn uneven_inputs() -> Vec<Json> {
+    let mut all = Vec::new();
+    for n in 0..4 {
+        for x in [-1.0, 1.0] {
+            for is in [vec![0.0], vec![2.0, 0.0], vec![-1.0, 1.0], vec![3.0]] {
+                let a: Vec<f64> = (0..n).map(|i| i as f64 * 0.75 - 0.5).collect();
+                all.push(json!({"A": a, "I": is, "x": x}));
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn indices_stay_in_their_buffers_whatever_the_shape_analysis_says() {
+    // Without a fault the native code agrees with the interpreter or both fail.
+    for src in UNEVEN {
+        let (prog, func) = load(src);
+        let compiled = compile(&prog.arena, &func).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        for input in uneven_inputs() {
+            let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+            let native = run_guarded(&prog.arena, &func, &compiled, &input).0;
+            match (eval_func(&prog.arena, &func, &args), native) {
+                (Err(_), Err(JitError::Check(_))) | (Ok(_), Ok(_)) => {}
+                (want, got) => panic!("{src} on {input}: interpreter {want:?}, native {got:?}"),
+            }
+        }
+    }
+    let mut ran = 0;
+    for f in Fault::ALL {
+        for src in UNEVEN {
+            let (prog, func) = load(src);
+            let Ok(compiled) = fault::with(f, || compile(&prog.arena, &func)) else {
+                continue;
+            };
+            for input in uneven_inputs() {
+                match run_guarded(&prog.arena, &func, &compiled, &input).0 {
+                    Ok(_) => ran += 1,
+                    Err(JitError::Check(_)) => {}
+                    Err(e) => panic!("{f:?}: {e}\n{src}"),
+                }
+            }
+        }
+    }
+    assert!(ran > 100, "only {ran} calls ran");
+}
+
+/// A chain of `count` steps using an int parameter (`iota n`, indices), with an int
+/// `let` crossing every cut (a value there, not a size variable).
+fn long_chain_with_ints(count: usize) -> String {
+    let mut src =
+        String::from("def f(n: int, A: [k]real, x: real) = let m = n - 1 in let s0 = x * 1.01 in ");
+    for j in 1..=count {
+        let p = j - 1;
+        src.push_str(&format!(
+            "let s{j} = s{p} * 0.99 + A[{j} % len(A)] * real(m) + \
+             sum(map (i. real(i) * s{p}) (iota n)) in "
+        ));
+    }
+    src.push_str(&format!("map (i. real(i) * s{count} + real(m)) (iota n)"));
+    src
+}
+
+#[test]
+fn functions_compiled_in_parts_check_and_read_their_int_parameters() {
+    // `iota m` with `m` crossing the cut: compiled whole.
+    let src = long_chain_with_ints(400).replace("(iota n)) in", "(iota m)) in");
+    let (mut prog, func) = load(&src);
+    let compiled = unfad_jit::compile_parallel(&mut prog.arena, &func).unwrap();
+    for n in [0.0, 3.0] {
+        let input = json!({"n": n, "A": vec_of(3, 0.4), "x": 0.5});
+        common::check_compiled(&prog.arena, &func, &compiled, &input);
+    }
+    for count in [40, 400] {
+        let src = long_chain_with_ints(count);
+        let (mut prog, func) = load(&src);
+        let compiled =
+            unfad_jit::compile_parallel(&mut prog.arena, &func).unwrap_or_else(|e| panic!("{e}"));
+        assert!(compiled.parts() > 1, "{count} steps in one part");
+        for n in [0.0, 1.0, 4.0] {
+            let input = json!({"n": n, "A": vec_of(3, 0.4), "x": 0.5});
+            common::check_compiled(&prog.arena, &func, &compiled, &input);
+        }
+    }
+}
+
+#[test]
+fn indices_the_lengths_show_in_bounds_are_not_checked() {
+    for (src, input) in [
+        (
+            "def f(A: [n]real) = map (i. A[i] * real(i)) (iota (len(A)))",
+            json!({"A": vec_of(5, 0.3)}),
+        ),
+        (
+            "def f(n: int, X: [n]real, Y: [n][k]real) = \
+             sum(map (i. X[i] + sum(Y[i])) (iota n))",
+            json!({"n": 3.0, "X": vec_of(3, 0.3), "Y": mat_of(3, 2, 0.1)}),
+        ),
+    ] {
+        let (prog, func) = load(src);
+        let compiled = check_func(&prog.arena, &func, &input);
+        let sizes = common::native_arguments(&prog.arena, &func, &compiled, &input).1;
+        assert_eq!(compiled.status_cell(&sizes), None, "{src}");
+    }
+    // An index computed from an iota's element is checked.
+    let src = "def f(A: [n]real) = map (i. A[i + 1]) (iota (len(A)))";
+    let (prog, func) = load(src);
+    let compiled = compile(&prog.arena, &func).unwrap();
+    assert!(compiled.status_cell(&[2]).is_some());
+    fails(src, &json!({"A": [1.0, 2.0]}));
+}
+
+/// A whole number of a random magnitude (up to 2^53) and sign, never 0 if `nonzero`.
+fn random_int(rng: &mut common::Rng, nonzero: bool) -> f64 {
+    let bits = rng.below(54);
+    let x = (rng.next() >> (64 - bits.max(1))) as f64;
+    let x = if nonzero && x == 0.0 { 1.0 } else { x };
+    if rng.below(2) == 0 {
+        -x
+    } else {
+        x
+    }
+}
+
+#[test]
+fn int_division_and_remainder_equal_the_interpreter_bit_for_bit() {
+    let src = "def f(I: [m]int, J: [m]int) = \
+               (map2 (i, j. real(i % j)) I J, map2 (i, j. real(div(i, j))) I J)";
+    let mut rng = common::Rng(0x5eed_1275);
+    let mut inputs = Vec::new();
+    for _ in 0..20 {
+        let mut is = Vec::new();
+        let mut js = Vec::new();
+        for _ in 0..200 {
+            is.push(random_int(&mut rng, false));
+            js.push(random_int(&mut rng, true));
+        }
+        // Edges: the largest ints, exact multiples, a divisor of 1 and -1.
+        is.extend([
+            9007199254740992.0,
+            -9007199254740992.0,
+            12.0,
+            -12.0,
+            0.0,
+            7.0,
+        ]);
+        js.extend([3.0, -9007199254740991.0, 4.0, 4.0, -5.0, -1.0]);
+        inputs.push(json!({"I": is, "J": js}));
+    }
+    check(src, &inputs);
+}
