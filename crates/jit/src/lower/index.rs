@@ -2,10 +2,11 @@
 //! nested array is a view, an element of an unevaluated map is computed), and
 //! `scatter_add(Z, I, V)` adds each `V[k]` at the position `I[k]` of a copy of `Z`, in one
 //! loop over `k` that reads `I` and `V` where their elements are made. Every index is
-//! checked at run time against the length of the array it indexes (a failure stops the
-//! call with [`Stop::Index`]), so no index reads or writes outside a buffer whatever its
-//! value; the check goes where the lengths show the index in bounds (an element of an
-//! `iota` no longer than the array, as in `map (i. A[i]) (iota (len(A)))`).
+//! checked at run time against the length of the array it indexes, so no index reads or
+//! writes outside a buffer whatever its value: a read out of bounds stops the call with
+//! [`Stop::Index`], a scatter's position out of bounds adds nothing (its semantics); the
+//! check goes where the lengths show the index in bounds (an element of an `iota` no
+//! longer than the array, as in `map (i. A[i]) (iota (len(A)))`).
 
 use std::rc::Rc;
 
@@ -136,30 +137,79 @@ impl<'a> Translator<'a> {
                     ))
                 }
             };
-            let place = t.place_at(&target, &path)?;
-            t.add_to_place(&place, &v)?;
+            t.add_at_path(&target, &path, &v)?;
             Ok(Vec::new())
         })?;
         Ok(Val::Arr(target))
     }
 
-    /// The place of the element at `path` (one index per level, each checked) of the
-    /// in-memory array `a`.
-    fn place_at(&mut self, a: &Rc<Arr>, path: &[RealVal]) -> JitResult<Place> {
+    /// Add `v` at the element at `path` (one index per level) of the in-memory array `a`,
+    /// if every index is in bounds; a position outside the array adds nothing (the
+    /// semantics of `scatter_add`: the optimizer makes such positions for loop elements
+    /// that contribute nothing, and reverse mode never makes one for a read).
+    fn add_at_path(&mut self, a: &Rc<Arr>, path: &[RealVal], v: &Val) -> JitResult<()> {
         let Some((&first, rest)) = path.split_first() else {
             return Err(JitError::Type("an empty position of `scatter_add`".into()));
         };
-        let k = self.position(first, a.len, a.stat())?;
-        let p = self.place_elem(a, k)?;
-        if rest.is_empty() {
-            return Ok(p);
+        let Some((k, inside)) = self.position_if_inside(first, a.len) else {
+            return Ok(()); // outside at compile time
+        };
+        let rest = rest.to_vec();
+        let v = v.clone();
+        let a = a.clone();
+        let mut body = |t: &mut Translator<'a>, _: Value, _: &[Value]| -> JitResult<Vec<Value>> {
+            let p = t.place_elem(&a, k)?;
+            if rest.is_empty() {
+                t.add_to_place(&p, &v)?;
+                return Ok(Vec::new());
+            }
+            match p {
+                Place::Arr(row) => t.add_at_path(&row, &rest, &v)?,
+                _ => {
+                    return Err(JitError::Type(
+                        "a position of `scatter_add` goes below the arrays of its target".into(),
+                    ))
+                }
+            }
+            Ok(Vec::new())
+        };
+        match inside {
+            None => {
+                let zero = self.b.ins().iconst(I64, 0);
+                body(self, zero, &[])?;
+            }
+            Some(ok) => {
+                let once = self.b.ins().uextend(I64, ok);
+                self.at_most_once(IntVal::Ssa(once), Vec::new(), &mut body)?;
+            }
         }
-        match p {
-            Place::Arr(row) => self.place_at(&row, rest),
-            _ => Err(JitError::Type(
-                "a position of `scatter_add` goes below the arrays of its target".into(),
-            )),
+        Ok(())
+    }
+
+    /// The position `i` (an int carried as a real) in an array of `len` elements, and the
+    /// condition that it is a whole number from 0 to `len - 1` (`None`: known at compile
+    /// time to hold). `None` altogether when it is known to fail.
+    fn position_if_inside(&mut self, i: RealVal, len: IntVal) -> Option<(IntVal, Option<Value>)> {
+        if let RealVal::Const(c) = i {
+            let whole = c >= 0.0 && c.fract() == 0.0;
+            match len {
+                IntVal::Const(n) if whole && c < n as f64 => {
+                    return Some((IntVal::Const(c as i64), None))
+                }
+                _ if !whole || c >= i64::MAX as f64 => return None,
+                _ => {}
+            }
         }
+        let x = self.real_value(i);
+        let k = self.b.ins().fcvt_to_sint_sat(I64, x);
+        let back = self.b.ins().fcvt_from_sint(F64, k);
+        let whole = self.b.ins().fcmp(FloatCC::Equal, back, x);
+        let inside = match len {
+            IntVal::Const(n) => self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, k, n),
+            IntVal::Ssa(n) => self.b.ins().icmp(IntCC::UnsignedLessThan, k, n),
+        };
+        let ok = self.b.ins().band(whole, inside);
+        Some((IntVal::Ssa(k), Some(ok)))
     }
 
     /// Add `v` leaf by leaf to the value at `p` (in memory), in place: each real becomes
