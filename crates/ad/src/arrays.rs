@@ -76,10 +76,18 @@ pub fn map_adjoint(
     } else {
         Form::Reverse
     };
+    // Operands without reals (`iota`, an array of ints) carry no derivative: no pass.
+    let mut live = Vec::with_capacity(arrays.len());
+    for (i, &x) in arrays.iter().enumerate() {
+        if crate::elem::elem_type(a, x)?.has_reals() {
+            live.push(i);
+        }
+    }
     let m = Map {
         f,
         captures,
         arrays,
+        live: &live,
         z,
         form,
     };
@@ -91,7 +99,7 @@ pub fn map_adjoint(
         return m.combined(a, rev, &all);
     }
     let shared = shared_captures(a, captures);
-    if !shared.is_empty() && arrays.len() + shared.len() >= 3 {
+    if !shared.is_empty() && live.len() + shared.len() >= 3 {
         return m.combined(a, rev, &shared);
     }
     let mut contributions = Vec::with_capacity(captures.len());
@@ -100,7 +108,11 @@ pub fn map_adjoint(
     }
     let mut operands = Vec::with_capacity(arrays.len());
     for i in 0..arrays.len() {
-        operands.push(m.operand(a, rev, i)?);
+        operands.push(if live.contains(&i) {
+            m.operand(a, rev, i)?
+        } else {
+            build::zeros_like(a, arrays[i])
+        });
     }
     Ok(MapAdjoint {
         bindings: Vec::new(),
@@ -123,6 +135,8 @@ struct Map<'c> {
     f: ExprId,
     captures: &'c [Capture],
     arrays: &'c [ExprId],
+    /// The operands holding reals, whose adjoints are computed (the others get zeros).
+    live: &'c [usize],
     z: ExprId,
     form: Form,
 }
@@ -140,7 +154,8 @@ impl Map<'_> {
         shared: &[usize],
     ) -> Result<MapAdjoint, AdError> {
         let k = self.arrays.len();
-        let mut targets: Vec<Wrt> = (0..k).map(Wrt::Param).collect();
+        let mut targets: Vec<Wrt> = self.live.iter().map(|&i| Wrt::Param(i)).collect();
+        let first_capture = targets.len();
         targets.extend(shared.iter().map(|&j| Wrt::Capture(j)));
         let g_e = match self.form {
             Form::Gradient => {
@@ -165,7 +180,11 @@ impl Map<'_> {
         let g = a.var(gv);
         let mut operands = Vec::with_capacity(k);
         for i in 0..k {
-            let col = column(a, g, i)?;
+            let Some(c) = self.live.iter().position(|&l| l == i) else {
+                operands.push(build::zeros_like(a, self.arrays[i]));
+                continue;
+            };
+            let col = column(a, g, c)?;
             operands.push(match self.form {
                 Form::Gradient => {
                     let ty = elem::elem_type(a, self.arrays[i])?;
@@ -179,7 +198,7 @@ impl Map<'_> {
             contributions.push(match shared.iter().position(|&s| s == j) {
                 Some(col) => {
                     let ty = capture_type(a, &self.captures[j])?;
-                    self.column_sum(a, g, k + col, j, &ty, &mut Vec::new())?
+                    self.column_sum(a, g, first_capture + col, j, &ty, &mut Vec::new())?
                 }
                 None => self.separate_capture(a, rev, j)?,
             });

@@ -169,6 +169,30 @@ impl Coster<'_> {
             .unwrap_or(1)
     }
 
+    /// `Some((positions, values))` if the fold function `f` is `(acc, x. scatter_add(acc,
+    /// positions, values))` with `acc` nowhere else: an accumulation in place.
+    fn scatters_into_accumulator(&self, f: ExprId) -> Option<(ExprId, ExprId)> {
+        let (ps, mut body) = self.arena.lambda_parts(f)?;
+        let acc = *ps.first()?;
+        // `let`s first (their cost is counted with the positions').
+        while let Node::Let(_, e1, rest) = self.arena[body] {
+            if self.arena.mentions_any(e1, &[acc]) {
+                return None;
+            }
+            body = rest;
+        }
+        match self.arena[body] {
+            Node::ScatterAdd(t, is, vs)
+                if self.arena[t] == Node::Var(acc)
+                    && !self.arena.mentions_any(is, &[acc])
+                    && !self.arena.mentions_any(vs, &[acc]) =>
+            {
+                Some((is, vs))
+            }
+            _ => None,
+        }
+    }
+
     /// Number of reals in one element of the array `e`.
     fn leaves_elem(&self, e: ExprId) -> u64 {
         match self.ty(e) {
@@ -228,6 +252,27 @@ impl Coster<'_> {
                     (self.body(f) + Cost::new(2, 0, 0, 0)) * self.len(x).min(self.len(y))
                         + self.cost(x)
                         + self.cost(y)
+                }
+                // A fold whose body scatters into its accumulator updates it in place (the
+                // code generator's accumulation): no copy per element.
+                Node::Foldl(f, z, x) if self.scatters_into_accumulator(f).is_some() => {
+                    let (is, vs) = self.scatters_into_accumulator(f).unwrap_or((z, z));
+                    let per = Cost::new(3, 1, 0, 0) + Cost::new(3, 1, 0, 0) * self.leaves_elem(vs);
+                    let mut lets = Cost::default();
+                    let mut cur = self.arena.lambda_parts(f).map_or(z, |(_, b)| b);
+                    while let Node::Let(_, e1, rest) = self.arena[cur] {
+                        lets = lets + MOVE + self.cost(e1);
+                        cur = rest;
+                    }
+                    (lets
+                        + self.cost(is)
+                        + self.cost(vs)
+                        + per * self.len(is)
+                        + Cost::new(2, 0, 0, 0))
+                        * self.len(x)
+                        + self.cost(z)
+                        + self.cost(x)
+                        + MOVE * self.leaves(z)
                 }
                 Node::Reduce(f, z, x) | Node::Foldl(f, z, x) => {
                     (self.body(f) + Cost::new(2, 0, 0, 0)) * self.len(x)

@@ -205,6 +205,18 @@ fn replace(arena: &mut Arena, e: ExprId, from: &[ExprId], to: &[ExprId]) -> Expr
 }
 
 /// Merge the reductions of one statement's loop into it; the new body, or `None`.
+/// Whether `e` contains a `scatter_add`.
+fn contains_scatter(arena: &Arena, e: ExprId) -> bool {
+    unfad_syntax::with_stack(|| {
+        if matches!(arena[e], Node::ScatterAdd(..)) {
+            return true;
+        }
+        let mut found = false;
+        arena.for_each_child(e, |c| found = found || contains_scatter(arena, c));
+        found
+    })
+}
+
 fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
     let (mut stmts, tail) = unchain(arena, body);
     let facts = Facts::of(arena, &stmts, tail);
@@ -218,6 +230,11 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
         let Some((params, gbody)) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)) else {
             continue;
         };
+        // A loop of scatters is an accumulation the scatter rules make one `scatter_add`
+        // of: joined with other loops, its contributions would be stored per element.
+        if contains_scatter(arena, gbody) {
+            continue;
+        }
         // What the later statements bind: a merged loop may read none of it.
         let mut later: HashSet<Var> = HashSet::default();
         later.insert(x);
@@ -280,7 +297,7 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
             if ps.len() != params.len() {
                 continue;
             }
-            if arena.free_vars(m).iter().any(|v| later.contains(v)) {
+            if arena.free_vars(m).iter().any(|v| later.contains(v)) || contains_scatter(arena, m) {
                 continue;
             }
             merged.push(m);

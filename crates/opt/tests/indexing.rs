@@ -183,56 +183,17 @@ fn uses_new_forms(source: &str) -> (bool, bool) {
 /// Seeds that fail because of bugs outside the generator, kept out of the check until they
 /// are fixed (remove a group when its bug is fixed; the test then checks those seeds too).
 /// Each group names the failure and a minimal program showing it.
-const KNOWN_FAILURES: &[(&str, &[u64])] = &[
-    (
-        // `unfad_ad::reverse` and `reverse_weakened` fail with "argument 1 (or 2) should have
-        // type `int`, but has type `real`" on a `foldl` over `iota`, or a `map2` with an
-        // int-array operand inside a `map`:
-        //   def f(A: [n]real) = foldl (acc, i. acc * 0.5 + A[i]) 0 (iota len(A))
-        //   def f(A: [n]real) = reduce + 0 (map (a. sum(map2 (i, x. x) (iota len(A)) A)) A)
-        "reverse: an int argument typed `real` (foldl over iota, map2 over ints in a map)",
-        &[
-            10, 11, 13, 14, 25, 37, 44, 53, 54, 67, 68, 69, 70, 75, 81, 83, 84, 88, 92, 95, 109,
-            110, 111, 112, 118, 120, 123, 124, 126, 133, 137, 141, 144, 145, 146, 157, 163, 164,
-            165, 179, 185, 198, 208, 218, 242, 244, 245, 256, 267, 279, 293, 296,
-        ],
-    ),
-    (
-        // Both macros: "`i` is declared as `int` but is bound to a value of type `real`", for
-        // a `let` of a whole-number literal used as an index in a `map2`:
-        //   def f(A: [n]real, B: [n]real) = let t = 0 in sum(map2 (i, x. A[t]) (iota len(B)) B)
-        "reverse: a flexible `let` used as an index in map2",
-        &[86],
-    ),
-    (
-        // `unfad_opt::optimize` produces an ill-typed term: "the positions of `scatter_add`
-        // must be ints or tuples of ints, but are `real`" (or `(int, real)`), for a read at a
-        // constant position in a `map2` (the literal position becomes a real):
-        //   def f(A: [n]real, B: [n]real) = sum(map2 (a, x. A[0] * x) A B)
-        "optimize: scatter_add positions typed `real`",
-        &[34, 59, 200, 251],
-    ),
-    (
-        // The optimized gradient grows with an extra factor of a size (a whole-array scatter
-        // per element is left in a loop): reads of an array of pairs, reads in a branch of an
-        // `if`, and reads in an inner loop at a position that does not depend on its index:
-        //   def f(P: [n](real, real)) = reduce + 0 (map (i. fst (P[i])) (iota len(P)))
-        //   def f(A: [n]real, x: real) = sum(map (i. if x > 0 then A[i] else x) (iota len(A)))
-        //   def f(M: [n][m]real) = reduce + 0 (map (i. reduce + 0 (map (j. M[i][0]) (iota len(M[i])))) (iota len(M)))
-        "optimize: per-element scatters left in a loop (O(n^2) gradient)",
-        &[
-            3, 8, 18, 19, 20, 21, 66, 89, 98, 107, 117, 122, 147, 154, 162, 181, 183, 186, 193,
-            215, 228, 246, 248, 253, 268, 272, 285, 294, 299,
-        ],
-    ),
-    (
-        // The same scatters of array-of-pairs elements, in loops too short for the growth check
-        // (`iota (k + 1)`) or with a cost ratio above `4 * 3^p` at size 32:
-        //   def f(P: [n](real, real), k: int) = reduce + 0 (map (i. snd (P[0])) (iota (k + 1)))
-        "optimize: scatters into an array of pairs above the cheap-gradient bound",
-        &[28, 128, 131, 156, 217, 224, 226, 229, 291],
-    ),
-];
+const KNOWN_FAILURES: &[(&str, &[u64])] = &[(
+    // The optimized gradient grows with an extra factor of a size: a loop inside a loop
+    // inside a loop, whose innermost reads scatter into an array the middle loop sums
+    // (`reduce +̂ 0 (map (j. foldl (acc, i. scatter_add(acc, ...)) 0 ...))`): the inner
+    // accumulations are not yet joined into the outer one, so each starts from a fresh
+    // array of zeros. Shape (seed 154, trimmed):
+    //   reduce + 0 (map (i1. reduce + 0 (map (j2. M[i1][j2] *
+    //       reduce + 0 (map (i4. real(j2) * M[i1][j2]) (iota len(I)))) (iota len(M[i1])))) (iota len(M)))
+    "optimize: nested accumulations in loops of loops (an array of zeros per middle element)",
+    &[10, 154, 208, 253],
+)];
 
 #[test]
 fn random_programs_with_indexing() {

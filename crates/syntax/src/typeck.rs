@@ -162,6 +162,25 @@ impl Checker<'_> {
             _ if ta == tb => Some(ta.clone()),
             (Type::Int, Type::Real) if self.is_flexible(b) => Some(Type::Int),
             (Type::Real, Type::Int) if self.is_flexible(a) => Some(Type::Int),
+            // Tuples component by component (`if c then (i, j) else (-1, -1)`).
+            (Type::Tuple(xs), Type::Tuple(ys)) if xs.len() == ys.len() => {
+                let parts = |e: ExprId| match self.arena[e] {
+                    Node::Tuple(l) => Some(self.arena.exprs(l).to_vec()),
+                    _ => None,
+                };
+                let (pa, pb) = (parts(a), parts(b));
+                let mut out = Vec::with_capacity(xs.len());
+                for (k, (x, y)) in xs.iter().zip(ys.iter()).enumerate() {
+                    if x == y {
+                        out.push(x.clone());
+                        continue;
+                    }
+                    let ea = pa.as_ref()?.get(k).copied()?;
+                    let eb = pb.as_ref()?.get(k).copied()?;
+                    out.push(self.join_numeric(ea, x, eb, y)?);
+                }
+                Some(Type::tuple(out))
+            }
             _ => None,
         }
     }
@@ -171,61 +190,42 @@ impl Checker<'_> {
     /// they are whole numbers by construction (an array literal `[0]`, a map whose body is
     /// `i + 1`, after the optimizer folded an int into a constant).
     fn int_path_depth(&self, e: ExprId, t: &Type) -> Option<usize> {
-        let scalar_ok = |c: &Checker, x: Option<ExprId>, ty: &Type| match ty {
-            Type::Int => true,
-            Type::Real => x.is_some_and(|x| c.is_flexible(x)),
-            _ => false,
+        let scalar = |t: &Type| matches!(t, Type::Int | Type::Real);
+        let (want, depth) = match t {
+            Type::Int | Type::Real => (Type::Int, 1),
+            Type::Tuple(items) if items.iter().all(scalar) => (
+                Type::tuple(items.iter().map(|_| Type::Int).collect()),
+                items.len(),
+            ),
+            _ => return None,
         };
-        // The element terms, where the array's form shows them.
-        let elements: Vec<ExprId> = match self.arena[e] {
-            Node::Array(l) => self.arena.exprs(l).to_vec(),
-            Node::Map(f, _) | Node::Map2(f, _, _) => match self.arena[f] {
-                Node::Lambda(_, body) => vec![body],
-                _ => vec![],
-            },
-            _ => vec![],
-        };
-        let peel = |c: &Checker, mut x: ExprId| {
-            while let Node::Let(_, _, b) | Node::LetTuple(_, _, b) = c.arena[x] {
-                x = b;
-            }
-            x
-        };
-        match t {
-            Type::Tuple(items) => {
-                for (k, ty) in items.iter().enumerate() {
-                    let ok = if *ty == Type::Int {
-                        true
-                    } else {
-                        !elements.is_empty()
-                            && elements.iter().all(|&x| match self.arena[peel(self, x)] {
-                                Node::Tuple(l) => {
-                                    let parts = self.arena.exprs(l);
-                                    scalar_ok(self, parts.get(k).copied(), ty)
-                                }
-                                _ => false,
-                            })
-                    };
-                    if !ok {
-                        return None;
-                    }
-                }
-                Some(items.len())
-            }
-            _ if *t == Type::Int => Some(1),
-            Type::Real => (!elements.is_empty()
-                && elements
-                    .iter()
-                    .all(|&x| scalar_ok(self, Some(peel(self, x)), t)))
-            .then_some(1),
-            _ => None,
-        }
+        let n = Size::lit(0);
+        let fits = *t == want
+            || self.int_from_flexible(&Type::array(n.clone(), want), &Type::array(n, t.clone()), e);
+        fits.then_some(depth)
     }
 
     /// Whether `a`, of type `ta`, stands for a value of type `want` by being whole numbers
     /// by construction where ints are wanted: a flexible real for an int, and tuples of
     /// those (`(0, x)` for `(int, real)`, as reverse mode passes an int's zero adjoint).
     fn int_from_flexible(&self, want: &Type, ta: &Type, a: ExprId) -> bool {
+        if want == ta {
+            return true;
+        }
+        match self.arena[a] {
+            Node::Let(_, _, body) | Node::LetTuple(_, _, body) => {
+                return self.int_from_flexible(want, ta, body)
+            }
+            Node::If(_, x, y) => {
+                return self.int_from_flexible(want, ta, x) && self.int_from_flexible(want, ta, y)
+            }
+            Node::Var(v) => {
+                if let Some(Some(rhs)) = self.bound.get(&v) {
+                    return self.int_from_flexible(want, ta, *rhs);
+                }
+            }
+            _ => {}
+        }
         match (want, ta) {
             (Type::Int, Type::Real) => self.is_flexible(a),
             (Type::Tuple(ws), Type::Tuple(ts)) if ws.len() == ts.len() => match self.arena[a] {
@@ -234,8 +234,22 @@ impl Checker<'_> {
                     ws.iter()
                         .zip(ts.iter())
                         .zip(items)
-                        .all(|((w, t), &x)| w == t || self.int_from_flexible(w, t, x))
+                        .all(|((w, t), &x)| self.int_from_flexible(w, t, x))
                 }
+                _ => false,
+            },
+            // Arrays whose elements are made in view: literals, and maps' bodies; zeros.
+            (Type::Array(n, w), Type::Array(m, t)) if n == m => match self.arena[a] {
+                Node::ZerosLike(_) | Node::OnesLike(_) => !t.has_ints() || **w == **t,
+                Node::Array(l) => self
+                    .arena
+                    .exprs(l)
+                    .iter()
+                    .all(|&x| self.int_from_flexible(w, t, x)),
+                Node::Map(f, _) | Node::Map2(f, _, _) => match self.arena[f] {
+                    Node::Lambda(_, body) => self.int_from_flexible(w, t, body),
+                    _ => false,
+                },
                 _ => false,
             },
             _ => false,
@@ -300,7 +314,9 @@ impl Checker<'_> {
     /// Bind `v` to `t`, checking it against an annotation the variable may carry.
     fn bind(&mut self, v: Var, t: &Type, at: ExprId) -> Result<(), Error> {
         match self.arena.var_type(v) {
-            Some(Type::Int) if *t == Type::Real && self.is_flexible(at) => Ok(()),
+            Some(annot) if annot.has_ints() && self.int_from_flexible(&annot.clone(), t, at) => {
+                Ok(())
+            }
             Some(annot) if annot != t => {
                 let name = self.arena.var_name(v).to_string();
                 Err(self.err(

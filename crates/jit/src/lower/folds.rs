@@ -23,6 +23,7 @@ impl<'a> Translator<'a> {
     /// several accumulators.
     pub(super) fn emit_fold(
         &mut self,
+        e: ExprId,
         f: ExprId,
         z: ExprId,
         x: ExprId,
@@ -31,6 +32,11 @@ impl<'a> Translator<'a> {
         let (ps, body) = lambda(self.arena, f, 2, "a fold")?;
         let (pa, px) = (ps[0], ps[1]);
         let acc_shape = self.an.var_shape(pa)?.clone();
+        if !reduce {
+            if let Some(v) = self.fold_of_scatters(e, f, z, x)? {
+                return Ok(v);
+            }
+        }
         let zv = self.emit(z)?;
         let src = self.emit_arr(x)?;
         if reduce && self.lane_of(pa, px, body).is_some() {

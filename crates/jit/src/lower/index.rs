@@ -13,7 +13,7 @@ use std::rc::Rc;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
-use unfad_syntax::{BinOp, ExprId};
+use unfad_syntax::{BinOp, ExprId, Node};
 
 use crate::error::{JitError, JitResult, Stop};
 use crate::layout::Dim;
@@ -114,6 +114,77 @@ impl<'a> Translator<'a> {
     ) -> JitResult<Val> {
         let target = expect_arr(self.write_arr(&zv, dst)?)?;
         drop(zv);
+        self.scatter_in_place(&target, is, vs)?;
+        Ok(Val::Arr(target))
+    }
+
+    /// `foldl (acc, x. scatter_add(acc, is, vs)) z src` with `acc` nowhere in `is` and `vs`
+    /// (an accumulation, as the optimizer makes it from the adjoints of reads in a loop): `z`
+    /// written once to a new buffer of the fold's shape (that of `e`), then every element's
+    /// positions and values added there in place, in order. `None` if `f` is not so.
+    pub(super) fn fold_of_scatters(
+        &mut self,
+        e: ExprId,
+        f: ExprId,
+        z: ExprId,
+        src: ExprId,
+    ) -> JitResult<Option<Val>> {
+        let Some((ps, body)) = self.arena.lambda_parts(f) else {
+            return Ok(None);
+        };
+        let &[acc, x] = ps else {
+            return Ok(None);
+        };
+        // `let`s before the scatter, none reading the accumulator.
+        let mut lets = Vec::new();
+        let mut inner = body;
+        while let Node::Let(v, e1, rest) = self.arena[inner] {
+            if self.arena.mentions_any(e1, &[acc]) {
+                return Ok(None);
+            }
+            lets.push((v, e1));
+            inner = rest;
+        }
+        let Node::ScatterAdd(t, is, vs) = self.arena[inner] else {
+            return Ok(None);
+        };
+        if self.arena[t] != Node::Var(acc)
+            || self.arena.mentions_any(is, &[acc])
+            || self.arena.mentions_any(vs, &[acc])
+        {
+            return Ok(None);
+        }
+        let Ok(sa) = shape_arr(&self.shape(e)?) else {
+            return Ok(None);
+        };
+        let zv = self.emit_arr(z)?;
+        let dst = self.alloc(&sa)?;
+        let target = expect_arr(self.write_arr(&zv, &dst)?)?;
+        drop(zv);
+        let src = self.emit_arr(src)?;
+        self.loop_(src.len, false, Vec::new(), &mut |t, i, _| {
+            let xi = t.elem(&src, IntVal::Ssa(i))?;
+            t.bind(x, xi)?;
+            let r = (|| {
+                for &(v, e1) in &lets {
+                    let value = t.emit(e1)?;
+                    t.bind_let(v, value)?;
+                }
+                t.scatter_in_place(&target, is, vs)
+            })();
+            let bound: Vec<_> = lets.iter().map(|&(v, _)| v).collect();
+            t.end_scope(&bound, &Val::Arr(target.clone()));
+            t.unbind(x);
+            r?;
+            Ok(Vec::new())
+        })?;
+        Ok(Some(Val::Arr(target)))
+    }
+
+    /// Add `vs[k]` at position `is[k]` of the in-memory array `target`, in place, for `k`
+    /// from 0 to `min(len is, len vs) - 1` in order (positions outside add nothing).
+    fn scatter_in_place(&mut self, target: &Rc<Arr>, is: ExprId, vs: ExprId) -> JitResult<()> {
+        let target = target.clone();
         let is = self.emit_arr(is)?;
         let vs = self.emit_arr(vs)?;
         let (count, _) = self.min_len(&[(is.len, is.stat()), (vs.len, vs.stat())]);
@@ -140,7 +211,7 @@ impl<'a> Translator<'a> {
             t.add_at_path(&target, &path, &v)?;
             Ok(Vec::new())
         })?;
-        Ok(Val::Arr(target))
+        Ok(())
     }
 
     /// Add `v` at the element at `path` (one index per level) of the in-memory array `a`,

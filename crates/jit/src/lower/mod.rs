@@ -333,8 +333,8 @@ impl<'a> Translator<'a> {
                 };
                 Ok(Val::Arr(self.arr(len, &sa, dim, kind)))
             }
-            Reduce(f, z, x) => self.emit_fold(f, z, x, true),
-            Foldl(f, z, x) => self.emit_fold(f, z, x, false),
+            Reduce(f, z, x) => self.emit_fold(e, f, z, x, true),
+            Foldl(f, z, x) => self.emit_fold(e, f, z, x, false),
             Shift1L(x) | Shift1R(x) => {
                 let left = matches!(arena[e], Shift1L(_));
                 if let Some(v) = self.lazy_scan(e, x, left)? {

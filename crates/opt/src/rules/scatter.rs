@@ -205,14 +205,22 @@ pub fn sum_of_scatters(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     }
     let g = match cx.arena()[m] {
         Node::Map(g, _) | Node::Map2(g, _, _) => g,
+        // A sum of zero arrays (whatever made their shapes) is the initial value.
+        Node::ZerosLike(_) => return Some(z),
         _ => return None,
     };
+    if let Some(column) = scatter_column(cx, m) {
+        let sum = cx.mk(Node::Reduce(f, z, column));
+        return Some(cx.simplify(sum));
+    }
     let (ps, body) = lambda(cx, g)?;
     let (lets, inner) = peel_lets(cx, body);
     if !matches!(cx.arena()[inner], Node::ScatterAdd(..) | Node::If(..)) {
         return None;
     }
-    let (rest, found) = entries(cx, inner, false)?;
+    let Some((rest, found)) = entries(cx, inner, false) else {
+        return scatters_in_a_fold(cx, z, m, &ps, &lets, inner);
+    };
     if found.is_empty() {
         return None;
     }
@@ -237,6 +245,117 @@ pub fn sum_of_scatters(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(acc)
 }
 
+/// `map (g. g.k) X` where `X` is bound to `map (i. lets in (..., S, ...)) K` (or `map2`)
+/// and its component `k`, `S`, scatters into zeros: the column made again by a map of its
+/// own, `map (i. lets in S) K`, so that its sum becomes one accumulation rather than an
+/// array stored per element (the other columns stay where they are).
+fn scatter_column(cx: &mut RuleCx, m: ExprId) -> Option<ExprId> {
+    let Node::Map(g, x) = cx.arena()[m] else {
+        return None;
+    };
+    let (ps, body) = lambda(cx, g)?;
+    let Node::Proj(k, inner) = cx.arena()[body] else {
+        return None;
+    };
+    if cx.arena()[inner] != Node::Var(ps[0]) {
+        return None;
+    }
+    let Node::Var(xv) = cx.arena()[x] else {
+        return None;
+    };
+    let def = cx.definition(xv)?;
+    let h = match cx.arena()[def] {
+        Node::Map(h, _) | Node::Map2(h, _, _) => h,
+        _ => return None,
+    };
+    let (hps, hbody) = lambda(cx, h)?;
+    let (lets, tuple) = peel_lets(cx, hbody);
+    let Node::Tuple(l) = cx.arena()[tuple] else {
+        return None;
+    };
+    let component = *cx.arena().exprs(l).get(k as usize)?;
+    let (_, comp_inner) = peel_lets(cx, component);
+    let scatters = |cx: &RuleCx, t: ExprId| match cx.arena()[t] {
+        Node::ScatterAdd(..) => true,
+        Node::If(_, a, b) => [a, b].iter().all(|&t| {
+            matches!(
+                cx.arena()[peel_lets(cx, t).1],
+                Node::ScatterAdd(..) | Node::ZerosLike(_)
+            )
+        }),
+        _ => false,
+    };
+    if !scatters(cx, comp_inner) {
+        return None;
+    }
+    let column = rewrap(cx, &lets, component);
+    map_like(cx, def, &hps, column)
+}
+
+/// The general case of [`sum_of_scatters`], each element scattering arrays of positions
+/// and values (an inner loop's reads): `reduce +̂ Z (map (k. lets in scatter_add(0_A, P,
+/// V)) K)` is `foldl (acc, k. scatter_add(acc, lets in P, lets in V)) Z K`, one
+/// accumulator that every element adds into (the code generator updates it in place).
+/// `map2` alike, over the pairs of its operands.
+fn scatters_in_a_fold(
+    cx: &mut RuleCx,
+    z: ExprId,
+    m: ExprId,
+    ps: &[Var],
+    lets: &[ExprId],
+    inner: ExprId,
+) -> Option<ExprId> {
+    let Node::ScatterAdd(base, positions, values) = cx.arena()[inner] else {
+        return None;
+    };
+    if !matches!(cx.arena()[base], Node::ZerosLike(_)) {
+        return None;
+    }
+    let acc_ty = cx.ty(z)?;
+    let acc = cx.fresh("acc", Some(acc_ty));
+    let acc_term = cx.var(acc);
+    // The element: the operand's, or the pair of both operands' (then projected).
+    let (elem, over, subs): (Var, ExprId, Vec<(Var, ExprId)>) = match (cx.arena()[m], ps) {
+        (Node::Map(_, x), [p]) => (*p, x, Vec::new()),
+        (Node::Map2(_, x, y), [p, q]) => {
+            let (tx, ty) = match (cx.ty(x)?, cx.ty(y)?) {
+                (unfad_syntax::Type::Array(_, a), unfad_syntax::Type::Array(_, b)) => {
+                    ((*a).clone(), (*b).clone())
+                }
+                _ => return None,
+            };
+            let pair_ty = unfad_syntax::Type::tuple(vec![tx.clone(), ty.clone()]);
+            let (a, b) = (cx.fresh("a", Some(tx)), cx.fresh("b", Some(ty)));
+            let (av, bv) = (cx.var(a), cx.var(b));
+            let pair = cx.tuple(&[av, bv]);
+            let l = cx.arena_mut().var_list(&[a, b]);
+            let zip = cx.mk(Node::Lambda(l, pair));
+            let zipped = cx.mk(Node::Map2(zip, x, y));
+            let e = cx.fresh("e", Some(pair_ty));
+            let ev = cx.var(e);
+            let first = cx.mk(Node::Proj(0, ev));
+            let second = cx.mk(Node::Proj(1, ev));
+            (e, zipped, vec![(*p, first), (*q, second)])
+        }
+        _ => return None,
+    };
+    let with_lets = |cx: &mut RuleCx, t: ExprId| {
+        let t = rewrap(cx, lets, t);
+        let t = cx.arena_mut().copy_fresh(t);
+        if subs.is_empty() {
+            t
+        } else {
+            cx.simplify_with(t, &subs)
+        }
+    };
+    let p = with_lets(cx, positions);
+    let v = with_lets(cx, values);
+    let body = cx.mk(Node::ScatterAdd(acc_term, p, v));
+    let l = cx.arena_mut().var_list(&[acc, elem]);
+    let g = cx.mk(Node::Lambda(l, body));
+    Some(cx.mk(Node::Foldl(g, z, over)))
+}
+
 /// If `f` is `(s. c * s)` (or `s * c`, `-s`) with `c` free of `s`, wrapped in `depth`
 /// levels of `map` (`(r. map (s. c * s) r)` for depth 1): the scalar function inside.
 fn linear_scalar(cx: &RuleCx, f: ExprId, depth: usize) -> Option<ExprId> {
@@ -251,12 +370,21 @@ fn linear_scalar(cx: &RuleCx, f: ExprId, depth: usize) -> Option<ExprId> {
             _ => None,
         };
     }
-    let is_s = |t: ExprId| a[t] == Node::Var(s);
     let free_of_s = |t: ExprId| !a.mentions_any(t, &[s]);
-    let linear = match a[body] {
-        Node::Op2(BinOp::Mul, c, t) => (is_s(t) && free_of_s(c)) || (is_s(c) && free_of_s(t)),
-        Node::Op1(unfad_syntax::UnOp::Neg, t) => is_s(t),
+    // `c * x` (either order) or `-x` where `x` is `is_x`.
+    let scaled = |t: ExprId, is_x: &dyn Fn(ExprId) -> bool| match a[t] {
+        Node::Op2(BinOp::Mul, c, x) => (is_x(x) && free_of_s(c)) || (is_x(c) && free_of_s(x)),
+        Node::Op1(unfad_syntax::UnOp::Neg, x) => is_x(x),
         _ => false,
+    };
+    let linear = match a[body] {
+        // A tuple of reals scaled component by component: `(c * s.0, c * s.1)`.
+        Node::Tuple(l) => a.exprs(l).iter().enumerate().all(|(k, &item)| {
+            scaled(item, &|x| {
+                matches!(a[x], Node::Proj(j, inner) if j == k as u32 && a[inner] == Node::Var(s))
+            })
+        }),
+        _ => scaled(body, &|x| a[x] == Node::Var(s)),
     };
     linear.then_some(f)
 }
@@ -265,6 +393,8 @@ fn linear_scalar(cx: &RuleCx, f: ExprId, depth: usize) -> Option<ExprId> {
 fn real_rank(t: &unfad_syntax::Type) -> Option<usize> {
     match t {
         unfad_syntax::Type::Real => Some(0),
+        // A tuple of reals is scaled as one element.
+        unfad_syntax::Type::Tuple(items) if items.iter().all(|t| t.is_real()) => Some(0),
         unfad_syntax::Type::Array(_, elem) => Some(1 + real_rank(elem)?),
         _ => None,
     }
@@ -342,12 +472,16 @@ fn scale_through(cx: &mut RuleCx, f: ExprId, t: ExprId) -> Option<ExprId> {
     }
 }
 
-/// `scatter_add(Z, iota len(Z), V)` with `V` as long as `Z` adds `V[k]` at every `k`:
-/// `map2 +̂ Z V`, and `V` itself when `Z` is zero.
+/// `scatter_add(Z, iota len(Z), V)` with `V` as long as `Z` zero is `V` (every position
+/// gets its value); and `scatter_add(Z, P, 0)`, adding zeros anywhere, is `Z`.
 pub fn scatter_everywhere(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::ScatterAdd(z, positions, values) = cx.arena()[e] else {
         return None;
     };
+    // Adding zeros anywhere changes nothing.
+    if matches!(cx.arena()[values], Node::ZerosLike(_)) {
+        return Some(z);
+    }
     let k = iota_operand(cx, positions)?;
     let lz = cx.len_of(z)?;
     let Node::Len(of) = cx.arena()[k] else {
