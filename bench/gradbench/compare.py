@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compare two tools' GradBench gmm logs: unfad's against the hand-written C++ tool's.
+"""Compare two tools' GradBench logs: unfad's against the hand-written C++ tool's.
 
 Reads the `.jsonl` logs that `gradbench run -o LOG` writes (one JSON object a line, a
 `message` then its `response`) and prints a markdown table with, per size (d, k) and for
@@ -10,6 +10,9 @@ The time of one `evaluate` message is the mean of its `evaluate` timings, the st
 GradBench's own scorer uses (`--stat median` or `--stat min` take another). Each tool may
 be given several logs (runs of the same eval); their timings for one size and function
 are pooled before the statistic is taken.
+
+For gmm the table has one row per size (d, k, n); for the other evals (`--generic`), one
+row per size as the eval describes it (`n=16,m=128`) and function.
 
 It also checks the eval's verdicts: every `analysis` message of each log must say
 `valid: true`, otherwise the failing sizes are listed on stderr and the exit status is 1.
@@ -55,7 +58,10 @@ def read_log(path, timings, invalid):
                 continue
             function = message["function"]
             size = message["input"]
-            key = (size["d"], size["k"], size["n"], function)
+            if GENERIC:
+                key = (message.get("description", ""), function)
+            else:
+                key = (size["d"], size["k"], size["n"], function)
             if response.get("success") is False:
                 invalid.append((path, key, response.get("error", "failed")))
                 continue
@@ -76,6 +82,25 @@ def read_tool(paths):
     return timings, invalid
 
 
+GENERIC = False
+
+
+def generic_table(unfad, cpp, stat, stat_name):
+    """One row per (description, function) both tools ran, in the order of the evals."""
+    print(f"Times in ms ({stat_name} of the `evaluate` timings); ratio = unfad / C++.")
+    print()
+    print("| size | function | unfad | C++ | ratio |")
+    print("|---|---|---:|---:|---:|")
+    for key in unfad:
+        if key not in cpp:
+            continue
+        ours, theirs = stat(unfad[key]), stat(cpp[key])
+        print(
+            f"| {key[0]} | {key[1]} | {milliseconds(ours)} | {milliseconds(theirs)} "
+            f"| {ours / theirs:.2f} |"
+        )
+
+
 def milliseconds(nanoseconds):
     return f"{nanoseconds / 1e6:.3f}"
 
@@ -90,14 +115,24 @@ def main():
         default="mean",
         help="statistic of one size's evaluate timings (GradBench's scorer uses the mean)",
     )
+    parser.add_argument(
+        "--generic",
+        action="store_true",
+        help="any eval: rows by the eval's description of each size, and by function",
+    )
     args = parser.parse_args()
     stat = {"mean": statistics.fmean, "median": statistics.median, "min": min}[args.stat]
+    global GENERIC
+    GENERIC = args.generic
 
     unfad, unfad_invalid = read_tool(args.unfad)
     cpp, cpp_invalid = read_tool(args.cpp)
     for path, key, error in unfad_invalid + cpp_invalid:
         print(f"not validated: {path} {key}: {error}", file=sys.stderr)
 
+    if GENERIC:
+        generic_table(unfad, cpp, stat, args.stat)
+        return 1 if unfad_invalid or cpp_invalid else 0
     sizes = sorted({key[:3] for key in unfad} & {key[:3] for key in cpp})
     print(
         f"Times in ms ({args.stat} of the `evaluate` timings); ratio = unfad / C++; "
