@@ -93,6 +93,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         ],
         Node::Reduce(..) | Node::Foldl(..) => &[
             scatter::sum_of_scatters,
+            scatter::fold_of_scatters,
             arrays::fold_constant_array,
             arrays::count_ones,
             arrays::reduce_tuple_split,

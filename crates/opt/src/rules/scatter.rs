@@ -596,3 +596,54 @@ pub fn add_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     }
     Some(cx.mk(Node::ScatterAdd(other, p, vals)))
 }
+
+/// `foldl (acc, x. lets in scatter_add(acc, [p1, ...], [v1, ...])) Z X`, each element adding
+/// at a few positions it computes (`acc` nowhere else), is `scatter_add(... scatter_add(Z,
+/// map (x. lets in p1) X, map (x. lets in v1) X) ...)`: the same additions, in the same
+/// order, which the other rules can then see (a scatter at every position is its values).
+pub fn fold_of_scatters(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Foldl(f, z, x) = cx.arena()[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(cx, f)?;
+    let [acc, elem] = ps[..] else {
+        return None;
+    };
+    let (lets, inner) = peel_lets(cx, body);
+    let Node::ScatterAdd(target, positions, values) = cx.arena()[inner] else {
+        return None;
+    };
+    // `acc` only as the target.
+    let reads_acc = |cx: &RuleCx, t: ExprId| cx.arena().mentions_any(t, &[acc]);
+    if cx.arena()[target] != Node::Var(acc)
+        || reads_acc(cx, positions)
+        || reads_acc(cx, values)
+        || lets.iter().any(|&l| match cx.arena()[l] {
+            Node::Let(_, e1, _) | Node::LetTuple(_, e1, _) => reads_acc(cx, e1),
+            _ => true,
+        })
+    {
+        return None;
+    }
+    let (Node::Array(pl), Node::Array(vl)) = (cx.arena()[positions], cx.arena()[values]) else {
+        return None;
+    };
+    let ps_items = cx.arena().exprs(pl).to_vec();
+    let vs_items = cx.arena().exprs(vl).to_vec();
+    // One position per element: element order is the scatter's order. (With several,
+    // the fold adds element by element, the scatters position column by column.)
+    if ps_items.len() != 1 || vs_items.len() != 1 {
+        return None;
+    }
+    let like = cx.mk(Node::Map(f, x));
+    let mut out = z;
+    for (p, v) in ps_items.into_iter().zip(vs_items) {
+        let p = rewrap(cx, &lets, p);
+        let p = map_like(cx, like, &[elem], p)?;
+        let v = rewrap(cx, &lets, v);
+        let v = map_like(cx, like, &[elem], v)?;
+        let next = cx.mk(Node::ScatterAdd(out, p, v));
+        out = cx.simplify(next);
+    }
+    Some(out)
+}

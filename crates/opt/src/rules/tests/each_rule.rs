@@ -819,3 +819,18 @@ fn add_scatter() {
         "#]],
     );
 }
+
+/// A fold adding one value per element at a computed position is a scatter of them all.
+#[test]
+fn fold_of_scatters() {
+    check_rule(
+        scatter::fold_of_scatters,
+        "def f(A: [n]real, B: [n]real) =
+           foldl (acc, e. scatter_add(acc, [div(snd e, 2)], [fst e * 2]))
+             (zeros_like(A)) (map2 (b, i. (b, i)) B (iota len(A)))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              scatter_add(zeros_like(A), map (i. div(i, 2)) (iota len(A)), map (b. b * 2) B)
+        "#]],
+    );
+}
