@@ -107,11 +107,11 @@ pub fn map_adjoint(
         contributions.push(m.separate_capture(a, rev, j)?);
     }
     let mut operands = Vec::with_capacity(arrays.len());
-    for i in 0..arrays.len() {
+    for (i, &x) in arrays.iter().enumerate() {
         operands.push(if live.contains(&i) {
             m.operand(a, rev, i)?
         } else {
-            build::zeros_like(a, arrays[i])
+            build::zeros_like(a, x)
         });
     }
     Ok(MapAdjoint {

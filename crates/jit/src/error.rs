@@ -22,6 +22,12 @@ pub enum JitError {
     /// complete).
     #[error("the native code stopped: {0}")]
     Check(String),
+    /// The program stopped on its arguments: an index out of bounds or an int division by
+    /// zero (as the interpreter does), at the position `at` of the source if known
+    /// (`(source, byte offset)`: a [`unfad_syntax::SourceId`]'s number and an offset into
+    /// that text).
+    #[error("{why}")]
+    Stopped { why: String, at: Option<(u16, u32)> },
 }
 
 pub(crate) type JitResult<T> = Result<T, JitError>;
@@ -53,20 +59,46 @@ impl Stop {
         self as u8 as f64
     }
 
+    /// The value of the status cell that means this stop at `site` of the source: the kind
+    /// in the two low bits, then the source and the byte offset (1 + offset + source·2^32;
+    /// 0 for a generated term), which an `f64` holds exactly.
+    pub(crate) fn code_at(self, site: unfad_syntax::Span) -> f64 {
+        if self == Stop::Length || site.src == unfad_syntax::SourceId::GENERATED {
+            return self.code();
+        }
+        let place = 1 + site.lo as u64 + ((site.src.0 as u64) << 32);
+        (self as u64 + 4 * place) as f64
+    }
+
     /// The error of a call whose status cell holds `code` (not 0).
     pub(crate) fn error(code: f64) -> JitError {
+        let whole = code as u64;
+        let (kind, place) = (whole % 4, whole / 4);
+        let at = (place > 0).then(|| {
+            (
+                ((place - 1) >> 32) as u16,
+                ((place - 1) & 0xffff_ffff) as u32,
+            )
+        });
+        if kind == Stop::Index as u64 {
+            return JitError::Stopped {
+                why: "an index is out of bounds (an index must be a whole number from 0 to the \
+                      array's length minus 1)"
+                    .into(),
+                at,
+            };
+        }
+        if kind == Stop::DivisionByZero as u64 {
+            return JitError::Stopped {
+                why: "an integer division or remainder by zero".into(),
+                at,
+            };
+        }
         JitError::Check(
-            if code == Stop::Index.code() {
-                "an index is out of bounds (an index must be a whole number from 0 to the \
-                 array's length minus 1)"
-            } else if code == Stop::DivisionByZero.code() {
-                "an integer division or remainder by zero"
-            } else {
-                "a length check failed, and the native code stopped rather than read or write \
-                 outside a buffer; this is a bug of unfad's code generator: please report it \
-                 with the program and the sizes"
-            }
-            .into(),
+            "a length check failed, and the native code stopped rather than read or write \
+             outside a buffer; this is a bug of unfad's code generator: please report it with \
+             the program and the sizes"
+                .into(),
         )
     }
 }

@@ -92,12 +92,15 @@
 //! its destination), the function checks it once, before the loop. A function that checks
 //! something at run time has a **status cell** after its buffers in the workspace
 //! ([`Compiled::status_cell`]): the function clears it first, a failed check sets it and
-//! returns at once, and [`Compiled::call`] reports [`JitError::Check`]; the cell holds
+//! returns at once, and [`Compiled::call`] reports [`JitError::Check`] (or, for an index
+//! out of bounds or an int division by zero, [`JitError::Stopped`] with the source
+//! position the code records in the cell); the cell holds
 //! why: 1 for a length check, which only a bug of the lowering or of the analysis can fail
 //! (the tests inject mistakes into the analysis, [`fault`], and check that no guard cell
-//! around any buffer is ever read or written), 2 for an index out of bounds (`A[i]`, a
-//! position of `scatter_add`: every index is checked, a failure is the program's error), 3
-//! for an int division or remainder by zero.
+//! around any buffer is ever read or written), 2 for an index out of bounds (`A[i]`: every
+//! index is checked, a failure is the program's error; a position of `scatter_add` outside
+//! its target adds nothing), 3 for an int division or remainder by zero; above those two
+//! bits, the source position of the failed check ([`error::Stop`]'s `code_at`).
 //!
 //! # Fusion
 //!

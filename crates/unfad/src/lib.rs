@@ -179,9 +179,11 @@ impl Engine {
         let compiled = unfad_jit::compile_parallel(&mut p.program.arena, &grad)?;
         let params = params_of(&p);
         let names = params.iter().map(|p| p.name.clone()).collect();
+        let sources = Sources::of(&p);
         self.keep_arena(p.into_arena());
         Ok(GradFn {
             compiled,
+            sources,
             params,
             names,
             wrt,
@@ -225,9 +227,11 @@ impl Engine {
         let params = params_of(&p);
         let names = params.iter().map(|p| p.name.clone()).collect();
         let ret = p.source.ret.clone();
+        let sources = Sources::of(&p);
         self.keep_arena(p.into_arena());
         Ok(Func {
             compiled,
+            sources,
             params,
             names,
             ret,
@@ -363,6 +367,7 @@ fn with_scratch<R>(pool: &Mutex<Vec<Scratch>>, f: impl FnOnce(&mut Scratch) -> R
 /// A compiled gradient: call it with [`GradFn::call`].
 pub struct GradFn {
     compiled: Compiled,
+    sources: Sources,
     params: Vec<Param>,
     names: Vec<String>,
     wrt: Vec<usize>,
@@ -445,7 +450,13 @@ impl GradFn {
                     }
                 }
             }
-            run_native(&self.compiled, &inputs, scratch, outs.as_mut_slice())?;
+            run_native(
+                &self.sources,
+                &self.compiled,
+                &inputs,
+                scratch,
+                outs.as_mut_slice(),
+            )?;
         }
         out.value = value[0];
         // Tuple-valued gradients: reorder their components into row-major leaves. The
@@ -610,8 +621,55 @@ fn bind<'a>(compiled: &Compiled, inputs: &[&'a [f64]], sizes: &[u64]) -> Result<
     })
 }
 
+/// The texts of a program (the prelude and the user's), to say where a run stopped.
+#[derive(Clone, Debug, Default)]
+struct Sources(std::sync::Arc<[String]>);
+
+impl Sources {
+    fn of(p: &Pipeline) -> Sources {
+        let texts: Vec<String> = [
+            unfad_syntax::SourceId::PRELUDE,
+            unfad_syntax::SourceId::USER,
+        ]
+        .iter()
+        .map(|&id| p.program.source_text(id).to_string())
+        .collect();
+        Sources(texts.into())
+    }
+
+    /// `" at line L, column C"` of the byte `offset` of source `src` (empty if unknown).
+    fn at(&self, src: u16, offset: u32) -> String {
+        let Some(text) = self.0.get(src as usize) else {
+            return String::new();
+        };
+        let offset = (offset as usize).min(text.len());
+        let before = &text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let place = if src == unfad_syntax::SourceId::PRELUDE.0 {
+            " (in the prelude)"
+        } else {
+            ""
+        };
+        format!(" at line {line}, column {column}{place}")
+    }
+
+    /// The error of a call: a stop on the program's arguments (an index out of bounds, an
+    /// int division by zero) says where; the others as [`Error::from`].
+    fn error(&self, e: JitError) -> Error {
+        match e {
+            JitError::Stopped { why, at } => {
+                let at = at.map_or(String::new(), |(src, offset)| self.at(src, offset));
+                Error::Argument(format!("the program stopped{at}: {why}"))
+            }
+            e => Error::from(e),
+        }
+    }
+}
+
 /// Call the native code (through the checked call) with the prepared inputs.
 fn run_native(
+    sources: &Sources,
     compiled: &Compiled,
     direct: &Direct,
     scratch: &mut Scratch,
@@ -631,18 +689,21 @@ fn run_native(
     for (k, d) in direct.as_slice().iter().enumerate() {
         inputs.push(d.unwrap_or(scratch.inputs[k].as_slice()));
     }
-    compiled.call(
-        inputs.as_slice(),
-        &scratch.sizes,
-        outputs,
-        &mut scratch.workspace[..need],
-    )?;
+    compiled
+        .call(
+            inputs.as_slice(),
+            &scratch.sizes,
+            outputs,
+            &mut scratch.workspace[..need],
+        )
+        .map_err(|e| sources.error(e))?;
     Ok(())
 }
 
 /// A compiled primal function: call it with [`Func::call`].
 pub struct Func {
     compiled: Compiled,
+    sources: Sources,
     params: Vec<Param>,
     names: Vec<String>,
     ret: Type,
@@ -670,7 +731,7 @@ impl Func {
             .collect::<Result<_, _>>()?;
         {
             let mut outs: Vec<&mut [f64]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
-            run_native(&self.compiled, &inputs, scratch, &mut outs)?;
+            run_native(&self.sources, &self.compiled, &inputs, scratch, &mut outs)?;
         }
         if bufs.len() == 1 && is_single_component(&self.ret) {
             return Ok(bufs.pop().unwrap_or_default());

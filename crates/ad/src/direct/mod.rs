@@ -806,12 +806,15 @@ impl Macro<'_, '_> {
     fn rule_index(&mut self, e: ExprId, y: Var) -> Result<ExprId, AdError> {
         let t = type_of(self.a, e)?;
         let mut indices = Vec::new();
+        let mut spans = Vec::new();
         let mut base = e;
         while let Node::Index(inner, i) = self.a[base] {
             indices.push(i);
+            spans.push(self.a.span(base));
             base = inner;
         }
         indices.reverse();
+        spans.reverse();
         let index_vars: Vec<Var> = indices
             .iter()
             .map(|_| self.a.fresh_var("i", Some(Type::Int)))
@@ -824,9 +827,10 @@ impl Macro<'_, '_> {
                 crate::build::tuple(a, &index_terms)
             }
         };
+        // The reads keep the source's positions (a read out of bounds says where).
         let read = |a: &mut Arena, mut arr: ExprId| {
-            for &i in &index_terms {
-                arr = a.add(Node::Index(arr, i));
+            for (&i, &span) in index_terms.iter().zip(&spans) {
+                arr = a.add_at(Node::Index(arr, i), span);
             }
             arr
         };

@@ -22,10 +22,13 @@ use crate::value::{Arr, IntVal, Kind, Place, RealVal, Val};
 use super::{expect_arr, shape_arr, IotaElement, Translator};
 
 impl<'a> Translator<'a> {
-    /// `x[i]`: element `i` of `x`, read in place.
-    pub(super) fn emit_index(&mut self, x: ExprId, i: ExprId) -> JitResult<Val> {
+    /// `x[i]` (the node `e`): element `i` of `x`, read in place.
+    pub(super) fn emit_index(&mut self, e: ExprId, x: ExprId, i: ExprId) -> JitResult<Val> {
         let a = self.emit_arr(x)?;
+        // The read's position in the source, for the error if the check fails.
+        let site = self.arena.span(e);
         let i = self.emit_real(i)?;
+        self.site = site;
         // A scan computed where it is read gives its elements in order only: into memory.
         let a = if matches!(a.kind, Kind::Scan(_)) {
             let p = self.alloc(&a.shape)?;

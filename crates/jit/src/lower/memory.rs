@@ -312,7 +312,7 @@ impl<'a> Translator<'a> {
             }
         };
         let go_on = self.b.create_block();
-        let code = self.b.ins().f64const(why.code());
+        let code = self.b.ins().f64const(why.code_at(self.site));
         self.b
             .ins()
             .brif(ok, go_on, &[], fail, &[BlockArg::from(code)]);

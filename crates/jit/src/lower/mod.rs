@@ -126,6 +126,9 @@ pub(crate) struct Translator<'a> {
     /// The reals that are an element of an `iota` read at index `k` (so `k` itself, below
     /// the `iota`'s length): an index that the lengths show in bounds needs no check.
     iota_elements: HashMap<Value, IotaElement>,
+    /// The source position of the index or int division being lowered: a failed check
+    /// there says where (see [`Stop::code_at`]).
+    site: unfad_syntax::Span,
 }
 
 /// An element `k` of an `iota` of length `len` (exactly `dim` if known), `0 <= k < len`.
@@ -165,6 +168,7 @@ impl<'a> Translator<'a> {
             counters: Vec::new(),
             status: None,
             iota_elements: HashMap::default(),
+            site: unfad_syntax::Span::NONE,
         }
     }
 
@@ -247,6 +251,7 @@ impl<'a> Translator<'a> {
                 Ok(Val::Real(self.unary(op, x)?))
             }
             Op2(op, x, y) => {
+                self.site = arena.span(e);
                 let x = self.emit_real(x)?;
                 let y = self.emit_real(y)?;
                 Ok(Val::Real(self.binary_checked(op, x, y)?))
@@ -286,7 +291,7 @@ impl<'a> Translator<'a> {
             }
             App(..) => unsupported("application of a function value"),
             Iota(n) => self.emit_iota(e, n),
-            Index(x, i) => self.emit_index(x, i),
+            Index(x, i) => self.emit_index(e, x, i),
             ScatterAdd(z, is, vs) => self.emit_scatter_add(e, z, is, vs),
             Call(..) => unsupported("a call of a definition (inline the program first)"),
             Array(_) | Scanl(..) | Scanr(..) => {

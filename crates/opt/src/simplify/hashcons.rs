@@ -116,14 +116,20 @@ impl Simplifier<'_> {
             },
             _ => node,
         };
+        // Reads and int divisions keep the position of what they were made from.
+        let at = match node {
+            Node::Index(..)
+            | Node::Op2(unfad_syntax::BinOp::IntDiv | unfad_syntax::BinOp::Rem, ..) => self.site,
+            _ => unfad_syntax::Span::NONE,
+        };
         if self.light {
-            return self.arena.add(node);
+            return self.arena.add_at(node, at);
         }
         let key = self.key(&node);
         if let Some(&e) = self.hashcons.get(&key) {
             return e;
         }
-        let e = self.arena.add(node);
+        let e = self.arena.add_at(node, at);
         self.hashcons.insert(key, e);
         e
     }

@@ -87,6 +87,9 @@ pub struct Simplifier<'a> {
     pub rewrites: usize,
     /// An administrative pass (see [`Simplifier::administrative`]).
     light: bool,
+    /// The source position of the node being rebuilt, which indexing and int division keep
+    /// (a run-time error there says where; other nodes need none).
+    site: unfad_syntax::Span,
     /// Empty chains of bindings, for reuse.
     chains: Vec<Vec<Binding>>,
     /// Dead bindings dropped so far (a chain that dropped one is swept for the bindings
@@ -120,6 +123,7 @@ impl<'a> Simplifier<'a> {
             emitted: ByVar::with_room(vars),
             rewrites: 0,
             light: false,
+            site: unfad_syntax::Span::NONE,
             chains: Vec::new(),
             dead_drops: 0,
         };
@@ -296,8 +300,10 @@ impl<'a> Simplifier<'a> {
                     self.hoisted(node, &[1, 2])
                 }
                 _ => {
+                    let site = self.arena.span(e);
                     let kids = self.arena.children(e);
                     let new: Kids = kids.iter().map(|&k| self.simplify(k)).collect();
+                    self.site = site;
                     let node = if new == kids {
                         node
                     } else {
