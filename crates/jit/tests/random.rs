@@ -1,5 +1,6 @@
 //! Native code against the interpreter on random well-typed programs (from
-//! `unfad-testgen`), and on the optimized gradients of random programs.
+//! `unfad-testgen`, ints and indexing included), and on the optimized gradients of random
+//! programs.
 
 mod common;
 
@@ -13,7 +14,15 @@ fn random_primal_programs_agree_with_the_interpreter() {
         real_result: false,
         ..Features::all()
     };
-    for (features, seeds) in [(any_result, 0..300), (Features::all(), 300..500)] {
+    let indexing_any = Features {
+        real_result: false,
+        ..Features::indexing()
+    };
+    for (features, seeds) in [
+        (any_result, 0..300),
+        (Features::all(), 300..500),
+        (indexing_any, 500..700),
+    ] {
         for seed in seeds {
             let g = generate(seed, &features);
             let (prog, func) = load(&g.source);
@@ -26,7 +35,11 @@ fn random_primal_programs_agree_with_the_interpreter() {
 #[test]
 fn random_gradients_agree_with_the_interpreter() {
     let mut checked = 0;
-    for (features, seeds) in [(Features::core(), 0..150), (Features::all(), 150..300)] {
+    for (features, seeds) in [
+        (Features::core(), 0..150),
+        (Features::all(), 150..300),
+        (Features::indexing(), 300..500),
+    ] {
         for seed in seeds {
             let g = generate(seed, &features);
             let Ok((prog, func)) = gradient(&g.source) else {

@@ -112,7 +112,7 @@ fn highest(bits: u64) -> u32 {
 /// A binding to place just outside a loop.
 enum Binding {
     One(Var, ExprId, Deps),
-    Many(unfad_syntax::VarList, ExprId),
+    Many(unfad_syntax::VarList, ExprId, Deps),
 }
 
 /// What a loop being walked collects: the terms to precompute for each of its elements,
@@ -221,7 +221,7 @@ impl Hoister<'_> {
                     }
                 }
                 if let Some(k) = self.hoist_target(rhs, dr) {
-                    self.pending[k as usize].push(Binding::Many(xs, rhs));
+                    self.pending[k as usize].push(Binding::Many(xs, rhs, dr));
                     for &x in &vars {
                         self.vars.insert(x, Deps::at(k - 1, false));
                     }
@@ -460,7 +460,7 @@ impl Hoister<'_> {
             .into_iter()
             .map(|b| match b {
                 Binding::One(v, rhs, dr) => match self.precompute(rhs, dr) {
-                    Some(p) => Binding::One(v, p, Deps::at(self.depth, false)),
+                    Some(p) => Binding::One(v, p, dr.union(Deps::at(self.depth, false))),
                     None => Binding::One(v, rhs, dr),
                 },
                 b => b,
@@ -497,15 +497,24 @@ impl Hoister<'_> {
             (out, deps.union(db.outside(d)))
         };
         let mut out = new_node;
+        // The loop, with the bindings placed before it, changes with what their right-hand
+        // sides change with: their variables read in the body stand for their own depth
+        // only (a binding placed here that reads an accumulator of a loop further out keeps
+        // this loop in that one).
+        let mut binding_deps = Deps::default();
         for b in bindings.into_iter().rev() {
             out = match b {
-                Binding::One(v, rhs, _) => self.arena.let_(v, rhs, out),
-                Binding::Many(xs, rhs) => self.arena.add(Node::LetTuple(xs, rhs, out)),
+                Binding::One(v, rhs, dr) => {
+                    binding_deps = binding_deps.union(dr);
+                    self.arena.let_(v, rhs, out)
+                }
+                Binding::Many(xs, rhs, dr) => {
+                    binding_deps = binding_deps.union(dr);
+                    self.arena.add(Node::LetTuple(xs, rhs, out))
+                }
             };
         }
-        // The bindings' own deps are in the loop's already (their variables are read in
-        // the body, at depths outside it).
-        (out, loop_deps.outside(d))
+        (out, loop_deps.union(binding_deps).outside(d))
     }
 
     /// Put the terms `frame` precomputed back where they were read in `body` (of deps

@@ -147,3 +147,21 @@ fn terms_of_an_invariant_arrays_elements_are_precomputed_then_hoisted() {
         "#]],
     );
 }
+
+/// A term placed before an inner loop keeps what it reads: here it reads the fold's
+/// accumulator, so the loop around it stays in the fold (it once moved out of it, the
+/// accumulator then read where it is not bound).
+#[test]
+fn a_binding_placed_before_a_loop_keeps_the_outer_loop_in_place() {
+    check_hoisted(
+        "def f(y: real, A: [n]real, B: [n]real) =
+           foldl (acc, x. reduce + 0 (map (b. reduce + 0 (map (c. if b <= 2 then y else acc) B)) A)) 0 A",
+        expect![[r#"
+            def f(y: real, A: [n]real, B: [n]real): real =
+              foldl (acc, x.
+                reduce + 0 (map (b.
+                     reduce + 0 (let h = if b <= 2 then y else acc in
+                        map (c. h) B)) A)) 0 A
+        "#]],
+    );
+}

@@ -224,7 +224,9 @@ pub fn check(src: &str, inputs: &[Json]) -> Compiled {
 /// cannot make it.
 pub fn gradient(src: &str) -> Result<(Program, Func), String> {
     let (mut prog, func) = load(src);
-    let wrt: Vec<usize> = (0..func.params.len()).collect();
+    // Against the parameters holding reals (ints have no derivative).
+    let types = func.param_types(&prog.arena);
+    let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
     let grad = unfad_ad::reverse(&mut prog.arena, &func, &wrt).map_err(|e| e.to_string())?;
     let opt = unfad_opt::optimize(&mut prog.arena, &grad).map_err(|e| e.to_string())?;
     Ok((prog, opt))
