@@ -113,7 +113,7 @@ pub struct Generated {
     /// The entry point's parameters, to draw other inputs ([`Generated::input_at`]).
     params: Vec<(String, Ty)>,
     /// The program reads fixed positions such as `A[0]`: its arrays must not be empty.
-    indexing: bool,
+    pub indexing: bool,
 }
 
 /// SplitMix64: small, fast, and good enough for test generation.
