@@ -378,7 +378,15 @@ impl Analyzer<'_> {
             App(..) => return unsupported("application of a function value"),
             Iota(n) => {
                 self.visit(n, depth, count, true)?;
-                let Some((len, exact)) = self.iota_len(n, 0) else {
+                // Else a constant the type checker found by cancelling a size variable
+                // (`(k + 2) - k`): the value is that constant exactly (ints are exact).
+                let constant = || match arena.type_of(e) {
+                    Some(Type::Array(size, _)) if size.var.is_none() => {
+                        Some((Dim::constant(size.offset.max(0) as u64), true))
+                    }
+                    _ => None,
+                };
+                let Some((len, exact)) = self.iota_len(n, 0).or_else(constant) else {
                     return unsupported(
                         "`iota` of a length that is not a size (a literal, `len(A)`, an int \
                          parameter, plus or minus a literal)",
@@ -487,6 +495,11 @@ impl Analyzer<'_> {
                 Some((Dim::constant(v.max(0) as u64), true))
             }
             Node::Op2(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+                // A literal, or a `let` of one (a slice's lower bound).
+                let mut b = b;
+                while let Node::Var(v) = arena[b] {
+                    b = *self.out.scalar_lets.get(&v)?;
+                }
                 let Node::Const(c) = arena[b] else {
                     return None;
                 };

@@ -647,7 +647,25 @@ impl<'p> Parser<'p> {
                 // it indexes (`f [1, 2]` is two operands).
                 self.bump();
                 loop {
-                    let i = self.expr()?;
+                    // `A[a:b]`, `A[a:]`, `A[:b]`: a slice.
+                    let lo = if self.at(TokKind::Colon) {
+                        None
+                    } else {
+                        Some(self.expr()?)
+                    };
+                    if self.eat(TokKind::Colon) {
+                        let hi = if self.at(TokKind::RBracket) {
+                            None
+                        } else {
+                            Some(self.expr()?)
+                        };
+                        let span = self.span_from(self.arena.span(e));
+                        e = self.slice(e, lo, hi, span);
+                        break;
+                    }
+                    let Some(i) = lo else {
+                        return Err(self.error(self.peek().span, "expected an index"));
+                    };
                     let span = self.span_from(self.arena.span(e));
                     e = self.add(Node::Index(e, i), span);
                     if !self.eat(TokKind::Comma) {
@@ -861,6 +879,9 @@ impl<'p> Parser<'p> {
             let span = self.span_from(t.span);
             return Ok(self.add(Node::Iota(n), span));
         }
+        if let Some(e) = self.derived_form(&name, t.span)? {
+            return Ok(e);
+        }
         if name == "scatter_add" {
             let args = self.call_args(&name)?;
             let span = self.span_from(t.span);
@@ -895,6 +916,125 @@ impl<'p> Parser<'p> {
             return Ok(self.add(Node::Op2(op, args[0], args[1]), span));
         }
         Err(self.error(t.span, format!("unknown name `{name}`")))
+    }
+
+    /// `let x = value in body(x)` with a fresh `x` named `hint`.
+    fn bind_fresh(
+        &mut self,
+        hint: &str,
+        value: ExprId,
+        span: Span,
+        body: impl FnOnce(&mut Self, ExprId) -> ExprId,
+    ) -> ExprId {
+        let v = self.arena.fresh_var(hint, None);
+        let x = self.add(Node::Var(v), span);
+        let b = body(self, x);
+        self.add(Node::Let(v, value, b), span)
+    }
+
+    /// `map (i. body(i)) (iota n)` with a fresh `i`.
+    fn tabulate(
+        &mut self,
+        n: ExprId,
+        span: Span,
+        body: impl FnOnce(&mut Self, ExprId) -> ExprId,
+    ) -> ExprId {
+        let i = self.arena.fresh_var("i", None);
+        let iv = self.add(Node::Var(i), span);
+        let b = body(self, iv);
+        let l = self.arena.var_list(&[i]);
+        let f = self.add(Node::Lambda(l, b), span);
+        let iota = self.add(Node::Iota(n), span);
+        self.add(Node::Map(f, iota), span)
+    }
+
+    /// The slice `a[lo:hi]` (bounds absent: 0 and `len(a)`): `let r = a in let lo = .. in
+    /// let hi = .. in map (i. r[lo + i]) (iota (hi - lo))`. Its size is `hi - lo` where the
+    /// type checker can tell it (literals, lengths, int parameters, plus or minus literals).
+    fn slice(&mut self, a: ExprId, lo: Option<ExprId>, hi: Option<ExprId>, span: Span) -> ExprId {
+        self.bind_fresh("r", a, span, |p, r| {
+            let lo = lo.unwrap_or_else(|| p.add(Node::Const(0.0), span));
+            p.bind_fresh("lo", lo, span, |p, lo| {
+                let hi = match hi {
+                    Some(h) => h,
+                    None => p.add(Node::Len(r), span),
+                };
+                p.bind_fresh("hi", hi, span, |p, hi| {
+                    let n = p.add(Node::Op2(BinOp::Sub, hi, lo), span);
+                    p.tabulate(n, span, |p, i| {
+                        let at = p.add(Node::Op2(BinOp::Add, lo, i), span);
+                        p.add(Node::Index(r, at), span)
+                    })
+                })
+            })
+        })
+    }
+
+    /// The forms written with iota and indexing, which are not keywords (a variable or a
+    /// definition of that name hides them): `reverse A`, `rotate k A` (element `i` is
+    /// `A[(i + k) mod len(A)]`), `replicate n e` and `iterate n (x. e) z` (`e` applied `n`
+    /// times to `z`). Their operands are atoms, as those of the array operations.
+    fn derived_form(&mut self, name: &str, start: Span) -> PResult<Option<ExprId>> {
+        Ok(Some(match name {
+            "reverse" => {
+                let a = self.operand()?;
+                let span = self.span_from(start);
+                self.bind_fresh("r", a, span, |p, r| {
+                    let n = p.add(Node::Len(r), span);
+                    p.tabulate(n, span, |p, i| {
+                        let len = p.add(Node::Len(r), span);
+                        let one = p.add(Node::Const(1.0), span);
+                        let last = p.add(Node::Op2(BinOp::Sub, len, one), span);
+                        let at = p.add(Node::Op2(BinOp::Sub, last, i), span);
+                        p.add(Node::Index(r, at), span)
+                    })
+                })
+            }
+            "rotate" => {
+                let k = self.operand()?;
+                let a = self.operand()?;
+                let span = self.span_from(start);
+                self.bind_fresh("r", a, span, |p, r| {
+                    p.bind_fresh("k", k, span, |p, k| {
+                        let n = p.add(Node::Len(r), span);
+                        p.tabulate(n, span, |p, i| {
+                            // ((i + k) % n + n) % n: a position for every k, negative too.
+                            let len = |p: &mut Self| p.add(Node::Len(r), span);
+                            let sum = p.add(Node::Op2(BinOp::Add, i, k), span);
+                            let n1 = len(p);
+                            let m = p.add(Node::Op2(BinOp::Rem, sum, n1), span);
+                            let n2 = len(p);
+                            let up = p.add(Node::Op2(BinOp::Add, m, n2), span);
+                            let n3 = len(p);
+                            let at = p.add(Node::Op2(BinOp::Rem, up, n3), span);
+                            p.add(Node::Index(r, at), span)
+                        })
+                    })
+                })
+            }
+            "replicate" => {
+                let n = self.operand()?;
+                let e = self.operand()?;
+                let span = self.span_from(start);
+                self.bind_fresh("v", e, span, |p, v| p.tabulate(n, span, |_, _| v))
+            }
+            "iterate" => {
+                let n = self.operand()?;
+                let f = self.function_arg("iterate", 1)?;
+                let z = self.operand()?;
+                let span = self.span_from(start);
+                let Node::Lambda(ps, body) = self.arena[f] else {
+                    return Err(self.error(span, "`iterate` needs a function `(x. e)`"));
+                };
+                let x = self.arena.vars_of(ps)[0];
+                let step = self.arena.fresh_var("step", Some(crate::types::Type::Int));
+                let l = self.arena.var_list(&[x, step]);
+                let g = self.add(Node::Lambda(l, body), span);
+                let iota = self.add(Node::Iota(n), span);
+                self.add(Node::Foldl(g, z, iota), span)
+            }
+            _ => return Ok(None),
+        }))
     }
 
     /// The function argument of an array operation: a binder `(x, y. e)` or an operator

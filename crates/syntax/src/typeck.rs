@@ -275,13 +275,23 @@ impl Checker<'_> {
                 }
                 None => None,
             },
+            // Sums and differences whose size variables cancel or are at most one:
+            // `n + 1`, `len(A) - 1`, `(k + 3) - k` (a slice's length).
             Node::Op2(op @ (BinOp::Add | BinOp::Sub), a, b) => {
-                let k = match self.arena[b] {
-                    Node::Const(c) if c.fract() == 0.0 && c.abs() <= u32::MAX as f64 => c as i64,
-                    _ => return None,
-                };
-                let base = self.size_of(a)?;
-                Some(base.plus(if op == BinOp::Add { k } else { -k }))
+                let (x, y) = (self.size_of(a)?, self.size_of(b)?);
+                match (op, &x.var, &y.var) {
+                    (_, _, None) => Some(x.plus(if op == BinOp::Add {
+                        y.offset
+                    } else {
+                        -y.offset
+                    })),
+                    (BinOp::Add, None, Some(_)) => Some(y.plus(x.offset)),
+                    (BinOp::Sub, Some(v), Some(w)) if v == w => Some(Size {
+                        var: None,
+                        offset: x.offset - y.offset,
+                    }),
+                    _ => None,
+                }
             }
             _ => None,
         }

@@ -1,0 +1,142 @@
+//! Ints, indexing and the forms written with them, through the Rust API: values against
+//! plain Rust, gradients against central finite differences, and the errors of programs
+//! that read out of bounds or cannot be typed.
+
+use unfad::{Arg, Engine, Error};
+
+fn value(src: &str, args: &[Arg]) -> Vec<f64> {
+    Engine::new()
+        .compile(src)
+        .unwrap_or_else(|e| panic!("{e}\n{src}"))
+        .call(args)
+        .unwrap_or_else(|e| panic!("{e}\n{src}"))
+}
+
+/// The gradient with respect to the first parameter (an array `a`, the second an int
+/// `k`), checked against central differences.
+fn check_gradient(src: &str, a: &[f64], k: f64) {
+    let grad = Engine::new()
+        .compile_grad(src)
+        .unwrap_or_else(|e| panic!("{e}\n{src}"));
+    let out = grad
+        .call(&[Arg::from(a), Arg::from(k)])
+        .unwrap_or_else(|e| panic!("{e}\n{src}"));
+    let f = Engine::new().compile(src).unwrap();
+    for j in 0..a.len() {
+        let h = 1e-6;
+        let mut p = a.to_vec();
+        p[j] += h;
+        let mut m = a.to_vec();
+        m[j] -= h;
+        let fp = f.call(&[Arg::from(p.as_slice()), Arg::from(k)]).unwrap()[0];
+        let fm = f.call(&[Arg::from(m.as_slice()), Arg::from(k)]).unwrap()[0];
+        let fd = (fp - fm) / (2.0 * h);
+        let g = out.gradient(0)[j];
+        assert!(
+            (g - fd).abs() <= 1e-6 * fd.abs().max(1.0),
+            "{src}: d/dA[{j}] {g} vs {fd}"
+        );
+    }
+    assert_eq!(grad.wrt(), &[0], "the int parameter has no gradient");
+}
+
+const A: [f64; 5] = [1.0, -2.0, 3.5, 0.25, 4.0];
+
+#[test]
+fn slices_reverse_rotate_replicate_iterate() {
+    let run = |body: &str| {
+        value(
+            &format!("def f(A: [n]real, k: int) = {body}"),
+            &[Arg::from(&A[..]), Arg::from(2.0)],
+        )
+    };
+    assert_eq!(run("A[1:4]"), &A[1..4]);
+    assert_eq!(run("A[2:]"), &A[2..]);
+    assert_eq!(run("A[:3]"), &A[..3]);
+    assert_eq!(run("A[k:k + 2]"), &A[2..4]);
+    assert_eq!(run("A[3:1]"), Vec::<f64>::new());
+    let reversed: Vec<f64> = A.iter().rev().copied().collect();
+    assert_eq!(run("reverse A"), reversed);
+    assert_eq!(run("rotate k A"), [A[2], A[3], A[4], A[0], A[1]]);
+    assert_eq!(run("rotate (-1) A"), [A[4], A[0], A[1], A[2], A[3]]);
+    assert_eq!(run("rotate 7 A"), run("rotate 2 A"));
+    assert_eq!(run("replicate 3 (A[0] * 2)"), [2.0, 2.0, 2.0]);
+    assert_eq!(run("iterate 3 (x. x * 0.5 + 1) A[0]"), [1.875]);
+    assert_eq!(run("iterate k (x. map (y. y + 1) x) A"), A.map(|x| x + 2.0));
+    assert_eq!(
+        run("map (i. real(i % 2) + real(div(i, 2)) * 10 + real(div(-7, 2))) (iota len(A))"),
+        [-3.0, -2.0, 7.0, 8.0, 17.0]
+    );
+}
+
+#[test]
+fn gradients_through_indexing_and_the_derived_forms() {
+    for body in [
+        "A[0] * A[len(A) - 1] + A[k] * A[k]",
+        "reduce + 0 (map2 * (A[1:]) (reverse (A[:len(A) - 1])))",
+        "reduce + 0 (map2 (x, y. x * sin(y)) (rotate k A) A)",
+        "reduce + 0 (iterate k (x. map (y. tanh(y) * 0.9) x) A)",
+        "reduce + 0 (map (i. if i % 2 == 0 then A[i] * A[div(i, 2)] else exp(A[i])) (iota len(A)))",
+        "let s = scanl (acc, x. acc * 0.5 + x) 0 A in reduce + 0 (map (i. s[i + 1] * A[i]) (iota len(A)))",
+    ] {
+        check_gradient(&format!("def f(A: [n]real, k: int) = {body}"), &A, 2.0);
+    }
+}
+
+#[test]
+fn errors_say_where_and_what() {
+    let src = "def f(A: [n]real, k: int) =\n  A[0] + A[k]";
+    let f = Engine::new().compile(src).unwrap();
+    let err = f.call(&[Arg::from(&A[..]), Arg::from(5.0)]).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Argument(_)), "{msg}");
+    assert!(
+        msg.contains("out of bounds") && msg.contains("line 2, column 10"),
+        "{msg}"
+    );
+    let grad = Engine::new().compile_grad(src).unwrap();
+    let msg = grad
+        .call(&[Arg::from(&A[..]), Arg::from(-1.0)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("out of bounds") && msg.contains("line 2"),
+        "{msg}"
+    );
+    let div = "def f(A: [n]real, k: int) = A[div(3, k)]";
+    let msg = Engine::new()
+        .compile(div)
+        .unwrap()
+        .call(&[Arg::from(&A[..]), Arg::from(0.0)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("by zero") && msg.contains("line 1, column"),
+        "{msg}"
+    );
+    // An int argument must be a whole number.
+    let msg = f
+        .call(&[Arg::from(&A[..]), Arg::from(1.5)])
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("`k`"), "{msg}");
+    // Type errors name the position and say what to write.
+    for (src, want) in [
+        (
+            "def f(A: [n]real, x: real) = A[x]",
+            "an index must be an int",
+        ),
+        ("def f(A: [n]real, k: int) = A[0] * k", "real(...)"),
+        (
+            "def f(A: [n]real, k: int) = A[k:k * 2]",
+            "the length of `iota` must be a size",
+        ),
+        ("def f(A: [n]real) = A[len(A) / 2]", "div(a, b)"),
+    ] {
+        let Err(e) = Engine::new().compile(src) else {
+            panic!("{src} compiles");
+        };
+        let msg = e.to_string();
+        assert!(msg.contains(want) && msg.contains("line 1"), "{src}: {msg}");
+    }
+}
