@@ -273,4 +273,73 @@ impl Macro<'_, '_> {
         let result = self.pair(value, k);
         Ok(self.bind_operands(ops, result))
     }
+
+    /// `scatter_add(Z, P, V)` (in Source: an accumulation by position, Futhark's
+    /// `reduce_by_index` with `+`):
+    /// ```text
+    /// let z, Y1 = D(e1) in let p, Y2 = D(e2) in let v, Y3 = D(e3) in
+    /// <scatter_add(z, p, v), fun (x, R) -> Y3(x, R, 0, map2 (q, w. R[q] if q is inside R, else 0) p v)>
+    /// ```
+    /// The target's adjoint is the result's; each value's is the result's adjoint at its
+    /// position (a gather), zero where the position is outside (the value was dropped); the
+    /// positions are ints.
+    pub(super) fn rule_scatter_add(
+        &mut self,
+        e: ExprId,
+        es: [ExprId; 3],
+        y: Var,
+    ) -> Result<ExprId, AdError> {
+        let t = type_of(self.a, e)?;
+        let ops = self.operands(&es, y, &[])?;
+        let [zv, pv, vv] = [0, 1, 2].map(|i| self.a.var(ops.value(i)));
+        let last = ops.last;
+        let value = self.a.add(Node::ScatterAdd(zv, pv, vv));
+        let pos_ty = elem::elem_type(self.a, pv)?;
+        let val_ty = elem::elem_type(self.a, vv)?;
+        let depth = match &pos_ty {
+            Type::Tuple(items) => items.len(),
+            _ => 1,
+        };
+        let k = self.cont(&t, |m, mut dx, r| {
+            let gather = build::lambda(
+                m.a,
+                &[("q", pos_ty.clone()), ("w", val_ty.clone())],
+                |a, p| {
+                    let (q, w) = (p[0], p[1]);
+                    // Inside: each index from 0 to the length at its level (short-circuit,
+                    // so that a row is read only once its index is known inside).
+                    let mut inside: Option<ExprId> = None;
+                    let mut at = r;
+                    for level in 0..depth {
+                        let i = if depth == 1 {
+                            q
+                        } else {
+                            a.proj(level as u32, q)
+                        };
+                        let zero = build::num(a, 0.0);
+                        let len = a.add(Node::Len(at));
+                        let lo = build::cmp(a, unfad_syntax::CmpOp::Ge, i, zero);
+                        let hi = build::cmp(a, unfad_syntax::CmpOp::Lt, i, len);
+                        let here = a.add(Node::And(lo, hi));
+                        inside = Some(match inside {
+                            None => here,
+                            Some(c) => a.add(Node::And(c, here)),
+                        });
+                        at = a.add(Node::Index(at, i));
+                    }
+                    let zero = ground::zero(a, &val_ty, w)?;
+                    let inside = inside.unwrap_or_else(|| a.add(Node::Bool(true)));
+                    Ok(build::if_(a, inside, at, zero))
+                },
+            )?;
+            let dv = build::map2(m.a, gather, pv, vv);
+            dx.set(ops.value(0), r);
+            let dp = build::zeros_like(m.a, pv);
+            dx.set(ops.value(1), dp);
+            dx.set(ops.value(2), dv);
+            m.call(last, dx, &[])
+        })?;
+        let result = self.pair(value, k);
+        Ok(self.bind_operands(ops, result))
+    }
 }

@@ -393,6 +393,7 @@ impl Macro<'_, '_> {
         match self.a[e] {
             Node::Op1(unfad_syntax::UnOp::ToReal, _) => self.rule_constant(e, y),
             Node::Index(..) => self.rule_index(e, y),
+            Node::ScatterAdd(z, p, v) => self.rule_scatter_add(e, [z, p, v], y),
             Node::Const(c) => self.rule_const(c, y),
             Node::Var(x) => self.rule_var(e, x, y),
             Node::Let(x, e1, e2) if self.inert.contains(&x) => {
