@@ -88,6 +88,7 @@ pub fn map_adjoint(
         captures,
         arrays,
         live: &live,
+        single_target: std::cell::Cell::new(false),
         z,
         form,
     };
@@ -137,6 +138,9 @@ struct Map<'c> {
     arrays: &'c [ExprId],
     /// The operands holding reals, whose adjoints are computed (the others get zeros).
     live: &'c [usize],
+    /// Set by the combined pass when it has one target only (an int operand and one
+    /// capture): its `G` holds that target's values themselves.
+    single_target: std::cell::Cell<bool>,
     z: ExprId,
     form: Form,
 }
@@ -157,6 +161,7 @@ impl Map<'_> {
         let mut targets: Vec<Wrt> = self.live.iter().map(|&i| Wrt::Param(i)).collect();
         let first_capture = targets.len();
         targets.extend(shared.iter().map(|&j| Wrt::Capture(j)));
+        self.single_target.set(targets.len() == 1);
         let g_e = match self.form {
             Form::Gradient => {
                 let df = gradients_fun(a, rev, self.f, self.captures, &targets)?;
@@ -184,7 +189,11 @@ impl Map<'_> {
                 operands.push(build::zeros_like(a, self.arrays[i]));
                 continue;
             };
-            let col = column(a, g, c)?;
+            let col = if self.single_target.get() {
+                g
+            } else {
+                column(a, g, c)?
+            };
             operands.push(match self.form {
                 Form::Gradient => {
                     let ty = elem::elem_type(a, self.arrays[i])?;
@@ -230,7 +239,18 @@ impl Map<'_> {
             }
             return build::tuple(a, &parts);
         }
-        let col = column_at(a, g, i, path)?;
+        // One target: `G`'s elements are that target's, not tuples of one.
+        let col = if self.single_target.get() {
+            elementwise(a, &[g], &["g"], |a, p| {
+                let mut c = p[0];
+                for &j in path.iter() {
+                    c = component(a, c, j);
+                }
+                Ok(c)
+            })?
+        } else {
+            column_at(a, g, i, path)?
+        };
         self.capture_total(a, col, j, ty, path)
     }
 

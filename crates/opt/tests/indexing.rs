@@ -184,15 +184,17 @@ fn uses_new_forms(source: &str) -> (bool, bool) {
 /// are fixed (remove a group when its bug is fixed; the test then checks those seeds too).
 /// Each group names the failure and a minimal program showing it.
 const KNOWN_FAILURES: &[(&str, &[u64])] = &[(
-    // The optimized gradient grows with an extra factor of a size: a loop inside a loop
-    // inside a loop, whose innermost reads scatter into an array the middle loop sums
-    // (`reduce +̂ 0 (map (j. foldl (acc, i. scatter_add(acc, ...)) 0 ...))`): the inner
-    // accumulations are not yet joined into the outer one, so each starts from a fresh
-    // array of zeros. Shape (seed 10, trimmed):
-    //   reduce + 0 (map (i1. reduce + 0 (map (j2. M[i1, j2] * (...
-    //       sum(map2 (i3, x4. fst (P[0])) (iota len(A)) A)))) (iota len(M[i1])))) (iota len(M)))
-    "optimize: nested accumulations in loops of loops (an array of zeros per middle element)",
-    &[10, 208, 253],
+    // The optimized gradient grows with an extra factor of a size: an outer loop whose
+    // elements run an inner loop reading a matrix by index, where one reverse pass per
+    // outer element makes every capture's contribution (reverse mode's combined pass) and
+    // stores them as the components of an array of tuples, a whole matrix of zeros and one
+    // scattered row per element. The scatter rules make each summed column an
+    // accumulation of its own, but the stored array of tuples keeps its unused columns
+    // (no pass drops the unread components of a stored map yet). Shape (seed 89, trimmed):
+    //   reduce + 0 (map (i3. reduce + 0 (map (j4. M[i3][j4] * (A[J[0]] + fst (P[len(I) - 1])
+    //       + sum(map2 (i5, x6. ...) (iota len(B)) B))) (iota len(J)))) (iota len(M)))
+    "optimize: per-element scatter columns stored in an array of tuples (loops of loops)",
+    &[31, 89, 298],
 )];
 
 #[test]

@@ -21,6 +21,12 @@ pub trait CheckEnv {
     fn error(&self, kind: ErrorKind, span: Span, message: String) -> Error;
     /// Parameter types and (checked) result type of a definition.
     fn signature(&self, d: DefId) -> Option<(Vec<Type>, Type, String)>;
+    /// Whether an int may stand where a real is declared: in terms the stages generate
+    /// (whose variables were typed from a subterm alone), where it changes no value (ints
+    /// are carried as reals); never in the user's program, where `real(i)` is asked for.
+    fn ints_as_reals(&self) -> bool {
+        false
+    }
 }
 
 /// An environment for terms without calls and without source text (generated terms).
@@ -37,6 +43,9 @@ impl CheckEnv for NoSource {
     }
     fn signature(&self, _: DefId) -> Option<(Vec<Type>, Type, String)> {
         None
+    }
+    fn ints_as_reals(&self) -> bool {
+        true
     }
 }
 
@@ -256,6 +265,39 @@ impl Checker<'_> {
         }
     }
 
+    /// `e` as `v + k` (a variable or a component of one, through `let`s, plus a literal)
+    /// or `k`.
+    fn affine(&self, e: ExprId) -> Option<(Option<(Var, Vec<u32>)>, i64)> {
+        let literal = |c: f64| (c.fract() == 0.0 && c.abs() <= u32::MAX as f64).then_some(c as i64);
+        match self.arena[e] {
+            Node::Const(c) => Some((None, literal(c)?)),
+            Node::Var(v) => match self.bound.get(&v) {
+                Some(Some(rhs)) => self.affine(*rhs).or(Some((Some((v, Vec::new())), 0))),
+                _ => Some((Some((v, Vec::new())), 0)),
+            },
+            // A component of a variable (`e.0`): a variable of its own.
+            Node::Proj(k, inner) => match self.affine(inner)? {
+                (Some((v, mut path)), 0) => {
+                    path.push(k);
+                    Some((Some((v, path)), 0))
+                }
+                _ => None,
+            },
+            // Sums and differences with at most one variable left: `i + 1`, `1 + i`,
+            // `(i + 1) - i`.
+            Node::Op2(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+                let ((u, p), (w, q)) = (self.affine(a)?, self.affine(b)?);
+                match (op, u, w) {
+                    (BinOp::Add, u, None) | (BinOp::Add, None, u) => Some((u, p + q)),
+                    (BinOp::Sub, u, None) => Some((u, p - q)),
+                    (BinOp::Sub, Some(u), Some(w)) if u == w => Some((None, p - q)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// The size an int expression gives `iota`: a literal, `len(A)`, an int parameter (the
     /// size variable of its name), a `let`-bound variable of one, plus or minus constants.
     fn size_of(&mut self, e: ExprId) -> Option<Size> {
@@ -278,6 +320,13 @@ impl Checker<'_> {
             // Sums and differences whose size variables cancel or are at most one:
             // `n + 1`, `len(A) - 1`, `(k + 3) - k` (a slice's length).
             Node::Op2(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+                // `(j + 2) - j` for any int `j` (a loop's element too): a constant.
+                if let Some((None, k)) = self.affine(e) {
+                    return Some(Size {
+                        var: None,
+                        offset: k,
+                    });
+                }
                 let (x, y) = (self.size_of(a)?, self.size_of(b)?);
                 match (op, &x.var, &y.var) {
                     (_, _, None) => Some(x.plus(if op == BinOp::Add {
@@ -327,6 +376,7 @@ impl Checker<'_> {
             Some(annot) if annot.has_ints() && self.int_from_flexible(&annot.clone(), t, at) => {
                 Ok(())
             }
+            Some(annot) if self.env.ints_as_reals() && reals_for_ints(annot, t) => Ok(()),
             Some(annot) if annot != t => {
                 let name = self.arena.var_name(v).to_string();
                 Err(self.err(
@@ -697,9 +747,10 @@ impl Checker<'_> {
             Iota(k) => {
                 self.expect_int(k, "the length of `iota`")?;
                 let Some(n) = self.size_of(k) else {
+                    let text = crate::printer::print_expr(self.arena, k);
                     return Err(self.err(
                         k,
-                        "the length of `iota` must be a size: a whole-number literal, `len(A)`, an int parameter, or one of those plus or minus a literal".into(),
+                        format!("the length of `iota` must be a size: a whole-number literal, `len(A)`, an int parameter, or one of those plus or minus a literal, but it is `{text}`"),
                     ));
                 };
                 Type::array(n, Type::Int)
@@ -833,6 +884,18 @@ impl Checker<'_> {
             ));
         }
         Ok(ret.subst_sizes(&|v| subst.get(v).cloned()))
+    }
+}
+
+/// `want` with `got`'s shape, where `got` may hold ints where `want` holds reals.
+fn reals_for_ints(want: &Type, got: &Type) -> bool {
+    match (want, got) {
+        (Type::Real, Type::Int) => true,
+        (Type::Tuple(ws), Type::Tuple(gs)) if ws.len() == gs.len() => {
+            ws.iter().zip(gs.iter()).all(|(w, g)| reals_for_ints(w, g))
+        }
+        (Type::Array(n, w), Type::Array(m, g)) if n == m => reals_for_ints(w, g),
+        _ => want == got,
     }
 }
 

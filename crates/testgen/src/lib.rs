@@ -306,7 +306,7 @@ impl Gen<'_> {
         let d = depth - 1;
         loop {
             // Programs without indexing draw as they always did (other tests depend on it).
-            let choices = if self.f.indexing { 24 } else { 14 };
+            let choices = if self.f.indexing { 26 } else { 14 };
             match self.rng.below(choices) {
                 0 => return self.leaf_real(),
                 1 | 2 => {
@@ -397,6 +397,7 @@ impl Gen<'_> {
                         return r;
                     }
                 }
+                24 | 25 => return self.derived_form(d),
                 22 | 23 => {
                     if let Some(i) = self.index(Range::N, d.min(2)) {
                         let t = self.fresh("t");
@@ -629,6 +630,39 @@ impl Gen<'_> {
         } else {
             format!("{}", 1 + self.rng.below(3))
         }
+    }
+
+    /// A sum over one of the forms written with indexing (slices, `reverse`, `rotate`,
+    /// `replicate`, `iterate`) of a vector (never empty with indexing on).
+    fn derived_form(&mut self, d: u32) -> String {
+        let a = paren(&self.array(&Ty::vec(), d));
+        let form = match self.rng.below(7) {
+            0 => format!("reverse {a}"),
+            1 => {
+                let k = match self.rng.below(3) {
+                    0 => self.small(),
+                    1 => format!("(-{})", 1 + self.rng.below(4)),
+                    _ => self.nonneg(d.min(1)),
+                };
+                format!("rotate {k} {a}")
+            }
+            2 => format!("({a})[1:]"),
+            3 => format!("({a})[:len({a}) - 1]"),
+            4 => {
+                // A position of the vectors (all of length n, as `a`).
+                let k = self.index(Range::N, 0).unwrap_or_else(|| "0".into());
+                format!("(({a})[{k}:{k} + 1])")
+            }
+            5 => format!("replicate len({a}) ({})", self.real(d)),
+            _ => {
+                let c = self.real(0);
+                let k = self.rng.below(4);
+                let (s, e) = (self.fresh("s"), self.fresh("e"));
+                format!("iterate {k} ({s}. map ({e}. {e} * 0.5 + {c}) {s}) {a}")
+            }
+        };
+        let y = self.fresh("y");
+        format!("reduce + 0 (map ({y}. {y} * {y}) ({form}))")
     }
 
     /// An int expression that is at least 0 (and moderate).

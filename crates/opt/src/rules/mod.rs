@@ -64,6 +64,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         ],
         Node::Tuple(..) => &[tuples::tuple_eta],
         Node::ZerosLike(_) | Node::OnesLike(_) => &[
+            scatter::zeros_of_scatter,
             tuples::constant_of_real,
             tuples::constant_of_tuple,
             literals::fill_literal,

@@ -215,6 +215,10 @@ pub fn sum_of_scatters(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     }
     let (ps, body) = lambda(cx, g)?;
     let (lets, inner) = peel_lets(cx, body);
+    // Every element adds zeros: the initial value.
+    if matches!(cx.arena()[inner], Node::ZerosLike(_)) {
+        return Some(z);
+    }
     if !matches!(cx.arena()[inner], Node::ScatterAdd(..) | Node::If(..)) {
         return None;
     }
@@ -646,4 +650,15 @@ pub fn fold_of_scatters(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         out = cx.simplify(next);
     }
     Some(out)
+}
+
+/// `zeros_like(scatter_add(Z, P, V))` is `zeros_like(Z)`: a scatter has its target's shape.
+pub fn zeros_of_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::ZerosLike(x) = cx.arena()[e] else {
+        return None;
+    };
+    let Node::ScatterAdd(z, _, _) = cx.arena()[x] else {
+        return None;
+    };
+    Some(cx.mk(Node::ZerosLike(z)))
 }

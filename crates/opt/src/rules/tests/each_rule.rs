@@ -834,3 +834,16 @@ fn fold_of_scatters() {
         "#]],
     );
 }
+
+/// Zeros shaped like a scatter are zeros shaped like its target.
+#[test]
+fn zeros_of_scatter() {
+    check_rule(
+        scatter::zeros_of_scatter,
+        "def f(A: [n]real, B: [n]real) = zeros_like(scatter_add(A, iota len(A), B))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              zeros_like(A)
+        "#]],
+    );
+}
