@@ -148,10 +148,15 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 pub fn run(command: &Command, io: &mut Io) -> Result<(), Reported> {
     match command {
         Command::Eval { file, input, entry } => {
-            let (_, p) = load(file, entry.as_deref(), io)?;
+            let (text, p) = load(file, entry.as_deref(), io)?;
             let (args, _) = read_args(&p, input, io)?;
             match eval_func(&p.program.arena, &p.source, &args) {
                 Ok(v) => print_json(io, &value_to_json(&v)),
+                // The program stopped on its input: shown at its place in the source.
+                Err(unfad_interp::EvalError(msg, Some(span))) => {
+                    let e = p.program.error_at(unfad_syntax::ErrorKind::Run, span, msg);
+                    report(io, file, &text, unfad::Error::from(e))
+                }
                 Err(e) => fail(io, &format!("error: {e}")),
             }
         }

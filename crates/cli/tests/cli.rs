@@ -368,3 +368,31 @@ fn check_passes_on_every_example() {
         }
     }
 }
+
+#[test]
+fn an_index_out_of_bounds_points_at_the_read() {
+    let src = scratch(
+        "out_of_bounds.ad",
+        "def f(x: [n]real, i: int) =\n  x[0] * x[i]\n",
+    );
+    let input = scratch("out_of_bounds.json", r#"{"x": [1, 2, 3], "i": 3}"#);
+    // The interpreter, with the source line.
+    check_error(
+        &["eval", &src, "--input", &input],
+        expect![[r#"
+            error: run-time error: index 3 is out of bounds for an array of 3 elements
+              ┌─ $TMP/out_of_bounds.ad:2:10
+              │
+            2 │   x[0] * x[i]
+              │          ^^^^
+
+        "#]],
+    );
+    // The native code, with the line and column.
+    check_error(
+        &["grad", &src, "--input", &input],
+        expect![[r#"
+            error: the program stopped at line 2, column 10: an index is out of bounds (an index must be a whole number from 0 to the array's length minus 1)
+        "#]],
+    );
+}

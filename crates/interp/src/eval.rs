@@ -16,15 +16,27 @@ use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Var};
 use crate::scalar::Scalar;
 use crate::value::{Closure, Value};
 
-/// Something the interpreter cannot evaluate; for a well-typed term this is a bug.
+/// Why evaluation stopped: the program's error on its input (an index out of bounds, an
+/// int division by zero), at the source position of the failing term when known; for a
+/// well-typed term, anything else is a bug.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("evaluation failed: {0}")]
-pub struct EvalError(pub String);
+pub struct EvalError(pub String, pub Option<unfad_syntax::Span>);
+
+impl EvalError {
+    /// The error, said to happen at `span` (unless it already has a place).
+    fn at(self, span: unfad_syntax::Span) -> EvalError {
+        let place = self
+            .1
+            .or((span.src != unfad_syntax::SourceId::GENERATED).then_some(span));
+        EvalError(self.0, place)
+    }
+}
 
 type R<T> = Result<T, EvalError>;
 
 fn fail<T>(msg: impl Into<String>) -> R<T> {
-    Err(EvalError(msg.into()))
+    Err(EvalError(msg.into(), None))
 }
 
 /// The position `i` (an int, carried as a real) in an array of `len` elements, or the
@@ -257,7 +269,7 @@ impl<'a, S: Scalar> Interp<'a, S> {
                 let a = self.real(x)?;
                 let b = self.real(y)?;
                 if op.is_integer_only() && b.value() == 0.0 {
-                    return fail(format!(
+                    return fail::<Value<S>>(format!(
                         "{} by zero: `{}` of {} and 0",
                         if op == unfad_syntax::BinOp::Rem {
                             "remainder"
@@ -266,7 +278,8 @@ impl<'a, S: Scalar> Interp<'a, S> {
                         },
                         op.name(),
                         a.value()
-                    ));
+                    ))
+                    .map_err(|err| err.at(arena.span(e)));
                 }
                 Value::Real(S::binary(op, a, b))
             }
@@ -410,7 +423,8 @@ impl<'a, S: Scalar> Interp<'a, S> {
             Index(x, i) => {
                 let xs = self.array(x)?;
                 let i = self.real(i)?.value();
-                xs[position(i, xs.len())?].clone()
+                let k = position(i, xs.len()).map_err(|err| err.at(arena.span(e)))?;
+                xs[k].clone()
             }
             ScatterAdd(z, is, vs) => {
                 let mut target = self.eval(z)?;

@@ -9,7 +9,7 @@ use crate::value::Value;
 
 fn real_result<S: Scalar>(v: Value<S>) -> Result<S, EvalError> {
     v.as_real()
-        .ok_or_else(|| EvalError("the function does not return a real".into()))
+        .ok_or_else(|| EvalError("the function does not return a real".into(), None))
 }
 
 /// Value and gradient of a real-valued `func` at `args` by forward mode: for every leaf of

@@ -15,6 +15,8 @@ pub enum ErrorKind {
     Unsupported,
     /// The request does not fit the program (no such entry point, ...).
     Usage,
+    /// The program stopped on its input (an index out of bounds, an int division by zero).
+    Run,
 }
 
 impl fmt::Display for ErrorKind {
@@ -24,6 +26,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Type => "type error",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::Usage => "usage error",
+            ErrorKind::Run => "run-time error",
         })
     }
 }
