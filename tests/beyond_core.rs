@@ -868,8 +868,7 @@ fn matrix_product() {
                 map (a.
                   let row = foldl (acc, p. map2 (c, b. c + fst p * b) acc (snd p)) zeros_like(v) (map2 (x, brow. (x, brow)) a B) in
                   let z = map (a_1. a_1 + a_1) row in
-                  let Q = map2 (acc_1, x_1. (acc_1, x_1)) (shift1R (scanl (acc_2, p_1. map2 (c_1, b_1. c_1 + fst p_1 * b_1) acc_2 (snd p_1)) zeros_like(v) (map2 (x_2, brow_1. (x_2, brow_1)) a B))) (map2 (x_3, brow_2. (x_3, brow_2)) a B) in
-                  let z_1 = map (q. (reduce + 0 (map2 * z (snd (snd q))), map (b_2. fst (snd q) * b_2) z)) Q in
+                  let z_1 = map2 (x_1, brow_1. (reduce + 0 (map2 * z brow_1), map (b_1. x_1 * b_1) z)) a B in
                   (map (z_2. fst z_2) z_1, map (z_3. snd z_3) z_1)) A
               in
               (

@@ -21,6 +21,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod columns;
 pub mod cost;
 mod expand;
 use unfad_syntax::fast_hash;
@@ -98,10 +99,17 @@ pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
     // moved either way.)
     let (f, settled) = simplify_while(arena, &f, |rewrites, nodes| 50 * rewrites > nodes);
     let shared = share::share_elementwise(arena, &f);
-    if settled && shared.body == f.body {
+    let f = if settled && shared.body == f.body {
         f
     } else {
         simplify_to_fixed_point(arena, &shared)
+    };
+    // Columns of stored maps nothing reads go (what they computed, then, too).
+    let narrowed = columns::drop_unread_columns(arena, &f);
+    if narrowed.body == f.body {
+        f
+    } else {
+        simplify_to_fixed_point(arena, &narrowed)
     }
 }
 

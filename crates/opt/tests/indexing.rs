@@ -183,19 +183,7 @@ fn uses_new_forms(source: &str) -> (bool, bool) {
 /// Seeds that fail because of bugs outside the generator, kept out of the check until they
 /// are fixed (remove a group when its bug is fixed; the test then checks those seeds too).
 /// Each group names the failure and a minimal program showing it.
-const KNOWN_FAILURES: &[(&str, &[u64])] = &[(
-    // The optimized gradient grows with an extra factor of a size: an outer loop whose
-    // elements run an inner loop reading a matrix by index, where one reverse pass per
-    // outer element makes every capture's contribution (reverse mode's combined pass) and
-    // stores them as the components of an array of tuples, a whole matrix of zeros and one
-    // scattered row per element. The scatter rules make each summed column an
-    // accumulation of its own, but the stored array of tuples keeps its unused columns
-    // (no pass drops the unread components of a stored map yet). Shape (seed 89, trimmed):
-    //   reduce + 0 (map (i3. reduce + 0 (map (j4. M[i3][j4] * (A[J[0]] + fst (P[len(I) - 1])
-    //       + sum(map2 (i5, x6. ...) (iota len(B)) B))) (iota len(J)))) (iota len(M)))
-    "optimize: per-element scatter columns stored in an array of tuples (loops of loops)",
-    &[31, 89, 298],
-)];
+const KNOWN_FAILURES: &[(&str, &[u64])] = &[];
 
 #[test]
 fn random_programs_with_indexing() {

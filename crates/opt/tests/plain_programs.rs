@@ -105,7 +105,6 @@ fn mixture() {
                           e_2 * b_1) s_1 pe_2
                       in
                       (
-                        1,
                         (
                           map (b_2. -b_2) z_3,
                           map (a_2.
@@ -119,9 +118,9 @@ fn mixture() {
                   (
                     mx + log(v87),
                     (
-                      reduce (s_2, t_2. map2 + s_2 t_2) zeros_like(x_1) (map2 (z_4, g. map (s_3. z_4 * s_3) g.2) dv G),
+                      reduce (s_2, t_2. map2 + s_2 t_2) zeros_like(x_1) (map2 (z_4, g. map (s_3. z_4 * s_3) (snd g)) dv G),
                       dv,
-                      map2 (g_1, z_5. (map (s_4. z_5 * s_4) (fst (snd g_1)), map (s_5. z_5 * s_5) (snd (snd g_1)))) G dv
+                      map2 (g_1, z_5. (map (s_4. z_5 * s_4) (fst (fst g_1)), map (s_5. z_5 * s_5) (snd (fst g_1)))) G dv
                     )
                   )) X
               in

@@ -60,6 +60,9 @@ pub fn infer(arena: &mut Arena, env: &dyn CheckEnv, e: ExprId) -> Result<Type, E
     .infer(e)
 }
 
+/// A variable or a component of one (`e.0.1`): the base of an affine int expression.
+type Component = (Var, Vec<u32>);
+
 /// The largest whole number a real holds exactly: ints are carried as reals.
 pub const INT_LIMIT: f64 = 9007199254740992.0;
 
@@ -152,7 +155,9 @@ impl Checker<'_> {
         let t = self.infer(e)?;
         match t {
             Type::Int => Ok(()),
-            Type::Real if self.is_flexible(e) => Ok(()),
+            // In generated terms a real may stand for an int its variable was typed as
+            // out of context (ints are carried as reals; a read checks its index anyway).
+            Type::Real if self.is_flexible(e) || self.env.ints_as_reals() => Ok(()),
             Type::Real => Err(self.err(
                 e,
                 format!("{what} must be an int, but this is a real (ints are int parameters, `len(A)`, elements of `iota`, whole-number literals, and `+ - * / %` of ints; `div(a, b)` divides whole numbers)"),
@@ -169,8 +174,12 @@ impl Checker<'_> {
     fn join_numeric(&self, a: ExprId, ta: &Type, b: ExprId, tb: &Type) -> Option<Type> {
         match (ta, tb) {
             _ if ta == tb => Some(ta.clone()),
-            (Type::Int, Type::Real) if self.is_flexible(b) => Some(Type::Int),
-            (Type::Real, Type::Int) if self.is_flexible(a) => Some(Type::Int),
+            (Type::Int, Type::Real) if self.is_flexible(b) || self.env.ints_as_reals() => {
+                Some(Type::Int)
+            }
+            (Type::Real, Type::Int) if self.is_flexible(a) || self.env.ints_as_reals() => {
+                Some(Type::Int)
+            }
             // Tuples component by component (`if c then (i, j) else (-1, -1)`).
             (Type::Tuple(xs), Type::Tuple(ys)) if xs.len() == ys.len() => {
                 let parts = |e: ExprId| match self.arena[e] {
@@ -210,6 +219,7 @@ impl Checker<'_> {
         };
         let n = Size::lit(0);
         let fits = *t == want
+            || self.env.ints_as_reals()
             || self.int_from_flexible(&Type::array(n.clone(), want), &Type::array(n, t.clone()), e);
         fits.then_some(depth)
     }
@@ -267,7 +277,7 @@ impl Checker<'_> {
 
     /// `e` as `v + k` (a variable or a component of one, through `let`s, plus a literal)
     /// or `k`.
-    fn affine(&self, e: ExprId) -> Option<(Option<(Var, Vec<u32>)>, i64)> {
+    fn affine(&self, e: ExprId) -> Option<(Option<Component>, i64)> {
         let literal = |c: f64| (c.fract() == 0.0 && c.abs() <= u32::MAX as f64).then_some(c as i64);
         match self.arena[e] {
             Node::Const(c) => Some((None, literal(c)?)),

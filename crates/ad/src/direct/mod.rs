@@ -816,9 +816,14 @@ impl Macro<'_, '_> {
         }
         indices.reverse();
         spans.reverse();
+        // Each index's own type: `int`, or `real` for a whole number by construction
+        // (a literal, `len(A)`), which stands where an int is needed.
         let index_vars: Vec<Var> = indices
             .iter()
-            .map(|_| self.a.fresh_var("i", Some(Type::Int)))
+            .map(|&i| {
+                let ty = self.a.type_of(i).cloned().unwrap_or(Type::Int);
+                self.a.fresh_var("i", Some(ty))
+            })
             .collect();
         let index_terms: Vec<ExprId> = index_vars.iter().map(|&v| self.a.var(v)).collect();
         let position = |a: &mut Arena| {

@@ -1,0 +1,242 @@
+//! Unread columns of stored maps: `let X = map (i. (c0, c1, c2)) K in ...` where the rest
+//! only ever reads `X` through maps that project its elements (`map (g. g.0 + g.2) X`)
+//! keeps the components read, `let X = map (i. (c0, c2)) K`, and the projections are
+//! renumbered. Reverse mode's shared passes make such maps (one component per adjoint,
+//! some of which the scatter rules then make elsewhere, by an accumulation of their own):
+//! a column left in them would be computed and stored per element for nothing, an array
+//! per element when it is an array. Exact: the kept components are computed as before.
+
+use std::collections::BTreeSet;
+
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+
+/// `func` with the unread columns of its stored maps dropped (the same term if none).
+pub fn drop_unread_columns(arena: &mut Arena, func: &Func) -> Func {
+    let body = walk(arena, func.body);
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+fn walk(arena: &mut Arena, e: ExprId) -> ExprId {
+    with_stack(|| {
+        // `let` chains in a loop: programs nest thousands of them.
+        let mut chain = Vec::new();
+        let mut cur = e;
+        while let Node::Let(x, rhs, rest) = arena[cur] {
+            chain.push((x, rhs, cur));
+            cur = rest;
+        }
+        if chain.is_empty() {
+            let node = arena[e];
+            let new = arena.map_children(node, walk);
+            return if new == node {
+                e
+            } else {
+                arena.rebuild(e, new)
+            };
+        }
+        let mut out = walk(arena, cur);
+        for (x, rhs, at) in chain.into_iter().rev() {
+            let rhs = walk(arena, rhs);
+            let (rhs, rest) = narrow(arena, x, rhs, out).unwrap_or((rhs, out));
+            out = arena.rebuild(at, Node::Let(x, rhs, rest));
+        }
+        out
+    })
+}
+
+/// `let x = rhs in rest` with `rhs` a map of tuples some of whose components `rest` never
+/// reads: the narrower map and `rest` reading it (`None` when nothing changes).
+fn narrow(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<(ExprId, ExprId)> {
+    let (f, operands) = match arena[rhs] {
+        Node::Map(f, a) => (f, vec![a]),
+        Node::Map2(f, a, b) => (f, vec![a, b]),
+        _ => return None,
+    };
+    let (ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b))?;
+    let mut lets = Vec::new();
+    let mut inner = body;
+    while let Node::Let(..) | Node::LetTuple(..) = arena[inner] {
+        lets.push(inner);
+        inner = match arena[inner] {
+            Node::Let(_, _, b) | Node::LetTuple(_, _, b) => b,
+            _ => unreachable!("a let"),
+        };
+    }
+    let Node::Tuple(l) = arena[inner] else {
+        return None;
+    };
+    let items = arena.exprs(l).to_vec();
+    let mut read = BTreeSet::new();
+    if !reads(arena, rest, x, &mut read) || read.len() >= items.len() || read.is_empty() {
+        return None;
+    }
+    let kept: Vec<u32> = read.into_iter().collect();
+    // The element's new type, and where each kept component goes.
+    let Some(Type::Array(n, elem)) = arena.var_type(x).cloned() else {
+        return None;
+    };
+    let Type::Tuple(elem_items) = &*elem else {
+        return None;
+    };
+    let new_elem = if kept.len() == 1 {
+        elem_items.get(kept[0] as usize)?.clone()
+    } else {
+        Type::tuple(
+            kept.iter()
+                .map(|&k| elem_items.get(k as usize).cloned())
+                .collect::<Option<Vec<_>>>()?,
+        )
+    };
+    let new_items: Vec<ExprId> = kept.iter().map(|&k| items[k as usize]).collect();
+    let mut new_body = if new_items.len() == 1 {
+        new_items[0]
+    } else {
+        arena.tuple(&new_items)
+    };
+    for &l in lets.iter().rev() {
+        new_body = match arena[l] {
+            Node::Let(v, e1, _) => arena.let_(v, e1, new_body),
+            Node::LetTuple(vs, e1, _) => arena.add(Node::LetTuple(vs, e1, new_body)),
+            _ => new_body,
+        };
+    }
+    // Fresh binders: the old function may be shared elsewhere in the term.
+    let new_f = arena.lambda(&ps, new_body);
+    let new_f = arena.copy_fresh(new_f);
+    let new_rhs = match operands[..] {
+        [a] => arena.add(Node::Map(new_f, a)),
+        [a, b] => arena.add(Node::Map2(new_f, a, b)),
+        _ => return None,
+    };
+    arena.set_var_type(x, Type::array(n, new_elem.clone()));
+    let new_rest = renumber(arena, rest, x, &kept, &new_elem);
+    Some((new_rhs, new_rest))
+}
+
+/// Whether every occurrence of `x` in `e` is the array of a `map` (or either array of a
+/// `map2`) whose element is only projected; the components read go into `read`.
+fn reads(arena: &Arena, e: ExprId, x: Var, read: &mut BTreeSet<u32>) -> bool {
+    with_stack(|| {
+        let is_x = |c: ExprId| arena[c] == Node::Var(x);
+        let over_x = match arena[e] {
+            Node::Map(f, a) if is_x(a) => Some((f, 0)),
+            Node::Map2(_, a, b) if is_x(a) && is_x(b) => return false,
+            Node::Map2(f, a, _) if is_x(a) => Some((f, 0)),
+            Node::Map2(f, _, b) if is_x(b) => Some((f, 1)),
+            _ => None,
+        };
+        match (arena[e], over_x) {
+            (Node::Var(v), _) => v != x,
+            (_, Some((f, which))) => {
+                let Some((ps, body)) = arena.lambda_parts(f) else {
+                    return false;
+                };
+                projected(arena, body, ps[which], read)
+                    && reads(arena, body, x, read)
+                    && arena
+                        .children(e)
+                        .into_iter()
+                        .skip(1)
+                        .filter(|&c| !is_x(c))
+                        .all(|c| reads(arena, c, x, read))
+            }
+            _ => arena
+                .children(e)
+                .into_iter()
+                .all(|c| reads(arena, c, x, read)),
+        }
+    })
+}
+
+/// Whether every occurrence of `g` in `e` is projected (`g.j`), the `j`s going into `read`.
+fn projected(arena: &Arena, e: ExprId, g: Var, read: &mut BTreeSet<u32>) -> bool {
+    with_stack(|| match arena[e] {
+        Node::Proj(j, inner) if arena[inner] == Node::Var(g) => {
+            read.insert(j);
+            true
+        }
+        Node::Var(v) => v != g,
+        _ => arena
+            .children(e)
+            .into_iter()
+            .all(|c| projected(arena, c, g, read)),
+    })
+}
+
+/// `e` reading the narrowed `x`: in the maps over it, `g.j` becomes `g.(position of j in
+/// kept)`, or `g` itself when one component is kept; their parameters get the new type.
+fn renumber(arena: &mut Arena, e: ExprId, x: Var, kept: &[u32], elem: &Type) -> ExprId {
+    with_stack(|| {
+        let node = arena[e];
+        let is_x = |arena: &Arena, c: ExprId| arena[c] == Node::Var(x);
+        let over_x = match node {
+            Node::Map(f, a) if is_x(arena, a) => Some((f, 0)),
+            Node::Map2(f, a, _) if is_x(arena, a) => Some((f, 0)),
+            Node::Map2(f, _, b) if is_x(arena, b) => Some((f, 1)),
+            _ => None,
+        };
+        let node = match over_x {
+            Some((f, which)) => {
+                let (mut ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)).unwrap();
+                // A fresh parameter of the new type (the old function may be shared).
+                let g = ps[which];
+                let name = arena.var_name(g).to_string();
+                let g2 = arena.fresh_var(&name, Some(elem.clone()));
+                let body = reproject(arena, body, g, g2, kept);
+                let body = renumber(arena, body, x, kept, elem);
+                ps[which] = g2;
+                let f2 = arena.lambda(&ps, body);
+                let f2 = arena.copy_fresh(f2);
+                let rest: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
+                // A new node for `x`: the old one's type, recorded by the type checker, is
+                // the wide one.
+                let rest: Vec<ExprId> = rest
+                    .into_iter()
+                    .map(|c| {
+                        if is_x(arena, c) {
+                            arena.var(x)
+                        } else {
+                            renumber(arena, c, x, kept, elem)
+                        }
+                    })
+                    .collect();
+                match node {
+                    Node::Map(..) => Node::Map(f2, rest[0]),
+                    _ => Node::Map2(f2, rest[0], rest[1]),
+                }
+            }
+            None => arena.map_children(node, |a, c| renumber(a, c, x, kept, elem)),
+        };
+        if node == arena[e] {
+            e
+        } else {
+            arena.rebuild(e, node)
+        }
+    })
+}
+
+/// `e` with each `g.j` made `g2.(position of j in kept)`, or `g2` when one is kept.
+fn reproject(arena: &mut Arena, e: ExprId, g: Var, g2: Var, kept: &[u32]) -> ExprId {
+    with_stack(|| match arena[e] {
+        Node::Proj(j, inner) if arena[inner] == Node::Var(g) => {
+            let pos = kept.iter().position(|&k| k == j).unwrap_or(0) as u32;
+            let v = arena.var(g2);
+            if kept.len() == 1 {
+                v
+            } else {
+                arena.rebuild(e, Node::Proj(pos, v))
+            }
+        }
+        node => {
+            let new = arena.map_children(node, |a, c| reproject(a, c, g, g2, kept));
+            if new == node {
+                e
+            } else {
+                arena.rebuild(e, new)
+            }
+        }
+    })
+}
