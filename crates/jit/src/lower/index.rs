@@ -57,24 +57,19 @@ impl<'a> Translator<'a> {
                 }
             }
         }
-        let x = self.real_value(i);
-        // The integer part (saturated; a NaN is 0), which must give back `x` exactly.
-        let k = self.b.ins().fcvt_to_sint_sat(I64, x);
-        let back = self.b.ins().fcvt_from_sint(F64, k);
-        let whole = self.b.ins().fcmp(FloatCC::Equal, back, x);
-        // Unsigned, a negative position is beyond every length.
-        let inside = match len {
-            IntVal::Const(n) => self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, k, n),
-            IntVal::Ssa(n) => self.b.ins().icmp(IntCC::UnsignedLessThan, k, n),
-        };
-        let ok = self.b.ins().band(whole, inside);
-        self.check_that(ok, Stop::Index);
-        Ok(match i {
-            RealVal::Const(c) if c >= 0.0 && c.fract() == 0.0 && c < i64::MAX as f64 => {
-                IntVal::Const(c as i64)
+        match self.position_if_inside(i, len) {
+            Some((k, Some(ok))) => {
+                self.check_that(ok, Stop::Index);
+                Ok(k)
             }
-            _ => IntVal::Ssa(k),
-        })
+            Some((k, None)) => Ok(k),
+            // Outside at compile time: the check fails whenever this runs.
+            None => {
+                let never = self.b.ins().iconst(cranelift_codegen::ir::types::I8, 0);
+                self.check_that(never, Stop::Index);
+                Ok(IntVal::Const(0))
+            }
+        }
     }
 
     /// Record that the real `v` is element `k` of the `iota` `a` (see [`Translator::position`]).
@@ -275,15 +270,22 @@ impl<'a> Translator<'a> {
             }
         }
         let x = self.real_value(i);
+        // The integer part (saturated; a NaN is 0), which must give back `x` exactly.
         let k = self.b.ins().fcvt_to_sint_sat(I64, x);
         let back = self.b.ins().fcvt_from_sint(F64, k);
         let whole = self.b.ins().fcmp(FloatCC::Equal, back, x);
+        // Unsigned, a negative position is beyond every length.
         let inside = match len {
             IntVal::Const(n) => self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, k, n),
             IntVal::Ssa(n) => self.b.ins().icmp(IntCC::UnsignedLessThan, k, n),
         };
         let ok = self.b.ins().band(whole, inside);
-        Some((IntVal::Ssa(k), Some(ok)))
+        let k = match i {
+            // A whole constant (checked against a length known only at run time).
+            RealVal::Const(c) => IntVal::Const(c as i64),
+            _ => IntVal::Ssa(k),
+        };
+        Some((k, Some(ok)))
     }
 
     /// Add `v` leaf by leaf to the value at `p` (in memory), in place: each real becomes
