@@ -494,6 +494,21 @@ impl Analyzer<'_> {
                 let v = literal(c)?.checked_add(k)?;
                 Some((Dim::constant(v.max(0) as u64), true))
             }
+            // The sum of two lengths one of which is a constant (`concat` of a `[n]` and
+            // a `[3]` array): the other stepped by it. Lengths are never negative, so the
+            // sum is exact when both are.
+            Node::Op2(BinOp::Add, a, b)
+                if k == 0 && !matches!(arena[b], Node::Const(_) | Node::Var(_)) =>
+            {
+                let (la, ea) = self.iota_len(a, 0)?;
+                let (lb, eb) = self.iota_len(b, 0)?;
+                let (c, other) = match (la.as_constant(), lb.as_constant()) {
+                    (Some(c), _) => (c, lb),
+                    (_, Some(c)) => (c, la),
+                    _ => return None,
+                };
+                Some((other.step(c as i64), ea && eb))
+            }
             Node::Op2(op @ (BinOp::Add | BinOp::Sub), a, b) => {
                 // A literal, or a `let` of one (a slice's lower bound).
                 let mut b = b;

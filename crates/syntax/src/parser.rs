@@ -972,8 +972,9 @@ impl<'p> Parser<'p> {
 
     /// The forms written with iota and indexing, which are not keywords (a variable or a
     /// definition of that name hides them): `reverse A`, `rotate k A` (element `i` is
-    /// `A[(i + k) mod len(A)]`), `replicate n e` and `iterate n (x. e) z` (`e` applied `n`
-    /// times to `z`). Their operands are atoms, as those of the array operations.
+    /// `A[(i + k) mod len(A)]`), `concat A B` (of a size the checker can tell: at most one
+    /// size variable), `replicate n e` and `iterate n (x. e) z` (`e` applied `n` times to
+    /// `z`). Their operands are atoms, as those of the array operations.
     fn derived_form(&mut self, name: &str, start: Span) -> PResult<Option<ExprId>> {
         Ok(Some(match name {
             "reverse" => {
@@ -1008,6 +1009,28 @@ impl<'p> Parser<'p> {
                             let n3 = len(p);
                             let at = p.add(Node::Op2(BinOp::Rem, up, n3), span);
                             p.add(Node::Index(r, at), span)
+                        })
+                    })
+                })
+            }
+            "concat" => {
+                let a = self.operand()?;
+                let b = self.operand()?;
+                let span = self.span_from(start);
+                self.bind_fresh("a", a, span, |p, a| {
+                    p.bind_fresh("b", b, span, |p, b| {
+                        let la = p.add(Node::Len(a), span);
+                        let lb = p.add(Node::Len(b), span);
+                        let n = p.add(Node::Op2(BinOp::Add, la, lb), span);
+                        p.tabulate(n, span, |p, i| {
+                            // `a[i]` below `len(a)`, `b[i - len(a)]` from there.
+                            let la = p.add(Node::Len(a), span);
+                            let first = p.add(Node::Cmp(CmpOp::Lt, i, la), span);
+                            let from_a = p.add(Node::Index(a, i), span);
+                            let la2 = p.add(Node::Len(a), span);
+                            let j = p.add(Node::Op2(BinOp::Sub, i, la2), span);
+                            let from_b = p.add(Node::Index(b, j), span);
+                            p.add(Node::If(first, from_a, from_b), span)
                         })
                     })
                 })

@@ -61,6 +61,10 @@ fn slices_reverse_rotate_replicate_iterate() {
     assert_eq!(run("rotate (-1) A"), [A[4], A[0], A[1], A[2], A[3]]);
     assert_eq!(run("rotate 7 A"), run("rotate 2 A"));
     assert_eq!(run("replicate 3 (A[0] * 2)"), [2.0, 2.0, 2.0]);
+    let mut joined = A.to_vec();
+    joined.extend_from_slice(&A[..2]);
+    assert_eq!(run("concat A (A[:2])"), joined);
+    assert_eq!(run("concat (A[3:]) [1.5]"), [A[3], A[4], 1.5]);
     assert_eq!(run("iterate 3 (x. x * 0.5 + 1) A[0]"), [1.875]);
     assert_eq!(run("iterate k (x. map (y. y + 1) x) A"), A.map(|x| x + 2.0));
     assert_eq!(
@@ -75,6 +79,7 @@ fn gradients_through_indexing_and_the_derived_forms() {
         "A[0] * A[len(A) - 1] + A[k] * A[k]",
         "reduce + 0 (map2 * (A[1:]) (reverse (A[:len(A) - 1])))",
         "reduce + 0 (map2 (x, y. x * sin(y)) (rotate k A) A)",
+        "let c = concat A [A[0] * A[1], 2.0] in reduce + 0 (map2 (x, i. x * x * real(i + 1)) c (iota len(c)))",
         "reduce + 0 (iterate k (x. map (y. tanh(y) * 0.9) x) A)",
         "reduce + 0 (map (i. if i % 2 == 0 then A[i] * A[div(i, 2)] else exp(A[i])) (iota len(A)))",
         "let s = scanl (acc, x. acc * 0.5 + x) 0 A in reduce + 0 (map (i. s[i + 1] * A[i]) (iota len(A)))",
@@ -132,6 +137,10 @@ fn errors_say_where_and_what() {
             "the length of `iota` must be a size",
         ),
         ("def f(A: [n]real) = A[len(A) / 2]", "div(a, b)"),
+        (
+            "def f(A: [n]real, B: [m]real) = reduce + 0 (concat A B)",
+            "must be a size",
+        ),
     ] {
         let Err(e) = Engine::new().compile(src) else {
             panic!("{src} compiles");
