@@ -654,6 +654,11 @@ impl Gen<'_> {
                 format!("(({a})[{k}:{k} + 1])")
             }
             5 => format!("replicate len({a}) ({})", self.real(d)),
+            // An array of the same size after a short literal one: size n + 2.
+            6 if self.rng.chance(0.5) => {
+                let (x, y) = (self.real(0), self.real(0));
+                format!("concat [{x}, {y}] {a}")
+            }
             _ => {
                 let c = self.real(0);
                 let k = self.rng.below(4);
