@@ -6,7 +6,7 @@ use unfad_syntax::Type;
 
 /// Owned storage for the arguments of a native call, built from checked values.
 pub struct Args {
-    /// One flat buffer per array-of-reals argument (or nested array of reals).
+    /// One flat buffer per array-of-reals argument (or nested array of reals, or of ints).
     buffers: Vec<Vec<f64>>,
     shapes: Vec<Vec<usize>>,
     plan: Vec<Plan>,
@@ -77,9 +77,10 @@ impl Args {
     }
 }
 
+/// Arrays of reals or of ints (carried as reals) go as one flat buffer.
 fn leaf_is_real(t: &Type) -> bool {
     match t {
-        Type::Real => true,
+        Type::Real | Type::Int => true,
         Type::Array(_, e) => leaf_is_real(e),
         _ => false,
     }

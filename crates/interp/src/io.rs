@@ -105,7 +105,7 @@ fn read<S: Scalar>(
         Type::Real => Ok(Value::Real(S::constant(number(param, at, ty, j)?))),
         Type::Int => {
             let x = number(param, at, ty, j)?;
-            if x.fract() != 0.0 || x.abs() > unfad_syntax::typeck::INT_LIMIT {
+            if !unfad_syntax::typeck::is_int(x) {
                 return Err(InputError(format!(
                     "parameter `{}` is an int, but the input has {x} (ints are whole numbers up to 2^53 in magnitude)",
                     At::place(param, at)

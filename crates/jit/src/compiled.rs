@@ -268,7 +268,7 @@ impl Compiled {
                     "the int parameter `{name}` has no value"
                 )));
             };
-            if x.fract() != 0.0 || x.abs() > unfad_syntax::typeck::INT_LIMIT {
+            if !unfad_syntax::typeck::is_int(x) {
                 return Err(JitError::Call(format!(
                     "parameter `{name}` is an int, but the argument is {x} (ints are whole \
                      numbers up to 2^53 in magnitude)"

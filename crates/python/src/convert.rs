@@ -110,15 +110,13 @@ impl<'a> Reader<'a> {
         let name = &self.params.names[param];
         match ty {
             Type::Int => match obj.extract::<f64>() {
-                Ok(x) if x.fract() != 0.0 || x.abs() > unfad_syntax::typeck::INT_LIMIT => {
-                    Err(Failure::argument(
-                        name,
-                        format!(
-                            "parameter `{place}` is an int, but the argument is {x} (ints are \
+                Ok(x) if !unfad_syntax::typeck::is_int(x) => Err(Failure::argument(
+                    name,
+                    format!(
+                        "parameter `{place}` is an int, but the argument is {x} (ints are \
                              whole numbers up to 2^53 in magnitude)"
-                        ),
-                    ))
-                }
+                    ),
+                )),
                 Ok(x) => {
                     if place == name.as_str() {
                         // An int parameter is also the size variable of its name (`iota n`).

@@ -66,6 +66,19 @@ type Component = (Var, Vec<u32>);
 /// The largest whole number a real holds exactly: ints are carried as reals.
 pub const INT_LIMIT: f64 = 9007199254740992.0;
 
+/// Whether `x` is an int as the language carries them: a whole number up to [`INT_LIMIT`]
+/// in magnitude (NaN is not). Plain arithmetic the compiler vectorises, where `fract` is a
+/// call and a conversion to an integer saturates: the argument checks run this on every
+/// element of an array of ints at every call. Below 2^52, adding and subtracting 2^52
+/// rounds to the nearest whole number, which gives `|x|` back exactly when it is whole;
+/// from 2^52 every real is whole.
+pub fn is_int(x: f64) -> bool {
+    const WHOLE_FROM: f64 = 4503599627370496.0; // 2^52
+    let a = x.abs();
+    let rounded = (a + WHOLE_FROM) - WHOLE_FROM;
+    ((rounded == a) | (a >= WHOLE_FROM)) & (a <= INT_LIMIT)
+}
+
 struct Checker<'a> {
     arena: &'a mut Arena,
     env: &'a dyn CheckEnv,
@@ -950,5 +963,38 @@ pub fn unify(param: &Type, arg: &Type, subst: &mut HashMap<Arc<str>, Size>) -> R
             unify(r, b, subst)
         }
         _ => Err(String::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_int, INT_LIMIT};
+
+    #[test]
+    fn ints_are_whole_numbers_up_to_the_limit() {
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -7.0,
+            4503599627370495.0,
+            4503599627370496.0,
+            INT_LIMIT,
+            -INT_LIMIT,
+        ] {
+            assert!(is_int(x), "{x}");
+        }
+        for x in [
+            0.5,
+            -2.25,
+            4503599627370495.5,
+            1e-300,
+            2.0 * INT_LIMIT,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            assert!(!is_int(x), "{x}");
+        }
     }
 }

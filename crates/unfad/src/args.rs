@@ -154,7 +154,7 @@ impl Binder<'_> {
     /// up to 2^53 in magnitude (ints are carried as such reals); an int parameter itself
     /// (`at` is `None`) also binds the size variable of its name to `max(0, x)` (`iota n`).
     pub fn check_int(&mut self, param: usize, x: f64, at: Option<&At>) -> Result<(), Error> {
-        if x.fract() != 0.0 || x.abs() > unfad_syntax::typeck::INT_LIMIT {
+        if !unfad_syntax::typeck::is_int(x) {
             return Err(Error::Argument(format!(
                 "parameter `{}` is an int, but the argument has {x} (ints are whole numbers up \
                  to 2^53 in magnitude)",
@@ -203,11 +203,14 @@ impl Binder<'_> {
         for (d, &len) in array_dims(ty).0.zip(shape) {
             self.bind_size(param, ty, d, len)?;
         }
-        if *leaf == Type::Int {
-            if let Some(&x) = data
+        // Every element a whole number: a fold without an early exit, which the compiler
+        // vectorises (the check runs at every call); then the first that is not, to say so.
+        if *leaf == Type::Int
+            && data
                 .iter()
-                .find(|x| x.fract() != 0.0 || x.abs() > unfad_syntax::typeck::INT_LIMIT)
-            {
+                .fold(false, |bad, &x| bad | !unfad_syntax::typeck::is_int(x))
+        {
+            if let Some(&x) = data.iter().find(|&&x| !unfad_syntax::typeck::is_int(x)) {
                 return Err(Error::Argument(format!(
                     "parameter `{name}` holds ints, but the argument has {x} (ints are whole \
                      numbers up to 2^53 in magnitude)"
@@ -250,5 +253,5 @@ pub fn component_count(ty: &Type) -> usize {
 /// True if a value of `ty` is one component whose buffer is the row-major leaves
 /// (reals and arrays of reals of any rank): no reordering is needed.
 pub fn is_single_component(ty: &Type) -> bool {
-    *array_dims(ty).1 == Type::Real
+    matches!(array_dims(ty).1, Type::Real | Type::Int)
 }
