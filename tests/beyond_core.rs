@@ -65,27 +65,6 @@ fn agrees(src: &str, input: &str) {
     check_bound(&prog.arena, &func, &opt);
 }
 
-/// The gradient's cost grows like the program's: from sizes 100 to 1000 (every size
-/// variable), its growth is at most 3 times the program's. A term with an extra factor of
-/// `n` (O(n^2) in the gradient of an O(n) program) grows 10 times faster; terms of the same
-/// order in other proportions (moving a matrix in, filling its zero gradient) less.
-fn same_growth(arena: &Arena, func: &Func, opt: &Func) -> Result<(), String> {
-    let at = |n: u64| {
-        let sizes = move |_: &str| Some(n);
-        Bound::measure(arena, func, opt, &sizes)
-    };
-    let (small, large) = (at(100), at(1000));
-    let primal = large.primal.total() as f64 / small.primal.total().max(1) as f64;
-    let gradient = large.gradient.total() as f64 / small.gradient.total().max(1) as f64;
-    if gradient <= 3.0 * primal {
-        Ok(())
-    } else {
-        Err(format!(
-            "the gradient's cost grows {gradient:.2}x from size 100 to 1000, the program's {primal:.2}x"
-        ))
-    }
-}
-
 /// `Cost(grad e) <= 4 * 3^p * Cost(e)` ([`Bound::measure`]) with the sizes at 10 (`m` at
 /// 3) and at 32 (`m` at 4).
 fn check_bound(arena: &Arena, func: &Func, opt: &Func) {
@@ -100,7 +79,7 @@ fn check_bound(arena: &Arena, func: &Func, opt: &Func) {
             print_func(arena, opt)
         );
     }
-    if let Err(why) = same_growth(arena, func, opt) {
+    if let Err(why) = Bound::same_growth(arena, func, opt) {
         panic!("{why}\n{}", print_func(arena, opt));
     }
 }

@@ -396,20 +396,32 @@ pub(crate) fn carries_no_derivative(a: &Arena, e: ExprId) -> bool {
     }
 }
 
+/// True if no derivative flows out of `e` to its variables: a value without reals
+/// ([`carries_no_derivative`]), a constant, and the terms whose operands only give shapes
+/// or make conditions (`len`, `zeros_like`, `ones_like`, comparisons and connectives).
+/// The one definition the flow here and the live sets ([`crate::live`]) share.
+pub(crate) fn no_derivative_flows(a: &Arena, e: ExprId) -> bool {
+    carries_no_derivative(a, e)
+        || matches!(
+            a[e],
+            Node::Len(_)
+                | Node::ZerosLike(_)
+                | Node::OnesLike(_)
+                | Node::Cmp(..)
+                | Node::And(..)
+                | Node::Or(..)
+                | Node::Not(_)
+                | Node::Bool(_)
+                | Node::Const(_)
+        )
+}
+
 fn flow(a: &Arena, e: ExprId, out: &mut Flow, inert: &mut HashSet<Var>) {
-    if carries_no_derivative(a, e) {
+    if no_derivative_flows(a, e) {
         return;
     }
     unfad_syntax::with_stack(|| match a[e] {
         Node::Var(v) => out.add(v),
-        Node::Len(_)
-        | Node::ZerosLike(_)
-        | Node::OnesLike(_)
-        | Node::Cmp(..)
-        | Node::And(..)
-        | Node::Or(..)
-        | Node::Not(_)
-        | Node::Bool(_) => {}
         Node::If(_, t, f) => {
             flow(a, t, out, inert);
             flow(a, f, out, inert);

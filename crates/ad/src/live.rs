@@ -31,21 +31,11 @@ impl FreeVars {
     }
 
     fn compute(&mut self, a: &Arena, e: ExprId) -> Rc<[Var]> {
-        // A value without reals (an int, an index computation) carries no derivative.
-        if crate::elem::carries_no_derivative(a, e) {
+        if crate::elem::no_derivative_flows(a, e) {
             return Rc::from([]);
         }
         match a[e] {
             Node::Var(v) => Rc::from([v]),
-            Node::Len(_)
-            | Node::ZerosLike(_)
-            | Node::OnesLike(_)
-            | Node::Cmp(..)
-            | Node::And(..)
-            | Node::Or(..)
-            | Node::Not(_)
-            | Node::Bool(_)
-            | Node::Const(_) => Rc::from([]),
             Node::If(_, t, f) => {
                 let (st, sf) = (self.of(a, t), self.of(a, f));
                 union(st.iter().chain(sf.iter()).copied(), &[])

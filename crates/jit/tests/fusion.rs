@@ -5,15 +5,9 @@
 
 mod common;
 
-use common::check;
+use common::{check, vec_of};
 use serde_json::{json, Value as Json};
 use unfad_syntax::reduction::ACCUMULATORS;
-
-fn vec_of(n: usize, seed: f64) -> Json {
-    json!((0..n)
-        .map(|i| ((i as f64 + 1.0) * seed).sin() * 2.0)
-        .collect::<Vec<_>>())
-}
 
 fn inputs_ab(w: bool) -> Vec<Json> {
     [0, 1, 2, 7]

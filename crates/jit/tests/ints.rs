@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{check, check_func, run_guarded};
+use common::{check, check_func, mat_of, run_guarded, vec_of};
 use serde_json::{json, Value as Json};
 use unfad_interp::{args_from_json, eval_func};
 use unfad_jit::fault::{self, Fault};
@@ -32,18 +32,6 @@ fn fails(src: &str, input: &Json) -> String {
         }
         other => panic!("{src} on {input}: expected a failed check, got {other:?}"),
     }
-}
-
-fn vec_of(n: usize, seed: f64) -> Json {
-    json!((0..n)
-        .map(|i| ((i as f64 + 1.0) * seed).sin() * 2.0)
-        .collect::<Vec<_>>())
-}
-
-fn mat_of(n: usize, m: usize, seed: f64) -> Json {
-    json!((0..n)
-        .map(|i| vec_of(m, seed + i as f64))
-        .collect::<Vec<_>>())
 }
 
 #[test]

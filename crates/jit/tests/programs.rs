@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{check, check_gradient, run_native};
+use common::{check, check_gradient, mat_of, run_native, vec_of};
 use serde_json::{json, Value as Json};
 use unfad_syntax::UnOp;
 use unfad_test_support::load;
@@ -21,18 +21,6 @@ fn reals() -> Vec<Json> {
     .collect();
     v.extend(SPECIAL.iter().map(|s| json!(s)));
     v
-}
-
-fn vec_of(n: usize, seed: f64) -> Json {
-    json!((0..n)
-        .map(|i| ((i as f64 + 1.0) * seed).sin() * 2.0)
-        .collect::<Vec<_>>())
-}
-
-fn mat_of(n: usize, m: usize, seed: f64) -> Json {
-    json!((0..n)
-        .map(|i| vec_of(m, seed + i as f64))
-        .collect::<Vec<_>>())
 }
 
 #[test]

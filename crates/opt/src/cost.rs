@@ -169,30 +169,6 @@ impl Coster<'_> {
             .unwrap_or(1)
     }
 
-    /// `Some((positions, values))` if the fold function `f` is `(acc, x. scatter_add(acc,
-    /// positions, values))` with `acc` nowhere else: an accumulation in place.
-    fn scatters_into_accumulator(&self, f: ExprId) -> Option<(ExprId, ExprId)> {
-        let (ps, mut body) = self.arena.lambda_parts(f)?;
-        let acc = *ps.first()?;
-        // `let`s first (their cost is counted with the positions').
-        while let Node::Let(_, e1, rest) = self.arena[body] {
-            if self.arena.mentions_any(e1, &[acc]) {
-                return None;
-            }
-            body = rest;
-        }
-        match self.arena[body] {
-            Node::ScatterAdd(t, is, vs)
-                if self.arena[t] == Node::Var(acc)
-                    && !self.arena.mentions_any(is, &[acc])
-                    && !self.arena.mentions_any(vs, &[acc]) =>
-            {
-                Some((is, vs))
-            }
-            _ => None,
-        }
-    }
-
     /// Number of reals in one element of the array `e`.
     fn leaves_elem(&self, e: ExprId) -> u64 {
         match self.ty(e) {
@@ -255,15 +231,14 @@ impl Coster<'_> {
                 }
                 // A fold whose body scatters into its accumulator updates it in place (the
                 // code generator's accumulation): no copy per element.
-                Node::Foldl(f, z, x) if self.scatters_into_accumulator(f).is_some() => {
-                    let (is, vs) = self.scatters_into_accumulator(f).unwrap_or((z, z));
+                Node::Foldl(f, z, x) if a.accumulation(f).is_some() => {
+                    let acc = a.accumulation(f).expect("an accumulation");
+                    let (is, vs) = (acc.positions, acc.values);
                     let per = Cost::new(3, 1, 0, 0) + Cost::new(3, 1, 0, 0) * self.leaves_elem(vs);
-                    let mut lets = Cost::default();
-                    let mut cur = self.arena.lambda_parts(f).map_or(z, |(_, b)| b);
-                    while let Node::Let(_, e1, rest) = self.arena[cur] {
-                        lets = lets + MOVE + self.cost(e1);
-                        cur = rest;
-                    }
+                    let lets = acc
+                        .lets
+                        .iter()
+                        .fold(Cost::default(), |c, &(_, e1)| c + MOVE + self.cost(e1));
                     (lets
                         + self.cost(is)
                         + self.cost(vs)
@@ -369,6 +344,28 @@ impl Bound {
             primal: cost_of(arena, source.body, sizes) + arguments,
             gradient: cost_of(arena, gradient.body, sizes) + arguments,
             p: nao(arena, source.body),
+        }
+    }
+
+    /// That the gradient's cost grows like the program's: from sizes 100 to 1000 (every
+    /// size variable), at most 3 times the program's growth. A term with an extra factor
+    /// of a size (O(n^2) in the gradient of an O(n) program, an array per element) grows
+    /// 10 times faster; terms of the same order in other proportions (moving a matrix in,
+    /// filling its zero gradient) less. The property tests' check, in one place.
+    pub fn same_growth(arena: &Arena, source: &Func, gradient: &Func) -> Result<(), String> {
+        let at = |n: u64| {
+            let sizes = move |_: &str| Some(n);
+            Bound::measure(arena, source, gradient, &sizes)
+        };
+        let (small, large) = (at(100), at(1000));
+        let primal = large.primal.total() as f64 / small.primal.total().max(1) as f64;
+        let grad = large.gradient.total() as f64 / small.gradient.total().max(1) as f64;
+        if grad <= 3.0 * primal {
+            Ok(())
+        } else {
+            Err(format!(
+                "the gradient's cost grows {grad:.2}x from size 100 to 1000, the program's {primal:.2}x"
+            ))
         }
     }
 

@@ -27,27 +27,6 @@ fn eval_reverse(arena: &Arena, rev: &Func, args: &[Value<f64>]) -> (f64, Vec<Vec
     (v, items[1..].iter().map(|g| g.leaves()).collect())
 }
 
-/// The gradient's cost grows like the program's: from sizes 100 to 1000 (every size
-/// variable), its growth is at most 3 times the program's. A term with an extra factor of
-/// `n` (O(n^2) in the gradient of an O(n) program) grows 10 times faster; terms of the same
-/// order in other proportions (moving a matrix in, filling its zero gradient) less.
-fn same_growth(arena: &Arena, func: &Func, opt: &Func) -> Result<(), String> {
-    let at = |n: u64| {
-        let sizes = move |_: &str| Some(n);
-        Bound::measure(arena, func, opt, &sizes)
-    };
-    let (small, large) = (at(100), at(1000));
-    let primal = large.primal.total() as f64 / small.primal.total().max(1) as f64;
-    let gradient = large.gradient.total() as f64 / small.gradient.total().max(1) as f64;
-    if gradient <= 3.0 * primal {
-        Ok(())
-    } else {
-        Err(format!(
-            "the gradient's cost grows {gradient:.2}x from size 100 to 1000, the program's {primal:.2}x"
-        ))
-    }
-}
-
 /// Checks the seeds; returns the worst cost ratio observed per NAO depth `p`.
 fn check(features: &Features, seeds: std::ops::Range<u64>) -> BTreeMap<u32, f64> {
     let mut worst: BTreeMap<u32, f64> = BTreeMap::new();
@@ -96,7 +75,7 @@ fn check(features: &Features, seeds: std::ops::Range<u64>) -> BTreeMap<u32, f64>
             let w = worst.entry(p).or_insert(0.0);
             *w = w.max(bound.ratio());
         }
-        if let Err(why) = same_growth(&prog.arena, &func, &opt) {
+        if let Err(why) = Bound::same_growth(&prog.arena, &func, &opt) {
             panic!(
                 "seed {seed}: {why}\n{}\n{}",
                 g.source,

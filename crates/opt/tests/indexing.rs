@@ -59,27 +59,6 @@ fn agrees(
     Ok(())
 }
 
-/// The gradient's cost grows like the program's: from sizes 100 to 1000 (every size
-/// variable, the int parameter `k` included), at most 3 times the program's growth. A
-/// scatter of a whole array per element read (O(n^2) for an O(n) program) grows 10 times
-/// faster.
-fn same_growth(arena: &Arena, func: &Func, opt: &Func) -> Result<(), String> {
-    let at = |n: u64| {
-        let sizes = move |_: &str| Some(n);
-        Bound::measure(arena, func, opt, &sizes)
-    };
-    let (small, large) = (at(100), at(1000));
-    let primal = large.primal.total() as f64 / small.primal.total().max(1) as f64;
-    let gradient = large.gradient.total() as f64 / small.gradient.total().max(1) as f64;
-    if gradient <= 3.0 * primal {
-        Ok(())
-    } else {
-        Err(format!(
-            "the gradient's cost grows {gradient:.2}x from size 100 to 1000, the program's {primal:.2}x"
-        ))
-    }
-}
-
 /// The Target term printed loads again (it parses and type-checks), with the same result
 /// type, and prints the same text: printing is a fixed point after one round.
 fn reloads(arena: &Arena, func: &Func) -> Result<(), String> {
@@ -162,7 +141,7 @@ fn check_seed(seed: u64, features: &Features) -> Vec<String> {
                 ));
             }
         }
-        if let Err(e) = same_growth(&prog.arena, &func, &opt) {
+        if let Err(e) = Bound::same_growth(&prog.arena, &func, &opt) {
             fail(format!("{e}\n{}", show(&opt)));
         }
     }

@@ -137,6 +137,19 @@ pub enum Node {
     ScatterAdd(ExprId, ExprId, ExprId),
 }
 
+/// A fold's function that scatters into its accumulator (see [`Arena::accumulation`]).
+#[derive(Clone, Debug)]
+pub struct Accumulation {
+    /// The accumulator, only ever the scatter's target.
+    pub acc: Var,
+    /// The fold's element.
+    pub elem: Var,
+    /// The `let`s before the scatter, outermost first.
+    pub lets: Vec<(Var, ExprId)>,
+    pub positions: ExprId,
+    pub values: ExprId,
+}
+
 /// What the arena knows of a variable.
 #[derive(Clone, Debug)]
 pub struct VarData {
@@ -699,6 +712,41 @@ impl Arena {
                 }
             }
         })
+    }
+
+    /// `f` as an accumulation, if it is `(acc, x. let ... in scatter_add(acc, positions,
+    /// values))` with `acc` read nowhere else: a fold of it adds every element's values at
+    /// their positions into one array, which can be updated in place (the optimizer makes
+    /// such folds; the cost model and the code generator recognise them by this).
+    pub fn accumulation(&self, f: ExprId) -> Option<Accumulation> {
+        let (ps, mut body) = self.lambda_parts(f)?;
+        let &[acc, elem] = ps else {
+            return None;
+        };
+        let mut lets = Vec::new();
+        while let Node::Let(v, e1, rest) = self[body] {
+            if self.mentions_any(e1, &[acc]) {
+                return None;
+            }
+            lets.push((v, e1));
+            body = rest;
+        }
+        match self[body] {
+            Node::ScatterAdd(t, positions, values)
+                if self[t] == Node::Var(acc)
+                    && !self.mentions_any(positions, &[acc])
+                    && !self.mentions_any(values, &[acc]) =>
+            {
+                Some(Accumulation {
+                    acc,
+                    elem,
+                    lets,
+                    positions,
+                    values,
+                })
+            }
+            _ => None,
+        }
     }
 
     /// Whether `e` has an occurrence of one of the variables `vs` (free or not). At most one

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
-use unfad_syntax::{BinOp, ExprId, Node};
+use unfad_syntax::{BinOp, ExprId};
 
 use crate::error::{JitError, JitResult, Stop};
 use crate::layout::Dim;
@@ -127,31 +127,10 @@ impl<'a> Translator<'a> {
         z: ExprId,
         src: ExprId,
     ) -> JitResult<Option<Val>> {
-        let Some((ps, body)) = self.arena.lambda_parts(f) else {
+        let Some(acc) = self.arena.accumulation(f) else {
             return Ok(None);
         };
-        let &[acc, x] = ps else {
-            return Ok(None);
-        };
-        // `let`s before the scatter, none reading the accumulator.
-        let mut lets = Vec::new();
-        let mut inner = body;
-        while let Node::Let(v, e1, rest) = self.arena[inner] {
-            if self.arena.mentions_any(e1, &[acc]) {
-                return Ok(None);
-            }
-            lets.push((v, e1));
-            inner = rest;
-        }
-        let Node::ScatterAdd(t, is, vs) = self.arena[inner] else {
-            return Ok(None);
-        };
-        if self.arena[t] != Node::Var(acc)
-            || self.arena.mentions_any(is, &[acc])
-            || self.arena.mentions_any(vs, &[acc])
-        {
-            return Ok(None);
-        }
+        let (x, lets, is, vs) = (acc.elem, acc.lets, acc.positions, acc.values);
         let Ok(sa) = shape_arr(&self.shape(e)?) else {
             return Ok(None);
         };

@@ -2,11 +2,25 @@
 
 #![allow(dead_code)]
 
-use serde_json::Value as Json;
+use serde_json::{json, Value as Json};
 use unfad_interp::{args_from_json, eval_func, Value};
 use unfad_jit::{compile, Compiled, JitError};
 use unfad_syntax::{print_func, Arena, Func, Program, Type};
 use unfad_test_support::load;
+
+/// `n` deterministic reals in [-2, 2] from `seed`.
+pub fn vec_of(n: usize, seed: f64) -> Json {
+    json!((0..n)
+        .map(|i| ((i as f64 + 1.0) * seed).sin() * 2.0)
+        .collect::<Vec<_>>())
+}
+
+/// `n` rows of [`vec_of`], each from its own seed.
+pub fn mat_of(n: usize, m: usize, seed: f64) -> Json {
+    json!((0..n)
+        .map(|i| vec_of(m, seed + i as f64))
+        .collect::<Vec<_>>())
+}
 
 /// What guard cells hold: a NaN whose payload no program computes from the generated
 /// inputs (which have no NaN), and which arithmetic carries along; an output that has it

@@ -563,23 +563,7 @@ pub fn add_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         return None;
     };
     // `map2 +̂` is the sum of two arrays when its function is `+̂` of their elements.
-    let (ps, body) = lambda(cx, f)?;
-    let [s, t] = ps[..] else {
-        return None;
-    };
-    let elementwise_sum = {
-        let a = cx.arena();
-        match a[body] {
-            Node::Op2(BinOp::Add, p, q) => {
-                (a[p] == Node::Var(s) && a[q] == Node::Var(t))
-                    || (a[p] == Node::Var(t) && a[q] == Node::Var(s))
-            }
-            // `(s, t. map2 g s t)`: the sum of rows.
-            Node::Map2(..) => is_array_sum(cx, f),
-            _ => false,
-        }
-    };
-    if !elementwise_sum {
+    if !is_array_sum(cx, f) {
         return None;
     }
     let scatter = |cx: &RuleCx, v: ExprId| match cx.arena()[v] {
