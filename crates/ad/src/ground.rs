@@ -149,3 +149,37 @@ pub fn add_hat_shared(a: &mut Arena, ty: &Type, x: ExprId, y: ExprId) -> Result<
         .rev()
         .fold(sum, |acc, (v, e)| a.let_(v, e, acc)))
 }
+
+/// The inner product `⟨x, y⟩` of two values of the ground type `ty`: `x * y` on reals, the
+/// sum over the components of tuples and the elements of arrays, `0` on ints. Pass atoms
+/// (tuples are projected once per component).
+pub fn dot(a: &mut Arena, ty: &Type, x: ExprId, y: ExprId) -> Result<ExprId, AdError> {
+    match ty {
+        Type::Real => Ok(build::mul(a, x, y)),
+        Type::Int => Ok(build::num(a, 0.0)),
+        Type::Tuple(items) => {
+            let mut total = None;
+            for (i, t) in items.iter().enumerate() {
+                let (xi, yi) = (component(a, x, i), component(a, y, i));
+                let d = dot(a, t, xi, yi)?;
+                total = Some(match total {
+                    None => d,
+                    Some(acc) => build::add(a, acc, d),
+                });
+            }
+            total.map_or_else(|| internal("an empty tuple"), Ok)
+        }
+        Type::Array(_, elem) => {
+            let f = lambda(
+                a,
+                &[("s", (**elem).clone()), ("t", (**elem).clone())],
+                |a, p| dot(a, elem, p[0], p[1]),
+            )?;
+            let products = map2(a, f, x, y);
+            let plus = section(a, BinOp::Add);
+            let zero = build::num(a, 0.0);
+            Ok(build::reduce(a, plus, zero, products))
+        }
+        Type::Bool | Type::Func(..) => internal(format!("no inner product on `{ty}`")),
+    }
+}

@@ -76,6 +76,7 @@ mod direct;
 mod elem;
 pub mod error;
 mod folds;
+mod forward;
 pub mod ground;
 mod live;
 mod pipeline;
@@ -84,6 +85,7 @@ mod reverse;
 pub mod unf;
 
 pub use error::AdError;
+pub use forward::forward;
 pub use request::RequestError;
 
 #[cfg(test)]
@@ -223,4 +225,129 @@ pub fn target_unf(arena: &Arena, func: &Func, wrt: &[usize]) -> Result<unf::Targ
         .collect::<Result<Vec<_>, _>>()?;
     let source = source_unf(arena, func)?;
     unf::diff::diff(arena, &source, &Type::product(rho))
+}
+
+/// Forward over reverse: value, gradient and Hessian-vector product, from `grad`, a
+/// value-and-gradient function (`(value, g_1, ..., g_k)` of the parameters `wrt`, as
+/// [`reverse`] makes it, best optimized first: it must be first-order). The result takes
+/// `grad`'s parameters and then a direction per parameter of `wrt` (of its type), and
+/// returns `(value, g_1, ..., g_k, h_1, ..., h_k)`, where `h_i` is the derivative of `g_i`
+/// in that direction: the Hessian times the direction.
+pub fn hessian_vector(arena: &mut Arena, grad: &Func, wrt: &[usize]) -> Result<Func, AdError> {
+    let k = match &grad.ret {
+        Type::Tuple(items) if items.len() == wrt.len() + 1 => items.len(),
+        t => {
+            return Err(AdError::Internal(format!(
+                "a Hessian-vector product of a function returning `{t}`, not a value and {} \
+                 gradient(s)",
+                wrt.len()
+            )))
+        }
+    };
+    let tangent = forward::forward(arena, grad, wrt)?;
+    let pair = arena.fresh_var("r", Some(tangent.ret.clone()));
+    let mut items = Vec::with_capacity(2 * k - 1);
+    for (side, range) in [(0, 0..k), (1, 1..k)] {
+        for i in range {
+            let r = arena.var(pair);
+            let half = arena.proj(side, r);
+            items.push(arena.proj(i as u32, half));
+        }
+    }
+    let result = arena.tuple(&items);
+    let body = arena.let_(pair, tangent.body, result);
+    let mut ret = match &grad.ret {
+        Type::Tuple(items) => items.to_vec(),
+        _ => unreachable!(),
+    };
+    ret.extend(ret[1..].to_vec());
+    elem::retype(arena, body)?;
+    Ok(Func {
+        name: grad.name.clone(),
+        params: tangent.params,
+        body,
+        ret: Type::tuple(ret),
+    })
+}
+
+/// Reverse over reverse: the same result as [`hessian_vector`], as the gradient of
+/// `⟨∇f(x), v⟩` with respect to `x` (reverse mode applied to the gradient `grad`, which
+/// must be first-order: optimized). Slower than forward over reverse; it is there to check
+/// it, and for completeness.
+pub fn hessian_vector_by_reverse(
+    arena: &mut Arena,
+    grad: &Func,
+    wrt: &[usize],
+) -> Result<Func, AdError> {
+    let gtypes = match &grad.ret {
+        Type::Tuple(items) if items.len() == wrt.len() + 1 => items[1..].to_vec(),
+        t => {
+            return Err(AdError::Internal(format!(
+                "a Hessian-vector product of a function returning `{t}`"
+            )))
+        }
+    };
+    // h(x, v) = sum_i <g_i(x), v_i>.
+    let directions: Vec<Var> = wrt
+        .iter()
+        .zip(&gtypes)
+        .map(|(&i, t)| {
+            let name = format!("d{}", arena.var_name(grad.params[i]));
+            arena.fresh_var(&name, Some(t.clone()))
+        })
+        .collect();
+    let inner = arena.copy_fresh(grad.body);
+    let r = arena.fresh_var("r", Some(grad.ret.clone()));
+    let mut total = None;
+    for (k, (t, &d)) in gtypes.iter().zip(&directions).enumerate() {
+        let re = arena.var(r);
+        let g = arena.proj(k as u32 + 1, re);
+        let de = arena.var(d);
+        let dot = ground::dot(arena, t, g, de)?;
+        total = Some(match total {
+            None => dot,
+            Some(acc) => build::add(arena, acc, dot),
+        });
+    }
+    let total = total.ok_or(AdError::Request(
+        "no parameter to differentiate against".into(),
+    ))?;
+    let h_body = arena.let_(r, inner, total);
+    let mut params = grad.params.clone();
+    params.extend(&directions);
+    let h = Func {
+        name: grad.name.clone(),
+        params: params.clone(),
+        body: h_body,
+        ret: Type::Real,
+    };
+    elem::retype(arena, h.body)?;
+    let second = reverse_weakened(arena, &h, wrt)?;
+    // (value, g..) from the gradient, (_, h..) from the second pass.
+    let (first, rest) = (
+        arena.fresh_var("r", Some(grad.ret.clone())),
+        arena.fresh_var("s", Some(second.ret.clone())),
+    );
+    let mut items = Vec::with_capacity(2 * wrt.len() + 1);
+    for i in 0..=wrt.len() {
+        let e = arena.var(first);
+        items.push(arena.proj(i as u32, e));
+    }
+    for i in 1..=wrt.len() {
+        let e = arena.var(rest);
+        items.push(arena.proj(i as u32, e));
+    }
+    let result = arena.tuple(&items);
+    let body = arena.let_(rest, second.body, result);
+    let body = arena.let_(first, grad.body, body);
+    let mut ret = vec![Type::Real];
+    ret.extend(gtypes.iter().cloned());
+    ret.extend(gtypes);
+    elem::retype(arena, body)?;
+    Ok(Func {
+        name: grad.name.clone(),
+        params,
+        body,
+        ret: Type::tuple(ret),
+    })
 }

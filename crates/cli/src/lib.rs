@@ -16,9 +16,11 @@ use unfad_interp::{args_from_json, eval_func, value_from_leaves, value_to_json, 
 use unfad_syntax::{print_func, Type};
 
 mod convert;
+mod higher;
 mod render;
 
 use convert::Args;
+use higher::{jvp, second_order, Request, SecondOrderOutput};
 
 /// Reverse-mode automatic differentiation of array programs, compiled to native code.
 #[derive(Parser, Debug)]
@@ -54,6 +56,49 @@ pub enum Command {
         /// Run the reference interpreter on the optimized Target term instead.
         #[arg(long)]
         interp: bool,
+    },
+    /// Value and directional derivative of the entry point by native forward mode:
+    /// `{"value": v, "tangent": t}`, `t` shaped like `v`.
+    Jvp {
+        file: PathBuf,
+        #[arg(long)]
+        input: PathBuf,
+        /// The direction: a JSON object of the shape of the input.
+        #[arg(long)]
+        tangent: PathBuf,
+        #[arg(long)]
+        entry: Option<String>,
+        /// Parameters given a tangent, comma-separated (default: all; the others fixed).
+        #[arg(long, value_delimiter = ',')]
+        wrt: Option<Vec<String>>,
+    },
+    /// Value, gradient and Hessian-vector product (forward over reverse):
+    /// `{"value": v, "gradient": {...}, "hvp": {...}}`.
+    Hvp {
+        file: PathBuf,
+        #[arg(long)]
+        input: PathBuf,
+        /// The direction: a JSON object of the shape of the input.
+        #[arg(long)]
+        direction: PathBuf,
+        #[arg(long)]
+        entry: Option<String>,
+        #[arg(long, value_delimiter = ',')]
+        wrt: Option<Vec<String>>,
+        /// Reverse mode over the gradient instead of forward mode (slower; a check).
+        #[arg(long)]
+        reverse_over_reverse: bool,
+    },
+    /// Value, gradient and dense Hessian over all real inputs flattened in parameter
+    /// order: `{"value": v, "gradient": {...}, "hessian": [[...], ...]}`.
+    Hessian {
+        file: PathBuf,
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long)]
+        entry: Option<String>,
+        #[arg(long, value_delimiter = ',')]
+        wrt: Option<Vec<String>>,
     },
     /// Print an intermediate stage of the compilation.
     Emit {
@@ -167,6 +212,38 @@ pub fn run(command: &Command, io: &mut Io) -> Result<(), Reported> {
             wrt,
             interp,
         } => grad(file, input, entry.as_deref(), wrt.as_deref(), *interp, io),
+        Command::Jvp {
+            file,
+            input,
+            tangent,
+            entry,
+            wrt,
+        } => jvp(file, input, tangent, entry.as_deref(), wrt.as_deref(), io),
+        Command::Hvp {
+            file,
+            input,
+            direction,
+            entry,
+            wrt,
+            reverse_over_reverse,
+        } => {
+            let route = if *reverse_over_reverse {
+                unfad::SecondOrder::ReverseOverReverse
+            } else {
+                unfad::SecondOrder::ForwardOverReverse
+            };
+            let request = Request::new(file, input, entry.as_deref(), wrt.as_deref());
+            second_order(&request, SecondOrderOutput::Hvp(direction, route), io)
+        }
+        Command::Hessian {
+            file,
+            input,
+            entry,
+            wrt,
+        } => {
+            let request = Request::new(file, input, entry.as_deref(), wrt.as_deref());
+            second_order(&request, SecondOrderOutput::Hessian, io)
+        }
         Command::Emit { file, stage, entry } => emit(file, *stage, entry.as_deref(), io),
         Command::Cost { file, entry, sizes } => cost(file, entry.as_deref(), sizes.as_deref(), io),
         Command::Check { file, input, entry } => check(file, input, entry.as_deref(), io),

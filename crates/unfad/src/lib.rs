@@ -57,6 +57,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod higher;
 pub mod pipeline;
 
 /// The README's examples, compiled and run as doctests.
@@ -71,6 +72,9 @@ use unfad_syntax::Type;
 
 pub use args::{component_count, Arg};
 use args::{is_single_component, Binder};
+pub use higher::{
+    HessianFn, HessianOutput, HvpFn, HvpOutput, JvpFn, JvpOutput, SecondOrder, HESSIAN_MAX_INPUTS,
+};
 pub use pipeline::Pipeline;
 pub use unfad_jit::{Bound, JitError, RawFn};
 
@@ -227,6 +231,39 @@ impl Engine {
         let params = params_of(&p);
         let names = params.iter().map(|p| p.name.clone()).collect();
         let ret = p.source.ret.clone();
+        let sources = Sources::of(&p);
+        self.keep_arena(p.into_arena());
+        Ok(Func {
+            compiled,
+            sources,
+            params,
+            names,
+            ret,
+            pool: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Engine {
+    /// Compile a function the pipeline `p` derived from its entry point (a jvp, an hvp):
+    /// its parameters are its own, named by their variables.
+    fn compile_derived(
+        &self,
+        mut p: Pipeline,
+        derived: &unfad_syntax::Func,
+    ) -> Result<Func, Error> {
+        let compiled = unfad_jit::compile_parallel(&mut p.program.arena, derived)?;
+        let arena = &p.program.arena;
+        let params: Vec<Param> = derived
+            .params
+            .iter()
+            .map(|&v| Param {
+                name: arena.var_name(v).to_string(),
+                ty: arena.var_type(v).cloned().expect("typed"),
+            })
+            .collect();
+        let names = params.iter().map(|p| p.name.clone()).collect();
+        let ret = derived.ret.clone();
         let sources = Sources::of(&p);
         self.keep_arena(p.into_arena());
         Ok(Func {

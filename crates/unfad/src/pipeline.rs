@@ -57,11 +57,17 @@ impl Pipeline {
 
     /// Check that the entry point can be differentiated: Source fragment, real result.
     pub fn check_differentiable(&self) -> Result<(), Error> {
+        self.check_source()?;
+        request::check_result(&self.program.arena, &self.source).map_err(request_error)
+    }
+
+    /// Check that the entry point is in the Source fragment.
+    pub fn check_source(&self) -> Result<(), Error> {
         let prog = &self.program;
         check_source(&prog.arena, self.source.body, |e, msg| {
             prog.error_at(ErrorKind::Unsupported, prog.arena.span(e), msg)
         })?;
-        request::check_result(&prog.arena, &self.source).map_err(request_error)
+        Ok(())
     }
 
     /// Value and gradient with respect to `wrt`, by the direct macro (not optimized): a
@@ -93,6 +99,36 @@ impl Pipeline {
     pub fn optimized_reverse(&mut self, wrt: &[usize]) -> Result<Func, Error> {
         let rev = self.reverse_weakened(wrt)?;
         self.optimize(&rev)
+    }
+
+    /// Value and directional derivative by forward mode ([`unfad_ad::forward`]),
+    /// optimized: a function of the parameters and one tangent per parameter of `wrt`,
+    /// returning `(value, tangent)`. The entry point may return any ground type.
+    pub fn optimized_forward(&mut self, wrt: &[usize]) -> Result<Func, Error> {
+        self.check_source()?;
+        let fwd = unfad_ad::forward(&mut self.program.arena, &self.source, wrt)
+            .map_err(|e| self.ad_error(e))?;
+        self.optimize(&fwd)
+    }
+
+    /// Value, gradient and Hessian-vector product, optimized: a function of the
+    /// parameters and one direction per parameter of `wrt`, returning `(value, g_1, ...,
+    /// g_k, h_1, ..., h_k)`. By forward or reverse mode over the optimized gradient.
+    pub fn optimized_hvp(
+        &mut self,
+        wrt: &[usize],
+        route: crate::SecondOrder,
+    ) -> Result<Func, Error> {
+        let grad = self.optimized_reverse(wrt)?;
+        let arena = &mut self.program.arena;
+        let hvp = match route {
+            crate::SecondOrder::ForwardOverReverse => unfad_ad::hessian_vector(arena, &grad, wrt),
+            crate::SecondOrder::ReverseOverReverse => {
+                unfad_ad::hessian_vector_by_reverse(arena, &grad, wrt)
+            }
+        }
+        .map_err(|e| self.ad_error(e))?;
+        self.optimize(&hvp)
     }
 
     /// Optimize any function of this pipeline's arena.

@@ -1,0 +1,97 @@
+//! Forward mode (`unfad_ad::forward`) on random programs of the whole Source language and
+//! of the indexing features: the tangent against the interpreter's dual numbers (an
+//! independent implementation), before and after optimization; the value bit for bit the
+//! primal's before optimization; unique binders; and the term linear in the program.
+
+use unfad_ad::checks::check_unique_binders;
+use unfad_interp::{args_from_json, directional_derivative, eval_func, Value};
+use unfad_syntax::{print_func, Func};
+use unfad_test_support::{close, load};
+use unfad_testgen::{generate, Features, Rng};
+
+/// Random tangents shaped like `args`, as values and as flat leaves.
+fn directions(seed: u64, args: &[Value<f64>]) -> (Vec<Value<f64>>, Vec<Vec<f64>>) {
+    let mut rng = Rng::new(seed ^ 0x5eed);
+    let values: Vec<Value<f64>> = args
+        .iter()
+        .map(|a| a.map_leaves(&mut |_| rng.real(-1.0, 1.0)))
+        .collect();
+    let flat = values.iter().map(|v| v.leaves()).collect();
+    (values, flat)
+}
+
+fn check_programs(features: &Features, seeds: std::ops::Range<u64>) -> usize {
+    let mut checked = 0;
+    for seed in seeds {
+        let g = generate(seed, features);
+        let (mut prog, func) = load(&g.source);
+        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+        let types = func.param_types(&prog.arena);
+        let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+        let (dirs, flat) = directions(seed, &args);
+        let mut tangent_flat = flat.clone();
+        for (i, t) in types.iter().enumerate() {
+            if !t.has_reals() {
+                tangent_flat[i] = vec![0.0; flat[i].len()];
+            }
+        }
+        let expected_value = match eval_func(&prog.arena, &func, &args) {
+            Ok(v) => v.as_real().unwrap(),
+            Err(_) => continue,
+        };
+        let expected = directional_derivative(&prog.arena, &func, &args, &tangent_flat).unwrap();
+        let fwd = unfad_ad::forward(&mut prog.arena, &func, &wrt)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", g.source));
+        check_unique_binders(&prog.arena, fwd.body).unwrap_or_else(|e| {
+            panic!(
+                "seed {seed}: {e}\n{}\n{}",
+                g.source,
+                print_func(&prog.arena, &fwd)
+            )
+        });
+        let mut fargs = args.clone();
+        fargs.extend(wrt.iter().map(|&i| dirs[i].clone()));
+        let show =
+            |f: &Func, a: &unfad_syntax::Arena| format!("{}\n{}", g.source, print_func(a, f));
+        let out = eval_func(&prog.arena, &fwd, &fargs)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", show(&fwd, &prog.arena)));
+        let leaves = out.leaves();
+        assert_eq!(
+            leaves[0].to_bits(),
+            expected_value.to_bits(),
+            "seed {seed}: value\n{}",
+            show(&fwd, &prog.arena)
+        );
+        assert!(
+            close(leaves[1], expected, 1e-9),
+            "seed {seed}: tangent {} expected {expected}\n{}",
+            leaves[1],
+            show(&fwd, &prog.arena)
+        );
+        let opt = unfad_opt::optimize(&mut prog.arena, &fwd)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", show(&fwd, &prog.arena)));
+        let out = eval_func(&prog.arena, &opt, &fargs)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", show(&opt, &prog.arena)));
+        let leaves = out.leaves();
+        assert!(
+            close(leaves[0], expected_value, 1e-9) && close(leaves[1], expected, 1e-9),
+            "seed {seed}: optimized {:?} expected {expected_value} {expected}\n{}",
+            leaves,
+            show(&opt, &prog.arena)
+        );
+        checked += 1;
+    }
+    checked
+}
+
+#[test]
+fn tangents_agree_with_dual_numbers_on_random_programs() {
+    let n = check_programs(&Features::all(), 0..300);
+    assert!(n > 200, "only {n} programs evaluated");
+}
+
+#[test]
+fn tangents_agree_with_dual_numbers_on_random_programs_with_indexing() {
+    let n = check_programs(&Features::indexing(), 0..300);
+    assert!(n > 150, "only {n} programs evaluated");
+}

@@ -1,0 +1,129 @@
+//! Forward mode, Hessian-vector products and Hessians through the API: closed forms,
+//! both second-order routes against each other, and random programs against the
+//! interpreter's dual numbers and finite differences of gradients.
+
+use unfad::{Arg, Engine, GradOptions, SecondOrder};
+use unfad_test_support::close;
+
+fn all_close(a: &[f64], b: &[f64], tol: f64) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| close(*x, *y, tol))
+}
+
+#[test]
+fn jvp_of_a_scalar_function() {
+    let f = Engine::new()
+        .compile_jvp("def f(x: real, y: real) = x * sin(y) + exp(x * y)")
+        .unwrap();
+    let (x, y, dx, dy) = (0.7, -1.3, 0.25, 2.0);
+    let out = f
+        .call(&[x.into(), y.into()], &[dx.into(), dy.into()])
+        .unwrap();
+    let value = x * f64::sin(y) + f64::exp(x * y);
+    let tangent =
+        dx * (f64::sin(y) + y * f64::exp(x * y)) + dy * (x * f64::cos(y) + x * f64::exp(x * y));
+    assert!(close(out.value[0], value, 1e-14), "{out:?}");
+    assert!(close(out.tangent[0], tangent, 1e-14), "{out:?} {tangent}");
+}
+
+#[test]
+fn jvp_of_an_array_and_tuple_result() {
+    let src =
+        "def f(A: [n]real, s: real) = (map (a. tanh(a * s)) A, reduce + 0 (map (a. a * a) A))";
+    let f = Engine::new().compile_jvp(src).unwrap();
+    let a = [0.5, -1.0, 2.0];
+    let da = [1.0, 0.5, -0.25];
+    let (s, ds) = (0.3, 0.1);
+    let out = f
+        .call(
+            &[a.as_slice().into(), s.into()],
+            &[da.as_slice().into(), ds.into()],
+        )
+        .unwrap();
+    let mut value = Vec::new();
+    let mut tangent = Vec::new();
+    for i in 0..3 {
+        let t = f64::tanh(a[i] * s);
+        value.push(t);
+        tangent.push((1.0 - t * t) * (da[i] * s + a[i] * ds));
+    }
+    value.push(a.iter().map(|x| x * x).sum());
+    tangent.push(a.iter().zip(&da).map(|(x, d)| 2.0 * x * d).sum());
+    assert!(all_close(&out.value, &value, 1e-14), "{out:?}");
+    assert!(
+        all_close(&out.tangent, &tangent, 1e-14),
+        "{out:?} {tangent:?}"
+    );
+}
+
+#[test]
+fn hvp_and_hessian_of_a_cubic() {
+    // f(x) = sum x_i^3 + x_0 x_1: H = diag(6 x) + the x_0 x_1 coupling.
+    let src = "def f(x: [n]real) = reduce + 0 (map (a. a * a * a) x) + x[0] * x[1]";
+    let x = [1.0, -2.0, 0.5];
+    let v = [0.3, 1.0, -1.0];
+    let hessian = |i: usize, j: usize| {
+        let mut h = if i == j { 6.0 * x[i] } else { 0.0 };
+        if (i, j) == (0, 1) || (i, j) == (1, 0) {
+            h += 1.0;
+        }
+        h
+    };
+    let engine = Engine::new();
+    for route in [
+        SecondOrder::ForwardOverReverse,
+        SecondOrder::ReverseOverReverse,
+    ] {
+        let f = engine
+            .compile_hvp_with(src, GradOptions::default(), route)
+            .unwrap();
+        let out = f
+            .call(&[x.as_slice().into()], &[v.as_slice().into()])
+            .unwrap();
+        let expected: Vec<f64> = (0..3)
+            .map(|i| (0..3).map(|j| hessian(i, j) * v[j]).sum())
+            .collect();
+        assert!(
+            all_close(out.hvp(0), &expected, 1e-14),
+            "{route:?}: {out:?}"
+        );
+        let grad = [
+            3.0 * x[0] * x[0] + x[1],
+            3.0 * x[1] * x[1] + x[0],
+            3.0 * x[2] * x[2],
+        ];
+        assert!(
+            all_close(out.gradient(0), &grad, 1e-14),
+            "{route:?}: {out:?}"
+        );
+    }
+    let h = engine.compile_hessian(src).unwrap();
+    let out = h.call(&[x.as_slice().into()]).unwrap();
+    for i in 0..3 {
+        for j in 0..3 {
+            assert!(
+                close(out.hessian[i][j], hessian(i, j), 1e-14),
+                "{:?}",
+                out.hessian
+            );
+        }
+    }
+}
+
+#[test]
+fn arguments_that_do_not_fit_are_errors() {
+    let f = Engine::new()
+        .compile_jvp("def f(A: [n]real) = reduce + 0 A")
+        .unwrap();
+    let a = [1.0, 2.0];
+    let da = [1.0, 2.0, 3.0];
+    let e = f
+        .call(&[Arg::from(a.as_slice())], &[Arg::from(da.as_slice())])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("dA"), "{e}");
+    let e = f
+        .call(&[Arg::from(a.as_slice())], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("tangent"), "{e}");
+}
