@@ -100,7 +100,7 @@ pub fn forward(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, Ad
             )));
         };
         let name = format!("d{}", fw.a.var_name(p));
-        let dp = fw.a.fresh_var(&name, Some(types[i].clone()));
+        let dp = fw.a.fresh_var(&name, Some(tangent_type(&types[i])));
         params.push(dp);
         if types[i].has_reals() {
             let e = fw.a.var(dp);
@@ -117,7 +117,7 @@ pub fn forward(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, Ad
         name: func.name.clone(),
         params,
         body,
-        ret: Type::tuple(vec![func.ret.clone(), func.ret.clone()]),
+        ret: Type::tuple(vec![func.ret.clone(), tangent_type(&func.ret)]),
     })
 }
 
@@ -152,7 +152,7 @@ impl Forward<'_> {
     fn tangent_atom(&mut self, ty: &Type, t: Tangent) -> Tangent {
         match t {
             Tangent::Zero => Tangent::Zero,
-            Tangent::Of(e) => Tangent::Of(self.atom("d", ty, e)),
+            Tangent::Of(e) => Tangent::Of(self.atom("d", &tangent_type(ty), e)),
         }
     }
 
@@ -214,7 +214,7 @@ impl Forward<'_> {
                 self.push(Binding::Tuple(xs.clone(), v1));
                 if let Tangent::Of(t) = t1 {
                     let ty = self.ty(e1)?;
-                    let t = self.atom("d", &ty, t);
+                    let t = self.atom("d", &tangent_type(&ty), t);
                     for (i, &x) in xs.iter().enumerate() {
                         let c = component(self.a, t, i);
                         self.bind_tangent(x, Tangent::Of(c))?;
@@ -245,7 +245,8 @@ impl Forward<'_> {
                 } else {
                     let ty = self.ty(arr)?;
                     let va = self.atom("A", &ty, va);
-                    let i = self.atom("i", &Type::Int, i);
+                    let ity = self.ty(i)?;
+                    let i = self.atom("i", &ity, i);
                     let value = self.a.rebuild(e, Index(va, i));
                     let Tangent::Of(t) = ta else { unreachable!() };
                     let dt = self.a.rebuild(e, Index(t, i));
@@ -303,7 +304,7 @@ impl Forward<'_> {
             let t = if build::is_atom(self.a, t) {
                 t
             } else {
-                let dx = self.a.fresh_var(&name, Some(ty));
+                let dx = self.a.fresh_var(&name, Some(tangent_type(&ty)));
                 self.push(Binding::Let(dx, t));
                 self.a.var(dx)
             };
@@ -499,7 +500,7 @@ impl Forward<'_> {
             return Ok((choice, Tangent::Zero));
         }
         let v = self.a.fresh_var("v", Some(ty.clone()));
-        let dv = self.a.fresh_var("dv", Some(ty));
+        let dv = self.a.fresh_var("dv", Some(tangent_type(&ty)));
         self.push(Binding::Tuple(vec![v, dv], choice));
         let (v, dv) = (self.a.var(v), self.a.var(dv));
         Ok((v, Tangent::Of(dv)))
@@ -564,12 +565,13 @@ impl Forward<'_> {
             Tangent::Zero => Ok((x, *value, None)),
             Tangent::Of(t) => {
                 let name = format!("d{}", self.a.var_name(x));
-                let dx = self.a.fresh_var(&name, Some(elem.clone()));
+                let dx = self.a.fresh_var(&name, Some(tangent_type(elem)));
                 let dxe = self.a.var(dx);
                 self.tangents.insert(x, dxe);
-                let pair = Type::tuple(vec![elem.clone(), elem.clone()]);
+                let pair = Type::tuple(vec![elem.clone(), tangent_type(elem)]);
                 let p = self.a.fresh_var("p", Some(pair));
-                let zipped = elem::zip(self.a, *value, *t, ("x", elem), ("dx", elem))?;
+                let zipped =
+                    elem::zip(self.a, *value, *t, ("x", elem), ("dx", &tangent_type(elem)))?;
                 Ok((p, zipped, Some((vec![x, dx], p))))
             }
         }
@@ -634,7 +636,7 @@ impl Forward<'_> {
                 Type::Array(n, _) => n.clone(),
                 _ => unreachable!(),
             },
-            Type::tuple(vec![out_elem.clone(), out_elem]),
+            Type::tuple(vec![out_elem.clone(), tangent_type(&out_elem)]),
         );
         let r = self.a.rebuild(e, node);
         let r = self.atom("R", &pairs_ty, r);
@@ -680,14 +682,14 @@ impl Forward<'_> {
         // value's).
         let g = self.a.copy_fresh(f);
         let (s, t, body) = elem::binary_lambda(self.a, g)?;
-        let pair_ty = Type::tuple(vec![elem.clone(), elem.clone()]);
+        let pair_ty = Type::tuple(vec![elem.clone(), tangent_type(&elem)]);
         let (sp, tp) = (
             self.a.fresh_var("s", Some(pair_ty.clone())),
             self.a.fresh_var("t", Some(pair_ty.clone())),
         );
         let (ds, dt) = (
-            self.a.fresh_var("ds", Some(elem.clone())),
-            self.a.fresh_var("dt", Some(elem.clone())),
+            self.a.fresh_var("ds", Some(tangent_type(&elem))),
+            self.a.fresh_var("dt", Some(tangent_type(&elem))),
         );
         self.open();
         let (dse, dte) = (self.a.var(ds), self.a.var(dt));
@@ -706,7 +708,7 @@ impl Forward<'_> {
         let dz = self.whole(tz, &zty, vz)?;
         let init = self.a.tuple(&[vz, dz]);
         let da = self.whole(ta, &Type::array(array_size(&self.ty(x)?), elem.clone()), va)?;
-        let zipped = elem::zip(self.a, va, da, ("x", &elem), ("dx", &elem))?;
+        let zipped = elem::zip(self.a, va, da, ("x", &elem), ("dx", &tangent_type(&elem)))?;
         let r = self.a.add(Node::Reduce(op, init, zipped));
         let r = self.atom("R", &pair_ty, r);
         let t = self.a.proj(1, r);
@@ -741,9 +743,10 @@ impl Forward<'_> {
             _ => return internal("a fold's function of other than two parameters"),
         };
         self.open();
-        let dacc = self
-            .a
-            .fresh_var(&format!("d{}", self.a.var_name(acc)), Some(zty.clone()));
+        let dacc = self.a.fresh_var(
+            &format!("d{}", self.a.var_name(acc)),
+            Some(tangent_type(&zty)),
+        );
         let dacc_e = self.a.var(dacc);
         self.tangents.insert(acc, dacc_e);
         let (p, arr, pair) = self.element_param(elem_var, &operand)?;
@@ -758,7 +761,7 @@ impl Forward<'_> {
         let result = self.a.tuple(&[vb, tb]);
         let inner = self.close(result);
         let inner = self.destructure(inner, vec![pair]);
-        let state_ty = Type::tuple(vec![zty.clone(), zty.clone()]);
+        let state_ty = Type::tuple(vec![zty.clone(), tangent_type(&zty)]);
         let state = self.a.fresh_var("s", Some(state_ty.clone()));
         let se = self.a.var(state);
         let inner = self.a.let_tuple(&[acc, dacc], se, inner);
@@ -826,9 +829,10 @@ impl Forward<'_> {
             self.discard();
             return Ok(Some((value, Tangent::Zero)));
         }
-        let dacc = self
-            .a
-            .fresh_var(&format!("d{}", self.a.var_name(acc.acc)), Some(zty.clone()));
+        let dacc = self.a.fresh_var(
+            &format!("d{}", self.a.var_name(acc.acc)),
+            Some(tangent_type(&zty)),
+        );
         let scattered = match tv {
             Tangent::Of(dv) => {
                 let pos = acc.positions;
@@ -843,6 +847,18 @@ impl Forward<'_> {
         let dz = self.whole(tz, &zty, vz)?;
         let t = self.a.add(Node::Foldl(lam, dz, arr));
         Ok(Some((value, Tangent::Of(t))))
+    }
+}
+
+/// The type of the tangents of values of type `ty`: `ty` with its ints made reals (a
+/// tangent is a real 0 where the value is an int; ints are carried as reals, so the two
+/// are laid out alike).
+pub(crate) fn tangent_type(ty: &Type) -> Type {
+    match ty {
+        Type::Int => Type::Real,
+        Type::Tuple(items) => Type::tuple(items.iter().map(tangent_type).collect()),
+        Type::Array(n, elem) => Type::array(n.clone(), tangent_type(elem)),
+        t => t.clone(),
     }
 }
 

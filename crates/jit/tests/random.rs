@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{check_func, gradient};
+use common::{check_func, gradient, higher_order};
 use unfad_test_support::load;
 use unfad_testgen::{generate, Features};
 
@@ -70,4 +70,30 @@ fn random_gradients_that_once_failed_to_compile() {
         eprintln!("gradient, seed {seed}");
         check_func(&prog.arena, &func, &g.input);
     }
+}
+
+#[test]
+fn random_tangents_and_hessian_vector_products_agree_with_the_interpreter() {
+    let mut checked = 0;
+    let any_result = Features {
+        real_result: false,
+        ..Features::all()
+    };
+    for (features, seeds) in [
+        (any_result, 0..100),
+        (Features::all(), 100..250),
+        (Features::indexing(), 250..400),
+    ] {
+        for seed in seeds {
+            let g = generate(seed, &features);
+            let (prog, funcs, input) =
+                higher_order(&g.source, &g.input).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            for f in &funcs {
+                eprintln!("forward mode, seed {seed}");
+                check_func(&prog.arena, f, &input);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 500, "only {checked} functions checked");
 }

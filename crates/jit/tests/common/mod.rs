@@ -246,6 +246,36 @@ pub fn gradient(src: &str) -> Result<(Program, Func), String> {
     Ok((prog, opt))
 }
 
+/// Forward mode and forward over reverse, optimized: the function `(params, tangents) ->
+/// (value, tangent)` of the entry point of `src` and, if it returns a real, the function
+/// `(params, directions) -> (value, gradient, Hessian times direction)`, with respect to
+/// the parameters holding reals; and the input extended with a direction (each tangent
+/// parameter `d<name>` given its parameter's own value).
+pub fn higher_order(src: &str, input: &Json) -> Result<(Program, Vec<Func>, Json), String> {
+    let (mut prog, func) = load(src);
+    let types = func.param_types(&prog.arena);
+    let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+    let mut funcs = Vec::new();
+    let fwd = unfad_ad::forward(&mut prog.arena, &func, &wrt).map_err(|e| e.to_string())?;
+    funcs.push(unfad_opt::optimize(&mut prog.arena, &fwd).map_err(|e| e.to_string())?);
+    if func.ret == Type::Real {
+        let grad =
+            unfad_ad::reverse_weakened(&mut prog.arena, &func, &wrt).map_err(|e| e.to_string())?;
+        let grad = unfad_opt::optimize(&mut prog.arena, &grad).map_err(|e| e.to_string())?;
+        let hvp =
+            unfad_ad::hessian_vector(&mut prog.arena, &grad, &wrt).map_err(|e| e.to_string())?;
+        funcs.push(unfad_opt::optimize(&mut prog.arena, &hvp).map_err(|e| e.to_string())?);
+    }
+    let mut extended = input.clone();
+    for &i in &wrt {
+        let name = prog.arena.var_name(func.params[i]).to_string();
+        if let Some(v) = input.get(&name) {
+            extended[format!("d{name}")] = v.clone();
+        }
+    }
+    Ok((prog, funcs, extended))
+}
+
 /// [`check_func`] on the optimized value-and-gradient function of `src`; returns false
 /// (after saying why) if no gradient could be made.
 pub fn check_gradient(src: &str, inputs: &[Json]) -> bool {
