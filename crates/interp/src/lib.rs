@@ -3,7 +3,8 @@
 //! The interpreter follows the paper's call-by-value operational semantics for both
 //! fragments, closures included. It is generic over the scalar type: with `f64` it is the
 //! oracle every later stage is tested against, with [`Dual`] it computes forward-mode
-//! derivatives, which check reverse mode independently of finite differences.
+//! derivatives, which check reverse mode independently of finite differences, and with
+//! nested duals (`Dual<Dual<f64>>`) second derivatives ([`hvp`], [`hessian`]).
 //!
 //! ```
 //! use unfad_interp::{eval_func, forward_gradient, Value};
@@ -31,6 +32,8 @@ pub use io::{
     args_from_json, number_to_json, value_from_json, value_from_leaves, value_to_json, InputError,
     SizeEnv,
 };
-pub use oracle::{directional_derivative, fd_gradient, forward_gradient};
+pub use oracle::{
+    directional_derivative, fd_gradient, fd_hvp, forward_gradient, hessian, hvp, jvp,
+};
 pub use scalar::{Dual, Scalar};
 pub use value::{Closure, Value};

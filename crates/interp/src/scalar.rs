@@ -1,4 +1,5 @@
-//! Scalars the interpreter computes with: plain `f64`, or dual numbers for forward mode.
+//! Scalars the interpreter computes with: plain `f64`, or dual numbers for forward mode,
+//! nested to any depth for higher derivatives (`Dual<Dual<f64>>` gives second derivatives).
 
 use std::fmt::Debug;
 
@@ -9,6 +10,9 @@ pub trait Scalar: Copy + Debug + PartialEq + 'static {
     fn constant(c: f64) -> Self;
     /// The primal value (what comparisons look at).
     fn value(self) -> f64;
+    /// Whether every part of the number is zero (the primal and, for a dual number, every
+    /// tangent at every level). A tangent for which this holds contributes nothing.
+    fn is_zero(self) -> bool;
     fn unary(op: UnOp, x: Self) -> Self;
     fn binary(op: BinOp, x: Self, y: Self) -> Self;
 }
@@ -20,6 +24,9 @@ impl Scalar for f64 {
     fn value(self) -> f64 {
         self
     }
+    fn is_zero(self) -> bool {
+        self == 0.0
+    }
     fn unary(op: UnOp, x: f64) -> f64 {
         op.eval(x)
     }
@@ -30,105 +37,149 @@ impl Scalar for f64 {
 
 /// `v + d·ε` with `ε² = 0`: evaluating with these computes one directional derivative.
 ///
+/// The components are themselves scalars, so a dual number of dual numbers
+/// (`Dual<Dual<f64>>`, nested forward mode) carries two independent perturbations and the
+/// mixed second derivative between them in `d.d`. Every derivative formula below is computed
+/// with the component type's own operators, so that an inner level differentiates the
+/// formulas of the outer one.
+///
 /// The derivatives here are written independently of the reverse-mode derivative table,
 /// so that the two check each other. The intensional choices agree with it: `abs'(0) = 0`,
-/// `max` and `min` pass the derivative to their first operand on ties, and a tangent that
-/// is exactly zero contributes nothing (so `pow(x, 2)` is differentiable at `x < 0`).
+/// `max` and `min` pass the derivative to their first operand on ties, the derivative of
+/// `pow(x, y)` in `y` is 0 at `x == 0`, branches look at the primal `f64` value, and a
+/// tangent that is exactly zero (every part of it) contributes nothing (so `pow(x, 2)` is
+/// differentiable at `x < 0`, and `0 * inf` never makes NaN).
 #[derive(Copy, Clone, Debug, PartialEq)]
-pub struct Dual {
-    pub v: f64,
-    pub d: f64,
+pub struct Dual<S = f64> {
+    pub v: S,
+    pub d: S,
 }
 
-impl Dual {
-    pub fn new(v: f64, d: f64) -> Dual {
+impl<S: Scalar> Dual<S> {
+    pub fn new(v: S, d: S) -> Dual<S> {
         Dual { v, d }
     }
 }
 
+fn c<S: Scalar>(x: f64) -> S {
+    S::constant(x)
+}
+
+fn un<S: Scalar>(op: UnOp, x: S) -> S {
+    S::unary(op, x)
+}
+
+fn add<S: Scalar>(x: S, y: S) -> S {
+    S::binary(BinOp::Add, x, y)
+}
+
+fn sub<S: Scalar>(x: S, y: S) -> S {
+    S::binary(BinOp::Sub, x, y)
+}
+
+fn mul<S: Scalar>(x: S, y: S) -> S {
+    S::binary(BinOp::Mul, x, y)
+}
+
+fn div<S: Scalar>(x: S, y: S) -> S {
+    S::binary(BinOp::Div, x, y)
+}
+
 /// `d * k`, but 0 when the tangent is structurally zero (never `0 * inf = NaN`).
-fn scale(d: f64, k: f64) -> f64 {
-    if d == 0.0 {
-        0.0
+fn scale<S: Scalar>(d: S, k: S) -> S {
+    if d.is_zero() {
+        c(0.0)
     } else {
-        d * k
+        mul(d, k)
     }
 }
 
-impl Scalar for Dual {
-    fn constant(c: f64) -> Dual {
-        Dual { v: c, d: 0.0 }
+/// `1`, `-1` or `0` by the sign of the primal value (the derivative of `abs`, 0 at 0).
+fn sign<S: Scalar>(x: S) -> S {
+    let x = x.value();
+    c(if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else {
+        0.0
+    })
+}
+
+/// `(1, 0)` when the first operand is chosen, `(0, 1)` otherwise.
+fn choose<S: Scalar>(first: bool) -> (S, S) {
+    if first {
+        (c(1.0), c(0.0))
+    } else {
+        (c(0.0), c(1.0))
+    }
+}
+
+impl<S: Scalar> Scalar for Dual<S> {
+    fn constant(x: f64) -> Dual<S> {
+        Dual { v: c(x), d: c(0.0) }
     }
     fn value(self) -> f64 {
-        self.v
+        self.v.value()
     }
-    fn unary(op: UnOp, x: Dual) -> Dual {
-        let v = op.eval(x.v);
-        let dv = match op {
-            UnOp::Neg => -1.0,
-            UnOp::Sin => UnOp::Cos.eval(x.v),
-            UnOp::Cos => -UnOp::Sin.eval(x.v),
-            UnOp::Tan => 1.0 + v * v,
+    fn is_zero(self) -> bool {
+        self.v.is_zero() && self.d.is_zero()
+    }
+    fn unary(op: UnOp, x: Dual<S>) -> Dual<S> {
+        let v = un(op, x.v);
+        // `1 - x²`, the radicand of the derivatives of asin and acos.
+        let one_minus_square = || sub(c(1.0), mul(x.v, x.v));
+        let dv: S = match op {
+            UnOp::Neg => c(-1.0),
+            UnOp::Sin => un(UnOp::Cos, x.v),
+            UnOp::Cos => un(UnOp::Neg, un(UnOp::Sin, x.v)),
+            UnOp::Tan => add(c(1.0), mul(v, v)),
             UnOp::Exp => v,
-            UnOp::Log => 1.0 / x.v,
-            UnOp::Sqrt => 0.5 / v,
-            UnOp::Tanh => 1.0 - v * v,
-            UnOp::Abs => {
-                if x.v > 0.0 {
-                    1.0
-                } else if x.v < 0.0 {
-                    -1.0
-                } else {
-                    0.0
-                }
-            }
-            UnOp::Sigmoid => v * (1.0 - v),
-            UnOp::Atan => 1.0 / (1.0 + x.v * x.v),
-            UnOp::Asin => 1.0 / (1.0 - x.v * x.v).sqrt(),
-            UnOp::Acos => -1.0 / (1.0 - x.v * x.v).sqrt(),
-            UnOp::Sinh => x.v.cosh(),
-            UnOp::Cosh => x.v.sinh(),
-            UnOp::Log1p => 1.0 / (1.0 + x.v),
-            UnOp::Expm1 => UnOp::Exp.eval(x.v),
-            UnOp::ToReal => 0.0,
+            UnOp::Log => div(c(1.0), x.v),
+            UnOp::Sqrt => div(c(0.5), v),
+            UnOp::Tanh => sub(c(1.0), mul(v, v)),
+            UnOp::Abs => sign(x.v),
+            UnOp::Sigmoid => mul(v, sub(c(1.0), v)),
+            UnOp::Atan => div(c(1.0), add(c(1.0), mul(x.v, x.v))),
+            UnOp::Asin => div(c(1.0), un(UnOp::Sqrt, one_minus_square())),
+            UnOp::Acos => div(c(-1.0), un(UnOp::Sqrt, one_minus_square())),
+            UnOp::Sinh => un(UnOp::Cosh, x.v),
+            UnOp::Cosh => un(UnOp::Sinh, x.v),
+            UnOp::Log1p => div(c(1.0), add(c(1.0), x.v)),
+            UnOp::Expm1 => un(UnOp::Exp, x.v),
+            UnOp::ToReal => c(0.0),
         };
         Dual {
             v,
             d: scale(x.d, dv),
         }
     }
-    fn binary(op: BinOp, x: Dual, y: Dual) -> Dual {
-        let v = op.eval(x.v, y.v);
-        let (dx, dy) = match op {
-            BinOp::Add => (1.0, 1.0),
-            BinOp::Sub => (1.0, -1.0),
-            BinOp::IntDiv | BinOp::Rem => (0.0, 0.0),
+    fn binary(op: BinOp, x: Dual<S>, y: Dual<S>) -> Dual<S> {
+        let v = S::binary(op, x.v, y.v);
+        let (dx, dy): (S, S) = match op {
+            BinOp::Add => (c(1.0), c(1.0)),
+            BinOp::Sub => (c(1.0), c(-1.0)),
+            BinOp::IntDiv | BinOp::Rem => (c(0.0), c(0.0)),
             BinOp::Mul => (y.v, x.v),
-            BinOp::Div => (1.0 / y.v, -x.v / (y.v * y.v)),
+            BinOp::Div => (div(c(1.0), y.v), div(un(UnOp::Neg, x.v), mul(y.v, y.v))),
             BinOp::Pow => (
-                y.v * x.v.powf(y.v - 1.0),
-                if x.v == 0.0 {
-                    0.0
+                mul(y.v, S::binary(BinOp::Pow, x.v, sub(y.v, c(1.0)))),
+                if x.value() == 0.0 {
+                    c(0.0)
                 } else {
-                    v * UnOp::Log.eval(x.v)
+                    mul(v, un(UnOp::Log, x.v))
                 },
             ),
-            BinOp::Max => {
-                let first = x.v >= y.v;
-                (if first { 1.0 } else { 0.0 }, if first { 0.0 } else { 1.0 })
-            }
-            BinOp::Min => {
-                let first = x.v <= y.v;
-                (if first { 1.0 } else { 0.0 }, if first { 0.0 } else { 1.0 })
-            }
+            BinOp::Max => choose(x.value() >= y.value()),
+            BinOp::Min => choose(x.value() <= y.value()),
             BinOp::Atan2 => {
-                let r = x.v * x.v + y.v * y.v;
-                (y.v / r, -x.v / r)
+                let r = add(mul(x.v, x.v), mul(y.v, y.v));
+                (div(y.v, r), div(un(UnOp::Neg, x.v), r))
             }
         };
         Dual {
             v,
-            d: scale(x.d, dx) + scale(y.d, dy),
+            d: add(scale(x.d, dx), scale(y.d, dy)),
         }
     }
 }
