@@ -95,3 +95,139 @@ fn tangents_agree_with_dual_numbers_on_random_programs_with_indexing() {
     let n = check_programs(&Features::indexing(), 0..300);
     assert!(n > 150, "only {n} programs evaluated");
 }
+
+/// Forward over reverse and reverse over reverse (each optimized) against the
+/// interpreter's nested dual numbers, on random programs returning a real.
+fn check_hessian_vector_products(features: &Features, seeds: std::ops::Range<u64>) -> usize {
+    let (mut checked, mut refused) = (0, 0);
+    for seed in seeds {
+        let g = generate(seed, features);
+        let (mut prog, func) = load(&g.source);
+        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+        let types = func.param_types(&prog.arena);
+        let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+        if wrt.is_empty() {
+            continue;
+        }
+        let (dirs, _) = directions(seed, &args);
+        let Ok((value, grads, expected)) = unfad_interp::hvp(&prog.arena, &func, &args, &dirs)
+        else {
+            continue;
+        };
+        let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &wrt).unwrap();
+        let grad = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+        let mut fargs = args.clone();
+        fargs.extend(wrt.iter().map(|&i| dirs[i].clone()));
+        let routes = [
+            unfad_ad::hessian_vector(&mut prog.arena, &grad, &wrt),
+            unfad_ad::hessian_vector_by_reverse(&mut prog.arena, &grad, &wrt),
+        ];
+        for (route, f) in ["forward over reverse", "reverse over reverse"]
+            .iter()
+            .zip(routes)
+        {
+            let f = match f {
+                Ok(f) => f,
+                // Reverse mode refuses some gradients of programs with ints (accumulators
+                // mixing ints and reals); forward over reverse must take every one.
+                Err(e) if *route == "reverse over reverse" => {
+                    eprintln!("seed {seed}: {route} refused: {e}");
+                    refused += 1;
+                    continue;
+                }
+                Err(e) => panic!("seed {seed}, {route}: {e}\n{}", g.source),
+            };
+            let opt = unfad_opt::optimize(&mut prog.arena, &f)
+                .unwrap_or_else(|e| panic!("seed {seed}, {route}: {e}\n{}", g.source));
+            let out = eval_func(&prog.arena, &opt, &fargs).unwrap_or_else(|e| {
+                panic!(
+                    "seed {seed}, {route}: {e}\n{}",
+                    print_func(&prog.arena, &opt)
+                )
+            });
+            let Value::Tuple(items) = out else {
+                panic!("seed {seed}: not a tuple")
+            };
+            let k = wrt.len();
+            assert_eq!(items.len(), 1 + 2 * k, "seed {seed}");
+            let got_value = items[0].as_real().unwrap();
+            let mut ok = close(got_value, value, 1e-9);
+            for (j, &i) in wrt.iter().enumerate() {
+                let (g_got, h_got) = (items[1 + j].leaves(), items[1 + k + j].leaves());
+                ok &= g_got.len() == grads[i].len() && h_got.len() == expected[i].len();
+                ok &= g_got
+                    .iter()
+                    .zip(&grads[i])
+                    .all(|(x, y)| close(*x, *y, 1e-8));
+                ok &= h_got
+                    .iter()
+                    .zip(&expected[i])
+                    .all(|(x, y)| close(*x, *y, 1e-8));
+            }
+            assert!(
+                ok,
+                "seed {seed}, {route}: got {:?}\nexpected value {value}, gradient {grads:?}, hvp {expected:?}\n{}\n{}",
+                items,
+                g.source,
+                print_func(&prog.arena, &opt)
+            );
+        }
+        checked += 1;
+    }
+    assert!(
+        refused * 10 <= checked,
+        "reverse over reverse refused {refused} of {checked} programs"
+    );
+    assert!(
+        refused * 10 <= checked,
+        "reverse over reverse refused {refused} of {checked} programs"
+    );
+    checked
+}
+
+#[test]
+fn hessian_vector_products_agree_with_nested_dual_numbers_on_random_programs() {
+    let n = check_hessian_vector_products(&Features::all(), 0..200);
+    assert!(n > 120, "only {n} programs checked");
+    let n = check_hessian_vector_products(&Features::indexing(), 200..400);
+    assert!(n > 100, "only {n} programs checked");
+}
+
+#[test]
+fn tangents_of_results_of_any_type_agree_with_dual_numbers() {
+    let features = Features {
+        real_result: false,
+        ..Features::all()
+    };
+    let mut checked = 0;
+    for seed in 0..300 {
+        let g = generate(seed, &features);
+        let (mut prog, func) = load(&g.source);
+        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+        let types = func.param_types(&prog.arena);
+        let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+        let (dirs, _) = directions(seed, &args);
+        let Ok((value, tangent)) = unfad_interp::jvp(&prog.arena, &func, &args, &dirs) else {
+            continue;
+        };
+        let fwd = unfad_ad::forward(&mut prog.arena, &func, &wrt).unwrap();
+        let opt = unfad_opt::optimize(&mut prog.arena, &fwd)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", g.source));
+        let mut fargs = args.clone();
+        fargs.extend(wrt.iter().map(|&i| dirs[i].clone()));
+        let out = eval_func(&prog.arena, &opt, &fargs).unwrap();
+        let Value::Tuple(items) = out else {
+            panic!("seed {seed}: not a pair")
+        };
+        let same = |a: Vec<f64>, b: Vec<f64>| {
+            a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| close(*x, *y, 1e-9))
+        };
+        assert!(
+            same(items[0].leaves(), value.leaves()) && same(items[1].leaves(), tangent.leaves()),
+            "seed {seed}: got {items:?}, expected {value} {tangent}\n{}",
+            g.source
+        );
+        checked += 1;
+    }
+    assert!(checked > 200, "only {checked} programs checked");
+}
