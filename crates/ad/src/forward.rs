@@ -272,6 +272,15 @@ impl Forward<'_> {
             Map2(f, x, y) => self.map(e, f, &[x, y])?,
             Reduce(f, z, x) => self.reduce(e, f, z, x)?,
             Foldl(f, z, x) | Scanl(f, z, x) | Scanr(f, z, x) => self.fold(e, f, z, x)?,
+            Derivative(..) => {
+                return Err(AdError::Unsupported {
+                    expr: e,
+                    span: self.a.span(e),
+                    message: "a `grad` or `jvp` inside the program must be expanded \
+                              (unfad_ad::expand) before forward mode"
+                        .into(),
+                })
+            }
             Lambda(..) | App(..) | Call(..) => {
                 return Err(AdError::Unsupported {
                     expr: e,

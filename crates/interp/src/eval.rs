@@ -329,6 +329,11 @@ impl<'a, S: Scalar> Interp<'a, S> {
                 self.apply(&clo, args)?
             }
             Call(..) => return fail("calls are inlined before evaluation"),
+            Derivative(..) => {
+                return fail(
+                    "`grad` and `jvp` inside a program are evaluated with tagged dual numbers",
+                )
+            }
             Len(x) => Value::Real(S::constant(self.array(x)?.len() as f64)),
             ZerosLike(x) => self.eval(x)?.map_leaves(&mut |_| S::constant(0.0)),
             OnesLike(x) => self.eval(x)?.map_leaves(&mut |_| S::constant(1.0)),

@@ -416,6 +416,9 @@ impl Analyzer<'_> {
                 sz
             }
             Call(..) => return unsupported("a call of a definition (inline the program first)"),
+            Derivative(..) => {
+                return unsupported("a `grad` or `jvp` not expanded (expand the program first)")
+            }
             Array(l) => {
                 let items = arena.exprs(l);
                 let mut elem: Option<SShape> = None;

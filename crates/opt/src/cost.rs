@@ -276,7 +276,7 @@ impl Coster<'_> {
                 }
                 // Not first-order: costed as their bodies, so that a report still shows something.
                 Node::Lambda(_, body) => self.cost(body),
-                Node::App(f, l) => a
+                Node::App(f, l) | Node::Derivative(_, f, l) => a
                     .exprs(l)
                     .iter()
                     .fold(self.cost(f), |acc, &i| acc + self.cost(i)),

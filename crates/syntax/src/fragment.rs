@@ -21,6 +21,16 @@ pub fn source_violation(arena: &Arena, e: ExprId) -> Option<(ExprId, String)> {
             return Some((e, r.to_string()));
         }
         match node {
+            // The function of a derivative is a binder too.
+            Derivative(_, f, l) => {
+                let (_, body) = arena.lambda_parts(f)?;
+                source_violation(arena, body).or_else(|| {
+                    arena
+                        .exprs(l)
+                        .iter()
+                        .find_map(|&a| source_violation(arena, a))
+                })
+            }
             // The function argument is a binder: check its body, not the lambda itself.
             Map(f, x) => {
                 let (_, body) = arena.lambda_parts(f)?;

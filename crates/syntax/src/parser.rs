@@ -852,6 +852,75 @@ impl<'p> Parser<'p> {
         }
     }
 
+    /// `grad(f)(args)`, `grad(f, i)(args)` or `jvp(f)(P, T)`, after the name: `f` is a
+    /// definition's name or a `fun` with annotated parameters.
+    fn derivative(&mut self, what: &str, start: crate::span::Span) -> PResult<ExprId> {
+        self.bump();
+        let f = if self.at(TokKind::Fun) {
+            self.fun_expr()?
+        } else {
+            let t = self.peek();
+            let name = self.text(t).to_string();
+            let Some(&d) = (t.kind == TokKind::Ident)
+                .then(|| self.defs.get(&name))
+                .flatten()
+            else {
+                return Err(self.error(
+                    t.span,
+                    format!(
+                        "`{what}` takes the name of a definition or a `fun`, found {}",
+                        self.found()
+                    ),
+                ));
+            };
+            self.bump();
+            // `fun (x1: t1, ..., xk: tk) -> f(x1, ..., xk)`, which inlining makes the
+            // definition's body.
+            let def = self.definition(d).clone();
+            let mut vars = Vec::with_capacity(def.params.len());
+            let mut refs = Vec::with_capacity(def.params.len());
+            for (&p, ty) in def.params.iter().zip(&def.param_types) {
+                let n = self.arena.var_name(p).to_string();
+                let v = self.arena.fresh_var(&n, Some(ty.clone()));
+                vars.push(v);
+                refs.push(self.add(Node::Var(v), t.span));
+            }
+            let l = self.arena.expr_list(&refs);
+            let call = self.add(Node::Call(d, l), t.span);
+            let vl = self.arena.var_list(&vars);
+            self.add(Node::Lambda(vl, call), t.span)
+        };
+        let wrt = if what == "grad" && self.eat(TokKind::Comma) {
+            let t = self.peek();
+            let i = (t.kind == TokKind::Number)
+                .then(|| self.text(t).parse::<u32>().ok())
+                .flatten();
+            let Some(i) = i else {
+                return Err(self.error(
+                    t.span,
+                    format!(
+                        "`grad(f, i)` takes the position of a parameter (0, 1, ...), found {}",
+                        self.found()
+                    ),
+                ));
+            };
+            self.bump();
+            Some(i)
+        } else {
+            None
+        };
+        self.expect(TokKind::RParen, &format!("after the function of `{what}`"))?;
+        let args = self.call_args(&format!("{what}(...)"))?;
+        let span = self.span_from(start);
+        let kind = if what == "grad" {
+            crate::term::Derivative::Grad { wrt }
+        } else {
+            crate::term::Derivative::Jvp
+        };
+        let l = self.arena.expr_list(&args);
+        Ok(self.add(Node::Derivative(kind, f, l), span))
+    }
+
     /// A name: a variable, a call of a definition, or a call of a built-in function.
     fn name(&mut self) -> PResult<ExprId> {
         let t = self.bump();
@@ -871,6 +940,10 @@ impl<'p> Parser<'p> {
             }
             let l = self.arena.expr_list(&args);
             return Ok(self.add(Node::Call(d, l), span));
+        }
+        // `grad` and `jvp` are not keywords either.
+        if (name == "grad" || name == "jvp") && self.at(TokKind::LParen) {
+            return self.derivative(&name, t.span);
         }
         // `iota` and `scatter_add` are not keywords: a variable or definition of that name
         // hides them.

@@ -328,6 +328,18 @@ impl<'a> Printer<'a> {
                 let items = a.exprs(l).to_vec();
                 (format!("{base}({})", self.list(&items, ind)), P_PRIMARY)
             }
+            Derivative(k, f, l) => {
+                let fun = self.print(f, P_OPEN, ind);
+                let head = match k {
+                    crate::term::Derivative::Grad { wrt: None } => format!("grad({fun})"),
+                    crate::term::Derivative::Grad { wrt: Some(i) } => {
+                        format!("grad({fun}, {i})")
+                    }
+                    crate::term::Derivative::Jvp => format!("jvp({fun})"),
+                };
+                let items = a.exprs(l).to_vec();
+                (format!("{head}({})", self.list(&items, ind)), P_PRIMARY)
+            }
             Call(d, l) => {
                 let name = self.def_name(d);
                 let items = a.exprs(l).to_vec();

@@ -316,6 +316,54 @@ fn inline_expr(
                 }
                 body
             }
+            // The function of a derivative is inlined as a call's body is, its sizes bound
+            // by the arguments: the term the pipeline differentiates is closed and has the
+            // sizes of the program around it.
+            Node::Derivative(k, f, l) => {
+                let args = arena.exprs(l).to_vec();
+                let Some((ps, body)) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)) else {
+                    return e;
+                };
+                let ptypes: Vec<Type> = ps
+                    .iter()
+                    .map(|&p| arena.var_type(p).cloned().expect("parameters are typed"))
+                    .collect();
+                let arg_type = |arena: &Arena, a: ExprId| {
+                    let t = arena.type_of(a).cloned().expect("arguments are typed");
+                    t.subst_sizes(&|v| sizes.get(v).cloned())
+                };
+                let mut callee_sizes: HashMap<Arc<str>, Size> = HashMap::default();
+                match k {
+                    crate::term::Derivative::Jvp => {
+                        let point = Type::product(ptypes.clone());
+                        let _ = unify(&point, &arg_type(arena, args[0]), &mut callee_sizes);
+                    }
+                    crate::term::Derivative::Grad { .. } => {
+                        for (&a, tp) in args.iter().zip(&ptypes) {
+                            let _ = unify(tp, &arg_type(arena, a), &mut callee_sizes);
+                        }
+                    }
+                }
+                let new_args: Vec<ExprId> = args
+                    .iter()
+                    .map(|&a| inline_expr(arena, defs, a, ren, sizes))
+                    .collect();
+                let mut callee_ren = HashMap::default();
+                let mut params = Vec::with_capacity(ps.len());
+                for (&p, tp) in ps.iter().zip(&ptypes) {
+                    let name = arena.var_name(p).to_string();
+                    let tp = tp.subst_sizes(&|v| callee_sizes.get(v).cloned());
+                    let q = arena.fresh_var(&name, Some(tp));
+                    callee_ren.insert(p, q);
+                    params.push(q);
+                }
+                let body = inline_expr(arena, defs, body, &mut callee_ren, &callee_sizes);
+                let fspan = arena.span(f);
+                let vl = arena.var_list(&params);
+                let lam = arena.add_at(Node::Lambda(vl, body), fspan);
+                let al = arena.expr_list(&new_args);
+                arena.add_at(Node::Derivative(k, lam, al), span)
+            }
             node => {
                 let node = arena.map_binders(node, |arena, v| {
                     let name = arena.var_name(v).to_string();

@@ -135,6 +135,22 @@ pub enum Node {
     /// of a nested array (`(i, j)` for `Z[i][j]`); a position outside `Z` adds nothing. The
     /// adjoint of indexing: reverse mode's in-place accumulation.
     ScatterAdd(ExprId, ExprId, ExprId),
+    /// `grad(f)(e1, ..., ek)`, `grad(f, i)(...)` and `jvp(f)(P, T)`: a derivative of the
+    /// closed function `f` (a `Lambda`: a definition, inlined) at the arguments. Expanded
+    /// by the pipeline into the derivative's own term before anything differentiates or
+    /// compiles the program; the interpreter evaluates it with nested dual numbers.
+    Derivative(Derivative, ExprId, ExprList),
+}
+
+/// Which derivative a [`Node::Derivative`] takes.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Hash)]
+pub enum Derivative {
+    /// The gradient with respect to every parameter holding reals (a tuple of them, in
+    /// order; the item itself for one), or with respect to parameter `wrt` only.
+    Grad { wrt: Option<u32> },
+    /// Value and directional derivative: `jvp(f)(P, T)` with `P` the arguments and `T`
+    /// their tangents (tuples of them for several parameters), giving `(value, tangent)`.
+    Jvp,
 }
 
 /// A fold's function that scatters into its accumulator (see [`Arena::accumulation`]).
@@ -489,7 +505,7 @@ impl Arena {
                 f(c)
             }
             Tuple(l) | Array(l) | Call(_, l) => self.exprs(l).iter().for_each(|&c| f(c)),
-            App(g, l) => {
+            App(g, l) | Derivative(_, g, l) => {
                 f(g);
                 self.exprs(l).iter().for_each(|&c| f(c))
             }
@@ -554,6 +570,10 @@ impl Arena {
                 App(g, self.map_list(l, &mut f))
             }
             Call(d, l) => Call(d, self.map_list(l, &mut f)),
+            Derivative(k, g, l) => {
+                let g = f(self, g);
+                Derivative(k, g, self.map_list(l, &mut f))
+            }
             Array(l) => Array(self.map_list(l, &mut f)),
             Len(a) => Len(f(self, a)),
             ZerosLike(a) => ZerosLike(f(self, a)),

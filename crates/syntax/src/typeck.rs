@@ -649,6 +649,7 @@ impl Checker<'_> {
                 (*ret).clone()
             }
             Call(d, l) => self.call(e, d, l)?,
+            Derivative(k, f, l) => self.derivative(e, k, f, l)?,
             Array(l) => {
                 let items = self.arena.exprs(l).to_vec();
                 let Some(&first) = items.first() else {
@@ -907,6 +908,109 @@ impl Checker<'_> {
             ));
         }
         Ok(ret.subst_sizes(&|v| subst.get(v).cloned()))
+    }
+}
+
+impl Checker<'_> {
+    /// `grad(f)(args)`, `grad(f, i)(args)`, `jvp(f)(P, T)`: `f` is closed, its parameters
+    /// are matched against the arguments as a call's (binding its sizes), and the result is
+    /// the gradient (the types of the parameters differentiated) or `(value, tangent)`.
+    fn derivative(
+        &mut self,
+        e: ExprId,
+        kind: crate::term::Derivative,
+        f: ExprId,
+        l: crate::term::ExprList,
+    ) -> Result<Type, Error> {
+        use crate::term::Derivative as D;
+        let what = match kind {
+            D::Grad { .. } => "grad",
+            D::Jvp => "jvp",
+        };
+        let Type::Func(params, ret) = self.infer(f)? else {
+            return Err(self.err(f, format!("`{what}` takes a function")));
+        };
+        let ret = (*ret).clone();
+        if let Some(v) = self.arena.free_vars(f).first() {
+            let name = self.arena.var_name(*v).to_string();
+            return Err(self.err(
+                f,
+                format!("the function of `{what}` reads `{name}` from around it; pass it as a parameter instead"),
+            ));
+        }
+        let args = self.arena.exprs(l).to_vec();
+        let mut subst: HashMap<Arc<str>, Size> = HashMap::default();
+        let mut expect = |me: &mut Self, a: ExprId, want: &Type, lenient: bool, which: String| {
+            let ta = me.infer(a)?;
+            if *want == Type::Int && ta == Type::Real && me.is_flexible(a) {
+                return Ok(());
+            }
+            let mut trial = subst.clone();
+            match unify(want, &ta, &mut trial) {
+                Ok(()) => {
+                    subst = trial;
+                    Ok(())
+                }
+                Err(_) if lenient && unify(&want.tangent(), &ta, &mut subst).is_ok() => Ok(()),
+                Err(why) => Err(me.err(
+                    a,
+                    format!(
+                        "{which} of `{what}` should have type `{want}`, but has type `{ta}`{why}"
+                    ),
+                )),
+            }
+        };
+        let result = match kind {
+            D::Grad { wrt } => {
+                if args.len() != params.len() {
+                    return Err(self.err(
+                        e,
+                        format!(
+                            "the function of `grad` takes {} argument(s), {} given",
+                            params.len(),
+                            args.len()
+                        ),
+                    ));
+                }
+                for (i, (&a, p)) in args.iter().zip(params.iter()).enumerate() {
+                    expect(self, a, p, false, format!("argument {}", i + 1))?;
+                }
+                if ret != Type::Real {
+                    return Err(self.err(
+                        f,
+                        format!("`grad` needs a function that returns `real`; this one returns `{ret}` (`jvp` takes any result)"),
+                    ));
+                }
+                match wrt {
+                    None => {
+                        let ds: Vec<Type> = params.iter().filter(|p| p.has_reals()).cloned().collect();
+                        if ds.is_empty() {
+                            return Err(self.err(f, "`grad` of a function none of whose parameters holds a real".into()));
+                        }
+                        Type::product(ds)
+                    }
+                    Some(i) => match params.get(i as usize) {
+                        Some(p) if p.has_reals() => p.clone(),
+                        Some(p) => return Err(self.err(e, format!("parameter {i} of the function has type `{p}`, which has no gradient"))),
+                        None => return Err(self.err(e, format!("the function has {} parameter(s); `grad(f, {i})` asks for the gradient with respect to parameter {i} (counted from 0)", params.len()))),
+                    },
+                }
+            }
+            D::Jvp => {
+                if args.len() != 2 {
+                    return Err(self.err(
+                        e,
+                        format!("`jvp(f)` takes two arguments, the point and the tangent (tuples for a function of several parameters), {} given", args.len()),
+                    ));
+                }
+                let point = Type::product(params.to_vec());
+                expect(self, args[0], &point, false, "the point".into())?;
+                expect(self, args[1], &point, true, "the tangent".into())?;
+                let tangent = ret.tangent();
+                Type::tuple(vec![ret, tangent])
+            }
+        };
+        Ok(result.subst_sizes(&|v| subst.get(v).cloned()))
     }
 }
 

@@ -175,6 +175,18 @@ impl Type {
         }
     }
 
+    /// The type of the tangents (and adjoints) of values of this type: ints made reals (a
+    /// tangent is a real 0 where the value is an int; ints are carried as reals, so both
+    /// are laid out alike).
+    pub fn tangent(&self) -> Type {
+        match self {
+            Type::Int => Type::Real,
+            Type::Tuple(items) => Type::tuple(items.iter().map(Type::tangent).collect()),
+            Type::Array(n, elem) => Type::array(n.clone(), elem.tangent()),
+            t => t.clone(),
+        }
+    }
+
     /// Ground types: reals, ints, and tuples and arrays of ground types. These are the types
     /// that values at the boundary, gradients and zeros have.
     pub fn is_ground(&self) -> bool {

@@ -57,6 +57,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod expand;
 mod higher;
 pub mod pipeline;
 

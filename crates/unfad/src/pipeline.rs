@@ -26,7 +26,22 @@ impl Pipeline {
     pub fn load_in(src: &str, entry: Option<&str>, arena: Arena) -> Result<Pipeline, Error> {
         let mut program = Program::load_in(src, arena)?;
         let d = program.entry(entry)?;
-        let source = program.inline(d)?;
+        let mut source = program.inline(d)?;
+        if crate::expand::has_derivatives(&program.arena, source.body) {
+            let body =
+                crate::expand::expand(&mut program.arena, source.body).map_err(|e| match e {
+                    crate::expand::ExpandError::Ad(e) => ad_error_of(&program, e),
+                    crate::expand::ExpandError::Optimizer(m) => Error::Internal(m),
+                })?;
+            unfad_syntax::typeck::infer(&mut program.arena, &unfad_syntax::typeck::NoSource, body)
+                .map_err(|e| {
+                    Error::Internal(format!(
+                        "an expanded derivative is ill-typed: {}",
+                        e.message
+                    ))
+                })?;
+            source.body = body;
+        }
         Ok(Pipeline { program, source })
     }
 
@@ -142,15 +157,19 @@ impl Pipeline {
 
     /// An error of reverse mode, positioned in the source when it is about a node.
     pub fn ad_error(&self, e: AdError) -> Error {
-        match &e {
-            AdError::Unsupported { span, message, .. } => Error::Program(self.program.error_at(
-                ErrorKind::Unsupported,
-                *span,
-                message.clone(),
-            )),
-            AdError::Request(m) => Error::Argument(m.clone()),
-            _ => Error::Internal(e.to_string()),
+        ad_error_of(&self.program, e)
+    }
+}
+
+/// An error of differentiation in `program`, positioned in its source when it is about a
+/// node.
+fn ad_error_of(program: &Program, e: AdError) -> Error {
+    match &e {
+        AdError::Unsupported { span, message, .. } => {
+            Error::Program(program.error_at(ErrorKind::Unsupported, *span, message.clone()))
         }
+        AdError::Request(m) => Error::Argument(m.clone()),
+        _ => Error::Internal(e.to_string()),
     }
 }
 

@@ -294,6 +294,9 @@ impl<'a> Translator<'a> {
             Index(x, i) => self.emit_index(e, x, i),
             ScatterAdd(z, is, vs) => self.emit_scatter_add(e, z, is, vs),
             Call(..) => unsupported("a call of a definition (inline the program first)"),
+            Derivative(..) => {
+                unsupported("a `grad` or `jvp` not expanded (expand the program first)")
+            }
             Array(_) | Scanl(..) | Scanr(..) => {
                 let sa = shape_arr(&self.shape(e)?)?;
                 let p = self.alloc(&sa)?;

@@ -103,6 +103,14 @@ impl Simplifier<'_> {
             Iota(a) => k(29, 0, 0, few(&[id(a)])),
             Index(a, b) => k(30, 0, 0, few(&[id(a), id(b)])),
             ScatterAdd(a, b, c) => k(31, 0, 0, few(&[id(a), id(b), id(c)])),
+            Derivative(kind, f, l) => {
+                let code = match kind {
+                    unfad_syntax::Derivative::Grad { wrt: None } => u32::MAX,
+                    unfad_syntax::Derivative::Grad { wrt: Some(i) } => i,
+                    unfad_syntax::Derivative::Jvp => u32::MAX - 1,
+                };
+                k(32, code, 0, list(l, &[id(f)]))
+            }
         }
     }
 
