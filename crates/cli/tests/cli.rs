@@ -396,3 +396,52 @@ fn an_index_out_of_bounds_points_at_the_read() {
         "#]],
     );
 }
+
+#[test]
+fn jvp_hvp_and_hessian_print_shaped_json() {
+    let src = scratch(
+        "second.ad",
+        "def f(x: [n]real, w: real, k: int) = reduce + 0 (map (a. a * a * a * w) x) + x[k] * x[1]\n",
+    );
+    let input = scratch("second_in.json", r#"{"x": [1, -2, 0.5], "w": 2, "k": 0}"#);
+    let direction = scratch("second_dir.json", r#"{"x": [0.3, 1, -1], "w": 0}"#);
+    let (code, out, err) = unfad(&["jvp", &src, "--input", &input, "--tangent", &direction]);
+    assert_eq!(
+        (code, out.trim(), err.as_str()),
+        (0, r#"{"tangent":24.7,"value":-15.75}"#, "")
+    );
+    let expected_hvp = r#"{"gradient":{"w":-6.875,"x":[4.0,25.0,1.5]},"hvp":{"w":12.15,"x":[4.6,-23.7,-6.0]},"value":-15.75}"#;
+    for extra in [&[][..], &["--reverse-over-reverse"][..]] {
+        let mut args = vec!["hvp", &src, "--input", &input, "--direction", &direction];
+        args.extend_from_slice(extra);
+        let (code, out, err) = unfad(&args);
+        assert_eq!(
+            (code, out.trim(), err.as_str()),
+            (0, expected_hvp, ""),
+            "{extra:?}"
+        );
+    }
+    let (code, out, _) = unfad(&["hessian", &src, "--input", &input, "--wrt", "x"]);
+    assert_eq!(
+        (code, out.trim()),
+        (
+            0,
+            r#"{"gradient":{"x":[4.0,25.0,1.5]},"hessian":[[12.0,1.0,0.0],[1.0,-24.0,0.0],[0.0,0.0,6.0]],"value":-15.75}"#
+        )
+    );
+    // A jvp of a function returning an array: the tangent has the value's shape.
+    let map = scratch("map.ad", "def f(x: [n]real, w: real) = map (a. a * w) x\n");
+    let map_input = scratch("map_in.json", r#"{"x": [1, -2, 0.5], "w": 2}"#);
+    let (code, out, _) = unfad(&["jvp", &map, "--input", &map_input, "--tangent", &direction]);
+    assert_eq!(
+        (code, out.trim()),
+        (0, r#"{"tangent":[0.6,2.0,-2.0],"value":[2.0,-4.0,1.0]}"#)
+    );
+    let short = scratch("short_dir.json", r#"{"x": [0.3, 1], "w": 0}"#);
+    check_error(
+        &["hvp", &src, "--input", &input, "--direction", &short],
+        expect![[r#"
+            error: the direction of `x` has the shape [2], its input [3]
+        "#]],
+    );
+}

@@ -31,8 +31,10 @@ fn no_perturbation_confusion() {
     }
     // The same through the gradient of the program itself.
     let g = Engine::new()
-        .compile_grad("def inner(x: real, y: real) = x + y
-                       def main(x: real) = x * grad(inner, 1)(x, x)")
+        .compile_grad(
+            "def inner(x: real, y: real) = x + y
+                       def main(x: real) = x * grad(inner, 1)(x, x)",
+        )
         .unwrap();
     assert_eq!(g.call(&[2.0.into()]).unwrap().gradient(0), &[1.0]);
 }
