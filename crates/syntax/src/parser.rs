@@ -1046,8 +1046,9 @@ impl<'p> Parser<'p> {
     /// The forms written with iota and indexing, which are not keywords (a variable or a
     /// definition of that name hides them): `reverse A`, `rotate k A` (element `i` is
     /// `A[(i + k) mod len(A)]`), `concat A B` (of a size the checker can tell: at most one
-    /// size variable), `replicate n e` and `iterate n (x. e) z` (`e` applied `n` times to
-    /// `z`). Their operands are atoms, as those of the array operations.
+    /// size variable), `replicate n e`, `iterate n (x. e) z` (`e` applied `n` times to
+    /// `z`) and `iterate_while n (x. c) (x. e) z` (`e` applied to `z` while `c` holds, at
+    /// most `n` times). Their operands are atoms, as those of the array operations.
     fn derived_form(&mut self, name: &str, start: Span) -> PResult<Option<ExprId>> {
         Ok(Some(match name {
             "reverse" => {
@@ -1128,6 +1129,60 @@ impl<'p> Parser<'p> {
                 let g = self.add(Node::Lambda(l, body), span);
                 let iota = self.add(Node::Iota(n), span);
                 self.add(Node::Foldl(g, z, iota), span)
+            }
+            "iterate_while" => {
+                let n = self.operand()?;
+                let c = self.function_arg("iterate_while", 1)?;
+                let f = self.function_arg("iterate_while", 1)?;
+                let z = self.operand()?;
+                let span = self.span_from(start);
+                let parts = |p: &Self, g: ExprId| match p.arena[g] {
+                    Node::Lambda(ps, body) => Some((p.arena.vars_of(ps)[0], body)),
+                    _ => None,
+                };
+                let (Some((y, cond)), Some((w, next))) = (parts(self, c), parts(self, f)) else {
+                    return Err(self.error(
+                        span,
+                        "`iterate_while` needs a condition `(x. c)` and a step `(x. e)`",
+                    ));
+                };
+                // foldl (s, step. let (go, x) = s in
+                //          if go > 0 && (let y = x in c) then (1, let w = x in e) else (0, x))
+                //       (1, z) (iota n), its second component: the state stops changing
+                //       once the condition fails (a real flag, so that the state holds no
+                //       int where it holds reals).
+                let s_var = self.arena.fresh_var("s", None);
+                let go = self.arena.fresh_var("go", None);
+                let x = self.arena.fresh_var("x", None);
+                let step = self.arena.fresh_var("step", Some(crate::types::Type::Int));
+                let xe = |p: &mut Self| p.add(Node::Var(x), span);
+                let go_e = self.add(Node::Var(go), span);
+                let zero = self.add(Node::Const(0.0), span);
+                let running = self.add(Node::Cmp(CmpOp::Gt, go_e, zero), span);
+                let x1 = xe(self);
+                let holds = self.add(Node::Let(y, x1, cond), span);
+                let test = self.add(Node::And(running, holds), span);
+                let one = self.add(Node::Const(1.0), span);
+                let x2 = xe(self);
+                let moved = self.add(Node::Let(w, x2, next), span);
+                let l = self.arena.expr_list(&[one, moved]);
+                let on = self.add(Node::Tuple(l), span);
+                let zero2 = self.add(Node::Const(0.0), span);
+                let x3 = xe(self);
+                let l = self.arena.expr_list(&[zero2, x3]);
+                let off = self.add(Node::Tuple(l), span);
+                let choice = self.add(Node::If(test, on, off), span);
+                let s_e = self.add(Node::Var(s_var), span);
+                let vl = self.arena.var_list(&[go, x]);
+                let body = self.add(Node::LetTuple(vl, s_e, choice), span);
+                let vl = self.arena.var_list(&[s_var, step]);
+                let g = self.add(Node::Lambda(vl, body), span);
+                let one = self.add(Node::Const(1.0), span);
+                let l = self.arena.expr_list(&[one, z]);
+                let init = self.add(Node::Tuple(l), span);
+                let iota = self.add(Node::Iota(n), span);
+                let fold = self.add(Node::Foldl(g, init, iota), span);
+                self.add(Node::Proj(1, fold), span)
             }
             _ => return Ok(None),
         }))

@@ -144,3 +144,25 @@ fn derivatives_that_cannot_be_taken_are_errors() {
     let e = error("def f(x: [n]real) = x[0]\ndef main(x: real) = jvp(f)(x, x)");
     assert!(e.contains("the point"), "{e}");
 }
+
+#[test]
+fn iterate_while_stops_where_its_condition_fails_in_every_mode() {
+    // Newton's method for sqrt(a), to a tolerance: the root's derivative 1 / (2 sqrt(a))
+    // comes out of differentiating the steps taken, in reverse and forward mode.
+    let src = "def f(x: real, a: real) = x * x - a
+               def main(a: real) =
+                 iterate_while 100 (x. abs(f(x, a)) > 1e-15 * a) (x. x - f(x, a) / grad(f, 0)(x, a)) a";
+    let a = 2.0f64;
+    assert!(close(value(src, &[a.into()])[0], a.sqrt(), 1e-15));
+    let g = Engine::new().compile_grad(src).unwrap();
+    let out = g.call(&[a.into()]).unwrap();
+    assert!(close(out.gradient(0)[0], 0.5 / a.sqrt(), 1e-12), "{out:?}");
+    let jvp = Engine::new().compile_jvp(src).unwrap();
+    let t = jvp.call(&[a.into()], &[1.0.into()]).unwrap();
+    assert!(close(t.tangent[0], 0.5 / a.sqrt(), 1e-12), "{t:?}");
+    // The bound is a bound: one step only.
+    let once = "def main(a: real) = iterate_while 1 (x. x > 0) (x. x - 1) a";
+    assert_eq!(value(once, &[5.0.into()]), [4.0]);
+    // The condition is tested before each step: none here.
+    assert_eq!(value(once, &[(-5.0).into()]), [-5.0]);
+}
