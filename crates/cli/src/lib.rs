@@ -151,6 +151,11 @@ pub enum Stage {
     Optimized,
     /// The Cranelift IR of the native gradient.
     Clif,
+    /// Value and tangent by forward mode, optimized (what `jvp` compiles).
+    Jvp,
+    /// Value, gradient and Hessian-vector product, forward over reverse, optimized (what
+    /// `hvp` compiles).
+    Hvp,
 }
 
 /// Where a command writes: stdout for results, stderr for errors.
@@ -420,6 +425,12 @@ fn emit(file: &Path, stage: Stage, entry: Option<&str>, io: &mut Io) -> Result<(
         Stage::Clif => p.optimized_reverse(&all).and_then(|f| {
             unfad_jit::clif_text_parallel(&mut p.program.arena, &f).map_err(unfad::Error::from)
         }),
+        Stage::Jvp => p
+            .optimized_forward(&all)
+            .map(|f| print_func(&p.program.arena, &f)),
+        Stage::Hvp => p
+            .optimized_hvp(&all, unfad::SecondOrder::ForwardOverReverse)
+            .map(|f| print_func(&p.program.arena, &f)),
     };
     match shown {
         Ok(s) => write_out(io, &s),
