@@ -671,6 +671,21 @@ fn bench(
     let t_grad = time_it(seconds, || {
         let _ = std::hint::black_box(grad.call_into(&args, &mut out));
     });
+    // Forward mode and the Hessian-vector product, in the direction of the input itself.
+    let options = GradOptions { entry, wrt: None };
+    let engine = Engine::new();
+    let t_jvp = match engine.compile_jvp_with(&text, options) {
+        Ok(f) => time_it(seconds, || {
+            let _ = std::hint::black_box(f.call(&args, &args));
+        }),
+        Err(e) => return report(io, file, &text, e),
+    };
+    let t_hvp = match engine.compile_hvp_with(&text, options, unfad::SecondOrder::default()) {
+        Ok(f) => time_it(seconds, || {
+            let _ = std::hint::black_box(f.call(&args, &args));
+        }),
+        Err(e) => return report(io, file, &text, e),
+    };
     let all: Vec<usize> = p.differentiable_params();
     let model = p.optimized_reverse(&all).ok().map(|opt| {
         let lookup = sizes.lookup();
@@ -684,6 +699,10 @@ fn bench(
             "primal_ns": ns(t_primal),
             "gradient_ns": ns(t_grad),
             "ratio": ns(t_grad) / ns(t_primal).max(1e-3),
+            "jvp_ns": ns(t_jvp),
+            "jvp_ratio": ns(t_jvp) / ns(t_primal).max(1e-3),
+            "hvp_ns": ns(t_hvp),
+            "hvp_ratio": ns(t_hvp) / ns(t_grad).max(1e-3),
             "model_ratio": model.as_ref().map(|b| b.ratio()),
             "bound": model.as_ref().map(|b| b.factor()),
             "compile_ms": {"primal": compile_primal.as_secs_f64() * 1e3, "gradient": compile_grad.as_secs_f64() * 1e3},
