@@ -614,7 +614,8 @@ impl Report<'_> {
              - Machine: {}, {} core(s); {}; generated {} UTC at commit `{}`.\n\
              - Method: native code called directly (no argument checks), the hand-written \
              Rust baselines (plain loops, `--release`, in `src/suite.rs`) timed in the same \
-             run. The four variants of a measurement are sampled in turn, {} rounds of at \
+             run. The four variants of a measurement (six with the jvp and the Hessian-vector product \
+             of issue 21) are sampled in turn, {} rounds of at \
              least {} ms each; times are medians, and every ratio is the median of the ratios \
              taken within a round. The machine is shared, so expect a few percent of noise.\n\
              - Programs and baselines: `src/suite.rs`; harness: `src/measure.rs`; criterion \
