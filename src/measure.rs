@@ -1,13 +1,15 @@
 //! Timing (medians of interleaved samples), the measurement of one suite program at every
-//! size, and the fit of time against size.
+//! size (its primal, gradient and hand-written baselines, and in the same rounds its native
+//! jvp and Hessian-vector product), and the fit of time against size.
 
+use std::cell::RefCell;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use unfad::{Engine, Func, GradFn, Pipeline};
+use unfad::{Engine, Func, GradFn, HvpFn, JvpFn, Pipeline};
 
 use crate::native::Native;
-use crate::suite::{Data, Program, Size};
+use crate::suite::{noise, Data, Program, Size};
 
 /// How long measurements take.
 #[derive(Clone, Copy, Debug)]
@@ -108,10 +110,13 @@ pub fn median_ms(reps: usize, mut f: impl FnMut()) -> f64 {
     median(&t)
 }
 
-/// A suite program compiled by unfad: its primal, and its gradient or why there is none.
+/// A suite program compiled by unfad: its primal, and its gradient or why there is none;
+/// its native jvp and Hessian-vector product (forward over reverse), or why there are none.
 pub struct Compiled {
     pub primal: Func,
     pub gradient: Result<GradFn, String>,
+    pub jvp: Result<JvpFn, String>,
+    pub hvp: Result<HvpFn, String>,
     /// Median time of `compile_grad`, parse to native code, in milliseconds.
     pub compile_grad_ms: Option<f64>,
     /// Median time of `compile`, in milliseconds.
@@ -123,6 +128,8 @@ impl Compiled {
         let engine = Engine::new();
         let primal = engine.compile(prog.source).map_err(|e| e.to_string())?;
         let gradient = engine.compile_grad(prog.source).map_err(|e| e.to_string());
+        let jvp = engine.compile_jvp(prog.source).map_err(|e| e.to_string());
+        let hvp = engine.compile_hvp(prog.source).map_err(|e| e.to_string());
         let compile_primal_ms = median_ms(reps, || {
             let _ = black_box(engine.compile(prog.source));
         });
@@ -134,6 +141,8 @@ impl Compiled {
         Ok(Compiled {
             primal,
             gradient,
+            jvp,
+            hvp,
             compile_grad_ms,
             compile_primal_ms,
         })
@@ -203,6 +212,132 @@ fn close(x: f64, y: f64) -> bool {
     (x - y).abs() <= 1e-7 * (1.0 + x.abs().max(y.abs())) || (x.is_nan() && y.is_nan())
 }
 
+/// unfad's native jvp and Hessian-vector product at one size of one program, timed in the
+/// same rounds as its [`Point`]. Times are medians in nanoseconds per call; ratios are
+/// medians of ratios taken within a round. `None` where the program has no such function.
+#[derive(Clone, Debug)]
+pub struct SecondOrderPoint {
+    pub size: Size,
+    /// Value and directional derivative (`JvpFn`'s native code), in the direction
+    /// [`direction`].
+    pub jvp_ns: Option<f64>,
+    /// Value, gradient and Hessian-vector product (`HvpFn`'s native code: forward mode over
+    /// the optimized gradient), in the same direction.
+    pub hvp_ns: Option<f64>,
+    /// The jvp / unfad's primal.
+    pub jvp_ratio: Option<f64>,
+    /// The Hessian-vector product / unfad's value and gradient.
+    pub hvp_ratio: Option<f64>,
+    /// Whether the jvp's value is the primal's and its tangent the gradient's dot product
+    /// with the direction (the value alone without a gradient).
+    pub jvp_agrees: Option<bool>,
+    /// Whether the Hessian-vector product's value and gradient are the gradient's, and
+    /// `⟨d, H d⟩` the central difference of the jvp's tangent along `d`.
+    pub hvp_agrees: Option<bool>,
+}
+
+/// The direction of the jvp and the Hessian-vector product at `args`: the shapes of the
+/// arguments, deterministic noise in [-1, 1) (the same for JAX, which reads it from files).
+pub fn direction(args: &[Data]) -> Vec<Data> {
+    args.iter()
+        .enumerate()
+        .map(|(k, d)| {
+            let seed = 0xD1EC_7104 + k as u64;
+            match d {
+                Data::Real(_) => Data::Real(noise(seed, 0)),
+                Data::Array(v, shape) => Data::Array(
+                    (0..v.len()).map(|i| noise(seed, i)).collect(),
+                    shape.clone(),
+                ),
+            }
+        })
+        .collect()
+}
+
+/// `args + h * dir`, element by element.
+fn shifted(args: &[Data], dir: &[Data], h: f64) -> Vec<Data> {
+    let step =
+        |x: &[f64], d: &[f64]| -> Vec<f64> { x.iter().zip(d).map(|(x, d)| x + h * d).collect() };
+    args.iter()
+        .zip(dir)
+        .map(|(a, d)| match a {
+            Data::Real(x) => Data::Real(x + h * d.reals()[0]),
+            Data::Array(v, shape) => Data::Array(step(v, d.reals()), shape.clone()),
+        })
+        .collect()
+}
+
+/// The step of the central difference that checks a Hessian-vector product.
+const DIFFERENCE_STEP: f64 = 1e-5;
+
+/// How closely the central difference must match `⟨d, H d⟩`, relative to 1 + the larger of
+/// it and the tangent (the difference's rounding error grows with the tangent over the
+/// step, and a kink of the program crossed by the step adds to it).
+const DIFFERENCE_TOLERANCE: f64 = 1e-4;
+
+/// Whether the jvp of `c` at `args` in the direction `dir` agrees with the primal's value
+/// and the gradient's outputs (`gradient`, when there is one).
+fn jvp_agrees(
+    jvp: &mut Native,
+    value: f64,
+    gradient: Option<&[Vec<f64>]>,
+    dir: &[Data],
+) -> Result<bool, String> {
+    jvp.run()?;
+    let outs = jvp.outputs();
+    let mut ok = outs.len() == 2 && outs[1].len() == 1 && close(outs[0][0], value);
+    if let (true, Some(g)) = (ok, gradient) {
+        let dot: f64 = g[1..]
+            .iter()
+            .zip(dir)
+            .flat_map(|(g, d)| g.iter().zip(d.reals()).map(|(a, b)| a * b))
+            .sum();
+        ok &= g.len() == dir.len() + 1 && close(outs[1][0], dot);
+    }
+    Ok(ok)
+}
+
+/// The jvp's tangent of `f` at `args` in the direction `dir`.
+fn tangent_at(f: &Func, args: &[Data], dir: &[Data], size: Size) -> Result<f64, String> {
+    let lookup = |v: &str| size.var(v);
+    let mut n = Native::with_directions(f, args, dir, &lookup)?;
+    n.run()?;
+    Ok(n.outputs()[1][0])
+}
+
+/// Whether the Hessian-vector product's outputs `hvp` at `args` in the direction `dir`
+/// agree with the gradient's outputs and with the central difference of the jvp's
+/// tangent (`⟨d, H d⟩`, the derivative of `⟨∇f, d⟩` along `d`).
+fn hvp_agrees(
+    hvp: &[Vec<f64>],
+    gradient: &[Vec<f64>],
+    jvp: &Func,
+    args: &[Data],
+    dir: &[Data],
+    size: Size,
+) -> Result<bool, String> {
+    let k = dir.len();
+    if hvp.len() != 1 + 2 * k || gradient.len() != 1 + k {
+        return Ok(false);
+    }
+    let same = hvp[..=k]
+        .iter()
+        .zip(gradient)
+        .all(|(a, b)| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| close(*x, *y)));
+    let quadratic: f64 = hvp[1 + k..]
+        .iter()
+        .zip(dir)
+        .flat_map(|(h, d)| h.iter().zip(d.reals()).map(|(a, b)| a * b))
+        .sum();
+    let h = DIFFERENCE_STEP;
+    let up = tangent_at(jvp, &shifted(args, dir, h), dir, size)?;
+    let down = tangent_at(jvp, &shifted(args, dir, -h), dir, size)?;
+    let here = tangent_at(jvp, args, dir, size)?;
+    let difference = (up - down) / (2.0 * h);
+    let scale = 1.0 + quadratic.abs().max(here.abs());
+    Ok(same && (difference - quadratic).abs() <= DIFFERENCE_TOLERANCE * scale)
+}
+
 /// Measure `prog` (compiled as `c`) at `size`.
 pub fn measure_point(
     prog: &Program,
@@ -210,18 +345,48 @@ pub fn measure_point(
     size: Size,
     budget: Budget,
 ) -> Result<Point, String> {
+    measure_point_with_second_order(prog, c, size, budget).map(|(p, _)| p)
+}
+
+/// The indices of the variants timed in one round, in the order they are sampled.
+const PRIMAL: usize = 0;
+const GRADIENT: usize = 1;
+const HAND_PRIMAL: usize = 2;
+const HAND_GRADIENT: usize = 3;
+const JVP: usize = 4;
+const HVP: usize = 5;
+
+/// [`measure_point`], with unfad's jvp and Hessian-vector product timed in the same rounds
+/// (after the four variants of the [`Point`], whose figures keep their meaning).
+pub fn measure_point_with_second_order(
+    prog: &Program,
+    c: &Compiled,
+    size: Size,
+    budget: Budget,
+) -> Result<(Point, SecondOrderPoint), String> {
     let args: Vec<Data> = (prog.inputs)(size);
+    let dir = direction(&args);
     let lookup = |v: &str| size.var(v);
     let mut primal = Native::primal(&c.primal, &args, &lookup)?;
     let mut grad = match &c.gradient {
         Ok(g) => Some(Native::gradient(g, &args, &lookup)?),
         Err(_) => None,
     };
+    let mut jvp = match &c.jvp {
+        Ok(j) => Some(Native::with_directions(j.function(), &args, &dir, &lookup)?),
+        Err(_) => None,
+    };
+    let mut hvp = match &c.hvp {
+        Ok(h) => Some(Native::with_directions(h.function(), &args, &dir, &lookup)?),
+        Err(_) => None,
+    };
     let mut grads = Program::grad_buffers(&args);
     let mut scratch = Vec::new();
     // Check the baselines against unfad before timing them.
     let hand_value = (prog.gradient)(&args, &mut grads, &mut scratch);
-    let mut agree = close((prog.primal)(&args), primal.run()?) && close(hand_value, primal.run()?);
+    let value = primal.run()?;
+    let mut agree = close((prog.primal)(&args), value) && close(hand_value, value);
+    let mut gradient_outputs = None;
     if let Some(g) = grad.as_mut() {
         g.run()?;
         let outs = g.outputs();
@@ -231,69 +396,82 @@ pub fn measure_point(
                 .iter()
                 .zip(&grads)
                 .all(|(a, b)| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| close(*x, *y)));
+        gradient_outputs = Some(outs.to_vec());
     }
+    let jvp_agrees = match jvp.as_mut() {
+        Some(j) => Some(jvp_agrees(j, value, gradient_outputs.as_deref(), &dir)?),
+        None => None,
+    };
+    let hvp_agrees = match (hvp.as_mut(), &gradient_outputs, &c.jvp) {
+        (Some(h), Some(g), Ok(j)) => {
+            h.run()?;
+            Some(hvp_agrees(h.outputs(), g, j.function(), &args, &dir, size)?)
+        }
+        (Some(_), _, _) => Some(false),
+        (None, _, _) => None,
+    };
     let a = &args;
     // A run that stops at a failed check is reported after the timing, as from the runs
     // above (which passed with these same arguments).
-    let (mut failed_primal, mut failed_gradient) = (None, None);
-    let mut f_primal = || {
-        if let Err(e) = black_box(primal.run()) {
-            failed_primal.get_or_insert(e);
+    let failed: RefCell<Option<String>> = RefCell::new(None);
+    let fail = |r: Result<f64, String>| {
+        if let Err(e) = r {
+            failed.borrow_mut().get_or_insert(e);
         }
     };
-    let mut f_hand_primal = || {
-        black_box((prog.primal)(black_box(a)));
-    };
-    let mut f_hand_grad = || {
-        black_box((prog.gradient)(black_box(a), &mut grads, &mut scratch));
-    };
-    let workspace_hand;
-    let t = match grad.as_mut() {
-        Some(g) => {
-            let mut f_grad = || {
-                if let Err(e) = black_box(g.run()) {
-                    failed_gradient.get_or_insert(e);
-                }
-            };
-            let t = interleaved(
-                &mut [
-                    &mut f_primal,
-                    &mut f_grad,
-                    &mut f_hand_primal,
-                    &mut f_hand_grad,
-                ],
-                budget,
-            );
-            workspace_hand = scratch.len();
-            t
+    let t = {
+        let mut variants: Vec<(usize, Box<dyn FnMut() + '_>)> = Vec::new();
+        variants.push((PRIMAL, Box::new(|| fail(black_box(primal.run())))));
+        if let Some(g) = grad.as_mut() {
+            variants.push((GRADIENT, Box::new(|| fail(black_box(g.run())))));
         }
-        None => {
-            let mut t = interleaved(
-                &mut [&mut f_primal, &mut f_hand_primal, &mut f_hand_grad],
-                budget,
-            );
-            workspace_hand = scratch.len();
-            t.insert(1, Vec::new());
-            t
+        variants.push((
+            HAND_PRIMAL,
+            Box::new(|| {
+                black_box((prog.primal)(black_box(a)));
+            }),
+        ));
+        variants.push((
+            HAND_GRADIENT,
+            Box::new(|| {
+                black_box((prog.gradient)(black_box(a), &mut grads, &mut scratch));
+            }),
+        ));
+        if let Some(j) = jvp.as_mut() {
+            variants.push((JVP, Box::new(|| fail(black_box(j.run())))));
         }
+        if let Some(h) = hvp.as_mut() {
+            variants.push((HVP, Box::new(|| fail(black_box(h.run())))));
+        }
+        let mut fs: Vec<&mut dyn FnMut()> = variants
+            .iter_mut()
+            .map(|(_, f)| f.as_mut() as &mut dyn FnMut())
+            .collect();
+        let samples = interleaved(&mut fs, budget);
+        let mut t = vec![Vec::new(); 6];
+        for ((k, _), s) in variants.iter().zip(samples) {
+            t[*k] = s;
+        }
+        t
     };
-    if let Some(e) = failed_primal.or(failed_gradient) {
+    let workspace_hand = scratch.len();
+    if let Some(e) = failed.into_inner() {
         return Err(e);
     }
-    let has_grad = !t[1].is_empty();
+    let has = |k: usize| !t[k].is_empty();
     let sizes =
         |vars: &[String]| -> Vec<u64> { vars.iter().map(|v| size.var(v).unwrap_or(0)).collect() };
-    Ok(Point {
+    let point = Point {
         size,
         elements: args.iter().map(|d| d.reals().len()).sum(),
-        primal_ns: median(&t[0]),
-        gradient_ns: has_grad.then(|| median(&t[1])),
-        hand_primal_ns: median(&t[2]),
-        hand_gradient_ns: median(&t[3]),
-        ratio: has_grad.then(|| median_ratio(&t[1], &t[0])),
-        hand_ratio: median_ratio(&t[3], &t[2]),
-        primal_vs_hand: median_ratio(&t[0], &t[2]),
-        gradient_vs_hand: has_grad.then(|| median_ratio(&t[1], &t[3])),
+        primal_ns: median(&t[PRIMAL]),
+        gradient_ns: has(GRADIENT).then(|| median(&t[GRADIENT])),
+        hand_primal_ns: median(&t[HAND_PRIMAL]),
+        hand_gradient_ns: median(&t[HAND_GRADIENT]),
+        ratio: has(GRADIENT).then(|| median_ratio(&t[GRADIENT], &t[PRIMAL])),
+        hand_ratio: median_ratio(&t[HAND_GRADIENT], &t[HAND_PRIMAL]),
+        primal_vs_hand: median_ratio(&t[PRIMAL], &t[HAND_PRIMAL]),
+        gradient_vs_hand: has(GRADIENT).then(|| median_ratio(&t[GRADIENT], &t[HAND_GRADIENT])),
         model: model(prog.source, size).ok(),
         workspace_primal: c.primal.workspace_len(&sizes(c.primal.size_vars())),
         workspace_gradient: c
@@ -303,7 +481,17 @@ pub fn measure_point(
             .map(|g| g.workspace_len(&sizes(g.size_vars()))),
         workspace_hand,
         agree,
-    })
+    };
+    let second = SecondOrderPoint {
+        size,
+        jvp_ns: has(JVP).then(|| median(&t[JVP])),
+        hvp_ns: has(HVP).then(|| median(&t[HVP])),
+        jvp_ratio: has(JVP).then(|| median_ratio(&t[JVP], &t[PRIMAL])),
+        hvp_ratio: (has(HVP) && has(GRADIENT)).then(|| median_ratio(&t[HVP], &t[GRADIENT])),
+        jvp_agrees,
+        hvp_agrees,
+    };
+    Ok((point, second))
 }
 
 /// All sizes of one program.
@@ -323,20 +511,49 @@ pub fn measure_program(
     sizes: Option<&[Size]>,
     budget: Budget,
 ) -> Result<Measured, String> {
+    measure_program_with_second_order(prog, sizes, budget).map(|(m, _)| m)
+}
+
+/// The jvp and the Hessian-vector product of one program at every size measured.
+#[derive(Clone, Debug)]
+pub struct SecondOrder {
+    pub name: &'static str,
+    pub points: Vec<SecondOrderPoint>,
+    /// Why there is no jvp, or no Hessian-vector product, if unfad refused to compile it.
+    pub jvp_error: Option<String>,
+    pub hvp_error: Option<String>,
+}
+
+/// [`measure_program`], with the jvp and the Hessian-vector product timed in the same
+/// rounds.
+pub fn measure_program_with_second_order(
+    prog: &Program,
+    sizes: Option<&[Size]>,
+    budget: Budget,
+) -> Result<(Measured, SecondOrder), String> {
     let c = Compiled::new(prog, 5)?;
-    let points = sizes
+    let (points, second): (Vec<Point>, Vec<SecondOrderPoint>) = sizes
         .unwrap_or(prog.sizes)
         .iter()
-        .map(|&s| measure_point(prog, &c, s, budget))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Measured {
+        .map(|&s| measure_point_with_second_order(prog, &c, s, budget))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .unzip();
+    let measured = Measured {
         name: prog.name,
         p: prog.p,
         points,
         gradient_error: c.gradient.as_ref().err().cloned(),
         compile_grad_ms: c.compile_grad_ms,
         compile_primal_ms: c.compile_primal_ms,
-    })
+    };
+    let second = SecondOrder {
+        name: prog.name,
+        points: second,
+        jvp_error: c.jvp.as_ref().err().cloned(),
+        hvp_error: c.hvp.as_ref().err().cloned(),
+    };
+    Ok((measured, second))
 }
 
 /// A line `t = a + b x` fitted by least squares on relative errors (every size counts

@@ -54,6 +54,22 @@ impl<'a> Native<'a> {
         Ok(native)
     }
 
+    /// A function of the arguments and then one direction per argument (a jvp's tangents,
+    /// a Hessian-vector product's direction), such as `JvpFn::function` and
+    /// `HvpFn::function` of a suite program: every parameter of a suite program holds
+    /// reals, so each is differentiated and takes a direction of its shape.
+    pub fn with_directions(
+        f: &Func,
+        args: &'a [Data],
+        directions: &'a [Data],
+        size: &dyn Fn(&str) -> Option<u64>,
+    ) -> Result<Native<'a>, String> {
+        let sizes = size_values(f.size_vars(), size)?;
+        let mut inputs = components(args);
+        inputs.extend(components(directions));
+        Native::new(f.bind(&inputs, &sizes))
+    }
+
     /// The bound function, whose first output must be a real (the value).
     fn new(bound: Result<Bound<'a>, unfad::Error>) -> Result<Native<'a>, String> {
         let bound = bound.map_err(|e| e.to_string())?;

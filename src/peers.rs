@@ -8,7 +8,10 @@
 //! very data unfad is measured on; the script answers with one JSON object on stdout
 //! ([`parse_reply`]) and writes JAX's gradients as raw files beside the arguments. Every
 //! value and gradient is checked against unfad's ([`agreement`]) before a time is shown:
-//! a program where the two disagree is flagged in the report, not timed silently. Without
+//! a program where the two disagree is flagged in the report, not timed silently. The
+//! script also times JAX's Hessian-vector product, `jvp(grad(f))`, in the direction
+//! [`crate::measure::direction`] (written beside the arguments), checked against unfad's
+//! `compile_hvp` at the same point ([`JaxHvpRow`]). Without
 //! `UNFAD_PYTHON`, or without JAX in that Python, there are no figures and the report says
 //! why (the tests never need Python).
 
@@ -18,7 +21,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 use unfad::{Arg, Engine};
 
-use crate::measure::Budget;
+use crate::measure::{direction, Budget};
 use crate::suite::{Data, Program, Size};
 
 /// The script, relative to the repository's root.
@@ -86,6 +89,36 @@ impl Jax {
     }
 }
 
+/// JAX's Hessian-vector product of one program at one size (issue 21): its time, or why
+/// there is none.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JaxHvpRow {
+    pub name: String,
+    pub size: Size,
+    pub outcome: Result<JaxHvp, String>,
+}
+
+/// JAX's `jit(jvp(grad(f)))` at one point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JaxHvp {
+    /// Median nanoseconds per call, over the rounds of the point's [`JaxPoint`] (sampled
+    /// in turn with the primal and the gradient).
+    pub hvp_ns: f64,
+    /// `None` when JAX's Hessian-vector product agrees with unfad's, else how they differ.
+    pub disagreement: Option<String>,
+}
+
+/// The Hessian-vector product of `name` at `size` in `rows`, when JAX measured it and
+/// agreed with unfad.
+pub fn hvp_agreed<'a>(rows: &'a [JaxHvpRow], name: &str, size: Size) -> Option<&'a JaxHvp> {
+    rows.iter()
+        .find(|r| r.name == name && r.size == size)?
+        .outcome
+        .as_ref()
+        .ok()
+        .filter(|h| h.disagreement.is_none())
+}
+
 /// One program's answer in the script's reply, before it is checked against unfad.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReplyRow {
@@ -94,6 +127,9 @@ pub struct ReplyRow {
     pub id: String,
     pub name: String,
     pub outcome: Result<ReplyPoint, String>,
+    /// The Hessian-vector product: its time and the files of its blocks (one per
+    /// parameter), or why there is none.
+    pub hvp: Result<(f64, Vec<String>), String>,
 }
 
 /// What the script measured of one program.
@@ -151,7 +187,26 @@ pub fn parse_reply(text: &str) -> Result<Reply, String> {
             Some(e) => Err(e.as_str().unwrap_or("failed").to_string()),
             None => reply_point(r).map_err(|field| format!("no `{field}` in JAX's answer")),
         };
-        rows.push(ReplyRow { id, name, outcome });
+        let hvp = match (r.get("error").or(r.get("hvp_error")), r["hvp_ns"].as_f64()) {
+            (Some(e), _) => Err(e.as_str().unwrap_or("failed").to_string()),
+            (None, Some(ns)) => r["hvps"]
+                .as_array()
+                .and_then(|files| {
+                    files
+                        .iter()
+                        .map(|f| f.as_str().map(str::to_string))
+                        .collect()
+                })
+                .map(|files| (ns, files))
+                .ok_or_else(|| "no `hvps` in JAX's answer".to_string()),
+            (None, None) => Err("no `hvp_ns` in JAX's answer".into()),
+        };
+        rows.push(ReplyRow {
+            id,
+            name,
+            outcome,
+            hvp,
+        });
     }
     Ok(Reply { versions, rows })
 }
@@ -209,10 +264,23 @@ pub fn agreement(
             theirs.len()
         ));
     }
-    for (k, (g, u)) in gradients.iter().zip(theirs).enumerate() {
+    arrays_agreement("gradient", gradients, theirs)
+}
+
+/// `None` when JAX's arrays `ours` (one per parameter) agree with unfad's `theirs`, each
+/// to [`AGREEMENT`] relative to 1 + its largest element, else the first difference found.
+fn arrays_agreement(what: &str, ours: &[Vec<f64>], theirs: &[Vec<f64>]) -> Option<String> {
+    if theirs.len() != ours.len() {
+        return Some(format!(
+            "JAX gives {} {what}s, unfad {}",
+            ours.len(),
+            theirs.len()
+        ));
+    }
+    for (k, (g, u)) in ours.iter().zip(theirs).enumerate() {
         if g.len() != u.len() {
             return Some(format!(
-                "the gradient of parameter {k}: {} elements from JAX, {} from unfad",
+                "the {what} of parameter {k}: {} elements from JAX, {} from unfad",
                 g.len(),
                 u.len()
             ));
@@ -225,11 +293,30 @@ pub fn agreement(
             .find(|(_, (a, b))| !within(**a, **b, scale))
         {
             return Some(format!(
-                "the gradient of parameter {k} at {i}: JAX's {a:e}, unfad's {b:e}"
+                "the {what} of parameter {k} at {i}: JAX's {a:e}, unfad's {b:e}"
             ));
         }
     }
     None
+}
+
+/// `None` when JAX's Hessian-vector product (one block per parameter) agrees with
+/// unfad's `compile_hvp` of `prog` at `args` in the direction `dir`, else the first
+/// difference found; `Err` when unfad has no Hessian-vector product of the program.
+pub fn hvp_agreement(
+    prog: &Program,
+    args: &[Data],
+    dir: &[Data],
+    hvps: &[Vec<f64>],
+) -> Result<Option<String>, String> {
+    let hvp = Engine::new()
+        .compile_hvp(prog.source)
+        .map_err(|e| format!("unfad has no Hessian-vector product: {e}"))?;
+    let facade: Vec<Arg> = args.iter().map(Data::arg).collect();
+    let directions: Vec<Arg> = dir.iter().map(Data::arg).collect();
+    let out = hvp.call(&facade, &directions).map_err(|e| e.to_string())?;
+    let theirs: Vec<Vec<f64>> = (0..args.len()).map(|i| out.hvp(i).to_vec()).collect();
+    Ok(arrays_agreement("Hessian-vector product", hvps, &theirs))
 }
 
 /// unfad's value and gradient of `prog` at `args`, through the facade's checked call (its
@@ -266,6 +353,11 @@ fn argument_file(id: &str, k: usize) -> String {
     format!("{id}.arg{k}.bin")
 }
 
+/// The file of the direction of argument `k` (of the Hessian-vector product).
+fn direction_file(id: &str, k: usize) -> String {
+    format!("{id}.dir{k}.bin")
+}
+
 /// The JSON of the request for `points` (each program with its arguments), naming the
 /// argument files [`write_request`] writes.
 pub fn request_json(points: &[(&Program, Size, Vec<Data>)], budget: Budget) -> Value {
@@ -281,7 +373,11 @@ pub fn request_json(points: &[(&Program, Size, Vec<Data>)], budget: Budget) -> V
                         Data::Real(_) => &[],
                         Data::Array(_, shape) => shape,
                     };
-                    json!({"file": argument_file(&point_id(i), k), "shape": shape})
+                    json!({
+                        "file": argument_file(&point_id(i), k),
+                        "direction": direction_file(&point_id(i), k),
+                        "shape": shape,
+                    })
                 })
                 .collect();
             json!({
@@ -300,18 +396,21 @@ pub fn request_json(points: &[(&Program, Size, Vec<Data>)], budget: Budget) -> V
     })
 }
 
-/// Write `request.json` and every argument's file into `dir`.
+/// Write `request.json`, every argument's file and its direction's into `dir`.
 pub fn write_request(
     dir: &Path,
     points: &[(&Program, Size, Vec<Data>)],
     budget: Budget,
 ) -> Result<(), String> {
     let io = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
+    let write = |path: &Path, d: &Data| {
+        let bytes: Vec<u8> = d.reals().iter().flat_map(|x| x.to_le_bytes()).collect();
+        std::fs::write(path, bytes).map_err(|e| io(path, e))
+    };
     for (i, (_, _, args)) in points.iter().enumerate() {
-        for (k, d) in args.iter().enumerate() {
-            let path = dir.join(argument_file(&point_id(i), k));
-            let bytes: Vec<u8> = d.reals().iter().flat_map(|x| x.to_le_bytes()).collect();
-            std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
+        for (k, (d, v)) in args.iter().zip(direction(args)).enumerate() {
+            write(&dir.join(argument_file(&point_id(i), k)), d)?;
+            write(&dir.join(direction_file(&point_id(i), k)), &v)?;
         }
     }
     let path = dir.join("request.json");
@@ -347,13 +446,15 @@ impl Drop for ExchangeDir {
 }
 
 /// Measure every program of `points` (a program and its size) in JAX with `python`, each
-/// checked against unfad at the same arguments. `Err` says why nothing was measured (no
-/// JAX, the script failed); a program that fails alone has its reason in its row.
+/// checked against unfad at the same arguments: value and gradient ([`Jax`]), and the
+/// Hessian-vector product (a [`JaxHvpRow`] per point). `Err` says why nothing was
+/// measured (no JAX, the script failed); a program that fails alone has its reason in
+/// its row.
 pub fn measure_jax(
     python: &str,
     points: &[(&Program, Size)],
     budget: Budget,
-) -> Result<Jax, String> {
+) -> Result<(Jax, Vec<JaxHvpRow>), String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(SCRIPT);
     let dir = ExchangeDir(std::env::temp_dir().join(format!("unfad-jax-{}", std::process::id())));
     std::fs::create_dir_all(&dir.0).map_err(|e| format!("{}: {e}", dir.0.display()))?;
@@ -377,6 +478,7 @@ pub fn measure_jax(
     }
     let reply = parse_reply(&String::from_utf8_lossy(&out.stdout))?;
     let mut rows = Vec::new();
+    let mut hvp_rows = Vec::new();
     for r in reply.rows {
         let Some((p, size, args)) = (0..with_args.len())
             .find(|&i| point_id(i) == r.id)
@@ -384,6 +486,22 @@ pub fn measure_jax(
         else {
             continue;
         };
+        let hvp = r.hvp.and_then(|(hvp_ns, files)| {
+            let hvps = files
+                .iter()
+                .map(|f| read_reals(&dir.0.join(f)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let disagreement = hvp_agreement(p, args, &direction(args), &hvps)?;
+            Ok(JaxHvp {
+                hvp_ns,
+                disagreement,
+            })
+        });
+        hvp_rows.push(JaxHvpRow {
+            name: r.name.clone(),
+            size: *size,
+            outcome: hvp,
+        });
         let outcome = r.outcome.and_then(|pt| {
             let gradients = pt
                 .gradient_files
@@ -404,8 +522,11 @@ pub fn measure_jax(
             outcome,
         });
     }
-    Ok(Jax {
-        versions: reply.versions,
-        rows,
-    })
+    Ok((
+        Jax {
+            versions: reply.versions,
+            rows,
+        },
+        hvp_rows,
+    ))
 }

@@ -8,8 +8,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use plotters::prelude::*;
 
 use crate::gradbench::GmmFigures;
-use crate::measure::{fit, Budget, Measured, Point, SafetyRow};
-use crate::peers::{Jax, AGREEMENT, INSTALL, MAX_SECONDS_PER_PROGRAM, SCRIPT};
+use crate::measure::{fit, Budget, Measured, Point, SafetyRow, SecondOrder};
+use crate::peers::{
+    hvp_agreed, Jax, JaxHvpRow, AGREEMENT, INSTALL, MAX_SECONDS_PER_PROGRAM, SCRIPT,
+};
 use crate::suite::{Family, Program, Size};
 
 /// The command that regenerates the report.
@@ -23,6 +25,12 @@ pub const PRIMAL_TARGET: f64 = 1.2;
 pub const GRADIENT_TARGET: f64 = 1.5;
 /// Issue 5: `compile_grad` of every example under this many milliseconds.
 pub const COMPILE_TARGET_MS: f64 = 10.0;
+/// Issue 21: the jvp (value and directional derivative) within a small constant of the
+/// primal. The issue names no number; the report holds it to 3, the textbook constant of
+/// dual numbers (`docs/cheap-gradient.md` gives the cost model's view).
+pub const JVP_TARGET: f64 = 3.0;
+/// Issue 21: the Hessian-vector product at most this many times the gradient's time.
+pub const HVP_TARGET: f64 = 5.0;
 /// Measured and model ratios further apart than this factor need an explanation.
 pub const EXPLAIN_FACTOR: f64 = 2.0;
 
@@ -376,6 +384,201 @@ pub fn jax_section(
     }
 }
 
+/// unfad's jvp and Hessian-vector product of every program, and JAX's `jvp(grad(f))`.
+#[derive(Clone, Copy)]
+pub struct SecondOrderFigures<'a> {
+    pub measured: &'a [SecondOrder],
+    /// JAX's Hessian-vector products (empty when JAX was not measured: `Report::jax` says
+    /// why).
+    pub jax: &'a [JaxHvpRow],
+}
+
+/// The median of `v` (sorted by ratio) and its last element.
+fn median_and_worst<'a>(v: &mut [(f64, &'a str)]) -> Option<(f64, (f64, &'a str))> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2].0
+    } else {
+        (v[n / 2 - 1].0 + v[n / 2].0) / 2.0
+    };
+    Some((median, v[n - 1]))
+}
+
+/// A ratio against its target: bold when above it.
+fn against(r: Option<f64>, target: f64) -> String {
+    match r {
+        Some(r) if r > target => format!("**{}**", x(r)),
+        Some(r) => x(r),
+        None => "-".into(),
+    }
+}
+
+/// The section of forward mode and Hessian-vector products (issue 21): for each program
+/// at its largest size (and the other sizes JAX measured), unfad's jvp against its primal
+/// and its Hessian-vector product against its gradient, timed in the same rounds, and
+/// JAX's `jvp(grad(f))` beside it; the medians and worst ratios and every program above
+/// the targets, computed from the figures.
+pub fn second_order_section(
+    s: &mut String,
+    measured: &[Measured],
+    second: SecondOrderFigures,
+    jax: &Result<Jax, String>,
+    budget: Budget,
+) {
+    let _ = writeln!(
+        s,
+        "## Forward mode and Hessian-vector products (issue 21)\n\n\
+         The native jvp (`Engine::compile_jvp`: the value and the derivative in the direction \
+         of one tangent per parameter, by forward mode, optimized and compiled like the \
+         gradient) and the native Hessian-vector product (`Engine::compile_hvp`: value, \
+         gradient and the Hessian times a direction, by forward mode over the optimized \
+         gradient), their compiled functions bound to the arguments and a direction once \
+         (`JvpFn::function`, `HvpFn::function`, `Func::bind`), are sampled in the same rounds \
+         as the primal and the gradient above ({} rounds of at least {} ms): `jvp / primal` \
+         and `hvp / gradient` are medians of the ratios within a round. The direction is \
+         deterministic noise in [-1, 1) shaped like the arguments (`measure::direction`). \
+         Targets: the jvp within a small constant of the primal (the issue names none; held \
+         here to {JVP_TARGET}x, the textbook constant of dual numbers; the cost model's view \
+         is in [cheap-gradient.md](cheap-gradient.md)), the Hessian-vector product at most \
+         {HVP_TARGET}x the gradient's time. Ratios above a target are in bold. `checked`: \
+         the jvp's value is the primal's and its tangent the gradient's dot product with the \
+         direction; the Hessian-vector product's value and gradient are the gradient's, and \
+         `<d, H d>` matches the central difference of the jvp's tangent along `d`. JAX's \
+         `jax.jit` of `jax.jvp(jax.grad(f, argnums=<every parameter>), args, direction)` is \
+         sampled in JAX's rounds with its primal and gradient (section above), in the same \
+         direction, and checked against unfad's Hessian-vector product to {AGREEMENT:e} \
+         before it is shown.\n",
+        budget.rounds,
+        budget.sample.as_secs_f64() * 1e3,
+    );
+    if let Err(why) = jax {
+        let _ = writeln!(s, "{ABSENT}: {}.\n", why.trim_end_matches('.'));
+    }
+    let _ = writeln!(
+        s,
+        "| program | size | primal | jvp | jvp / primal | value+grad | hvp | hvp / gradient | JAX hvp | unfad hvp / JAX hvp | checked |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"
+    );
+    let mut notes = Vec::new();
+    let (mut jvps, mut hvps) = (Vec::new(), Vec::new());
+    for m in measured {
+        let Some(so) = second.measured.iter().find(|so| so.name == m.name) else {
+            continue;
+        };
+        if let Some(e) = &so.jvp_error {
+            notes.push(format!("- **{}**: no jvp: {e}", m.name));
+        }
+        if let Some(e) = &so.hvp_error {
+            notes.push(format!("- **{}**: no Hessian-vector product: {e}", m.name));
+        }
+        let jax_row = |size: Size| {
+            second
+                .jax
+                .iter()
+                .find(|r| r.name == m.name && r.size == size)
+        };
+        // The largest size, then the other sizes JAX measured.
+        let last = m.points.len().saturating_sub(1);
+        let chosen = (0..m.points.len())
+            .rev()
+            .filter(|&i| i == last || jax_row(m.points[i].size).is_some());
+        for i in chosen {
+            let (pt, sp) = (&m.points[i], &so.points[i]);
+            if i == last {
+                if let Some(r) = sp.jvp_ratio {
+                    jvps.push((r, m.name));
+                }
+                if let Some(r) = sp.hvp_ratio {
+                    hvps.push((r, m.name));
+                }
+            }
+            let jax_hvp = match (jax, jax_row(pt.size)) {
+                (Err(_), _) => ABSENT.to_string(),
+                (Ok(_), None) => "-".into(),
+                (Ok(_), Some(r)) => match &r.outcome {
+                    Err(e) => {
+                        notes.push(format!(
+                            "- **{}** ({}): no JAX Hessian-vector product: {e}",
+                            m.name,
+                            pt.size.label()
+                        ));
+                        "failed".into()
+                    }
+                    Ok(h) => match &h.disagreement {
+                        Some(d) => {
+                            notes.push(format!(
+                                "- **{}** ({}): JAX's Hessian-vector product disagrees with \
+                                 unfad's: {d}",
+                                m.name,
+                                pt.size.label()
+                            ));
+                            format!("{} **disagrees**", ns(h.hvp_ns))
+                        }
+                        None => ns(h.hvp_ns),
+                    },
+                },
+            };
+            let versus_jax = match (jax, hvp_agreed(second.jax, m.name, pt.size), sp.hvp_ns) {
+                (Err(_), _, _) => ABSENT.to_string(),
+                (Ok(_), Some(h), Some(ours)) => ratio(ours / h.hvp_ns),
+                _ => "-".into(),
+            };
+            let checked = match (sp.jvp_agrees, sp.hvp_agrees) {
+                (None, None) => "-",
+                (a, b) => yes(a.unwrap_or(true) && b.unwrap_or(true)),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {jax_hvp} | {versus_jax} | {checked} |",
+                m.name,
+                pt.size.label(),
+                ns(pt.primal_ns),
+                sp.jvp_ns.map_or("-".into(), ns),
+                against(sp.jvp_ratio, JVP_TARGET),
+                pt.gradient_ns.map_or("-".into(), ns),
+                sp.hvp_ns.map_or("-".into(), ns),
+                against(sp.hvp_ratio, HVP_TARGET),
+            );
+        }
+    }
+    s.push('\n');
+    for (what, v, target, against_what) in [
+        ("jvp / primal", &mut jvps, JVP_TARGET, "primal"),
+        ("hvp / gradient", &mut hvps, HVP_TARGET, "gradient"),
+    ] {
+        let within = v.iter().filter(|(r, _)| *r <= target).count();
+        let total = v.len();
+        let Some((median, worst)) = median_and_worst(v) else {
+            continue;
+        };
+        let above: Vec<String> = v
+            .iter()
+            .filter(|(r, _)| *r > target)
+            .map(|(r, n)| format!("{n} ({})", x(*r)))
+            .collect();
+        let _ = write!(
+            s,
+            "`{what}` at each program's largest size: median {}, worst {} ({}); {within} of \
+             {total} within the target of {target}x the {against_what}.",
+            x(median),
+            x(worst.0),
+            worst.1,
+        );
+        if above.is_empty() {
+            let _ = writeln!(s, "\n");
+        } else {
+            let _ = writeln!(s, " Above the target: {}.\n", above.join(", "));
+        }
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(s, "{}\n", notes.join("\n"));
+    }
+}
+
 impl Report<'_> {
     fn program(&self, name: &str) -> Option<&Program> {
         self.programs.iter().find(|p| p.name == name)
@@ -389,6 +592,16 @@ impl Report<'_> {
     /// [`Report::markdown`] with the section of the GradBench tool's gmm figures (or why
     /// they could not be measured).
     pub fn markdown_with_gmm(&self, gmm: Option<&Result<GmmFigures, String>>) -> String {
+        self.markdown_with(gmm, None)
+    }
+
+    /// [`Report::markdown_with_gmm`] with the section of forward mode and Hessian-vector
+    /// products (when measured).
+    pub fn markdown_with(
+        &self,
+        gmm: Option<&Result<GmmFigures, String>>,
+        second: Option<SecondOrderFigures>,
+    ) -> String {
         let mut s = String::new();
         let m = &self.machine;
         let _ = writeln!(
@@ -401,7 +614,8 @@ impl Report<'_> {
              - Machine: {}, {} core(s); {}; generated {} UTC at commit `{}`.\n\
              - Method: native code called directly (no argument checks), the hand-written \
              Rust baselines (plain loops, `--release`, in `src/suite.rs`) timed in the same \
-             run. The four variants of a measurement are sampled in turn, {} rounds of at \
+             run. The four variants of a measurement (six with the jvp and the Hessian-vector product \
+             of issue 21) are sampled in turn, {} rounds of at \
              least {} ms each; times are medians, and every ratio is the median of the ratios \
              taken within a round. The machine is shared, so expect a few percent of noise.\n\
              - Programs and baselines: `src/suite.rs`; harness: `src/measure.rs`; criterion \
@@ -422,6 +636,9 @@ impl Report<'_> {
         }
         self.plain(&mut s);
         jax_section(&mut s, self.programs, self.measured, &self.jax, self.budget);
+        if let Some(second) = second {
+            second_order_section(&mut s, self.measured, second, &self.jax, self.budget);
+        }
         self.safety(&mut s);
         self.python(&mut s);
         self.summary(&mut s);

@@ -19,12 +19,19 @@ Rust side samples its variants: each sample is a batch of calls lasting at least
 ``block_until_ready``; a time is the median over the rounds (fewer rounds, at least 3, when a
 call is so slow that the rounds would take longer than ``max_seconds``).
 
+The Hessian-vector product (issue 21) is sampled in the same rounds:
+``jax.jit`` of ``jax.jvp(jax.grad(f, argnums=<every parameter>), args, direction)``'s
+tangent (forward over reverse, as unfad's ``compile_hvp``), in the direction whose files the
+request names beside each argument (``"direction"``; the same shapes), written by
+perf-report so that both sides use the same one.
+
 The answer, printed on stdout as one JSON object: the versions (``jax``, ``jaxlib``,
 ``numpy``, Python, the device and the cores XLA may use), and per point (its ``id`` and
 ``name``; a program may come at several sizes) its value, its primal's value, the
 nanoseconds per call of the primal and of value-and-gradient, the rounds, and the files
 (in ``DIR``) holding the gradient with respect to each parameter, flat, as float64; or
-``error`` for a program that failed. Without JAX the answer is ``{"absent": why}``.
+``error`` for a program that failed. Then ``hvp_ns`` and ``hvps`` (the files of the
+Hessian-vector product's block for each parameter), or ``hvp_error`` when it failed alone. Without JAX the answer is ``{"absent": why}``.
 perf-report checks the values and gradients against unfad's before it shows a time.
 """
 
@@ -203,12 +210,24 @@ def interleaved(calls, rounds, sample_seconds, max_seconds):
     return [median(s) for s in samples], rounds
 
 
-def read_args(np, directory, entry):
+def read_args(np, directory, entry, key="file"):
+    """The arguments of ``entry`` (or, with ``key="direction"``, their directions)."""
     args = []
     for a in entry["args"]:
-        data = np.fromfile(os.path.join(directory, a["file"]), dtype="<f8")
+        data = np.fromfile(os.path.join(directory, a[key]), dtype="<f8")
         args.append(data.reshape(a["shape"]))
     return args
+
+
+def hessian_vector(jax, f, count):
+    """``jit`` of the Hessian-vector product of ``f``: forward mode over its gradient with
+    respect to all ``count`` parameters, at ``args`` in the direction ``dirs``."""
+    gradient = jax.grad(f, argnums=tuple(range(count)))
+
+    def hvp(args, dirs):
+        return jax.jvp(lambda *a: gradient(*a), tuple(args), tuple(dirs))[1]
+
+    return jax.jit(hvp)
 
 
 def run_one(jax, np, directory, entry, table, budget):
@@ -224,13 +243,28 @@ def run_one(jax, np, directory, entry, table, budget):
         path = f"{key}.grad{i}.bin"
         np.asarray(g, dtype="<f8").ravel().tofile(os.path.join(directory, path))
         files.append(path)
-    (primal_ns, gradient_ns), rounds = interleaved(
-        [
-            lambda: jax.block_until_ready(primal(*args)),
-            lambda: jax.block_until_ready(gradient(*args)),
-        ],
-        *budget,
-    )
+    calls = [
+        lambda: jax.block_until_ready(primal(*args)),
+        lambda: jax.block_until_ready(gradient(*args)),
+    ]
+    hvp_answer = {}
+    try:
+        dirs = [jax.device_put(d) for d in read_args(np, directory, entry, "direction")]
+        hvp = hessian_vector(jax, f, len(args))
+        hvps = jax.block_until_ready(hvp(args, dirs))
+        hvp_files = []
+        for i, h in enumerate(hvps):
+            path = f"{key}.hvp{i}.bin"
+            np.asarray(h, dtype="<f8").ravel().tofile(os.path.join(directory, path))
+            hvp_files.append(path)
+        hvp_answer["hvps"] = hvp_files
+        calls.append(lambda: jax.block_until_ready(hvp(args, dirs)))
+    except Exception as e:  # the primal and gradient are still timed
+        hvp_answer["hvp_error"] = f"{type(e).__name__}: {e}"
+    times, rounds = interleaved(calls, *budget)
+    if len(times) == 3:
+        hvp_answer["hvp_ns"] = times[2]
+    primal_ns, gradient_ns = times[0], times[1]
     return {
         "id": key,
         "name": name,
@@ -240,6 +274,7 @@ def run_one(jax, np, directory, entry, table, budget):
         "gradient_ns": gradient_ns,
         "rounds": rounds,
         "gradients": files,
+        **hvp_answer,
     }
 
 

@@ -1,6 +1,7 @@
 //! Regenerates `docs/performance.md` and `docs/performance.svg`: measures every program of
 //! the suite at every size, unfad against the hand-written baselines, and the compile
-//! times of the bundled examples.
+//! times of the bundled examples; with each program, in the same rounds, its native jvp
+//! and Hessian-vector product (issue 21).
 //!
 //! `cargo run --release -p unfad-suite --bin perf-report [-- --quick] [--out DIR]`
 //!
@@ -19,9 +20,13 @@ use std::time::Instant;
 
 use unfad::Engine;
 use unfad_suite::gradbench::{gmm_input, measure_gmm, GmmFigures, GMM_SIZE};
-use unfad_suite::measure::{measure_program, measure_safety, Budget, Measured, SafetyRow};
-use unfad_suite::peers::{measure_jax, Jax, EXTRA_POINTS};
-use unfad_suite::report::{jax_section, CompileRow, Machine, Report};
+use unfad_suite::measure::{
+    measure_program_with_second_order, measure_safety, Budget, Measured, SafetyRow,
+};
+use unfad_suite::peers::{measure_jax, Jax, JaxHvpRow, EXTRA_POINTS};
+use unfad_suite::report::{
+    jax_section, second_order_section, CompileRow, Machine, Report, SecondOrderFigures,
+};
 use unfad_suite::suite::{programs, Program, Size};
 
 fn main() {
@@ -87,6 +92,7 @@ fn run() -> Result<(), String> {
         }
     }
     let mut measured = Vec::new();
+    let mut second = Vec::new();
     for p in &progs {
         // With `--only`: the largest size, after the sizes JAX is also measured at.
         let chosen: Option<Vec<Size>> = match &only {
@@ -101,7 +107,7 @@ fn run() -> Result<(), String> {
             None => None,
         };
         eprint!("{:<14}", p.name);
-        let m = measure_program(p, chosen.as_deref(), budget)
+        let (m, so) = measure_program_with_second_order(p, chosen.as_deref(), budget)
             .map_err(|e| format!("{}: {e}", p.name))?;
         if let Some(pt) = m.points.last() {
             eprintln!(
@@ -116,12 +122,36 @@ fn run() -> Result<(), String> {
                 pt.hand_gradient_ns * 1e-6,
             );
         }
+        if let Some(sp) = so.points.last() {
+            let r = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}"));
+            eprintln!(
+                "{:<14} jvp / primal {:>6} hvp / gradient {:>6}{}{}",
+                "",
+                r(sp.jvp_ratio),
+                r(sp.hvp_ratio),
+                so.jvp_error
+                    .as_ref()
+                    .map_or(String::new(), |e| format!("  no jvp: {e}")),
+                so.hvp_error
+                    .as_ref()
+                    .map_or(String::new(), |e| format!("  no hvp: {e}")),
+            );
+        }
         measured.push(m);
+        second.push(so);
     }
-    let jax = jax_figures(&progs, &measured, budget, with_jax);
+    let (jax, jax_hvp) = match jax_figures(&progs, &measured, budget, with_jax) {
+        Ok((jax, hvp)) => (Ok(jax), hvp),
+        Err(e) => (Err(e), Vec::new()),
+    };
+    let second = SecondOrderFigures {
+        measured: &second,
+        jax: &jax_hvp,
+    };
     if only.is_some() {
         let mut table = String::new();
         jax_section(&mut table, &progs, &measured, &jax, budget);
+        second_order_section(&mut table, &measured, second, &jax, budget);
         println!("{table}");
         return Ok(());
     }
@@ -144,7 +174,7 @@ fn run() -> Result<(), String> {
     };
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let md = out.join("performance.md");
-    std::fs::write(&md, report.markdown_with_gmm(Some(&gmm)))
+    std::fs::write(&md, report.markdown_with(Some(&gmm), Some(second)))
         .map_err(|e| format!("{}: {e}", md.display()))?;
     let svg = out.join("performance.svg");
     report.svg(&svg)?;
@@ -208,14 +238,14 @@ fn python_door() -> Result<Vec<(String, Option<f64>)>, String> {
     Ok(rows)
 }
 
-/// JAX's figures at the largest size of every program of `measured` (`Err` says why there
-/// are none).
+/// JAX's figures at the largest size of every program of `measured`, and its
+/// Hessian-vector products (`Err` says why there are none).
 fn jax_figures(
     progs: &[Program],
     measured: &[Measured],
     budget: Budget,
     with_jax: bool,
-) -> Result<Jax, String> {
+) -> Result<(Jax, Vec<JaxHvpRow>), String> {
     if !with_jax {
         return Err("JAX not measured (--no-jax)".into());
     }
@@ -239,7 +269,21 @@ fn jax_figures(
             }
         }
     }
-    let jax = measure_jax(&python, &points, budget)?;
+    let (jax, hvp) = measure_jax(&python, &points, budget)?;
+    for row in &hvp {
+        match &row.outcome {
+            Ok(h) => eprintln!(
+                "jax {:<18} {:>14} hvp {:>10.3} ms{}",
+                row.name,
+                row.size.label(),
+                h.hvp_ns * 1e-6,
+                h.disagreement
+                    .as_ref()
+                    .map_or(String::new(), |d| format!("  DISAGREES: {d}"))
+            ),
+            Err(e) => eprintln!("jax {:<18} hvp failed: {e}", row.name),
+        }
+    }
     for row in &jax.rows {
         match &row.outcome {
             Ok(p) => eprintln!(
@@ -255,7 +299,7 @@ fn jax_figures(
             Err(e) => eprintln!("jax {:<18} failed: {e}", row.name),
         }
     }
-    Ok(jax)
+    Ok((jax, hvp))
 }
 
 /// The GradBench tool's gmm figures at GradBench's `d = 10, k = 25, n = 1000`.
