@@ -3,6 +3,7 @@
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 import unfad
 
@@ -67,3 +68,33 @@ def test_the_gil_is_released_during_the_native_call():
         stop.set()
         thread.join()
     assert max(counted) > 1000, counted
+
+
+def test_many_threads_call_the_second_order_functions():
+    src = "def f(A: [n]real, y: real) = y * reduce + 0 (map (a. a * a * a) A)"
+    jvp, hvp, hessian = unfad.compile_jvp(src), unfad.compile_hvp(src), unfad.compile_hessian(src)
+    rng = np.random.default_rng(3)
+    cases = [(rng.standard_normal(n), rng.standard_normal(n)) for n in range(1, 33)]
+
+    def run(case):
+        a, v = case
+        return [
+            (jvp(a, 2.0, tangents=(v, 0.0)), hvp(a, 2.0, direction=(v, 1.0)), hessian(a, 2.0))
+            for _ in range(10)
+        ]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(run, cases))
+    for (a, v), results in zip(cases, outcomes):
+        n = len(a)
+        h = np.zeros((n + 1, n + 1))
+        h[:n, :n] = np.diag(6 * 2.0 * a)
+        h[:n, n] = h[n, :n] = 3 * a * a
+        for (value, tangent), (_, (ga, gy), (ha, hy)), (_, _, dense) in results:
+            assert value == pytest.approx(2.0 * float((a**3).sum()), rel=1e-13)
+            assert tangent == pytest.approx(float(6.0 * a * a @ v), rel=1e-12)
+            np.testing.assert_allclose(ga, 6.0 * a * a, rtol=1e-13)
+            hv = h @ np.append(v, 1.0)
+            np.testing.assert_allclose(ha, hv[:n], rtol=1e-12, atol=1e-14)
+            assert hy == pytest.approx(hv[n], rel=1e-12)
+            np.testing.assert_allclose(dense, h, rtol=1e-12, atol=1e-14)

@@ -190,6 +190,18 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Hold `obj` as the value of parameter `param` alone (a tangent or a direction, read
+    /// against that parameter's type).
+    pub fn read_param<'py>(
+        &mut self,
+        param: usize,
+        obj: &Bound<'py, PyAny>,
+    ) -> Result<Held<'py>, Failure> {
+        let ty = self.params.types[param].clone();
+        let name = self.params.names[param].clone();
+        self.read(param, &ty, obj, &name)
+    }
+
     fn bind(&mut self, param: usize, ty: &Type, size: &Size, len: usize) -> Result<(), Failure> {
         let names = &self.params.names;
         self.sizes
@@ -245,6 +257,32 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Whether two held values have the same shape (kinds, array shapes, lengths).
+pub fn same_shape(a: &Held, b: &Held) -> bool {
+    match (a, b) {
+        (Held::Real(_), Held::Real(_)) => true,
+        (Held::Array { shape: x, .. }, Held::Array { shape: y, .. }) => x == y,
+        (Held::Tuple(x), Held::Tuple(y)) | (Held::Elements(x), Held::Elements(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_shape(p, q))
+        }
+        _ => false,
+    }
+}
+
+/// A held value's shape for error messages: `a float`, `an array of shape (3, 2)`, `a tuple
+/// (a float, an array of shape (3,))`, `a list of 2 elements`.
+pub fn shape_of(held: &Held) -> String {
+    match held {
+        Held::Real(_) => "a float".to_string(),
+        Held::Array { shape, .. } => format!("an array of shape {}", shape_text(shape)),
+        Held::Tuple(items) => {
+            let parts: Vec<String> = items.iter().map(shape_of).collect();
+            format!("a tuple ({})", parts.join(", "))
+        }
+        Held::Elements(items) => format!("a list of {} elements", items.len()),
+    }
+}
+
 /// `obj` as a contiguous float64 array, converted by NumPy; an error says why not.
 fn convert<'py>(obj: &Bound<'py, PyAny>) -> Result<Bound<'py, PyArrayDyn<f64>>, String> {
     let py = obj.py();
@@ -287,7 +325,7 @@ fn sequence<'py>(obj: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
 
 /// What an argument is, for error messages: `a float`, `an array of shape (3, 2) and dtype
 /// float64`, `a str`.
-fn describe(obj: &Bound<'_, PyAny>) -> String {
+pub fn describe(obj: &Bound<'_, PyAny>) -> String {
     if let Ok(a) = obj.cast::<PyUntypedArray>() {
         return format!(
             "an array of shape {} and dtype {}",
@@ -344,7 +382,7 @@ fn take<'l>(leaves: &mut &'l [f64], n: usize) -> Result<&'l [f64], Failure> {
 }
 
 /// A new NumPy array of `shape` holding `data` (row-major).
-fn ndarray<'py>(
+pub fn ndarray<'py>(
     py: Python<'py>,
     shape: &[usize],
     data: &[f64],

@@ -11,6 +11,8 @@
 //! with a pooled [`unfad::Output`], takes the GIL back and shapes the results like the
 //! arguments. Errors become exceptions of `unfad._errors` ([`errors`]); a panic is caught
 //! before it reaches Python. `emit` and `cost` run the pipeline again ([`stages`]).
+//! Directional derivatives, Hessian-vector products and dense Hessians go through the
+//! same door ([`higher`]).
 //!
 //! Built by maturin from `python/pyproject.toml`; in the workspace it builds like any crate
 //! (`cargo clippy --workspace`), and `python/tests/` tests it under pytest.
@@ -19,6 +21,7 @@
 
 mod convert;
 mod errors;
+mod higher;
 mod stages;
 
 use std::collections::HashMap;
@@ -434,5 +437,11 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(conversions, m)?)?;
     m.add_class::<GradFunction>()?;
     m.add_class::<Function>()?;
+    m.add_function(wrap_pyfunction!(higher::compile_jvp, m)?)?;
+    m.add_function(wrap_pyfunction!(higher::compile_hvp, m)?)?;
+    m.add_function(wrap_pyfunction!(higher::compile_hessian, m)?)?;
+    m.add_class::<higher::JvpFunction>()?;
+    m.add_class::<higher::HvpFunction>()?;
+    m.add_class::<higher::HessianFunction>()?;
     Ok(())
 }
