@@ -49,6 +49,9 @@ pub struct Features {
     /// comparisons. Every index is in bounds, so programs never fail at run time; arrays
     /// are never empty (`A[0]` is read), so [`Generated::input_at`] needs sizes of at least 1.
     pub indexing: bool,
+    /// Derivatives of helper definitions inside the program (`grad(h, i)(..)`,
+    /// `jvp(h)(.., ..)`), where a helper is called (needs `calls`).
+    pub derivatives: bool,
     /// Maximum nesting depth of expressions.
     pub depth: u32,
 }
@@ -69,6 +72,7 @@ impl Features {
             calls: true,
             real_result: true,
             indexing: false,
+            derivatives: false,
             depth: 4,
         }
     }
@@ -90,6 +94,14 @@ impl Features {
     pub fn indexing() -> Features {
         Features {
             indexing: true,
+            ..Features::all()
+        }
+    }
+
+    /// Everything the Source language has, with derivatives of helpers inside programs.
+    pub fn derivatives() -> Features {
+        Features {
+            derivatives: true,
             ..Features::all()
         }
     }
@@ -964,7 +976,31 @@ impl Gen<'_> {
         }
         let (name, params, _) = self.helpers[self.rng.below(self.helpers.len())].clone();
         let args: Vec<String> = params.iter().map(|t| self.expr(t, d.min(1))).collect();
-        format!("{name}({})", args.join(", "))
+        self.maybe_derivative(&name, &params, args, d)
+    }
+
+    /// The call `name(args)`, or with features `derivatives` sometimes a real made from a
+    /// derivative of the helper at those arguments: its gradient with respect to the real
+    /// parameter, the sum of its gradient with respect to the array, or its tangent in a
+    /// random direction.
+    fn maybe_derivative(&mut self, name: &str, params: &[Ty], args: Vec<String>, d: u32) -> String {
+        let call = format!("{name}({})", args.join(", "));
+        if !self.f.derivatives || !self.rng.chance(0.6) {
+            return call;
+        }
+        let args = args.join(", ");
+        match self.rng.below(3) {
+            0 => format!("grad({name}, 0)({args})"),
+            1 if params.len() > 1 => format!("reduce + 0 (grad({name}, 1)({args}))"),
+            _ => {
+                let tangents: Vec<String> = params.iter().map(|t| self.expr(t, d.min(1))).collect();
+                if params.len() == 1 {
+                    format!("snd (jvp({name})({args}, {}))", tangents[0])
+                } else {
+                    format!("snd (jvp({name})(({args}), ({})))", tangents.join(", "))
+                }
+            }
+        }
     }
 
     fn new_helper_call(&mut self, d: u32) -> String {
@@ -977,7 +1013,7 @@ impl Gen<'_> {
         // Reserve the name first: the arguments may call helpers too.
         self.helpers.push((name.clone(), params.clone(), Ty::Real));
         let args: Vec<String> = params.iter().map(|t| self.expr(t, d.min(1))).collect();
-        format!("{name}({})", args.join(", "))
+        self.maybe_derivative(&name, &params, args, d)
     }
 
     fn helper_text(&mut self, name: &str, params: &[Ty]) -> String {
