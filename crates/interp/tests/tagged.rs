@@ -148,6 +148,14 @@ def main(x: real, A: [n]real, dx: real, dA: [n]real) = jvp(f)((x, A), (dx, dA))
         [[da[0] * x + a[0] * dx, da[1] * x + a[1] * dx], 0.0]
     ]);
     assert_close_json(&got, &json!([value, tangent]), 1e-15);
+    // An int parameter returned as it is: its tangent is a real 0, whatever the tangent
+    // given for it.
+    let src = "
+def f(k: int, x: real) = (k, x * real(k))
+def main(k: int, x: real, dk: real, dx: real) = jvp(f)((k, x), (dk, dx))
+";
+    let got = run(src, json!({ "k": 3, "x": 2.0, "dk": 5.0, "dx": 0.5 }));
+    assert_close_json(&got, &json!([[3, 6.0], [0.0, 1.5]]), 1e-15);
     // One parameter: the point and the tangent are the values themselves.
     let src = "
 def f(A: [n]real) = map (a. sin(a)) A
