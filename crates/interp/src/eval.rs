@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use unfad_syntax::reduction::{blocked_fold, reduce_order, unit, ReduceOrder};
-use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Var};
+use unfad_syntax::{with_stack, Arena, Derivative, ExprId, ExprList, Func, Node, Type, Var};
 
 use crate::scalar::Scalar;
-use crate::value::{Closure, Value};
+use crate::value::{real_leaves, Closure, Value};
 
 /// Why evaluation stopped: the program's error on its input (an index out of bounds, an
 /// int division by zero), at the source position of the failing term when known; for a
@@ -75,7 +75,7 @@ fn add_at<S: Scalar>(target: Value<S>, path: &[f64], v: &Value<S>) -> R<Value<S>
 fn add_values<S: Scalar>(x: &Value<S>, y: &Value<S>) -> R<Value<S>> {
     Ok(match (x, y) {
         (Value::Real(a), Value::Real(b)) => {
-            Value::Real(S::binary(unfad_syntax::BinOp::Add, *a, *b))
+            Value::Real(S::binary(unfad_syntax::BinOp::Add, a.clone(), b.clone()))
         }
         (Value::Tuple(a), Value::Tuple(b)) if a.len() == b.len() => Value::tuple(
             a.iter()
@@ -98,23 +98,18 @@ pub struct Interp<'a, S> {
     arena: &'a Arena,
     env: Vec<Option<Value<S>>>,
     free_vars: HashMap<ExprId, Rc<[Var]>>,
+    /// The next perturbation tag (see [`Interp::fresh_tag`]).
+    next_tag: u32,
 }
 
 /// Evaluate `func` on `args` with scalars of type `S`.
 pub fn eval_func<S: Scalar>(arena: &Arena, func: &Func, args: &[Value<S>]) -> R<Value<S>> {
-    if args.len() != func.params.len() {
-        return fail(format!(
-            "{} argument(s) for {} parameter(s)",
-            args.len(),
-            func.params.len()
-        ));
-    }
-    let mut it = Interp::new(arena);
-    for (&p, a) in func.params.iter().zip(args) {
-        it.bind(p, a.clone());
-    }
-    it.eval(func.body)
+    Interp::new(arena).call(func, args)
 }
+
+/// Why a `grad` or `jvp` inside a program cannot be evaluated with scalars without tags.
+const UNTAGGED: &str =
+    "derivatives inside programs need the tagged interpreter (eval_with_derivatives)";
 
 impl<'a, S: Scalar> Interp<'a, S> {
     pub fn new(arena: &'a Arena) -> Self {
@@ -122,7 +117,39 @@ impl<'a, S: Scalar> Interp<'a, S> {
             arena,
             env: vec![None; arena.var_count()],
             free_vars: HashMap::new(),
+            next_tag: 0,
         }
+    }
+
+    /// A perturbation tag this interpreter has not given before. Every derivative inside
+    /// the program takes one when it is evaluated, so a caller that perturbs the arguments
+    /// itself takes its tag here too, to keep it apart from the program's.
+    pub fn fresh_tag(&mut self) -> u32 {
+        let tag = self.next_tag;
+        self.next_tag = tag.checked_add(1).expect("perturbation tags run out");
+        tag
+    }
+
+    /// Evaluate `func` on `args` (its parameters bound, then unbound again).
+    pub fn call(&mut self, func: &Func, args: &[Value<S>]) -> R<Value<S>> {
+        if args.len() != func.params.len() {
+            return fail(format!(
+                "{} argument(s) for {} parameter(s)",
+                args.len(),
+                func.params.len()
+            ));
+        }
+        let saved: Vec<Option<Value<S>>> = func
+            .params
+            .iter()
+            .zip(args)
+            .map(|(&p, a)| self.bind(p, a.clone()))
+            .collect();
+        let r = self.eval(func.body);
+        for (&p, old) in func.params.iter().zip(saved).rev() {
+            self.restore(p, old);
+        }
+        r
     }
 
     /// Bind `v` (for free variables of a term), returning the previous value.
@@ -329,11 +356,9 @@ impl<'a, S: Scalar> Interp<'a, S> {
                 self.apply(&clo, args)?
             }
             Call(..) => return fail("calls are inlined before evaluation"),
-            Derivative(..) => {
-                return fail(
-                    "`grad` and `jvp` inside a program are evaluated with tagged dual numbers",
-                )
-            }
+            Derivative(kind, f, l) => self
+                .derivative(kind, f, l)
+                .map_err(|err| err.at(arena.span(e)))?,
             Len(x) => Value::Real(S::constant(self.array(x)?.len() as f64)),
             ZerosLike(x) => self.eval(x)?.map_leaves(&mut |_| S::constant(0.0)),
             OnesLike(x) => self.eval(x)?.map_leaves(&mut |_| S::constant(1.0)),
@@ -453,4 +478,172 @@ impl<'a, S: Scalar> Interp<'a, S> {
             }
         })
     }
+
+    /// `grad(f)(args)`, `grad(f, i)(args)` or `jvp(f)(P, T)` by tagged forward mode: the
+    /// arguments perturbed at a tag of this derivative's own, the body of `f` (a closed
+    /// lambda) evaluated, and the parts along that tag read from the result. A derivative
+    /// inside `f` takes a later tag, so its perturbations stay apart from this one's.
+    fn derivative(&mut self, kind: Derivative, f: ExprId, l: ExprList) -> R<Value<S>> {
+        if !S::TAGGED {
+            return fail(UNTAGGED);
+        }
+        let arena = self.arena;
+        let Some((params, _)) = arena.lambda_parts(f) else {
+            return fail("the function of a derivative is not a lambda");
+        };
+        let types = params
+            .iter()
+            .map(|&p| match arena.var_type(p) {
+                Some(t) => Ok(t.clone()),
+                None => fail(format!(
+                    "the parameter `{}` of a derivative's function has no type",
+                    arena.var_name(p)
+                )),
+            })
+            .collect::<R<Vec<Type>>>()?;
+        let args = arena
+            .exprs(l)
+            .iter()
+            .map(|&a| self.eval(a))
+            .collect::<R<Vec<_>>>()?;
+        let tag = self.fresh_tag();
+        match kind {
+            Derivative::Grad { wrt } => {
+                if args.len() != params.len() {
+                    return fail("`grad` applied to the wrong number of arguments");
+                }
+                let wrt: Vec<usize> = match wrt {
+                    Some(i) => vec![i as usize],
+                    None => (0..types.len()).filter(|&i| types[i].has_reals()).collect(),
+                };
+                let mut grads = Vec::with_capacity(wrt.len());
+                for &i in &wrt {
+                    let (Some(ty), Some(arg)) = (types.get(i), args.get(i)) else {
+                        return fail(format!(
+                            "`grad` with respect to a parameter {i} it does not have"
+                        ));
+                    };
+                    if !ty.is_ground() {
+                        return fail(format!("`grad` with respect to parameter {i}, of type `{ty}`, which holds a function"));
+                    }
+                    let mask = real_leaves(ty, arg);
+                    let mut gradient = Vec::with_capacity(mask.len());
+                    for (j, &real) in mask.iter().enumerate() {
+                        if !real {
+                            gradient.push(S::constant(0.0));
+                            continue;
+                        }
+                        let seeded = map_leaves_indexed(arg, |k, x| {
+                            if k == j {
+                                S::perturb(x, S::constant(1.0), tag).ok_or_else(untagged)
+                            } else {
+                                Ok(x)
+                            }
+                        })?;
+                        let mut perturbed = args.clone();
+                        perturbed[i] = seeded;
+                        let Value::Real(r) = self.call_binder(f, &perturbed)? else {
+                            return fail("the function of `grad` does not return a real");
+                        };
+                        gradient.push(tangent_part(&r, tag)?);
+                    }
+                    let mut gradient = gradient.into_iter();
+                    grads.push(map_leaves_indexed(arg, |_, _| {
+                        gradient
+                            .next()
+                            .ok_or_else(|| EvalError("a gradient of the wrong size".into(), None))
+                    })?);
+                }
+                match grads.len() {
+                    0 => fail("`grad` of a function none of whose parameters holds a real"),
+                    1 => Ok(grads.pop().expect("one gradient")),
+                    _ => Ok(Value::tuple(grads)),
+                }
+            }
+            Derivative::Jvp => {
+                let [point, tangent] = &args[..] else {
+                    return fail("`jvp(f)` applied to other than a point and a tangent");
+                };
+                // One parameter's value is itself, several are a tuple.
+                let (points, tangents): (Vec<Value<S>>, Vec<Value<S>>) = match (point, tangent) {
+                    _ if params.len() == 1 => (vec![point.clone()], vec![tangent.clone()]),
+                    (Value::Tuple(p), Value::Tuple(t)) if p.len() == params.len() && t.len() == params.len() => {
+                        (p.to_vec(), t.to_vec())
+                    }
+                    _ => return fail("the point or the tangent of `jvp` is not a tuple of the function's arguments"),
+                };
+                let mut perturbed = Vec::with_capacity(points.len());
+                for ((ty, p), t) in types.iter().zip(&points).zip(&tangents) {
+                    let mask = real_leaves(ty, p);
+                    let t = t.leaves();
+                    if t.len() != mask.len() {
+                        return fail("the tangent of `jvp` does not have the shape of the point");
+                    }
+                    perturbed.push(map_leaves_indexed(p, |k, x| {
+                        if mask[k] {
+                            S::perturb(x, t[k].clone(), tag).ok_or_else(untagged)
+                        } else {
+                            Ok(x)
+                        }
+                    })?);
+                }
+                let result = self.call_binder(f, &perturbed)?;
+                // Ints never carry a perturbation (they are computed from ints only, and
+                // the int leaves of the point are not perturbed), so their tangents are
+                // real zeros here.
+                let value = map_leaves_indexed(&result, |_, x| primal_part(&x, tag))?;
+                let tangent = map_leaves_indexed(&result, |_, x| tangent_part(&x, tag))?;
+                Ok(Value::tuple(vec![value, tangent]))
+            }
+        }
+    }
+}
+
+fn untagged() -> EvalError {
+    EvalError(UNTAGGED.into(), None)
+}
+
+/// The part of `x` along the perturbation `tag`.
+fn tangent_part<S: Scalar>(x: &S, tag: u32) -> R<S> {
+    x.split(tag).map(|(_, t)| t).ok_or_else(untagged)
+}
+
+/// `x` without its perturbation `tag`.
+fn primal_part<S: Scalar>(x: &S, tag: u32) -> R<S> {
+    x.split(tag).map(|(p, _)| p).ok_or_else(untagged)
+}
+
+/// `v` with its leaves replaced by `f(leaf index, leaf)` in row-major order, conditions
+/// kept; an error for a value holding a function.
+fn map_leaves_indexed<S: Scalar>(v: &Value<S>, mut f: impl FnMut(usize, S) -> R<S>) -> R<Value<S>> {
+    fn go<S: Scalar>(
+        v: &Value<S>,
+        k: &mut usize,
+        f: &mut impl FnMut(usize, S) -> R<S>,
+    ) -> R<Value<S>> {
+        Ok(match v {
+            Value::Real(x) => {
+                let y = f(*k, x.clone())?;
+                *k += 1;
+                Value::Real(y)
+            }
+            Value::Bool(b) => Value::Bool(*b),
+            Value::Tuple(items) => Value::Tuple(
+                items
+                    .iter()
+                    .map(|x| go(x, k, f))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|x| go(x, k, f))
+                    .collect::<R<Vec<_>>>()?
+                    .into(),
+            ),
+            Value::Closure(_) => return fail("a derivative's argument or result holds a function"),
+        })
+    }
+    go(v, &mut 0, &mut f)
 }

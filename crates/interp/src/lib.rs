@@ -4,7 +4,10 @@
 //! fragments, closures included. It is generic over the scalar type: with `f64` it is the
 //! oracle every later stage is tested against, with [`Dual`] it computes forward-mode
 //! derivatives, which check reverse mode independently of finite differences, and with
-//! nested duals (`Dual<Dual<f64>>`) second derivatives ([`hvp`], [`hessian`]).
+//! nested duals (`Dual<Dual<f64>>`) second derivatives ([`hvp`], [`hessian`]). With tagged
+//! dual numbers ([`Tagged`]) it evaluates the `grad` and `jvp` inside programs directly
+//! ([`eval_with_derivatives`], [`gradient_with_derivatives`]), an oracle for their
+//! expansion by the compiler.
 //!
 //! ```
 //! use unfad_interp::{eval_func, forward_gradient, Value};
@@ -25,6 +28,7 @@ pub mod eval;
 pub mod io;
 pub mod oracle;
 pub mod scalar;
+pub mod tagged;
 pub mod value;
 
 pub use eval::{eval_func, EvalError, Interp};
@@ -33,7 +37,9 @@ pub use io::{
     SizeEnv,
 };
 pub use oracle::{
-    directional_derivative, fd_gradient, fd_hvp, forward_gradient, hessian, hvp, jvp,
+    directional_derivative, eval_with_derivatives, fd_gradient, fd_hvp, forward_gradient,
+    gradient_with_derivatives, hessian, hvp, jvp,
 };
 pub use scalar::{Dual, Scalar};
+pub use tagged::Tagged;
 pub use value::{Closure, Value};

@@ -1,16 +1,19 @@
 //! Independent oracles for derivatives: forward mode with dual numbers (one directional
 //! derivative per input coordinate, or a Jacobian-vector product of any result), second
 //! order with nested dual numbers (Hessian-vector products and dense Hessians), and central
-//! finite differences (of values for gradients, of gradients for Hessian-vector products).
+//! finite differences (of values for gradients, of gradients for Hessian-vector products),
+//! and the evaluation of programs holding `grad` and `jvp` with tagged dual numbers
+//! (values, and gradients by tagged forward mode).
 //!
 //! They are written plainly, one evaluation of the interpreter per seeded coordinate, so that
 //! they stay obviously right; they are meant for small inputs.
 
 use unfad_syntax::{Arena, Func, Type};
 
-use crate::eval::{eval_func, EvalError};
+use crate::eval::{eval_func, EvalError, Interp};
 use crate::scalar::{Dual, Scalar};
-use crate::value::Value;
+use crate::tagged::Tagged;
+use crate::value::{real_leaves, Value};
 
 fn real_result<S: Scalar>(v: Value<S>) -> Result<S, EvalError> {
     v.as_real()
@@ -106,32 +109,6 @@ pub fn fd_gradient(
         grads.push(g);
     }
     Ok(grads)
-}
-
-/// Which leaves of `v`, a value of type `ty`, are reals, in the order of [`Value::leaves`]
-/// (ints are carried as reals but have no derivative). A value whose shape does not follow
-/// the type (never the case for a well-typed program) counts all its leaves as reals.
-fn real_leaves(ty: &Type, v: &Value<f64>) -> Vec<bool> {
-    fn push(ty: &Type, v: &Value<f64>, out: &mut Vec<bool>) {
-        match (ty, v) {
-            (Type::Real, Value::Real(_)) => out.push(true),
-            (Type::Int, Value::Real(_)) => out.push(false),
-            (Type::Tuple(types), Value::Tuple(items)) if types.len() == items.len() => {
-                for (t, x) in types.iter().zip(items.iter()) {
-                    push(t, x, out);
-                }
-            }
-            (Type::Array(_, elem), Value::Array(items)) => {
-                for x in items.iter() {
-                    push(elem, x, out);
-                }
-            }
-            _ => out.extend(v.leaves().iter().map(|_| true)),
-        }
-    }
-    let mut out = Vec::new();
-    push(ty, v, &mut out);
-    out
 }
 
 /// Whether the type holds no function (its values have leaves all the way down).
@@ -455,4 +432,70 @@ pub fn fd_hvp(
                 .collect()
         })
         .collect())
+}
+
+/// `func` at `args`, evaluated with tagged dual numbers ([`Tagged`]), which evaluate the
+/// `grad` and `jvp` inside the program directly, an oracle independent of their expansion
+/// by the compiler. The result holds no function.
+pub fn eval_with_derivatives(
+    arena: &Arena,
+    func: &Func,
+    args: &[Value<f64>],
+) -> Result<Value<f64>, EvalError> {
+    if !is_ground(&func.ret) {
+        return Err(EvalError(
+            format!(
+                "the function returns `{}`, which holds a function",
+                func.ret
+            ),
+            None,
+        ));
+    }
+    let tagged: Vec<Value<Tagged>> = args
+        .iter()
+        .map(|a| a.map_leaves(&mut Tagged::Real))
+        .collect();
+    Ok(eval_func(arena, func, &tagged)?.map_leaves(&mut |x: Tagged| x.value()))
+}
+
+/// Value and gradient of a real-valued `func` at `args` by tagged forward mode, the
+/// program's own `grad` and `jvp` evaluated as in [`eval_with_derivatives`]: for every
+/// real leaf of every parameter, one evaluation with that leaf perturbed at a tag taken
+/// before the program takes its own. The gradient of each parameter is flat, in row-major
+/// order, like [`forward_gradient`]'s; int leaves do not vary and their entries are 0.
+pub fn gradient_with_derivatives(
+    arena: &Arena,
+    func: &Func,
+    args: &[Value<f64>],
+) -> Result<(f64, Vec<Vec<f64>>), EvalError> {
+    let masks = real_masks(arena, func, args);
+    let plain: Vec<Value<Tagged>> = args
+        .iter()
+        .map(|a| a.map_leaves(&mut Tagged::Real))
+        .collect();
+    let value = real_result(eval_func(arena, func, &plain)?)?.value();
+    let mut grads = Vec::with_capacity(args.len());
+    for (i, (a, mask)) in args.iter().zip(&masks).enumerate() {
+        let mut g = Vec::with_capacity(mask.len());
+        for (j, &real) in mask.iter().enumerate() {
+            if !real {
+                g.push(0.0);
+                continue;
+            }
+            let mut interp = Interp::<Tagged>::new(arena);
+            let tag = interp.fresh_tag();
+            let mut seeded = plain.clone();
+            seeded[i] = map_indexed(a, |k, x| {
+                if k == j {
+                    Tagged::perturbed(Tagged::Real(x), Tagged::Real(1.0), tag)
+                } else {
+                    Tagged::Real(x)
+                }
+            });
+            let r = real_result(interp.call(func, &seeded)?)?;
+            g.push(r.parts(tag).1.value());
+        }
+        grads.push(g);
+    }
+    Ok((value, grads))
 }

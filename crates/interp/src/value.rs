@@ -3,7 +3,7 @@
 use std::fmt;
 use std::rc::Rc;
 
-use unfad_syntax::{ExprId, Var};
+use unfad_syntax::{ExprId, Type, Var};
 
 use crate::scalar::Scalar;
 
@@ -66,7 +66,7 @@ impl<S: Scalar> Value<S> {
 
     pub fn as_real(&self) -> Option<S> {
         match self {
-            Value::Real(x) => Some(*x),
+            Value::Real(x) => Some(x.clone()),
             _ => None,
         }
     }
@@ -87,7 +87,7 @@ impl<S: Scalar> Value<S> {
 
     fn push_leaves(&self, out: &mut Vec<S>) {
         match self {
-            Value::Real(x) => out.push(*x),
+            Value::Real(x) => out.push(x.clone()),
             Value::Bool(_) | Value::Closure(_) => {}
             Value::Tuple(items) | Value::Array(items) => {
                 items.iter().for_each(|v| v.push_leaves(out))
@@ -98,13 +98,39 @@ impl<S: Scalar> Value<S> {
     /// The same shape with every leaf replaced through `f` (leaves in row-major order).
     pub fn map_leaves<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Value<T> {
         match self {
-            Value::Real(x) => Value::Real(f(*x)),
+            Value::Real(x) => Value::Real(f(x.clone())),
             Value::Bool(b) => Value::Bool(*b),
             Value::Tuple(items) => Value::Tuple(items.iter().map(|v| v.map_leaves(f)).collect()),
             Value::Array(items) => Value::Array(items.iter().map(|v| v.map_leaves(f)).collect()),
             Value::Closure(_) => panic!("closures have no leaves"),
         }
     }
+}
+
+/// Which leaves of `v`, a value of type `ty`, are reals, in the order of [`Value::leaves`]
+/// (ints are carried as reals but have no derivative). A value whose shape does not follow
+/// the type (never the case for a well-typed program) counts all its leaves as reals.
+pub(crate) fn real_leaves<S: Scalar>(ty: &Type, v: &Value<S>) -> Vec<bool> {
+    fn push<S: Scalar>(ty: &Type, v: &Value<S>, out: &mut Vec<bool>) {
+        match (ty, v) {
+            (Type::Real, Value::Real(_)) => out.push(true),
+            (Type::Int, Value::Real(_)) => out.push(false),
+            (Type::Tuple(types), Value::Tuple(items)) if types.len() == items.len() => {
+                for (t, x) in types.iter().zip(items.iter()) {
+                    push(t, x, out);
+                }
+            }
+            (Type::Array(_, elem), Value::Array(items)) => {
+                for x in items.iter() {
+                    push(elem, x, out);
+                }
+            }
+            _ => out.extend(v.leaves().iter().map(|_| true)),
+        }
+    }
+    let mut out = Vec::new();
+    push(ty, v, &mut out);
+    out
 }
 
 impl<S: Scalar> fmt::Display for Value<S> {
