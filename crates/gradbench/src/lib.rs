@@ -21,6 +21,7 @@ use serde_json::{json, Value as Json};
 pub mod gmm;
 pub mod lstm;
 mod modules;
+pub mod nested;
 
 pub use modules::{define, Module};
 
