@@ -3,9 +3,10 @@
 //! [`serve`] plays the tool side of GradBench's protocol: JSON Lines, one message per
 //! line on stdin, exactly one reply per message on stdout (logs go to stderr). `start`,
 //! `define`, `evaluate` and `analysis` are handled; any other message is answered with
-//! its id. The modules `hello`, `lse` and `gmm` are programs in unfad's own language
-//! (`programs/*.ad`), compiled at `define` time with [`unfad::Engine`]; this crate only
-//! converts JSON to and from their arguments (and, for `gmm`, unpacks the packed lower
+//! its id. The modules (`hello`, `lse`, `gmm`, `llsq`, `ode`, `lstm`, and those of nested
+//! derivatives in [`nested`]: `kmeans`, `saddle`, `particle`) are programs in unfad's own
+//! language (`programs/*.ad`), compiled at `define` time with [`unfad::Engine`]; this crate
+//! only converts JSON to and from their arguments (and, for `gmm`, unpacks the packed lower
 //! triangle `l` and adds the data-independent constants; see [`gmm`]).
 //!
 //! Evaluations repeat until both `min_runs` and `min_seconds` are met and report one
@@ -21,6 +22,7 @@ use serde_json::{json, Value as Json};
 pub mod gmm;
 pub mod lstm;
 mod modules;
+pub mod nested;
 
 pub use modules::{define, Module};
 

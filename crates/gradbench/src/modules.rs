@@ -1,10 +1,11 @@
-//! The modules: `hello`, `lse`, `gmm`, `llsq`, `ode` and `lstm`, each compiled from a
-//! program of `programs/`.
+//! The modules: `hello`, `lse`, `gmm`, `llsq`, `ode`, `lstm`, `kmeans`, `saddle` and
+//! `particle`, each compiled from a program of `programs/`.
 
 use serde_json::Value as Json;
 use unfad::{Arg, Engine, Func, GradFn, Output};
 
 use crate::gmm::{Gmm, GmmInput};
+use crate::nested::{FourModes, Kmeans};
 use crate::{field, number, numbers, reals, Call, Fail};
 
 /// A defined module: prepares calls of its functions.
@@ -51,8 +52,11 @@ pub fn define(name: &str) -> Result<Box<dyn Module>, Fail> {
             }))
         }
         "lstm" => Ok(Box::new(crate::lstm::Lstm::compile(&engine).map_err(err)?)),
+        "kmeans" => Ok(Box::new(Kmeans::compile(&engine).map_err(err)?)),
+        "saddle" => Ok(Box::new(FourModes::saddle(&engine).map_err(err)?)),
+        "particle" => Ok(Box::new(FourModes::particle(&engine).map_err(err)?)),
         other => Err(format!(
-            "unfad has no module `{other}` (it has hello, lse, gmm, llsq, lstm and ode)"
+            "unfad has no module `{other}` (it has hello, lse, gmm, llsq, lstm, ode, kmeans, saddle and particle)"
         )),
     }
 }

@@ -1,7 +1,11 @@
-//! The modules beyond `mock_eval.py`'s (`llsq`, `ode`), checked independently of GradBench:
-//! their values against plain Rust implementations of the evals' formulas, and their
-//! gradients against finite differences of those (and, for `llsq`, against the
-//! hand-derived gradient of GradBench's manual tool).
+//! The modules beyond `mock_eval.py`'s (`llsq`, `ode`, `lstm`, `kmeans`, `saddle`,
+//! `particle`), checked independently of GradBench: their values against plain Rust
+//! implementations of the evals' formulas, and their gradients against finite differences
+//! of those (and, for `llsq`, against the hand-derived gradient of GradBench's manual
+//! tool). `kmeans`' `dir` is checked against its closed form (each centroid minus the mean
+//! of its points); `saddle` and `particle` against a plain Rust gradient descent with
+//! hand-derived gradients, all four mode combinations alike, and the gradients inside
+//! their programs against the hand-derived ones and finite differences.
 
 use serde_json::{json, Value as Json};
 
@@ -274,4 +278,314 @@ fn lstm_objective_and_jacobian() {
             );
         }
     }
+}
+
+/// `kmeans`' cost, as the eval defines it: each point's squared distance to its closest
+/// centroid; and that centroid's index (the first of equals).
+fn kmeans_cost(points: &[Vec<f64>], centroids: &[Vec<f64>]) -> (f64, Vec<usize>) {
+    let mut cost = 0.0;
+    let mut closest = Vec::new();
+    for p in points {
+        let (mut best, mut best_j) = (f64::INFINITY, 0);
+        for (j, c) in centroids.iter().enumerate() {
+            let d: f64 = p.iter().zip(c).map(|(a, b)| (a - b) * (a - b)).sum();
+            if d < best {
+                (best, best_j) = (d, j);
+            }
+        }
+        cost += best;
+        closest.push(best_j);
+    }
+    (cost, closest)
+}
+
+/// `dir` in closed form: the gradient in C_j is `2 sum_{i in j} (C_j - P_i)` and the
+/// Hessian's diagonal `2 |j|`, so `dir_j = C_j - mean of the points of j`.
+fn kmeans_dir(points: &[Vec<f64>], centroids: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let (_, closest) = kmeans_cost(points, centroids);
+    centroids
+        .iter()
+        .enumerate()
+        .map(|(j, c)| {
+            let mine: Vec<&Vec<f64>> = points
+                .iter()
+                .zip(&closest)
+                .filter(|(_, &cj)| cj == j)
+                .map(|(p, _)| p)
+                .collect();
+            (0..c.len())
+                .map(|l| c[l] - mine.iter().map(|p| p[l]).sum::<f64>() / mine.len() as f64)
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn kmeans_cost_and_dir() {
+    let engine = unfad::Engine::new();
+    let src = include_str!("../programs/kmeans.ad");
+    let through_min = engine.compile_entry(src, "dir_through_min").unwrap();
+    for (n, k, d, seed) in [(5, 1, 1, 11), (20, 3, 2, 12), (100, 7, 5, 13)] {
+        let points: Vec<Vec<f64>> = values(n * d, seed).chunks(d).map(|r| r.to_vec()).collect();
+        // The last k points are the centroids, as the eval chooses them: none is empty.
+        let centroids = points[n - k..].to_vec();
+        let input =
+            json!({"points": points, "centroids": centroids, "min_runs": 1, "min_seconds": 0});
+        let cost = evaluate("kmeans", "cost", input.clone()).as_f64().unwrap();
+        let (want, _) = kmeans_cost(&points, &centroids);
+        assert!(
+            close(cost, want, 1e-12),
+            "n={n} k={k} d={d}: {cost} vs {want}"
+        );
+
+        let dir: Vec<Vec<f64>> = evaluate("kmeans", "dir", input)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(numbers)
+            .collect();
+        let want = kmeans_dir(&points, &centroids);
+        assert_eq!(dir.len(), k);
+        // The gradient is 2 |j| dir_j; finite differences of the cost check it.
+        let (_, closest) = kmeans_cost(&points, &centroids);
+        let flat: Vec<f64> = centroids.iter().flatten().copied().collect();
+        let numeric = fd(
+            |c| {
+                let cs: Vec<Vec<f64>> = c.chunks(d).map(|r| r.to_vec()).collect();
+                kmeans_cost(&points, &cs).0
+            },
+            &flat,
+        );
+        let points_flat: Vec<f64> = points.iter().flatten().copied().collect();
+        let dense = through_min
+            .call(&[
+                unfad::Arg::array(&points_flat, &[n, d]),
+                unfad::Arg::array(&flat, &[k, d]),
+            ])
+            .unwrap();
+        for j in 0..k {
+            let count = closest.iter().filter(|&&c| c == j).count() as f64;
+            for l in 0..d {
+                assert!(
+                    close(dir[j][l], want[j][l], 1e-12),
+                    "n={n} k={k} d={d} ({j}, {l}): {} vs {}",
+                    dir[j][l],
+                    want[j][l]
+                );
+                assert!(
+                    close(2.0 * count * dir[j][l], numeric[j * d + l], 1e-6),
+                    "n={n} k={k} d={d} ({j}, {l}): gradient {} vs fd {}",
+                    2.0 * count * dir[j][l],
+                    numeric[j * d + l]
+                );
+                assert!(
+                    close(dense[j * d + l], dir[j][l], 1e-12),
+                    "n={n} k={k} d={d} ({j}, {l}): through min {} vs {}",
+                    dense[j * d + l],
+                    dir[j][l]
+                );
+            }
+        }
+    }
+}
+
+/// The gradient descent of `saddle` and `particle` (Pearlmutter and Siskind's, as
+/// GradBench's tools write it), with the gradient `g` given; its result and step count.
+fn argmin(
+    f: impl Fn(&[f64]) -> f64,
+    g: impl Fn(&[f64]) -> Vec<f64>,
+    start: &[f64],
+) -> (Vec<f64>, usize) {
+    let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
+    let (mut x, mut fx, mut gx) = (start.to_vec(), f(start), g(start));
+    let (mut eta, mut accepted, mut steps) = (1e-5, 0, 0);
+    loop {
+        steps += 1;
+        if norm(&gx) <= 1e-5 {
+            return (x, steps);
+        }
+        if accepted == 10 {
+            eta *= 2.0;
+            accepted = 0;
+            continue;
+        }
+        let xp: Vec<f64> = x.iter().zip(&gx).map(|(a, b)| a - eta * b).collect();
+        let step: Vec<f64> = x.iter().zip(&xp).map(|(a, b)| a - b).collect();
+        if norm(&step) <= 1e-5 {
+            return (x, steps);
+        }
+        let fxp = f(&xp);
+        if fxp < fx {
+            (x, fx, gx) = (xp.clone(), fxp, g(&xp));
+            accepted += 1;
+        } else {
+            eta /= 2.0;
+            accepted = 0;
+        }
+    }
+}
+
+/// `saddle`'s f(p1, p) = (p1_0^2 + p1_1^2) - (p_0^2 + p_1^2).
+fn saddle_f(p1: &[f64], p: &[f64]) -> f64 {
+    (p1[0] * p1[0] + p1[1] * p1[1]) - (p[0] * p[0] + p[1] * p[1])
+}
+
+/// The inner argmax over p of f(p1, p): the descent on -f, whose gradient in p is 2p.
+fn saddle_argmax(p1: &[f64], start: &[f64]) -> Vec<f64> {
+    let (p, steps) = argmin(
+        |p| -saddle_f(p1, p),
+        |p| vec![2.0 * p[0], 2.0 * p[1]],
+        start,
+    );
+    assert!(steps < 1000, "the program's descents stop at 1000 steps");
+    p
+}
+
+/// `saddle` by hand: the outer objective f(p1, argmax(p1)) has the gradient 2 p1 in p1,
+/// since the inner descent's steps do not depend on p1.
+fn saddle(start: &[f64]) -> Vec<f64> {
+    let outer = |p1: &[f64]| saddle_f(p1, &saddle_argmax(p1, start));
+    let (r1, steps) = argmin(outer, |p1| vec![2.0 * p1[0], 2.0 * p1[1]], start);
+    assert!(steps < 1000, "the program's descents stop at 1000 steps");
+    let r2 = saddle_argmax(&r1, start);
+    vec![r1[0], r1[1], r2[0], r2[1]]
+}
+
+#[test]
+fn saddle_in_all_four_modes() {
+    for start in [[1.0, 1.0], [0.5, -2.0], [-3.0, 0.25]] {
+        let want = saddle(&start);
+        for mode in ["ff", "fr", "rf", "rr"] {
+            let input = json!({"start": start, "min_runs": 1, "min_seconds": 0});
+            let got = numbers(&evaluate("saddle", mode, input));
+            assert_eq!(got.len(), 4);
+            for i in 0..4 {
+                assert!(
+                    (got[i] - want[i]).abs() <= 1e-12,
+                    "{mode} from {start:?}: {got:?} vs {want:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn saddle_outer_gradients() {
+    let engine = unfad::Engine::new();
+    let src = include_str!("../programs/saddle.ad");
+    let start = [1.0, 1.0];
+    for (seed, p1) in [[0.3, -0.7], [2.0, 1.5], [-1.0, 0.01]].iter().enumerate() {
+        let numeric = fd(|p1| saddle_f(p1, &saddle_argmax(p1, &start)), p1);
+        for mode in ["ff", "fr", "rf", "rr"] {
+            let gradient = engine
+                .compile_entry(src, &format!("outer_grad_{mode}"))
+                .unwrap()
+                .call(&[unfad::Arg::from(&p1[..]), unfad::Arg::from(&start[..])])
+                .unwrap();
+            for i in 0..2 {
+                assert!(
+                    close(gradient[i], 2.0 * p1[i], 1e-12),
+                    "{mode} at {seed}: {gradient:?} vs 2 p1 = {p1:?} * 2"
+                );
+                assert!(
+                    close(gradient[i], numeric[i], 1e-6),
+                    "{mode} at {seed}: {gradient:?} vs fd {numeric:?}"
+                );
+            }
+        }
+    }
+}
+
+/// grad_x p(x; w) of `particle`'s potential and its derivative in the direction (dx, dw):
+/// for each charge c, grad_x 1/|u| = -u/|u|^3 with u = x - c, whose derivative is
+/// -du/|u|^3 + 3 u (u . du)/|u|^5; the first charge (10, 10 - w) moves with w.
+fn particle_force(x: [f64; 2], dx: [f64; 2], w: f64, dw: f64) -> ([f64; 2], [f64; 2]) {
+    let mut g = [0.0; 2];
+    let mut dg = [0.0; 2];
+    for (c, dc) in [([10.0, 10.0 - w], [0.0, -dw]), ([10.0, 0.0], [0.0, 0.0])] {
+        let u = [x[0] - c[0], x[1] - c[1]];
+        let du = [dx[0] - dc[0], dx[1] - dc[1]];
+        let r = (u[0] * u[0] + u[1] * u[1]).sqrt();
+        let udu = u[0] * du[0] + u[1] * du[1];
+        for i in 0..2 {
+            g[i] += -u[i] / r.powi(3);
+            dg[i] += -du[i] / r.powi(3) + 3.0 * u[i] * udu / r.powi(5);
+        }
+    }
+    (g, dg)
+}
+
+/// `particle`'s objective at w, Euler's steps carried with their derivative in w (forward
+/// mode by hand), and the number of steps: (x_f0^2, its derivative, steps).
+fn particle_objective(w: f64) -> (f64, f64, usize) {
+    let (mut x, mut v) = ([0.0, 8.0], [0.75, 0.0]);
+    let (mut dx, mut dv) = ([0.0; 2], [0.0; 2]);
+    let mut steps = 0;
+    loop {
+        steps += 1;
+        let (g, dg) = particle_force(x, dx, w, 1.0);
+        let next = [x[0] + 0.1 * v[0], x[1] + 0.1 * v[1]];
+        if next[1] <= 0.0 {
+            break;
+        }
+        dx = [dx[0] + 0.1 * dv[0], dx[1] + 0.1 * dv[1]];
+        x = next;
+        v = [v[0] + 0.1 * -g[0], v[1] + 0.1 * -g[1]];
+        dv = [dv[0] - 0.1 * dg[0], dv[1] - 0.1 * dg[1]];
+    }
+    let t = -x[1] / v[1];
+    let dt = -(dx[1] * v[1] - x[1] * dv[1]) / (v[1] * v[1]);
+    let xf = x[0] + t * v[0];
+    let dxf = dx[0] + dt * v[0] + t * dv[0];
+    (xf * xf, 2.0 * xf * dxf, steps)
+}
+
+#[test]
+fn particle_gradients_in_all_four_modes() {
+    let engine = unfad::Engine::new();
+    let src = include_str!("../programs/particle.ad");
+    for w in [0.0, 0.1, 0.2071918746486116, 0.35] {
+        let (_, want, steps) = particle_objective(w);
+        assert!(steps < 2000, "the program's Euler loop stops at 2000 steps");
+        let numeric = fd(|w| particle_objective(w[0]).0, &[w])[0];
+        assert!(close(want, numeric, 1e-6), "w={w}: {want} vs fd {numeric}");
+        for mode in ["ff", "fr", "rf", "rr"] {
+            let gradient = engine
+                .compile_entry(src, &format!("gradient_{mode}"))
+                .unwrap()
+                .call(&[unfad::Arg::from(&[w][..])])
+                .unwrap();
+            assert!(
+                close(gradient[0], want, 1e-10),
+                "{mode} at w={w}: {} vs {want}",
+                gradient[0]
+            );
+        }
+    }
+}
+
+#[test]
+fn particle_in_all_four_modes() {
+    for w0 in [0.0, 0.1] {
+        let (want, steps) = argmin(
+            |w| particle_objective(w[0]).0,
+            |w| vec![particle_objective(w[0]).1],
+            &[w0],
+        );
+        assert!(steps < 1000, "the program's descent stops at 1000 steps");
+        for mode in ["ff", "fr", "rf", "rr"] {
+            let input = json!({"w": w0, "min_runs": 1, "min_seconds": 0});
+            let got = evaluate("particle", mode, input).as_f64().unwrap();
+            assert!(
+                (got - want[0]).abs() <= 1e-10,
+                "{mode} from {w0}: {got} vs {}",
+                want[0]
+            );
+        }
+    }
+    // The eval's expected result from w = 0.
+    let got = evaluate("particle", "rr", json!({"w": 0.0}))
+        .as_f64()
+        .unwrap();
+    assert!((got - 0.2071918746486116).abs() <= 1e-12, "{got}");
 }

@@ -50,7 +50,7 @@ fn a_malformed_input_is_an_error_reply() {
 #[test]
 fn unknown_things_are_answered_not_crashed_on() {
     let replies = exchange(&[
-        json!({"id": 0, "kind": "define", "module": "kmeans"}),
+        json!({"id": 0, "kind": "define", "module": "ht"}),
         json!({"id": 1, "kind": "evaluate", "module": "hello", "function": "square", "input": 1.0}),
         json!({"id": 2, "kind": "define", "module": "hello"}),
         json!({"id": 3, "kind": "evaluate", "module": "hello", "function": "cube", "input": 1.0}),
@@ -58,7 +58,7 @@ fn unknown_things_are_answered_not_crashed_on() {
     ]);
     assert_eq!(
         replies[0],
-        json!({"id": 0, "success": false, "error": "unfad has no module `kmeans` (it has hello, lse, gmm, llsq, lstm and ode)"})
+        json!({"id": 0, "success": false, "error": "unfad has no module `ht` (it has hello, lse, gmm, llsq, lstm, ode, kmeans, saddle and particle)"})
     );
     assert_eq!(
         replies[1],
