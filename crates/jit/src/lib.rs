@@ -244,7 +244,7 @@ use unfad_syntax::{Arena, Func};
 pub use compiled::{Bound, Compiled, RawFn};
 pub use error::JitError;
 pub use layout::{Component, Dim, DimExt, PathStep, Shape};
-pub use parallel::{compile_parallel, compile_split_at};
+pub use parallel::{compile_parallel, compile_split_at, compile_whole_unless_long};
 pub use text::{asm_text, clif_text, clif_text_parallel};
 
 use codegen::{build, new_module, typed, ENTRY};

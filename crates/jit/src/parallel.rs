@@ -85,6 +85,22 @@ pub fn compile_parallel(arena: &mut Arena, func: &Func) -> Result<Compiled, JitE
     }
 }
 
+/// [`compile`] for a function best kept whole (a primal: one function fuses what a cut
+/// would store), except a long one, cut into chunks as [`compile_parallel`] cuts it:
+/// compiling a function of `split::CHUNK_MIN_NODES` nodes or more whole takes a time
+/// super-linear in its length (issue 23).
+pub fn compile_whole_unless_long(arena: &mut Arena, func: &Func) -> Result<Compiled, JitError> {
+    type_in_place(arena, func)?;
+    if let Some(chunks) = split::chunks(arena, func) {
+        match compile_chunks(arena, &chunks) {
+            Ok(Some(compiled)) => return Ok(compiled),
+            Ok(None) | Err(JitError::Unsupported(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    compile(arena, func)
+}
+
 /// [`compile_parallel`] with the cut after statement `at` of the chain whatever the
 /// sizes ([`compile`] where there is no such cut), the first part computing the result's
 /// components it can if `take`: the cuts tested on small terms.
@@ -202,7 +218,7 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
 /// and the entry that runs them in order; `None` if the parts do not agree on the
 /// values crossing between them (the function is then compiled as if not cut).
 fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Compiled>> {
-    let isa = host_isa()?;
+    let isa = crate::codegen::long_code_isa()?;
     let mut module = new_module()?;
     let n = chunks.parts.len();
     // The first part takes the function's parameters only; the others add their imports.

@@ -172,8 +172,17 @@ pub fn inline_single_use(arena: &mut Arena, func: &Func) -> Func {
     if inline.is_empty() {
         return func.clone();
     }
+    // A binding used once moves to its use as it is; one used several times (a duplicated
+    // map) is copied at each use, so that every copy has binders of its own. Copying at a
+    // single use too would copy a chain of inlined terms once per link: quadratic in a
+    // long program (issue 23).
+    let several: HashSet<Var> = inline
+        .iter()
+        .filter(|x| get(&u.count, x) > 1)
+        .copied()
+        .collect();
     let mut subst = HashMap::default();
-    let body = rebuild(arena, func.body, &inline, &mut subst);
+    let body = rebuild(arena, func.body, &inline, &several, &mut subst);
     Func {
         body,
         ..func.clone()
@@ -184,6 +193,7 @@ fn rebuild(
     arena: &mut Arena,
     e: ExprId,
     inline: &HashSet<Var>,
+    several: &HashSet<Var>,
     subst: &mut HashMap<Var, ExprId>,
 ) -> ExprId {
     with_stack(|| {
@@ -191,7 +201,8 @@ fn rebuild(
         match node {
             // A fresh copy at each use: an inlined map has binders of its own.
             Node::Var(v) => match subst.get(&v).copied() {
-                Some(r) => arena.copy_fresh(r),
+                Some(r) if several.contains(&v) => arena.copy_fresh(r),
+                Some(r) => r,
                 None => e,
             },
             Node::Let(x, r, b) => {
@@ -204,21 +215,21 @@ fn rebuild(
                 }
                 let mut kept = Vec::new();
                 for (x, r) in chain {
-                    let r2 = rebuild(arena, r, inline, subst);
+                    let r2 = rebuild(arena, r, inline, several, subst);
                     if inline.contains(&x) {
                         subst.insert(x, r2);
                     } else {
                         kept.push((x, r2));
                     }
                 }
-                let mut out = rebuild(arena, cur, inline, subst);
+                let mut out = rebuild(arena, cur, inline, several, subst);
                 for (x, r) in kept.into_iter().rev() {
                     out = arena.add(Node::Let(x, r, out));
                 }
                 out
             }
             _ => {
-                let new = arena.map_children(node, |a, c| rebuild(a, c, inline, subst));
+                let new = arena.map_children(node, |a, c| rebuild(a, c, inline, several, subst));
                 arena.rebuild(e, new)
             }
         }

@@ -228,7 +228,9 @@ impl Engine {
         let primal = unfad_opt::hoist::hoist_invariants(&mut p.program.arena, &p.source);
         // One function: a primal compiles in about a millisecond, and a cut would store the
         // values crossing it where one function fuses them (GMM's objective 12% slower).
-        let compiled = unfad_jit::compile(&p.program.arena, &primal)?;
+        // A long one is cut into chunks all the same: compiling it whole takes a time
+        // super-linear in its length.
+        let compiled = unfad_jit::compile_whole_unless_long(&mut p.program.arena, &primal)?;
         let params = params_of(&p);
         let names = params.iter().map(|p| p.name.clone()).collect();
         let ret = p.source.ret.clone();
