@@ -9,7 +9,11 @@ use unfad_test_support::load;
 fn chain(n: usize) -> String {
     let mut s = String::from("def f(x0: real, w: real): real =\n");
     for i in 1..=n {
-        s.push_str(&format!("  let x{i} = sin(x{}) * w + x{} in\n", i - 1, i - 1));
+        s.push_str(&format!(
+            "  let x{i} = sin(x{}) * w + x{} in\n",
+            i - 1,
+            i - 1
+        ));
     }
     s.push_str(&format!("  x{n}\n"));
     s

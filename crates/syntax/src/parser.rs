@@ -25,7 +25,7 @@ pub struct Parser<'p> {
     pos: usize,
     src: SourceId,
     /// Variables in scope, innermost last.
-    scope: Vec<(String, Var)>,
+    scope: Scope,
     /// The definitions of the texts parsed before this one (the prelude's): callable,
     /// numbered from 0.
     prior: &'p [Def],
@@ -33,6 +33,54 @@ pub struct Parser<'p> {
     parsed: Vec<Def>,
     /// Definitions visible so far, by name (later ones shadow earlier ones).
     defs: HashMap<String, DefId>,
+}
+
+/// The variables in scope: a stack of bindings, innermost last, with the innermost binding
+/// of each name found by a table (a linear search from the top was quadratic in a long
+/// chain of `let`s that reads a parameter, or names a built-in function, in every
+/// statement: issue 23).
+#[derive(Default)]
+struct Scope {
+    /// Each binding, and the index of the binding of the same name it hides.
+    stack: Vec<(String, Var, Option<usize>)>,
+    innermost: HashMap<String, usize>,
+}
+
+impl Scope {
+    fn push(&mut self, (name, v): (String, Var)) {
+        let hidden = self.innermost.insert(name.clone(), self.stack.len());
+        self.stack.push((name, v, hidden));
+    }
+
+    fn len(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// Drop the bindings made since the scope had `depth` of them.
+    fn truncate(&mut self, depth: usize) {
+        while self.stack.len() > depth {
+            let Some((name, _, hidden)) = self.stack.pop() else {
+                break;
+            };
+            match hidden {
+                Some(i) => {
+                    self.innermost.insert(name, i);
+                }
+                None => {
+                    self.innermost.remove(&name);
+                }
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.stack.clear();
+        self.innermost.clear();
+    }
+
+    fn lookup(&self, name: &str) -> Option<Var> {
+        self.innermost.get(name).map(|&i| self.stack[i].1)
+    }
 }
 
 /// Names that can never be bound: built-in functions.
@@ -56,7 +104,7 @@ impl<'p> Parser<'p> {
             toks,
             pos: 0,
             src,
-            scope: Vec::new(),
+            scope: Scope::default(),
             prior,
             parsed: Vec::new(),
             defs,
@@ -65,7 +113,9 @@ impl<'p> Parser<'p> {
 
     /// Bring `vars` into scope, for parsing a lone expression.
     pub fn with_scope(mut self, vars: &[(String, Var)]) -> Self {
-        self.scope.extend(vars.iter().cloned());
+        for v in vars {
+            self.scope.push(v.clone());
+        }
         self
     }
 
@@ -151,11 +201,7 @@ impl<'p> Parser<'p> {
     }
 
     fn lookup(&self, name: &str) -> Option<Var> {
-        self.scope
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| *v)
+        self.scope.lookup(name)
     }
 
     fn add(&mut self, node: Node, span: Span) -> ExprId {
@@ -225,7 +271,10 @@ impl<'p> Parser<'p> {
             None
         };
         self.expect(TokKind::Eq, "before the body of the definition")?;
-        self.scope = params.clone();
+        self.scope.clear();
+        for p in &params {
+            self.scope.push(p.clone());
+        }
         let body = self.expr()?;
         self.scope.clear();
         let param_types = params
