@@ -727,6 +727,12 @@ impl Checker<'_> {
             Reduce(f, z, a) => {
                 let tz = self.infer(z)?;
                 let (_, s) = self.expect_array(a, "the array of `reduce`")?;
+                // A whole-number literal is the unit of a reduction of ints too.
+                let tz = if s != tz && self.int_from_flexible(&s, &tz, z) {
+                    s.clone()
+                } else {
+                    tz
+                };
                 if s != tz {
                     return Err(self.err(
                         e,

@@ -149,3 +149,16 @@ fn errors_say_where_and_what() {
         assert!(msg.contains(want) && msg.contains("line 1"), "{src}: {msg}");
     }
 }
+
+#[test]
+fn a_reduction_of_ints_takes_a_literal_unit() {
+    // The index of the smallest element, by `reduce` over `iota` with the unit `0`.
+    let src = "def f(A: [n]real, k: int) =
+                 let i = reduce (i, j. if A[i] <= A[j] then i else j) 0 (iota len(A)) in
+                 A[i] * real(i + k)";
+    assert_eq!(
+        value(src, &[Arg::from(&A[..]), Arg::from(2.0)]),
+        [-2.0 * 3.0]
+    );
+    check_gradient(src, &A, 2.0);
+}
