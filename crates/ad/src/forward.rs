@@ -561,6 +561,22 @@ impl Forward<'_> {
         Ok(out)
     }
 
+    /// The initial value of a fold or reduction (its value and tangent as atoms, and its
+    /// type) and its array operand.
+    #[allow(clippy::type_complexity)]
+    fn fold_operands(
+        &mut self,
+        z: ExprId,
+        x: ExprId,
+    ) -> Result<(ExprId, Tangent, Type, (ExprId, Tangent, Type)), AdError> {
+        let (vz, tz) = self.expr(z)?;
+        let zty = self.ty(z)?;
+        let vz = self.atom("z", &zty, vz);
+        let tz = self.tangent_atom(&zty, tz);
+        let operand = self.arrays(&[x])?.remove(0);
+        Ok((vz, tz, zty, operand))
+    }
+
     /// The element parameter of a function over `(value, tangent)` pairs: for an operand
     /// with a tangent, a pair parameter destructured into the original parameter `x` and a
     /// fresh tangent `dx` at the top of the body; otherwise `x` itself. Returns the
@@ -664,11 +680,7 @@ impl Forward<'_> {
         z: ExprId,
         x: ExprId,
     ) -> Result<(ExprId, Tangent), AdError> {
-        let (vz, tz) = self.expr(z)?;
-        let zty = self.ty(z)?;
-        let vz = self.atom("z", &zty, vz);
-        let tz = self.tangent_atom(&zty, tz);
-        let operand = self.arrays(&[x])?.remove(0);
+        let (vz, tz, zty, operand) = self.fold_operands(z, x)?;
         let (va, ta, elem) = operand.clone();
         let value = self.a.rebuild(e, Node::Reduce(f, vz, va));
         let value = self.atom("r", &zty, value);
@@ -740,11 +752,7 @@ impl Forward<'_> {
                 return Ok(out);
             }
         }
-        let (vz, tz) = self.expr(z)?;
-        let zty = self.ty(z)?;
-        let vz = self.atom("z", &zty, vz);
-        let tz = self.tangent_atom(&zty, tz);
-        let operand = self.arrays(&[x])?.remove(0);
+        let (vz, tz, zty, operand) = self.fold_operands(z, x)?;
         let (ps, body) = lambda_parts(self.a, f)?;
         let (acc, elem_var) = match (node, ps.as_slice()) {
             (Node::Scanr(..), &[x, acc]) => (acc, x),
@@ -812,11 +820,7 @@ impl Forward<'_> {
         if self.a.accumulation(f).is_none() {
             return Ok(None);
         }
-        let (vz, tz) = self.expr(z)?;
-        let zty = self.ty(z)?;
-        let vz = self.atom("z", &zty, vz);
-        let tz = self.tangent_atom(&zty, tz);
-        let operand = self.arrays(&[x])?.remove(0);
+        let (vz, tz, zty, operand) = self.fold_operands(z, x)?;
         let value = self.a.rebuild(e, Node::Foldl(f, vz, operand.0));
         let value = self.atom("r", &zty, value);
         // The tangent's fold, from a copy of the function.

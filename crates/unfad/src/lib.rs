@@ -182,7 +182,7 @@ impl Engine {
         wrt.sort_unstable();
         let grad = p.optimized_reverse(&wrt)?;
         let compiled = unfad_jit::compile_parallel(&mut p.program.arena, &grad)?;
-        let params = params_of(&p);
+        let params = params_of(&p.program.arena, &p.source.params);
         let names = params.iter().map(|p| p.name.clone()).collect();
         let sources = Sources::of(&p);
         self.keep_arena(p.into_arena());
@@ -231,52 +231,38 @@ impl Engine {
         // A long one is cut into chunks all the same: compiling it whole takes a time
         // super-linear in its length.
         let compiled = unfad_jit::compile_whole_unless_long(&mut p.program.arena, &primal)?;
-        let params = params_of(&p);
+        let source = p.source.clone();
+        Ok(self.func(p, compiled, &source))
+    }
+
+    /// The compiled `func` of the pipeline `p` (its entry point, or a function derived from
+    /// it), its parameters named by their variables; `p`'s arena is kept for later
+    /// compilations.
+    fn func(&self, p: Pipeline, compiled: Compiled, func: &unfad_syntax::Func) -> Func {
+        let params = params_of(&p.program.arena, &func.params);
         let names = params.iter().map(|p| p.name.clone()).collect();
-        let ret = p.source.ret.clone();
         let sources = Sources::of(&p);
         self.keep_arena(p.into_arena());
-        Ok(Func {
+        Func {
             compiled,
             sources,
             params,
             names,
-            ret,
+            ret: func.ret.clone(),
             pool: Mutex::new(Vec::new()),
-        })
+        }
     }
 }
 
 impl Engine {
-    /// Compile a function the pipeline `p` derived from its entry point (a jvp, an hvp):
-    /// its parameters are its own, named by their variables.
+    /// Compile a function the pipeline `p` derived from its entry point (a jvp, an hvp).
     fn compile_derived(
         &self,
         mut p: Pipeline,
         derived: &unfad_syntax::Func,
     ) -> Result<Func, Error> {
         let compiled = unfad_jit::compile_parallel(&mut p.program.arena, derived)?;
-        let arena = &p.program.arena;
-        let params: Vec<Param> = derived
-            .params
-            .iter()
-            .map(|&v| Param {
-                name: arena.var_name(v).to_string(),
-                ty: arena.var_type(v).cloned().expect("typed"),
-            })
-            .collect();
-        let names = params.iter().map(|p| p.name.clone()).collect();
-        let ret = derived.ret.clone();
-        let sources = Sources::of(&p);
-        self.keep_arena(p.into_arena());
-        Ok(Func {
-            compiled,
-            sources,
-            params,
-            names,
-            ret,
-            pool: Mutex::new(Vec::new()),
-        })
+        Ok(self.func(p, compiled, derived))
     }
 }
 
@@ -286,11 +272,9 @@ struct Param {
     ty: Type,
 }
 
-fn params_of(p: &Pipeline) -> Vec<Param> {
-    let arena = &p.program.arena;
-    p.source
-        .params
-        .iter()
+/// The parameters `vars` (typed variables of `arena`) by name and type.
+fn params_of(arena: &unfad_syntax::Arena, vars: &[unfad_syntax::Var]) -> Vec<Param> {
+    vars.iter()
         .map(|&v| Param {
             name: arena.var_name(v).to_string(),
             ty: arena.var_type(v).cloned().expect("typed"),
