@@ -100,6 +100,7 @@ fn tangents_agree_with_dual_numbers_on_random_programs_with_indexing() {
 /// interpreter's nested dual numbers, on random programs returning a real.
 fn check_hessian_vector_products(features: &Features, seeds: std::ops::Range<u64>) -> usize {
     let (mut checked, mut refused) = (0, 0);
+    let (mut fd_total, mut fd_agree) = (0, 0);
     for seed in seeds {
         let g = generate(seed, features);
         let (mut prog, func) = load(&g.source);
@@ -114,6 +115,16 @@ fn check_hessian_vector_products(features: &Features, seeds: std::ops::Range<u64
         else {
             continue;
         };
+        // The independent check by finite differences of forward-mode gradients: it fails
+        // where the program is not smooth near the point (a branch, `max`, `abs` changing
+        // within the step), so it must hold on most programs, not all.
+        if let Ok(fd) = unfad_interp::fd_hvp(&prog.arena, &func, &args, &dirs, 1e-5) {
+            fd_total += 1;
+            let agrees = fd.iter().zip(&expected).all(|(f, e)| {
+                f.len() == e.len() && f.iter().zip(e).all(|(x, y)| close(*x, *y, 1e-4))
+            });
+            fd_agree += usize::from(agrees);
+        }
         let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &wrt).unwrap();
         let grad = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
         let mut fargs = args.clone();
@@ -178,9 +189,10 @@ fn check_hessian_vector_products(features: &Features, seeds: std::ops::Range<u64
         refused * 10 <= checked,
         "reverse over reverse refused {refused} of {checked} programs"
     );
+    eprintln!("finite differences agree with nested duals on {fd_agree} of {fd_total}");
     assert!(
-        refused * 10 <= checked,
-        "reverse over reverse refused {refused} of {checked} programs"
+        fd_agree * 10 >= fd_total * 9,
+        "finite differences agree with the nested duals on only {fd_agree} of {fd_total} programs"
     );
     checked
 }

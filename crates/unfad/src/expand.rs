@@ -128,6 +128,24 @@ fn derivative(
             Ok(bind_all(arena, &params, args, body))
         }
         Derivative::Jvp => {
+            // A tangent written as zeros (`zeros_like(x)`, `0`) is a symbolic zero: its
+            // parameter is held fixed, and nothing of its tangent is computed.
+            let written_zero = |arena: &Arena, t: ExprId| match arena[t] {
+                Node::ZerosLike(_) => true,
+                Node::Const(c) => c == 0.0,
+                _ => false,
+            };
+            let differentiated: Vec<usize> = match arena[args[1]] {
+                Node::Tuple(l) if params.len() > 1 => {
+                    let items = arena.exprs(l).to_vec();
+                    differentiated
+                        .into_iter()
+                        .filter(|&i| !written_zero(arena, items[i]))
+                        .collect()
+                }
+                _ if written_zero(arena, args[1]) => Vec::new(),
+                _ => differentiated,
+            };
             let fwd = unfad_ad::forward(arena, &func, &differentiated)?;
             let fwd = optimize(arena, &fwd)?;
             // `let (x_1, ..., x_k) = P in let (t_1, ..., t_k) = T in` the forward
