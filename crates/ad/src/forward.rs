@@ -100,7 +100,7 @@ pub fn forward(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, Ad
             )));
         };
         let name = format!("d{}", fw.a.var_name(p));
-        let dp = fw.a.fresh_var(&name, Some(tangent_type(&types[i])));
+        let dp = fw.a.fresh_var(&name, Some(types[i].tangent()));
         params.push(dp);
         if types[i].has_reals() {
             let e = fw.a.var(dp);
@@ -117,7 +117,7 @@ pub fn forward(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, Ad
         name: func.name.clone(),
         params,
         body,
-        ret: Type::tuple(vec![func.ret.clone(), tangent_type(&func.ret)]),
+        ret: Type::tuple(vec![func.ret.clone(), func.ret.tangent()]),
     })
 }
 
@@ -152,7 +152,7 @@ impl Forward<'_> {
     fn tangent_atom(&mut self, ty: &Type, t: Tangent) -> Tangent {
         match t {
             Tangent::Zero => Tangent::Zero,
-            Tangent::Of(e) => Tangent::Of(self.atom("d", &tangent_type(ty), e)),
+            Tangent::Of(e) => Tangent::Of(self.atom("d", &ty.tangent(), e)),
         }
     }
 
@@ -214,7 +214,7 @@ impl Forward<'_> {
                 self.push(Binding::Tuple(xs.clone(), v1));
                 if let Tangent::Of(t) = t1 {
                     let ty = self.ty(e1)?;
-                    let t = self.atom("d", &tangent_type(&ty), t);
+                    let t = self.atom("d", &ty.tangent(), t);
                     for (i, &x) in xs.iter().enumerate() {
                         let c = component(self.a, t, i);
                         self.bind_tangent(x, Tangent::Of(c))?;
@@ -313,7 +313,7 @@ impl Forward<'_> {
             let t = if build::is_atom(self.a, t) {
                 t
             } else {
-                let dx = self.a.fresh_var(&name, Some(tangent_type(&ty)));
+                let dx = self.a.fresh_var(&name, Some(ty.tangent()));
                 self.push(Binding::Let(dx, t));
                 self.a.var(dx)
             };
@@ -509,7 +509,7 @@ impl Forward<'_> {
             return Ok((choice, Tangent::Zero));
         }
         let v = self.a.fresh_var("v", Some(ty.clone()));
-        let dv = self.a.fresh_var("dv", Some(tangent_type(&ty)));
+        let dv = self.a.fresh_var("dv", Some(ty.tangent()));
         self.push(Binding::Tuple(vec![v, dv], choice));
         let (v, dv) = (self.a.var(v), self.a.var(dv));
         Ok((v, Tangent::Of(dv)))
@@ -590,13 +590,12 @@ impl Forward<'_> {
             Tangent::Zero => Ok((x, *value, None)),
             Tangent::Of(t) => {
                 let name = format!("d{}", self.a.var_name(x));
-                let dx = self.a.fresh_var(&name, Some(tangent_type(elem)));
+                let dx = self.a.fresh_var(&name, Some(elem.tangent()));
                 let dxe = self.a.var(dx);
                 self.tangents.insert(x, dxe);
-                let pair = Type::tuple(vec![elem.clone(), tangent_type(elem)]);
+                let pair = Type::tuple(vec![elem.clone(), elem.tangent()]);
                 let p = self.a.fresh_var("p", Some(pair));
-                let zipped =
-                    elem::zip(self.a, *value, *t, ("x", elem), ("dx", &tangent_type(elem)))?;
+                let zipped = elem::zip(self.a, *value, *t, ("x", elem), ("dx", &elem.tangent()))?;
                 Ok((p, zipped, Some((vec![x, dx], p))))
             }
         }
@@ -656,15 +655,15 @@ impl Forward<'_> {
             [x, y] => Node::Map2(lam, x, y),
             _ => return internal("a map of more than two arrays"),
         };
-        let pairs_ty = Type::array(
-            match &ty {
-                Type::Array(n, _) => n.clone(),
-                _ => unreachable!(),
-            },
-            Type::tuple(vec![out_elem.clone(), tangent_type(&out_elem)]),
-        );
+        let pair = Type::tuple(vec![out_elem.clone(), out_elem.tangent()]);
         let r = self.a.rebuild(e, node);
-        let r = self.atom("R", &pairs_ty, r);
+        self.columns(r, &Type::array(array_size(&ty), pair))
+    }
+
+    /// The value and tangent of an array of `(value, tangent)` pairs (of type `ty`): its
+    /// two columns, from the array bound once.
+    fn columns(&mut self, pairs: ExprId, ty: &Type) -> Result<(ExprId, Tangent), AdError> {
+        let r = self.atom("R", ty, pairs);
         let value = elem::column(self.a, r, 0)?;
         let tangent = elem::column(self.a, r, 1)?;
         Ok((value, Tangent::Of(tangent)))
@@ -703,14 +702,14 @@ impl Forward<'_> {
         // value's).
         let g = self.a.copy_fresh(f);
         let (s, t, body) = elem::binary_lambda(self.a, g)?;
-        let pair_ty = Type::tuple(vec![elem.clone(), tangent_type(&elem)]);
+        let pair_ty = Type::tuple(vec![elem.clone(), elem.tangent()]);
         let (sp, tp) = (
             self.a.fresh_var("s", Some(pair_ty.clone())),
             self.a.fresh_var("t", Some(pair_ty.clone())),
         );
         let (ds, dt) = (
-            self.a.fresh_var("ds", Some(tangent_type(&elem))),
-            self.a.fresh_var("dt", Some(tangent_type(&elem))),
+            self.a.fresh_var("ds", Some(elem.tangent())),
+            self.a.fresh_var("dt", Some(elem.tangent())),
         );
         self.open();
         let (dse, dte) = (self.a.var(ds), self.a.var(dt));
@@ -729,7 +728,7 @@ impl Forward<'_> {
         let dz = self.whole(tz, &zty, vz)?;
         let init = self.a.tuple(&[vz, dz]);
         let da = self.whole(ta, &Type::array(array_size(&self.ty(x)?), elem.clone()), va)?;
-        let zipped = elem::zip(self.a, va, da, ("x", &elem), ("dx", &tangent_type(&elem)))?;
+        let zipped = elem::zip(self.a, va, da, ("x", &elem), ("dx", &elem.tangent()))?;
         let r = self.a.add(Node::Reduce(op, init, zipped));
         let r = self.atom("R", &pair_ty, r);
         let t = self.a.proj(1, r);
@@ -760,10 +759,9 @@ impl Forward<'_> {
             _ => return internal("a fold's function of other than two parameters"),
         };
         self.open();
-        let dacc = self.a.fresh_var(
-            &format!("d{}", self.a.var_name(acc)),
-            Some(tangent_type(&zty)),
-        );
+        let dacc = self
+            .a
+            .fresh_var(&format!("d{}", self.a.var_name(acc)), Some(zty.tangent()));
         let dacc_e = self.a.var(dacc);
         self.tangents.insert(acc, dacc_e);
         let (p, arr, pair) = self.element_param(elem_var, &operand)?;
@@ -778,7 +776,7 @@ impl Forward<'_> {
         let result = self.a.tuple(&[vb, tb]);
         let inner = self.close(result);
         let inner = self.destructure(inner, vec![pair]);
-        let state_ty = Type::tuple(vec![zty.clone(), tangent_type(&zty)]);
+        let state_ty = Type::tuple(vec![zty.clone(), zty.tangent()]);
         let state = self.a.fresh_var("s", Some(state_ty.clone()));
         let se = self.a.var(state);
         let inner = self.a.let_tuple(&[acc, dacc], se, inner);
@@ -798,10 +796,7 @@ impl Forward<'_> {
             }
             _ => {
                 let ty = Type::array(array_size(&self.ty(e)?), state_ty);
-                let r = self.atom("R", &ty, r);
-                let value = elem::column(self.a, r, 0)?;
-                let t = elem::column(self.a, r, 1)?;
-                Ok((value, Tangent::Of(t)))
+                self.columns(r, &ty)
             }
         }
     }
@@ -844,7 +839,7 @@ impl Forward<'_> {
         }
         let dacc = self.a.fresh_var(
             &format!("d{}", self.a.var_name(acc.acc)),
-            Some(tangent_type(&zty)),
+            Some(zty.tangent()),
         );
         let scattered = match tv {
             Tangent::Of(dv) => {
@@ -860,18 +855,6 @@ impl Forward<'_> {
         let dz = self.whole(tz, &zty, vz)?;
         let t = self.a.add(Node::Foldl(lam, dz, arr));
         Ok(Some((value, Tangent::Of(t))))
-    }
-}
-
-/// The type of the tangents of values of type `ty`: `ty` with its ints made reals (a
-/// tangent is a real 0 where the value is an int; ints are carried as reals, so the two
-/// are laid out alike).
-pub(crate) fn tangent_type(ty: &Type) -> Type {
-    match ty {
-        Type::Int => Type::Real,
-        Type::Tuple(items) => Type::tuple(items.iter().map(tangent_type).collect()),
-        Type::Array(n, elem) => Type::array(n.clone(), tangent_type(elem)),
-        t => t.clone(),
     }
 }
 

@@ -5,9 +5,9 @@
 
 use unfad_ad::checks::check_unique_binders;
 use unfad_interp::{args_from_json, directional_derivative, eval_func, Value};
-use unfad_syntax::{print_func, Func};
+use unfad_syntax::{print_func, Func, Program};
 use unfad_test_support::{close, load};
-use unfad_testgen::{generate, Features, Rng};
+use unfad_testgen::{generate, Features, Generated, Rng};
 
 /// Random tangents shaped like `args`, as values and as flat leaves.
 fn directions(seed: u64, args: &[Value<f64>]) -> (Vec<Value<f64>>, Vec<Vec<f64>>) {
@@ -20,14 +20,24 @@ fn directions(seed: u64, args: &[Value<f64>]) -> (Vec<Value<f64>>, Vec<Vec<f64>>
     (values, flat)
 }
 
+/// Random program `seed`, loaded, its input, and the parameters holding reals.
+fn program(
+    seed: u64,
+    features: &Features,
+) -> (Generated, Program, Func, Vec<Value<f64>>, Vec<usize>) {
+    let g = generate(seed, features);
+    let (prog, func) = load(&g.source);
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+    let types = func.param_types(&prog.arena);
+    let wrt = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+    (g, prog, func, args, wrt)
+}
+
 fn check_programs(features: &Features, seeds: std::ops::Range<u64>) -> usize {
     let mut checked = 0;
     for seed in seeds {
-        let g = generate(seed, features);
-        let (mut prog, func) = load(&g.source);
-        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+        let (g, mut prog, func, args, wrt) = program(seed, features);
         let types = func.param_types(&prog.arena);
-        let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
         let (dirs, flat) = directions(seed, &args);
         let mut tangent_flat = flat.clone();
         for (i, t) in types.iter().enumerate() {
@@ -102,11 +112,7 @@ fn check_hessian_vector_products(features: &Features, seeds: std::ops::Range<u64
     let (mut checked, mut refused) = (0, 0);
     let (mut fd_total, mut fd_agree) = (0, 0);
     for seed in seeds {
-        let g = generate(seed, features);
-        let (mut prog, func) = load(&g.source);
-        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
-        let types = func.param_types(&prog.arena);
-        let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+        let (g, mut prog, func, args, wrt) = program(seed, features);
         if wrt.is_empty() {
             continue;
         }
@@ -213,11 +219,7 @@ fn tangents_of_results_of_any_type_agree_with_dual_numbers() {
     };
     let mut checked = 0;
     for seed in 0..300 {
-        let g = generate(seed, &features);
-        let (mut prog, func) = load(&g.source);
-        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
-        let types = func.param_types(&prog.arena);
-        let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+        let (g, mut prog, func, args, wrt) = program(seed, &features);
         let (dirs, _) = directions(seed, &args);
         let Ok((value, tangent)) = unfad_interp::jvp(&prog.arena, &func, &args, &dirs) else {
             continue;

@@ -59,8 +59,8 @@ impl Loaded {
         p.source.param_types(&p.program.arena)
     }
 
-    fn options(&self) -> (Vec<&str>, Option<&str>) {
-        (self.wrt_names.iter().map(String::as_str).collect(), None)
+    fn wrt_strs(&self) -> Vec<&str> {
+        self.wrt_names.iter().map(String::as_str).collect()
     }
 }
 
@@ -108,12 +108,8 @@ fn read_direction(
     };
     let names = l.names();
     for (i, name) in names.iter().enumerate() {
-        if !l.wrt.contains(&i) || !map.contains_key(name) {
-            if let Some(v) = l.input_json.get(name) {
-                if !l.wrt.contains(&i) {
-                    map.insert(name.clone(), v.clone());
-                }
-            }
+        if let (false, Some(v)) = (l.wrt.contains(&i), l.input_json.get(name)) {
+            map.insert(name.clone(), v.clone());
         }
     }
     let p = &l.pipeline;
@@ -178,7 +174,7 @@ pub fn jvp(
 ) -> Result<(), Reported> {
     let l = load_request(&Request::new(file, input, entry, wrt), io)?;
     let tangents = read_direction(&l, tangent, "tangent", io)?;
-    let (names, _) = l.options();
+    let names = l.wrt_strs();
     let f = match Engine::new().compile_jvp_with(
         &l.text,
         GradOptions {
@@ -226,7 +222,7 @@ pub enum SecondOrderOutput<'a> {
 /// `unfad hvp` and `unfad hessian`.
 pub fn second_order(r: &Request, output: SecondOrderOutput, io: &mut Io) -> Result<(), Reported> {
     let l = load_request(r, io)?;
-    let (names, _) = l.options();
+    let names = l.wrt_strs();
     let options = GradOptions {
         entry: r.entry,
         wrt: Some(&names),

@@ -201,15 +201,7 @@ pub fn jvp(
     args: &[Value<f64>],
     tangents: &[Value<f64>],
 ) -> Result<(Value<f64>, Value<f64>), EvalError> {
-    if !is_ground(&func.ret) {
-        return Err(EvalError(
-            format!(
-                "the function returns `{}`, which holds a function",
-                func.ret
-            ),
-            None,
-        ));
-    }
+    ground_result(func)?;
     let masks = check_like_args(arena, func, args, tangents, "tangent")?;
     let duals: Vec<Value<Dual>> = args
         .iter()
@@ -442,15 +434,7 @@ pub fn eval_with_derivatives(
     func: &Func,
     args: &[Value<f64>],
 ) -> Result<Value<f64>, EvalError> {
-    if !is_ground(&func.ret) {
-        return Err(EvalError(
-            format!(
-                "the function returns `{}`, which holds a function",
-                func.ret
-            ),
-            None,
-        ));
-    }
+    ground_result(func)?;
     let tagged: Vec<Value<Tagged>> = args
         .iter()
         .map(|a| a.map_leaves(&mut Tagged::Real))
@@ -498,4 +482,18 @@ pub fn gradient_with_derivatives(
         grads.push(g);
     }
     Ok((value, grads))
+}
+
+/// An error unless `func` returns a value without functions (what the oracles give back).
+fn ground_result(func: &Func) -> Result<(), EvalError> {
+    if is_ground(&func.ret) {
+        return Ok(());
+    }
+    Err(EvalError(
+        format!(
+            "the function returns `{}`, which holds a function",
+            func.ret
+        ),
+        None,
+    ))
 }

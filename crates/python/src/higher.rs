@@ -10,7 +10,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use unfad::{Arg, GradOptions, Pipeline, SecondOrder};
+use unfad::{Arg, GradOptions, SecondOrder};
 use unfad_syntax::{SizeBindings, Type};
 
 use crate::convert::{self, Held, Params, Reader};
@@ -101,11 +101,8 @@ pub fn compile_hessian(
 ) -> PyResult<HessianFunction> {
     compile_derivative(py, entry.as_deref(), wrt, |options| {
         let hessian = engine().compile_hessian_with(&source, options)?;
-        // `HessianFn` does not show its inner function: the parameters' types come from
-        // the typed entry point (parsing and checking again, no code generation).
-        let pipeline = Pipeline::load(&source, options.entry)?;
-        let types = pipeline.source.param_types(&pipeline.program.arena);
-        let params = params_of(hessian.param_names(), |k| types.get(k).cloned())?;
+        let func = hessian.function();
+        let params = params_of(hessian.param_names(), |k| func.param_type(k).cloned())?;
         Ok(HessianFunction { hessian, params })
     })
 }

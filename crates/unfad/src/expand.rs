@@ -40,7 +40,7 @@ pub(crate) fn has_derivatives(arena: &Arena, e: ExprId) -> bool {
     })
 }
 
-/// `e` with every derivative expanded (`e` itself if it has none).
+/// `e` with every derivative expanded (an equal term if it has none).
 pub(crate) fn expand(arena: &mut Arena, e: ExprId) -> Result<ExprId, ExpandError> {
     let mut memo = HashMap::default();
     expand_rec(arena, e, &mut memo)
@@ -55,9 +55,8 @@ fn expand_rec(
         return Ok(r);
     }
     let r = with_stack(|| -> Result<ExprId, ExpandError> {
-        if !has_derivatives(arena, e) {
-            return Ok(e);
-        }
+        // Nodes without a derivative below come back as they are (`rebuild` of unchanged
+        // children), so one walk serves; the caller checked that there is one at all.
         let node = arena[e];
         let mut failure = None;
         let new = arena.map_children(node, |a, c| match expand_rec(a, c, memo) {

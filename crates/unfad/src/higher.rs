@@ -265,6 +265,12 @@ impl HessianFn {
     pub fn wrt(&self) -> &[usize] {
         self.hvp.wrt()
     }
+
+    /// The compiled Hessian-vector product it calls once per real input (see
+    /// [`HvpFn::function`]).
+    pub fn function(&self) -> &Func {
+        self.hvp.function()
+    }
 }
 
 /// Directions shaped like `args`, with the data of `buffers` for the parameters of `wrt`
