@@ -108,8 +108,7 @@ fn map_with_free_variables() {
             def f(A: [n]real, w: real, b: real): ([n]real, real, real) =
               let G =
                 map (a.
-                  let v5 = w * a + b in
-                  let z = 1 - tanh(v5) * tanh(v5) in
+                  let z = one_minus_sq(tanh(w * a + b)) in
                   (w * z, a * z, z)) A
               in
               (map (g. fst g) G, reduce + 0 (map (g_1. snd g_1) G), reduce + 0 (map (g_2. g_2.2) G))
@@ -144,7 +143,7 @@ fn foldl_of_reals() {
               let S = scanl (h, x. tanh(w * h + u * x)) h0 xs in
               let G =
                 map2 (q, next.
-                  let z = 1 - next * next in
+                  let z = one_minus_sq(next) in
                   (w * z, u * z, fst q * z, snd q * z)) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) xs) (shift1L S)
               in
               let A3 = scanr * 1 (shift1L (map (g. fst g) G)) in
@@ -175,8 +174,8 @@ fn foldl_with_constants_reads_each_next_state_from_the_scan() {
             def f(A: [n]real): [n]real =
               let S = scanl (h, a. tanh(0.9 * h + a)) 0 A in
               map2 (a_1, next.
-                let b = 1 - next * next in
-                a_1 * b) (scanr * 1 (shift1L (map (next_1. 0.9 * (1 - next_1 * next_1)) (shift1L S)))) (shift1L S)
+                let b = one_minus_sq(next) in
+                a_1 * b) (scanr * 1 (shift1L (map (next_1. 0.9 * one_minus_sq(next_1)) (shift1L S)))) (shift1L S)
         "#]],
     );
     agrees(src, r#"{"A": [0.5, -1, 2, 0.25]}"#);
@@ -289,14 +288,13 @@ fn max_min_abs() {
     check(
         src,
         expect![[r#"
-        def f(x: real, y: real): (real, real) =
-          let v6 = min(x, y) in
-          let v9 = abs(y) in
-          (
-            (if x <= y then v9 else 0) + (if 0 >= x then 0 else 1),
-            (if y > 0 then v6 else if y < 0 then -v6 else 0) + (if x <= y then 0 else v9)
-          )
-    "#]],
+            def f(x: real, y: real): (real, real) =
+              let v9 = abs(y) in
+              (
+                (if x <= y then v9 else 0) + (if 0 >= x then 0 else 1),
+                sign0(y) * min(x, y) + (if x <= y then 0 else v9)
+              )
+        "#]],
     );
     agrees(src, r#"{"x": 0.5, "y": -0.25}"#);
 }
@@ -878,7 +876,7 @@ fn foldl_capturing_several_weights() {
               let S = scanl (h, x. tanh(w * h + u * x + b)) h0 xs in
               let G =
                 map2 (q, next.
-                  let z = 1 - next * next in
+                  let z = one_minus_sq(next) in
                   (w * z, u * z, fst q * z, snd q * z, z)) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) xs) (shift1L S)
               in
               let A3 = scanr * 1 (shift1L (map (g. fst g) G)) in
@@ -904,22 +902,22 @@ fn map_capturing_several_weights() {
     check(
         src,
         expect![[r#"
-        def f(A: [n]real, B: [n]real, w: real, b: real, c: real, d: real): ([n]real, [n]real, real, real, real, real) =
-          let G =
-            map2 (a, e.
-              let v7 = tanh(w * a + b * e) in
-              let z = (1 - v7 * v7) * c in
-              (w * z, d + b * z, a * z, e * z, v7, e)) A B
-          in
-          (
-            map (g. fst g) G,
-            map (g_1. snd g_1) G,
-            reduce + 0 (map (g_2. g_2.2) G),
-            reduce + 0 (map (g_3. g_3.3) G),
-            reduce + 0 (map (g_4. g_4.4) G),
-            reduce + 0 (map (g_5. g_5.5) G)
-          )
-    "#]],
+            def f(A: [n]real, B: [n]real, w: real, b: real, c: real, d: real): ([n]real, [n]real, real, real, real, real) =
+              let G =
+                map2 (a, e.
+                  let v7 = tanh(w * a + b * e) in
+                  let z = one_minus_sq(v7) * c in
+                  (w * z, d + b * z, a * z, e * z, v7, e)) A B
+              in
+              (
+                map (g. fst g) G,
+                map (g_1. snd g_1) G,
+                reduce + 0 (map (g_2. g_2.2) G),
+                reduce + 0 (map (g_3. g_3.3) G),
+                reduce + 0 (map (g_4. g_4.4) G),
+                reduce + 0 (map (g_5. g_5.5) G)
+              )
+        "#]],
     );
     agrees(
         src,

@@ -40,7 +40,7 @@ use unfad_syntax::fast_hash::FastMap as HashMap;
 use unfad_syntax::{Arena, BinOp, CmpOp, ExprId, Func, Node, Type, UnOp, Var};
 
 use crate::build::{self, component};
-use crate::derivatives::{binary_partials, unary_partial};
+use crate::derivatives::{binary_partials, unary_partial_with};
 use crate::elem::{self, lambda_parts};
 use crate::error::{internal, AdError};
 use crate::ground;
@@ -376,35 +376,13 @@ impl Forward<'_> {
         let value = self.a.rebuild(e, Node::Op1(op, vx));
         let y = self.atom("y", &Type::Real, value);
         let a = &mut *self.a;
-        let one = a.constant(1.0);
         // The derivative from the value where it is cheaper (`exp' = exp`, `tanh' = 1 -
-        // tanh²`), as the interpreter's dual numbers compute it.
+        // tanh²`): the table reads the bound value `y` instead of computing it again.
         let t = match op {
             UnOp::Neg => a.op1(UnOp::Neg, dx),
-            UnOp::Exp => build::mul(a, y, dx),
-            UnOp::Tan => {
-                let yy = build::mul(a, y, y);
-                let d = build::add(a, one, yy);
-                build::mul(a, d, dx)
-            }
-            UnOp::Tanh => {
-                let yy = build::mul(a, y, y);
-                let d = build::sub(a, one, yy);
-                build::mul(a, d, dx)
-            }
-            UnOp::Sigmoid => {
-                let rest = build::sub(a, one, y);
-                let d = build::mul(a, y, rest);
-                build::mul(a, d, dx)
-            }
-            UnOp::Sqrt => {
-                let half = a.constant(0.5);
-                let d = build::div(a, half, y);
-                build::mul(a, d, dx)
-            }
             UnOp::Log => build::div(a, dx, vx),
             _ => {
-                let d = unary_partial(a, op, vx);
+                let d = unary_partial_with(a, op, vx, Some(y));
                 build::mul(a, d, dx)
             }
         };

@@ -5,7 +5,7 @@
 
 use std::fmt::Debug;
 
-use unfad_syntax::{BinOp, UnOp};
+use unfad_syntax::{BinOp, Partial, Partial2, UnOp};
 
 /// A number type closed under the language's scalar operators.
 ///
@@ -173,8 +173,42 @@ pub(crate) fn unary_with_derivative<S: Scalar>(op: UnOp, x: &S) -> (S, S) {
         UnOp::Log1p => div(c(1.0), add(c(1.0), x.clone())),
         UnOp::Expm1 => un(UnOp::Exp, x),
         UnOp::ToReal => c(0.0),
+        UnOp::Partial(p) => partial_derivative(p, x),
     };
     (v, dv)
+}
+
+/// The derivative of the primitive derivative `p` at `u` (its operand), which only
+/// derivatives of derivatives meet: formulas written out, independently of the
+/// differentiator's own table.
+fn partial_derivative<S: Scalar>(p: Partial, u: &S) -> S {
+    let two_u = || mul(c(2.0), u.clone());
+    match p {
+        Partial::NegSin => un(UnOp::Neg, &un(UnOp::Cos, u)),
+        Partial::OnePlusSquare => two_u(),
+        Partial::OneMinusSquare => un(UnOp::Neg, &two_u()),
+        Partial::Logistic => sub(c(1.0), two_u()),
+        Partial::HalfReciprocal => div(c(-0.5), mul(u.clone(), u.clone())),
+        Partial::ReciprocalOnePlus => {
+            let d = add(c(1.0), u.clone());
+            div(c(-1.0), mul(d.clone(), d))
+        }
+        Partial::ReciprocalOnePlusSquare => {
+            let d = add(c(1.0), mul(u.clone(), u.clone()));
+            div(un(UnOp::Neg, &two_u()), mul(d.clone(), d))
+        }
+        Partial::ReciprocalSqrtOneMinusSquare | Partial::NegReciprocalSqrtOneMinusSquare => {
+            // ±x / (1 - x²)^(3/2)
+            let m = sub(c(1.0), mul(u.clone(), u.clone()));
+            let d = div(u.clone(), mul(m.clone(), un(UnOp::Sqrt, &m)));
+            if p == Partial::ReciprocalSqrtOneMinusSquare {
+                d
+            } else {
+                un(UnOp::Neg, &d)
+            }
+        }
+        Partial::Sign => c(0.0),
+    }
 }
 
 /// `op(x, y)` and its partial derivatives in `x` and in `y`, computed in `S`'s arithmetic
@@ -207,8 +241,61 @@ pub(crate) fn binary_with_partials<S: Scalar>(op: BinOp, x: &S, y: &S) -> (S, S,
             let r = add(mul(x.clone(), x.clone()), mul(y.clone(), y.clone()));
             (div(y.clone(), r.clone()), div(un(UnOp::Neg, x), r))
         }
+        BinOp::Partial(p) => partial2_partials(p, x, y),
     };
     (v, dx, dy)
+}
+
+/// The partials of the primitive `p` at `(x, y)`, which only derivatives of derivatives
+/// meet: formulas written out, independently of the differentiator's own table.
+fn partial2_partials<S: Scalar>(p: Partial2, x: &S, y: &S) -> (S, S) {
+    let pow = |b: S, e: S| S::binary(BinOp::Pow, b, e);
+    match p {
+        // y x^(y-1): (y (y-1) x^(y-2), x^(y-1) (1 + y log x))
+        Partial2::PowFirst => {
+            let ym1 = sub(y.clone(), c(1.0));
+            let d1 = mul(
+                mul(y.clone(), ym1.clone()),
+                pow(x.clone(), sub(y.clone(), c(2.0))),
+            );
+            let d2 = if x.value() == 0.0 {
+                pow(x.clone(), ym1)
+            } else {
+                mul(
+                    pow(x.clone(), ym1),
+                    add(c(1.0), mul(y.clone(), un(UnOp::Log, x))),
+                )
+            };
+            (d1, d2)
+        }
+        // x^y log x, 0 at x = 0: (x^(y-1) (y log x + 1), x^y (log x)²)
+        Partial2::PowSecond => {
+            if x.value() == 0.0 {
+                return (c(0.0), c(0.0));
+            }
+            let l = un(UnOp::Log, x);
+            let d1 = mul(
+                pow(x.clone(), sub(y.clone(), c(1.0))),
+                add(mul(y.clone(), l.clone()), c(1.0)),
+            );
+            let d2 = mul(pow(x.clone(), y.clone()), mul(l.clone(), l));
+            (d1, d2)
+        }
+        Partial2::Atan2First | Partial2::Atan2Second => {
+            let r = add(mul(x.clone(), x.clone()), mul(y.clone(), y.clone()));
+            let rr = mul(r.clone(), r);
+            let cross = div(mul(c(2.0), mul(x.clone(), y.clone())), rr.clone());
+            let square = div(
+                sub(mul(x.clone(), x.clone()), mul(y.clone(), y.clone())),
+                rr,
+            );
+            if p == Partial2::Atan2First {
+                (un(UnOp::Neg, &cross), square)
+            } else {
+                (square, cross)
+            }
+        }
+    }
 }
 
 impl<S: Scalar> Scalar for Dual<S> {

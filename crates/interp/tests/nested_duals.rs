@@ -3,7 +3,7 @@
 //! the rule that a zero tangent contributes nothing.
 
 use unfad_interp::{Dual, Scalar};
-use unfad_syntax::{BinOp, UnOp};
+use unfad_syntax::{BinOp, Partial, UnOp};
 use unfad_test_support::close;
 
 type Dual2 = Dual<Dual<f64>>;
@@ -59,12 +59,44 @@ fn unary_closed_form(op: UnOp, x: f64) -> (f64, f64) {
         UnOp::Log1p => (1.0 / (1.0 + x), -1.0 / ((1.0 + x) * (1.0 + x))),
         UnOp::Expm1 => (x.exp(), x.exp()),
         UnOp::ToReal => (0.0, 0.0),
+        UnOp::Partial(p) => partial_closed_form(p, x),
+    }
+}
+
+/// The closed forms `(f', f'')` of the derivative primitives, as functions of their operand.
+fn partial_closed_form(p: Partial, u: f64) -> (f64, f64) {
+    let sq = 1.0 - u * u;
+    let op = 1.0 + u;
+    let ops = 1.0 + u * u;
+    match p {
+        Partial::NegSin => (-u.cos(), u.sin()),
+        Partial::OnePlusSquare => (2.0 * u, 2.0),
+        Partial::OneMinusSquare => (-2.0 * u, -2.0),
+        Partial::Logistic => (1.0 - 2.0 * u, -2.0),
+        Partial::HalfReciprocal => (-0.5 / (u * u), 1.0 / (u * u * u)),
+        Partial::ReciprocalOnePlus => (-1.0 / (op * op), 2.0 / (op * op * op)),
+        Partial::ReciprocalOnePlusSquare => (
+            -2.0 * u / (ops * ops),
+            (6.0 * u * u - 2.0) / (ops * ops * ops),
+        ),
+        Partial::ReciprocalSqrtOneMinusSquare => (
+            u / (sq * sq.sqrt()),
+            (1.0 + 2.0 * u * u) / (sq * sq * sq.sqrt()),
+        ),
+        Partial::NegReciprocalSqrtOneMinusSquare => (
+            -u / (sq * sq.sqrt()),
+            -(1.0 + 2.0 * u * u) / (sq * sq * sq.sqrt()),
+        ),
+        Partial::Sign => (0.0, 0.0),
     }
 }
 
 #[test]
 fn every_unary_operator_has_its_second_derivative() {
-    let ops = UnOp::ALL.into_iter().chain([UnOp::ToReal]);
+    let ops = UnOp::ALL
+        .into_iter()
+        .chain([UnOp::ToReal])
+        .chain(Partial::ALL.map(UnOp::Partial));
     for op in ops {
         // Points inside every operator's domain (asin and acos need |x| < 1).
         for x in [-0.7f64, -0.2, 0.3, 0.9] {

@@ -64,7 +64,8 @@ macro_rules! binary {
                 | BinOp::Max
                 | BinOp::Min
                 | BinOp::IntDiv
-                | BinOp::Rem => Lowering::Inline,
+                | BinOp::Rem
+                | BinOp::Partial(_) => Lowering::Inline,
                 $(BinOp::$op => Lowering::Call(stringify!($name), $name as Binary),)*
             }
         }

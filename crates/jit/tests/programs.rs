@@ -6,7 +6,7 @@ mod common;
 
 use common::{check, check_gradient, mat_of, run_native, vec_of};
 use serde_json::{json, Value as Json};
-use unfad_syntax::UnOp;
+use unfad_syntax::{BinOp, ExprId, Node, Partial, Partial2, UnOp};
 use unfad_test_support::load;
 
 const SPECIAL: [&str; 3] = ["NaN", "Infinity", "-Infinity"];
@@ -93,6 +93,116 @@ fn kernels_equal_the_interpreter_bit_for_bit() {
                 op.name(),
                 y.to_bits(),
                 want.to_bits()
+            );
+        }
+    }
+}
+
+/// `e` with every `sin` replaced by `op` (which the surface syntax cannot name).
+fn replace_sin(arena: &mut unfad_syntax::Arena, e: ExprId, op: UnOp) -> ExprId {
+    let node = match arena[e] {
+        Node::Op1(UnOp::Sin, x) => Node::Op1(op, x),
+        node => arena.map_children(node, |a, c| replace_sin(a, c, op)),
+    };
+    let r = arena.rebuild(e, node);
+    if let Some(t) = arena.type_of(e).cloned() {
+        arena.set_type(r, t);
+    }
+    r
+}
+
+/// The derivative primitives (`UnOp::Partial`), which only derivatives build, against their
+/// definition `Partial::eval`, bit for bit, on special values and spread points.
+#[test]
+fn derivative_primitives_equal_their_definition_bit_for_bit() {
+    let mut xs = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.999,
+        1e-310,
+        -1e-310,
+        1e300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    xs.extend((-300..300).map(|k| k as f64 * 0.0173));
+    let n = xs.len();
+    for p in Partial::ALL {
+        let (mut prog, mut func) = load("def f(A: [n]real) = map (x. sin(x)) A");
+        func.body = replace_sin(&mut prog.arena, func.body, UnOp::Partial(p));
+        let compiled = unfad_jit::compile(&prog.arena, &func).unwrap();
+        let mut out = vec![0.0; n];
+        let mut ws = vec![0.0; compiled.workspace_len(&[n as u64])];
+        compiled
+            .call(&[&xs], &[n as u64], &mut [&mut out], &mut ws)
+            .unwrap();
+        for (&x, &y) in xs.iter().zip(&out) {
+            let want = p.eval(x);
+            assert!(
+                y.to_bits() == want.to_bits(),
+                "{}({x:e}): native {y:e}, definition {want:e}",
+                p.name()
+            );
+        }
+    }
+}
+
+/// `e` with every `atan2` replaced by `op`.
+fn replace_atan2(arena: &mut unfad_syntax::Arena, e: ExprId, op: BinOp) -> ExprId {
+    let node = match arena[e] {
+        Node::Op2(BinOp::Atan2, x, y) => Node::Op2(op, x, y),
+        node => arena.map_children(node, |a, c| replace_atan2(a, c, op)),
+    };
+    let r = arena.rebuild(e, node);
+    if let Some(t) = arena.type_of(e).cloned() {
+        arena.set_type(r, t);
+    }
+    r
+}
+
+/// The binary derivative primitives (`BinOp::Partial`) against `Partial2::eval`, bit for
+/// bit, on every pair of special and ordinary values.
+#[test]
+fn binary_derivative_primitives_equal_their_definition_bit_for_bit() {
+    let vals = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        2.5,
+        -3.25,
+        1e-310,
+        1e300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    let (xs, ys): (Vec<f64>, Vec<f64>) = vals
+        .iter()
+        .flat_map(|&x| vals.iter().map(move |&y| (x, y)))
+        .unzip();
+    let n = xs.len();
+    for p in Partial2::ALL {
+        let (mut prog, mut func) =
+            load("def f(A: [n]real, B: [n]real) = map2 (a, b. atan2(a, b)) A B");
+        func.body = replace_atan2(&mut prog.arena, func.body, BinOp::Partial(p));
+        let compiled = unfad_jit::compile(&prog.arena, &func).unwrap();
+        let mut out = vec![0.0; n];
+        let mut ws = vec![0.0; compiled.workspace_len(&[n as u64])];
+        compiled
+            .call(&[&xs, &ys], &[n as u64], &mut [&mut out], &mut ws)
+            .unwrap();
+        for ((&x, &y), &r) in xs.iter().zip(&ys).zip(&out) {
+            let want = p.eval(x, y);
+            assert!(
+                r.to_bits() == want.to_bits(),
+                "{}({x:e}, {y:e}): native {r:e}, definition {want:e}",
+                p.name()
             );
         }
     }

@@ -114,7 +114,9 @@ fn binary_cost(op: BinOp) -> Cost {
         // A division and a rounding (and, for the remainder, a multiplication and a
         // subtraction): counted as one multiplication.
         BinOp::IntDiv | BinOp::Rem => Cost::new(3, 0, 1, 0),
-        BinOp::Pow | BinOp::Atan2 => Cost::new(3, 0, 0, 1),
+        // The partial derivatives of `pow`, `atan2`, `max` and `min` are primitives of
+        // their own, one NLOP each, as the paper's Theorem "complexity" assumes.
+        BinOp::Pow | BinOp::Atan2 | BinOp::Partial(_) => Cost::new(3, 0, 0, 1),
     }
 }
 

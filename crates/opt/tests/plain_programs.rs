@@ -28,8 +28,8 @@ fn recurrence() {
               (
                 foldl (acc, x. x) 0 S,
                 map2 (a_1, next.
-                  let b = 1 - next * next in
-                  a_1 * b) (scanr * 1 (shift1L (map (next_1. 0.9 * (1 - next_1 * next_1)) (shift1L S)))) (shift1L S)
+                  let b = one_minus_sq(next) in
+                  a_1 * b) (scanr * 1 (shift1L (map (next_1. 0.9 * one_minus_sq(next_1)) (shift1L S)))) (shift1L S)
               )
         "#]],
     );
@@ -45,7 +45,7 @@ fn matvec_tanh() {
               let v3 =
                 map (row.
                   let v6 = reduce + 0 (map2 * row x) in
-                  let z = 1 - tanh(v6) * tanh(v6) in
+                  let z = one_minus_sq(tanh(v6)) in
                   (tanh(v6), (map (a. a * z) x, map (a_1. a_1 * z) row))) W
               in
               (

@@ -34,7 +34,7 @@ pub mod types;
 pub use error::{Error, ErrorKind, Position};
 pub use fragment::{check_source, source_violation};
 pub use len::Len;
-pub use ops::{BinOp, CmpOp, UnOp};
+pub use ops::{BinOp, CmpOp, Partial, Partial2, UnOp};
 pub use printer::{format_const, print_expr, print_func, Printer};
 pub use program::{Def, Func, Program, PRELUDE};
 pub use span::{SourceId, Span};

@@ -30,6 +30,124 @@ pub enum UnOp {
     /// `real(i)`: an int as a real. Ints are carried as reals holding whole numbers, so this
     /// is the identity on values; it only changes the type (and carries no derivative).
     ToReal,
+    /// A derivative of one of the operators above, as a primitive of its own (see
+    /// [`Partial`]). Only derivatives build it; the surface syntax has no name for it.
+    Partial(Partial),
+}
+
+/// The derivatives of the unary operators whose formula takes more than one machine
+/// operation, each a primitive of its own: the paper's `∂op1`, which the cost model counts
+/// as one NLOP, as Theorem "complexity" assumes of every operator's derivative.
+///
+/// Each is a function of one real. Where the derivative is cheapest through the operator's
+/// result, that result is the operand (`tanh' = 1 - t*t` with `t = tanh(x)`): the primal
+/// has computed it already, and sharing reads it instead of computing it again. The others
+/// take the operator's argument. The formulas are written once, in [`Partial::eval`], and
+/// the native code performs the same operations in the same order, so both agree bit for
+/// bit. The derivatives that are one primitive already are not here: `sin' = cos`,
+/// `exp' = exp` (its result), `log'(x) = 1 / x`, `sinh' = cosh`, `cosh' = sinh`,
+/// `expm1' = exp`.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Partial {
+    /// `cos'(x) = -sin(x)`, at the argument.
+    NegSin,
+    /// `tan'(x) = 1 + t*t`, from the result `t = tan(x)`.
+    OnePlusSquare,
+    /// `tanh'(x) = 1 - t*t`, from the result `t = tanh(x)`.
+    OneMinusSquare,
+    /// `sigmoid'(x) = s * (1 - s)`, from the result `s = sigmoid(x)`.
+    Logistic,
+    /// `sqrt'(x) = 0.5 / s`, from the result `s = sqrt(x)`.
+    HalfReciprocal,
+    /// `log1p'(x) = 1 / (1 + x)`, at the argument.
+    ReciprocalOnePlus,
+    /// `atan'(x) = 1 / (1 + x*x)`, at the argument.
+    ReciprocalOnePlusSquare,
+    /// `asin'(x) = 1 / sqrt(1 - x*x)`, at the argument.
+    ReciprocalSqrtOneMinusSquare,
+    /// `acos'(x) = -1 / sqrt(1 - x*x)`, at the argument.
+    NegReciprocalSqrtOneMinusSquare,
+    /// `abs'(x)`: 1 above 0, -1 below, and 0 at either zero and at NaN.
+    Sign,
+}
+
+impl Partial {
+    pub const ALL: [Partial; 10] = [
+        Partial::NegSin,
+        Partial::OnePlusSquare,
+        Partial::OneMinusSquare,
+        Partial::Logistic,
+        Partial::HalfReciprocal,
+        Partial::ReciprocalOnePlus,
+        Partial::ReciprocalOnePlusSquare,
+        Partial::ReciprocalSqrtOneMinusSquare,
+        Partial::NegReciprocalSqrtOneMinusSquare,
+        Partial::Sign,
+    ];
+
+    /// The name printed for it: its formula, since the operand is sometimes the operator's
+    /// result and sometimes its argument.
+    pub fn name(self) -> &'static str {
+        match self {
+            Partial::NegSin => "neg_sin",
+            Partial::OnePlusSquare => "one_plus_sq",
+            Partial::OneMinusSquare => "one_minus_sq",
+            Partial::Logistic => "s_one_minus_s",
+            Partial::HalfReciprocal => "half_recip",
+            Partial::ReciprocalOnePlus => "recip_one_plus",
+            Partial::ReciprocalOnePlusSquare => "recip_one_plus_sq",
+            Partial::ReciprocalSqrtOneMinusSquare => "recip_sqrt_one_minus_sq",
+            Partial::NegReciprocalSqrtOneMinusSquare => "neg_recip_sqrt_one_minus_sq",
+            Partial::Sign => "sign0",
+        }
+    }
+
+    /// The primitive printed as `name`, if any.
+    pub fn from_name(name: &str) -> Option<Partial> {
+        Partial::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The derivative of `op` as a primitive, if `op`'s derivative takes more than one
+    /// operation, and whether its operand is `op`'s result (else its argument).
+    pub fn of(op: UnOp) -> Option<(Partial, bool)> {
+        Some(match op {
+            UnOp::Cos => (Partial::NegSin, false),
+            UnOp::Tan => (Partial::OnePlusSquare, true),
+            UnOp::Tanh => (Partial::OneMinusSquare, true),
+            UnOp::Sigmoid => (Partial::Logistic, true),
+            UnOp::Sqrt => (Partial::HalfReciprocal, true),
+            UnOp::Log1p => (Partial::ReciprocalOnePlus, false),
+            UnOp::Atan => (Partial::ReciprocalOnePlusSquare, false),
+            UnOp::Asin => (Partial::ReciprocalSqrtOneMinusSquare, false),
+            UnOp::Acos => (Partial::NegReciprocalSqrtOneMinusSquare, false),
+            UnOp::Abs => (Partial::Sign, false),
+            _ => return None,
+        })
+    }
+
+    /// The value, in the one order of operations that the native code follows too.
+    pub fn eval(self, x: f64) -> f64 {
+        match self {
+            Partial::NegSin => -UnOp::Sin.eval(x),
+            Partial::OnePlusSquare => 1.0 + x * x,
+            Partial::OneMinusSquare => 1.0 - x * x,
+            Partial::Logistic => x * (1.0 - x),
+            Partial::HalfReciprocal => 0.5 / x,
+            Partial::ReciprocalOnePlus => 1.0 / (1.0 + x),
+            Partial::ReciprocalOnePlusSquare => 1.0 / (1.0 + x * x),
+            Partial::ReciprocalSqrtOneMinusSquare => 1.0 / (1.0 - x * x).sqrt(),
+            Partial::NegReciprocalSqrtOneMinusSquare => -1.0 / (1.0 - x * x).sqrt(),
+            Partial::Sign => {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
 }
 
 /// Binary real operators (infix `+ - * /` and the two-argument built-ins).
@@ -47,6 +165,78 @@ pub enum BinOp {
     IntDiv,
     /// Remainder of ints, with the sign of the dividend (`i % j`).
     Rem,
+    /// A partial derivative of one of the operators above, as a primitive of its own (see
+    /// [`Partial2`]). Only derivatives build it.
+    Partial(Partial2),
+}
+
+/// The partial derivatives of the binary operators whose formula takes more than one
+/// operation, each a primitive of its own (one NLOP in the cost model), as [`Partial`] is
+/// for the unary ones. Each is a function of the operator's two operands `(x, y)`; the
+/// formulas are written once, in [`Partial2::eval`], and the native code follows them.
+/// The partials of `+ - * /` are not here, and neither are those of `max` and `min`: those
+/// stay conditionals (`if x >= y then z else 0` once multiplied by an adjoint `z`), which give
+/// 0, not NaN, to the operand not chosen when the adjoint is infinite.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Partial2 {
+    /// `∂1 pow(x, y) = y * pow(x, y - 1)`.
+    PowFirst,
+    /// `∂2 pow(x, y) = pow(x, y) * log(x)`, and 0 at `x = 0`.
+    PowSecond,
+    /// `∂1 atan2(x, y) = y / (x*x + y*y)`.
+    Atan2First,
+    /// `∂2 atan2(x, y) = -x / (x*x + y*y)`.
+    Atan2Second,
+}
+
+impl Partial2 {
+    pub const ALL: [Partial2; 4] = [
+        Partial2::PowFirst,
+        Partial2::PowSecond,
+        Partial2::Atan2First,
+        Partial2::Atan2Second,
+    ];
+
+    /// The name printed for it (a call of two arguments).
+    pub fn name(self) -> &'static str {
+        match self {
+            Partial2::PowFirst => "pow_d1",
+            Partial2::PowSecond => "pow_d2",
+            Partial2::Atan2First => "atan2_d1",
+            Partial2::Atan2Second => "atan2_d2",
+        }
+    }
+
+    /// The primitive printed as `name`, if any.
+    pub fn from_name(name: &str) -> Option<Partial2> {
+        Partial2::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The two partial derivatives of `op` as primitives, if its partials take more than
+    /// one operation.
+    pub fn of(op: BinOp) -> Option<(Partial2, Partial2)> {
+        Some(match op {
+            BinOp::Pow => (Partial2::PowFirst, Partial2::PowSecond),
+            BinOp::Atan2 => (Partial2::Atan2First, Partial2::Atan2Second),
+            _ => return None,
+        })
+    }
+
+    /// The value, in the one order of operations that the native code follows too.
+    pub fn eval(self, x: f64, y: f64) -> f64 {
+        match self {
+            Partial2::PowFirst => y * BinOp::Pow.eval(x, y - 1.0),
+            Partial2::PowSecond => {
+                if x == 0.0 {
+                    0.0
+                } else {
+                    BinOp::Pow.eval(x, y) * UnOp::Log.eval(x)
+                }
+            }
+            Partial2::Atan2First => y / (x * x + y * y),
+            Partial2::Atan2Second => -x / (x * x + y * y),
+        }
+    }
 }
 
 /// Comparisons of reals; their results are booleans and are never differentiated.
@@ -83,6 +273,16 @@ impl UnOp {
         UnOp::Expm1,
     ];
 
+    /// A number that identifies the operator (for hashing terms): distinct operators have
+    /// distinct codes.
+    pub fn code(self) -> u32 {
+        match self {
+            UnOp::ToReal => 64,
+            UnOp::Partial(p) => 128 + p as u32,
+            op => UnOp::ALL.iter().position(|o| *o == op).unwrap_or(0) as u32,
+        }
+    }
+
     /// Name of the built-in function (`-` for negation, which is written as a prefix).
     pub fn name(self) -> &'static str {
         match self {
@@ -104,6 +304,7 @@ impl UnOp {
             UnOp::Log1p => "log1p",
             UnOp::Expm1 => "expm1",
             UnOp::ToReal => "real",
+            UnOp::Partial(p) => p.name(),
         }
     }
 
@@ -134,6 +335,7 @@ impl UnOp {
             UnOp::Log1p => Kernel::Log1p.eval(x),
             UnOp::Expm1 => Kernel::Expm1.eval(x),
             UnOp::ToReal => x,
+            UnOp::Partial(p) => p.eval(x),
         }
     }
 
@@ -177,6 +379,16 @@ impl BinOp {
         BinOp::Atan2,
     ];
 
+    /// A number that identifies the operator (for hashing terms).
+    pub fn code(self) -> u32 {
+        match self {
+            BinOp::IntDiv => 64,
+            BinOp::Rem => 65,
+            BinOp::Partial(p) => 128 + p as u32,
+            op => BinOp::ALL.iter().position(|o| *o == op).unwrap_or(0) as u32,
+        }
+    }
+
     /// The infix symbol (`+ - * /`) or the built-in function name.
     pub fn name(self) -> &'static str {
         match self {
@@ -190,6 +402,7 @@ impl BinOp {
             BinOp::Atan2 => "atan2",
             BinOp::IntDiv => "div",
             BinOp::Rem => "%",
+            BinOp::Partial(p) => p.name(),
         }
     }
 
@@ -244,6 +457,7 @@ impl BinOp {
             // crosses a whole number there. A zero divisor is checked before (an error).
             BinOp::IntDiv => (x / y).trunc(),
             BinOp::Rem => x % y,
+            BinOp::Partial(p) => p.eval(x, y),
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::fast_hash::FastMap as HashMap;
 use crate::definitions::Def;
 use crate::error::{Error, ErrorKind};
 use crate::lexer::{lex, TokKind, Token};
-use crate::ops::{BinOp, CmpOp, UnOp};
+use crate::ops::{BinOp, CmpOp, Partial, Partial2, UnOp};
 use crate::span::{SourceId, Span};
 use crate::term::{Arena, DefId, ExprId, Node, Var};
 use crate::types::{Size, Type};
@@ -1015,7 +1015,10 @@ impl<'p> Parser<'p> {
             };
             return Ok(self.add(Node::ScatterAdd(z, i, v), span));
         }
-        if let Some(op) = UnOp::from_name(&name) {
+        // The derivative primitives, so that printed Target terms load. Not keywords
+        // either: a variable or definition of the same name hides them.
+        let unary = UnOp::from_name(&name).or_else(|| Partial::from_name(&name).map(UnOp::Partial));
+        if let Some(op) = unary {
             let args = self.call_args(&name)?;
             let span = self.span_from(t.span);
             if args.len() != 1 {
@@ -1026,7 +1029,9 @@ impl<'p> Parser<'p> {
             }
             return Ok(self.add(Node::Op1(op, args[0]), span));
         }
-        if let Some(op) = BinOp::from_name(&name) {
+        let binary =
+            BinOp::from_name(&name).or_else(|| Partial2::from_name(&name).map(BinOp::Partial));
+        if let Some(op) = binary {
             let args = self.call_args(&name)?;
             let span = self.span_from(t.span);
             if args.len() != 2 {

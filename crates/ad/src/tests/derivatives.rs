@@ -2,7 +2,7 @@
 //! against the forward-mode oracle's own formulas (`unfad_interp::Dual`).
 
 use unfad_interp::{Dual, Interp, Scalar, Value};
-use unfad_syntax::{Arena, BinOp, ExprId, Type, UnOp, Var};
+use unfad_syntax::{Arena, BinOp, ExprId, Partial, Partial2, Type, UnOp, Var};
 
 use crate::derivatives::{binary_partials, unary_partial};
 
@@ -55,6 +55,58 @@ fn unary_entries() {
                 dual.to_bits(),
                 "{what}: {got} vs oracle {dual}"
             );
+        }
+    }
+}
+
+/// The derivatives of the derivative primitives (`UnOp::Partial`), which second derivatives
+/// meet: against central differences of the primitive's definition, and against the
+/// oracle's independently written formulas to rounding.
+#[test]
+fn derivative_primitive_entries() {
+    for p in Partial::ALL {
+        let op = UnOp::Partial(p);
+        let mut a = Arena::new();
+        let x = a.fresh_var("x", Some(Type::Real));
+        let ex = a.var(x);
+        let d = unary_partial(&mut a, op, ex);
+        for u in [-0.7, -0.2, 0.35, 0.8] {
+            let got = eval(&a, d, &[(x, u)]);
+            let what = format!("{}'({u})", p.name());
+            assert_close(got, central(|t| p.eval(t), u), &what);
+            let dual = Dual::unary(op, Dual::new(u, 1.0)).d;
+            assert!(
+                (got - dual).abs() <= 1e-14 * dual.abs().max(1.0),
+                "{what}: {got} vs oracle {dual}"
+            );
+        }
+    }
+}
+
+/// The partials of the binary derivative primitives (`BinOp::Partial`), likewise.
+#[test]
+fn binary_derivative_primitive_entries() {
+    for p in Partial2::ALL {
+        let op = BinOp::Partial(p);
+        let mut a = Arena::new();
+        let x = a.fresh_var("x", Some(Type::Real));
+        let y = a.fresh_var("y", Some(Type::Real));
+        let (ex, ey) = (a.var(x), a.var(y));
+        let (d1, d2) = binary_partials(&mut a, op, ex, ey);
+        for (u, v) in [(0.5, 2.0), (1.7, -0.4), (3.0, 0.5), (2.5, 1.5)] {
+            let env = [(x, u), (y, v)];
+            let (g1, g2) = (eval(&a, d1, &env), eval(&a, d2, &env));
+            let what = format!("{}({u}, {v})", p.name());
+            assert_close(g1, central(|t| p.eval(t, v), u), &format!("∂1 {what}"));
+            assert_close(g2, central(|t| p.eval(u, t), v), &format!("∂2 {what}"));
+            let o1 = Dual::binary(op, Dual::new(u, 1.0), Dual::new(v, 0.0)).d;
+            let o2 = Dual::binary(op, Dual::new(u, 0.0), Dual::new(v, 1.0)).d;
+            for (g, o) in [(g1, o1), (g2, o2)] {
+                assert!(
+                    (g - o).abs() <= 1e-13 * o.abs().max(1.0),
+                    "{what}: {g} vs oracle {o}"
+                );
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use cranelift_codegen::ir::{Block, InstBuilder, Type, Value};
-use unfad_syntax::{Arena, ExprId, Node, UnOp};
+use unfad_syntax::{Arena, BinOp, ExprId, Node, Partial, Partial2, UnOp};
 
 use crate::error::{internal, unsupported, JitResult};
 use crate::runtime::{self, Lowering};
@@ -95,11 +95,14 @@ impl<'a> Translator<'a> {
                 Node::Const(_) | Node::Var(_) => true,
                 Node::Op1(UnOp::Neg | UnOp::Abs | UnOp::Sqrt | UnOp::ToReal, x)
                 | Node::Proj(_, x) => go(arena, x, budget),
+                // Derivative primitives of a few instructions each (not `-sin`, a kernel).
+                Node::Op1(UnOp::Partial(p), x) if p != Partial::NegSin => go(arena, x, budget),
                 // Not an int division or remainder: its divisor is checked (a zero one stops
                 // the call), so it runs only in the branch taken.
                 Node::Op2(op, x, y) => {
                     !op.is_integer_only()
                         && matches!(runtime::binary(op), Lowering::Inline)
+                        && !matches!(op, BinOp::Partial(Partial2::PowFirst | Partial2::PowSecond))
                         && go(arena, x, budget)
                         && go(arena, y, budget)
                 }

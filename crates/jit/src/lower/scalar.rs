@@ -5,10 +5,12 @@
 //! the call), comparisons, and the SSA value of a known or computed real or condition.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::types::{F64, I8};
-use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, Signature, Value};
+use cranelift_codegen::ir::types::{F64, I64, I8};
+use cranelift_codegen::ir::{
+    AbiParam, FuncRef, InstBuilder, MemFlagsData as MemFlags, Signature, Value,
+};
 use cranelift_module::{Linkage, Module};
-use unfad_syntax::{BinOp, CmpOp, UnOp};
+use unfad_syntax::{BinOp, CmpOp, Partial, Partial2, UnOp};
 
 use crate::error::{internal, JitError, JitResult, Stop};
 use crate::runtime::{self, Lowering};
@@ -77,6 +79,9 @@ impl<'a> Translator<'a> {
     }
 
     fn unary_new(&mut self, op: UnOp, x: Value) -> JitResult<Value> {
+        if let UnOp::Partial(p) = op {
+            return self.partial(p, x);
+        }
         Ok(match (op, runtime::unary(op)) {
             (UnOp::Neg, _) => self.b.ins().fneg(x),
             (UnOp::Abs, _) => self.b.ins().fabs(x),
@@ -85,6 +90,70 @@ impl<'a> Translator<'a> {
             (_, Lowering::Call(name, _)) => self.call(name, &[x])?,
             (_, Lowering::Inline) => return internal(format!("no lowering for `{}`", op.name())),
         })
+    }
+
+    /// A derivative primitive: the operations of [`Partial::eval`], in its order, through
+    /// [`Translator::unary`] and [`Translator::binary`] (so that a `sin` or `1 - x*x`
+    /// computed already is read, not computed again).
+    fn partial(&mut self, p: Partial, x: Value) -> JitResult<Value> {
+        use RealVal::Const;
+        let x = RealVal::Ssa(x);
+        let one = Const(1.0);
+        let square = |t: &mut Self| t.binary(BinOp::Mul, x, x);
+        let r = match p {
+            Partial::NegSin => {
+                let s = self.unary(UnOp::Sin, x)?;
+                self.unary(UnOp::Neg, s)?
+            }
+            Partial::OnePlusSquare => {
+                let xx = square(self)?;
+                self.binary(BinOp::Add, one, xx)?
+            }
+            Partial::OneMinusSquare => {
+                let xx = square(self)?;
+                self.binary(BinOp::Sub, one, xx)?
+            }
+            Partial::Logistic => {
+                let rest = self.binary(BinOp::Sub, one, x)?;
+                self.binary(BinOp::Mul, x, rest)?
+            }
+            Partial::HalfReciprocal => self.binary(BinOp::Div, Const(0.5), x)?,
+            Partial::ReciprocalOnePlus => {
+                let d = self.binary(BinOp::Add, one, x)?;
+                self.binary(BinOp::Div, one, d)?
+            }
+            Partial::ReciprocalOnePlusSquare => {
+                let xx = square(self)?;
+                let d = self.binary(BinOp::Add, one, xx)?;
+                self.binary(BinOp::Div, one, d)?
+            }
+            Partial::ReciprocalSqrtOneMinusSquare | Partial::NegReciprocalSqrtOneMinusSquare => {
+                let xx = square(self)?;
+                let d = self.binary(BinOp::Sub, one, xx)?;
+                let root = self.unary(UnOp::Sqrt, d)?;
+                let sign = if p == Partial::ReciprocalSqrtOneMinusSquare {
+                    1.0
+                } else {
+                    -1.0
+                };
+                self.binary(BinOp::Div, Const(sign), root)?
+            }
+            Partial::Sign => {
+                // copysign(1, x), its bits cleared unless x is ordered and not zero: 1 or -1
+                // by the sign, and +0 at either zero and at NaN, as `Partial::eval`.
+                let x = self.real_value(x);
+                let zero = self.b.ins().f64const(0.0);
+                let nonzero = self.b.ins().fcmp(FloatCC::OrderedNotEqual, x, zero);
+                let wide = self.b.ins().uextend(I64, nonzero);
+                let mask = self.b.ins().ineg(wide);
+                let unit = self.b.ins().f64const(1.0);
+                let signed = self.b.ins().fcopysign(unit, x);
+                let bits = self.b.ins().bitcast(I64, MemFlags::new(), signed);
+                let kept = self.b.ins().band(bits, mask);
+                RealVal::Ssa(self.b.ins().bitcast(F64, MemFlags::new(), kept))
+            }
+        };
+        Ok(self.real_value(r))
     }
 
     /// `x op y` for the operator of an `Op2` node: [`Translator::binary`], after checking
@@ -126,6 +195,9 @@ impl<'a> Translator<'a> {
     }
 
     fn binary_new(&mut self, op: BinOp, x: RealVal, y: RealVal) -> JitResult<Value> {
+        if let BinOp::Partial(p) = op {
+            return self.partial2(p, x, y);
+        }
         let (x, y) = (self.real_value(x), self.real_value(y));
         let ins = self.b.ins();
         Ok(match (op, runtime::binary(op)) {
@@ -164,6 +236,46 @@ impl<'a> Translator<'a> {
                 return internal(format!("no lowering for `{}`", op.name()))
             }
         })
+    }
+
+    /// A binary derivative primitive: the operations of [`Partial2::eval`], in its order.
+    fn partial2(&mut self, p: Partial2, x: RealVal, y: RealVal) -> JitResult<Value> {
+        let sum_of_squares = |t: &mut Self| -> JitResult<RealVal> {
+            let xx = t.binary(BinOp::Mul, x, x)?;
+            let yy = t.binary(BinOp::Mul, y, y)?;
+            t.binary(BinOp::Add, xx, yy)
+        };
+        let r = match p {
+            Partial2::PowFirst => {
+                let ym1 = self.binary(BinOp::Sub, y, RealVal::Const(1.0))?;
+                let pw = self.binary(BinOp::Pow, x, ym1)?;
+                self.binary(BinOp::Mul, y, pw)?
+            }
+            Partial2::PowSecond => {
+                let pw = self.binary(BinOp::Pow, x, y)?;
+                let l = self.unary(UnOp::Log, x)?;
+                let prod = self.binary(BinOp::Mul, pw, l)?;
+                // The product's bits, cleared where x == 0 (+0 there, as the definition).
+                let (xv, prod) = (self.real_value(x), self.real_value(prod));
+                let zero = self.b.ins().f64const(0.0);
+                let at_zero = self.b.ins().fcmp(FloatCC::Equal, xv, zero);
+                let wide = self.b.ins().uextend(I64, at_zero);
+                let mask = self.b.ins().iadd_imm_s(wide, -1);
+                let bits = self.b.ins().bitcast(I64, MemFlags::new(), prod);
+                let kept = self.b.ins().band(bits, mask);
+                return Ok(self.b.ins().bitcast(F64, MemFlags::new(), kept));
+            }
+            Partial2::Atan2First => {
+                let r = sum_of_squares(self)?;
+                self.binary(BinOp::Div, y, r)?
+            }
+            Partial2::Atan2Second => {
+                let nx = self.unary(UnOp::Neg, x)?;
+                let r = sum_of_squares(self)?;
+                self.binary(BinOp::Div, nx, r)?
+            }
+        };
+        Ok(self.real_value(r))
     }
 
     pub(super) fn compare(&mut self, op: CmpOp, x: RealVal, y: RealVal) -> CondVal {
