@@ -21,8 +21,9 @@ pub trait CheckEnv {
     fn error(&self, kind: ErrorKind, span: Span, message: String) -> Error;
     /// Parameter types and (checked) result type of a definition.
     fn signature(&self, d: DefId) -> Option<(Vec<Type>, Type, String)>;
-    /// Whether an int may stand where a real is declared: in terms the stages generate
-    /// (whose variables were typed from a subterm alone), where it changes no value (ints
+    /// Whether ints and reals may stand for each other where a variable is declared: in
+    /// terms the stages generate (whose variables were typed from a subterm alone, and
+    /// whose int literals the optimizer may have folded), where it changes no value (ints
     /// are carried as reals); never in the user's program, where `real(i)` is asked for.
     fn ints_as_reals(&self) -> bool {
         false
@@ -183,7 +184,8 @@ impl Checker<'_> {
     }
 
     /// The type shared by two scalar operands `a` (typed `ta`) and `b`: equal types, or
-    /// `int` when one is an int and the other a whole number by construction.
+    /// `int` when one is an int and the other a whole number by construction (in generated
+    /// terms, any int for a real).
     fn join_numeric(&self, a: ExprId, ta: &Type, b: ExprId, tb: &Type) -> Option<Type> {
         match (ta, tb) {
             _ if ta == tb => Some(ta.clone()),
@@ -200,18 +202,23 @@ impl Checker<'_> {
                     _ => None,
                 };
                 let (pa, pb) = (parts(a), parts(b));
-                let mut out = Vec::with_capacity(xs.len());
-                for (k, (x, y)) in xs.iter().zip(ys.iter()).enumerate() {
-                    if x == y {
-                        out.push(x.clone());
-                        continue;
+                let by_component = || {
+                    let mut out = Vec::with_capacity(xs.len());
+                    for (k, (x, y)) in xs.iter().zip(ys.iter()).enumerate() {
+                        if x == y {
+                            out.push(x.clone());
+                            continue;
+                        }
+                        let ea = pa.as_ref()?.get(k).copied()?;
+                        let eb = pb.as_ref()?.get(k).copied()?;
+                        out.push(self.join_numeric(ea, x, eb, y)?);
                     }
-                    let ea = pa.as_ref()?.get(k).copied()?;
-                    let eb = pb.as_ref()?.get(k).copied()?;
-                    out.push(self.join_numeric(ea, x, eb, y)?);
-                }
-                Some(Type::tuple(out))
+                    Some(Type::tuple(out))
+                };
+                by_component().or_else(|| self.same(ta, tb).then(|| ta.clone()))
             }
+            // In generated terms, any two types laid out alike.
+            _ if self.same(ta, tb) => Some(ta.clone()),
             _ => None,
         }
     }
@@ -393,13 +400,19 @@ impl Checker<'_> {
         }
     }
 
+    /// Whether `a` and `b` are the same type, up to ints and reals in generated terms
+    /// ([`CheckEnv::ints_as_reals`]).
+    fn same(&self, a: &Type, b: &Type) -> bool {
+        a == b || self.env.ints_as_reals() && same_layout(a, b)
+    }
+
     /// Bind `v` to `t`, checking it against an annotation the variable may carry.
     fn bind(&mut self, v: Var, t: &Type, at: ExprId) -> Result<(), Error> {
         match self.arena.var_type(v) {
             Some(annot) if annot.has_ints() && self.int_from_flexible(&annot.clone(), t, at) => {
                 Ok(())
             }
-            Some(annot) if self.env.ints_as_reals() && reals_for_ints(annot, t) => Ok(()),
+            Some(annot) if self.same(annot, t) => Ok(()),
             Some(annot) if annot != t => {
                 let name = self.arena.var_name(v).to_string();
                 Err(self.err(
@@ -733,14 +746,14 @@ impl Checker<'_> {
                 } else {
                     tz
                 };
-                if s != tz {
+                if !self.same(&s, &tz) {
                     return Err(self.err(
                         e,
                         format!("`reduce` needs a unit of the array's element type: the unit has type `{tz}` but the elements have type `{s}`"),
                     ));
                 }
                 let t = self.function_arg(f, &[tz.clone(), tz.clone()], "reduce")?;
-                if t != tz {
+                if !self.same(&t, &tz) {
                     return Err(self.err(f, format!("the function of `reduce` must return the element type `{tz}`, but returns `{t}`")));
                 }
                 tz
@@ -754,7 +767,7 @@ impl Checker<'_> {
                 let tz = self.infer(z)?;
                 let (n, s) = self.expect_array(a, &format!("the array of `{what}`"))?;
                 let t = self.function_arg(f, &[tz.clone(), s], what)?;
-                if t != tz {
+                if !self.same(&t, &tz) {
                     return Err(self.err(f, format!("the function of `{what}` must return the accumulator's type `{tz}`, but returns `{t}`")));
                 }
                 self.element_result(f, &tz, what)?;
@@ -768,7 +781,7 @@ impl Checker<'_> {
                 let tz = self.infer(z)?;
                 let (n, s) = self.expect_array(a, "the array of `scanr`")?;
                 let t = self.function_arg(f, &[s, tz.clone()], "scanr")?;
-                if t != tz {
+                if !self.same(&t, &tz) {
                     return Err(self.err(f, format!("the function of `scanr` must return the accumulator's type `{tz}`, but returns `{t}`")));
                 }
                 self.element_result(f, &tz, "scanr")?;
@@ -816,7 +829,7 @@ impl Checker<'_> {
                         }
                     };
                 }
-                if at != tv {
+                if !self.same(&at, &tv) {
                     return Err(self.err(v, format!("`scatter_add` adds values of type `{tv}` where the target holds `{at}`")));
                 }
                 tz
@@ -1020,14 +1033,16 @@ impl Checker<'_> {
     }
 }
 
-/// `want` with `got`'s shape, where `got` may hold ints where `want` holds reals.
-fn reals_for_ints(want: &Type, got: &Type) -> bool {
+/// `want` and `got` are the same type up to ints and reals, which are laid out alike (ints
+/// are carried as reals): in generated terms an int folded into a literal is typed `real`,
+/// and a real may have been inferred for an int out of context.
+fn same_layout(want: &Type, got: &Type) -> bool {
     match (want, got) {
-        (Type::Real, Type::Int) => true,
+        (Type::Real, Type::Int) | (Type::Int, Type::Real) => true,
         (Type::Tuple(ws), Type::Tuple(gs)) if ws.len() == gs.len() => {
-            ws.iter().zip(gs.iter()).all(|(w, g)| reals_for_ints(w, g))
+            ws.iter().zip(gs.iter()).all(|(w, g)| same_layout(w, g))
         }
-        (Type::Array(n, w), Type::Array(m, g)) if n == m => reals_for_ints(w, g),
+        (Type::Array(n, w), Type::Array(m, g)) if n == m => same_layout(w, g),
         _ => want == got,
     }
 }

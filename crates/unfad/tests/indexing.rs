@@ -162,3 +162,31 @@ fn a_reduction_of_ints_takes_a_literal_unit() {
     );
     check_gradient(src, &A, 2.0);
 }
+
+#[test]
+fn accumulators_that_mix_ints_and_reals() {
+    // The index of the smallest element found by a fold carrying (value, index): the
+    // optimizer folds the int `first` into the literal `0`, which once made the term it
+    // produced ill-typed ("`best` is declared as `(real, int)`").
+    let argmin = "def f(A: [n]real, k: int) =
+                    let first: int = 0 in
+                    let j = snd (foldl (best, i. if A[i] < fst best then (A[i], i) else best)
+                                       (1e300, first) (iota len(A))) in
+                    A[j] * A[j] + real(j + k)";
+    assert_eq!(
+        value(argmin, &[Arg::from(&A[..]), Arg::from(2.0)]),
+        [4.0 + 3.0]
+    );
+    check_gradient(argmin, &A, 2.0);
+    // A derivative flowing through the real component while the int one counts.
+    for body in [
+        "let r = foldl (acc, x. let (p, c) = acc in if x > 0 then (p * x, c + 1) else (p, c)) (1, zero) A in fst r * real(snd r + k)",
+        "let r = scanl (acc, x. let (p, c) = acc in if x > 0 then (p * x + real(c), c + 1) else (p, c)) (1, zero) A in reduce + 0 (map (q. fst q * real(snd q)) r)",
+    ] {
+        check_gradient(
+            &format!("def f(A: [n]real, k: int) = let zero: int = 0 in {body}"),
+            &A,
+            2.0,
+        );
+    }
+}
