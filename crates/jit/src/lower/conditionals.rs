@@ -155,7 +155,7 @@ impl<'a> Translator<'a> {
     /// bits are selected as integers instead (a conditional move), then read back as a
     /// real: the same bits as either branch, one or two cycles more where the jump would
     /// have been predicted.
-    fn blend(&mut self, c: Value, a: Value, b: Value) -> Value {
+    pub(super) fn blend(&mut self, c: Value, a: Value, b: Value) -> Value {
         use cranelift_codegen::ir::{types::I64, MemFlagsData as MemFlags};
         let ia = self.b.ins().bitcast(I64, MemFlags::new(), a);
         let ib = self.b.ins().bitcast(I64, MemFlags::new(), b);

@@ -5,10 +5,8 @@
 //! the call), comparisons, and the SSA value of a known or computed real or condition.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::types::{F64, I64, I8};
-use cranelift_codegen::ir::{
-    AbiParam, FuncRef, InstBuilder, MemFlagsData as MemFlags, Signature, Value,
-};
+use cranelift_codegen::ir::types::{F64, I8};
+use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, Signature, Value};
 use cranelift_module::{Linkage, Module};
 use unfad_syntax::{BinOp, CmpOp, Partial, Partial2, UnOp};
 
@@ -139,18 +137,16 @@ impl<'a> Translator<'a> {
                 self.binary(BinOp::Div, Const(sign), root)?
             }
             Partial::Sign => {
-                // copysign(1, x), its bits cleared unless x is ordered and not zero: 1 or -1
-                // by the sign, and +0 at either zero and at NaN, as `Partial::eval`.
+                // Two comparisons and two blends (selects of the reals' bits), a form the
+                // lanes pass pairs: 1 above 0, -1 below, and +0 at either zero and at NaN,
+                // as `Partial::eval`.
                 let x = self.real_value(x);
                 let zero = self.b.ins().f64const(0.0);
-                let nonzero = self.b.ins().fcmp(FloatCC::OrderedNotEqual, x, zero);
-                let wide = self.b.ins().uextend(I64, nonzero);
-                let mask = self.b.ins().ineg(wide);
-                let unit = self.b.ins().f64const(1.0);
-                let signed = self.b.ins().fcopysign(unit, x);
-                let bits = self.b.ins().bitcast(I64, MemFlags::new(), signed);
-                let kept = self.b.ins().band(bits, mask);
-                RealVal::Ssa(self.b.ins().bitcast(F64, MemFlags::new(), kept))
+                let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, zero);
+                let below = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
+                let (one, minus_one) = (self.b.ins().f64const(1.0), self.b.ins().f64const(-1.0));
+                let inner = self.blend(below, minus_one, zero);
+                RealVal::Ssa(self.blend(above, one, inner))
             }
         };
         Ok(self.real_value(r))
@@ -255,15 +251,11 @@ impl<'a> Translator<'a> {
                 let pw = self.binary(BinOp::Pow, x, y)?;
                 let l = self.unary(UnOp::Log, x)?;
                 let prod = self.binary(BinOp::Mul, pw, l)?;
-                // The product's bits, cleared where x == 0 (+0 there, as the definition).
+                // +0 where x == 0, as the definition.
                 let (xv, prod) = (self.real_value(x), self.real_value(prod));
                 let zero = self.b.ins().f64const(0.0);
                 let at_zero = self.b.ins().fcmp(FloatCC::Equal, xv, zero);
-                let wide = self.b.ins().uextend(I64, at_zero);
-                let mask = self.b.ins().iadd_imm_s(wide, -1);
-                let bits = self.b.ins().bitcast(I64, MemFlags::new(), prod);
-                let kept = self.b.ins().band(bits, mask);
-                return Ok(self.b.ins().bitcast(F64, MemFlags::new(), kept));
+                return Ok(self.blend(at_zero, zero, prod));
             }
             Partial2::Atan2First => {
                 let r = sum_of_squares(self)?;
