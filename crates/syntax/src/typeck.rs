@@ -244,6 +244,26 @@ impl Checker<'_> {
         fits.then_some(depth)
     }
 
+    /// `ta`, the type of `a`, with `int` for the reals of `a` that are whole numbers by
+    /// construction where `want` has an int: `a` itself, or the components of a tuple
+    /// written out.
+    fn ints_where_flexible(&self, want: &Type, ta: Type, a: ExprId) -> Type {
+        match (want, ta) {
+            (Type::Int, Type::Real) if self.is_flexible(a) => Type::Int,
+            (Type::Tuple(ws), Type::Tuple(ts)) if ws.len() == ts.len() => match self.arena[a] {
+                Node::Tuple(l) => Type::tuple(
+                    ws.iter()
+                        .zip(ts.iter())
+                        .zip(self.arena.exprs(l))
+                        .map(|((w, t), &x)| self.ints_where_flexible(w, t.clone(), x))
+                        .collect(),
+                ),
+                _ => Type::Tuple(ts),
+            },
+            (_, ta) => ta,
+        }
+    }
+
     /// Whether `a`, of type `ta`, stands for a value of type `want` by being whole numbers
     /// by construction where ints are wanted: a flexible real for an int, and tuples of
     /// those (`(0, x)` for `(int, real)`, as reverse mode passes an int's zero adjoint).
@@ -649,7 +669,7 @@ impl Checker<'_> {
                 }
                 for (i, (&a, p)) in args.iter().zip(params.iter()).enumerate() {
                     let ta = self.infer(a)?;
-                    if &ta != p && !self.int_from_flexible(p, &ta, a) {
+                    if !self.same(&ta, p) && !self.int_from_flexible(p, &ta, a) {
                         return Err(self.err(
                             a,
                             format!(
@@ -793,7 +813,7 @@ impl Checker<'_> {
                     let text = crate::printer::print_expr(self.arena, k);
                     return Err(self.err(
                         k,
-                        format!("the length of `iota` must be a size: a whole-number literal, `len(A)`, an int parameter, or one of those plus or minus a literal, but it is `{text}`"),
+                        format!("the length of `iota` must be a size: a whole-number literal, `len(A)`, an int parameter, or one of those plus or minus a literal, but it is `{text}` (a slice `A[a:b]` is an `iota` of `b - a` elements, `A[a:]` of `len(A) - a`: its bounds must differ by such a size, as in `A[1:]` or `A[k:k + 3]`)"),
                     ));
                 };
                 Type::array(n, Type::Int)
@@ -961,9 +981,9 @@ impl Checker<'_> {
         let mut subst: HashMap<Arc<str>, Size> = HashMap::default();
         let mut expect = |me: &mut Self, a: ExprId, want: &Type, lenient: bool, which: String| {
             let ta = me.infer(a)?;
-            if *want == Type::Int && ta == Type::Real && me.is_flexible(a) {
-                return Ok(());
-            }
+            // Whole-number literals (and lengths) where the parameter is an int, also as
+            // components of a tuple: `jvp(f)((x, 3), (1, 0))`.
+            let ta = me.ints_where_flexible(want, ta, a);
             let mut trial = subst.clone();
             match unify(want, &ta, &mut trial) {
                 Ok(()) => {
@@ -1043,6 +1063,9 @@ fn same_layout(want: &Type, got: &Type) -> bool {
             ws.iter().zip(gs.iter()).all(|(w, g)| same_layout(w, g))
         }
         (Type::Array(n, w), Type::Array(m, g)) if n == m => same_layout(w, g),
+        (Type::Func(ws, w), Type::Func(gs, g)) if ws.len() == gs.len() => {
+            ws.iter().zip(gs.iter()).all(|(w, g)| same_layout(w, g)) && same_layout(w, g)
+        }
         _ => want == got,
     }
 }

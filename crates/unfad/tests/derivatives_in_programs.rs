@@ -252,3 +252,16 @@ fn random_programs_with_derivatives_agree_with_tagged_dual_numbers() {
         "only {checked} programs with derivatives checked"
     );
 }
+
+#[test]
+fn whole_number_literals_stand_for_int_parameters() {
+    // A literal in a tuple of arguments is an int where the parameter is one, as it is in
+    // a call: `jvp(f)((x, 3), (1, 0))` once failed with "the point of `jvp` should have
+    // type `(real, int)`".
+    let src = "def f(x: real, k: int) = x * x * real(k)
+               def g(x: real, y: real) =
+                 let (v, t) = jvp(f)((x, 3), (1, 0)) in t + y * grad(f, 0)(x, 2) + v";
+    let (x, y) = (1.5, 2.0);
+    let want = 6.0 * x + y * 4.0 * x + 3.0 * x * x;
+    assert!(close(value(src, &[x.into(), y.into()])[0], want, 1e-15));
+}

@@ -127,3 +127,55 @@ fn arguments_that_do_not_fit_are_errors() {
         .to_string();
     assert!(e.contains("tangent"), "{e}");
 }
+
+/// Both second-order routes agree on programs whose loops carry ints beside reals, or
+/// whose steps read a variable from around them: reverse mode over the gradient once met
+/// their continuations typed with ints where the optimizer had folded reals ("`Y118` is
+/// declared as `(((real, real), int), ...)`", "argument 3 should have type `(int, real)`").
+#[test]
+fn both_routes_through_loops_that_carry_ints() {
+    let engine = Engine::new();
+    let cases: [(&str, f64, f64); 3] = [
+        // r(c) = c / c^3 = c^-2 after three steps: r'' = 6 c^-4.
+        (
+            "def r(c: real) = iterate_while 3 (x. x > 0) (x. x / c) c
+             def f(c: real) = grad(r)(c)",
+            2.0,
+            // f = r' = -2 c^-3, so f'' = -24 c^-5 and hvp(f) = f'' * v.
+            -24.0 / 32.0,
+        ),
+        // sum over i of x_i^2 i, counted by an int: H = diag(2 i).
+        (
+            "def f(x: real) = let z: int = 0 in
+               snd (foldl (st, a. let (i, s) = st in (i + 1, s + x * x * a * real(i)))
+                          (z, 0.0) [1.0, 2.0, 3.0])",
+            0.5,
+            2.0 * (2.0 + 6.0),
+        ),
+        // y -> y x + k for k = 0, 1, 2, ...: a polynomial in x, while y < 100.
+        (
+            "def f(x: real) = let z: int = 0 in
+               let (k, y) = iterate_while 20 (s. snd s < 100)
+                              (s. let (k, y) = s in (k + 1, y * x + real(k))) (z, x) in y",
+            1.7,
+            f64::NAN,
+        ),
+    ];
+    for (src, x, want) in cases {
+        let mut hvps = Vec::new();
+        for route in [
+            SecondOrder::ForwardOverReverse,
+            SecondOrder::ReverseOverReverse,
+        ] {
+            let f = engine
+                .compile_hvp_with(src, GradOptions::default(), route)
+                .unwrap_or_else(|e| panic!("{route:?}: {e}\n{src}"));
+            let out = f.call(&[x.into()], &[1.0.into()]).unwrap();
+            hvps.push(out.hvp(0)[0]);
+        }
+        assert!(close(hvps[0], hvps[1], 1e-12), "{src}: {hvps:?}");
+        if !want.is_nan() {
+            assert!(close(hvps[0], want, 1e-12), "{src}: {hvps:?} vs {want}");
+        }
+    }
+}
