@@ -151,6 +151,9 @@ pub enum Stage {
     Optimized,
     /// The Cranelift IR of the native gradient.
     Clif,
+    /// The host's machine code of the native gradient, compiled whole (after Cranelift's
+    /// optimizations and register allocation).
+    Asm,
     /// Value and tangent by forward mode, optimized (what `jvp` compiles).
     Jvp,
     /// Value, gradient and Hessian-vector product, forward over reverse, optimized (what
@@ -425,6 +428,9 @@ fn emit(file: &Path, stage: Stage, entry: Option<&str>, io: &mut Io) -> Result<(
         Stage::Clif => p.optimized_reverse(&all).and_then(|f| {
             unfad_jit::clif_text_parallel(&mut p.program.arena, &f).map_err(unfad::Error::from)
         }),
+        Stage::Asm => p
+            .optimized_reverse(&all)
+            .and_then(|f| unfad_jit::asm_text(&p.program.arena, &f).map_err(unfad::Error::from)),
         Stage::Jvp => p
             .optimized_forward(&all)
             .map(|f| print_func(&p.program.arena, &f)),
