@@ -392,7 +392,7 @@ fn an_index_out_of_bounds_points_at_the_read() {
     check_error(
         &["grad", &src, "--input", &input],
         expect![[r#"
-            error: the program stopped at line 2, column 10: an index is out of bounds (an index must be a whole number from 0 to the array's length minus 1)
+            error: the program stopped at line 2, column 10: index 3 is out of bounds for an array of 3 elements
         "#]],
     );
 }

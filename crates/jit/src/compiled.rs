@@ -381,8 +381,9 @@ fn zeros(n: usize, what: impl FnOnce() -> String) -> Result<Vec<f64>, JitError> 
 /// cell (at `status`) and a run-time check set it.
 #[inline]
 fn read_status(status: Option<usize>, workspace: &[f64]) -> Result<(), JitError> {
-    match status.and_then(|k| workspace.get(k)) {
-        Some(&s) if s != 0.0 => Err(Stop::error(s)),
+    let cells = status.and_then(|k| workspace.get(k..k + crate::error::STATUS_CELLS as usize));
+    match cells {
+        Some(&[code, index, len]) if code != 0.0 => Err(Stop::error(code, [index, len])),
         _ => Ok(()),
     }
 }

@@ -41,6 +41,11 @@ pub(crate) enum Retry {
     ReadTwice,
 }
 
+/// How many cells the status of a function takes in its workspace: the code of the stop
+/// ([`Stop::code_at`], 0 while nothing failed), then two details of it (for an index out of
+/// bounds, the index and the length), written only when a check fails.
+pub(crate) const STATUS_CELLS: u64 = 3;
+
 /// Why the native code stopped early: the code a failed run-time check writes to the
 /// function's status cell (0 while nothing failed), read back by the checked call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,8 +75,8 @@ impl Stop {
         (self as u64 + 4 * place) as f64
     }
 
-    /// The error of a call whose status cell holds `code` (not 0).
-    pub(crate) fn error(code: f64) -> JitError {
+    /// The error of a call whose status cells hold `code` (not 0) and its two details.
+    pub(crate) fn error(code: f64, details: [f64; 2]) -> JitError {
         let whole = code as u64;
         let (kind, place) = (whole % 4, whole / 4);
         let at = (place > 0).then(|| {
@@ -81,10 +86,13 @@ impl Stop {
             )
         });
         if kind == Stop::Index as u64 {
+            // The interpreter's words (`unfad_interp::position`).
+            let [index, len] = details;
             return JitError::Stopped {
-                why: "an index is out of bounds (an index must be a whole number from 0 to the \
-                      array's length minus 1)"
-                    .into(),
+                why: format!(
+                    "index {index} is out of bounds for an array of {len} element{}",
+                    if len == 1.0 { "" } else { "s" }
+                ),
                 at,
             };
         }

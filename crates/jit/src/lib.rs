@@ -91,10 +91,12 @@
 //! length the types promise but the code cannot show (a scan's first element needs a row of
 //! its destination), the function checks it once, before the loop. A function that checks
 //! something at run time has a **status cell** after its buffers in the workspace
-//! ([`Compiled::status_cell`]): the function clears it first, a failed check sets it and
-//! returns at once, and [`Compiled::call`] reports [`JitError::Check`] (or, for an index
-//! out of bounds or an int division by zero, [`JitError::Stopped`] with the source
-//! position the code records in the cell); the cell holds
+//! ([`Compiled::status_cell`]; two more cells follow it, which say more of the failure:
+//! the index and the length for an index out of bounds): the function clears it first, a
+//! failed check sets it and returns at once, and [`Compiled::call`] reports
+//! [`JitError::Check`] (or, for an index out of bounds or an int division by zero,
+//! [`JitError::Stopped`] with the source position the code records in the cell); the cell
+//! holds
 //! why: 1 for a length check, which only a bug of the lowering or of the analysis can fail
 //! (the tests inject mistakes into the analysis, [`fault`], and check that no guard cell
 //! around any buffer is ever read or written), 2 for an index out of bounds (`A[i]`: every

@@ -19,7 +19,7 @@ use crate::codegen::{
     build_part, declare_in, host_isa, new_module, type_in_place, verify, Built, ENTRY,
 };
 use crate::compiled::{finish, Compiled};
-use crate::error::{JitError, JitResult};
+use crate::error::{JitError, JitResult, STATUS_CELLS};
 use crate::layout::{Component, PathStep, Shape, SizeExpr};
 use crate::lower::SizeValues;
 use crate::{compile, split};
@@ -192,7 +192,7 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
         lens.iter()
             .cloned()
             .chain([parts_workspace])
-            .chain(status.as_ref().map(|_| SizeExpr::K(1))),
+            .chain(status.as_ref().map(|_| SizeExpr::K(STATUS_CELLS))),
     );
     let mut checks = b1.checks;
     checks.extend(b2.checks);
@@ -301,7 +301,7 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
     let workspace = SizeExpr::sum([
         before_parts,
         parts_workspace,
-        SizeExpr::K(u64::from(has_status)),
+        SizeExpr::K(if has_status { STATUS_CELLS } else { 0 }),
     ]);
     let mut checks: Vec<SizeExpr> = built.iter().flat_map(|b| b.checks.clone()).collect();
     checks.extend(
@@ -575,8 +575,7 @@ fn build_chunk_entry(
             let n = counts.get(&mut b, at);
             let n_bytes = b.ins().ishl_imm_s(n, 3);
             let part_cell = b.ins().iadd(parts_ws, n_bytes);
-            let s = b.ins().load(types::F64, flags, part_cell, 0);
-            b.ins().store(flags, s, cell, 0);
+            let s = copy_status_cells(&mut b, flags, part_cell, cell);
             if j < last {
                 let failed = b.ins().fcmp(FloatCC::NotEqual, s, zero);
                 let go_on = b.create_block();
@@ -828,8 +827,7 @@ pub(crate) fn build_entry(
         let n = counts.get(b, offset);
         let bytes = b.ins().ishl_imm_s(n, 3);
         let cell = b.ins().iadd(addr, bytes);
-        let s = b.ins().load(types::F64, flags, cell, 0);
-        b.ins().store(flags, s, at, 0);
+        let s = copy_status_cells(b, flags, cell, at);
         Some(b.ins().fcmp(FloatCC::NotEqual, s, zero))
     };
     b.ins().call(calls[0], &[inputs, sizes, pout, addr]);
@@ -859,4 +857,21 @@ fn entry_params(b: &mut FunctionBuilder) -> JitResult<[Value; 4]> {
     b.block_params(block)
         .try_into()
         .map_err(|_| JitError::Internal("the entry block has the wrong parameters".into()))
+}
+
+/// Copy a part's status cells (at `from`) to the function's (at `to`); the code, the first
+/// cell, is returned.
+fn copy_status_cells(
+    b: &mut FunctionBuilder,
+    flags: MemFlagsData,
+    from: Value,
+    to: Value,
+) -> Value {
+    let mut code = None;
+    for k in 0..STATUS_CELLS as i32 {
+        let s = b.ins().load(types::F64, flags, from, 8 * k);
+        b.ins().store(flags, s, to, 8 * k);
+        code.get_or_insert(s);
+    }
+    code.expect("a status has cells")
 }

@@ -203,16 +203,30 @@ fn scatter_add_at_depth_one_and_two_with_repeated_positions() {
 fn out_of_bounds_indices_and_zero_divisors_are_errors_of_the_call() {
     let a = vec_of(3, 0.5);
     let index = "def f(A: [n]real, i: int) = A[i] * 2.0";
+    // The error names the index and the length, in the interpreter's words.
     for i in [-1.0, 3.0, 100.0] {
         let msg = fails(index, &json!({"A": a, "i": i}));
-        assert!(msg.contains("out of bounds"), "{msg}");
+        assert_eq!(
+            msg,
+            format!("index {i} is out of bounds for an array of 3 elements")
+        );
     }
-    fails(index, &json!({"A": [], "i": 0.0}));
+    let msg = fails(index, &json!({"A": [], "i": 0.0}));
+    assert_eq!(msg, "index 0 is out of bounds for an array of 0 elements");
     let row = "def f(B: [n][k]real, i: int, j: int) = B[i][j]";
-    fails(row, &json!({"B": mat_of(2, 3, 0.1), "i": 1.0, "j": 3.0}));
-    fails(row, &json!({"B": mat_of(2, 3, 0.1), "i": -1.0, "j": 0.0}));
+    let msg = fails(row, &json!({"B": mat_of(2, 3, 0.1), "i": 1.0, "j": 3.0}));
+    assert!(
+        msg.starts_with("index 3 is out of bounds for an array of 3 "),
+        "{msg}"
+    );
+    let msg = fails(row, &json!({"B": mat_of(2, 1, 0.1), "i": -1.0, "j": 0.0}));
+    assert!(
+        msg.starts_with("index -1 is out of bounds for an array of 2 "),
+        "{msg}"
+    );
     let gather = "def f(X: [n]real, I: [m]int) = map (k. X[I[k]]) (iota (len(I)))";
-    fails(gather, &json!({"X": a, "I": [0.0, 3.0]}));
+    let msg = fails(gather, &json!({"X": a, "I": [0.0, 3.0]}));
+    assert!(msg.starts_with("index 3 is out of bounds"), "{msg}");
     // A scatter's position outside its target adds nothing (its semantics), as in the
     // interpreter: the same values, and the guard cells untouched.
     let scatter = "def f(Z: [n]real, I: [m]int, V: [m]real) = scatter_add(Z, I, V)";

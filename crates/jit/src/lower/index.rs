@@ -15,7 +15,7 @@ use cranelift_codegen::ir::types::{F64, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
 use unfad_syntax::{BinOp, ExprId};
 
-use crate::error::{JitError, JitResult, Stop};
+use crate::error::{JitError, JitResult};
 use crate::layout::Dim;
 use crate::value::{Arr, IntVal, Kind, Place, RealVal, Val};
 
@@ -59,14 +59,16 @@ impl<'a> Translator<'a> {
         }
         match self.position_if_inside(i, len) {
             Some((k, Some(ok))) => {
-                self.check_that(ok, Stop::Index);
+                let index = self.real_value(i);
+                self.check_index(ok, index, len);
                 Ok(k)
             }
             Some((k, None)) => Ok(k),
             // Outside at compile time: the check fails whenever this runs.
             None => {
                 let never = self.b.ins().iconst(cranelift_codegen::ir::types::I8, 0);
-                self.check_that(never, Stop::Index);
+                let index = self.real_value(i);
+                self.check_index(never, index, len);
                 Ok(IntVal::Const(0))
             }
         }

@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use cranelift_codegen::ir::types::F64;
-use cranelift_codegen::ir::{BlockArg, InstBuilder, Value};
+use cranelift_codegen::ir::{Block, BlockArg, InstBuilder, Value};
 
 use crate::error::{internal, unsupported, JitResult, Stop};
 use crate::layout::{Dim, SizeExpr};
@@ -302,21 +302,46 @@ impl<'a> Translator<'a> {
     /// [`Translator::check`], the status cell telling `why` the function stopped (the block
     /// that sets it takes the code as its parameter).
     pub(super) fn check_that(&mut self, ok: Value, why: Stop) {
-        let fail = match self.status {
+        let fail = self.fail_block();
+        let go_on = self.b.create_block();
+        let code = self.b.ins().f64const(why.code_at(self.site));
+        let zero = self.b.ins().f64const(0.0);
+        let args = [code, zero, zero].map(BlockArg::from);
+        self.b.ins().brif(ok, go_on, &[], fail, &args);
+        self.switch_to(go_on);
+    }
+
+    /// [`Translator::check_that`] for an index `index` (a real) checked against the length
+    /// `len`: both go to the status cells after the code, so that the error names them.
+    /// They are converted in a cold block of this check's own, off the path that passes.
+    pub(super) fn check_index(&mut self, ok: Value, index: Value, len: IntVal) {
+        let fail = self.fail_block();
+        let go_on = self.b.create_block();
+        let failed = self.b.create_block();
+        self.b.set_cold_block(failed);
+        self.b.ins().brif(ok, go_on, &[], failed, &[]);
+        self.switch_to(failed);
+        let code = self.b.ins().f64const(Stop::Index.code_at(self.site));
+        let n = self.int_value(len);
+        let n = self.b.ins().fcvt_from_sint(F64, n);
+        let args = [code, index, n].map(BlockArg::from);
+        self.b.ins().jump(fail, &args);
+        self.switch_to(go_on);
+    }
+
+    /// The block a failed check jumps to, with the status cells' values as parameters.
+    fn fail_block(&mut self) -> Block {
+        match self.status {
             Some(fail) => fail,
             None => {
                 let fail = self.b.create_block();
-                self.b.append_block_param(fail, F64);
+                for _ in 0..crate::error::STATUS_CELLS {
+                    self.b.append_block_param(fail, F64);
+                }
                 self.status = Some(fail);
                 fail
             }
-        };
-        let go_on = self.b.create_block();
-        let code = self.b.ins().f64const(why.code_at(self.site));
-        self.b
-            .ins()
-            .brif(ok, go_on, &[], fail, &[BlockArg::from(code)]);
-        self.switch_to(go_on);
+        }
     }
 
     pub(super) fn holds_of(v: &Val, out: &mut Vec<Rc<Buf>>) {

@@ -220,14 +220,16 @@ impl<'a> Translator<'a> {
         }
         let status = status.map(|(offset, at, fail)| {
             self.switch_to(fail);
-            // The code of the failed check (see `Stop`).
-            let failed = self.b.block_params(fail)[0];
-            self.b.ins().store(self.flags, failed, at, 0);
+            // The code of the failed check (see `Stop`) and its details.
+            let cells = self.b.block_params(fail).to_vec();
+            for (k, cell) in cells.into_iter().enumerate() {
+                self.b.ins().store(self.flags, cell, at, 8 * k as i32);
+            }
             self.b.ins().return_(&[]);
             offset
         });
         let workspace = match &status {
-            Some(_) => SizeExpr::add(total, SizeExpr::K(1)),
+            Some(_) => SizeExpr::add(total, SizeExpr::K(crate::error::STATUS_CELLS)),
             None => total,
         };
         checks.push(workspace.clone());
