@@ -483,7 +483,7 @@ fn result_component_is_computed_in_place() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v346 = load.i64 notrap aligned readonly can_move v1
+                v325 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
@@ -491,11 +491,11 @@ fn result_component_is_computed_in_place() {
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v6 = load.i64 notrap aligned readonly can_move v2+8
                 v8 = iconst.i64 1
-                v9 = ushr.i64 v346, v8  ; v8 = 1
+                v9 = ushr.i64 v325, v8  ; v8 = 1
                 v10 = iconst.i64 -2
-                v11 = band.i64 v346, v10  ; v10 = -2
+                v11 = band.i64 v325, v10  ; v10 = -2
                 v12 = iconst.i64 1
-                v13 = band.i64 v346, v12  ; v12 = 1
+                v13 = band.i64 v325, v12  ; v12 = 1
                 v15 = iconst.i64 0
                 brif v9, block2(v15), block3  ; v15 = 0
 
@@ -508,263 +508,251 @@ fn result_component_is_computed_in_place() {
                 v22 = iconst.i64 3
                 v23 = ishl v17, v22  ; v22 = 3
                 v24 = iadd.i64 v5, v23
-                v25 = f64const 0x1.6300000000000p9
-                v28 = f64const -0x1.7500000000000p9
-                v31 = f64const 0x1.71547652b82fep0
-                v33 = f64const 0x1.8000000000000p52
-                v37 = iconst.i64 0x4338_0000_0000_0000
-                v39 = f64const 0x1.62e42ff000000p-1
-                v40 = f64const -0x1.718432a1b0e26p-35
-                v45 = f64const 0x1.1f730349868cep-29
-                v46 = f64const 0x1.af4de97ca4194p-26
-                v48 = f64const 0x1.27e4db646b17ep-22
-                v50 = f64const 0x1.71de0231960ebp-19
-                v52 = f64const 0x1.a01a01a6d889cp-16
-                v54 = f64const 0x1.a01a01abe7fe1p-13
-                v56 = f64const 0x1.6c16c16c162d4p-10
-                v58 = f64const 0x1.11111111100dcp-7
-                v60 = f64const 0x1.5555555555556p-5
-                v62 = f64const 0x1.5555555555557p-3
-                v64 = f64const 0x1.0000000000000p-1
-                v75 = f64const 0x1.0000000000000p0
-                v81 = iconst.i64 1
-                v84 = iconst.i64 1023
-                v86 = iconst.i64 52
-                v89 = iconst.i64 1023
-                v91 = iconst.i64 52
-                v348 = load.f64x2 notrap v20
-                v349 = splat.f64x2 v25  ; v25 = 0x1.6300000000000p9
-                v350 = fcmp gt v348, v349
-                v351 = bitcast.f64x2 little v350
-                v352 = bitselect v351, v349, v348
-                v353 = splat.f64x2 v28  ; v28 = -0x1.7500000000000p9
-                v354 = fcmp lt v352, v353
-                v355 = bitcast.f64x2 little v354
-                v356 = bitselect v355, v353, v352
-                v357 = splat.f64x2 v31  ; v31 = 0x1.71547652b82fep0
-                v358 = fmul v356, v357
-                v359 = splat.f64x2 v33  ; v33 = 0x1.8000000000000p52
-                v360 = fadd v358, v359
-                v361 = fsub v360, v359
-                v403 = bitcast.i64x2 little v360
-                v404 = splat.i64x2 v37  ; v37 = 0x4338_0000_0000_0000
-                v405 = isub v403, v404
-                v362 = splat.f64x2 v39  ; v39 = 0x1.62e42ff000000p-1
-                v365 = splat.f64x2 v40  ; v40 = -0x1.718432a1b0e26p-35
-                v363 = fmul v361, v362
-                v364 = fsub v356, v363
-                v366 = fmul v361, v365
-                v367 = fsub v364, v366
-                v369 = splat.f64x2 v45  ; v45 = 0x1.1f730349868cep-29
-                v370 = splat.f64x2 v46  ; v46 = 0x1.af4de97ca4194p-26
-                v371 = fma v369, v367, v370
-                v372 = splat.f64x2 v48  ; v48 = 0x1.27e4db646b17ep-22
-                v373 = fma v371, v367, v372
-                v374 = splat.f64x2 v50  ; v50 = 0x1.71de0231960ebp-19
-                v375 = fma v373, v367, v374
-                v376 = splat.f64x2 v52  ; v52 = 0x1.a01a01a6d889cp-16
-                v377 = fma v375, v367, v376
-                v378 = splat.f64x2 v54  ; v54 = 0x1.a01a01abe7fe1p-13
-                v379 = fma v377, v367, v378
-                v380 = splat.f64x2 v56  ; v56 = 0x1.6c16c16c162d4p-10
-                v381 = fma v379, v367, v380
-                v382 = splat.f64x2 v58  ; v58 = 0x1.11111111100dcp-7
-                v383 = fma v381, v367, v382
-                v384 = splat.f64x2 v60  ; v60 = 0x1.5555555555556p-5
-                v385 = fma v383, v367, v384
-                v386 = splat.f64x2 v62  ; v62 = 0x1.5555555555557p-3
-                v387 = fma v385, v367, v386
-                v388 = splat.f64x2 v64  ; v64 = 0x1.0000000000000p-1
-                v389 = fma v387, v367, v388
-                v368 = fmul v367, v367
-                v390 = fmul v368, v389
-                v391 = fsub v390, v366
-                v392 = fadd v364, v391
-                v396 = fsub v392, v364
-                v397 = fsub v392, v396
-                v399 = fsub v391, v396
-                v398 = fsub v364, v397
-                v400 = fadd v398, v399
-                v347 = splat.f64x2 v75  ; v75 = 0x1.0000000000000p0
-                v393 = fadd v347, v392
-                v394 = fsub v347, v393
-                v395 = fadd v394, v392
-                v401 = fadd v395, v400
-                v402 = fadd v393, v401
-                v406 = sshr v405, v81  ; v81 = 1
-                v412 = isub v405, v406
-                v407 = splat.i64x2 v84  ; v84 = 1023
-                v408 = iadd v406, v407
-                v409 = ishl v408, v86  ; v86 = 52
-                v410 = bitcast.f64x2 little v409
-                v413 = splat.i64x2 v89  ; v89 = 1023
-                v414 = iadd v412, v413
-                v415 = ishl v414, v91  ; v91 = 52
-                v416 = bitcast.f64x2 little v415
-                v411 = fmul v402, v410
-                v417 = fmul v411, v416
-                store notrap v417, v24
-                v176 = iconst.i64 1
-                v177 = iadd v14, v176  ; v176 = 1
-                v178 = icmp ult v177, v9
-                brif v178, block2(v177), block3
+                v25 = f64const 0x1.71547652b82fep0
+                v26 = f64const 0x1.8000000000000p52
+                v30 = iconst.i64 0x4338_0000_0000_0000
+                v32 = f64const -0x1.62e42ff000000p-1
+                v34 = f64const 0x1.718432a1b0e26p-35
+                v37 = f64const 0x1.0000000000000p-1
+                v38 = f64const 0x1.5555555555557p-3
+                v40 = f64const 0x1.5555555555556p-5
+                v41 = f64const 0x1.11111111100dcp-7
+                v43 = f64const 0x1.6c16c16c162d4p-10
+                v44 = f64const 0x1.a01a01abe7fe1p-13
+                v46 = f64const 0x1.a01a01a6d889cp-16
+                v47 = f64const 0x1.71de0231960ebp-19
+                v49 = f64const 0x1.27e4db646b17ep-22
+                v50 = f64const 0x1.af4de97ca4194p-26
+                v52 = f64const 0x1.1f730349868cep-29
+                v64 = f64const 0x1.0000000000000p0
+                v66 = iconst.i64 1
+                v69 = iconst.i64 1023
+                v71 = iconst.i64 52
+                v74 = iconst.i64 1023
+                v76 = iconst.i64 52
+                v81 = f64const 0x1.6300000000000p9
+                v83 = f64const +Inf
+                v85 = f64const -0x1.7500000000000p9
+                v87 = f64const 0.0
+                v326 = load.f64x2 notrap v20
+                v334 = splat.f64x2 v25  ; v25 = 0x1.71547652b82fep0
+                v335 = splat.f64x2 v26  ; v26 = 0x1.8000000000000p52
+                v336 = fma v326, v334, v335
+                v337 = fsub v336, v335
+                v371 = bitcast.i64x2 little v336
+                v372 = splat.i64x2 v30  ; v30 = 0x4338_0000_0000_0000
+                v373 = isub v371, v372
+                v338 = splat.f64x2 v32  ; v32 = -0x1.62e42ff000000p-1
+                v339 = fma v337, v338, v326
+                v340 = splat.f64x2 v34  ; v34 = 0x1.718432a1b0e26p-35
+                v341 = fmul v337, v340
+                v342 = fadd v339, v341
+                v363 = splat.f64x2 v37  ; v37 = 0x1.0000000000000p-1
+                v362 = splat.f64x2 v38  ; v38 = 0x1.5555555555557p-3
+                v364 = fma v362, v342, v363
+                v360 = splat.f64x2 v40  ; v40 = 0x1.5555555555556p-5
+                v359 = splat.f64x2 v41  ; v41 = 0x1.11111111100dcp-7
+                v361 = fma v359, v342, v360
+                v356 = splat.f64x2 v43  ; v43 = 0x1.6c16c16c162d4p-10
+                v355 = splat.f64x2 v44  ; v44 = 0x1.a01a01abe7fe1p-13
+                v357 = fma v355, v342, v356
+                v353 = splat.f64x2 v46  ; v46 = 0x1.a01a01a6d889cp-16
+                v352 = splat.f64x2 v47  ; v47 = 0x1.71de0231960ebp-19
+                v354 = fma v352, v342, v353
+                v347 = splat.f64x2 v49  ; v49 = 0x1.27e4db646b17ep-22
+                v346 = splat.f64x2 v50  ; v50 = 0x1.af4de97ca4194p-26
+                v348 = fma v346, v342, v347
+                v344 = splat.f64x2 v52  ; v52 = 0x1.1f730349868cep-29
+                v345 = fmul v342, v342
+                v365 = fma v361, v345, v364
+                v358 = fma v354, v345, v357
+                v349 = fma v344, v345, v348
+                v350 = fmul v345, v345
+                v366 = fma v358, v350, v365
+                v351 = fmul v350, v350
+                v367 = fma v349, v351, v366
+                v343 = fmul v342, v342
+                v368 = fma v343, v367, v341
+                v369 = fadd v339, v368
+                v333 = splat.f64x2 v64  ; v64 = 0x1.0000000000000p0
+                v370 = fadd v333, v369
+                v374 = sshr v373, v66  ; v66 = 1
+                v380 = isub v373, v374
+                v375 = splat.i64x2 v69  ; v69 = 1023
+                v376 = iadd v374, v375
+                v377 = ishl v376, v71  ; v71 = 52
+                v378 = bitcast.f64x2 little v377
+                v381 = splat.i64x2 v74  ; v74 = 1023
+                v382 = iadd v380, v381
+                v383 = ishl v382, v76  ; v76 = 52
+                v384 = bitcast.f64x2 little v383
+                v379 = fmul v370, v378
+                v385 = fmul v379, v384
+                v330 = splat.f64x2 v81  ; v81 = 0x1.6300000000000p9
+                v331 = fcmp gt v326, v330
+                v332 = splat.f64x2 v83  ; v83 = +Inf
+                v386 = bitcast.f64x2 little v331
+                v387 = bitselect v386, v332, v385
+                v327 = splat.f64x2 v85  ; v85 = -0x1.7500000000000p9
+                v328 = fcmp lt v326, v327
+                v329 = splat.f64x2 v87  ; v87 = 0.0
+                v388 = bitcast.f64x2 little v328
+                v389 = bitselect v388, v329, v387
+                store notrap v389, v24
+                v162 = iconst.i64 1
+                v163 = iadd v14, v162  ; v162 = 1
+                v164 = icmp ult v163, v9
+                brif v164, block2(v163), block3
 
             block3:
-                v180 = iconst.i64 0
-                brif.i64 v13, block4(v180), block5  ; v180 = 0
+                v166 = iconst.i64 0
+                brif.i64 v13, block4(v166), block5  ; v166 = 0
 
-            block4(v179: i64):
-                v181 = iadd.i64 v11, v179
-                v182 = iconst.i64 3
-                v183 = ishl v181, v182  ; v182 = 3
-                v184 = iadd.i64 v4, v183
-                v185 = load.f64 notrap aligned v184
-                v186 = iconst.i64 3
-                v187 = ishl v181, v186  ; v186 = 3
-                v188 = iadd.i64 v5, v187
-                v189 = f64const 0x1.6300000000000p9
-                v190 = fcmp gt v185, v189  ; v189 = 0x1.6300000000000p9
-                v191 = select v190, v189, v185  ; v189 = 0x1.6300000000000p9
-                v192 = f64const -0x1.7500000000000p9
-                v193 = fcmp lt v191, v192  ; v192 = -0x1.7500000000000p9
-                v194 = select v193, v192, v191  ; v192 = -0x1.7500000000000p9
-                v195 = f64const 0x1.71547652b82fep0
-                v196 = fmul v194, v195  ; v195 = 0x1.71547652b82fep0
-                v197 = f64const 0x1.8000000000000p52
-                v198 = fadd v196, v197  ; v197 = 0x1.8000000000000p52
-                v199 = fsub v198, v197  ; v197 = 0x1.8000000000000p52
-                v200 = bitcast.i64 v198
-                v201 = iconst.i64 0x4338_0000_0000_0000
-                v202 = isub v200, v201  ; v201 = 0x4338_0000_0000_0000
-                v203 = f64const 0x1.62e42ff000000p-1
-                v204 = f64const -0x1.718432a1b0e26p-35
-                v205 = fmul v199, v203  ; v203 = 0x1.62e42ff000000p-1
-                v206 = fsub v194, v205
-                v207 = fmul v199, v204  ; v204 = -0x1.718432a1b0e26p-35
-                v208 = fsub v206, v207
-                v209 = f64const 0x1.1f730349868cep-29
-                v210 = f64const 0x1.af4de97ca4194p-26
-                v211 = fma v209, v208, v210  ; v209 = 0x1.1f730349868cep-29, v210 = 0x1.af4de97ca4194p-26
-                v212 = f64const 0x1.27e4db646b17ep-22
-                v213 = fma v211, v208, v212  ; v212 = 0x1.27e4db646b17ep-22
-                v214 = f64const 0x1.71de0231960ebp-19
-                v215 = fma v213, v208, v214  ; v214 = 0x1.71de0231960ebp-19
-                v216 = f64const 0x1.a01a01a6d889cp-16
-                v217 = fma v215, v208, v216  ; v216 = 0x1.a01a01a6d889cp-16
-                v218 = f64const 0x1.a01a01abe7fe1p-13
-                v219 = fma v217, v208, v218  ; v218 = 0x1.a01a01abe7fe1p-13
-                v220 = f64const 0x1.6c16c16c162d4p-10
-                v221 = fma v219, v208, v220  ; v220 = 0x1.6c16c16c162d4p-10
-                v222 = f64const 0x1.11111111100dcp-7
-                v223 = fma v221, v208, v222  ; v222 = 0x1.11111111100dcp-7
-                v224 = f64const 0x1.5555555555556p-5
-                v225 = fma v223, v208, v224  ; v224 = 0x1.5555555555556p-5
-                v226 = f64const 0x1.5555555555557p-3
-                v227 = fma v225, v208, v226  ; v226 = 0x1.5555555555557p-3
-                v228 = f64const 0x1.0000000000000p-1
-                v229 = fma v227, v208, v228  ; v228 = 0x1.0000000000000p-1
-                v230 = fmul v208, v208
-                v231 = fmul v230, v229
-                v232 = fsub v231, v207
-                v233 = fadd v206, v232
-                v234 = fsub v233, v206
-                v235 = fsub v233, v234
-                v236 = fsub v232, v234
-                v237 = fsub v206, v235
-                v238 = fadd v237, v236
-                v239 = f64const 0x1.0000000000000p0
-                v240 = fadd v239, v233  ; v239 = 0x1.0000000000000p0
-                v241 = fsub v239, v240  ; v239 = 0x1.0000000000000p0
-                v242 = fadd v241, v233
-                v243 = fadd v242, v238
-                v244 = fadd v240, v243
-                v245 = iconst.i64 1
-                v246 = sshr v202, v245  ; v245 = 1
-                v247 = isub v202, v246
-                v248 = iconst.i64 1023
-                v249 = iadd v246, v248  ; v248 = 1023
-                v250 = iconst.i64 52
-                v251 = ishl v249, v250  ; v250 = 52
-                v252 = bitcast.f64 v251
-                v253 = iconst.i64 1023
-                v254 = iadd v247, v253  ; v253 = 1023
-                v255 = iconst.i64 52
-                v256 = ishl v254, v255  ; v255 = 52
-                v257 = bitcast.f64 v256
-                v258 = fmul v244, v252
-                v259 = fmul v258, v257
-                store notrap aligned v259, v188
+            block4(v165: i64):
+                v167 = iadd.i64 v11, v165
+                v168 = iconst.i64 3
+                v169 = ishl v167, v168  ; v168 = 3
+                v170 = iadd.i64 v4, v169
+                v171 = load.f64 notrap aligned v170
+                v172 = iconst.i64 3
+                v173 = ishl v167, v172  ; v172 = 3
+                v174 = iadd.i64 v5, v173
+                v175 = f64const 0x1.71547652b82fep0
+                v176 = f64const 0x1.8000000000000p52
+                v177 = fma v171, v175, v176  ; v175 = 0x1.71547652b82fep0, v176 = 0x1.8000000000000p52
+                v178 = fsub v177, v176  ; v176 = 0x1.8000000000000p52
+                v179 = bitcast.i64 v177
+                v180 = iconst.i64 0x4338_0000_0000_0000
+                v181 = isub v179, v180  ; v180 = 0x4338_0000_0000_0000
+                v182 = f64const -0x1.62e42ff000000p-1
+                v183 = fma v178, v182, v171  ; v182 = -0x1.62e42ff000000p-1
+                v184 = f64const 0x1.718432a1b0e26p-35
+                v185 = fmul v178, v184  ; v184 = 0x1.718432a1b0e26p-35
+                v186 = fadd v183, v185
+                v187 = f64const 0x1.0000000000000p-1
+                v188 = f64const 0x1.5555555555557p-3
+                v189 = fma v188, v186, v187  ; v188 = 0x1.5555555555557p-3, v187 = 0x1.0000000000000p-1
+                v190 = f64const 0x1.5555555555556p-5
+                v191 = f64const 0x1.11111111100dcp-7
+                v192 = fma v191, v186, v190  ; v191 = 0x1.11111111100dcp-7, v190 = 0x1.5555555555556p-5
+                v193 = f64const 0x1.6c16c16c162d4p-10
+                v194 = f64const 0x1.a01a01abe7fe1p-13
+                v195 = fma v194, v186, v193  ; v194 = 0x1.a01a01abe7fe1p-13, v193 = 0x1.6c16c16c162d4p-10
+                v196 = f64const 0x1.a01a01a6d889cp-16
+                v197 = f64const 0x1.71de0231960ebp-19
+                v198 = fma v197, v186, v196  ; v197 = 0x1.71de0231960ebp-19, v196 = 0x1.a01a01a6d889cp-16
+                v199 = f64const 0x1.27e4db646b17ep-22
+                v200 = f64const 0x1.af4de97ca4194p-26
+                v201 = fma v200, v186, v199  ; v200 = 0x1.af4de97ca4194p-26, v199 = 0x1.27e4db646b17ep-22
+                v202 = f64const 0x1.1f730349868cep-29
+                v203 = fmul v186, v186
+                v204 = fma v192, v203, v189
+                v205 = fma v198, v203, v195
+                v206 = fma v202, v203, v201  ; v202 = 0x1.1f730349868cep-29
+                v207 = fmul v203, v203
+                v208 = fma v205, v207, v204
+                v209 = fmul v207, v207
+                v210 = fma v206, v209, v208
+                v211 = fmul v186, v186
+                v212 = fma v211, v210, v185
+                v213 = fadd v183, v212
+                v214 = f64const 0x1.0000000000000p0
+                v215 = fadd v214, v213  ; v214 = 0x1.0000000000000p0
+                v216 = iconst.i64 1
+                v217 = sshr v181, v216  ; v216 = 1
+                v218 = isub v181, v217
+                v219 = iconst.i64 1023
+                v220 = iadd v217, v219  ; v219 = 1023
+                v221 = iconst.i64 52
+                v222 = ishl v220, v221  ; v221 = 52
+                v223 = bitcast.f64 v222
+                v224 = iconst.i64 1023
+                v225 = iadd v218, v224  ; v224 = 1023
+                v226 = iconst.i64 52
+                v227 = ishl v225, v226  ; v226 = 52
+                v228 = bitcast.f64 v227
+                v229 = fmul v215, v223
+                v230 = fmul v229, v228
+                v231 = f64const 0x1.6300000000000p9
+                v232 = fcmp gt v171, v231  ; v231 = 0x1.6300000000000p9
+                v233 = f64const +Inf
+                v234 = select v232, v233, v230  ; v233 = +Inf
+                v235 = f64const -0x1.7500000000000p9
+                v236 = fcmp lt v171, v235  ; v235 = -0x1.7500000000000p9
+                v237 = f64const 0.0
+                v238 = select v236, v237, v234  ; v237 = 0.0
+                store notrap aligned v238, v174
                 jump block5
 
             block5:
-                v260 = f64const 0.0
-                v261 = iconst.i64 2
-                v262 = ushr.i64 v346, v261  ; v261 = 2
-                v263 = f64const -0.0
-                v418 = splat.f64x2 v263  ; v263 = -0.0
-                v264 = scalar_to_vector.f64x2 v260  ; v260 = 0.0
-                v265 = insertlane v264, v263, 1  ; v263 = -0.0
-                v275 = iconst.i64 0
-                brif v262, block6(v275, v260, v265, v418), block7(v260, v265, v418)  ; v275 = 0, v260 = 0.0, v260 = 0.0
+                v239 = f64const 0.0
+                v240 = iconst.i64 2
+                v241 = ushr.i64 v325, v240  ; v240 = 2
+                v242 = f64const -0.0
+                v390 = splat.f64x2 v242  ; v242 = -0.0
+                v243 = scalar_to_vector.f64x2 v239  ; v239 = 0.0
+                v244 = insertlane v243, v242, 1  ; v242 = -0.0
+                v254 = iconst.i64 0
+                brif v241, block6(v254, v239, v244, v390), block7(v239, v244, v390)  ; v254 = 0, v239 = 0.0, v239 = 0.0
 
-            block6(v268: i64, v269: f64, v270: f64x2, v271: f64x2):
-                v276 = iconst.i64 2
-                v277 = ishl v268, v276  ; v276 = 2
-                v279 = iconst.i64 3
-                v280 = ishl v277, v279  ; v279 = 3
-                v281 = iadd.i64 v5, v280
-                v419 = load.f64x2 notrap v281
-                v420 = fadd v270, v419
-                v293 = iconst.i64 2
-                v294 = iadd v277, v293  ; v293 = 2
-                v295 = iconst.i64 3
-                v296 = ishl v294, v295  ; v295 = 3
-                v297 = iadd.i64 v5, v296
-                v421 = load.f64x2 notrap v297
-                v422 = fadd v271, v421
-                v312 = iconst.i64 1
-                v313 = iadd v268, v312  ; v312 = 1
-                v314 = icmp ult v313, v262
-                brif v314, block6(v313, v269, v420, v422), block7(v269, v420, v422)
+            block6(v247: i64, v248: f64, v249: f64x2, v250: f64x2):
+                v255 = iconst.i64 2
+                v256 = ishl v247, v255  ; v255 = 2
+                v258 = iconst.i64 3
+                v259 = ishl v256, v258  ; v258 = 3
+                v260 = iadd.i64 v5, v259
+                v391 = load.f64x2 notrap v260
+                v392 = fadd v249, v391
+                v272 = iconst.i64 2
+                v273 = iadd v256, v272  ; v272 = 2
+                v274 = iconst.i64 3
+                v275 = ishl v273, v274  ; v274 = 3
+                v276 = iadd.i64 v5, v275
+                v393 = load.f64x2 notrap v276
+                v394 = fadd v250, v393
+                v291 = iconst.i64 1
+                v292 = iadd v247, v291  ; v291 = 1
+                v293 = icmp ult v292, v241
+                brif v293, block6(v292, v248, v392, v394), block7(v248, v392, v394)
 
-            block7(v272: f64, v273: f64x2, v274: f64x2):
-                v315 = stack_addr.i64 ss0
-                store notrap aligned v272, v315
-                v316 = atomic_load.i64 notrap aligned v315
-                v317 = bitcast.f64 v316
-                v318 = extractlane v273, 0
-                v319 = extractlane v273, 1
-                v320 = extractlane v274, 0
-                v321 = extractlane v274, 1
-                v322 = fadd v318, v319
-                v323 = fadd v320, v321
-                v324 = fadd v322, v323
-                v325 = select v262, v324, v317
-                v326 = iconst.i64 2
-                v327 = ishl.i64 v262, v326  ; v326 = 2
-                v328 = iconst.i64 3
-                v329 = band.i64 v346, v328  ; v328 = 3
-                v333 = iconst.i64 0
-                brif v329, block8(v333, v325), block9(v325)  ; v333 = 0
+            block7(v251: f64, v252: f64x2, v253: f64x2):
+                v294 = stack_addr.i64 ss0
+                store notrap aligned v251, v294
+                v295 = atomic_load.i64 notrap aligned v294
+                v296 = bitcast.f64 v295
+                v297 = extractlane v252, 0
+                v298 = extractlane v252, 1
+                v299 = extractlane v253, 0
+                v300 = extractlane v253, 1
+                v301 = fadd v297, v298
+                v302 = fadd v299, v300
+                v303 = fadd v301, v302
+                v304 = select v241, v303, v296
+                v305 = iconst.i64 2
+                v306 = ishl.i64 v241, v305  ; v305 = 2
+                v307 = iconst.i64 3
+                v308 = band.i64 v325, v307  ; v307 = 3
+                v312 = iconst.i64 0
+                brif v308, block8(v312, v304), block9(v304)  ; v312 = 0
 
-            block8(v330: i64, v331: f64):
-                v334 = iadd.i64 v327, v330
-                v335 = iconst.i64 3
-                v336 = ishl v334, v335  ; v335 = 3
-                v337 = iadd.i64 v5, v336
-                v338 = load.f64 notrap aligned v337
-                v339 = fadd v331, v338
-                v340 = iconst.i64 1
-                v341 = iadd v330, v340  ; v340 = 1
-                v342 = icmp ult v341, v329
-                brif v342, block8(v341, v339), block9(v339)
+            block8(v309: i64, v310: f64):
+                v313 = iadd.i64 v306, v309
+                v314 = iconst.i64 3
+                v315 = ishl v313, v314  ; v314 = 3
+                v316 = iadd.i64 v5, v315
+                v317 = load.f64 notrap aligned v316
+                v318 = fadd v310, v317
+                v319 = iconst.i64 1
+                v320 = iadd v309, v319  ; v319 = 1
+                v321 = icmp ult v320, v308
+                brif v321, block8(v320, v318), block9(v318)
 
-            block9(v332: f64):
-                v343 = stack_addr.i64 ss0
-                store notrap aligned v332, v343
-                v344 = atomic_load.i64 notrap aligned v343
-                v345 = bitcast.f64 v344
-                store notrap aligned v345, v6
+            block9(v311: f64):
+                v322 = stack_addr.i64 ss0
+                store notrap aligned v311, v322
+                v323 = atomic_load.i64 notrap aligned v322
+                v324 = bitcast.f64 v323
+                store notrap aligned v324, v6
                 return
             }
         "#]],
@@ -869,88 +857,81 @@ fn exp_is_an_inline_kernel() {
     clif_with_kernel(
         "def f(x: real) = exp(x)",
         expect![[r#"
-        function u0:0(i64, i64, i64, i64) system_v {
-        block0(v0: i64, v1: i64, v2: i64, v3: i64):
-            jump block1
+            function u0:0(i64, i64, i64, i64) system_v {
+            block0(v0: i64, v1: i64, v2: i64, v3: i64):
+                jump block1
 
-        block1:
-            v4 = load.i64 notrap aligned readonly can_move v0
-            v5 = load.i64 notrap aligned readonly can_move v2
-            v6 = load.f64 notrap aligned v4
-            v7 = f64const 0x1.6300000000000p9
-            v8 = fcmp gt v6, v7  ; v7 = 0x1.6300000000000p9
-            v9 = select v8, v7, v6  ; v7 = 0x1.6300000000000p9
-            v10 = f64const -0x1.7500000000000p9
-            v11 = fcmp lt v9, v10  ; v10 = -0x1.7500000000000p9
-            v12 = select v11, v10, v9  ; v10 = -0x1.7500000000000p9
-            v13 = f64const 0x1.71547652b82fep0
-            v14 = fmul v12, v13  ; v13 = 0x1.71547652b82fep0
-            v15 = f64const 0x1.8000000000000p52
-            v16 = fadd v14, v15  ; v15 = 0x1.8000000000000p52
-            v17 = fsub v16, v15  ; v15 = 0x1.8000000000000p52
-            v18 = bitcast.i64 v16
-            v19 = iconst.i64 0x4338_0000_0000_0000
-            v20 = isub v18, v19  ; v19 = 0x4338_0000_0000_0000
-            v21 = f64const 0x1.62e42ff000000p-1
-            v22 = f64const -0x1.718432a1b0e26p-35
-            v23 = fmul v17, v21  ; v21 = 0x1.62e42ff000000p-1
-            v24 = fsub v12, v23
-            v25 = fmul v17, v22  ; v22 = -0x1.718432a1b0e26p-35
-            v26 = fsub v24, v25
-            v27 = f64const 0x1.1f730349868cep-29
-            v28 = f64const 0x1.af4de97ca4194p-26
-            v29 = fma v27, v26, v28  ; v27 = 0x1.1f730349868cep-29, v28 = 0x1.af4de97ca4194p-26
-            v30 = f64const 0x1.27e4db646b17ep-22
-            v31 = fma v29, v26, v30  ; v30 = 0x1.27e4db646b17ep-22
-            v32 = f64const 0x1.71de0231960ebp-19
-            v33 = fma v31, v26, v32  ; v32 = 0x1.71de0231960ebp-19
-            v34 = f64const 0x1.a01a01a6d889cp-16
-            v35 = fma v33, v26, v34  ; v34 = 0x1.a01a01a6d889cp-16
-            v36 = f64const 0x1.a01a01abe7fe1p-13
-            v37 = fma v35, v26, v36  ; v36 = 0x1.a01a01abe7fe1p-13
-            v38 = f64const 0x1.6c16c16c162d4p-10
-            v39 = fma v37, v26, v38  ; v38 = 0x1.6c16c16c162d4p-10
-            v40 = f64const 0x1.11111111100dcp-7
-            v41 = fma v39, v26, v40  ; v40 = 0x1.11111111100dcp-7
-            v42 = f64const 0x1.5555555555556p-5
-            v43 = fma v41, v26, v42  ; v42 = 0x1.5555555555556p-5
-            v44 = f64const 0x1.5555555555557p-3
-            v45 = fma v43, v26, v44  ; v44 = 0x1.5555555555557p-3
-            v46 = f64const 0x1.0000000000000p-1
-            v47 = fma v45, v26, v46  ; v46 = 0x1.0000000000000p-1
-            v48 = fmul v26, v26
-            v49 = fmul v48, v47
-            v50 = fsub v49, v25
-            v51 = fadd v24, v50
-            v52 = fsub v51, v24
-            v53 = fsub v51, v52
-            v54 = fsub v50, v52
-            v55 = fsub v24, v53
-            v56 = fadd v55, v54
-            v57 = f64const 0x1.0000000000000p0
-            v58 = fadd v57, v51  ; v57 = 0x1.0000000000000p0
-            v59 = fsub v57, v58  ; v57 = 0x1.0000000000000p0
-            v60 = fadd v59, v51
-            v61 = fadd v60, v56
-            v62 = fadd v58, v61
-            v63 = iconst.i64 1
-            v64 = sshr v20, v63  ; v63 = 1
-            v65 = isub v20, v64
-            v66 = iconst.i64 1023
-            v67 = iadd v64, v66  ; v66 = 1023
-            v68 = iconst.i64 52
-            v69 = ishl v67, v68  ; v68 = 52
-            v70 = bitcast.f64 v69
-            v71 = iconst.i64 1023
-            v72 = iadd v65, v71  ; v71 = 1023
-            v73 = iconst.i64 52
-            v74 = ishl v72, v73  ; v73 = 52
-            v75 = bitcast.f64 v74
-            v76 = fmul v62, v70
-            v77 = fmul v76, v75
-            store notrap aligned v77, v5
-            return
-        }
-    "#]],
+            block1:
+                v4 = load.i64 notrap aligned readonly can_move v0
+                v5 = load.i64 notrap aligned readonly can_move v2
+                v6 = load.f64 notrap aligned v4
+                v7 = f64const 0x1.71547652b82fep0
+                v8 = f64const 0x1.8000000000000p52
+                v9 = fma v6, v7, v8  ; v7 = 0x1.71547652b82fep0, v8 = 0x1.8000000000000p52
+                v10 = fsub v9, v8  ; v8 = 0x1.8000000000000p52
+                v11 = bitcast.i64 v9
+                v12 = iconst.i64 0x4338_0000_0000_0000
+                v13 = isub v11, v12  ; v12 = 0x4338_0000_0000_0000
+                v14 = f64const -0x1.62e42ff000000p-1
+                v15 = fma v10, v14, v6  ; v14 = -0x1.62e42ff000000p-1
+                v16 = f64const 0x1.718432a1b0e26p-35
+                v17 = fmul v10, v16  ; v16 = 0x1.718432a1b0e26p-35
+                v18 = fadd v15, v17
+                v19 = f64const 0x1.0000000000000p-1
+                v20 = f64const 0x1.5555555555557p-3
+                v21 = fma v20, v18, v19  ; v20 = 0x1.5555555555557p-3, v19 = 0x1.0000000000000p-1
+                v22 = f64const 0x1.5555555555556p-5
+                v23 = f64const 0x1.11111111100dcp-7
+                v24 = fma v23, v18, v22  ; v23 = 0x1.11111111100dcp-7, v22 = 0x1.5555555555556p-5
+                v25 = f64const 0x1.6c16c16c162d4p-10
+                v26 = f64const 0x1.a01a01abe7fe1p-13
+                v27 = fma v26, v18, v25  ; v26 = 0x1.a01a01abe7fe1p-13, v25 = 0x1.6c16c16c162d4p-10
+                v28 = f64const 0x1.a01a01a6d889cp-16
+                v29 = f64const 0x1.71de0231960ebp-19
+                v30 = fma v29, v18, v28  ; v29 = 0x1.71de0231960ebp-19, v28 = 0x1.a01a01a6d889cp-16
+                v31 = f64const 0x1.27e4db646b17ep-22
+                v32 = f64const 0x1.af4de97ca4194p-26
+                v33 = fma v32, v18, v31  ; v32 = 0x1.af4de97ca4194p-26, v31 = 0x1.27e4db646b17ep-22
+                v34 = f64const 0x1.1f730349868cep-29
+                v35 = fmul v18, v18
+                v36 = fma v24, v35, v21
+                v37 = fma v30, v35, v27
+                v38 = fma v34, v35, v33  ; v34 = 0x1.1f730349868cep-29
+                v39 = fmul v35, v35
+                v40 = fma v37, v39, v36
+                v41 = fmul v39, v39
+                v42 = fma v38, v41, v40
+                v43 = fmul v18, v18
+                v44 = fma v43, v42, v17
+                v45 = fadd v15, v44
+                v46 = f64const 0x1.0000000000000p0
+                v47 = fadd v46, v45  ; v46 = 0x1.0000000000000p0
+                v48 = iconst.i64 1
+                v49 = sshr v13, v48  ; v48 = 1
+                v50 = isub v13, v49
+                v51 = iconst.i64 1023
+                v52 = iadd v49, v51  ; v51 = 1023
+                v53 = iconst.i64 52
+                v54 = ishl v52, v53  ; v53 = 52
+                v55 = bitcast.f64 v54
+                v56 = iconst.i64 1023
+                v57 = iadd v50, v56  ; v56 = 1023
+                v58 = iconst.i64 52
+                v59 = ishl v57, v58  ; v58 = 52
+                v60 = bitcast.f64 v59
+                v61 = fmul v47, v55
+                v62 = fmul v61, v60
+                v63 = f64const 0x1.6300000000000p9
+                v64 = fcmp gt v6, v63  ; v63 = 0x1.6300000000000p9
+                v65 = f64const +Inf
+                v66 = select v64, v65, v62  ; v65 = +Inf
+                v67 = f64const -0x1.7500000000000p9
+                v68 = fcmp lt v6, v67  ; v67 = -0x1.7500000000000p9
+                v69 = f64const 0.0
+                v70 = select v68, v69, v66  ; v69 = 0.0
+                store notrap aligned v70, v5
+                return
+            }
+        "#]],
     );
 }

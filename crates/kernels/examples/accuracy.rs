@@ -4,8 +4,8 @@
 //! per call of the twin against the standard library. The output is the table of
 //! docs/kernels.md.
 //!
-//! `cargo run --release -p unfad-kernels --example accuracy [points per function]`
-//! (default 10^6; two threads).
+//! `cargo run --release -p unfad-kernels --example accuracy [points per function]
+//! [names,...]` (default 10^6 points, every function; two threads).
 
 #[path = "../tests/reference/mod.rs"]
 mod reference;
@@ -80,8 +80,18 @@ fn main() {
         .unwrap_or(1_000_000);
     let fused = host_has_fma();
     println!("host FMA: {fused}; {n} random points per function\n");
-    static KERNELS: [Kernel; 8] = Kernel::ALL;
-    let kernels = &KERNELS;
+    // A second argument names the functions to measure (`exp,tanh`); all by default.
+    let only = std::env::args().nth(2);
+    let kernels: &'static [Kernel] = Box::leak(
+        Kernel::ALL
+            .into_iter()
+            .filter(|k| {
+                only.as_ref()
+                    .is_none_or(|o| o.split(',').any(|n| n == k.name()))
+            })
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
     let rows: Vec<Row> = std::thread::scope(|s| {
         let (left, right) = kernels.split_at(kernels.len() / 2);
         let spawn = |part: &'static [Kernel]| {

@@ -57,7 +57,8 @@ pub trait Arith {
     fn ieq(&mut self, a: Self::Int, b: Self::Int) -> Self::Mask;
 }
 
-/// The polynomial `c[0] + c[1] z + c[2] z^2 + ...` by Horner's rule with `mul_add`.
+/// The polynomial `c[0] + c[1] z + c[2] z^2 + ...` by Horner's rule with `mul_add`: the
+/// fewest operations, each waiting for the one before (see [`estrin`]).
 pub(crate) fn horner<A: Arith>(a: &mut A, z: A::Real, c: &[f64]) -> A::Real {
     let (&last, rest) = c.split_last().expect("a polynomial has a coefficient");
     let mut p = a.real(last);
@@ -66,6 +67,52 @@ pub(crate) fn horner<A: Arith>(a: &mut A, z: A::Real, c: &[f64]) -> A::Real {
         p = a.mul_add(p, z, k);
     }
     p
+}
+
+/// The polynomial `c[0] + c[1] z + c[2] z^2 + ...` by Estrin's scheme: the pairs
+/// `c[2i] + c[2i+1] z`, then pairs of those joined by `z^2`, then by `z^4`, and so on. The
+/// same polynomial as [`horner`] up to rounding, but its chain of dependent operations is
+/// about `2 log2(n)` long instead of `n`: the multiply-adds of one level are independent,
+/// so a core with several floating-point pipes runs them at once, where Horner's rule
+/// waits for each result (the latency of an `fma` is about four cycles). Used where the
+/// polynomial is a small correction to the result, so that its slightly larger rounding
+/// error does not show.
+pub(crate) fn estrin<A: Arith>(a: &mut A, z: A::Real, c: &[f64]) -> A::Real {
+    const MAX: usize = 16;
+    assert!(
+        !c.is_empty() && c.len() <= MAX,
+        "a polynomial of 1 to {MAX} coefficients"
+    );
+    let pair = |a: &mut A, i: usize| match c[i..] {
+        [c0, c1, ..] => {
+            let (c0, c1) = (a.real(c0), a.real(c1));
+            a.mul_add(c1, z, c0)
+        }
+        [c0] => a.real(c0),
+        [] => unreachable!("a pair starts inside the coefficients"),
+    };
+    let first = pair(a, 0);
+    let mut terms = [first; MAX];
+    let mut n = 1;
+    for i in (2..c.len()).step_by(2) {
+        terms[n] = pair(a, i);
+        n += 1;
+    }
+    let mut power = z;
+    while n > 1 {
+        power = a.mul(power, power);
+        let mut m = 0;
+        for i in (0..n).step_by(2) {
+            terms[m] = if i + 1 < n {
+                a.mul_add(terms[i + 1], power, terms[i])
+            } else {
+                terms[i]
+            };
+            m += 1;
+        }
+        n = m;
+    }
+    terms[0]
 }
 
 /// `1.5 * 2^52`: adding it to a real of magnitude below `2^51` rounds the real to an

@@ -4,7 +4,7 @@
 //! the first short enough that `k * LN2_HI` is exact), then `exp(r) = 1 + r + r^2 g(r)`
 //! with `g` a degree-10 polynomial, and `2^k` built from its exponent bits.
 
-use crate::arith::{horner, pow2, round_to_int, two_sum, Arith, Cmp};
+use crate::arith::{estrin, horner, pow2, round_to_int, two_sum, Arith, Cmp, SHIFTER};
 
 /// `1 / ln 2`.
 const INV_LN2: f64 = std::f64::consts::LOG2_E;
@@ -50,27 +50,44 @@ const TANH_T: [f64; 12] = [
 /// rounding of `1 - s` dominates that of `s` (`s < 0.45`).
 const TANH_SMALL: f64 = 0.625;
 
-/// `x = k ln2 + (hi - lo)`: `(k as a real, k, hi, lo)`, `hi` exact and `lo` rounded.
+/// `x = k ln2 + (hi + lo)`: `(k as a real, k, hi, lo)`, `hi` exact and `lo` rounded.
+/// `k = round(x / ln2)` by one multiply-add with [`SHIFTER`], and `hi = x - k LN2_HI` by
+/// another: exact whether fused or not (`k LN2_HI` is exact, and so is the difference, by
+/// Sterbenz's lemma).
 #[allow(clippy::type_complexity)]
 fn reduce<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int, A::Real, A::Real) {
     let inv_ln2 = a.real(INV_LN2);
-    let scaled = a.mul(x, inv_ln2);
-    let (kf, k) = round_to_int(a, scaled);
-    let ln2_hi = a.real(LN2_HI);
-    let ln2_lo = a.real(LN2_LO);
-    let khi = a.mul(kf, ln2_hi);
-    let hi = a.sub(x, khi);
-    let lo = a.mul(kf, ln2_lo);
+    let shifter = a.real(SHIFTER);
+    let t = a.mul_add(x, inv_ln2, shifter);
+    let kf = a.sub(t, shifter);
+    let bits = a.to_bits(t);
+    let base = a.int(SHIFTER.to_bits() as i64);
+    let k = a.isub(bits, base);
+    let neg_ln2_hi = a.real(-LN2_HI);
+    let hi = a.mul_add(kf, neg_ln2_hi, x);
+    let neg_ln2_lo = a.real(-LN2_LO);
+    let lo = a.mul(kf, neg_ln2_lo);
     (kf, k, hi, lo)
 }
 
-/// `r^2 g(r) - lo` for `r = hi - lo`: `exp(r) - 1 = hi + q`, the `q` returned.
-fn tail<A: Arith>(a: &mut A, hi: A::Real, lo: A::Real) -> A::Real {
-    let r = a.sub(hi, lo);
-    let g = horner(a, r, &EXP_G);
+/// `r^2 g(r) + lo` for `r = hi + lo`: `exp(r) - 1 = hi + q`, the `q` returned. `g` by
+/// Estrin's scheme where `r^2 g(r)` is added to 1 (below 0.07 of `exp(r)`, its rounding does
+/// not show, and the chain of dependent operations is half as long as by Horner's rule);
+/// by Horner's rule for `expm1`, where it is up to a sixth of the result.
+fn tail<A: Arith>(a: &mut A, hi: A::Real, lo: A::Real, added_to_one: bool) -> A::Real {
+    let r = a.add(hi, lo);
+    let g = if added_to_one {
+        estrin(a, r, &EXP_G)
+    } else {
+        horner(a, r, &EXP_G)
+    };
     let z = a.mul(r, r);
-    let zg = a.mul(z, g);
-    a.sub(zg, lo)
+    if added_to_one {
+        a.mul_add(z, g, lo)
+    } else {
+        let zg = a.mul(z, g);
+        a.add(zg, lo)
+    }
 }
 
 /// `x` clamped to `[lo, hi]`; NaN stays NaN.
@@ -87,7 +104,7 @@ fn clamp<A: Arith>(a: &mut A, x: A::Real, lo: f64, hi: f64) -> A::Real {
 /// `(yh, yl, k)`.
 fn exp_parts<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real, A::Int) {
     let (_, k, hi, lo) = reduce(a, x);
-    let q = tail(a, hi, lo);
+    let q = tail(a, hi, lo, true);
     // e^r = 1 + hi + q = 1 + s + se exactly.
     let (s, se) = two_sum(a, hi, q);
     let one = a.real(1.0);
@@ -110,22 +127,44 @@ fn scale<A: Arith>(a: &mut A, y: A::Real, k: A::Int) -> A::Real {
     a.mul(y, s2)
 }
 
-/// `e^x`. Beyond 710 the result overflows to infinity and below -746 it is 0, so `x` is
-/// clamped there first.
+/// `e^x`, computed for every `x` and then chosen: beyond 710 the result is infinity and
+/// below -746 it is 0 (there `k` is out of the range [`scale`] takes), NaN stays NaN.
+/// `e^r = 1 + (hi + q)`, two roundings: the sum `hi + q` (`|hi + q| < 0.42`, its rounding
+/// at most a quarter of an ulp of the result) and the `1 +` (half an ulp), with no
+/// compensated sum, which `tanh` and `sigmoid` keep ([`exp_parts`]). Choosing at the end
+/// rather than clamping `x` first keeps the comparisons off the chain of dependent
+/// operations.
 pub(crate) fn exp<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
-    let x = clamp(a, x, -746.0, 710.0);
-    let (yh, yl, k) = exp_parts(a, x);
-    let y = a.add(yh, yl);
-    scale(a, y, k)
+    let (_, k, hi, lo) = reduce(a, x);
+    let q = tail(a, hi, lo, true);
+    let p = a.add(hi, q);
+    let one = a.real(1.0);
+    let y = a.add(one, p);
+    let y = scale(a, y, k);
+    let top = a.real(710.0);
+    let above = a.cmp(Cmp::Gt, x, top);
+    let inf = a.real(f64::INFINITY);
+    let y = a.select(above, inf, y);
+    let bottom = a.real(-746.0);
+    let below = a.cmp(Cmp::Lt, x, bottom);
+    let zero = a.real(0.0);
+    a.select(below, zero, y)
 }
 
-/// `e^x = wh + wl` for `x <= 0` (clamped at -746), each part scaled by `2^k`.
-fn exp_negative<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real) {
-    let x = clamp(a, x, -746.0, 0.0);
+/// `e^x = wh + wl` for `x <= 0`, clamped at `floor`, each part scaled by `2^k`. Above
+/// -708 (`floor` a constant, not a value) every `2^k` is a normal number and one factor
+/// scales both parts; below, results may be subnormal and [`scale`] takes two.
+fn exp_negative<A: Arith>(a: &mut A, x: A::Real, floor: f64) -> (A::Real, A::Real) {
+    let lo = a.real(floor);
+    let below = a.cmp(Cmp::Lt, x, lo);
+    let x = a.select(below, lo, x);
     let (yh, yl, k) = exp_parts(a, x);
-    let wh = scale(a, yh, k);
-    let wl = scale(a, yl, k);
-    (wh, wl)
+    if floor >= -708.0 {
+        let s = pow2(a, k);
+        (a.mul(yh, s), a.mul(yl, s))
+    } else {
+        (scale(a, yh, k), scale(a, yl, k))
+    }
 }
 
 /// `e^x - 1`, as `(2^k - 1) + 2^k hi + 2^k q`: the first two terms are exact (the 1 moves
@@ -136,7 +175,7 @@ fn exp_negative<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real) {
 pub(crate) fn expm1<A: Arith>(a: &mut A, x0: A::Real) -> A::Real {
     let x = clamp(a, x0, -40.0, 710.0);
     let (kf, _, hi, lo) = reduce(a, x);
-    let q = tail(a, hi, lo);
+    let q = tail(a, hi, lo, false);
     let top = a.real(1023.0);
     let big = a.cmp(Cmp::Gt, kf, top);
     let kc = a.select(big, top, kf);
@@ -167,21 +206,25 @@ pub(crate) fn expm1<A: Arith>(a: &mut A, x0: A::Real) -> A::Real {
 /// `c w / (1 + w) = q + corr` for `w = wh + wl` in `[0, 1]` and `c` 1 or 2: `(q, corr)`,
 /// the quotient of the leading parts and its first-order correction for the low parts and
 /// for the rounding of `1 + wh`.
-fn ratio<A: Arith>(a: &mut A, wh: A::Real, wl: A::Real, c: f64) -> (A::Real, A::Real) {
+fn ratio<A: Arith>(a: &mut A, wh: A::Real, wl: A::Real, c_value: f64) -> (A::Real, A::Real) {
     let one = a.real(1.0);
     let d = a.add(one, wh);
     // d + ed = 1 + wh + wl (the rounding error of 1 + wh is exact: Fast2Sum, 1 >= wh).
     let back = a.sub(one, d);
     let ed = a.add(back, wh);
     let ed = a.add(ed, wl);
-    let c = a.real(c);
+    let c = a.real(c_value);
     let n = a.mul(c, wh);
     let en = a.mul(c, wl);
     let q = a.div(n, d);
-    // (n + en) / (d + ed) = q + (en - q ed) / d to first order.
+    // (n + en) / (d + ed) = q + (en - q ed) / d to first order, and 1 / d = 1 - wh / d
+    // = 1 - q / c: a multiply-add instead of a second division (the correction needs only
+    // a few correct bits of it).
     let qed = a.mul(q, ed);
     let u = a.sub(en, qed);
-    let corr = a.div(u, d);
+    let minus_inv_c = a.real(-1.0 / c_value);
+    let inv_d = a.mul_add(q, minus_inv_c, one);
+    let corr = a.mul(u, inv_d);
     (q, corr)
 }
 
@@ -197,7 +240,7 @@ fn one_minus<A: Arith>(a: &mut A, q: A::Real, corr: A::Real) -> A::Real {
 /// `tanh` of `|x| <= TANH_SMALL` (and any smaller `x`): `x + x^3 T(x^2)`.
 fn tanh_small<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let z = a.mul(x, x);
-    let t = horner(a, z, &TANH_T);
+    let t = estrin(a, z, &TANH_T);
     let xz = a.mul(x, z);
     let c = a.mul(xz, t);
     a.add(x, c)
@@ -210,7 +253,8 @@ pub(crate) fn tanh<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let small = tanh_small(a, x);
     let m2 = a.real(-2.0);
     let arg = a.mul(ax, m2);
-    let (wh, wl) = exp_negative(a, arg);
+    // Beyond |x| = 19.1, tanh(|x|) rounds to 1: w = e^-40 there is far below its ulp.
+    let (wh, wl) = exp_negative(a, arg, -40.0);
     let (q, corr) = ratio(a, wh, wl, 2.0);
     let large = one_minus(a, q, corr);
     let neg_large = a.neg(large);
@@ -236,7 +280,7 @@ pub(crate) fn sigmoid<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let ht = a.mul(t, half);
     let small = a.add(half, ht);
     let nax = a.neg(ax);
-    let (wh, wl) = exp_negative(a, nax);
+    let (wh, wl) = exp_negative(a, nax, -746.0);
     let (q, corr) = ratio(a, wh, wl, 1.0);
     let near = a.add(q, corr);
     // Far out (w < e^-4), s = w - w s with s ~ q in the small term: one rounding of a sum

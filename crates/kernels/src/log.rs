@@ -5,7 +5,7 @@
 //! `f - f^2/2 + s (f^2/2 + R(s^2))` with `R` a degree-7 polynomial, then
 //! `log(x) = k ln2 + log(1 + f)` with `ln2` in two parts.
 
-use crate::arith::{horner, int_to_real, Arith, Cmp};
+use crate::arith::{estrin, int_to_real, Arith, Cmp};
 
 /// `ln 2` to 32 significant bits, so that `k * LN2_HI` is exact.
 const LN2_HI: f64 = 0.6931471806019545;
@@ -55,7 +55,7 @@ fn combine<A: Arith>(a: &mut A, k: A::Real, f: A::Real, c: A::Real) -> A::Real {
     let d = a.add(two, f);
     let s = a.div(f, d);
     let z = a.mul(s, s);
-    let p = horner(a, z, &LOG_R);
+    let p = estrin(a, z, &LOG_R);
     let r = a.mul(z, p);
     let half = a.real(0.5);
     let hf = a.mul(half, f);
