@@ -83,6 +83,13 @@ fn gradients_through_indexing_and_the_derived_forms() {
         "reduce + 0 (iterate k (x. map (y. tanh(y) * 0.9) x) A)",
         "reduce + 0 (map (i. if i % 2 == 0 then A[i] * A[div(i, 2)] else exp(A[i])) (iota len(A)))",
         "let s = scanl (acc, x. acc * 0.5 + x) 0 A in reduce + 0 (map (i. s[i + 1] * A[i]) (iota len(A)))",
+        // Reads guarded by a condition: the gradient must not read where the guard says
+        // not to (the accumulation of per-element scatters once evaluated the guarded
+        // read's adjoint for every element, `A[-1]` included).
+        "reduce + 0 (map (i. if i >= 1 then sin(A[i - 1]) else 0) (iota len(A)))",
+        "reduce + 0 (map (i. if i + 1 < len(A) then A[i + 1] * A[i] else 0) (iota len(A)))",
+        "foldl (acc, i. if i >= k then acc + A[i - k] * A[i] else acc) 0 (iota len(A))",
+        "reduce + 0 (map (i. reduce + 0 (map (j. let p = i + j - 1 in if p >= 0 && p < len(A) then A[j] * A[p] else 0) (iota 3))) (iota len(A)))",
     ] {
         check_gradient(&format!("def f(A: [n]real, k: int) = {body}"), &A, 2.0);
     }
@@ -189,4 +196,15 @@ fn accumulators_that_mix_ints_and_reals() {
             2.0,
         );
     }
+}
+
+#[test]
+fn literals_and_lengths_as_int_arguments() {
+    // A whole-number literal or a length passed for an int parameter (the checker accepts
+    // it; inlining once panicked: "calls are checked").
+    let src = "def g(k: int, x: real): real = x * real(k)
+               def f(A: [n]real, k: int) = g(1, A[0]) + g(len(A) - 1, A[1]) + g(k, A[2])";
+    let want = A[0] + 4.0 * A[1] + 2.0 * A[2];
+    assert_eq!(value(src, &[Arg::from(&A[..]), Arg::from(2.0)]), [want]);
+    check_gradient(src, &A, 2.0);
 }

@@ -154,14 +154,16 @@ fn entries(cx: &mut RuleCx, t: ExprId, in_branch: bool) -> Option<Entries> {
             let n = ea.len().max(eb.len());
             let mut out = Vec::with_capacity(n);
             for k in 0..n {
-                // A padding value is never added: any value of the type, a fresh copy.
+                // A padding value is never added, but it is evaluated: a zero of the type,
+                // never the other branch's value, which may read where this branch's
+                // condition says it must not (`if i >= 1 then .. x[i - 1] .. else 0`).
                 let (pa, va) = match ea.get(k) {
                     Some(&e) => e,
-                    None => (outside(cx, eb[k].0)?, cx.arena_mut().copy_fresh(eb[k].1)),
+                    None => (outside(cx, eb[k].0)?, zero_of(cx, eb[k].1)?),
                 };
                 let (pb, vb) = match eb.get(k) {
                     Some(&e) => e,
-                    None => (outside(cx, ea[k].0)?, cx.arena_mut().copy_fresh(ea[k].1)),
+                    None => (outside(cx, ea[k].0)?, zero_of(cx, ea[k].1)?),
                 };
                 let p = cx.mk(Node::If(c, pa, pb));
                 let v = cx.mk(Node::If(c, va, vb));
@@ -171,6 +173,24 @@ fn entries(cx: &mut RuleCx, t: ExprId, in_branch: bool) -> Option<Entries> {
         }
         _ => None,
     }
+}
+
+/// The zero of the type of `like` if it is a real or a tuple of reals, built without
+/// evaluating `like`; `None` for arrays (whose zero needs a length).
+fn zero_of(cx: &mut RuleCx, like: ExprId) -> Option<ExprId> {
+    fn build(cx: &mut RuleCx, t: &unfad_syntax::Type) -> Option<ExprId> {
+        match t {
+            unfad_syntax::Type::Real | unfad_syntax::Type::Int => Some(cx.constant(0.0)),
+            unfad_syntax::Type::Tuple(items) => {
+                let items: Vec<ExprId> =
+                    items.iter().map(|t| build(cx, t)).collect::<Option<_>>()?;
+                Some(cx.tuple(&items))
+            }
+            _ => None,
+        }
+    }
+    let t = cx.ty(like)?;
+    build(cx, &t)
 }
 
 /// A position outside every array, shaped like the position `like` (an int, or a tuple
