@@ -225,10 +225,15 @@ pub(crate) fn binary_with_partials<S: Scalar>(op: BinOp, x: &S, y: &S) -> (S, S,
             div(un(UnOp::Neg, x), mul(y.clone(), y.clone())),
         ),
         BinOp::Pow => (
-            mul(
-                y.clone(),
-                S::binary(BinOp::Pow, x.clone(), sub(y.clone(), c(1.0))),
-            ),
+            // 0 at x = y = 0 (`Partial2::PowFirst`).
+            if x.value() == 0.0 && y.value() == 0.0 {
+                c(0.0)
+            } else {
+                mul(
+                    y.clone(),
+                    S::binary(BinOp::Pow, x.clone(), sub(y.clone(), c(1.0))),
+                )
+            },
             if x.value() == 0.0 {
                 c(0.0)
             } else {
@@ -254,10 +259,15 @@ fn partial2_partials<S: Scalar>(p: Partial2, x: &S, y: &S) -> (S, S) {
         // y x^(y-1): (y (y-1) x^(y-2), x^(y-1) (1 + y log x))
         Partial2::PowFirst => {
             let ym1 = sub(y.clone(), c(1.0));
-            let d1 = mul(
-                mul(y.clone(), ym1.clone()),
-                pow(x.clone(), sub(y.clone(), c(2.0))),
-            );
+            // The primitive is 0 on the whole line y = 0: its derivative along x too.
+            let d1 = if y.value() == 0.0 {
+                c(0.0)
+            } else {
+                mul(
+                    mul(y.clone(), ym1.clone()),
+                    pow(x.clone(), sub(y.clone(), c(2.0))),
+                )
+            };
             let d2 = if x.value() == 0.0 {
                 pow(x.clone(), ym1)
             } else {

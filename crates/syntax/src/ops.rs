@@ -179,7 +179,7 @@ pub enum BinOp {
 /// 0, not NaN, to the operand not chosen when the adjoint is infinite.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum Partial2 {
-    /// `∂1 pow(x, y) = y * pow(x, y - 1)`.
+    /// `∂1 pow(x, y) = y * pow(x, y - 1)`, and 0 at `x = y = 0` (`x^0` is constant).
     PowFirst,
     /// `∂2 pow(x, y) = pow(x, y) * log(x)`, and 0 at `x = 0`.
     PowSecond,
@@ -225,7 +225,14 @@ impl Partial2 {
     /// The value, in the one order of operations that the native code follows too.
     pub fn eval(self, x: f64, y: f64) -> f64 {
         match self {
-            Partial2::PowFirst => y * BinOp::Pow.eval(x, y - 1.0),
+            // 0 at x = y = 0, where `0 * pow(0, -1)` would be NaN: d/dx x^0 is 0.
+            Partial2::PowFirst => {
+                if x == 0.0 && y == 0.0 {
+                    0.0
+                } else {
+                    y * BinOp::Pow.eval(x, y - 1.0)
+                }
+            }
             Partial2::PowSecond => {
                 if x == 0.0 {
                     0.0

@@ -245,7 +245,18 @@ impl<'a> Translator<'a> {
             Partial2::PowFirst => {
                 let ym1 = self.binary(BinOp::Sub, y, RealVal::Const(1.0))?;
                 let pw = self.binary(BinOp::Pow, x, ym1)?;
-                self.binary(BinOp::Mul, y, pw)?
+                let prod = self.binary(BinOp::Mul, y, pw)?;
+                // +0 where x == y == 0, as the definition.
+                let (xv, yv, prod) = (
+                    self.real_value(x),
+                    self.real_value(y),
+                    self.real_value(prod),
+                );
+                let zero = self.b.ins().f64const(0.0);
+                let x_zero = self.b.ins().fcmp(FloatCC::Equal, xv, zero);
+                let y_zero = self.b.ins().fcmp(FloatCC::Equal, yv, zero);
+                let both = self.b.ins().band(x_zero, y_zero);
+                return Ok(self.blend(both, zero, prod));
             }
             Partial2::PowSecond => {
                 let pw = self.binary(BinOp::Pow, x, y)?;
