@@ -20,9 +20,24 @@ fn real_result<S: Scalar>(v: Value<S>) -> Result<S, EvalError> {
         .ok_or_else(|| EvalError("the function does not return a real".into(), None))
 }
 
-/// Value and gradient of a real-valued `func` at `args` by forward mode: for every leaf of
-/// every parameter, one evaluation with that leaf's tangent set to 1. The gradient of each
-/// parameter is flat, in row-major order.
+/// For each parameter of `func`, which leaves of its argument in `args` are reals (the
+/// others are ints, which have no derivative: the gradient oracles give them 0, as the
+/// native gradient does, and never perturb them, which could make an index not whole).
+fn real_leaves_of_args<S: crate::Scalar>(
+    arena: &Arena,
+    func: &Func,
+    args: &[Value<S>],
+) -> Vec<Vec<bool>> {
+    func.param_types(arena)
+        .iter()
+        .zip(args)
+        .map(|(t, a)| real_leaves(t, a))
+        .collect()
+}
+
+/// Value and gradient of a real-valued `func` at `args` by forward mode: for every real
+/// leaf of every parameter, one evaluation with that leaf's tangent set to 1 (0 for the
+/// leaves that are ints). The gradient of each parameter is flat, in row-major order.
 pub fn forward_gradient(
     arena: &Arena,
     func: &Func,
@@ -34,10 +49,15 @@ pub fn forward_gradient(
         .collect();
     let value = real_result(eval_func(arena, func, &zero)?)?.v;
     let mut grads = Vec::new();
+    let reals = real_leaves_of_args(arena, func, args);
     for (i, a) in args.iter().enumerate() {
         let n = a.leaves().len();
         let mut g = Vec::with_capacity(n);
         for j in 0..n {
+            if !reals[i].get(j).copied().unwrap_or(true) {
+                g.push(0.0);
+                continue;
+            }
             let mut k = 0;
             let seeded = a.map_leaves(&mut |x| {
                 let d = if k == j { 1.0 } else { 0.0 };
@@ -77,7 +97,8 @@ pub fn directional_derivative(
 }
 
 /// The gradient by central differences, `(f(x + h) - f(x - h)) / 2h` with
-/// `h = rel_step * max(1, |x|)` per coordinate. Its error is O(h^2) plus rounding.
+/// `h = rel_step * max(1, |x|)` per real coordinate (0 for the leaves that are ints). Its
+/// error is O(h^2) plus rounding.
 pub fn fd_gradient(
     arena: &Arena,
     func: &Func,
@@ -85,10 +106,15 @@ pub fn fd_gradient(
     rel_step: f64,
 ) -> Result<Vec<Vec<f64>>, EvalError> {
     let mut grads = Vec::new();
+    let reals = real_leaves_of_args(arena, func, args);
     for (i, a) in args.iter().enumerate() {
         let leaves = a.leaves();
         let mut g = Vec::with_capacity(leaves.len());
         for (j, &x) in leaves.iter().enumerate() {
+            if !reals[i].get(j).copied().unwrap_or(true) {
+                g.push(0.0);
+                continue;
+            }
             let h = rel_step * x.abs().max(1.0);
             let shifted = |delta: f64| {
                 let mut k = 0;

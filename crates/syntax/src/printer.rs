@@ -401,7 +401,19 @@ impl<'a> Printer<'a> {
         let mut cur = e;
         loop {
             let (pat, rhs, body) = match self.arena[cur] {
-                Node::Let(x, e1, e2) => (self.name(x), e1, e2),
+                Node::Let(x, e1, e2) => {
+                    // A variable declared with ints where its value is typed `real` (a
+                    // whole-number literal for an int): the annotation, so that the
+                    // printed term types again as it did.
+                    let declared = self.arena.var_type(x);
+                    let name = match (declared, self.arena.type_of(e1)) {
+                        (Some(d), Some(t)) if d.has_ints() && d != t => {
+                            format!("{}: {d}", self.name(x))
+                        }
+                        _ => self.name(x),
+                    };
+                    (name, e1, e2)
+                }
                 Node::LetTuple(xs, e1, e2) => {
                     let names: Vec<String> = self
                         .arena
