@@ -810,8 +810,12 @@ impl Forward<'_> {
             self.push(Binding::Let(v, vr));
             self.bind_tangent(v, tr)?;
         }
-        let (_, tv) = self.expr(acc.values)?;
-        if tv.is_zero() && tz.is_zero() {
+        let mut tangents = Vec::with_capacity(acc.adds.len());
+        for &(pos, vs) in &acc.adds {
+            let (_, tv) = self.expr(vs)?;
+            tangents.push((pos, tv));
+        }
+        if tz.is_zero() && tangents.iter().all(|(_, tv)| tv.is_zero()) {
             self.discard();
             return Ok(Some((value, Tangent::Zero)));
         }
@@ -819,14 +823,13 @@ impl Forward<'_> {
             &format!("d{}", self.a.var_name(acc.acc)),
             Some(zty.tangent()),
         );
-        let scattered = match tv {
-            Tangent::Of(dv) => {
-                let pos = acc.positions;
-                let de = self.a.var(dacc);
-                self.a.add(Node::ScatterAdd(de, pos, dv))
+        // The tangents' additions, in the value's order (those of zero tangents left out).
+        let mut scattered = self.a.var(dacc);
+        for (pos, tv) in tangents {
+            if let Tangent::Of(dv) = tv {
+                scattered = self.a.add(Node::ScatterAdd(scattered, pos, dv));
             }
-            Tangent::Zero => self.a.var(dacc),
-        };
+        }
         let inner = self.close(scattered);
         let inner = self.destructure(inner, vec![pair]);
         let lam = self.a.lambda(&[dacc, p], inner);

@@ -235,18 +235,16 @@ impl Coster<'_> {
                 // code generator's accumulation): no copy per element.
                 Node::Foldl(f, z, x) if a.accumulation(f).is_some() => {
                     let acc = a.accumulation(f).expect("an accumulation");
-                    let (is, vs) = (acc.positions, acc.values);
-                    let per = Cost::new(3, 1, 0, 0) + Cost::new(3, 1, 0, 0) * self.leaves_elem(vs);
+                    let adds = acc.adds.iter().fold(Cost::default(), |c, &(is, vs)| {
+                        let per =
+                            Cost::new(3, 1, 0, 0) + Cost::new(3, 1, 0, 0) * self.leaves_elem(vs);
+                        c + self.cost(is) + self.cost(vs) + per * self.len(is)
+                    });
                     let lets = acc
                         .lets
                         .iter()
                         .fold(Cost::default(), |c, &(_, e1)| c + MOVE + self.cost(e1));
-                    (lets
-                        + self.cost(is)
-                        + self.cost(vs)
-                        + per * self.len(is)
-                        + Cost::new(2, 0, 0, 0))
-                        * self.len(x)
+                    (lets + adds + Cost::new(2, 0, 0, 0)) * self.len(x)
                         + self.cost(z)
                         + self.cost(x)
                         + MOVE * self.leaves(z)

@@ -204,3 +204,41 @@ fn random_programs_with_indexing() {
         "only {both} of {count} programs both index and loop over `iota`"
     );
 }
+
+/// Programs a user wrote whose gradients once cost a whole-array scatter per element (a
+/// quadratic gradient): reads in the steps of a `foldl` (a recurrence over an embedding
+/// table), several reads of a matrix per element of nested maps (a stencil). Their
+/// optimized gradients grow like the programs and stay within the bound.
+#[test]
+fn reads_in_loops_cost_what_the_loops_cost() {
+    for src in [
+        "def f(x: [n]real) = foldl (h, i. h * x[i]) 1 (iota len(x))",
+        "def f(e: [V]real, toks: [t]int, w: real) = foldl (h, k. tanh(w * h + e[k])) 0 toks",
+        "def f(E: [V][d]real, toks: [t]int, w: real) =
+           foldl (h, k. tanh(w * h + reduce + 0 (E[k]))) 0 toks",
+        "def f(U: [n][m]real) =
+           reduce + 0 (map (i. reduce + 0 (map (j. U[i + 1, j + 1] * U[i + 1, j])
+             (iota (len(U[0]) - 2)))) (iota (len(U) - 2)))",
+        "def f(U: [n][m]real) =
+           reduce + 0 (map (i. reduce + 0 (map (j.
+             let l = U[i + 1, j] + U[i + 1, j + 2] + U[i, j + 1] + U[i + 2, j + 1] in
+             let d = l - 4 * U[i + 1, j + 1] in d * d)
+             (iota (len(U[0]) - 2)))) (iota (len(U) - 2)))",
+    ] {
+        let (mut prog, func) = load(src);
+        let wrt: Vec<usize> = func
+            .param_types(&prog.arena)
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.has_reals())
+            .map(|(i, _)| i)
+            .collect();
+        let rev = unfad_ad::reverse_weakened(&mut prog.arena, &func, &wrt).unwrap();
+        let opt = unfad_opt::optimize(&mut prog.arena, &rev).unwrap();
+        let show = print_func(&prog.arena, &opt);
+        Bound::same_growth(&prog.arena, &func, &opt)
+            .unwrap_or_else(|e| panic!("{e}\n{src}\n{show}"));
+        let bound = Bound::measure(&prog.arena, &func, &opt, &|_| Some(100));
+        assert!(bound.holds(), "ratio {:.2}\n{src}\n{show}", bound.ratio());
+    }
+}

@@ -162,8 +162,10 @@ pub struct Accumulation {
     pub elem: Var,
     /// The `let`s before the scatter, outermost first.
     pub lets: Vec<(Var, ExprId)>,
-    pub positions: ExprId,
-    pub values: ExprId,
+    /// The `(positions, values)` of each scatter, in the order they add: one, or a chain
+    /// `scatter_add(scatter_add(acc, P1, V1), P2, V2)` (an element that reads the array at
+    /// several places).
+    pub adds: Vec<(ExprId, ExprId)>,
 }
 
 /// What the arena knows of a variable.
@@ -735,9 +737,10 @@ impl Arena {
     }
 
     /// `f` as an accumulation, if it is `(acc, x. let ... in scatter_add(acc, positions,
-    /// values))` with `acc` read nowhere else: a fold of it adds every element's values at
-    /// their positions into one array, which can be updated in place (the optimizer makes
-    /// such folds; the cost model and the code generator recognise them by this).
+    /// values))` (or a chain of scatters starting from `acc`) with `acc` read nowhere else:
+    /// a fold of it adds every element's values at their positions into one array, which
+    /// can be updated in place (the optimizer makes such folds; the cost model and the code
+    /// generator recognise them by this).
     pub fn accumulation(&self, f: ExprId) -> Option<Accumulation> {
         let (ps, mut body) = self.lambda_parts(f)?;
         let &[acc, elem] = ps else {
@@ -751,22 +754,25 @@ impl Arena {
             lets.push((v, e1));
             body = rest;
         }
-        match self[body] {
-            Node::ScatterAdd(t, positions, values)
-                if self[t] == Node::Var(acc)
-                    && !self.mentions_any(positions, &[acc])
-                    && !self.mentions_any(values, &[acc]) =>
-            {
-                Some(Accumulation {
-                    acc,
-                    elem,
-                    lets,
-                    positions,
-                    values,
-                })
+        let mut adds = Vec::new();
+        let mut at = body;
+        while let Node::ScatterAdd(t, positions, values) = self[at] {
+            if self.mentions_any(positions, &[acc]) || self.mentions_any(values, &[acc]) {
+                return None;
             }
-            _ => None,
+            adds.push((positions, values));
+            at = t;
         }
+        if adds.is_empty() || self[at] != Node::Var(acc) {
+            return None;
+        }
+        adds.reverse();
+        Some(Accumulation {
+            acc,
+            elem,
+            lets,
+            adds,
+        })
     }
 
     /// Whether `e` has an occurrence of one of the variables `vs` (free or not). At most one

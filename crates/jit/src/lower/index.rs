@@ -119,9 +119,10 @@ impl<'a> Translator<'a> {
     }
 
     /// `foldl (acc, x. scatter_add(acc, is, vs)) z src` with `acc` nowhere in `is` and `vs`
-    /// (an accumulation, as the optimizer makes it from the adjoints of reads in a loop): `z`
-    /// written once to a new buffer of the fold's shape (that of `e`), then every element's
-    /// positions and values added there in place, in order. `None` if `f` is not so.
+    /// (an accumulation, as the optimizer makes it from the adjoints of reads in a loop; or
+    /// a chain of such scatters): `z` written once to a new buffer of the fold's shape (that
+    /// of `e`), then every element's positions and values added there in place, in order.
+    /// `None` if `f` is not so.
     pub(super) fn fold_of_scatters(
         &mut self,
         e: ExprId,
@@ -132,7 +133,7 @@ impl<'a> Translator<'a> {
         let Some(acc) = self.arena.accumulation(f) else {
             return Ok(None);
         };
-        let (x, lets, is, vs) = (acc.elem, acc.lets, acc.positions, acc.values);
+        let (x, lets, adds) = (acc.elem, acc.lets, acc.adds);
         let Ok(sa) = shape_arr(&self.shape(e)?) else {
             return Ok(None);
         };
@@ -149,7 +150,8 @@ impl<'a> Translator<'a> {
                     let value = t.emit(e1)?;
                     t.bind_let(v, value)?;
                 }
-                t.scatter_in_place(&target, is, vs)
+                adds.iter()
+                    .try_for_each(|&(is, vs)| t.scatter_in_place(&target, is, vs))
             })();
             let bound: Vec<_> = lets.iter().map(|&(v, _)| v).collect();
             t.end_scope(&bound, &Val::Arr(target.clone()));

@@ -189,6 +189,71 @@ pub fn map2_fusion(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     None
 }
 
+/// Whether values of type `t` hold arrays.
+fn contains_array(t: &Type) -> bool {
+    match t {
+        Type::Array(..) => true,
+        Type::Tuple(items) => items.iter().any(contains_array),
+        _ => false,
+    }
+}
+
+/// `map2 (x, y. e) (map2 (u, v. e2) A B) C`, whose inner elements are arrays (per element, a
+/// `scatter_add` into zeros, an adjoint), is `map2 (p, y. let x = (let u = p.0 in let v =
+/// p.1 in e2) in e) (map2 (u', v'. (u', v')) A B) C` (either side): the inner function
+/// moves into the outer one over the pairs of its operands, so that what the outer body
+/// does with each array (scale it, add it) meets the array's own term (the scatter rules
+/// then make the sum of them one accumulation, where an array per element would be
+/// stored and added). Elements that are scalars are computed where they are read anyway,
+/// and an operand that already only pairs its operands is left as it is.
+pub fn map2_zip_fusion(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Map2(f, a, b) = cx.arena()[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(cx, f)?;
+    for (i, operand) in [a, b].into_iter().enumerate() {
+        let Node::Map2(g, inner_a, inner_b) = cx.arena()[operand] else {
+            continue;
+        };
+        let (qs, e2) = lambda(cx, g)?;
+        let elem_has_arrays = match cx.ty(operand) {
+            Some(Type::Array(_, elem)) => contains_array(&elem),
+            _ => false,
+        };
+        let is_zip = matches!(cx.arena()[e2], Node::Tuple(l)
+            if cx.arena().exprs(l).iter().zip(&qs).all(|(&x, &q)| cx.arena()[x] == Node::Var(q))
+                && l.len() == 2);
+        if !elem_has_arrays || is_zip {
+            continue;
+        }
+        let (tu, tv) = (
+            cx.arena().var_type(qs[0])?.clone(),
+            cx.arena().var_type(qs[1])?.clone(),
+        );
+        let pair_ty = Type::tuple(vec![tu.clone(), tv.clone()]);
+        let u2 = cx.fresh(cx.arena().var_name(qs[0]).to_string().as_str(), Some(tu));
+        let v2 = cx.fresh(cx.arena().var_name(qs[1]).to_string().as_str(), Some(tv));
+        let (u2e, v2e) = (cx.var(u2), cx.var(v2));
+        let pair = cx.tuple(&[u2e, v2e]);
+        let zip_f = lam(cx, &[u2, v2], pair);
+        let zip = cx.mk(Node::Map2(zip_f, inner_a, inner_b));
+        let p = cx.fresh("p", Some(pair_ty));
+        let pe = cx.var(p);
+        let first = cx.arena_mut().proj(0, pe);
+        let second = cx.arena_mut().proj(1, pe);
+        let inner = cx.arena_mut().let_(qs[1], second, e2);
+        let inner = cx.arena_mut().let_(qs[0], first, inner);
+        let fused = cx.arena_mut().let_(ps[i], inner, body);
+        let new_body = cx.simplify(fused);
+        let mut params = ps.clone();
+        params[i] = p;
+        let h = lam(cx, &params, new_body);
+        let (na, nb) = if i == 0 { (zip, b) } else { (a, zip) };
+        return Some(cx.mk(Node::Map2(h, na, nb)));
+    }
+    None
+}
+
 /// A term equal to every element of the array `a`, when all are one known value:
 /// `c` for `zeros_like`/`ones_like` of reals, `e` for `map (x. e) A` with a trivial `e`
 /// that does not use `x`.

@@ -88,6 +88,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             arrays::map2_fill_body,
             arrays::map2_unused_param,
             arrays::map2_fusion,
+            arrays::map2_zip_fusion,
             scans::scan_next_element,
             literals::map_literal,
             scatter::add_scatter,

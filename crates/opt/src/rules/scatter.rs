@@ -318,9 +318,11 @@ fn scatter_column(cx: &mut RuleCx, m: ExprId) -> Option<ExprId> {
 
 /// The general case of [`sum_of_scatters`], each element scattering arrays of positions
 /// and values (an inner loop's reads): `reduce +̂ Z (map (k. lets in scatter_add(0_A, P,
-/// V)) K)` is `foldl (acc, k. scatter_add(acc, lets in P, lets in V)) Z K`, one
-/// accumulator that every element adds into (the code generator updates it in place).
-/// `map2` alike, over the pairs of its operands.
+/// V)) K)` is `foldl (acc, k. lets in scatter_add(acc, P, V)) Z K`, one accumulator that
+/// every element adds into (the code generator updates it in place). A chain of scatters
+/// onto zeros (an element reading the array at several places, `U[i, j] * U[i, j + 1]`)
+/// becomes the same chain onto the accumulator. `map2` alike, over the pairs of its
+/// operands.
 fn scatters_in_a_fold(
     cx: &mut RuleCx,
     z: ExprId,
@@ -329,12 +331,20 @@ fn scatters_in_a_fold(
     lets: &[ExprId],
     inner: ExprId,
 ) -> Option<ExprId> {
-    let Node::ScatterAdd(base, positions, values) = cx.arena()[inner] else {
-        return None;
-    };
-    if !matches!(cx.arena()[base], Node::ZerosLike(_)) {
-        return None;
+    // The chain's additions, innermost first, down to the zeros it starts from.
+    let mut chain = Vec::new();
+    let mut at = inner;
+    loop {
+        match cx.arena()[at] {
+            Node::ScatterAdd(base, positions, values) => {
+                chain.push((positions, values));
+                at = base;
+            }
+            Node::ZerosLike(_) if !chain.is_empty() => break,
+            _ => return None,
+        }
     }
+    chain.reverse();
     let acc_ty = cx.ty(z)?;
     let acc = cx.fresh("acc", Some(acc_ty));
     let acc_term = cx.var(acc);
@@ -363,18 +373,17 @@ fn scatters_in_a_fold(
         }
         _ => return None,
     };
-    let with_lets = |cx: &mut RuleCx, t: ExprId| {
-        let t = rewrap(cx, lets, t);
-        let t = cx.arena_mut().copy_fresh(t);
-        if subs.is_empty() {
-            t
-        } else {
-            cx.simplify_with(t, &subs)
-        }
+    let mut added = acc_term;
+    for (p, v) in chain {
+        added = cx.mk(Node::ScatterAdd(added, p, v));
+    }
+    let body = rewrap(cx, lets, added);
+    let body = cx.arena_mut().copy_fresh(body);
+    let body = if subs.is_empty() {
+        body
+    } else {
+        cx.simplify_with(body, &subs)
     };
-    let p = with_lets(cx, positions);
-    let v = with_lets(cx, values);
-    let body = cx.mk(Node::ScatterAdd(acc_term, p, v));
     let l = cx.arena_mut().var_list(&[acc, elem]);
     let g = cx.mk(Node::Lambda(l, body));
     Some(cx.mk(Node::Foldl(g, z, over)))

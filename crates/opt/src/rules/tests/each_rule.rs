@@ -575,6 +575,20 @@ fn map2_fusion() {
     );
 }
 
+/// A map2 over a map2 of arrays fuses with it over the pairs of the inner operands.
+#[test]
+fn map2_zip_fusion() {
+    check_rule(
+        arrays::map2_zip_fusion,
+        "def f(A: [n]real, B: [n]real, C: [n]real) =
+           map2 (x, c. map (s. c * s) x) (map2 (a, b. [a, b]) A B) C",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real, C: [n]real): [n][2]real =
+              map2 (p, c. [c * fst p, c * snd p]) (map2 (a, b. (a, b)) A B) C
+        "#]],
+    );
+}
+
 /// A sum of ones is a length.
 #[test]
 fn count_ones() {
