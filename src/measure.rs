@@ -652,3 +652,67 @@ pub fn measure_safety(p: &Program, size: Size, budget: Budget) -> Result<SafetyR
         run_time_checks: g.status_cell(&sizes).is_some(),
     })
 }
+
+/// A reduction's primal against a loop that only streams its inputs from memory (issue
+/// 18): the bound a reduction cannot beat.
+#[derive(Clone, Debug)]
+pub struct StreamingRow {
+    pub name: &'static str,
+    pub size: Size,
+    /// Nanoseconds per call of unfad's primal (bound to its arguments).
+    pub primal_ns: f64,
+    /// Nanoseconds per pass of [`stream`] over the same arguments.
+    pub stream_ns: f64,
+    /// The median of the ratios `primal / stream` within a round.
+    pub ratio: f64,
+}
+
+/// Every real of `args` read once, with as little work per element as a loop can do: the
+/// bits added as integers in eight independent sums, which the compiler vectorises (integer
+/// addition is associative), so the loop runs at the speed of the memory.
+pub fn stream(args: &[Data]) -> u64 {
+    let mut total = 0u64;
+    for d in args {
+        let mut acc = [0u64; 8];
+        let chunks = d.reals().chunks_exact(8);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for (a, x) in acc.iter_mut().zip(c) {
+                *a = a.wrapping_add(x.to_bits());
+            }
+        }
+        for x in rest {
+            acc[0] = acc[0].wrapping_add(x.to_bits());
+        }
+        total = acc.iter().fold(total, |t, a| t.wrapping_add(*a));
+    }
+    total
+}
+
+/// `p`'s primal at `size` against [`stream`] over its arguments, timed in turn.
+pub fn measure_streaming(p: &Program, size: Size, budget: Budget) -> Result<StreamingRow, String> {
+    let f = Engine::new().compile(p.source).map_err(|e| e.to_string())?;
+    let args = (p.inputs)(size);
+    let mut native = Native::primal(&f, &args, &|v| size.var(v))?;
+    native.run()?;
+    let mut failed = None;
+    let mut primal = || {
+        if let Err(e) = native.run() {
+            failed = Some(e);
+        }
+    };
+    let mut streaming = || {
+        black_box(stream(black_box(&args)));
+    };
+    let t = interleaved(&mut [&mut primal, &mut streaming], budget);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    Ok(StreamingRow {
+        name: p.name,
+        size,
+        primal_ns: median(&t[0]),
+        stream_ns: median(&t[1]),
+        ratio: median_ratio(&t[0], &t[1]),
+    })
+}

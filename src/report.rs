@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use plotters::prelude::*;
 
 use crate::gradbench::GmmFigures;
-use crate::measure::{fit, Budget, Measured, Point, SafetyRow, SecondOrder};
+use crate::measure::{fit, Budget, Measured, Point, SafetyRow, SecondOrder, StreamingRow};
 use crate::peers::{
     hvp_agreed, Jax, JaxHvpRow, AGREEMENT, INSTALL, MAX_SECONDS_PER_PROGRAM, SCRIPT,
 };
@@ -21,6 +21,9 @@ pub const COMMAND: &str = "cargo run --release -p unfad-suite --bin perf-report"
 pub const TARGETS: &[&str] = &["dot", "prod", "logsumexp", "recurrence"];
 /// Issue 5: unfad's primal within this factor of the hand-written primal.
 pub const PRIMAL_TARGET: f64 = 1.2;
+/// Issue 18's target for `sum` and `dot`: the primal within this factor of a loop that
+/// streams the same arrays from memory.
+pub const STREAMING_TARGET: f64 = 1.5;
 /// Issue 5: unfad's value and gradient within this factor of the hand-written gradient.
 pub const GRADIENT_TARGET: f64 = 1.5;
 /// Issue 5: `compile_grad` of every example under this many milliseconds.
@@ -124,6 +127,8 @@ pub struct Report<'a> {
     pub compile: &'a [CompileRow],
     /// What memory safety costs a call (none when not measured).
     pub safety: &'a [SafetyRow],
+    /// Reductions against a loop that streams their inputs (none when not measured).
+    pub streaming: &'a [StreamingRow],
     /// The Python door's call overhead (`python/bench_overhead.py --json`): its rows (a
     /// name and seconds per call, `None` for a peer not installed), or why there are none.
     pub python: Result<Vec<(String, Option<f64>)>, String>,
@@ -636,6 +641,7 @@ impl Report<'_> {
         }
         self.plain(&mut s);
         jax_section(&mut s, self.programs, self.measured, &self.jax, self.budget);
+        self.streaming(&mut s);
         if let Some(second) = second {
             second_order_section(&mut s, self.measured, second, &self.jax, self.budget);
         }
@@ -676,6 +682,35 @@ impl Report<'_> {
     }
 
     /// The cost of the checks that keep calls memory safe (issue 22).
+    fn streaming(&self, s: &mut String) {
+        if self.streaming.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "### Reductions against the memory\n\n             A reduction cannot be faster than reading its inputs. unfad's primal (bound to its \
+             arguments) against a loop that only streams the same arrays from memory (their \
+             bits added as integers in eight independent sums, which rustc vectorises: \
+             `measure::stream`), timed in turn. Target (issue 18): within \
+             {STREAMING_TARGET}x.\n\n\
+             | program | size | primal | streaming loop | primal / streaming | met |\n\
+             |---|---:|---:|---:|---:|:---:|"
+        );
+        for r in self.streaming {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                r.name,
+                r.size.label(),
+                ns(r.primal_ns),
+                ns(r.stream_ns),
+                x(r.ratio),
+                yes(r.ratio <= STREAMING_TARGET),
+            );
+        }
+        let _ = writeln!(s);
+    }
+
     fn safety(&self, s: &mut String) {
         if self.safety.is_empty() {
             return;

@@ -149,6 +149,7 @@ fn the_report_has_every_table_and_the_plot() {
         measured: &measured,
         compile: &compile,
         safety: &safety,
+        streaming: &[],
         python: Ok(vec![
             ("unfad from Python: f(A, B)".into(), Some(1.5e-6)),
             ("JAX jit(value_and_grad)".into(), None),

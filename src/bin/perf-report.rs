@@ -21,7 +21,8 @@ use std::time::Instant;
 use unfad::Engine;
 use unfad_suite::gradbench::{gmm_input, measure_gmm, GmmFigures, GMM_SIZE};
 use unfad_suite::measure::{
-    measure_program_with_second_order, measure_safety, Budget, Measured, SafetyRow,
+    measure_program_with_second_order, measure_safety, measure_streaming, Budget, Measured,
+    SafetyRow, StreamingRow,
 };
 use unfad_suite::peers::{measure_jax, Jax, JaxHvpRow, EXTRA_POINTS};
 use unfad_suite::report::{
@@ -160,6 +161,7 @@ fn run() -> Result<(), String> {
     eprintln!("{gmm:?}");
     let compile = compile_times()?;
     let safety = safety_costs(&progs, budget)?;
+    let streaming = streaming_costs(&progs, budget)?;
     let python = python_door();
     let report = Report {
         machine: Machine::detect(),
@@ -168,6 +170,7 @@ fn run() -> Result<(), String> {
         measured: &measured,
         compile: &compile,
         safety: &safety,
+        streaming: &streaming,
         python,
         jax,
         seconds: start.elapsed().as_secs_f64(),
@@ -203,6 +206,24 @@ fn safety_costs(progs: &[Program], budget: Budget) -> Result<Vec<SafetyRow>, Str
             eprintln!("safety {name} {}", size.label());
             rows.push(measure_safety(p, *size, budget).map_err(|e| format!("{name}: {e}"))?);
         }
+    }
+    Ok(rows)
+}
+
+/// The reductions whose primal the report holds against a loop streaming their inputs.
+const STREAMING_PROGRAMS: [&str; 2] = ["sum", "dot"];
+
+/// [`STREAMING_PROGRAMS`] at their largest size against [`unfad_suite::measure::stream`].
+fn streaming_costs(progs: &[Program], budget: Budget) -> Result<Vec<StreamingRow>, String> {
+    let mut rows = Vec::new();
+    for name in STREAMING_PROGRAMS {
+        let p = progs
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| format!("no program `{name}` in the suite"))?;
+        let size = *p.sizes.last().ok_or("a program without sizes")?;
+        eprintln!("streaming {name} {}", size.label());
+        rows.push(measure_streaming(p, size, budget).map_err(|e| format!("{name}: {e}"))?);
     }
     Ok(rows)
 }
