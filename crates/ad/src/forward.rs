@@ -790,7 +790,13 @@ impl Forward<'_> {
         z: ExprId,
         x: ExprId,
     ) -> Result<Option<(ExprId, Tangent)>, AdError> {
-        if self.a.accumulation(f).is_none() {
+        // Folds nested in the accumulation take the general rule of folds.
+        if self
+            .a
+            .accumulation(f)
+            .and_then(|acc| acc.scatters())
+            .is_none()
+        {
             return Ok(None);
         }
         let (vz, tz, zty, operand) = self.fold_operands(z, x)?;
@@ -810,8 +816,11 @@ impl Forward<'_> {
             self.push(Binding::Let(v, vr));
             self.bind_tangent(v, tr)?;
         }
-        let mut tangents = Vec::with_capacity(acc.adds.len());
-        for &(pos, vs) in &acc.adds {
+        let Some(adds) = acc.scatters() else {
+            return internal("a copy of an accumulation of scatters is not one");
+        };
+        let mut tangents = Vec::with_capacity(adds.len());
+        for (pos, vs) in adds {
             let (_, tv) = self.expr(vs)?;
             tangents.push((pos, tv));
         }

@@ -24,7 +24,7 @@
 use std::fmt;
 use std::ops::{Add, Mul};
 
-use unfad_syntax::{with_stack, Arena, BinOp, ExprId, Func, Node, Type, UnOp};
+use unfad_syntax::{with_stack, Addition, Arena, BinOp, ExprId, Func, Node, Type, UnOp};
 
 /// A cost vector: MOVES, ADDS, MULTS, NLOPS.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -179,6 +179,30 @@ impl Coster<'_> {
         }
     }
 
+    /// Cost of one element of a fold of the accumulation `f` (see
+    /// [`unfad_syntax::Arena::accumulation`]), which updates its array in place: its `let`s,
+    /// and per addition the positions and values (a move and an add per real) or the nested
+    /// fold's elements.
+    fn accumulation_step(&self, f: ExprId) -> Cost {
+        let Some(acc) = self.arena.accumulation(f) else {
+            return self.body(f);
+        };
+        let adds = acc.adds.iter().fold(Cost::default(), |c, add| match *add {
+            Addition::Scatter { positions, values } => {
+                let per = Cost::new(3, 1, 0, 0) + Cost::new(3, 1, 0, 0) * self.leaves_elem(values);
+                c + self.cost(positions) + self.cost(values) + per * self.len(positions)
+            }
+            Addition::Fold { f, over } => {
+                c + self.accumulation_step(f) * self.len(over) + self.cost(over)
+            }
+        });
+        let lets = acc
+            .lets
+            .iter()
+            .fold(Cost::default(), |c, &(_, e1)| c + MOVE + self.cost(e1));
+        lets + adds + Cost::new(2, 0, 0, 0)
+    }
+
     /// Cost of one call of a function argument (its body).
     fn body(&self, f: ExprId) -> Cost {
         match self.arena.lambda_parts(f) {
@@ -234,17 +258,7 @@ impl Coster<'_> {
                 // A fold whose body scatters into its accumulator updates it in place (the
                 // code generator's accumulation): no copy per element.
                 Node::Foldl(f, z, x) if a.accumulation(f).is_some() => {
-                    let acc = a.accumulation(f).expect("an accumulation");
-                    let adds = acc.adds.iter().fold(Cost::default(), |c, &(is, vs)| {
-                        let per =
-                            Cost::new(3, 1, 0, 0) + Cost::new(3, 1, 0, 0) * self.leaves_elem(vs);
-                        c + self.cost(is) + self.cost(vs) + per * self.len(is)
-                    });
-                    let lets = acc
-                        .lets
-                        .iter()
-                        .fold(Cost::default(), |c, &(_, e1)| c + MOVE + self.cost(e1));
-                    (lets + adds + Cost::new(2, 0, 0, 0)) * self.len(x)
+                    self.accumulation_step(f) * self.len(x)
                         + self.cost(z)
                         + self.cost(x)
                         + MOVE * self.leaves(z)

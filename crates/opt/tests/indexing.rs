@@ -207,7 +207,8 @@ fn random_programs_with_indexing() {
 
 /// Programs a user wrote whose gradients once cost a whole-array scatter per element (a
 /// quadratic gradient): reads in the steps of a `foldl` (a recurrence over an embedding
-/// table), several reads of a matrix per element of nested maps (a stencil). Their
+/// table), several reads of a matrix per element of nested maps (a stencil), reads in
+/// loops nested four deep (a convolution). Their
 /// optimized gradients grow like the programs and stay within the bound.
 #[test]
 fn reads_in_loops_cost_what_the_loops_cost() {
@@ -224,6 +225,13 @@ fn reads_in_loops_cost_what_the_loops_cost() {
              let l = U[i + 1, j] + U[i + 1, j + 2] + U[i, j + 1] + U[i + 2, j + 1] in
              let d = l - 4 * U[i + 1, j + 1] in d * d)
              (iota (len(U[0]) - 2)))) (iota (len(U) - 2)))",
+        // A valid 3x3 convolution: the kernel's loops inside the image's, each reading
+        // the image and the kernel (an accumulation per pixel, nested in the rows').
+        "def f(X: [n][m]real, K: [3][3]real) =
+           let out = map (i. map (j. reduce + 0 (map (a. reduce + 0 (map (b.
+             K[a, b] * X[i + a, j + b]) (iota 3))) (iota 3))) (iota (len(X[0]) - 2)))
+             (iota (len(X) - 2)) in
+           reduce + 0 (map (r. reduce + 0 (map (v. v * v) r)) out)",
     ] {
         let (mut prog, func) = load(src);
         let wrt: Vec<usize> = func

@@ -162,10 +162,33 @@ pub struct Accumulation {
     pub elem: Var,
     /// The `let`s before the scatter, outermost first.
     pub lets: Vec<(Var, ExprId)>,
-    /// The `(positions, values)` of each scatter, in the order they add: one, or a chain
+    /// What each element adds, in order: one scatter, or a chain of them
     /// `scatter_add(scatter_add(acc, P1, V1), P2, V2)` (an element that reads the array at
-    /// several places).
-    pub adds: Vec<(ExprId, ExprId)>,
+    /// several places), and folds of accumulations started from the accumulator (nested
+    /// loops, each adding into the one array).
+    pub adds: Vec<Addition>,
+}
+
+/// One addition of an [`Accumulation`]'s element.
+#[derive(Clone, Debug)]
+pub enum Addition {
+    /// `scatter_add(_, positions, values)`.
+    Scatter { positions: ExprId, values: ExprId },
+    /// `foldl f _ over`, `f` itself an accumulation: every element of `over` adds its own.
+    Fold { f: ExprId, over: ExprId },
+}
+
+impl Accumulation {
+    /// The `(positions, values)` of its scatters, when it makes no nested folds.
+    pub fn scatters(&self) -> Option<Vec<(ExprId, ExprId)>> {
+        self.adds
+            .iter()
+            .map(|a| match *a {
+                Addition::Scatter { positions, values } => Some((positions, values)),
+                Addition::Fold { .. } => None,
+            })
+            .collect()
+    }
 }
 
 /// What the arena knows of a variable.
@@ -737,7 +760,8 @@ impl Arena {
     }
 
     /// `f` as an accumulation, if it is `(acc, x. let ... in scatter_add(acc, positions,
-    /// values))` (or a chain of scatters starting from `acc`) with `acc` read nowhere else:
+    /// values))` (or a chain of scatters, and of folds of accumulations, starting from
+    /// `acc`) with `acc` read nowhere else:
     /// a fold of it adds every element's values at their positions into one array, which
     /// can be updated in place (the optimizer makes such folds; the cost model and the code
     /// generator recognise them by this).
@@ -756,12 +780,25 @@ impl Arena {
         }
         let mut adds = Vec::new();
         let mut at = body;
-        while let Node::ScatterAdd(t, positions, values) = self[at] {
-            if self.mentions_any(positions, &[acc]) || self.mentions_any(values, &[acc]) {
-                return None;
+        loop {
+            match self[at] {
+                Node::ScatterAdd(t, positions, values) => {
+                    if self.mentions_any(positions, &[acc]) || self.mentions_any(values, &[acc]) {
+                        return None;
+                    }
+                    adds.push(Addition::Scatter { positions, values });
+                    at = t;
+                }
+                Node::Foldl(g, start, over) => {
+                    if self.mentions_any(over, &[acc]) || self.mentions_any(g, &[acc]) {
+                        return None;
+                    }
+                    self.accumulation(g)?;
+                    adds.push(Addition::Fold { f: g, over });
+                    at = start;
+                }
+                _ => break,
             }
-            adds.push((positions, values));
-            at = t;
         }
         if adds.is_empty() || self[at] != Node::Var(acc) {
             return None;

@@ -13,9 +13,9 @@ use std::rc::Rc;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
-use unfad_syntax::{BinOp, ExprId};
+use unfad_syntax::{Addition, BinOp, ExprId};
 
-use crate::error::{JitError, JitResult};
+use crate::error::{internal, JitError, JitResult};
 use crate::layout::Dim;
 use crate::value::{Arr, IntVal, Kind, Place, RealVal, Val};
 
@@ -130,10 +130,9 @@ impl<'a> Translator<'a> {
         z: ExprId,
         src: ExprId,
     ) -> JitResult<Option<Val>> {
-        let Some(acc) = self.arena.accumulation(f) else {
+        if self.arena.accumulation(f).is_none() {
             return Ok(None);
-        };
-        let (x, lets, adds) = (acc.elem, acc.lets, acc.adds);
+        }
         let Ok(sa) = shape_arr(&self.shape(e)?) else {
             return Ok(None);
         };
@@ -141,6 +140,18 @@ impl<'a> Translator<'a> {
         let dst = self.alloc(&sa)?;
         let target = expect_arr(self.write_arr(&zv, &dst)?)?;
         drop(zv);
+        self.accumulate_into(&target, f, src)?;
+        Ok(Some(Val::Arr(target)))
+    }
+
+    /// Every element of `src` through the accumulation `f`, its additions made in place in
+    /// `target` (in order; a nested fold of an accumulation runs its own loop into the same
+    /// array).
+    fn accumulate_into(&mut self, target: &Rc<Arr>, f: ExprId, src: ExprId) -> JitResult<()> {
+        let Some(acc) = self.arena.accumulation(f) else {
+            return internal("an accumulation is not one");
+        };
+        let (x, lets, adds) = (acc.elem, acc.lets, acc.adds);
         let src = self.emit_arr(src)?;
         self.loop_(src.len, false, Vec::new(), &mut |t, i, _| {
             let xi = t.elem(&src, IntVal::Ssa(i))?;
@@ -150,8 +161,12 @@ impl<'a> Translator<'a> {
                     let value = t.emit(e1)?;
                     t.bind_let(v, value)?;
                 }
-                adds.iter()
-                    .try_for_each(|&(is, vs)| t.scatter_in_place(&target, is, vs))
+                adds.iter().try_for_each(|add| match *add {
+                    Addition::Scatter { positions, values } => {
+                        t.scatter_in_place(target, positions, values)
+                    }
+                    Addition::Fold { f, over } => t.accumulate_into(target, f, over),
+                })
             })();
             let bound: Vec<_> = lets.iter().map(|&(v, _)| v).collect();
             t.end_scope(&bound, &Val::Arr(target.clone()));
@@ -159,7 +174,7 @@ impl<'a> Translator<'a> {
             r?;
             Ok(Vec::new())
         })?;
-        Ok(Some(Val::Arr(target)))
+        Ok(())
     }
 
     /// Add `vs[k]` at position `is[k]` of the in-memory array `target`, in place, for `k`

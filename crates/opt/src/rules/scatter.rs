@@ -10,7 +10,7 @@
 //! in the blocked order of the `reduce`: the same sum, rounded differently (the paper's
 //! smooth semantics, like the algebraic rules).
 
-use unfad_syntax::{BinOp, ExprId, Node, Var};
+use unfad_syntax::{Addition, BinOp, ExprId, Node, Var};
 
 use crate::simplify::RuleCx;
 
@@ -239,6 +239,9 @@ pub fn sum_of_scatters(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     if matches!(cx.arena()[inner], Node::ZerosLike(_)) {
         return Some(z);
     }
+    if let Node::Foldl(..) = cx.arena()[inner] {
+        return scatters_in_a_fold(cx, z, m, &ps, &lets, inner);
+    }
     if !matches!(cx.arena()[inner], Node::ScatterAdd(..) | Node::If(..)) {
         return None;
     }
@@ -331,13 +334,18 @@ fn scatters_in_a_fold(
     lets: &[ExprId],
     inner: ExprId,
 ) -> Option<ExprId> {
-    // The chain's additions, innermost first, down to the zeros it starts from.
+    // The chain's additions, innermost first, down to the zeros it starts from: scatters,
+    // and folds of accumulations (an inner loop's own accumulation from zeros).
     let mut chain = Vec::new();
     let mut at = inner;
     loop {
         match cx.arena()[at] {
             Node::ScatterAdd(base, positions, values) => {
-                chain.push((positions, values));
+                chain.push(Addition::Scatter { positions, values });
+                at = base;
+            }
+            Node::Foldl(g, base, over) if cx.arena().accumulation(g).is_some() => {
+                chain.push(Addition::Fold { f: g, over });
                 at = base;
             }
             Node::ZerosLike(_) if !chain.is_empty() => break,
@@ -374,8 +382,11 @@ fn scatters_in_a_fold(
         _ => return None,
     };
     let mut added = acc_term;
-    for (p, v) in chain {
-        added = cx.mk(Node::ScatterAdd(added, p, v));
+    for add in chain {
+        added = cx.mk(match add {
+            Addition::Scatter { positions, values } => Node::ScatterAdd(added, positions, values),
+            Addition::Fold { f, over } => Node::Foldl(f, added, over),
+        });
     }
     let body = rewrap(cx, lets, added);
     let body = cx.arena_mut().copy_fresh(body);
@@ -443,7 +454,7 @@ pub fn scale_of_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     };
     if !matches!(
         cx.arena()[peel_lets(cx, x).1],
-        Node::ScatterAdd(..) | Node::If(..)
+        Node::ScatterAdd(..) | Node::If(..) | Node::Foldl(..)
     ) {
         return None;
     }
@@ -472,37 +483,86 @@ fn scale_through(cx: &mut RuleCx, f: ExprId, t: ExprId) -> Option<ExprId> {
         }
         Node::ScatterAdd(base, positions, values) => {
             // The target scaled too: zeros stay zeros, an inner scatter scales its values.
-            let scaled_base = match cx.arena()[base] {
-                Node::ZerosLike(_) => base,
-                Node::ScatterAdd(..) => {
-                    let f2 = cx.arena_mut().copy_fresh(f);
-                    scale_through(cx, f2, base)?
-                }
-                _ => return None,
-            };
+            let scaled_base = scale_base(cx, f, base)?;
             let rank = real_rank(&cx.ty(base)?)?;
-            let value_rank = match cx.ty(values)? {
-                unfad_syntax::Type::Array(_, elem) => real_rank(&elem)?,
-                _ => return None,
-            };
             let scalar = linear_scalar(cx, f, rank - 1)?;
-            // The scalar function through `value_rank` levels of `map`, for each value.
-            let mut g = scalar;
-            for _ in 0..value_rank {
-                let r = cx.fresh("r", None);
-                let rv = cx.var(r);
-                let inner = cx.arena_mut().copy_fresh(g);
-                let body = cx.mk(Node::Map(inner, rv));
-                let l = cx.arena_mut().var_list(&[r]);
-                g = cx.mk(Node::Lambda(l, body));
-            }
-            let g = cx.arena_mut().copy_fresh(g);
-            let scaled = cx.mk(Node::Map(g, values));
-            let scaled = cx.simplify(scaled);
+            let scaled = scale_values(cx, scalar, values)?;
             Some(cx.mk(Node::ScatterAdd(scaled_base, positions, scaled)))
+        }
+        // A fold of an accumulation from zeros is the sum of its additions: each scaled.
+        Node::Foldl(g, start, over) if cx.arena().accumulation(g).is_some() => {
+            let scaled_start = scale_base(cx, f, start)?;
+            let rank = real_rank(&cx.ty(start)?)?;
+            let scalar = linear_scalar(cx, f, rank - 1)?;
+            let g = scale_accumulation(cx, scalar, g)?;
+            Some(cx.mk(Node::Foldl(g, scaled_start, over)))
         }
         _ => None,
     }
+}
+
+/// The target of a scatter (or the start of an accumulation) that [`scale_through`]
+/// scales: zeros as they are, an inner scatter or accumulation scaled in turn.
+fn scale_base(cx: &mut RuleCx, f: ExprId, base: ExprId) -> Option<ExprId> {
+    match cx.arena()[base] {
+        Node::ZerosLike(_) => Some(base),
+        Node::ScatterAdd(..) | Node::Foldl(..) => {
+            let f2 = cx.arena_mut().copy_fresh(f);
+            scale_through(cx, f2, base)
+        }
+        _ => None,
+    }
+}
+
+/// `values` (an array of arrays down to reals, or of tuples of reals) with the scalar
+/// scaling `scalar` applied to every real: the function through as many levels of `map`.
+fn scale_values(cx: &mut RuleCx, scalar: ExprId, values: ExprId) -> Option<ExprId> {
+    let value_rank = match cx.ty(values)? {
+        unfad_syntax::Type::Array(_, elem) => real_rank(&elem)?,
+        _ => return None,
+    };
+    let mut g = scalar;
+    for _ in 0..value_rank {
+        let r = cx.fresh("r", None);
+        let rv = cx.var(r);
+        let inner = cx.arena_mut().copy_fresh(g);
+        let body = cx.mk(Node::Map(inner, rv));
+        let l = cx.arena_mut().var_list(&[r]);
+        g = cx.mk(Node::Lambda(l, body));
+    }
+    let g = cx.arena_mut().copy_fresh(g);
+    let scaled = cx.mk(Node::Map(g, values));
+    Some(cx.simplify(scaled))
+}
+
+/// The accumulation `g` (a fold's function adding into its accumulator, see
+/// [`unfad_syntax::Arena::accumulation`]) with every value it adds scaled by `scalar`:
+/// a copy with fresh binders, its nested accumulations scaled alike.
+fn scale_accumulation(cx: &mut RuleCx, scalar: ExprId, g: ExprId) -> Option<ExprId> {
+    let g = cx.arena_mut().copy_fresh(g);
+    let (ps, body) = lambda(cx, g)?;
+    let acc = *ps.first()?;
+    let (lets, spine) = peel_lets(cx, body);
+    fn walk(cx: &mut RuleCx, scalar: ExprId, acc: Var, t: ExprId) -> Option<ExprId> {
+        match cx.arena()[t] {
+            Node::Var(v) if v == acc => Some(t),
+            Node::ScatterAdd(base, positions, values) => {
+                let base = walk(cx, scalar, acc, base)?;
+                let values = scale_values(cx, scalar, values)?;
+                Some(cx.mk(Node::ScatterAdd(base, positions, values)))
+            }
+            Node::Foldl(h, base, over) => {
+                let base = walk(cx, scalar, acc, base)?;
+                let h = scale_accumulation(cx, scalar, h)?;
+                Some(cx.mk(Node::Foldl(h, base, over)))
+            }
+            _ => None,
+        }
+    }
+    let spine = walk(cx, scalar, acc, spine)?;
+    let body = rewrap(cx, &lets, spine);
+    let l = cx.arena_mut().var_list(&ps);
+    Some(cx.mk(Node::Lambda(l, body)))
 }
 
 /// `scatter_add(Z, iota len(Z), V)` with `V` as long as `Z` zero is `V` (every position

@@ -795,6 +795,44 @@ fn scale_of_scatter() {
     );
 }
 
+/// Scaling an accumulation from zeros scales what it adds.
+#[test]
+fn scale_of_scatter_through_an_accumulation() {
+    check_rule(
+        scatter::scale_of_scatter,
+        "def f(A: [n]real, B: [m]real, c: real) =
+           map (s. c * s) (foldl (acc, k. scatter_add(acc, [k % len(A)], [B[k]]))
+             zeros_like(A) (iota len(B)))",
+        expect![[r#"
+            def f(A: [n]real, B: [m]real, c: real): [n]real =
+              foldl (acc, k.
+                scatter_add(
+                  acc,
+                  [k % len(A)],
+                  (let s = B[k] in
+                   [c * s])
+                )) zeros_like(A) (iota len(B))
+        "#]],
+    );
+}
+
+/// A sum of accumulations from zeros is one accumulation, each element's loop adding into
+/// it where it goes.
+#[test]
+fn sum_of_scatters_of_accumulations() {
+    check_rule(
+        scatter::sum_of_scatters,
+        "def f(A: [n]real, B: [m]real) =
+           reduce (s, t. map2 + s t) zeros_like(A)
+             (map (i. foldl (acc, k. scatter_add(acc, [(i + k) % len(A)], [B[k]]))
+               zeros_like(A) (iota len(B))) (iota len(A)))",
+        expect![[r#"
+            def f(A: [n]real, B: [m]real): [n]real =
+              foldl (acc, i. foldl (acc_1, k. scatter_add(acc_1, [(i + k) % len(A)], [B[k]])) acc (iota len(B))) zeros_like(A) (iota len(A))
+        "#]],
+    );
+}
+
 /// A scatter at every position of zeros is its values.
 #[test]
 fn scatter_everywhere() {
