@@ -24,7 +24,7 @@
 use std::fmt;
 use std::ops::{Add, Mul};
 
-use unfad_syntax::{with_stack, Addition, Arena, BinOp, ExprId, Func, Node, Type, UnOp};
+use unfad_syntax::{with_stack, Addition, Arena, BinOp, ExprId, Func, Node, Type, UnOp, Var};
 
 /// A cost vector: MOVES, ADDS, MULTS, NLOPS.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -187,20 +187,33 @@ impl Coster<'_> {
         let Some(acc) = self.arena.accumulation(f) else {
             return self.body(f);
         };
-        let adds = acc.adds.iter().fold(Cost::default(), |c, add| match *add {
-            Addition::Scatter { positions, values } => {
+        self.branch_cost(&acc.lets, &acc.adds) + Cost::new(2, 0, 0, 0)
+    }
+
+    /// Cost of `let`s and then additions into an accumulator in place (a conditional one
+    /// costs its condition and its dearer branch).
+    fn branch_cost(&self, lets: &[(Var, ExprId)], adds: &[Addition]) -> Cost {
+        let adds = adds.iter().fold(Cost::default(), |c, add| match add {
+            &Addition::Scatter { positions, values } => {
                 let per = Cost::new(3, 1, 0, 0) + Cost::new(3, 1, 0, 0) * self.leaves_elem(values);
                 c + self.cost(positions) + self.cost(values) + per * self.len(positions)
             }
-            Addition::Fold { f, over } => {
+            &Addition::Fold { f, over } => {
                 c + self.accumulation_step(f) * self.len(over) + self.cost(over)
             }
+            Addition::Branch {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let then = self.branch_cost(&then.lets, &then.adds);
+                let otherwise = self.branch_cost(&otherwise.lets, &otherwise.adds);
+                c + MOVE + self.cost(*cond) + then.max(otherwise)
+            }
         });
-        let lets = acc
-            .lets
-            .iter()
-            .fold(Cost::default(), |c, &(_, e1)| c + MOVE + self.cost(e1));
-        lets + adds + Cost::new(2, 0, 0, 0)
+        lets.iter()
+            .fold(Cost::default(), |c, &(_, e1)| c + MOVE + self.cost(e1))
+            + adds
     }
 
     /// Cost of one call of a function argument (its body).

@@ -176,6 +176,20 @@ pub enum Addition {
     Scatter { positions: ExprId, values: ExprId },
     /// `foldl f _ over`, `f` itself an accumulation: every element of `over` adds its own.
     Fold { f: ExprId, over: ExprId },
+    /// `if cond then .. else ..`, each branch its own `let`s and additions into the
+    /// accumulator (a read that only some elements make).
+    Branch {
+        cond: ExprId,
+        then: Branch,
+        otherwise: Branch,
+    },
+}
+
+/// One branch of an [`Addition::Branch`]: `let`s, then additions.
+#[derive(Clone, Debug)]
+pub struct Branch {
+    pub lets: Vec<(Var, ExprId)>,
+    pub adds: Vec<Addition>,
 }
 
 impl Accumulation {
@@ -185,7 +199,7 @@ impl Accumulation {
             .iter()
             .map(|a| match *a {
                 Addition::Scatter { positions, values } => Some((positions, values)),
-                Addition::Fold { .. } => None,
+                Addition::Fold { .. } | Addition::Branch { .. } => None,
             })
             .collect()
     }
@@ -760,56 +774,81 @@ impl Arena {
     }
 
     /// `f` as an accumulation, if it is `(acc, x. let ... in scatter_add(acc, positions,
-    /// values))` (or a chain of scatters, and of folds of accumulations, starting from
-    /// `acc`) with `acc` read nowhere else:
+    /// values))` (or a chain of scatters, of folds of accumulations and of conditionals of
+    /// such chains, starting from `acc`) with `acc` read nowhere else:
     /// a fold of it adds every element's values at their positions into one array, which
     /// can be updated in place (the optimizer makes such folds; the cost model and the code
     /// generator recognise them by this).
     pub fn accumulation(&self, f: ExprId) -> Option<Accumulation> {
-        let (ps, mut body) = self.lambda_parts(f)?;
+        let (ps, body) = self.lambda_parts(f)?;
         let &[acc, elem] = ps else {
             return None;
         };
-        let mut lets = Vec::new();
-        while let Node::Let(v, e1, rest) = self[body] {
-            if self.mentions_any(e1, &[acc]) {
-                return None;
-            }
-            lets.push((v, e1));
-            body = rest;
-        }
-        let mut adds = Vec::new();
-        let mut at = body;
-        loop {
-            match self[at] {
-                Node::ScatterAdd(t, positions, values) => {
-                    if self.mentions_any(positions, &[acc]) || self.mentions_any(values, &[acc]) {
-                        return None;
-                    }
-                    adds.push(Addition::Scatter { positions, values });
-                    at = t;
-                }
-                Node::Foldl(g, start, over) => {
-                    if self.mentions_any(over, &[acc]) || self.mentions_any(g, &[acc]) {
-                        return None;
-                    }
-                    self.accumulation(g)?;
-                    adds.push(Addition::Fold { f: g, over });
-                    at = start;
-                }
-                _ => break,
-            }
-        }
-        if adds.is_empty() || self[at] != Node::Var(acc) {
+        let Branch { lets, adds } = self.accumulating_branch(body, acc)?;
+        if adds.is_empty() {
             return None;
         }
-        adds.reverse();
         Some(Accumulation {
             acc,
             elem,
             lets,
             adds,
         })
+    }
+
+    /// `t` as `let ... in` additions into `acc` (see [`Arena::accumulation`]): its `let`s
+    /// (none reading `acc`) and what it adds, in order (nothing if `t` is `acc` itself).
+    fn accumulating_branch(&self, mut t: ExprId, acc: Var) -> Option<Branch> {
+        let mut lets = Vec::new();
+        while let Node::Let(v, e1, rest) = self[t] {
+            if self.mentions_any(e1, &[acc]) {
+                return None;
+            }
+            lets.push((v, e1));
+            t = rest;
+        }
+        let mut adds = Vec::new();
+        self.additions(t, acc, &mut adds)?;
+        Some(Branch { lets, adds })
+    }
+
+    /// The additions of the spine `t` (scatters, folds of accumulations and conditionals,
+    /// down to `acc`), innermost first, pushed to `adds`.
+    fn additions(&self, t: ExprId, acc: Var, adds: &mut Vec<Addition>) -> Option<()> {
+        match self[t] {
+            Node::Var(v) if v == acc => Some(()),
+            Node::ScatterAdd(base, positions, values) => {
+                if self.mentions_any(positions, &[acc]) || self.mentions_any(values, &[acc]) {
+                    return None;
+                }
+                self.additions(base, acc, adds)?;
+                adds.push(Addition::Scatter { positions, values });
+                Some(())
+            }
+            Node::Foldl(g, start, over) => {
+                if self.mentions_any(over, &[acc]) || self.mentions_any(g, &[acc]) {
+                    return None;
+                }
+                self.accumulation(g)?;
+                self.additions(start, acc, adds)?;
+                adds.push(Addition::Fold { f: g, over });
+                Some(())
+            }
+            Node::If(cond, x, y) => {
+                if self.mentions_any(cond, &[acc]) {
+                    return None;
+                }
+                let then = self.accumulating_branch(x, acc)?;
+                let otherwise = self.accumulating_branch(y, acc)?;
+                adds.push(Addition::Branch {
+                    cond,
+                    then,
+                    otherwise,
+                });
+                Some(())
+            }
+            _ => None,
+        }
     }
 
     /// Whether `e` has an occurrence of one of the variables `vs` (free or not). At most one

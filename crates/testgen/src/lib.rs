@@ -833,8 +833,32 @@ impl Gen<'_> {
         None
     }
 
+    /// A read guarded by the condition that makes it in bounds: `if i >= 1 then A[i - 1]
+    /// else c` or `if i + 1 < len(A) then A[i + 1] else c`, for an int `i` in scope that
+    /// indexes the `n`-sized arrays (without its guard the read would fail at an end).
+    fn guarded_read(&mut self, d: u32) -> Option<String> {
+        let ints = self.vars_of(&Ty::Int(Range::N));
+        let vecs = self.vars_of(&Ty::vec());
+        if ints.is_empty() || vecs.is_empty() {
+            return None;
+        }
+        let i = self.rng.pick(&ints).clone();
+        let a = self.rng.pick(&vecs).clone();
+        let other = self.real(d.min(1));
+        Some(if self.rng.chance(0.5) {
+            format!("(if {i} >= 1 then {a}[{i} - 1] else {other})")
+        } else {
+            format!("(if {i} + 1 < len({a}) then {a}[{i} + 1] else {other})")
+        })
+    }
+
     /// A real for the body of a loop over positions: mostly reads, at the loop's index.
     fn indexed_real(&mut self, d: u32) -> String {
+        if self.rng.chance(0.15) {
+            if let Some(r) = self.guarded_read(d) {
+                return r;
+            }
+        }
         let read = self.read(d).unwrap_or_else(|| self.leaf_real());
         match self.rng.below(5) {
             0 | 1 => {
@@ -867,10 +891,19 @@ impl Gen<'_> {
                 let body = self.with_binding(&acc, Ty::Real, |g| {
                     g.with_binding(&i, Ty::Int(Range::N), |g| g.indexed_real(d))
                 });
-                format!(
-                    "foldl ({acc}, {i}. {acc} * 0.5 + {body}) {} (iota {len})",
-                    paren(&z)
-                )
+                // The read adds to the accumulator, or scales it (a recurrence whose
+                // every step reads: its adjoint is one accumulation, not an array a step).
+                if self.rng.chance(0.5) {
+                    format!(
+                        "foldl ({acc}, {i}. {acc} * 0.5 + {body}) {} (iota {len})",
+                        paren(&z)
+                    )
+                } else {
+                    format!(
+                        "foldl ({acc}, {i}. {acc} * {body} + 0.25) {} (iota {len})",
+                        paren(&z)
+                    )
+                }
             }
             3 => {
                 let vecs = self.vars_of(&Ty::vec());
@@ -909,10 +942,11 @@ impl Gen<'_> {
         }
         let w = self.rng.pick(&mats).clone();
         let (i, j) = (self.fresh("i"), self.fresh("j"));
-        let read = if self.rng.chance(0.5) {
-            format!("{w}[{i}][{j}]")
-        } else {
-            format!("{w}[{i}, {j}]")
+        let read = match self.rng.below(3) {
+            0 => format!("{w}[{i}][{j}]"),
+            1 => format!("{w}[{i}, {j}]"),
+            // Two reads of the matrix per element (a stencil's neighbours).
+            _ => format!("({w}[{i}, {j}] * {w}[({i} + 1) % len({w}), ({j} + 1) % len({w}[{i}])])"),
         };
         let body = self.with_binding(&i, Ty::Int(Range::N), |g| {
             g.with_binding(&j, Ty::Int(Range::M), |g| g.indexed_real(d.min(2)))

@@ -13,11 +13,11 @@ use std::rc::Rc;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
-use unfad_syntax::{Addition, BinOp, ExprId};
+use unfad_syntax::{Addition, BinOp, Branch, ExprId, Var};
 
 use crate::error::{internal, JitError, JitResult};
 use crate::layout::Dim;
-use crate::value::{Arr, IntVal, Kind, Place, RealVal, Val};
+use crate::value::{Arr, CondVal, IntVal, Kind, Place, RealVal, Val};
 
 use super::{expect_arr, shape_arr, IotaElement, Translator};
 
@@ -156,25 +156,98 @@ impl<'a> Translator<'a> {
         self.loop_(src.len, false, Vec::new(), &mut |t, i, _| {
             let xi = t.elem(&src, IntVal::Ssa(i))?;
             t.bind(x, xi)?;
-            let r = (|| {
-                for &(v, e1) in &lets {
-                    let value = t.emit(e1)?;
-                    t.bind_let(v, value)?;
-                }
-                adds.iter().try_for_each(|add| match *add {
-                    Addition::Scatter { positions, values } => {
-                        t.scatter_in_place(target, positions, values)
-                    }
-                    Addition::Fold { f, over } => t.accumulate_into(target, f, over),
-                })
-            })();
-            let bound: Vec<_> = lets.iter().map(|&(v, _)| v).collect();
-            t.end_scope(&bound, &Val::Arr(target.clone()));
+            let r = t.branch_into(target, &lets, &adds);
             t.unbind(x);
             r?;
             Ok(Vec::new())
         })?;
         Ok(())
+    }
+
+    /// The `let`s, then the additions `adds` made in place in `target`, in order: a
+    /// scatter, a nested accumulation's loop, or a conditional one (a branch per case,
+    /// joining after).
+    fn branch_into(
+        &mut self,
+        target: &Rc<Arr>,
+        lets: &[(Var, ExprId)],
+        adds: &[Addition],
+    ) -> JitResult<()> {
+        let r = (|| {
+            for &(v, e1) in lets {
+                let value = self.emit(e1)?;
+                self.bind_let(v, value)?;
+            }
+            for add in adds {
+                match add {
+                    &Addition::Scatter { positions, values } => {
+                        self.scatter_in_place(target, positions, values)?
+                    }
+                    &Addition::Fold { f, over } => self.accumulate_into(target, f, over)?,
+                    Addition::Branch {
+                        cond,
+                        then,
+                        otherwise,
+                    } => match self.emit_bool(*cond)? {
+                        CondVal::Const(k) => {
+                            let (taken, other) = if k {
+                                (then, otherwise)
+                            } else {
+                                (otherwise, then)
+                            };
+                            self.skip_branch(other);
+                            self.branch_into(target, &taken.lets, &taken.adds)?;
+                        }
+                        CondVal::Ssa(c) => {
+                            let (then_b, else_b, join) = (
+                                self.b.create_block(),
+                                self.b.create_block(),
+                                self.b.create_block(),
+                            );
+                            self.b.ins().brif(c, then_b, &[], else_b, &[]);
+                            for (blk, b) in [(then_b, then), (else_b, otherwise)] {
+                                self.switch_to(blk);
+                                self.branch_into(target, &b.lets, &b.adds)?;
+                                self.b.ins().jump(join, &[]);
+                            }
+                            self.switch_to(join);
+                        }
+                    },
+                }
+            }
+            Ok(())
+        })();
+        let bound: Vec<_> = lets.iter().map(|&(v, _)| v).collect();
+        self.end_scope(&bound, &Val::Arr(target.clone()));
+        r
+    }
+
+    /// Count the uses in a branch not taken (see [`Translator::skip`]).
+    fn skip_branch(&mut self, b: &Branch) {
+        for &(_, e1) in &b.lets {
+            self.skip(e1);
+        }
+        for add in &b.adds {
+            match add {
+                &Addition::Scatter { positions, values } => {
+                    self.skip(positions);
+                    self.skip(values);
+                }
+                &Addition::Fold { f, over } => {
+                    self.skip(f);
+                    self.skip(over);
+                }
+                Addition::Branch {
+                    cond,
+                    then,
+                    otherwise,
+                } => {
+                    self.skip(*cond);
+                    self.skip_branch(then);
+                    self.skip_branch(otherwise);
+                }
+            }
+        }
     }
 
     /// Add `vs[k]` at position `is[k]` of the in-memory array `target`, in place, for `k`

@@ -10,7 +10,7 @@
 //! in the blocked order of the `reduce`: the same sum, rounded differently (the paper's
 //! smooth semantics, like the algebraic rules).
 
-use unfad_syntax::{Addition, BinOp, ExprId, Node, Var};
+use unfad_syntax::{BinOp, ExprId, Node, Var};
 
 use crate::simplify::RuleCx;
 
@@ -334,25 +334,9 @@ fn scatters_in_a_fold(
     lets: &[ExprId],
     inner: ExprId,
 ) -> Option<ExprId> {
-    // The chain's additions, innermost first, down to the zeros it starts from: scatters,
-    // and folds of accumulations (an inner loop's own accumulation from zeros).
-    let mut chain = Vec::new();
-    let mut at = inner;
-    loop {
-        match cx.arena()[at] {
-            Node::ScatterAdd(base, positions, values) => {
-                chain.push(Addition::Scatter { positions, values });
-                at = base;
-            }
-            Node::Foldl(g, base, over) if cx.arena().accumulation(g).is_some() => {
-                chain.push(Addition::Fold { f: g, over });
-                at = base;
-            }
-            Node::ZerosLike(_) if !chain.is_empty() => break,
-            _ => return None,
-        }
+    if matches!(cx.arena()[inner], Node::ZerosLike(_)) {
+        return None;
     }
-    chain.reverse();
     let acc_ty = cx.ty(z)?;
     let acc = cx.fresh("acc", Some(acc_ty));
     let acc_term = cx.var(acc);
@@ -381,13 +365,7 @@ fn scatters_in_a_fold(
         }
         _ => return None,
     };
-    let mut added = acc_term;
-    for add in chain {
-        added = cx.mk(match add {
-            Addition::Scatter { positions, values } => Node::ScatterAdd(added, positions, values),
-            Addition::Fold { f, over } => Node::Foldl(f, added, over),
-        });
-    }
+    let added = onto(cx, inner, acc_term)?;
     let body = rewrap(cx, lets, added);
     let body = cx.arena_mut().copy_fresh(body);
     let body = if subs.is_empty() {
@@ -398,6 +376,25 @@ fn scatters_in_a_fold(
     let l = cx.arena_mut().var_list(&[acc, elem]);
     let g = cx.mk(Node::Lambda(l, body));
     Some(cx.mk(Node::Foldl(g, z, over)))
+}
+
+/// The additions `t` makes to zeros (scatters, folds of accumulations, conditionals and
+/// `let`s of those, down to `zeros_like(_)`) made to `acc` instead; `None` if `t` has
+/// another form.
+fn onto(cx: &mut RuleCx, t: ExprId, acc: ExprId) -> Option<ExprId> {
+    let node = match cx.arena()[t] {
+        Node::ZerosLike(_) => return Some(acc),
+        Node::ScatterAdd(base, positions, values) => {
+            Node::ScatterAdd(onto(cx, base, acc)?, positions, values)
+        }
+        Node::Foldl(g, base, over) if cx.arena().accumulation(g).is_some() => {
+            Node::Foldl(g, onto(cx, base, acc)?, over)
+        }
+        Node::If(c, x, y) => Node::If(c, onto(cx, x, acc)?, onto(cx, y, acc)?),
+        Node::Let(v, e1, b) => Node::Let(v, e1, onto(cx, b, acc)?),
+        _ => return None,
+    };
+    Some(cx.mk(node))
 }
 
 /// If `f` is `(s. c * s)` (or `s * c`, `-s`) with `c` free of `s`, wrapped in `depth`
@@ -555,6 +552,15 @@ fn scale_accumulation(cx: &mut RuleCx, scalar: ExprId, g: ExprId) -> Option<Expr
                 let base = walk(cx, scalar, acc, base)?;
                 let h = scale_accumulation(cx, scalar, h)?;
                 Some(cx.mk(Node::Foldl(h, base, over)))
+            }
+            Node::If(c, x, y) => {
+                let x = walk(cx, scalar, acc, x)?;
+                let y = walk(cx, scalar, acc, y)?;
+                Some(cx.mk(Node::If(c, x, y)))
+            }
+            Node::Let(v, e1, b) => {
+                let b = walk(cx, scalar, acc, b)?;
+                Some(cx.mk(Node::Let(v, e1, b)))
             }
             _ => None,
         }
