@@ -448,7 +448,17 @@ impl<'a, S: Scalar> Interp<'a, S> {
             }
             Iota(n) => {
                 let n = self.real(n)?.value().max(0.0) as usize;
-                Value::array((0..n).map(|i| Value::Real(S::constant(i as f64))).collect())
+                // A length from the arguments may ask for more than the machine has: an
+                // error, not an abort of the process.
+                let mut items = Vec::new();
+                if items.try_reserve_exact(n).is_err() {
+                    return Err(EvalError(
+                        format!("`iota {n}`: an array of {n} elements cannot be allocated"),
+                        Some(arena.span(e)),
+                    ));
+                }
+                items.extend((0..n).map(|i| Value::Real(S::constant(i as f64))));
+                Value::array(items)
             }
             Index(x, i) => {
                 let xs = self.array(x)?;

@@ -335,6 +335,11 @@ impl Arena {
         self.types[e.index()] = Some(ty);
     }
 
+    /// Forget the type recorded for `e` (the type checker, trying a term again).
+    pub fn clear_type(&mut self, e: ExprId) {
+        self.types[e.index()] = None;
+    }
+
     // ---- lists ------------------------------------------------------------------------
 
     pub fn expr_list(&mut self, items: &[ExprId]) -> ExprList {
@@ -400,6 +405,11 @@ impl Arena {
 
     pub fn set_var_type(&mut self, v: Var, ty: Type) {
         self.vars[v.index()].ty = Some(ty);
+    }
+
+    /// Give `v` back a type it had (or none): the type checker, trying a term again.
+    pub fn restore_var_type(&mut self, v: Var, ty: Option<Type>) {
+        self.vars[v.index()].ty = ty;
     }
 
     pub fn var_count(&self) -> usize {

@@ -420,6 +420,86 @@ impl Checker<'_> {
         }
     }
 
+    /// The function `f` of a fold checked for the accumulator type `tz` and the element
+    /// type `s`: it must return `tz`.
+    fn fold_function(&mut self, f: ExprId, tz: &Type, s: &Type, what: &str) -> Result<(), Error> {
+        let t = self.function_arg(f, &[tz.clone(), s.clone()], what)?;
+        if !self.same(&t, tz) {
+            return Err(self.err(f, format!("the function of `{what}` must return the accumulator's type `{tz}`, but returns `{t}`")));
+        }
+        Ok(())
+    }
+
+    /// The nodes of `e`, and the variables bound inside it with their declared types
+    /// (before checking): what checking `e` again must start from.
+    fn binder_types(&self, e: ExprId) -> (Vec<ExprId>, Vec<(Var, Option<Type>)>) {
+        let (mut nodes, mut vars) = (Vec::new(), Vec::new());
+        let mut stack = vec![e];
+        let mut seen = HashSet::default();
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            nodes.push(x);
+            for v in self.arena.binders(self.arena[x]) {
+                vars.push((v, self.arena.var_type(v).cloned()));
+            }
+            stack.extend(self.arena.children(x));
+        }
+        (nodes, vars)
+    }
+
+    /// [`Checker::fold_function`] again with some whole-number literals of the initial value
+    /// `z` (components of a tuple written out, typed `real`) taken as ints: each choice, the
+    /// fewest ints first, with the binders of `f` back to their declared types `saved`.
+    /// The accumulator type that checks, if one does.
+    fn fold_with_int_literals(
+        &mut self,
+        f: ExprId,
+        z: ExprId,
+        tz: &Type,
+        s: &Type,
+        what: &str,
+        saved: &(Vec<ExprId>, Vec<(Var, Option<Type>)>),
+    ) -> Option<Type> {
+        let Type::Tuple(items) = tz else {
+            return None;
+        };
+        let Node::Tuple(l) = self.arena[z] else {
+            return None;
+        };
+        let parts = self.arena.exprs(l).to_vec();
+        let spots: Vec<usize> = (0..items.len())
+            .filter(|&k| items[k] == Type::Real && self.is_flexible(parts[k]))
+            .collect();
+        if spots.is_empty() || spots.len() > 4 {
+            return None;
+        }
+        let mut choices: Vec<u32> = (1..1u32 << spots.len()).collect();
+        choices.sort_by_key(|c| c.count_ones());
+        for choice in choices {
+            let mut trial = items.to_vec();
+            for (bit, &k) in spots.iter().enumerate() {
+                if choice & (1 << bit) != 0 {
+                    trial[k] = Type::Int;
+                }
+            }
+            let trial = Type::tuple(trial);
+            for &x in &saved.0 {
+                self.arena.clear_type(x);
+            }
+            for (v, t) in &saved.1 {
+                self.arena.restore_var_type(*v, t.clone());
+                self.flexible.remove(v);
+                self.bound.remove(v);
+            }
+            if self.fold_function(f, &trial, s, what).is_ok() {
+                return Some(trial);
+            }
+        }
+        None
+    }
+
     /// Whether `a` and `b` are the same type, up to ints and reals in generated terms
     /// ([`CheckEnv::ints_as_reals`]).
     fn same(&self, a: &Type, b: &Type) -> bool {
@@ -786,10 +866,15 @@ impl Checker<'_> {
                 };
                 let tz = self.infer(z)?;
                 let (n, s) = self.expect_array(a, &format!("the array of `{what}`"))?;
-                let t = self.function_arg(f, &[tz.clone(), s], what)?;
-                if !self.same(&t, &tz) {
-                    return Err(self.err(f, format!("the function of `{what}` must return the accumulator's type `{tz}`, but returns `{t}`")));
-                }
+                let saved = self.binder_types(f);
+                let tz = match self.fold_function(f, &tz, &s, what) {
+                    Ok(()) => tz,
+                    // `(0, 0)` for an accumulator `(int, real)`: the whole-number literals
+                    // of the initial value tried as ints.
+                    Err(err) => self
+                        .fold_with_int_literals(f, z, &tz, &s, what, &saved)
+                        .ok_or(err)?,
+                };
                 self.element_result(f, &tz, what)?;
                 if what == "foldl" {
                     tz

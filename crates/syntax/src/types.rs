@@ -81,19 +81,41 @@ impl fmt::Display for Size {
 #[derive(Clone, Debug, Default)]
 pub struct SizeBindings {
     entries: Vec<(Arc<str>, u64, usize)>,
+    /// Size variables met only inside an empty array (`d` of an `[n][d]` argument with no
+    /// row), whose value the argument does not give: 0 unless another argument gives it.
+    undetermined: Vec<Arc<str>>,
 }
 
 impl SizeBindings {
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.undetermined.clear();
     }
 
-    /// The value of size variable `var`, if bound.
+    /// The value of size variable `var`, if bound (0 if it was only met inside an empty
+    /// array: see [`SizeBindings::bind_undetermined`]).
     pub fn get(&self, var: &str) -> Option<u64> {
         self.entries
             .iter()
             .find(|(v, _, _)| v.as_ref() == var)
             .map(|(_, n, _)| *n)
+            .or_else(|| {
+                self.undetermined
+                    .iter()
+                    .any(|v| v.as_ref() == var)
+                    .then_some(0)
+            })
+    }
+
+    /// Record that the size `size` belongs to an array inside an empty one, whose length
+    /// the argument does not give: its variable is 0 unless another argument binds it
+    /// (`X: [n][d]real` given `[]` beside `w: [d]real` given two elements: `d` is 2).
+    pub fn bind_undetermined(&mut self, size: &Size) {
+        if let Some(v) = &size.var {
+            if !self.undetermined.contains(v) {
+                self.undetermined.push(v.clone());
+            }
+        }
     }
 
     /// Record that an array of formal size `size` in parameter `param` (of type `ty`; its

@@ -200,8 +200,16 @@ impl Binder<'_> {
                 data.len()
             )));
         }
+        // Below an empty dimension the lengths are not given (`[]` for `[n][d]real` says
+        // nothing of `d`).
+        let mut empty = false;
         for (d, &len) in array_dims(ty).0.zip(shape) {
-            self.bind_size(param, ty, d, len)?;
+            if empty {
+                self.sizes.bind_undetermined(d);
+            } else {
+                self.bind_size(param, ty, d, len)?;
+            }
+            empty |= len == 0;
         }
         // Every element a whole number: a fold without an early exit, which the compiler
         // vectorises (the check runs at every call); then the first that is not, to say so.

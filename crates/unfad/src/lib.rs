@@ -460,7 +460,7 @@ impl GradFn {
                 }
                 let ty = &self.params[i].ty;
                 if is_single_component(ty) {
-                    g.resize(comp_len(k)?, 0.0);
+                    resize_zeroed(g, comp_len(k)?)?;
                     outs.push(g.as_mut_slice());
                     k += 1;
                 } else {
@@ -468,7 +468,7 @@ impl GradFn {
                         let buf = spare
                             .next()
                             .ok_or_else(|| Error::Internal("gradient scratch".into()))?;
-                        buf.resize(comp_len(k)?, 0.0);
+                        resize_zeroed(buf, comp_len(k)?)?;
                         outs.push(buf.as_mut_slice());
                         k += 1;
                     }
@@ -508,7 +508,7 @@ impl GradFn {
                     .leaf_count(&scratch.sizes)
                     .ok_or_else(|| Error::Internal("gradient size".into()))?;
                 let g = &mut out.gradients[i];
-                g.resize(total, 0.0);
+                resize_zeroed(g, total)?;
                 shape.gather(&scratch.sizes, parts.as_slice(), g)?;
                 s += n;
             }
@@ -707,7 +707,7 @@ fn run_native(
         )));
     }
     if scratch.workspace.len() < need {
-        scratch.workspace.resize(need, 0.0);
+        resize_zeroed(&mut scratch.workspace, need)?;
     }
     let mut inputs: StackVec<&[f64]> = StackVec::with_capacity(direct.as_slice().len());
     for (k, d) in direct.as_slice().iter().enumerate() {
@@ -721,6 +721,20 @@ fn run_native(
             &mut scratch.workspace[..need],
         )
         .map_err(|e| sources.error(e))?;
+    Ok(())
+}
+
+/// `v` grown to `n` reals (zeros after its old ones), or an error if the memory cannot be
+/// had: sizes that the arguments give (an `int` of 10^11 for `iota`) may ask for more
+/// than the machine has, which must not abort the process.
+fn resize_zeroed(v: &mut Vec<f64>, n: usize) -> Result<(), Error> {
+    if n > v.len() && v.try_reserve_exact(n - v.len()).is_err() {
+        return Err(Error::Argument(format!(
+            "these arguments need {n} reals ({} GB) of memory, which cannot be allocated",
+            (n as f64 * 8.0 / 1e9).ceil()
+        )));
+    }
+    v.resize(n, 0.0);
     Ok(())
 }
 
@@ -748,11 +762,14 @@ impl Func {
             .outputs()
             .iter()
             .map(|c| {
-                c.len(&sizes)
-                    .map(|n| vec![0.0; n])
-                    .ok_or_else(|| Error::Argument(format!("the sizes {sizes:?} are too large")))
+                let n = c
+                    .len(&sizes)
+                    .ok_or_else(|| Error::Argument(format!("the sizes {sizes:?} are too large")))?;
+                let mut v = Vec::new();
+                resize_zeroed(&mut v, n)?;
+                Ok(v)
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_, Error>>()?;
         {
             let mut outs: Vec<&mut [f64]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
             run_native(&self.sources, &self.compiled, &inputs, scratch, &mut outs)?;
@@ -765,7 +782,8 @@ impl Func {
         let total = shape
             .leaf_count(&sizes)
             .ok_or_else(|| Error::Internal("result size".into()))?;
-        let mut out = vec![0.0; total];
+        let mut out = Vec::new();
+        resize_zeroed(&mut out, total)?;
         shape.gather(&sizes, &parts, &mut out)?;
         Ok(out)
     }

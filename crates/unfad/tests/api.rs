@@ -365,3 +365,21 @@ fn int_parameters_are_sizes_and_whole_numbers() {
         .unwrap_err();
     assert!(err.to_string().contains("out of bounds"), "{err}");
 }
+
+#[test]
+fn an_empty_batch_leaves_its_rows_length_to_the_other_arguments() {
+    // `X` has no row, so it says nothing of `d`; `w` gives it (the empty `X` once bound
+    // `d` to 0 and the call was refused as disagreeing with `w`).
+    let g = Engine::new()
+        .compile_grad(
+            "def f(X: [n][d]real, w: [d]real) = reduce + 0 (map (x. dot(x, w)) X) + dot(w, w)",
+        )
+        .unwrap();
+    let w = [1.0, 2.0];
+    let out = g
+        .call(&[Arg::array(&[], &[0, 0]), Arg::from(&w[..])])
+        .unwrap();
+    assert_eq!(out.value, 5.0);
+    assert_eq!(out.gradient(1), &[2.0, 4.0]);
+    assert_eq!(out.gradient(0), &[] as &[f64]);
+}

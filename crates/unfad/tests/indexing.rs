@@ -208,3 +208,23 @@ fn literals_and_lengths_as_int_arguments() {
     assert_eq!(value(src, &[Arg::from(&A[..]), Arg::from(2.0)]), [want]);
     check_gradient(src, &A, 2.0);
 }
+
+#[test]
+fn whole_number_literals_of_a_fold_accumulator_are_ints_where_used_as_ints() {
+    // `(0, 0)` and `(-1e300, 0)` for accumulators `(int, real)` and `(real, int)`: no
+    // annotation needed (the literals were typed real, and the steps then failed to type).
+    for (body, want) in [
+        (
+            "snd (foldl (acc, v. let (k, t) = acc in (k + 1, t + v * real(k))) (0, 0) A)",
+            A.iter().enumerate().map(|(k, v)| v * k as f64).sum::<f64>(),
+        ),
+        (
+            "let r = foldl (acc, i. let (bv, bi) = acc in if A[i] > bv then (A[i], i) else (bv, bi)) (-1e300, 0) (iota len(A)) in fst r * A[snd r] + real(k)",
+            4.0 * 4.0 + 2.0,
+        ),
+    ] {
+        let src = format!("def f(A: [n]real, k: int) = {body}");
+        assert_eq!(value(&src, &[Arg::from(&A[..]), Arg::from(2.0)]), [want]);
+        check_gradient(&src, &A, 2.0);
+    }
+}
