@@ -518,6 +518,10 @@ fn max_error(a: &[f64], b: &[f64]) -> (f64, f64) {
         return (f64::INFINITY, f64::INFINITY);
     }
     for (x, y) in a.iter().zip(b) {
+        // The same value, infinities included (whose difference is NaN).
+        if x == y {
+            continue;
+        }
         let abs = (x - y).abs();
         let abs = if abs.is_nan() {
             if x.is_nan() && y.is_nan() {
