@@ -688,7 +688,8 @@ impl Report<'_> {
         }
         let _ = writeln!(
             s,
-            "### Reductions against the memory\n\n             A reduction cannot be faster than reading its inputs. unfad's primal (bound to its \
+            "### Reductions against the memory\n\n\
+             A reduction cannot be faster than reading its inputs. unfad's primal (bound to its \
              arguments) against a loop that only streams the same arrays from memory (their \
              bits added as integers in eight independent sums, which rustc vectorises: \
              `measure::stream`), timed in turn. Target (issue 18): within \
