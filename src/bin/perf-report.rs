@@ -190,6 +190,14 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
+/// The suite's program `name`.
+fn program<'p>(progs: &'p [Program], name: &str) -> Result<&'p Program, String> {
+    progs
+        .iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| format!("no program `{name}` in the suite"))
+}
+
 /// The programs whose calls the memory-safety section times: with and without run-time
 /// checks, at their smallest size (where a call's fixed cost shows) and their largest.
 const SAFETY_PROGRAMS: [&str; 3] = ["dot", "recurrence", "matvec_tanh"];
@@ -198,10 +206,7 @@ const SAFETY_PROGRAMS: [&str; 3] = ["dot", "recurrence", "matvec_tanh"];
 fn safety_costs(progs: &[Program], budget: Budget) -> Result<Vec<SafetyRow>, String> {
     let mut rows = Vec::new();
     for name in SAFETY_PROGRAMS {
-        let p = progs
-            .iter()
-            .find(|p| p.name == name)
-            .ok_or_else(|| format!("no program `{name}` in the suite"))?;
+        let p = program(progs, name)?;
         for size in [p.sizes.first(), p.sizes.last()].into_iter().flatten() {
             eprintln!("safety {name} {}", size.label());
             rows.push(measure_safety(p, *size, budget).map_err(|e| format!("{name}: {e}"))?);
@@ -217,10 +222,7 @@ const STREAMING_PROGRAMS: [&str; 2] = ["sum", "dot"];
 fn streaming_costs(progs: &[Program], budget: Budget) -> Result<Vec<StreamingRow>, String> {
     let mut rows = Vec::new();
     for name in STREAMING_PROGRAMS {
-        let p = progs
-            .iter()
-            .find(|p| p.name == name)
-            .ok_or_else(|| format!("no program `{name}` in the suite"))?;
+        let p = program(progs, name)?;
         let size = *p.sizes.last().ok_or("a program without sizes")?;
         eprintln!("streaming {name} {}", size.label());
         rows.push(measure_streaming(p, size, budget).map_err(|e| format!("{name}: {e}"))?);

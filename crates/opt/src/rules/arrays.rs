@@ -51,6 +51,25 @@ fn lam(cx: &mut RuleCx, params: &[Var], body: ExprId) -> ExprId {
     cx.mk(Node::Lambda(l, body))
 }
 
+/// `map2` of the function `(ps. body)` with parameter `i` replaced by `param` and operand
+/// `i` of `(a, b)` by `operand`: what the rules that move an operand's work into the body
+/// build.
+fn map2_replacing(
+    cx: &mut RuleCx,
+    ps: &[Var],
+    i: usize,
+    param: Var,
+    body: ExprId,
+    (a, b): (ExprId, ExprId),
+    operand: ExprId,
+) -> ExprId {
+    let mut params = ps.to_vec();
+    params[i] = param;
+    let h = lam(cx, &params, body);
+    let (na, nb) = if i == 0 { (operand, b) } else { (a, operand) };
+    cx.mk(Node::Map2(h, na, nb))
+}
+
 /// `map (x. x) A` is `A`.
 pub fn map_identity(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Map(f, a) = cx.arena()[e] else {
@@ -179,11 +198,7 @@ pub fn map2_fusion(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             let (qs, e2) = lambda(cx, g)?;
             let fused = cx.arena_mut().let_(ps[i], e2, body);
             let new_body = cx.simplify(fused);
-            let mut params = ps.clone();
-            params[i] = qs[0];
-            let h = lam(cx, &params, new_body);
-            let (na, nb) = if i == 0 { (inner, b) } else { (a, inner) };
-            return Some(cx.mk(Node::Map2(h, na, nb)));
+            return Some(map2_replacing(cx, &ps, i, qs[0], new_body, (a, b), inner));
         }
     }
     None
@@ -245,11 +260,7 @@ pub fn map2_zip_fusion(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         let inner = cx.arena_mut().let_(qs[0], first, inner);
         let fused = cx.arena_mut().let_(ps[i], inner, body);
         let new_body = cx.simplify(fused);
-        let mut params = ps.clone();
-        params[i] = p;
-        let h = lam(cx, &params, new_body);
-        let (na, nb) = if i == 0 { (zip, b) } else { (a, zip) };
-        return Some(cx.mk(Node::Map2(h, na, nb)));
+        return Some(map2_replacing(cx, &ps, i, p, new_body, (a, b), zip));
     }
     None
 }
@@ -613,11 +624,7 @@ pub fn map2_fill_operand(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     for (i, operand) in [a, b].into_iter().enumerate() {
         if let Some((w, zero)) = element_fill(cx, operand) {
             let (q, body) = over_fill(cx, ps[i], body, zero);
-            let mut params = ps.clone();
-            params[i] = q;
-            let g = lam(cx, &params, body);
-            let (na, nb) = if i == 0 { (w, b) } else { (a, w) };
-            return Some(cx.mk(Node::Map2(g, na, nb)));
+            return Some(map2_replacing(cx, &ps, i, q, body, (a, b), w));
         }
     }
     None
