@@ -9,12 +9,18 @@ is importable.
 """
 
 import json
+import os
 import sys
 import timeit
 
 import numpy as np
 
-import unfad
+# Run as a script, Python puts this folder first on the path, where the source package
+# `unfad/` (without its compiled `_native`) would hide the installed one: look there last.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != _HERE] + [_HERE]
+
+import unfad  # noqa: E402
 
 DOT = "def dot(A: [n]real, B: [n]real) = reduce + 0 (map2 * A B)"
 N = 10
