@@ -1119,6 +1119,25 @@ impl<'p> Parser<'p> {
                     })
                 })
             }
+            "transpose" => {
+                // map (j. map (i. r[i][j]) (iota len(r))) (iota len(r[0])): the columns'
+                // length is the type's inner size, read without reading a row in native
+                // code; the interpreter reads row 0, so it refuses an empty matrix.
+                let a = self.operand()?;
+                let span = self.span_from(start);
+                self.bind_fresh("r", a, span, |p, r| {
+                    let zero = p.add(Node::Const(0.0), span);
+                    let row0 = p.add(Node::Index(r, zero), span);
+                    let m = p.add(Node::Len(row0), span);
+                    p.tabulate(m, span, |p, j| {
+                        let n = p.add(Node::Len(r), span);
+                        p.tabulate(n, span, |p, i| {
+                            let row = p.add(Node::Index(r, i), span);
+                            p.add(Node::Index(row, j), span)
+                        })
+                    })
+                })
+            }
             "rotate" => {
                 let k = self.operand()?;
                 let a = self.operand()?;

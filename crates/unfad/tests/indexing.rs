@@ -228,3 +228,30 @@ fn whole_number_literals_of_a_fold_accumulator_are_ints_where_used_as_ints() {
         check_gradient(&src, &A, 2.0);
     }
 }
+
+#[test]
+fn transpose_reads_columns_in_place() {
+    // A 2 x 3 matrix: `transpose` gives 3 x 2, its gradient comes back in A's layout.
+    let m = [1.0, 2.0, 3.0, 4.0, 5.0, -6.0];
+    let a = Arg::array(&m, &[2, 3]);
+    let src = "def f(A: [n][m]real) = transpose A";
+    let f = Engine::new().compile(src).unwrap();
+    assert_eq!(f.call(&[a]).unwrap(), [1.0, 4.0, 2.0, 5.0, 3.0, -6.0]);
+    // A weighted sum of the transpose's columns times rows: each entry's partial is known.
+    let src = "def f(A: [n][m]real) =
+  let T = transpose A in
+  reduce + 0 (map2 (row, i. real(i + 1) * reduce + 0 (map (x. x * x) row)) T (iota len(T)))";
+    let g = Engine::new().compile_grad(src).unwrap();
+    let out = g.call(&[Arg::array(&m, &[2, 3])]).unwrap();
+    // d/dA[i][j] = 2 (j + 1) A[i][j]: row j of the transpose has weight j + 1.
+    let want: Vec<f64> = m
+        .iter()
+        .enumerate()
+        .map(|(p, x)| 2.0 * ((p % 3) as f64 + 1.0) * x)
+        .collect();
+    assert_eq!(out.gradient(0), want.as_slice());
+    // Transposing twice is the identity, and its type is that of A again.
+    let src = "def f(A: [n][m]real): [n][m]real = transpose (transpose A)";
+    let f = Engine::new().compile(src).unwrap();
+    assert_eq!(f.call(&[Arg::array(&m, &[2, 3])]).unwrap(), m);
+}
