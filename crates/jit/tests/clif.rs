@@ -483,7 +483,7 @@ fn result_component_is_computed_in_place() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v325 = load.i64 notrap aligned readonly can_move v1
+                v331 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
@@ -491,11 +491,11 @@ fn result_component_is_computed_in_place() {
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v6 = load.i64 notrap aligned readonly can_move v2+8
                 v8 = iconst.i64 1
-                v9 = ushr.i64 v325, v8  ; v8 = 1
+                v9 = ushr.i64 v331, v8  ; v8 = 1
                 v10 = iconst.i64 -2
-                v11 = band.i64 v325, v10  ; v10 = -2
+                v11 = band.i64 v331, v10  ; v10 = -2
                 v12 = iconst.i64 1
-                v13 = band.i64 v325, v12  ; v12 = 1
+                v13 = band.i64 v331, v12  ; v12 = 1
                 v15 = iconst.i64 0
                 brif v9, block2(v15), block3  ; v15 = 0
 
@@ -534,225 +534,230 @@ fn result_component_is_computed_in_place() {
                 v83 = f64const +Inf
                 v85 = f64const -0x1.7500000000000p9
                 v87 = f64const 0.0
-                v326 = load.f64x2 notrap v20
-                v334 = splat.f64x2 v25  ; v25 = 0x1.71547652b82fep0
-                v335 = splat.f64x2 v26  ; v26 = 0x1.8000000000000p52
-                v336 = fma v326, v334, v335
-                v337 = fsub v336, v335
-                v371 = bitcast.i64x2 little v336
-                v372 = splat.i64x2 v30  ; v30 = 0x4338_0000_0000_0000
-                v373 = isub v371, v372
-                v338 = splat.f64x2 v32  ; v32 = -0x1.62e42ff000000p-1
-                v339 = fma v337, v338, v326
-                v340 = splat.f64x2 v34  ; v34 = 0x1.718432a1b0e26p-35
-                v341 = fmul v337, v340
-                v342 = fadd v339, v341
-                v363 = splat.f64x2 v37  ; v37 = 0x1.0000000000000p-1
-                v362 = splat.f64x2 v38  ; v38 = 0x1.5555555555557p-3
-                v364 = fma v362, v342, v363
-                v360 = splat.f64x2 v40  ; v40 = 0x1.5555555555556p-5
-                v359 = splat.f64x2 v41  ; v41 = 0x1.11111111100dcp-7
-                v361 = fma v359, v342, v360
-                v356 = splat.f64x2 v43  ; v43 = 0x1.6c16c16c162d4p-10
-                v355 = splat.f64x2 v44  ; v44 = 0x1.a01a01abe7fe1p-13
-                v357 = fma v355, v342, v356
-                v353 = splat.f64x2 v46  ; v46 = 0x1.a01a01a6d889cp-16
-                v352 = splat.f64x2 v47  ; v47 = 0x1.71de0231960ebp-19
-                v354 = fma v352, v342, v353
-                v347 = splat.f64x2 v49  ; v49 = 0x1.27e4db646b17ep-22
-                v346 = splat.f64x2 v50  ; v50 = 0x1.af4de97ca4194p-26
-                v348 = fma v346, v342, v347
-                v344 = splat.f64x2 v52  ; v52 = 0x1.1f730349868cep-29
-                v345 = fmul v342, v342
-                v365 = fma v361, v345, v364
-                v358 = fma v354, v345, v357
-                v349 = fma v344, v345, v348
-                v350 = fmul v345, v345
-                v366 = fma v358, v350, v365
-                v351 = fmul v350, v350
-                v367 = fma v349, v351, v366
-                v343 = fmul v342, v342
-                v368 = fma v343, v367, v341
-                v369 = fadd v339, v368
-                v333 = splat.f64x2 v64  ; v64 = 0x1.0000000000000p0
-                v370 = fadd v333, v369
-                v374 = sshr v373, v66  ; v66 = 1
-                v380 = isub v373, v374
-                v375 = splat.i64x2 v69  ; v69 = 1023
-                v376 = iadd v374, v375
-                v377 = ishl v376, v71  ; v71 = 52
-                v378 = bitcast.f64x2 little v377
-                v381 = splat.i64x2 v74  ; v74 = 1023
-                v382 = iadd v380, v381
-                v383 = ishl v382, v76  ; v76 = 52
-                v384 = bitcast.f64x2 little v383
-                v379 = fmul v370, v378
-                v385 = fmul v379, v384
-                v330 = splat.f64x2 v81  ; v81 = 0x1.6300000000000p9
-                v331 = fcmp gt v326, v330
-                v332 = splat.f64x2 v83  ; v83 = +Inf
-                v386 = bitcast.f64x2 little v331
-                v387 = bitselect v386, v332, v385
-                v327 = splat.f64x2 v85  ; v85 = -0x1.7500000000000p9
-                v328 = fcmp lt v326, v327
-                v329 = splat.f64x2 v87  ; v87 = 0.0
-                v388 = bitcast.f64x2 little v328
-                v389 = bitselect v388, v329, v387
-                store notrap v389, v24
-                v162 = iconst.i64 1
-                v163 = iadd v14, v162  ; v162 = 1
-                v164 = icmp ult v163, v9
-                brif v164, block2(v163), block3
+                v332 = load.f64x2 notrap v20
+                v341 = splat.f64x2 v25  ; v25 = 0x1.71547652b82fep0
+                v342 = splat.f64x2 v26  ; v26 = 0x1.8000000000000p52
+                v343 = fma v332, v341, v342
+                v344 = fsub v343, v342
+                v378 = bitcast.i64x2 little v343
+                v379 = splat.i64x2 v30  ; v30 = 0x4338_0000_0000_0000
+                v380 = isub v378, v379
+                v345 = splat.f64x2 v32  ; v32 = -0x1.62e42ff000000p-1
+                v346 = fma v344, v345, v332
+                v347 = splat.f64x2 v34  ; v34 = 0x1.718432a1b0e26p-35
+                v348 = fmul v344, v347
+                v349 = fadd v346, v348
+                v370 = splat.f64x2 v37  ; v37 = 0x1.0000000000000p-1
+                v369 = splat.f64x2 v38  ; v38 = 0x1.5555555555557p-3
+                v371 = fma v369, v349, v370
+                v367 = splat.f64x2 v40  ; v40 = 0x1.5555555555556p-5
+                v366 = splat.f64x2 v41  ; v41 = 0x1.11111111100dcp-7
+                v368 = fma v366, v349, v367
+                v363 = splat.f64x2 v43  ; v43 = 0x1.6c16c16c162d4p-10
+                v362 = splat.f64x2 v44  ; v44 = 0x1.a01a01abe7fe1p-13
+                v364 = fma v362, v349, v363
+                v360 = splat.f64x2 v46  ; v46 = 0x1.a01a01a6d889cp-16
+                v359 = splat.f64x2 v47  ; v47 = 0x1.71de0231960ebp-19
+                v361 = fma v359, v349, v360
+                v354 = splat.f64x2 v49  ; v49 = 0x1.27e4db646b17ep-22
+                v353 = splat.f64x2 v50  ; v50 = 0x1.af4de97ca4194p-26
+                v355 = fma v353, v349, v354
+                v351 = splat.f64x2 v52  ; v52 = 0x1.1f730349868cep-29
+                v352 = fmul v349, v349
+                v372 = fma v368, v352, v371
+                v365 = fma v361, v352, v364
+                v356 = fma v351, v352, v355
+                v357 = fmul v352, v352
+                v373 = fma v365, v357, v372
+                v358 = fmul v357, v357
+                v374 = fma v356, v358, v373
+                v350 = fmul v349, v349
+                v375 = fma v350, v374, v348
+                v376 = fadd v346, v375
+                v340 = splat.f64x2 v64  ; v64 = 0x1.0000000000000p0
+                v377 = fadd v340, v376
+                v381 = sshr v380, v66  ; v66 = 1
+                v387 = isub v380, v381
+                v382 = splat.i64x2 v69  ; v69 = 1023
+                v383 = iadd v381, v382
+                v384 = ishl v383, v71  ; v71 = 52
+                v385 = bitcast.f64x2 little v384
+                v388 = splat.i64x2 v74  ; v74 = 1023
+                v389 = iadd v387, v388
+                v390 = ishl v389, v76  ; v76 = 52
+                v391 = bitcast.f64x2 little v390
+                v386 = fmul v377, v385
+                v392 = fmul v386, v391
+                v337 = splat.f64x2 v81  ; v81 = 0x1.6300000000000p9
+                v338 = fcmp gt v332, v337
+                v339 = splat.f64x2 v83  ; v83 = +Inf
+                v393 = bitcast.f64x2 little v338
+                v394 = bitselect v393, v339, v392
+                v334 = splat.f64x2 v85  ; v85 = -0x1.7500000000000p9
+                v335 = fcmp lt v332, v334
+                v336 = splat.f64x2 v87  ; v87 = 0.0
+                v395 = bitcast.f64x2 little v335
+                v396 = bitselect v395, v336, v394
+                v333 = fcmp ne v332, v332
+                v397 = bitcast.f64x2 little v333
+                v398 = bitselect v397, v332, v396
+                store notrap v398, v24
+                v166 = iconst.i64 1
+                v167 = iadd v14, v166  ; v166 = 1
+                v168 = icmp ult v167, v9
+                brif v168, block2(v167), block3
 
             block3:
-                v166 = iconst.i64 0
-                brif.i64 v13, block4(v166), block5  ; v166 = 0
+                v170 = iconst.i64 0
+                brif.i64 v13, block4(v170), block5  ; v170 = 0
 
-            block4(v165: i64):
-                v167 = iadd.i64 v11, v165
-                v168 = iconst.i64 3
-                v169 = ishl v167, v168  ; v168 = 3
-                v170 = iadd.i64 v4, v169
-                v171 = load.f64 notrap aligned v170
+            block4(v169: i64):
+                v171 = iadd.i64 v11, v169
                 v172 = iconst.i64 3
-                v173 = ishl v167, v172  ; v172 = 3
-                v174 = iadd.i64 v5, v173
-                v175 = f64const 0x1.71547652b82fep0
-                v176 = f64const 0x1.8000000000000p52
-                v177 = fma v171, v175, v176  ; v175 = 0x1.71547652b82fep0, v176 = 0x1.8000000000000p52
-                v178 = fsub v177, v176  ; v176 = 0x1.8000000000000p52
-                v179 = bitcast.i64 v177
-                v180 = iconst.i64 0x4338_0000_0000_0000
-                v181 = isub v179, v180  ; v180 = 0x4338_0000_0000_0000
-                v182 = f64const -0x1.62e42ff000000p-1
-                v183 = fma v178, v182, v171  ; v182 = -0x1.62e42ff000000p-1
-                v184 = f64const 0x1.718432a1b0e26p-35
-                v185 = fmul v178, v184  ; v184 = 0x1.718432a1b0e26p-35
-                v186 = fadd v183, v185
-                v187 = f64const 0x1.0000000000000p-1
-                v188 = f64const 0x1.5555555555557p-3
-                v189 = fma v188, v186, v187  ; v188 = 0x1.5555555555557p-3, v187 = 0x1.0000000000000p-1
-                v190 = f64const 0x1.5555555555556p-5
-                v191 = f64const 0x1.11111111100dcp-7
-                v192 = fma v191, v186, v190  ; v191 = 0x1.11111111100dcp-7, v190 = 0x1.5555555555556p-5
-                v193 = f64const 0x1.6c16c16c162d4p-10
-                v194 = f64const 0x1.a01a01abe7fe1p-13
-                v195 = fma v194, v186, v193  ; v194 = 0x1.a01a01abe7fe1p-13, v193 = 0x1.6c16c16c162d4p-10
-                v196 = f64const 0x1.a01a01a6d889cp-16
-                v197 = f64const 0x1.71de0231960ebp-19
-                v198 = fma v197, v186, v196  ; v197 = 0x1.71de0231960ebp-19, v196 = 0x1.a01a01a6d889cp-16
-                v199 = f64const 0x1.27e4db646b17ep-22
-                v200 = f64const 0x1.af4de97ca4194p-26
-                v201 = fma v200, v186, v199  ; v200 = 0x1.af4de97ca4194p-26, v199 = 0x1.27e4db646b17ep-22
-                v202 = f64const 0x1.1f730349868cep-29
-                v203 = fmul v186, v186
-                v204 = fma v192, v203, v189
-                v205 = fma v198, v203, v195
-                v206 = fma v202, v203, v201  ; v202 = 0x1.1f730349868cep-29
-                v207 = fmul v203, v203
-                v208 = fma v205, v207, v204
-                v209 = fmul v207, v207
-                v210 = fma v206, v209, v208
-                v211 = fmul v186, v186
-                v212 = fma v211, v210, v185
-                v213 = fadd v183, v212
-                v214 = f64const 0x1.0000000000000p0
-                v215 = fadd v214, v213  ; v214 = 0x1.0000000000000p0
-                v216 = iconst.i64 1
-                v217 = sshr v181, v216  ; v216 = 1
-                v218 = isub v181, v217
-                v219 = iconst.i64 1023
-                v220 = iadd v217, v219  ; v219 = 1023
-                v221 = iconst.i64 52
-                v222 = ishl v220, v221  ; v221 = 52
-                v223 = bitcast.f64 v222
-                v224 = iconst.i64 1023
-                v225 = iadd v218, v224  ; v224 = 1023
-                v226 = iconst.i64 52
-                v227 = ishl v225, v226  ; v226 = 52
-                v228 = bitcast.f64 v227
-                v229 = fmul v215, v223
-                v230 = fmul v229, v228
-                v231 = f64const 0x1.6300000000000p9
-                v232 = fcmp gt v171, v231  ; v231 = 0x1.6300000000000p9
-                v233 = f64const +Inf
-                v234 = select v232, v233, v230  ; v233 = +Inf
-                v235 = f64const -0x1.7500000000000p9
-                v236 = fcmp lt v171, v235  ; v235 = -0x1.7500000000000p9
-                v237 = f64const 0.0
-                v238 = select v236, v237, v234  ; v237 = 0.0
-                store notrap aligned v238, v174
+                v173 = ishl v171, v172  ; v172 = 3
+                v174 = iadd.i64 v4, v173
+                v175 = load.f64 notrap aligned v174
+                v176 = iconst.i64 3
+                v177 = ishl v171, v176  ; v176 = 3
+                v178 = iadd.i64 v5, v177
+                v179 = f64const 0x1.71547652b82fep0
+                v180 = f64const 0x1.8000000000000p52
+                v181 = fma v175, v179, v180  ; v179 = 0x1.71547652b82fep0, v180 = 0x1.8000000000000p52
+                v182 = fsub v181, v180  ; v180 = 0x1.8000000000000p52
+                v183 = bitcast.i64 v181
+                v184 = iconst.i64 0x4338_0000_0000_0000
+                v185 = isub v183, v184  ; v184 = 0x4338_0000_0000_0000
+                v186 = f64const -0x1.62e42ff000000p-1
+                v187 = fma v182, v186, v175  ; v186 = -0x1.62e42ff000000p-1
+                v188 = f64const 0x1.718432a1b0e26p-35
+                v189 = fmul v182, v188  ; v188 = 0x1.718432a1b0e26p-35
+                v190 = fadd v187, v189
+                v191 = f64const 0x1.0000000000000p-1
+                v192 = f64const 0x1.5555555555557p-3
+                v193 = fma v192, v190, v191  ; v192 = 0x1.5555555555557p-3, v191 = 0x1.0000000000000p-1
+                v194 = f64const 0x1.5555555555556p-5
+                v195 = f64const 0x1.11111111100dcp-7
+                v196 = fma v195, v190, v194  ; v195 = 0x1.11111111100dcp-7, v194 = 0x1.5555555555556p-5
+                v197 = f64const 0x1.6c16c16c162d4p-10
+                v198 = f64const 0x1.a01a01abe7fe1p-13
+                v199 = fma v198, v190, v197  ; v198 = 0x1.a01a01abe7fe1p-13, v197 = 0x1.6c16c16c162d4p-10
+                v200 = f64const 0x1.a01a01a6d889cp-16
+                v201 = f64const 0x1.71de0231960ebp-19
+                v202 = fma v201, v190, v200  ; v201 = 0x1.71de0231960ebp-19, v200 = 0x1.a01a01a6d889cp-16
+                v203 = f64const 0x1.27e4db646b17ep-22
+                v204 = f64const 0x1.af4de97ca4194p-26
+                v205 = fma v204, v190, v203  ; v204 = 0x1.af4de97ca4194p-26, v203 = 0x1.27e4db646b17ep-22
+                v206 = f64const 0x1.1f730349868cep-29
+                v207 = fmul v190, v190
+                v208 = fma v196, v207, v193
+                v209 = fma v202, v207, v199
+                v210 = fma v206, v207, v205  ; v206 = 0x1.1f730349868cep-29
+                v211 = fmul v207, v207
+                v212 = fma v209, v211, v208
+                v213 = fmul v211, v211
+                v214 = fma v210, v213, v212
+                v215 = fmul v190, v190
+                v216 = fma v215, v214, v189
+                v217 = fadd v187, v216
+                v218 = f64const 0x1.0000000000000p0
+                v219 = fadd v218, v217  ; v218 = 0x1.0000000000000p0
+                v220 = iconst.i64 1
+                v221 = sshr v185, v220  ; v220 = 1
+                v222 = isub v185, v221
+                v223 = iconst.i64 1023
+                v224 = iadd v221, v223  ; v223 = 1023
+                v225 = iconst.i64 52
+                v226 = ishl v224, v225  ; v225 = 52
+                v227 = bitcast.f64 v226
+                v228 = iconst.i64 1023
+                v229 = iadd v222, v228  ; v228 = 1023
+                v230 = iconst.i64 52
+                v231 = ishl v229, v230  ; v230 = 52
+                v232 = bitcast.f64 v231
+                v233 = fmul v219, v227
+                v234 = fmul v233, v232
+                v235 = f64const 0x1.6300000000000p9
+                v236 = fcmp gt v175, v235  ; v235 = 0x1.6300000000000p9
+                v237 = f64const +Inf
+                v238 = select v236, v237, v234  ; v237 = +Inf
+                v239 = f64const -0x1.7500000000000p9
+                v240 = fcmp lt v175, v239  ; v239 = -0x1.7500000000000p9
+                v241 = f64const 0.0
+                v242 = select v240, v241, v238  ; v241 = 0.0
+                v243 = fcmp ne v175, v175
+                v244 = select v243, v175, v242
+                store notrap aligned v244, v178
                 jump block5
 
             block5:
-                v239 = f64const 0.0
-                v240 = iconst.i64 2
-                v241 = ushr.i64 v325, v240  ; v240 = 2
-                v242 = f64const -0.0
-                v390 = splat.f64x2 v242  ; v242 = -0.0
-                v243 = scalar_to_vector.f64x2 v239  ; v239 = 0.0
-                v244 = insertlane v243, v242, 1  ; v242 = -0.0
-                v254 = iconst.i64 0
-                brif v241, block6(v254, v239, v244, v390), block7(v239, v244, v390)  ; v254 = 0, v239 = 0.0, v239 = 0.0
+                v245 = f64const 0.0
+                v246 = iconst.i64 2
+                v247 = ushr.i64 v331, v246  ; v246 = 2
+                v248 = f64const -0.0
+                v399 = splat.f64x2 v248  ; v248 = -0.0
+                v249 = scalar_to_vector.f64x2 v245  ; v245 = 0.0
+                v250 = insertlane v249, v248, 1  ; v248 = -0.0
+                v260 = iconst.i64 0
+                brif v247, block6(v260, v245, v250, v399), block7(v245, v250, v399)  ; v260 = 0, v245 = 0.0, v245 = 0.0
 
-            block6(v247: i64, v248: f64, v249: f64x2, v250: f64x2):
-                v255 = iconst.i64 2
-                v256 = ishl v247, v255  ; v255 = 2
-                v258 = iconst.i64 3
-                v259 = ishl v256, v258  ; v258 = 3
-                v260 = iadd.i64 v5, v259
-                v391 = load.f64x2 notrap v260
-                v392 = fadd v249, v391
-                v272 = iconst.i64 2
-                v273 = iadd v256, v272  ; v272 = 2
-                v274 = iconst.i64 3
-                v275 = ishl v273, v274  ; v274 = 3
-                v276 = iadd.i64 v5, v275
-                v393 = load.f64x2 notrap v276
-                v394 = fadd v250, v393
-                v291 = iconst.i64 1
-                v292 = iadd v247, v291  ; v291 = 1
-                v293 = icmp ult v292, v241
-                brif v293, block6(v292, v248, v392, v394), block7(v248, v392, v394)
+            block6(v253: i64, v254: f64, v255: f64x2, v256: f64x2):
+                v261 = iconst.i64 2
+                v262 = ishl v253, v261  ; v261 = 2
+                v264 = iconst.i64 3
+                v265 = ishl v262, v264  ; v264 = 3
+                v266 = iadd.i64 v5, v265
+                v400 = load.f64x2 notrap v266
+                v401 = fadd v255, v400
+                v278 = iconst.i64 2
+                v279 = iadd v262, v278  ; v278 = 2
+                v280 = iconst.i64 3
+                v281 = ishl v279, v280  ; v280 = 3
+                v282 = iadd.i64 v5, v281
+                v402 = load.f64x2 notrap v282
+                v403 = fadd v256, v402
+                v297 = iconst.i64 1
+                v298 = iadd v253, v297  ; v297 = 1
+                v299 = icmp ult v298, v247
+                brif v299, block6(v298, v254, v401, v403), block7(v254, v401, v403)
 
-            block7(v251: f64, v252: f64x2, v253: f64x2):
-                v294 = stack_addr.i64 ss0
-                store notrap aligned v251, v294
-                v295 = atomic_load.i64 notrap aligned v294
-                v296 = bitcast.f64 v295
-                v297 = extractlane v252, 0
-                v298 = extractlane v252, 1
-                v299 = extractlane v253, 0
-                v300 = extractlane v253, 1
-                v301 = fadd v297, v298
-                v302 = fadd v299, v300
-                v303 = fadd v301, v302
-                v304 = select v241, v303, v296
-                v305 = iconst.i64 2
-                v306 = ishl.i64 v241, v305  ; v305 = 2
-                v307 = iconst.i64 3
-                v308 = band.i64 v325, v307  ; v307 = 3
-                v312 = iconst.i64 0
-                brif v308, block8(v312, v304), block9(v304)  ; v312 = 0
+            block7(v257: f64, v258: f64x2, v259: f64x2):
+                v300 = stack_addr.i64 ss0
+                store notrap aligned v257, v300
+                v301 = atomic_load.i64 notrap aligned v300
+                v302 = bitcast.f64 v301
+                v303 = extractlane v258, 0
+                v304 = extractlane v258, 1
+                v305 = extractlane v259, 0
+                v306 = extractlane v259, 1
+                v307 = fadd v303, v304
+                v308 = fadd v305, v306
+                v309 = fadd v307, v308
+                v310 = select v247, v309, v302
+                v311 = iconst.i64 2
+                v312 = ishl.i64 v247, v311  ; v311 = 2
+                v313 = iconst.i64 3
+                v314 = band.i64 v331, v313  ; v313 = 3
+                v318 = iconst.i64 0
+                brif v314, block8(v318, v310), block9(v310)  ; v318 = 0
 
-            block8(v309: i64, v310: f64):
-                v313 = iadd.i64 v306, v309
-                v314 = iconst.i64 3
-                v315 = ishl v313, v314  ; v314 = 3
-                v316 = iadd.i64 v5, v315
-                v317 = load.f64 notrap aligned v316
-                v318 = fadd v310, v317
-                v319 = iconst.i64 1
-                v320 = iadd v309, v319  ; v319 = 1
-                v321 = icmp ult v320, v308
-                brif v321, block8(v320, v318), block9(v318)
+            block8(v315: i64, v316: f64):
+                v319 = iadd.i64 v312, v315
+                v320 = iconst.i64 3
+                v321 = ishl v319, v320  ; v320 = 3
+                v322 = iadd.i64 v5, v321
+                v323 = load.f64 notrap aligned v322
+                v324 = fadd v316, v323
+                v325 = iconst.i64 1
+                v326 = iadd v315, v325  ; v325 = 1
+                v327 = icmp ult v326, v314
+                brif v327, block8(v326, v324), block9(v324)
 
-            block9(v311: f64):
-                v322 = stack_addr.i64 ss0
-                store notrap aligned v311, v322
-                v323 = atomic_load.i64 notrap aligned v322
-                v324 = bitcast.f64 v323
-                store notrap aligned v324, v6
+            block9(v317: f64):
+                v328 = stack_addr.i64 ss0
+                store notrap aligned v317, v328
+                v329 = atomic_load.i64 notrap aligned v328
+                v330 = bitcast.f64 v329
+                store notrap aligned v330, v6
                 return
             }
         "#]],
@@ -929,7 +934,9 @@ fn exp_is_an_inline_kernel() {
                 v68 = fcmp lt v6, v67  ; v67 = -0x1.7500000000000p9
                 v69 = f64const 0.0
                 v70 = select v68, v69, v66  ; v69 = 0.0
-                store notrap aligned v70, v5
+                v71 = fcmp ne v6, v6
+                v72 = select v71, v6, v70
+                store notrap aligned v72, v5
                 return
             }
         "#]],

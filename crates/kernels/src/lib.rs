@@ -75,6 +75,16 @@ impl Kernel {
     /// The kernel on `x` in the arithmetic `a` (no branch: for `sin` and `cos`, the result
     /// is NaN unless `|x| <= TRIG_BOUND`, see [`Kernel::needs_fallback`]).
     pub fn emit<A: Arith>(self, a: &mut A, x: A::Real) -> A::Real {
+        let y = self.emit_finite(a, x);
+        // A NaN argument is the result, bit for bit: the NaN the arithmetic would make of
+        // it depends on the instructions (a fused multiply-add in hardware or in libm's
+        // `fma` keeps or drops its sign), so the native code and its twin could differ.
+        let nan = arith::Cmp::Ne;
+        let is_nan = a.cmp(nan, x, x);
+        a.select(is_nan, x, y)
+    }
+
+    fn emit_finite<A: Arith>(self, a: &mut A, x: A::Real) -> A::Real {
         match self {
             Kernel::Exp => exp::exp(a, x),
             Kernel::Log => log::log(a, x),

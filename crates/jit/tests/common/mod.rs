@@ -65,9 +65,12 @@ pub fn components(v: &Value<f64>, t: &Type, out: &mut Vec<Vec<f64>>) {
 }
 
 /// Equal bits (NaN payloads included: the native code runs the same operations as the
-/// interpreter, in the same order).
+/// interpreter, in the same order), except a NaN's sign: IEEE 754 leaves the sign of an
+/// operation's NaN unspecified, and x86 makes a negative one where a multiply-add in
+/// software (the interpreter's `mul_add` without FMA in its build) makes a positive one.
 pub fn same(x: f64, y: f64) -> bool {
-    x.to_bits() == y.to_bits()
+    const SIGN: u64 = 1 << 63;
+    x.to_bits() == y.to_bits() || (x.is_nan() && (x.to_bits() ^ y.to_bits()) == SIGN)
 }
 
 /// True if `x` is a guard cell's value, or a NaN computed from one (arithmetic keeps a
