@@ -4,7 +4,7 @@
 //! back into the literal's components.
 
 use unfad_syntax::reduction::{blocked_fold, reduce_order, unit, ReduceOrder};
-use unfad_syntax::{ExprId, Node, Var};
+use unfad_syntax::{ExprId, Node, Type, Var};
 
 use crate::simplify::RuleCx;
 
@@ -197,4 +197,31 @@ pub fn fill_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         .collect();
     let l = cx.arena_mut().expr_list(&fills);
     Some(cx.mk(Node::Array(l)))
+}
+
+/// `[e0, ..., ek][c]` is `ec` for a constant position `c` in bounds (out of bounds, the
+/// read stays and is an error at run time); `zeros_like(A)[c]` is 0 where `A` holds reals
+/// and has more than `c` elements. Small arrays built as literals (a cross product, a
+/// point's coordinates) are then never built when only their elements are read.
+pub fn index_of_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Index(a, i) = cx.arena()[e] else {
+        return None;
+    };
+    if let Node::ZerosLike(z) = cx.arena()[a] {
+        let real = matches!(cx.ty(z), Some(Type::Array(_, ref el)) if **el == Type::Real);
+        let k = cx.len_of(z)?.as_constant()? as usize;
+        position(cx, i, k).filter(|_| real)?;
+        return Some(cx.constant(0.0));
+    }
+    let items = literal(cx, a)?;
+    let at = position(cx, i, items.len())?;
+    Some(items[at])
+}
+
+/// A whole-number constant in `0..k`.
+fn position(cx: &RuleCx, e: ExprId, k: usize) -> Option<usize> {
+    match cx.arena()[e] {
+        Node::Const(c) if c >= 0.0 && c.fract() == 0.0 && c < k as f64 => Some(c as usize),
+        _ => None,
+    }
 }

@@ -113,6 +113,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         ],
         Node::Len(_) => &[arrays::len_of_constant_array, arrays::len_of_known_length],
         Node::ScatterAdd(..) => &[scatter::scatter_everywhere, scatter::scatter_row],
+        Node::Index(..) => &[literals::index_of_literal],
         _ => &[],
     };
     rules.iter().find_map(|rule| rule(cx, e))

@@ -363,6 +363,27 @@ fn last_of_literal() {
     );
 }
 
+/// A literal read at a constant position is that item; out of bounds the read stays.
+#[test]
+fn index_of_literal() {
+    check_rule(
+        literals::index_of_literal,
+        "def f(x: real, y: real) = [x * y, sin(y), 2][1]",
+        expect![[r#"
+            def f(x: real, y: real): real =
+              sin(y)
+        "#]],
+    );
+    let mut prog = Program::load("def f(x: real, y: real) = [x, y][2]").unwrap();
+    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let mut pass = Simplifier::new(&mut prog.arena, &func);
+    assert_eq!(
+        literals::index_of_literal(&mut pass.rule_cx(), func.body),
+        None,
+        "a read out of bounds stays, to fail at run time"
+    );
+}
+
 /// Maps over small literals unroll.
 #[test]
 fn map_literal() {
