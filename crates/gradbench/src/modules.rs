@@ -1,5 +1,5 @@
-//! The modules: `hello`, `lse`, `gmm`, `llsq`, `ode`, `lstm`, `kmeans`, `saddle` and
-//! `particle`, each compiled from a program of `programs/`.
+//! The modules: `hello`, `lse`, `gmm`, `llsq`, `ode`, `lstm`, `kmeans`, `saddle`,
+//! `particle` and `ba`, each compiled from a program of `programs/`.
 
 use serde_json::Value as Json;
 use unfad::{Arg, Engine, Func, GradFn, Output};
@@ -55,8 +55,9 @@ pub fn define(name: &str) -> Result<Box<dyn Module>, Fail> {
         "kmeans" => Ok(Box::new(Kmeans::compile(&engine).map_err(err)?)),
         "saddle" => Ok(Box::new(FourModes::saddle(&engine).map_err(err)?)),
         "particle" => Ok(Box::new(FourModes::particle(&engine).map_err(err)?)),
+        "ba" => Ok(Box::new(crate::ba::Ba::compile(&engine).map_err(err)?)),
         other => Err(format!(
-            "unfad has no module `{other}` (it has hello, lse, gmm, llsq, lstm, ode, kmeans, saddle and particle)"
+            "unfad has no module `{other}` (it has hello, lse, gmm, llsq, lstm, ode, kmeans, saddle, particle and ba)"
         )),
     }
 }

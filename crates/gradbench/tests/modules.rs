@@ -1,5 +1,5 @@
 //! The modules beyond `mock_eval.py`'s (`llsq`, `ode`, `lstm`, `kmeans`, `saddle`,
-//! `particle`), checked independently of GradBench: their values against plain Rust
+//! `particle`, `ba`), checked independently of GradBench: their values against plain Rust
 //! implementations of the evals' formulas, and their gradients against finite differences
 //! of those (and, for `llsq`, against the hand-derived gradient of GradBench's manual
 //! tool). `kmeans`' `dir` is checked against its closed form (each centroid minus the mean
@@ -588,4 +588,111 @@ fn particle_in_all_four_modes() {
         .as_f64()
         .unwrap();
     assert!((got - 0.2071918746486116).abs() <= 1e-12, "{got}");
+}
+
+// ---- ba -----------------------------------------------------------------------
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+/// The weighted reprojection error of GradBench's `ba` (ADBench's `computeReprojError`),
+/// as its C++ writes it; `v` is the camera's 11 parameters, the point's 3 and the weight.
+fn ba_error(v: &[f64], feat: [f64; 2]) -> [f64; 2] {
+    let (cam, x, w) = (&v[..11], &v[11..14], v[14]);
+    let xo = [x[0] - cam[3], x[1] - cam[4], x[2] - cam[5]];
+    let rot = [cam[0], cam[1], cam[2]];
+    let sq: f64 = rot.iter().map(|r| r * r).sum();
+    let xc = if sq != 0.0 {
+        let theta = sq.sqrt();
+        let (c, s) = (theta.cos(), theta.sin());
+        let wv = rot.map(|r| r / theta);
+        let wx = cross(wv, xo);
+        let t = (wv[0] * xo[0] + wv[1] * xo[1] + wv[2] * xo[2]) * (1.0 - c);
+        [0, 1, 2].map(|i| xo[i] * c + wx[i] * s + wv[i] * t)
+    } else {
+        let rx = cross(rot, xo);
+        [0, 1, 2].map(|i| xo[i] + rx[i])
+    };
+    let p = [xc[0] / xc[2], xc[1] / xc[2]];
+    let rsq = p[0] * p[0] + p[1] * p[1];
+    let l = 1.0 + cam[9] * rsq + cam[10] * rsq * rsq;
+    [
+        w * (p[0] * l * cam[6] + cam[7] - feat[0]),
+        w * (p[1] * l * cam[6] + cam[8] - feat[1]),
+    ]
+}
+
+#[test]
+fn ba_objective_and_jacobian() {
+    // ADBench's first problem's camera, point, weight and feature; then a camera without
+    // rotation, which takes Rodrigues' first-order branch.
+    let turned = [
+        -0.758453, -1.109613, -0.845551, 34.556073, 39.676747, 53.881673, 419.194514, 5.864426,
+        -8.51887, 0.087812, 0.002739,
+    ];
+    let mut straight = turned;
+    straight[..3].copy_from_slice(&[0.0, 0.0, 0.0]);
+    for cam in [turned, straight] {
+        let (x, w, feat) = (
+            [7.203245, 0.001144, 3.023326],
+            0.417022,
+            [271.760969, 834.209256],
+        );
+        let input = json!({"n": 3, "m": 4, "p": 7, "cam": cam, "x": x, "w": w, "feat": feat});
+        let v: Vec<f64> = cam.iter().chain(&x).chain([w].iter()).copied().collect();
+        let want = ba_error(&v, feat);
+
+        let out = evaluate("ba", "objective", input.clone());
+        let errs = numbers(&out["reproj_error"]["elements"]);
+        assert!(
+            close(errs[0], want[0], 1e-12) && close(errs[1], want[1], 1e-12),
+            "{out}"
+        );
+        assert_eq!(out["reproj_error"]["repeated"], 7);
+        assert!(close(
+            out["w_err"]["element"].as_f64().unwrap(),
+            1.0 - w * w,
+            1e-15
+        ));
+
+        // The first observation's two rows against central differences, then the last
+        // weight's derivative; rows and columns in GradBench's compressed layout.
+        let jac = evaluate("ba", "jacobian", input);
+        let vals = numbers(&jac["vals"]);
+        assert_eq!(vals.len(), 31, "{jac}");
+        for r in 0..2 {
+            let d = fd(|v| ba_error(v, feat)[r], &v);
+            for k in 0..15 {
+                let got = vals[15 * r + k];
+                assert!(
+                    close(got, d[k], 1e-6),
+                    "row {r}, entry {k}: {got} vs {}",
+                    d[k]
+                );
+            }
+        }
+        assert!(close(vals[30], -2.0 * w, 1e-15));
+        let rows: Vec<u64> = jac["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(rows[..3], [0, 15, 30]);
+        assert_eq!(*rows.last().unwrap(), 7 * 30 + 7);
+        let cols: Vec<u64> = jac["cols"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        let first: Vec<u64> = (0..11).chain(33..36).chain([33 + 12]).collect();
+        assert_eq!(cols[..15], first[..]);
+        assert_eq!(cols[30], 33 + 12 + 6);
+    }
 }
