@@ -450,7 +450,7 @@ impl Checker<'_> {
     }
 
     /// [`Checker::fold_function`] again with some whole-number literals of the initial value
-    /// `z` (components of a tuple written out, typed `real`) taken as ints: each choice, the
+    /// `z` (itself, or components of a tuple written out, typed `real`) taken as ints: each choice, the
     /// fewest ints first, with the binders of `f` back to their declared types `saved`.
     /// The accumulator type that checks, if one does.
     fn fold_with_int_literals(
@@ -462,13 +462,14 @@ impl Checker<'_> {
         what: &str,
         saved: &(Vec<ExprId>, Vec<(Var, Option<Type>)>),
     ) -> Option<Type> {
-        let Type::Tuple(items) = tz else {
-            return None;
+        // A scalar initial value (`scanl (p, c. 2 * p) 1 (iota n)` for powers of two) is a
+        // tuple of one.
+        let scalar = *tz == Type::Real;
+        let (items, parts): (Vec<Type>, Vec<ExprId>) = match (tz, &self.arena[z]) {
+            (Type::Tuple(items), &Node::Tuple(l)) => (items.to_vec(), self.arena.exprs(l).to_vec()),
+            (Type::Real, _) => (vec![Type::Real], vec![z]),
+            _ => return None,
         };
-        let Node::Tuple(l) = self.arena[z] else {
-            return None;
-        };
-        let parts = self.arena.exprs(l).to_vec();
         let spots: Vec<usize> = (0..items.len())
             .filter(|&k| items[k] == Type::Real && self.is_flexible(parts[k]))
             .collect();
@@ -484,7 +485,11 @@ impl Checker<'_> {
                     trial[k] = Type::Int;
                 }
             }
-            let trial = Type::tuple(trial);
+            let trial = if scalar {
+                trial.swap_remove(0)
+            } else {
+                Type::tuple(trial)
+            };
             for &x in &saved.0 {
                 self.arena.clear_type(x);
             }

@@ -211,8 +211,9 @@ fn literals_and_lengths_as_int_arguments() {
 
 #[test]
 fn whole_number_literals_of_a_fold_accumulator_are_ints_where_used_as_ints() {
-    // `(0, 0)` and `(-1e300, 0)` for accumulators `(int, real)` and `(real, int)`: no
-    // annotation needed (the literals were typed real, and the steps then failed to type).
+    // `(0, 0)` and `(-1e300, 0)` for accumulators `(int, real)` and `(real, int)`, and `0`
+    // for an int: no annotation needed (the literals were typed real, and the steps then
+    // failed to type).
     for (body, want) in [
         (
             "snd (foldl (acc, v. let (k, t) = acc in (k + 1, t + v * real(k))) (0, 0) A)",
@@ -221,6 +222,11 @@ fn whole_number_literals_of_a_fold_accumulator_are_ints_where_used_as_ints() {
         (
             "let r = foldl (acc, i. let (bv, bi) = acc in if A[i] > bv then (A[i], i) else (bv, bi)) (-1e300, 0) (iota len(A)) in fst r * A[snd r] + real(k)",
             4.0 * 4.0 + 2.0,
+        ),
+        // A scan of ints from a literal: its running sums index `A` (0, 0, 1, 3, 6).
+        (
+            "let s = scanl (p, i. p + i) 0 (iota len(A)) in A[s[3] % len(A)] + A[s[2]]",
+            A[3] + A[1],
         ),
     ] {
         let src = format!("def f(A: [n]real, k: int) = {body}");
