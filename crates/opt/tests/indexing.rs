@@ -208,7 +208,8 @@ fn random_programs_with_indexing() {
 /// Programs a user wrote whose gradients once cost a whole-array scatter per element (a
 /// quadratic gradient): reads in the steps of a `foldl` (a recurrence over an embedding
 /// table), several reads of a matrix per element of nested maps (a stencil), reads in
-/// loops nested four deep (a convolution). Their
+/// loops nested four deep (a convolution), reads of a fold's array accumulator at
+/// computed positions in a branch (minors by column sets). Their
 /// optimized gradients grow like the programs and stay within the bound.
 #[test]
 fn reads_in_loops_cost_what_the_loops_cost() {
@@ -232,6 +233,20 @@ fn reads_in_loops_cost_what_the_loops_cost() {
              K[a, b] * X[i + a, j + b]) (iota 3))) (iota 3))) (iota (len(X[0]) - 2)))
              (iota (len(X) - 2)) in
            reduce + 0 (map (r. reduce + 0 (map (v. v * v) r)) out)",
+        // Minors over column sets, level by level (GradBench's det): each level maps over
+        // the sets and reads the previous level's array at computed positions, in a
+        // branch; the adjoints of the reads were summed as whole arrays, one per set.
+        "def f(A: [l][l]real, masks: int) =
+           let halves = scanl (q, c. div(q, 2)) masks (iota len(A)) in
+           let pw = map (c. halves[len(A) - c]) (iota len(A)) in
+           let count = map (m. reduce + 0 (map (p. div(m, p) % 2) pw)) (iota masks) in
+           let minors = foldl (M, r. map (m.
+               if count[m] == r + 1 then
+                 reduce + 0 (map2 (c, p. if div(m, p) % 2 == 1 then A[r][c] * M[m - p] else 0)
+                   (iota len(A)) pw)
+               else M[m]) (iota masks)) (map (m. if m == 0 then 1 else 0) (iota masks))
+             (iota len(A)) in
+           minors[masks - 1]",
     ] {
         let (mut prog, func) = load(src);
         let wrt: Vec<usize> = func

@@ -247,11 +247,16 @@ impl Simplifier<'_> {
     }
 
     /// `a` is never longer than `b` by its structure, whatever the lengths: a fill or a
-    /// `map` has its operand's length, a `map2` stops at its shorter operand, and a fold
-    /// whose function maps over the accumulator is never longer than its initial value.
+    /// `map` has its operand's length, a `map2` stops at its shorter operand, a scatter has
+    /// its target's, a conditional one of its branches', and a fold whose function maps
+    /// over the accumulator is never longer than its initial value.
     pub(super) fn bounded_by(&self, a: ExprId, b: ExprId) -> bool {
         with_stack(|| match self.arena[a] {
             Node::ZerosLike(x) | Node::OnesLike(x) | Node::Map(_, x) => self.not_longer(x, b),
+            Node::ScatterAdd(x, _, _) | Node::Let(_, _, x) | Node::LetTuple(_, _, x) => {
+                self.not_longer(x, b)
+            }
+            Node::If(_, x, y) => self.not_longer(x, b) && self.not_longer(y, b),
             Node::Map2(_, x, y) => self.not_longer(x, b) || self.not_longer(y, b),
             Node::Reduce(f, z, _) | Node::Foldl(f, z, _) => {
                 let Some((ps, body)) = self.arena.lambda_parts(f) else {
