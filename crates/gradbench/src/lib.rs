@@ -3,7 +3,7 @@
 //! [`serve`] plays the tool side of GradBench's protocol: JSON Lines, one message per
 //! line on stdin, exactly one reply per message on stdout (logs go to stderr). `start`,
 //! `define`, `evaluate` and `analysis` are handled; any other message is answered with
-//! its id. The modules (`hello`, `lse`, `gmm`, `llsq`, `ode`, `lstm`, `ba`, and those of nested
+//! its id. The modules (`hello`, `lse`, `gmm`, `llsq`, `ode`, `lstm`, `ba`, `det`, and those of nested
 //! derivatives in [`nested`]: `kmeans`, `saddle`, `particle`) are programs in unfad's own
 //! language (`programs/*.ad`), compiled at `define` time with [`unfad::Engine`]; this crate
 //! only converts JSON to and from their arguments (and, for `gmm`, unpacks the packed lower

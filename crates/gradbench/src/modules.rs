@@ -1,5 +1,5 @@
 //! The modules: `hello`, `lse`, `gmm`, `llsq`, `ode`, `lstm`, `kmeans`, `saddle`,
-//! `particle` and `ba`, each compiled from a program of `programs/`.
+//! `particle`, `ba` and `det`, each compiled from a program of `programs/`.
 
 use serde_json::Value as Json;
 use unfad::{Arg, Engine, Func, GradFn, Output};
@@ -56,8 +56,15 @@ pub fn define(name: &str) -> Result<Box<dyn Module>, Fail> {
         "saddle" => Ok(Box::new(FourModes::saddle(&engine).map_err(err)?)),
         "particle" => Ok(Box::new(FourModes::particle(&engine).map_err(err)?)),
         "ba" => Ok(Box::new(crate::ba::Ba::compile(&engine).map_err(err)?)),
+        "det" => {
+            let src = include_str!("../programs/det.ad");
+            Ok(Box::new(Det {
+                primal: engine.compile(src).map_err(err)?,
+                gradient: engine.compile_grad(src).map_err(err)?,
+            }))
+        }
         other => Err(format!(
-            "unfad has no module `{other}` (it has hello, lse, gmm, llsq, lstm, ode, kmeans, saddle, particle and ba)"
+            "unfad has no module `{other}` (it has hello, lse, gmm, llsq, lstm, ode, kmeans, saddle, particle, ba and det)"
         )),
     }
 }
@@ -251,5 +258,78 @@ impl Module for Gmm {
             value: f64::NAN,
             out: Output::default(),
         }))
+    }
+}
+
+/// `det`: the determinant of an `ell x ell` matrix by expansion by minors, and its
+/// gradient. The program takes the matrix and the number of column sets, `2^ell`.
+struct Det {
+    primal: Func,
+    gradient: GradFn,
+}
+
+/// The largest `ell` taken: the program keeps a value per column set (`2^ell`), and its
+/// gradient one array of them per row.
+const DET_MAX_ELL: usize = 24;
+
+struct DetCall<'m> {
+    a: Vec<f64>,
+    ell: usize,
+    gradient: Option<&'m GradFn>,
+    primal: &'m Func,
+    value: f64,
+    out: Output,
+}
+
+impl Module for Det {
+    fn prepare(&mut self, function: &str, input: &Json) -> Result<Box<dyn Call + '_>, Fail> {
+        let a = reals(field(input, "A")?, "A")?;
+        let ell = field(input, "ell")?
+            .as_u64()
+            .ok_or("det: `ell` must be a whole number")? as usize;
+        if ell.checked_mul(ell) != Some(a.len()) {
+            return Err(format!(
+                "det: `A` must have ell * ell = {ell} * {ell} numbers, but it has {}",
+                a.len()
+            ));
+        }
+        if ell > DET_MAX_ELL {
+            return Err(format!(
+                "det: ell = {ell} is more than unfad's program takes ({DET_MAX_ELL}): it keeps 2^ell minors"
+            ));
+        }
+        let gradient = match function {
+            "primal" => None,
+            "gradient" => Some(&self.gradient),
+            f => return Err(unknown("det", f)),
+        };
+        Ok(Box::new(DetCall {
+            a,
+            ell,
+            gradient,
+            primal: &self.primal,
+            value: f64::NAN,
+            out: Output::default(),
+        }))
+    }
+}
+
+impl Call for DetCall<'_> {
+    fn run(&mut self) -> Result<(), Fail> {
+        let masks = (1u64 << self.ell) as f64;
+        let args = [Arg::array(&self.a, &[self.ell, self.ell]), Arg::from(masks)];
+        match self.gradient {
+            Some(g) => g
+                .call_into(&args, &mut self.out)
+                .map_err(|e| e.to_string())?,
+            None => self.value = self.primal.call(&args).map_err(|e| e.to_string())?[0],
+        }
+        Ok(())
+    }
+    fn output(&self) -> Result<Json, Fail> {
+        match self.gradient {
+            Some(_) => numbers(self.out.gradient(0)),
+            None => number(self.value),
+        }
     }
 }

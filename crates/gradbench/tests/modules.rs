@@ -1,5 +1,5 @@
 //! The modules beyond `mock_eval.py`'s (`llsq`, `ode`, `lstm`, `kmeans`, `saddle`,
-//! `particle`, `ba`), checked independently of GradBench: their values against plain Rust
+//! `particle`, `ba`, `det`), checked independently of GradBench: their values against plain Rust
 //! implementations of the evals' formulas, and their gradients against finite differences
 //! of those (and, for `llsq`, against the hand-derived gradient of GradBench's manual
 //! tool). `kmeans`' `dir` is checked against its closed form (each centroid minus the mean
@@ -694,5 +694,65 @@ fn ba_objective_and_jacobian() {
         let first: Vec<u64> = (0..11).chain(33..36).chain([33 + 12]).collect();
         assert_eq!(cols[..15], first[..]);
         assert_eq!(cols[30], 33 + 12 + 6);
+    }
+}
+
+// ---- det ----------------------------------------------------------------------
+
+/// The determinant by recursive expansion along the first row, as GradBench's C++ does.
+fn det_by_minors(a: &[Vec<f64>]) -> f64 {
+    let n = a.len();
+    if n == 1 {
+        return a[0][0];
+    }
+    (0..n)
+        .map(|c| {
+            let minor: Vec<Vec<f64>> = a[1..]
+                .iter()
+                .map(|row| (0..n).filter(|&k| k != c).map(|k| row[k]).collect())
+                .collect();
+            let sign = if c % 2 == 0 { 1.0 } else { -1.0 };
+            sign * a[0][c] * det_by_minors(&minor)
+        })
+        .sum()
+}
+
+#[test]
+fn det_primal_and_gradient() {
+    for ell in [1usize, 2, 3, 6] {
+        let flat = values(ell * ell, 7 + ell as u64);
+        let rows = |v: &[f64]| -> Vec<Vec<f64>> { v.chunks(ell).map(<[f64]>::to_vec).collect() };
+        let input = json!({"A": flat, "ell": ell});
+        let got = evaluate("det", "primal", input.clone()).as_f64().unwrap();
+        let want = det_by_minors(&rows(&flat));
+        assert!(close(got, want, 1e-13), "ell = {ell}: {got} vs {want}");
+        // The gradient is the cofactor matrix: its entry (i, j) is (-1)^(i+j) times the
+        // minor without row i and column j, which is linear in A[i][j].
+        let grad = numbers(&evaluate("det", "gradient", input));
+        let d = fd(|v| det_by_minors(&rows(v)), &flat);
+        for k in 0..ell * ell {
+            assert!(
+                close(grad[k], d[k], 1e-7),
+                "ell = {ell}, entry {k}: {} vs {}",
+                grad[k],
+                d[k]
+            );
+        }
+    }
+    // A size the module does not take, and a matrix that is not square, are errors.
+    let mut modules = Vec::new();
+    unfad_gradbench::respond(
+        &json!({"id": 0, "kind": "define", "module": "det"}),
+        &mut modules,
+    );
+    for input in [
+        json!({"A": [1.0, 2.0, 3.0], "ell": 2}),
+        json!({"A": [], "ell": 40}),
+    ] {
+        let reply = unfad_gradbench::respond(
+            &json!({"id": 1, "kind": "evaluate", "module": "det", "function": "primal", "input": input}),
+            &mut modules,
+        );
+        assert_eq!(reply["success"], false, "{reply}");
     }
 }

@@ -58,7 +58,7 @@ fn unknown_things_are_answered_not_crashed_on() {
     ]);
     assert_eq!(
         replies[0],
-        json!({"id": 0, "success": false, "error": "unfad has no module `ht` (it has hello, lse, gmm, llsq, lstm, ode, kmeans, saddle, particle and ba)"})
+        json!({"id": 0, "success": false, "error": "unfad has no module `ht` (it has hello, lse, gmm, llsq, lstm, ode, kmeans, saddle, particle, ba and det)"})
     );
     assert_eq!(
         replies[1],
