@@ -120,6 +120,8 @@ enum Binding {
 struct Frame {
     /// The loop's parameters that run over invariant arrays.
     elements: Vec<Var>,
+    /// The loop runs at least once, whatever the sizes (see [`Hoister::alias_read`]).
+    runs: bool,
     precomputed: Vec<(Var, ExprId, Deps)>,
 }
 
@@ -154,6 +156,27 @@ fn is_alias(arena: &Arena, e: ExprId) -> bool {
     }
 }
 
+/// A variable, a constant, or reads and projections of those (`cams[o[0]]`).
+fn is_read(arena: &Arena, e: ExprId) -> bool {
+    match arena[e] {
+        Node::Var(_) | Node::Const(_) => true,
+        Node::Proj(_, a) => is_read(arena, a),
+        Node::Index(a, i) => is_read(arena, a) && is_read(arena, i),
+        _ => false,
+    }
+}
+
+/// An array that has an element whatever the sizes: `iota k` or a literal of at least one
+/// element, or a `map` over one.
+fn runs_at_least_once(arena: &Arena, e: ExprId) -> bool {
+    match arena[e] {
+        Node::Iota(n) => matches!(arena[n], Node::Const(c) if c >= 1.0),
+        Node::Array(l) => !l.is_empty(),
+        Node::Map(_, a) => runs_at_least_once(arena, a),
+        _ => false,
+    }
+}
+
 /// A term that does work worth moving (see the module docs).
 fn does_work(arena: &Arena, e: ExprId) -> bool {
     use unfad_syntax::UnOp;
@@ -183,7 +206,7 @@ impl Hoister<'_> {
             },
             Node::Let(x, rhs, body) => {
                 let (rhs, dr) = self.walk(rhs);
-                if is_alias(self.arena, rhs) {
+                if is_alias(self.arena, rhs) || self.alias_read(rhs, dr) {
                     // `let q = snd c`: the body reads `snd c` (what it depends on shows).
                     self.aliases.insert(x, (rhs, dr));
                     self.moved += 1;
@@ -281,6 +304,22 @@ impl Hoister<'_> {
             .iter()
             .map(|&(c, d)| self.consider(c, d, parent, parent_works))
             .collect()
+    }
+
+    /// Whether `let x = A[i]` may stand for its read wherever `x` is used, so that work on
+    /// `x` (`sin(x[0])`, a camera's rotation) moves out of the loops `A[i]` does not change
+    /// in: the read is cheap (a row is a view), but unlike the other operations it can
+    /// fail, so it may move only out of loops that run at least once, where the program
+    /// reads it anyway (and an index out of bounds stops it at the same read).
+    fn alias_read(&self, rhs: ExprId, dr: Deps) -> bool {
+        if !matches!(self.arena[rhs], Node::Index(..))
+            || !is_read(self.arena, rhs)
+            || dr.level() >= self.depth
+        {
+            return false;
+        }
+        // The loops deeper than the read's own level: frames[k] is the loop of depth k + 1.
+        self.frames.iter().skip(dr.level() as usize).all(|f| f.runs)
     }
 
     /// Where an invariant term `e` of deps `d` goes: the depth of the loop to place it
@@ -428,8 +467,14 @@ impl Hoister<'_> {
         }
         self.depth = d;
         self.pending.push(Vec::new());
+        let runs = element_of
+            .iter()
+            .flatten()
+            .all(|&i| runs_at_least_once(self.arena, operand_ids[i]))
+            && element_of.iter().any(Option::is_some);
         self.frames.push(Frame {
             elements,
+            runs,
             precomputed: Vec::new(),
         });
         let old_body = body;
@@ -437,6 +482,7 @@ impl Hoister<'_> {
         let (body, db) = self.consider(body, db, Deps::at(d, false), false);
         let mut frame = self.frames.pop().unwrap_or(Frame {
             elements: Vec::new(),
+            runs: false,
             precomputed: Vec::new(),
         });
         // A loop that does not change in the loop around it moves as a whole (or, inside

@@ -165,3 +165,34 @@ fn a_binding_placed_before_a_loop_keeps_the_outer_loop_in_place() {
         "#]],
     );
 }
+
+/// Work on a row read in a loop (`let c = C[i]`) moves out of the loops the read does
+/// not change in, when they run at least once: there the program reads the row anyway,
+/// so an index out of bounds still stops it at the same read. Out of a loop that may run
+/// zero times the read, which can fail, stays in place.
+#[test]
+fn work_on_a_read_moves_out_of_loops_that_run() {
+    check_hoisted(
+        "def f(C: [n][3]real, o: [p]int) =
+           reduce + 0 (map (i. reduce + 0 (map (r. let c = C[i] in sin(c[0]) * real(r)) (iota 2))) o)",
+        expect![[r#"
+            def f(C: [n][3]real, o: [p]int): real =
+              reduce + 0 (let h = map (r. real(r)) (iota 2) in
+                 map (i.
+                   reduce + 0 (let h_1 = sin(C[i][0]) in
+                      map (pe. h_1 * pe) h)) o)
+        "#]],
+    );
+    check_hoisted(
+        "def f(C: [n][3]real, o: [p]int, k: int) =
+           reduce + 0 (map (i. reduce + 0 (map (r. let c = C[i] in sin(c[0]) * real(r)) (iota k))) o)",
+        expect![[r#"
+            def f(C: [n][3]real, o: [p]int, k: int): real =
+              reduce + 0 (let h = map (r. real(r)) (iota k) in
+                 map (i.
+                   reduce + 0 (map (pe.
+                        let c = C[i] in
+                        sin(c[0]) * pe) h)) o)
+        "#]],
+    );
+}
