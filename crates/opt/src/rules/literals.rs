@@ -69,12 +69,22 @@ pub fn last_of_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     literal(cx, x)?.last().copied()
 }
 
-/// `map f [a1, ..., ak]` is `[f(a1), ..., f(ak)]`, and `map2 f [..] [..]` likewise.
+/// `map f [a1, ..., ak]` is `[f(a1), ..., f(ak)]`, and `map2 f [..] [..]` likewise; the
+/// other operand of a `map2` over a literal may also be a short `iota` or a variable
+/// holding as many reals ([`beside`]).
 pub fn map_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let (f, columns) = match cx.arena()[e] {
         Node::Map(f, a) => (f, vec![small_literal(cx, a)?]),
         Node::Map2(f, a, b) => {
-            let (xs, ys) = (small_literal(cx, a)?, small_literal(cx, b)?);
+            let (xs, ys) = match (small_literal(cx, a), small_literal(cx, b)) {
+                (Some(xs), Some(ys)) => (xs, ys),
+                (Some(xs), None) => {
+                    let ys = beside(cx, b, xs.len())?;
+                    (xs, ys)
+                }
+                (None, Some(ys)) => (beside(cx, a, ys.len())?, ys),
+                (None, None) => return None,
+            };
             (f, vec![xs, ys])
         }
         _ => return None,
@@ -93,6 +103,26 @@ pub fn map_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let l = cx.arena_mut().expr_list(&raw);
     let unrolled = cx.arena_mut().add(Node::Array(l));
     Some(cx.simplify(unrolled))
+}
+
+/// The elements of the other operand of a `map2` beside a literal of `k` elements:
+/// `[0, ..., k-1]` for `iota k`, and `[a[0], ..., a[k-1]]` for a variable `a` holding `k`
+/// reals (at most [`SMALL`]).
+fn beside(cx: &mut RuleCx, a: ExprId, k: usize) -> Option<Vec<ExprId>> {
+    if small_iota(cx, a) == Some(k) {
+        return Some((0..k).map(|i| cx.constant(i as f64)).collect());
+    }
+    if !matches!(cx.arena()[a], Node::Var(_)) || small_real_len(cx, a) != Some(k) {
+        return None;
+    }
+    Some(
+        (0..k)
+            .map(|i| {
+                let c = cx.constant(i as f64);
+                cx.mk(Node::Index(a, c))
+            })
+            .collect(),
+    )
 }
 
 /// `scanl f z [a1, ..., ak]` is `let s1 = f(z, a1) in ... [z, s1, ..., sk]` (and `scanr`
@@ -224,4 +254,152 @@ fn position(cx: &RuleCx, e: ExprId, k: usize) -> Option<usize> {
         Node::Const(c) if c >= 0.0 && c.fract() == 0.0 && c < k as f64 => Some(c as usize),
         _ => None,
     }
+}
+
+/// Arrays of reals of at most this many elements, of a constant length, are taken apart
+/// into scalars where they are built: `map` over `iota k` ([`map_small_iota`]), their
+/// zeros ([`small_zeros`]), a `map2` beside a literal ([`map_literal`]).
+pub const SMALL: usize = 4;
+
+/// The constant length of an array of reals, if it is at most [`SMALL`].
+fn small_real_len(cx: &mut RuleCx, a: ExprId) -> Option<usize> {
+    if !matches!(cx.ty(a), Some(Type::Array(_, ref el)) if **el == Type::Real) {
+        return None;
+    }
+    let k = cx.len_of(a)?.as_constant()? as usize;
+    (k <= SMALL).then_some(k)
+}
+
+/// `zeros_like(a)` of a short array of reals of constant length `k` is `[0, ..., 0]`: the
+/// adjoint of a point or a rotation (`[3]real`), then added into by
+/// [`scatter_into_literal`] element by element instead of array by array.
+pub fn small_zeros(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::ZerosLike(a) = cx.arena()[e] else {
+        return None;
+    };
+    if matches!(cx.arena()[a], Node::Array(_)) {
+        return None;
+    }
+    let k = small_real_len(cx, a)?;
+    let zero = cx.constant(0.0);
+    let l = cx.arena_mut().expr_list(&vec![zero; k]);
+    Some(cx.mk(Node::Array(l)))
+}
+
+/// `map (i. e) (iota k)` for a literal `k` of at most [`SMALL`] is `[e[0/i], ...,
+/// e[k-1/i]]` when every array `e` reads has a constant length: the three coordinates of
+/// a point, a camera's parameters. A body that reads an array of variable length (an
+/// image in a stencil's loop) stays a loop: its reads' adjoints are accumulated by the
+/// loop rules, which unrolled reads would defeat.
+pub fn map_small_iota(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Map(f, a) = cx.arena()[e] else {
+        return None;
+    };
+    let k = small_iota(cx, a)?;
+    let (ps, body) = params_and_body(cx, f)?;
+    if ps.len() != 1 || !reads_only_constant_lengths(cx, body) {
+        return None;
+    }
+    let raw: Vec<ExprId> = (0..k)
+        .map(|i| {
+            let at = cx.constant(i as f64);
+            apply_raw(cx, &ps, &[at], body)
+        })
+        .collect();
+    let l = cx.arena_mut().expr_list(&raw);
+    let unrolled = cx.arena_mut().add(Node::Array(l));
+    Some(cx.simplify(unrolled))
+}
+
+/// `k` for `iota k` with a literal `k` in `1..=SMALL`, written there or bound by a `let`.
+fn small_iota(cx: &RuleCx, a: ExprId) -> Option<usize> {
+    let a = match cx.arena()[a] {
+        Node::Var(v) => cx.definition(v)?,
+        _ => a,
+    };
+    let Node::Iota(n) = cx.arena()[a] else {
+        return None;
+    };
+    match cx.arena()[n] {
+        Node::Const(c) if c >= 1.0 && c.fract() == 0.0 && c <= SMALL as f64 => Some(c as usize),
+        _ => None,
+    }
+}
+
+/// Every `A[i]` in `e` reads an array whose run-time length is a known constant, and `e`
+/// has no loop of its own.
+fn reads_only_constant_lengths(cx: &RuleCx, e: ExprId) -> bool {
+    match cx.arena()[e] {
+        Node::Index(a, _) if cx.len_of(a).and_then(|l| l.as_constant()).is_none() => false,
+        Node::Map(..)
+        | Node::Map2(..)
+        | Node::Reduce(..)
+        | Node::Foldl(..)
+        | Node::Scanl(..)
+        | Node::Scanr(..)
+        | Node::ScatterAdd(..)
+        | Node::Iota(_)
+        | Node::Lambda(..) => false,
+        _ => {
+            let mut ok = true;
+            cx.arena()
+                .for_each_child(e, |c| ok = ok && reads_only_constant_lengths(cx, c));
+            ok
+        }
+    }
+}
+
+/// `scatter_add([z0, ..., zk], P, V)` into a short literal of reals, with positions that
+/// are constants (a literal of them, or `iota k`), adds each value into its element:
+/// `[z0, ..., zc + v, ..., zk]`; a position outside the array adds nothing, as
+/// `scatter_add` does. The values are a literal or are read out one by one.
+pub fn scatter_into_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::ScatterAdd(z, positions, values) = cx.arena()[e] else {
+        return None;
+    };
+    let mut items = literal(cx, z)?;
+    if items.len() > SMALL || small_real_len(cx, z).is_none() {
+        return None;
+    }
+    let at: Vec<f64> = match literal(cx, positions) {
+        Some(ps) => ps
+            .iter()
+            .map(|&p| match cx.arena()[p] {
+                Node::Const(c) if c.fract() == 0.0 => Some(c),
+                _ => None,
+            })
+            .collect::<Option<_>>()?,
+        None => (0..small_iota(cx, positions)?).map(|i| i as f64).collect(),
+    };
+    if at.len() > SMALL {
+        return None;
+    }
+    let vs: Vec<ExprId> = match literal(cx, values) {
+        Some(vs) => vs,
+        None => {
+            if !matches!(cx.arena()[values], Node::Var(_))
+                || cx.len_of(values)?.as_constant()? as usize != at.len()
+            {
+                return None;
+            }
+            (0..at.len())
+                .map(|i| {
+                    let c = cx.constant(i as f64);
+                    cx.mk(Node::Index(values, c))
+                })
+                .collect()
+        }
+    };
+    if vs.len() != at.len() {
+        return None;
+    }
+    for (c, v) in at.into_iter().zip(vs) {
+        if c >= 0.0 && c < items.len() as f64 {
+            let p = c as usize;
+            let sum = cx.mk(Node::Op2(unfad_syntax::BinOp::Add, items[p], v));
+            items[p] = crate::rules::apply(cx, sum).unwrap_or(sum);
+        }
+    }
+    let l = cx.arena_mut().expr_list(&items);
+    Some(cx.mk(Node::Array(l)))
 }

@@ -68,6 +68,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             tuples::constant_of_real,
             tuples::constant_of_tuple,
             literals::fill_literal,
+            literals::small_zeros,
             arrays::constant_array_witness,
         ],
         Node::Map(..) => &[
@@ -79,6 +80,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             arrays::map_constant_body_operand,
             arrays::map_fusion,
             literals::map_literal,
+            literals::map_small_iota,
             scatter::scale_of_scatter,
         ],
         Node::Map2(..) => &[
@@ -112,7 +114,11 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             literals::shift_literal,
         ],
         Node::Len(_) => &[arrays::len_of_constant_array, arrays::len_of_known_length],
-        Node::ScatterAdd(..) => &[scatter::scatter_everywhere, scatter::scatter_row],
+        Node::ScatterAdd(..) => &[
+            scatter::scatter_everywhere,
+            scatter::scatter_row,
+            literals::scatter_into_literal,
+        ],
         Node::Index(..) => &[literals::index_of_literal],
         _ => &[],
     };

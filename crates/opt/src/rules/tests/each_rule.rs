@@ -384,6 +384,74 @@ fn index_of_literal() {
     );
 }
 
+/// A map over a small `iota` whose body reads only short arrays unrolls; one that reads
+/// an array of any length stays a loop.
+#[test]
+fn map_small_iota() {
+    check_rule(
+        literals::map_small_iota,
+        "def f(x: [3]real, y: [3]real) = map (i. x[i] - y[2 - i]) (iota 3)",
+        expect![[r#"
+            def f(x: [3]real, y: [3]real): [3]real =
+              [x[0] - y[2], x[1] - y[1], x[2] - y[0]]
+        "#]],
+    );
+    let mut prog = Program::load("def f(x: [n]real) = map (i. x[i]) (iota 3)").unwrap();
+    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let mut pass = Simplifier::new(&mut prog.arena, &func);
+    assert_eq!(
+        literals::map_small_iota(&mut pass.rule_cx(), func.body),
+        None
+    );
+}
+
+/// The zeros of a short array of constant length are a literal.
+#[test]
+fn small_zeros() {
+    let mut prog = Program::load("def f(x: [3]real, y: [n]real) = (x, y)").unwrap();
+    let func = prog.inline(prog.entry(None).unwrap()).unwrap();
+    let x = prog.arena.var(func.params[0]);
+    let y = prog.arena.var(func.params[1]);
+    let zx = prog.arena.add(unfad_syntax::Node::ZerosLike(x));
+    let zy = prog.arena.add(unfad_syntax::Node::ZerosLike(y));
+    let mut pass = Simplifier::new(&mut prog.arena, &func);
+    let got = literals::small_zeros(&mut pass.rule_cx(), zx).expect("fires on [3]real");
+    assert_eq!(
+        literals::small_zeros(&mut pass.rule_cx(), zy),
+        None,
+        "[n]real stays"
+    );
+    drop(pass);
+    assert_eq!(unfad_syntax::print_expr(&prog.arena, got), "[0, 0, 0]");
+}
+
+/// Scatters into a short literal at constant positions add into its elements; a position
+/// outside adds nothing.
+#[test]
+fn scatter_into_literal() {
+    check_rule(
+        literals::scatter_into_literal,
+        "def f(x: real, y: real) = scatter_add([x, 0, y], [2, 0, 5], [x * y, 2, 7])",
+        expect![[r#"
+            def f(x: real, y: real): [3]real =
+              [x + 2, 0, y + x * y]
+        "#]],
+    );
+}
+
+/// A `map2` beside a literal reads a short `iota` as its constants.
+#[test]
+fn map_literal_beside_iota() {
+    check_rule(
+        literals::map_literal,
+        "def f(x: real, y: real) = map2 (a, i. a * real(i)) [x, y] (iota 2)",
+        expect![[r#"
+            def f(x: real, y: real): [2]real =
+              [0, y]
+        "#]],
+    );
+}
+
 /// Maps over small literals unroll.
 #[test]
 fn map_literal() {
