@@ -112,7 +112,7 @@ fn beside(cx: &mut RuleCx, a: ExprId, k: usize) -> Option<Vec<ExprId>> {
     if small_iota(cx, a) == Some(k) {
         return Some((0..k).map(|i| cx.constant(i as f64)).collect());
     }
-    if !matches!(cx.arena()[a], Node::Var(_)) || small_real_len(cx, a) != Some(k) {
+    if !matches!(cx.arena()[a], Node::Var(_)) || small_real_len(cx, a, SMALL) != Some(k) {
         return None;
     }
     Some(
@@ -261,17 +261,21 @@ fn position(cx: &RuleCx, e: ExprId, k: usize) -> Option<usize> {
 /// zeros ([`small_zeros`]), a `map2` beside a literal ([`map_literal`]).
 pub const SMALL: usize = 4;
 
-/// The constant length of an array of reals, if it is at most [`SMALL`].
-fn small_real_len(cx: &mut RuleCx, a: ExprId) -> Option<usize> {
+/// Adjoints of arrays of reals of at most this many elements, of a constant length (a
+/// camera's 11 parameters), are literals: [`small_zeros`] and [`scatter_into_literal`].
+pub const SMALL_ADJOINT: usize = 16;
+
+/// The constant length of an array of reals, if it is at most `most`.
+fn small_real_len(cx: &mut RuleCx, a: ExprId, most: usize) -> Option<usize> {
     if !matches!(cx.ty(a), Some(Type::Array(_, ref el)) if **el == Type::Real) {
         return None;
     }
     let k = cx.len_of(a)?.as_constant()? as usize;
-    (k <= SMALL).then_some(k)
+    (k <= most).then_some(k)
 }
 
-/// `zeros_like(a)` of a short array of reals of constant length `k` is `[0, ..., 0]`: the
-/// adjoint of a point or a rotation (`[3]real`), then added into by
+/// `zeros_like(a)` of a short array of reals of constant length `k` (at most
+/// [`SMALL_ADJOINT`]) is `[0, ..., 0]`: the adjoint of a point or a camera, then added into by
 /// [`scatter_into_literal`] element by element instead of array by array.
 pub fn small_zeros(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::ZerosLike(a) = cx.arena()[e] else {
@@ -280,7 +284,7 @@ pub fn small_zeros(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     if matches!(cx.arena()[a], Node::Array(_)) {
         return None;
     }
-    let k = small_real_len(cx, a)?;
+    let k = small_real_len(cx, a, SMALL_ADJOINT)?;
     let zero = cx.constant(0.0);
     let l = cx.arena_mut().expr_list(&vec![zero; k]);
     Some(cx.mk(Node::Array(l)))
@@ -349,7 +353,8 @@ fn reads_only_constant_lengths(cx: &RuleCx, e: ExprId) -> bool {
     }
 }
 
-/// `scatter_add([z0, ..., zk], P, V)` into a short literal of reals, with positions that
+/// `scatter_add([z0, ..., zk], P, V)` into a short literal of reals (at most
+/// [`SMALL_ADJOINT`]), with positions that
 /// are constants (a literal of them, or `iota k`), adds each value into its element:
 /// `[z0, ..., zc + v, ..., zk]`; a position outside the array adds nothing, as
 /// `scatter_add` does. The values are a literal or are read out one by one.
@@ -358,9 +363,7 @@ pub fn scatter_into_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         return None;
     };
     let mut items = literal(cx, z)?;
-    if items.len() > SMALL || small_real_len(cx, z).is_none() {
-        return None;
-    }
+    small_real_len(cx, z, SMALL_ADJOINT)?;
     let at: Vec<f64> = match literal(cx, positions) {
         Some(ps) => ps
             .iter()
@@ -371,7 +374,7 @@ pub fn scatter_into_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             .collect::<Option<_>>()?,
         None => (0..small_iota(cx, positions)?).map(|i| i as f64).collect(),
     };
-    if at.len() > SMALL {
+    if at.len() > SMALL_ADJOINT {
         return None;
     }
     let vs: Vec<ExprId> = match literal(cx, values) {
