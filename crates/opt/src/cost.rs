@@ -157,6 +157,19 @@ impl Coster<'_> {
     }
 
     /// Length of the array `e` (0 if unknown, which only under-counts).
+    /// The cost of reading one element of the array `x`: a bounds check and a read, or, for
+    /// a `map` (`map2`) or `iota` written in place, its function's body on the element(s)
+    /// read from its operand(s), which is all the code generator computes of it.
+    fn read(&self, x: ExprId) -> Cost {
+        let a = self.arena;
+        match a[x] {
+            Node::Map(f, y) => self.body(f) + self.read(y),
+            Node::Map2(f, y, z) => self.body(f) + self.read(y) + self.read(z),
+            Node::Iota(n) => MOVE + self.cost(n),
+            _ => Cost::new(3, 1, 0, 0) + self.cost(x),
+        }
+    }
+
     fn len(&self, e: ExprId) -> u64 {
         match self.ty(e) {
             Some(Type::Array(n, _)) => n.eval(self.sizes).unwrap_or(0),
@@ -289,8 +302,9 @@ impl Coster<'_> {
                 Node::Shift1L(x) | Node::Shift1R(x) => self.cost(x) + MOVE * self.len(x),
                 // Its elements are written (when it is not fused into its consumer).
                 Node::Iota(x) => self.cost(x) + MOVE * self.len(e),
-                // A comparison (the bounds check) and a read.
-                Node::Index(x, i) => Cost::new(3, 1, 0, 0) + self.cost(x) + self.cost(i),
+                // A comparison (the bounds check) and a read; of a map written there, the
+                // one element read, computed where it is read (as the code generator does).
+                Node::Index(x, i) => self.read(x) + self.cost(i),
                 // The target copied once, then per position a bounds check, a read of each
                 // leaf and an addition into it.
                 Node::ScatterAdd(z, i, v) => {
@@ -466,6 +480,17 @@ mod tests {
             measure("def f(A: [n]real) = shift1L (scanl + 0 A)", 4),
             (Cost::new(4 * 8 + 2 + 5, 4, 0, 0), 1)
         );
+    }
+
+    #[test]
+    fn a_read_of_a_map_written_there_computes_one_element() {
+        // (map (x. x * 2) A)[i]: the body on one element read from A, not n of them, so
+        // the same at every size.
+        let read = "def f(A: [n]real, i: int) = (map (x. x * 2) A)[i]";
+        assert_eq!(measure(read, 10).0, measure(read, 1000).0);
+        // A bound map is made whole once, then read.
+        let bound = "def f(A: [n]real, i: int) = let B = map (x. x * 2) A in B[i]";
+        assert!(measure(bound, 1000).0.total() > 100 * measure(bound, 10).0.total() / 10);
     }
 
     #[test]
