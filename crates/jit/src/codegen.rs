@@ -208,14 +208,33 @@ pub(crate) fn build_part(
     ctx: &mut Context,
     name: &str,
 ) -> JitResult<(FuncId, Built)> {
-    match build_with(arena, func, own_params, module, ctx, name, false) {
+    let mut build = |ctx: &mut Context, read_twice: bool, eager_scans: bool| {
+        let memory = InMemory {
+            read_twice,
+            eager_scans,
+        };
+        let r = build_with(arena, func, own_params, module, ctx, name, memory);
+        if r.is_err() {
+            ctx.clear();
+        }
+        r
+    };
+    // Lowered as fast as it can be first; a lowering that reads an unevaluated array twice,
+    // or a scan out of order, is redone computing that kind of array into memory, and both
+    // if the second attempt meets the other reason.
+    let (read_twice, eager_scans) = match build(ctx, false, false) {
         Err(Failure {
             retry: Some(Retry::ReadTwice),
             ..
-        }) => {
-            ctx.clear();
-            build_with(arena, func, own_params, module, ctx, name, true).map_err(|f| f.error)
-        }
+        }) => (true, false),
+        Err(Failure {
+            retry: Some(Retry::ScanOrder),
+            ..
+        }) => (false, true),
+        r => return r.map_err(|f| f.error),
+    };
+    match build(ctx, read_twice, eager_scans) {
+        Err(Failure { retry: Some(_), .. }) => build(ctx, true, true).map_err(|f| f.error),
         r => r.map_err(|f| f.error),
     }
 }
@@ -232,8 +251,17 @@ impl From<JitError> for Failure {
     }
 }
 
-/// [`build`], computing into memory the unevaluated arrays read more than once where they
-/// are bound if `force_read_twice` (see [`Translator::force_read_twice`]).
+/// What a second lowering computes into memory that the first left unevaluated.
+#[derive(Clone, Copy)]
+struct InMemory {
+    /// The unevaluated arrays read more than once, where they are bound (see
+    /// [`Translator::force_read_twice`]).
+    read_twice: bool,
+    /// Every scan (see [`Translator::force_eager_scans`]).
+    eager_scans: bool,
+}
+
+/// [`build`], computing into memory what `memory` says.
 fn build_with(
     arena: &Arena,
     func: &Func,
@@ -241,7 +269,7 @@ fn build_with(
     module: &mut JITModule,
     ctx: &mut Context,
     name: &str,
-    force_read_twice: bool,
+    memory: InMemory,
 ) -> Result<(FuncId, Built), Failure> {
     let mut param_names = Vec::new();
     for &p in &func.params {
@@ -344,7 +372,10 @@ fn build_with(
     let out_ptrs = load_ptrs(&mut b, p_outputs, outputs.len());
 
     let mut t = Translator::new(b, module, arena, &an, main);
-    if force_read_twice {
+    if memory.eager_scans {
+        t.force_eager_scans();
+    }
+    if memory.read_twice {
         t.force_read_twice();
     }
     let lowered = (|| {

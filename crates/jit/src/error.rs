@@ -39,6 +39,9 @@ pub(crate) enum Retry {
     /// An unevaluated array was read twice: lower again with
     /// [`crate::lower::Translator::force_read_twice`].
     ReadTwice,
+    /// A scan computed where it is read was read out of order: lower again with
+    /// [`crate::lower::Translator::force_eager_scans`].
+    ScanOrder,
 }
 
 /// How many cells the status of a function takes in its workspace: the code of the stop

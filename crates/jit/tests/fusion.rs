@@ -192,6 +192,11 @@ fn a_scan_read_otherwise_is_stored() {
         "def f(A: [n]real, B: [n]real) = map2 * (shift1L (shift1R (scanl + 0 A))) (shift1L B)",
         "def f(A: [n]real, B: [n]real) = let S = shift1R (scanl + 1 A) in (map2 * S B, map2 + S A)",
         "def f(A: [n]real, B: [n]real) = map (b. sum(map2 * (shift1R (scanl + b A)) A)) (shift1L (scanl * 1 B))",
+        // Read at a computed position, inside a loop: the lowering finds out only when it
+        // reads, and lowers the function again with its scans in memory.
+        "def f(A: [n]real, B: [n]real) = \
+         reduce + 0 (map (i. let V = map2 * B (shift1L (scanl (s, a. s * 0.5 + a) 0 A)) in \
+           V[(len(V) - 1 + i) % len(V)] - A[i]) (iota len(A)))",
     ] {
         check(src, &inputs_ab(false));
     }

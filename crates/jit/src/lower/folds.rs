@@ -8,7 +8,7 @@ use cranelift_codegen::ir::types::I8;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use unfad_syntax::{BinOp, ExprId, Node, Var};
 
-use crate::error::{internal, JitResult};
+use crate::error::{internal, JitResult, Retry};
 use crate::layout::Dim;
 use crate::shape::lambda;
 use crate::value::{no_holds, Arr, Holds, IntVal, Kind, Scan, Val};
@@ -194,6 +194,9 @@ impl<'a> Translator<'a> {
         let Node::Scanl(f, z, src) = self.arena[x] else {
             return Ok(None);
         };
+        if self.eager_scans {
+            return Ok(None);
+        }
         let (ps, _) = lambda(self.arena, f, 2, "a scan")?;
         let acc = self.an.var_shape(ps[0])?.clone();
         if acc.has_arrays() {
@@ -242,6 +245,7 @@ impl<'a> Translator<'a> {
             _ => false,
         };
         if !in_order {
+            self.retry = Some(Retry::ScanOrder);
             return internal("a scan computed where it is read is not read in order");
         }
         let cur: Vec<Value> = scan.state.iter().map(|&v| self.b.use_var(v)).collect();

@@ -108,6 +108,8 @@ pub(crate) struct Translator<'a> {
     numbered: HashMap<PureOp, Value>,
     /// See [`Translator::force_read_twice`].
     force_read_twice: bool,
+    /// See [`Translator::force_eager_scans`].
+    eager_scans: bool,
     /// Why the lowering failed, if lowering again differently may complete it (see
     /// [`Translator::retry`]).
     retry: Option<Retry>,
@@ -162,6 +164,7 @@ impl<'a> Translator<'a> {
             flags: MemFlagsData::trusted(),
             numbered: HashMap::default(),
             force_read_twice: false,
+            eager_scans: false,
             retry: None,
             roots: HashMap::default(),
             relay: None,

@@ -52,6 +52,13 @@ impl<'a> Translator<'a> {
         self.force_read_twice = true;
     }
 
+    /// Compute every scan into memory instead of where it is read: the lowering is tried
+    /// without it first and redone with it when a scan computed where it is read would be
+    /// read out of order (an element of a shifted scan picked by a computed index).
+    pub fn force_eager_scans(&mut self) {
+        self.eager_scans = true;
+    }
+
     /// Why the lowering failed, when lowering again differently may complete it: set by
     /// [`Translator::read_twice`].
     pub fn retry(&self) -> Option<Retry> {
