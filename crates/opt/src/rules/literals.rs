@@ -335,15 +335,8 @@ fn small_iota(cx: &RuleCx, a: ExprId) -> Option<usize> {
 fn reads_only_constant_lengths(cx: &RuleCx, e: ExprId) -> bool {
     match cx.arena()[e] {
         Node::Index(a, _) if cx.len_of(a).and_then(|l| l.as_constant()).is_none() => false,
-        Node::Map(..)
-        | Node::Map2(..)
-        | Node::Reduce(..)
-        | Node::Foldl(..)
-        | Node::Scanl(..)
-        | Node::Scanr(..)
-        | Node::ScatterAdd(..)
-        | Node::Iota(_)
-        | Node::Lambda(..) => false,
+        node if node.is_array_op() => false,
+        Node::ScatterAdd(..) | Node::Iota(_) | Node::Lambda(..) => false,
         _ => {
             let mut ok = true;
             cx.arena()
