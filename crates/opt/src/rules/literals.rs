@@ -90,6 +90,12 @@ pub fn map_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         _ => return None,
     };
     let (ps, body) = params_and_body(cx, f)?;
+    unroll(cx, &ps, body, &columns)
+}
+
+/// `[f(c1[0], ...), ..., f(c1[k-1], ...)]` for the function `(ps. body)` and the operands'
+/// elements `columns` (one column per parameter), simplified.
+fn unroll(cx: &mut RuleCx, ps: &[Var], body: ExprId, columns: &[Vec<ExprId>]) -> Option<ExprId> {
     if ps.len() != columns.len() {
         return None;
     }
@@ -97,7 +103,7 @@ pub fn map_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let raw: Vec<ExprId> = (0..k)
         .map(|i| {
             let args: Vec<ExprId> = columns.iter().map(|c| c[i]).collect();
-            apply_raw(cx, &ps, &args, body)
+            apply_raw(cx, ps, &args, body)
         })
         .collect();
     let l = cx.arena_mut().expr_list(&raw);
@@ -105,24 +111,32 @@ pub fn map_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(cx.simplify(unrolled))
 }
 
+/// `[a[0], ..., a[k-1]]`: reads of the variable `a` at constant positions.
+fn elements(cx: &mut RuleCx, a: ExprId, k: usize) -> Vec<ExprId> {
+    (0..k)
+        .map(|i| {
+            let c = cx.constant(i as f64);
+            cx.mk(Node::Index(a, c))
+        })
+        .collect()
+}
+
+/// `[0, ..., k-1]` as constants.
+fn positions(cx: &mut RuleCx, k: usize) -> Vec<ExprId> {
+    (0..k).map(|i| cx.constant(i as f64)).collect()
+}
+
 /// The elements of the other operand of a `map2` beside a literal of `k` elements:
 /// `[0, ..., k-1]` for `iota k`, and `[a[0], ..., a[k-1]]` for a variable `a` holding `k`
 /// reals (at most [`SMALL`]).
 fn beside(cx: &mut RuleCx, a: ExprId, k: usize) -> Option<Vec<ExprId>> {
     if small_iota(cx, a) == Some(k) {
-        return Some((0..k).map(|i| cx.constant(i as f64)).collect());
+        return Some(positions(cx, k));
     }
     if !matches!(cx.arena()[a], Node::Var(_)) || small_real_len(cx, a, SMALL) != Some(k) {
         return None;
     }
-    Some(
-        (0..k)
-            .map(|i| {
-                let c = cx.constant(i as f64);
-                cx.mk(Node::Index(a, c))
-            })
-            .collect(),
-    )
+    Some(elements(cx, a, k))
 }
 
 /// `scanl f z [a1, ..., ak]` is `let s1 = f(z, a1) in ... [z, s1, ..., sk]` (and `scanr`
@@ -238,9 +252,8 @@ pub fn index_of_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         return None;
     };
     if let Node::ZerosLike(z) = cx.arena()[a] {
-        let real = matches!(cx.ty(z), Some(Type::Array(_, ref el)) if **el == Type::Real);
-        let k = cx.len_of(z)?.as_constant()? as usize;
-        position(cx, i, k).filter(|_| real)?;
+        let k = small_real_len(cx, z, usize::MAX)?;
+        position(cx, i, k)?;
         return Some(cx.constant(0.0));
     }
     let items = literal(cx, a)?;
@@ -301,18 +314,11 @@ pub fn map_small_iota(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     };
     let k = small_iota(cx, a)?;
     let (ps, body) = params_and_body(cx, f)?;
-    if ps.len() != 1 || !reads_only_constant_lengths(cx, body) {
+    if !reads_only_constant_lengths(cx, body) {
         return None;
     }
-    let raw: Vec<ExprId> = (0..k)
-        .map(|i| {
-            let at = cx.constant(i as f64);
-            apply_raw(cx, &ps, &[at], body)
-        })
-        .collect();
-    let l = cx.arena_mut().expr_list(&raw);
-    let unrolled = cx.arena_mut().add(Node::Array(l));
-    Some(cx.simplify(unrolled))
+    let column = positions(cx, k);
+    unroll(cx, &ps, body, &[column])
 }
 
 /// `k` for `iota k` with a literal `k` in `1..=SMALL`, written there or bound by a `let`.
@@ -352,12 +358,12 @@ fn reads_only_constant_lengths(cx: &RuleCx, e: ExprId) -> bool {
 /// `[z0, ..., zc + v, ..., zk]`; a position outside the array adds nothing, as
 /// `scatter_add` does. The values are a literal or are read out one by one.
 pub fn scatter_into_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
-    let Node::ScatterAdd(z, positions, values) = cx.arena()[e] else {
+    let Node::ScatterAdd(z, at_positions, values) = cx.arena()[e] else {
         return None;
     };
     let mut items = literal(cx, z)?;
     small_real_len(cx, z, SMALL_ADJOINT)?;
-    let at: Vec<f64> = match literal(cx, positions) {
+    let at: Vec<f64> = match literal(cx, at_positions) {
         Some(ps) => ps
             .iter()
             .map(|&p| match cx.arena()[p] {
@@ -365,7 +371,9 @@ pub fn scatter_into_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
                 _ => None,
             })
             .collect::<Option<_>>()?,
-        None => (0..small_iota(cx, positions)?).map(|i| i as f64).collect(),
+        None => (0..small_iota(cx, at_positions)?)
+            .map(|i| i as f64)
+            .collect(),
     };
     if at.len() > SMALL_ADJOINT {
         return None;
@@ -378,12 +386,7 @@ pub fn scatter_into_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             {
                 return None;
             }
-            (0..at.len())
-                .map(|i| {
-                    let c = cx.constant(i as f64);
-                    cx.mk(Node::Index(values, c))
-                })
-                .collect()
+            elements(cx, values, at.len())
         }
     };
     if vs.len() != at.len() {
