@@ -17,7 +17,7 @@ use serde_json::Value as Json;
 use unfad::{Arg, Engine, Func};
 
 use crate::modules::{unknown, Module};
-use crate::{field, number, reals, Call, Fail};
+use crate::{count, field, number, reals, Call, Fail};
 
 /// Parameters of a camera: rotation 3, centre 3, focal length 1, principal point 2,
 /// radial distortion 2.
@@ -52,13 +52,6 @@ pub struct BaInput {
     feats: Vec<f64>,
     /// `[p][2]`: the camera and the point of each observation.
     obs: Vec<f64>,
-}
-
-fn count(input: &Json, name: &str) -> Result<usize, Fail> {
-    field(input, name)?
-        .as_u64()
-        .map(|v| v as usize)
-        .ok_or_else(|| format!("ba: `{name}` must be a whole number"))
 }
 
 fn repeat(one: &[f64], times: usize, what: &str) -> Result<Vec<f64>, Fail> {

@@ -16,7 +16,7 @@ use serde_json::Value as Json;
 use unfad::{Arg, Engine, Func, GradFn};
 
 use crate::modules::GmmCall;
-use crate::{field, matrix, number, numbers, reals, rows_json, Call, Fail};
+use crate::{count, field, matrix, number, numbers, reals, rows_json, Call, Fail};
 
 /// The compiled objective and its gradient with respect to `alpha`, `mu`, `q` and `L`.
 pub struct Gmm {
@@ -53,13 +53,6 @@ pub struct GmmInput {
 /// The positions `(row, column)` of the packed strictly lower triangle, in packing order.
 pub fn packed_positions(d: usize) -> impl Iterator<Item = (usize, usize)> {
     (0..d).flat_map(move |col| (col + 1..d).map(move |row| (row, col)))
-}
-
-fn count(input: &Json, name: &str) -> Result<usize, Fail> {
-    field(input, name)?
-        .as_u64()
-        .map(|v| v as usize)
-        .ok_or_else(|| format!("`{name}` must be a whole number"))
 }
 
 impl GmmInput {

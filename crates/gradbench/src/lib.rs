@@ -155,6 +155,14 @@ pub fn field<'a>(input: &'a Json, name: &str) -> Result<&'a Json, Fail> {
         .ok_or_else(|| format!("the input has no `{name}`"))
 }
 
+/// The whole number `name` of the input object (a count or a size).
+pub fn count(input: &Json, name: &str) -> Result<usize, Fail> {
+    field(input, name)?
+        .as_u64()
+        .map(|v| v as usize)
+        .ok_or_else(|| format!("`{name}` must be a whole number"))
+}
+
 /// A JSON array of numbers.
 pub fn reals(j: &Json, what: &str) -> Result<Vec<f64>, Fail> {
     let items = j

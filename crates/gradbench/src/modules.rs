@@ -6,7 +6,7 @@ use unfad::{Arg, Engine, Func, GradFn, Output};
 
 use crate::gmm::{Gmm, GmmInput};
 use crate::nested::{FourModes, Kmeans};
-use crate::{field, number, numbers, reals, Call, Fail};
+use crate::{count, field, number, numbers, reals, Call, Fail};
 
 /// A defined module: prepares calls of its functions.
 pub trait Module {
@@ -195,9 +195,7 @@ struct VectorAndCountCall<'m> {
 impl Module for VectorAndCount {
     fn prepare(&mut self, function: &str, input: &Json) -> Result<Box<dyn Call + '_>, Fail> {
         let x = reals(field(input, "x")?, "x")?;
-        let count = field(input, self.count)?
-            .as_u64()
-            .ok_or_else(|| format!("`{}` is a whole number", self.count))?;
+        let count = count(input, self.count)?;
         let (primal, gradient) = match function {
             "primal" => (Some(&self.primal), None),
             "gradient" => (None, Some(&self.gradient)),
@@ -284,9 +282,7 @@ struct DetCall<'m> {
 impl Module for Det {
     fn prepare(&mut self, function: &str, input: &Json) -> Result<Box<dyn Call + '_>, Fail> {
         let a = reals(field(input, "A")?, "A")?;
-        let ell = field(input, "ell")?
-            .as_u64()
-            .ok_or("det: `ell` must be a whole number")? as usize;
+        let ell = count(input, "ell")?;
         if ell.checked_mul(ell) != Some(a.len()) {
             return Err(format!(
                 "det: `A` must have ell * ell = {ell} * {ell} numbers, but it has {}",
