@@ -9,6 +9,8 @@
 //! - unevaluated ([`Kind::Map`], [`Kind::Map2`]): a `map` whose element is computed where a
 //!   consumer reads it, which fuses the map into the consumer's loop;
 //! - a shifted `scanl` computed in the loop that reads it ([`Kind::Scan`]);
+//! - a scan that only moves elements, a view of its source with a fill at one end
+//!   ([`Kind::Pad`]);
 //! - `iota n`, element `i` being `start + i` as a real ([`Kind::Iota`]), never in memory.
 
 use std::cell::{Cell, RefCell};
@@ -86,6 +88,9 @@ pub(crate) enum Kind {
     },
     /// A shifted `scanl`, computed in the loop that reads it (see [`Scan`]).
     Scan(Rc<Scan>),
+    /// A moving scan: `src` with `fill` before it, or after it if `at_end` (see
+    /// `lower/pad.rs`).
+    Pad(Rc<Pad>),
     /// `iota n` (an int is carried as a real holding a whole number): element `i` is the
     /// real `start + i`, computed where it is read, as often as it is read (`start` is 1
     /// more for each `shift1L`).
@@ -109,6 +114,16 @@ pub(crate) struct Scan {
     /// The loop depth where it was made; the loop reading it is one deeper.
     pub depth: usize,
     pub read: Cell<bool>,
+}
+
+/// `scanl (acc, z. z) fill src` (`fill`, then `src`'s elements) or, if `at_end`,
+/// `scanr (z, acc. z) fill src` (`src`'s elements, then `fill`); elements are scalars or
+/// tuples of them, and reading `src` computes no [`Scan`].
+#[derive(Debug)]
+pub(crate) struct Pad {
+    pub src: Rc<Arr>,
+    pub fill: Val,
+    pub at_end: bool,
 }
 
 /// Where the elements of an in-memory array are; mirrors the element type.

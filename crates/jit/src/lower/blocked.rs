@@ -397,7 +397,7 @@ impl<'a> Translator<'a> {
     }
 
     /// What emitting code again starts from (see [`Replay`]).
-    fn replay_point(&self, reads: &[&Rc<Arr>]) -> Replay {
+    pub(super) fn replay_point(&self, reads: &[&Rc<Arr>]) -> Replay {
         let mut unread = Vec::new();
         for a in reads {
             unread_maps(a, &mut unread);
@@ -412,13 +412,13 @@ impl<'a> Translator<'a> {
     }
 
     /// Back to the bindings of `r`, its maps unread again.
-    fn rewind(&mut self, r: &Replay) {
+    pub(super) fn rewind(&mut self, r: &Replay) {
         self.env = r.env.clone();
         for a in &r.unread {
             match &a.kind {
                 Kind::Map { read, .. } | Kind::Map2 { read, .. } => read.set(false),
                 Kind::Scan(scan) => scan.read.set(false),
-                Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => {}
+                Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } | Kind::Pad(_) => {}
             }
         }
     }
@@ -438,6 +438,8 @@ fn heavy(arena: &unfad_syntax::Arena, a: &Rc<Arr>, budget: &mut usize) -> bool {
             body(arena, *f, budget) || heavy(arena, x, budget) || heavy(arena, y, budget)
         }
         Kind::Scan(scan) => body(arena, scan.f, budget) || heavy(arena, &scan.src, budget),
+        // Read outside a peeled loop, each element is a branch.
+        Kind::Pad(_) => true,
         Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => false,
     }
 }
@@ -487,6 +489,7 @@ fn unread_maps(a: &Rc<Arr>, out: &mut Vec<Rc<Arr>>) {
             }
             unread_maps(&scan.src, out);
         }
+        Kind::Pad(p) => unread_maps(&p.src, out),
         Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => {}
     }
 }

@@ -103,9 +103,11 @@ impl<'a> Translator<'a> {
                         Self::fill_elem_from_layout(layout, &a.shape.elem, c)?
                     }
                     Kind::Fill { elem } => Self::refill(elem, c),
-                    Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) | Kind::Iota { .. } => {
-                        self.fill_elem_from_shape(&a.shape.elem, c)?
-                    }
+                    Kind::Map { .. }
+                    | Kind::Map2 { .. }
+                    | Kind::Scan(_)
+                    | Kind::Iota { .. }
+                    | Kind::Pad(_) => self.fill_elem_from_shape(&a.shape.elem, c)?,
                 };
                 Val::Arr(self.arr(a.len, &a.shape, a.stat(), Kind::Fill { elem }))
             }

@@ -280,6 +280,7 @@ fn reads_scan(a: &Arr) -> bool {
     match &a.kind {
         Kind::Scan(_) => true,
         Kind::Map { src, .. } => reads_scan(src),
+        Kind::Pad(p) => reads_scan(&p.src),
         Kind::Map2 { a, b, .. } => reads_scan(a) || reads_scan(b),
         Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => false,
     }

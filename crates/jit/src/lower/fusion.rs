@@ -699,11 +699,8 @@ impl<'a> Translator<'a> {
             r?;
             Ok(Vec::new())
         };
-        if paired {
-            self.paired_loop(count, Vec::new(), &reads, &[body], &mut step)?;
-        } else {
-            self.loop_(count, false, Vec::new(), &mut step)?;
-        }
+        let extent = super::pad::extent_of(&srcs.iter().map(|s| &**s).collect::<Vec<_>>());
+        self.peeled_loop(count, extent, &reads, &[body], paired, &mut step)?;
         self.pad(d, count, dim)?;
         self.view(d, count, dim)
     }

@@ -33,7 +33,8 @@
 //! - [`read`]: element `i` of any array; [`write`](mod@write): values written to places;
 //! - [`state`]: values flattened into block parameters and rebuilt from them;
 //! - [`loops`]: bottom-tested loops; [`fusion`]: loops fused across bindings and tuples;
-//! - [`folds`]: folds and scans; [`blocked`]: loops folding with several accumulators; [`conditionals`]: `if`; [`shift`]: shifts;
+//! - [`folds`]: folds and scans; [`pad`]: scans that only move elements, as views, and the
+//!   loops that peel their ends; [`blocked`]: loops folding with several accumulators; [`conditionals`]: `if`; [`shift`]: shifts;
 //!   [`fill`]: `zeros_like`, `ones_like` and `iota`;
 //! - [`index`]: indexing `A[i]` and `scatter_add`, their indices checked at run time;
 //! - [`scalar`]: the operators on reals and ints, and run-time calls;
@@ -71,6 +72,7 @@ mod kernels;
 pub(crate) mod lanes;
 mod loops;
 mod memory;
+mod pad;
 mod prologue;
 mod read;
 mod scalar;
@@ -110,6 +112,9 @@ pub(crate) struct Translator<'a> {
     force_read_twice: bool,
     /// See [`Translator::force_eager_scans`].
     eager_scans: bool,
+    /// Inside the loop proper of a [`Translator::peeled_loop`] (if above 0): every pad
+    /// is read in place, without a test.
+    unguarded: u32,
     /// Why the lowering failed, if lowering again differently may complete it (see
     /// [`Translator::retry`]).
     retry: Option<Retry>,
@@ -165,6 +170,7 @@ impl<'a> Translator<'a> {
             numbered: HashMap::default(),
             force_read_twice: false,
             eager_scans: false,
+            unguarded: 0,
             retry: None,
             roots: HashMap::default(),
             relay: None,
@@ -299,6 +305,17 @@ impl<'a> Translator<'a> {
             Call(..) => unsupported("a call of a definition (inline the program first)"),
             Derivative(..) => {
                 unsupported("a `grad` or `jvp` not expanded (expand the program first)")
+            }
+            Scanl(f, z, x) | Scanr(f, z, x)
+                if pad::moving(arena, f, matches!(arena[e], Scanr(..))) =>
+            {
+                let right = matches!(arena[e], Scanr(..));
+                if let Some(v) = self.moving_scan(e, z, x, right)? {
+                    return Ok(v);
+                }
+                let sa = shape_arr(&self.shape(e)?)?;
+                let p = self.alloc(&sa)?;
+                self.emit_into(e, &Place::Arr(p))
             }
             Array(_) | Scanl(..) | Scanr(..) => {
                 let sa = shape_arr(&self.shape(e)?)?;

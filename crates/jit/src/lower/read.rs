@@ -35,6 +35,7 @@ impl<'a> Translator<'a> {
                 self.apply(*f, vec![x, y])
             }
             Kind::Scan(scan) => self.scan_step(scan, i),
+            Kind::Pad(p) => self.pad_elem(p, i),
             Kind::Iota { start } => {
                 let k = self.iadd(i, *start);
                 let x = self.int_as_real(k);

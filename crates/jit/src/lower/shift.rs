@@ -11,6 +11,16 @@ use super::{expect_arr, Translator};
 impl<'a> Translator<'a> {
     /// `shift1L a` (drop the first element) or `shift1R a` (drop the last): a view.
     pub(super) fn shift(&mut self, a: &Arr, left: bool) -> JitResult<Rc<Arr>> {
+        if let Kind::Pad(p) = &a.kind {
+            // Dropping the fill leaves the source; dropping the other end, the pad is
+            // computed into memory first.
+            if p.at_end != left {
+                return Ok(p.src.clone());
+            }
+            let dst = self.alloc(&a.shape)?;
+            let v = expect_arr(self.write_arr(a, &dst)?)?;
+            return self.shift(&v, left);
+        }
         if let Kind::Scan(_) = a.kind {
             // Its elements come in order from the first: computed into memory first.
             let p = self.alloc(&a.shape)?;
@@ -60,7 +70,9 @@ impl<'a> Translator<'a> {
                     read: Default::default(),
                 }
             }
-            Kind::Scan(_) => return internal("a scan computed where it is read is shifted"),
+            Kind::Scan(_) | Kind::Pad(_) => {
+                return internal("a scan computed where it is read is shifted")
+            }
         };
         Ok(self.arr(len, &shape, claim, kind))
     }

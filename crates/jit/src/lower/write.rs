@@ -11,7 +11,7 @@ use crate::layout::Dim;
 use crate::shape::SShape;
 use crate::value::{Arr, FillElem, IntVal, Kind, Layout, Place, RealVal, Val};
 
-use super::Translator;
+use super::{pad, Translator};
 
 /// Where the reals of one leaf come from, for [`Translator::write_flat`].
 #[derive(Clone, Copy)]
@@ -88,7 +88,11 @@ impl<'a> Translator<'a> {
                 }
                 return self.map_into(*f, vec![a.clone(), b.clone()], p);
             }
-            Kind::Mem { .. } | Kind::Fill { .. } | Kind::Scan(_) | Kind::Iota { .. } => {}
+            Kind::Mem { .. }
+            | Kind::Fill { .. }
+            | Kind::Scan(_)
+            | Kind::Iota { .. }
+            | Kind::Pad(_) => {}
         }
         let (count, dim) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
         if in_place(a, p) {
@@ -99,7 +103,13 @@ impl<'a> Translator<'a> {
             self.pad(p, count, dim)?;
             return self.view(p, count, dim);
         }
-        self.loop_(count, false, Vec::new(), &mut |t, i, _| {
+        // A pad's fill is written in the first or last iteration, peeled off the loop.
+        let extent = pad::extent_of(&[a]);
+        let reads: Vec<&Rc<Arr>> = match &a.kind {
+            Kind::Pad(pad) => vec![&pad.src],
+            _ => Vec::new(),
+        };
+        self.peeled_loop(count, extent, &reads, &[], false, &mut |t, i, _| {
             let x = t.elem(a, IntVal::Ssa(i))?;
             let dst = t.place_elem(p, IntVal::Ssa(i))?;
             t.write(&x, &dst)?;
@@ -123,7 +133,11 @@ impl<'a> Translator<'a> {
         let same = match &a.kind {
             Kind::Mem { layout: src, .. } => same_layout(src, dst, &mut leaves),
             Kind::Fill { elem } => fill_layout(elem, dst, &mut leaves),
-            Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) | Kind::Iota { .. } => false,
+            Kind::Map { .. }
+            | Kind::Map2 { .. }
+            | Kind::Scan(_)
+            | Kind::Iota { .. }
+            | Kind::Pad(_) => false,
         };
         if !same {
             return Ok(false);
@@ -200,6 +214,16 @@ impl<'a> Translator<'a> {
                 Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => {
                     let p = self.alloc(&a.shape)?;
                     self.write_arr(&a, &p)?
+                }
+                // The source computed; the pad stays a view of it.
+                Kind::Pad(ref p) => {
+                    let src = super::expect_arr(self.force(Val::Arr(p.src.clone()))?)?;
+                    let kind = Kind::Pad(Rc::new(crate::value::Pad {
+                        src,
+                        fill: p.fill.clone(),
+                        at_end: p.at_end,
+                    }));
+                    Val::Arr(self.arr(a.len, &a.shape, a.stat(), kind))
                 }
             },
         })
