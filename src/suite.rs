@@ -1223,8 +1223,8 @@ fn plain() -> Vec<Program> {
                 glam[0] = smooth;
                 fit + lam * smooth
             },
-            note: "The adjoint of each shift is a scan that only moves elements (`scanl (acc, z. z) 0 A`: a 0, then `A`), computed into memory: arrays of n+1 reals written and read again, where the hand-written gradient adds each difference into its two neighbours in place. Such scans could be views, as shifts are.",
-            versus_hand: "The adjoint of each shift is a scan that only moves elements (`scanl (acc, z. z) 0 A`: a 0, then `A`), which the code generator stores as an array before the loop that adds them, where the hand-written gradient adds neighbours in place. The primal is one loop, like the hand-written one.",
+            note: "The adjoint of each shift is a scan that only moves elements (`scanl (acc, z. z) 0 A`: a 0, then `A`), read in place as a view by the loop that writes the gradient; the penalty's adjoint per difference, which two such views read at neighbouring positions, is stored once (n reals) and read back. The model counts the scans' moves like any other operation, so it predicts more than is measured.",
+            versus_hand: "The penalty's adjoint per difference (`2 lam t`) is read by two shifts' adjoints, at neighbouring positions, so it is stored (n reals) and read back by the loop that writes the gradient; the hand-written gradient adds it into both neighbours as it computes it, in the one loop that also makes the fit's gradient. The primal is one loop, like the hand-written one.",
         },
         Program {
             name: "second_difference",
@@ -1262,8 +1262,8 @@ fn plain() -> Vec<Program> {
                 }
                 s
             },
-            note: "Six scans that only move elements, the adjoints of the four shifts (`scanl (acc, z. z) 0 A` is a 0 then `A`), are each computed into memory (n+1 reals written and read again), where the hand-written gradient adds each residual into three neighbours in place; the model counts their moves like any other operation, so it predicts far less than is measured. Such scans could be views, as shifts are.",
-            versus_hand: "As `smoothing`, with six moving scans (the adjoints of four shifts) stored as arrays and added afterwards: each is a pass over memory that the hand-written gradient does not make.",
+            note: "Six scans that only move elements, the adjoints of the four shifts (`scanl (acc, z. z) 0 A` is a 0 then `A`), are views that the loop writing the gradient reads in place; the residuals' three adjoints are stored (3n reals) by the loop that computes them. The model counts the scans' moves like any other operation, so it predicts more than is measured.",
+            versus_hand: "The residuals' adjoints are stored (three arrays) and a second loop adds them into the gradient, reading them at three offsets; the hand-written gradient adds each residual into its three neighbours in place.",
         },
         Program {
             name: "huber",
@@ -1317,7 +1317,7 @@ fn plain() -> Vec<Program> {
                 s
             },
             note: "The `if` is computed branch-free in the primal and the gradient (both branches, then a conditional move of the result's bits), so the measured ratio follows the model's counts of both branches.",
-            versus_hand: "Both `if`s (the value's and the adjoints') are computed branch-free, each evaluating both of its branches and choosing by a conditional move, and they are not merged into one though their condition is the same; the hand-written gradient takes one branch per element (which the compiler also makes branch-free).",
+            versus_hand: "Both `if`s (the value's and the adjoints') are computed branch-free, each evaluating both of its branches and choosing by a conditional move, two elements at a time; they are not merged into one though their condition is the same. The hand-written gradient takes one branch per element (which the compiler also makes branch-free), one element at a time.",
         },
         Program {
             name: "logistic",
