@@ -1,6 +1,6 @@
 //! Algebraic simplifications and constant folding on scalars and conditions.
 
-use unfad_syntax::{BinOp, ExprId, Node, UnOp};
+use unfad_syntax::{BinOp, ExprId, Node, Partial, UnOp};
 
 use crate::simplify::RuleCx;
 
@@ -144,4 +144,92 @@ pub fn reciprocal_times(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     }
     let a = reciprocal(cx, y)?;
     Some(cx.mk(Node::Op2(BinOp::Div, x, a)))
+}
+
+/// `s_one_minus_s(p) * Q`, where `Q` adds and subtracts quotients by `p` and by `1 - p`, is
+/// the same sum with each quotient `u / p` replaced by `(1 - p) * u` and each `u / (1 - p)`
+/// by `p * u`: `p (1 - p)` cancels their denominators. Reverse mode makes this product
+/// whenever `log` is applied to a sigmoid `p` or to `1 - p` (a logistic or cross-entropy
+/// loss): the adjoint `p (1 - p) ((1 - t) / (1 - p) - t / p)` becomes `p (1 - t) - (1 - p) t`,
+/// without its two divisions (and finite where `p` saturates at 0 or 1).
+pub fn logistic_quotients(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Op2(BinOp::Mul, x, y) = cx.arena()[e] else {
+        return None;
+    };
+    let logistic = |cx: &RuleCx, t: ExprId| match cx.arena()[t] {
+        Node::Op1(UnOp::Partial(Partial::Logistic), p) => Some(p),
+        _ => None,
+    };
+    let (p, q) = match (logistic(cx, x), logistic(cx, y)) {
+        (Some(p), _) => (p, y),
+        (None, Some(p)) => (p, x),
+        (None, None) => return None,
+    };
+    let mut terms = Vec::new();
+    quotients_by(cx, q, p, false, &mut terms)?;
+    let one = cx.constant(1.0);
+    let mut sum: Option<ExprId> = None;
+    for (negated, u, by_p) in terms {
+        let factor = if by_p {
+            cx.mk(Node::Op2(BinOp::Sub, one, p))
+        } else {
+            p
+        };
+        let t = cx.mk(Node::Op2(BinOp::Mul, factor, u));
+        sum = Some(match (sum, negated) {
+            (None, false) => t,
+            (None, true) => cx.mk(Node::Op1(UnOp::Neg, t)),
+            (Some(s), false) => cx.mk(Node::Op2(BinOp::Add, s, t)),
+            (Some(s), true) => cx.mk(Node::Op2(BinOp::Sub, s, t)),
+        });
+    }
+    sum
+}
+
+/// The terms of `q`, a sum of (negated) quotients by `p` or `1 - p` (directly or through a
+/// `let`-bound name), as (negated, numerator, by `p`); `None` if some term is not such a
+/// quotient, or there are more than eight.
+fn quotients_by(
+    cx: &RuleCx,
+    q: ExprId,
+    p: ExprId,
+    negated: bool,
+    out: &mut Vec<(bool, ExprId, bool)>,
+) -> Option<()> {
+    if out.len() >= 8 {
+        return None;
+    }
+    match cx.arena()[q] {
+        Node::Op2(BinOp::Add, a, b) => {
+            quotients_by(cx, a, p, negated, out)?;
+            quotients_by(cx, b, p, negated, out)
+        }
+        Node::Op2(BinOp::Sub, a, b) => {
+            quotients_by(cx, a, p, negated, out)?;
+            quotients_by(cx, b, p, !negated, out)
+        }
+        Node::Op1(UnOp::Neg, a) => quotients_by(cx, a, p, !negated, out),
+        Node::Op2(BinOp::Div, u, d) => {
+            // The same term: one node once hash-consed, or the same name.
+            let same = |a: ExprId, b: ExprId| {
+                a == b
+                    || matches!((cx.arena()[a], cx.arena()[b]), (Node::Var(x), Node::Var(y)) if x == y)
+            };
+            let d = match cx.arena()[d] {
+                Node::Var(v) if !same(d, p) => cx.definition(v).unwrap_or(d),
+                _ => d,
+            };
+            let by_p = if same(d, p) {
+                true
+            } else if matches!(cx.arena()[d], Node::Op2(BinOp::Sub, one, r) if same(r, p) && is(cx, one, 1.0))
+            {
+                false
+            } else {
+                return None;
+            };
+            out.push((negated, u, by_p));
+            Some(())
+        }
+        _ => None,
+    }
 }

@@ -48,6 +48,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             algebraic::times_minus_one,
             algebraic::zero_divided,
             algebraic::reciprocal_times,
+            algebraic::logistic_quotients,
             conditionals::push_into_if,
         ],
         Node::Cmp(..) | Node::Not(_) | Node::And(..) | Node::Or(..) => &[algebraic::fold_boolean],

@@ -169,6 +169,38 @@ fn reciprocal_times() {
     );
 }
 
+/// The derivative of the sigmoid cancels the denominators of the quotients it scales.
+#[test]
+fn logistic_quotients() {
+    check_rule(
+        algebraic::logistic_quotients,
+        "def f(p: real, t: real) = s_one_minus_s(p) * (-(-(1 - t) / (1 - p)) + -t / p)",
+        expect![[r#"
+            def f(p: real, t: real): real =
+              -(p * -(1 - t)) + (1 - p) * -t
+        "#]],
+    );
+    // Through a `let`-bound denominator, on the right of the product.
+    check(
+        "def f(p: real, t: real) = let q = 1 - p in (log(q), (t / q - 2 * t / p) * s_one_minus_s(p))",
+        expect![[r#"
+            def f(p: real, t: real): (real, real) =
+              let q = 1 - p in
+              (log(q), p * t - q * (2 * t))
+        "#]],
+    );
+    check_rule_declines(
+        algebraic::logistic_quotients,
+        "def f(p: real, t: real, r: real) = s_one_minus_s(p) * (t / p + t / r)",
+        "a quotient by something else than p or 1 - p",
+    );
+    check_rule_declines(
+        algebraic::logistic_quotients,
+        "def f(p: real, t: real) = s_one_minus_s(p) * (t / p + t)",
+        "a term that is no quotient",
+    );
+}
+
 /// Comparisons of constants and connectives of known conditions fold (the walk then picks
 /// the branch).
 ///
