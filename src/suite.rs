@@ -1371,7 +1371,7 @@ fn plain() -> Vec<Program> {
                 s
             },
             note: "",
-            versus_hand: "Reverse mode differentiates `log(p)` and `log(1 - p)` of the sigmoid separately; the optimizer cancels the sigmoid's derivative against their quotients (`p (1 - t) - (1 - p) t`, no division), but computes `y`'s gradient from both logarithms, which the hand-written gradient does not take. The rows of `X`'s gradient (`z * w`, an output) and `z * x` added into `w`'s are one loop over the point's row each, as in the hand-written gradient, which fuses them into one.",
+            versus_hand: "Reverse mode differentiates `log(p)` and `log(1 - p)` of the sigmoid separately; the optimizer cancels the sigmoid's derivative against their quotients (`p (1 - t) - (1 - p) t`, no division), as the hand-written gradient has it. What remains is in the work per point's row (the dot product, `X`'s gradient row `z * w`, an output, and `z * x` added into `w`'s gradient), which the hand-written gradient does in two loops over the row, the second making both rows.",
         },
     ]
 }
