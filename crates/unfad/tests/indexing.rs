@@ -261,3 +261,34 @@ fn transpose_reads_columns_in_place() {
     let f = Engine::new().compile(src).unwrap();
     assert_eq!(f.call(&[Arg::array(&m, &[2, 3])]).unwrap(), m);
 }
+
+#[test]
+fn shifts_of_matrices_have_gradients() {
+    // Total variation of an image, down the rows and along them: the rows' adjoints add
+    // back into zeros shaped like the image, one position down for `shift1L`.
+    let src = "def f(X: [n][m]real) =
+  let across = map (row. map2 (a, b. a - b) (shift1L row) (shift1R row)) X in
+  let down = map2 (r1, r2. map2 (a, b. a - b) r1 r2) (shift1L X) (shift1R X) in
+  sum(map (r. sum(map (v. v * v) r)) across) + sum(map (r. sum(map (v. v * v) r)) down)";
+    let f = Engine::new().compile(src).unwrap();
+    let g = Engine::new().compile_grad(src).unwrap();
+    for (n, m) in [(0, 0), (1, 1), (1, 3), (3, 1), (3, 4)] {
+        let x: Vec<f64> = (0..n * m)
+            .map(|i| ((i * 7 % 11) as f64) * 0.3 - 1.0)
+            .collect();
+        let out = g.call(&[Arg::array(&x, &[n, m])]).unwrap();
+        for j in 0..x.len() {
+            let (mut p, mut q) = (x.clone(), x.clone());
+            p[j] += 1e-6;
+            q[j] -= 1e-6;
+            let fp = f.call(&[Arg::array(&p, &[n, m])]).unwrap()[0];
+            let fq = f.call(&[Arg::array(&q, &[n, m])]).unwrap()[0];
+            let fd = (fp - fq) / 2e-6;
+            let d = out.gradient(0)[j];
+            assert!(
+                (d - fd).abs() <= 1e-6 * fd.abs().max(1.0),
+                "{n}x{m}: d/dX[{j}] {d} vs {fd}"
+            );
+        }
+    }
+}

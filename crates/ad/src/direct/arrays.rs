@@ -185,7 +185,9 @@ impl Macro<'_, '_> {
     /// <shift1L A, fun (x, Z) -> Y1(x, scanl (acc, z. z) 0 Z)>     -- [0, Z...]
     /// <shift1R A, fun (x, Z) -> Y1(x, scanr (z, acc. z) 0 Z)>     -- [Z..., 0]
     /// ```
-    /// The zero element needs no shape: elements that are arrays are not supported.
+    /// Elements with arrays have no zero without a shape; their adjoint adds `Z` into
+    /// zeros shaped like `A` instead, from position 1 (`shift1L`) or 0 (`shift1R`):
+    /// `scatter_add(zeros_like(A), map (i. i + 1) (iota len(Z)), Z)`.
     pub(super) fn rule_shift(
         &mut self,
         e: ExprId,
@@ -198,17 +200,6 @@ impl Macro<'_, '_> {
             return internal(format!("a shift of a value of type `{t1}`"));
         };
         let elem = (**elem).clone();
-        if ground::zero_of_type(self.a, &elem).is_none() {
-            return Err(AdError::Unsupported {
-                expr: e,
-                span: self.a.span(e),
-                message: format!(
-                    "reverse mode supports shifts of arrays of reals and tuples of reals, \
-                     not of `{t1}` (the adjoint needs a zero element, and arrays have no \
-                     zero without a shape)"
-                ),
-            });
-        }
         let ops = self.operands(&[e1], y, &[])?;
         let (v, last) = (self.a.var(ops.value(0)), ops.last);
         let value = self.a.add(if left {
@@ -217,8 +208,20 @@ impl Macro<'_, '_> {
             Node::Shift1R(v)
         });
         let k = self.cont(&t, |m, mut dx, z| {
-            let zero = ground::zero_of_type(m.a, &elem)
-                .ok_or_else(|| AdError::Internal("no zero element".into()))?;
+            let Some(zero) = ground::zero_of_type(m.a, &elem) else {
+                let count = m.a.add(Node::Len(z));
+                let mut positions = m.a.add(Node::Iota(count));
+                if left {
+                    let next = build::lambda(m.a, &[("i", Type::Int)], |a, p| {
+                        let one = build::num(a, 1.0);
+                        Ok(build::add(a, p[0], one))
+                    })?;
+                    positions = build::map(m.a, next, positions);
+                }
+                let zeros = build::zeros_like(m.a, v);
+                dx.set(ops.value(0), m.a.add(Node::ScatterAdd(zeros, positions, z)));
+                return m.call(last, dx, &[]);
+            };
             let params = [("acc", elem.clone()), ("z", elem.clone())];
             let keep = build::lambda(m.a, &params, |_, p| Ok(p[1]))?;
             let params = [("z", elem.clone()), ("acc", elem.clone())];
