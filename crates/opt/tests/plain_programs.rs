@@ -89,7 +89,7 @@ fn mixture() {
                   let v87 = reduce + 0 E in
                   let z = 1 / v87 in
                   let z_1 = z * -v87 + 1 in
-                  let L = if mx == mx then -2 else len(v) - 1 in
+                  let L = if mx == mx then -2 else len(alpha) - 1 in
                   let dv =
                     map2 (b, e.
                       let a_1 = e * z in

@@ -520,6 +520,25 @@ pub fn len_of_known_length(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(cx.mk(Node::Len(ep)))
 }
 
+/// `len(x)` of a name bound to `map f A` is `len(A)` (of `map2 f A B`, the length of the
+/// operand that is never longer): asking the length of a map does not read it, so the map
+/// can stay where it is used once.
+pub fn len_of_bound_map(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Len(a) = cx.arena()[e] else {
+        return None;
+    };
+    let Node::Var(v) = cx.arena()[a] else {
+        return None;
+    };
+    let of = match cx.arena()[cx.definition(v)?] {
+        Node::Map(_, x) => x,
+        Node::Map2(_, x, y) if cx.not_longer(x, y) => x,
+        Node::Map2(_, x, y) if cx.not_longer(y, x) => y,
+        _ => return None,
+    };
+    Some(cx.mk(Node::Len(of)))
+}
+
 /// `len(zeros_like A)` is `len(A)`.
 pub fn len_of_constant_array(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Len(a) = cx.arena()[e] else {

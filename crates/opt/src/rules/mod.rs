@@ -114,7 +114,11 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             arrays::shift_of_constant_scan,
             literals::shift_literal,
         ],
-        Node::Len(_) => &[arrays::len_of_constant_array, arrays::len_of_known_length],
+        Node::Len(_) => &[
+            arrays::len_of_constant_array,
+            arrays::len_of_known_length,
+            arrays::len_of_bound_map,
+        ],
         Node::ScatterAdd(..) => &[
             scatter::scatter_everywhere,
             scatter::scatter_row,

@@ -169,6 +169,18 @@ fn reciprocal_times() {
     );
 }
 
+/// The length of a bound map is its operand's: the map is then read only where it is used.
+#[test]
+fn len_of_bound_map() {
+    check(
+        "def f(A: [n]real, w: real) = let B = map (a. a * w) (shift1L A) in (len(B), reduce + 0 B)",
+        expect![[r#"
+            def f(A: [n]real, w: real): (real, real) =
+              (len(shift1L A), w * reduce + 0 (shift1L A))
+        "#]],
+    );
+}
+
 /// The derivative of the sigmoid cancels the denominators of the quotients it scales.
 #[test]
 fn logistic_quotients() {
