@@ -843,10 +843,8 @@ fn matrix_product() {
             def f(A: [n][k]real, B: [k][m]real, v: [m]real): ([n][k]real, [k][m]real, [m]real) =
               let G =
                 map (a.
-                  let row = foldl (acc, p. map2 (c, b. c + fst p * b) acc (snd p)) zeros_like(v) (map2 (x, brow. (x, brow)) a B) in
-                  let z = map (a_1. a_1 + a_1) row in
-                  let z_1 = map2 (x_1, brow_1. (reduce + 0 (map2 * z brow_1), map (b_1. x_1 * b_1) z)) a B in
-                  (map (z_2. fst z_2) z_1, map (z_3. snd z_3) z_1)) A
+                  let z = map (a_1. a_1 + a_1) (foldl (acc, p. map2 (c, b. c + fst p * b) acc (snd p)) zeros_like(v) (map2 (x, brow. (x, brow)) a B)) in
+                  (map (brow_1. reduce + 0 (map2 * z brow_1)) B, map (x_1. map (b_1. x_1 * b_1) z) a)) A
               in
               (
                 map (g. fst g) G,

@@ -240,3 +240,258 @@ fn reproject(arena: &mut Arena, e: ExprId, g: Var, g2: Var, kept: &[u32]) -> Exp
         }
     })
 }
+
+/// Stored maps whose columns different loops read, each loop one column, one of the columns
+/// read an array per element: `let X = map (i. let .. in (c0, c1)) K in .. map (g. f g.0) X
+/// .. map (g. h g.1) X ..` becomes one map per column read, `let X0 = map (i. let .. in c0)
+/// K in let X1 = map (i. let .. in c1) K in .. map (g. f g) X0 .. map (g. h g) X1 ..`, each
+/// then used once, so that it fuses into its reader. Reverse mode's combined pass makes the
+/// first form: per element of a `map` that captures an array, a tuple of the element's
+/// adjoint and the contribution to the captured array's, an array per element stored and
+/// read back by the loop that adds it up. Only where the `let`s before the tuple run no
+/// loop (they are computed once per column instead of once): exact, the same operations
+/// per column as before.
+pub fn split_read_columns(arena: &mut Arena, func: &Func) -> Func {
+    let body = split_walk(arena, func.body);
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+fn split_walk(arena: &mut Arena, e: ExprId) -> ExprId {
+    with_stack(|| {
+        let mut chain = Vec::new();
+        let mut cur = e;
+        while let Node::Let(x, rhs, rest) = arena[cur] {
+            chain.push((x, rhs, cur));
+            cur = rest;
+        }
+        if chain.is_empty() {
+            let node = arena[e];
+            let new = arena.map_children(node, split_walk);
+            return if new == node {
+                e
+            } else {
+                arena.rebuild(e, new)
+            };
+        }
+        let mut out = split_walk(arena, cur);
+        for (x, rhs, at) in chain.into_iter().rev() {
+            let rhs = split_walk(arena, rhs);
+            out = match split(arena, x, rhs, out) {
+                Some(split) => split,
+                None => arena.rebuild(at, Node::Let(x, rhs, out)),
+            };
+        }
+        out
+    })
+}
+
+/// `let x = rhs in rest` as one map per column that `rest` reads, if [`split_read_columns`]
+/// applies.
+fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId> {
+    let (f, operands) = match arena[rhs] {
+        Node::Map(f, a) => (f, vec![a]),
+        Node::Map2(f, a, b) => (f, vec![a, b]),
+        _ => return None,
+    };
+    let (ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b))?;
+    let mut lets = Vec::new();
+    let mut inner = body;
+    // What is copied into each column's map: a few scalar operations at most.
+    let mut budget = COPIED_OPERATIONS;
+    while let Node::Let(_, e1, b) | Node::LetTuple(_, e1, b) = arena[inner] {
+        if runs_a_loop(arena, e1) || !few_operations(arena, e1, &mut budget) {
+            return None;
+        }
+        lets.push(inner);
+        inner = b;
+    }
+    let Node::Tuple(l) = arena[inner] else {
+        return None;
+    };
+    let items = arena.exprs(l).to_vec();
+    let mut readers = Vec::new();
+    if !column_readers(arena, rest, x, &mut readers) {
+        return None;
+    }
+    let columns: BTreeSet<u32> = readers.iter().copied().collect();
+    let Some(Type::Array(n, elem)) = arena.var_type(x).cloned() else {
+        return None;
+    };
+    let Type::Tuple(elem_items) = &*elem else {
+        return None;
+    };
+    let worth = columns.len() >= 2
+        && columns
+            .iter()
+            .any(|&j| elem_items.get(j as usize).is_some_and(has_array));
+    if !worth || columns.iter().any(|&j| j as usize >= items.len()) {
+        return None;
+    }
+    // One map per column, the `let`s copied into each (fresh binders).
+    let name = arena.var_name(x).to_string();
+    let mut made: Vec<(u32, Var, ExprId, Type)> = Vec::new();
+    for &j in &columns {
+        let mut b = items[j as usize];
+        for &l in lets.iter().rev() {
+            b = match arena[l] {
+                Node::Let(v, e1, _) => arena.let_(v, e1, b),
+                Node::LetTuple(vs, e1, _) => arena.add(Node::LetTuple(vs, e1, b)),
+                _ => b,
+            };
+        }
+        let fj = arena.lambda(&ps, b);
+        let fj = arena.copy_fresh(fj);
+        let rhs_j = match operands[..] {
+            [a] => arena.add(Node::Map(fj, a)),
+            [a, b] => arena.add(Node::Map2(fj, a, b)),
+            _ => return None,
+        };
+        let ty = elem_items[j as usize].clone();
+        let xj = arena.fresh_var(&name, Some(Type::array(n.clone(), ty.clone())));
+        made.push((j, xj, rhs_j, ty));
+    }
+    let mut out = redirect(arena, rest, x, &made);
+    for &(_, xj, rhs_j, _) in made.iter().rev() {
+        out = arena.let_(xj, rhs_j, out);
+    }
+    Some(out)
+}
+
+/// The operations of the `let`s before a split map's tuple that may be copied into the map
+/// of each column: reading an array per element back costs more than a few operations.
+const COPIED_OPERATIONS: usize = 8;
+
+/// Whether `e` has at most `budget` operations (names, constants, tuples and projections
+/// are none), counting them off the budget.
+fn few_operations(arena: &Arena, e: ExprId, budget: &mut usize) -> bool {
+    with_stack(|| {
+        if !matches!(
+            arena[e],
+            Node::Var(_) | Node::Const(_) | Node::Bool(_) | Node::Tuple(_) | Node::Proj(..)
+        ) {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+        }
+        arena
+            .children(e)
+            .into_iter()
+            .all(|c| few_operations(arena, c, budget))
+    })
+}
+
+/// Whether `e` runs a loop (an array operation anywhere inside).
+fn runs_a_loop(arena: &Arena, e: ExprId) -> bool {
+    with_stack(|| {
+        arena[e].is_array_op() || arena.children(e).into_iter().any(|c| runs_a_loop(arena, c))
+    })
+}
+
+/// Whether every occurrence of `x` in `e` is the array of a `map` (or one array of a
+/// `map2`) whose element is only projected, each such loop on one component: the
+/// components, one per loop, go into `out`.
+fn column_readers(arena: &Arena, e: ExprId, x: Var, out: &mut Vec<u32>) -> bool {
+    with_stack(|| {
+        let is_x = |c: ExprId| arena[c] == Node::Var(x);
+        let over_x = match arena[e] {
+            Node::Map(f, a) if is_x(a) => Some((f, 0)),
+            Node::Map2(_, a, b) if is_x(a) && is_x(b) => return false,
+            Node::Map2(f, a, _) if is_x(a) => Some((f, 0)),
+            Node::Map2(f, _, b) if is_x(b) => Some((f, 1)),
+            _ => None,
+        };
+        match (arena[e], over_x) {
+            (Node::Var(v), _) => v != x,
+            (_, Some((f, which))) => {
+                let Some((ps, body)) = arena.lambda_parts(f) else {
+                    return false;
+                };
+                let mut read = BTreeSet::new();
+                if !projected(arena, body, ps[which], &mut read) || read.len() != 1 {
+                    return false;
+                }
+                out.extend(read);
+                column_readers(arena, body, x, out)
+                    && arena
+                        .children(e)
+                        .into_iter()
+                        .skip(1)
+                        .filter(|&c| !is_x(c))
+                        .all(|c| column_readers(arena, c, x, out))
+            }
+            _ => arena
+                .children(e)
+                .into_iter()
+                .all(|c| column_readers(arena, c, x, out)),
+        }
+    })
+}
+
+/// `e` with each loop over `x` reading component `j` made a loop over the column's own map
+/// (`made`: component, its variable, its map, its element type), `g.j` becoming its element.
+fn redirect(arena: &mut Arena, e: ExprId, x: Var, made: &[(u32, Var, ExprId, Type)]) -> ExprId {
+    with_stack(|| {
+        let node = arena[e];
+        let is_x = |arena: &Arena, c: ExprId| arena[c] == Node::Var(x);
+        let over_x = match node {
+            Node::Map(f, a) if is_x(arena, a) => Some((f, 0)),
+            Node::Map2(f, a, _) if is_x(arena, a) => Some((f, 0)),
+            Node::Map2(f, _, b) if is_x(arena, b) => Some((f, 1)),
+            _ => None,
+        };
+        let node = match over_x {
+            Some((f, which)) => {
+                let (mut ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)).unwrap();
+                let g = ps[which];
+                let mut read = BTreeSet::new();
+                projected(arena, body, g, &mut read);
+                let j = read.into_iter().next().unwrap_or(0);
+                let Some(&(_, xj, _, ref ty)) = made.iter().find(|m| m.0 == j) else {
+                    return e;
+                };
+                let name = arena.var_name(g).to_string();
+                let g2 = arena.fresh_var(&name, Some(ty.clone()));
+                let body = reproject(arena, body, g, g2, &[j]);
+                let body = redirect(arena, body, x, made);
+                ps[which] = g2;
+                let f2 = arena.lambda(&ps, body);
+                let f2 = arena.copy_fresh(f2);
+                let kids: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
+                let kids: Vec<ExprId> = kids
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, c)| {
+                        if k == which {
+                            arena.var(xj)
+                        } else {
+                            redirect(arena, c, x, made)
+                        }
+                    })
+                    .collect();
+                match node {
+                    Node::Map(..) => Node::Map(f2, kids[0]),
+                    _ => Node::Map2(f2, kids[0], kids[1]),
+                }
+            }
+            None => arena.map_children(node, |a, c| redirect(a, c, x, made)),
+        };
+        if node == arena[e] {
+            e
+        } else {
+            arena.rebuild(e, node)
+        }
+    })
+}
+
+/// Whether a value of type `t` holds an array.
+fn has_array(t: &Type) -> bool {
+    match t {
+        Type::Array(..) => true,
+        Type::Tuple(items) => items.iter().any(has_array),
+        _ => false,
+    }
+}

@@ -104,13 +104,24 @@ pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
     } else {
         simplify_to_fixed_point(arena, &shared)
     };
-    // Columns of stored maps nothing reads go (what they computed, then, too).
+    // Columns of stored maps nothing reads go (what they computed, then, too); those that
+    // different loops read, one each, become maps of their own that fuse into the loops.
     let narrowed = columns::drop_unread_columns(arena, &f);
-    if narrowed.body == f.body {
-        f
-    } else {
-        simplify_to_fixed_point(arena, &narrowed)
+    let split = columns::split_read_columns(arena, &narrowed);
+    if narrowed.body == f.body && split.body == f.body {
+        return f;
     }
+    if split.body == narrowed.body {
+        return simplify_to_fixed_point(arena, &narrowed);
+    }
+    // The maps split off are used once each: into their loops, where the maps of their
+    // elements, bound once the loops are zipped, go into their readers in turn.
+    let mut f = split;
+    for _ in 0..2 {
+        let inlined = inline::inline_single_use(arena, &f);
+        f = simplify_to_fixed_point(arena, &inlined);
+    }
+    f
 }
 
 /// Optimize `func` to a fixed point without requiring a first-order result (for terms

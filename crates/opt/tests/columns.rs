@@ -2,7 +2,7 @@
 //! even in the last bit: the columns kept are computed by the same operations.
 
 use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
-use unfad_opt::columns::drop_unread_columns;
+use unfad_opt::columns::{drop_unread_columns, split_read_columns};
 use unfad_syntax::{print_func, Arena, Func};
 use unfad_test_support::load;
 use unfad_testgen::{generate, Features};
@@ -49,5 +49,68 @@ fn dropping_unread_columns_of_random_gradients_changes_no_value() {
     assert!(
         changed >= 20,
         "columns were dropped in only {changed} gradients"
+    );
+}
+
+/// Splitting stored maps into one map per column read (`split_read_columns`) changes no
+/// value either: each column is computed by the same operations, the scalar `let`s before
+/// the tuple copied into each.
+#[test]
+fn splitting_read_columns_of_random_gradients_changes_no_value() {
+    let mut changed = 0;
+    for (features, seeds) in [
+        (Features::all(), 0..8000),
+        (Features::indexing(), 8000..10000),
+    ] {
+        for seed in seeds {
+            let g = generate(seed, &features);
+            let (mut prog, func) = load(&g.source);
+            let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+            let types = func.param_types(&prog.arena);
+            let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+            let rev = unfad_ad::reverse(&mut prog.arena, &func, &wrt).unwrap();
+            let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
+            let term = drop_unread_columns(&mut prog.arena, &term);
+            let split = split_read_columns(&mut prog.arena, &term);
+            if split.body == term.body {
+                continue;
+            }
+            changed += 1;
+            let shown = format!(
+                "seed {seed}\n{}\nsplit:\n{}",
+                print_func(&prog.arena, &term),
+                print_func(&prog.arena, &split)
+            );
+            unfad_opt::check_types(&mut prog.arena, &split)
+                .unwrap_or_else(|e| panic!("{e}\n{shown}"));
+            assert_eq!(
+                value(&prog.arena, &term, &args),
+                value(&prog.arena, &split, &args),
+                "{shown}"
+            );
+        }
+    }
+    assert!(changed >= 8, "maps were split in only {changed} gradients");
+}
+
+/// A layer's gradient: per point, the contributions of each hidden unit to the gradients
+/// of the point and of the weights are maps of their own, each added up where it is made,
+/// rather than stored per unit and read back.
+#[test]
+fn a_layer_gradient_makes_no_array_per_unit() {
+    let src = "def mlp(X: [n][m]real, W1: [k][m]real, w2: [k]real, y: [n]real): real =
+  sum(map2 (x, t.
+    let h = map (row. tanh(sum(map2 * row x))) W1 in
+    let out = sum(map2 * w2 h) in
+    (out - t) * (out - t)) X y)";
+    let (mut prog, func) = load(src);
+    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0, 1, 2, 3]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+    let text = print_func(&prog.arena, &opt);
+    // No map over the units makes an array per unit (`map (a. a * z) row` inside a map
+    // over `W1` or `h` that is bound or zipped).
+    assert!(
+        !text.contains("let G"),
+        "a stored map of the units' contributions remains:\n{text}"
     );
 }
