@@ -203,6 +203,15 @@ impl Analysis {
         self.pulls.get(&v).copied().unwrap_or(0) > 1
     }
 
+    /// How many times the elements of the arrays bound to `v` are read (by loops or
+    /// indexing), and whether some read is inside a loop that the binding is not.
+    pub fn reads_of(&self, v: Var) -> (u32, bool) {
+        (
+            self.pulls.get(&v).copied().unwrap_or(0),
+            self.deep.contains(&v),
+        )
+    }
+
     /// Whether the arrays bound to `v` may stay unevaluated: their elements are read at most
     /// once, outside any loop that the binding is not also inside.
     pub fn lazy_ok(&self, v: Var) -> bool {

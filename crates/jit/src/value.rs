@@ -73,18 +73,19 @@ pub(crate) enum Kind {
     Mem { layout: Layout, holds: Holds },
     /// Every leaf is the same constant.
     Fill { elem: FillElem },
-    /// `map f src`, computed element by element where it is read (at most once).
+    /// `map f src`, computed element by element where it is read (at most once, unless
+    /// [`Reads::again`]).
     Map {
         f: ExprId,
         src: Rc<Arr>,
-        read: Cell<bool>,
+        read: Reads,
     },
     /// `map2 f a b`, likewise.
     Map2 {
         f: ExprId,
         a: Rc<Arr>,
         b: Rc<Arr>,
-        read: Cell<bool>,
+        read: Reads,
     },
     /// A shifted `scanl`, computed in the loop that reads it (see [`Scan`]).
     Scan(Rc<Scan>),
@@ -95,6 +96,41 @@ pub(crate) enum Kind {
     /// real `start + i`, computed where it is read, as often as it is read (`start` is 1
     /// more for each `shift1L`).
     Iota { start: i64 },
+}
+
+/// Whether an unevaluated map's elements were read, and whether they may be read again
+/// (computed anew at every read: a cheap function of sources that can be read again, see
+/// `Translator::bind_let`).
+#[derive(Debug, Default)]
+pub(crate) struct Reads {
+    read: Cell<bool>,
+    again: Cell<bool>,
+}
+
+impl Reads {
+    /// Record a read; true if it is a second one that is not allowed.
+    pub fn second(&self) -> bool {
+        self.read.replace(true) && !self.again.get()
+    }
+    /// Whether a read that is not allowed again happened.
+    pub fn spent(&self) -> bool {
+        self.read.get() && !self.again.get()
+    }
+    /// Unread again (the replay of a loop body).
+    pub fn reset(&self) {
+        self.read.set(false);
+    }
+    /// Allow any number of reads.
+    pub fn allow_again(&self) {
+        self.again.set(true);
+    }
+    /// A fresh record for a view of the same map (a shift), reads allowed as here.
+    pub fn fresh(&self) -> Reads {
+        Reads {
+            read: Cell::new(false),
+            again: Cell::new(self.again.get()),
+        }
+    }
 }
 
 /// `shift1R (scanl f z src)`, the accumulator before each step, or `shift1L`, after each

@@ -309,3 +309,30 @@ fn several_result_components_that_fold_columns_run_in_one_loop() {
     // accumulators per summed array (4 m): not n * m.
     assert!(workspace_at(src, &[1000, 10]) <= 8 * 10);
 }
+
+/// A `let`-bound map of a few arithmetic operations read by two loops is computed at each
+/// read, not stored; one that calls a kernel, or is read inside another loop, is stored.
+#[test]
+fn cheap_maps_read_twice_are_computed_at_each_read() {
+    let workspace = |src: &str| {
+        let (prog, func) = unfad_test_support::load(src);
+        unfad_jit::compile(&prog.arena, &func)
+            .unwrap()
+            .workspace_len(&[1000])
+    };
+    let cheap = "def f(A: [n]real, B: [n]real, w: real) = \
+                 let z = map2 (a, b. a * b + w) A B in \
+                 (map2 + (scanl (acc, x. x) 0 z) (scanr (x, acc. x) 1 z), reduce + 0 z)";
+    check(cheap, &inputs_ab(true));
+    assert_eq!(workspace(cheap), 0);
+    let dear = "def f(A: [n]real, B: [n]real, w: real) = \
+                let z = map2 (a, b. exp(a * b) + w) A B in \
+                (map2 + (scanl (acc, x. x) 0 z) (scanr (x, acc. x) 1 z), reduce + 0 z)";
+    check(dear, &inputs_ab(true));
+    assert_eq!(workspace(dear), 1000);
+    let inside = "def f(A: [n]real, B: [n]real, w: real) = \
+                  let z = map2 (a, b. a * b + w) A B in \
+                  map (a. a * reduce + 0 z) A";
+    check(inside, &inputs_ab(true));
+    assert_eq!(workspace(inside), 1000);
+}

@@ -416,7 +416,7 @@ impl<'a> Translator<'a> {
         self.env = r.env.clone();
         for a in &r.unread {
             match &a.kind {
-                Kind::Map { read, .. } | Kind::Map2 { read, .. } => read.set(false),
+                Kind::Map { read, .. } | Kind::Map2 { read, .. } => read.reset(),
                 Kind::Scan(scan) => scan.read.set(false),
                 Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } | Kind::Pad(_) => {}
             }
@@ -483,7 +483,7 @@ fn unread_in(v: &Val, out: &mut Vec<Rc<Arr>>) {
 fn unread_maps(a: &Rc<Arr>, out: &mut Vec<Rc<Arr>>) {
     match &a.kind {
         Kind::Map { src, read, .. } => {
-            if !read.get() {
+            if !read.spent() {
                 out.push(a.clone());
             }
             unread_maps(src, out);
@@ -491,7 +491,7 @@ fn unread_maps(a: &Rc<Arr>, out: &mut Vec<Rc<Arr>>) {
         Kind::Map2 {
             a: x, b: y, read, ..
         } => {
-            if !read.get() {
+            if !read.spent() {
                 out.push(a.clone());
             }
             unread_maps(x, out);

@@ -20,14 +20,14 @@ impl<'a> Translator<'a> {
             }
             Kind::Fill { elem } => Ok(self.fill_val(elem)),
             Kind::Map { f, src, read } => {
-                if read.replace(true) {
+                if read.second() {
                     return self.read_twice("an unevaluated map");
                 }
                 let x = self.elem(src, i)?;
                 self.apply(*f, vec![x])
             }
             Kind::Map2 { f, a, b, read } => {
-                if read.replace(true) {
+                if read.second() {
                     return self.read_twice("an unevaluated map2");
                 }
                 let x = self.elem(a, i)?;

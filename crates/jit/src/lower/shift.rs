@@ -50,24 +50,24 @@ impl<'a> Translator<'a> {
                 start: if left { start + 1 } else { *start },
             },
             Kind::Map { f, src, read } => {
-                if read.get() {
+                if read.spent() {
                     return internal("a map is shifted after it was read");
                 }
                 Kind::Map {
                     f: *f,
                     src: self.shift(src, left)?,
-                    read: Default::default(),
+                    read: read.fresh(),
                 }
             }
             Kind::Map2 { f, a, b, read } => {
-                if read.get() {
+                if read.spent() {
                     return internal("a map2 is shifted after it was read");
                 }
                 Kind::Map2 {
                     f: *f,
                     a: self.shift(a, left)?,
                     b: self.shift(b, left)?,
-                    read: Default::default(),
+                    read: read.fresh(),
                 }
             }
             Kind::Scan(_) | Kind::Pad(_) => {

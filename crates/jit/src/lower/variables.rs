@@ -133,7 +133,7 @@ impl<'a> Translator<'a> {
 
     /// Bind the value of a `let` (evaluating its maps unless they can be fused).
     pub(super) fn bind_let(&mut self, x: Var, v: Val) -> JitResult<()> {
-        let v = if self.an.lazy_ok(x) {
+        let v = if self.an.lazy_ok(x) || self.recomputed(x, &v) {
             v
         } else {
             self.force(v)?
@@ -154,4 +154,118 @@ impl<'a> Translator<'a> {
         }
         Ok(())
     }
+
+    /// Whether `x`'s value `v`, an unevaluated map read a few times (each read outside any
+    /// loop the binding is not in), is better computed anew at each read than stored and
+    /// read back: its function a few arithmetic operations, its sources arrays that can be
+    /// read again (in memory, fills, `iota`s, pads of them, or such maps). If so, its maps
+    /// are allowed any number of reads, and the variables their functions use get the uses
+    /// of the reads beyond the first.
+    fn recomputed(&mut self, x: Var, v: &Val) -> bool {
+        const MAX_READS: u32 = 3;
+        let (reads, deep) = self.an.reads_of(x);
+        let Val::Arr(a) = v else {
+            return false;
+        };
+        if deep || reads > MAX_READS || !rereadable(self.arena, a) {
+            return false;
+        }
+        let mut fns = Vec::new();
+        allow_again(a, &mut fns);
+        for f in fns {
+            for (var, n) in occurrences(self.arena, f) {
+                if let Some(ent) = self.env.get_mut(&var) {
+                    ent.uses = ent.uses.saturating_add(n * (reads - 1));
+                }
+            }
+        }
+        true
+    }
+}
+
+/// The operations a map's function may have for it to be computed at every read.
+const RECOMPUTED_OPERATIONS: usize = 6;
+
+/// Whether reading `a`'s elements again computes only a few arithmetic operations per
+/// element, from sources that can be read again.
+fn rereadable(arena: &unfad_syntax::Arena, a: &crate::value::Arr) -> bool {
+    use crate::value::Kind;
+    let cheap = |f: ExprId| {
+        let mut budget = RECOMPUTED_OPERATIONS;
+        cheap_body(arena, f, &mut budget)
+    };
+    match &a.kind {
+        Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => true,
+        Kind::Pad(p) => rereadable(arena, &p.src),
+        Kind::Map { f, src, .. } => cheap(*f) && rereadable(arena, src),
+        Kind::Map2 { f, a, b, .. } => cheap(*f) && rereadable(arena, a) && rereadable(arena, b),
+        Kind::Scan(_) => false,
+    }
+}
+
+/// Whether `e` has at most `budget` operations, each an arithmetic operator (no kernel, no
+/// loop, no branch): names, constants, tuples, projections and bindings are none.
+fn cheap_body(arena: &unfad_syntax::Arena, e: ExprId, budget: &mut usize) -> bool {
+    use unfad_syntax::{BinOp, UnOp};
+    with_stack(|| {
+        let costs = match arena[e] {
+            Node::Var(_)
+            | Node::Const(_)
+            | Node::Tuple(_)
+            | Node::Proj(..)
+            | Node::Let(..)
+            | Node::LetTuple(..)
+            | Node::Lambda(..) => false,
+            Node::Op1(UnOp::Neg | UnOp::Abs, _) => true,
+            Node::Op2(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div, ..) => true,
+            _ => return false,
+        };
+        if costs {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+        }
+        arena
+            .children(e)
+            .into_iter()
+            .all(|c| cheap_body(arena, c, budget))
+    })
+}
+
+/// Allow the maps of `a` (itself and those it reads) any number of reads; their functions
+/// go into `fns`.
+fn allow_again(a: &crate::value::Arr, fns: &mut Vec<ExprId>) {
+    use crate::value::Kind;
+    match &a.kind {
+        Kind::Map { f, src, read } => {
+            read.allow_again();
+            fns.push(*f);
+            allow_again(src, fns);
+        }
+        Kind::Map2 { f, a, b, read } => {
+            read.allow_again();
+            fns.push(*f);
+            allow_again(a, fns);
+            allow_again(b, fns);
+        }
+        Kind::Pad(p) => allow_again(&p.src, fns),
+        Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } | Kind::Scan(_) => {}
+    }
+}
+
+/// The variables occurring in `e`, each with its number of occurrences.
+fn occurrences(arena: &unfad_syntax::Arena, e: ExprId) -> Vec<(Var, u32)> {
+    let mut out: Vec<(Var, u32)> = Vec::new();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if let Node::Var(v) = arena[e] {
+            match out.iter_mut().find(|(w, _)| *w == v) {
+                Some((_, n)) => *n += 1,
+                None => out.push((v, 1)),
+            }
+        }
+        stack.extend(arena.children(e));
+    }
+    out
 }

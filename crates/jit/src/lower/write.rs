@@ -77,13 +77,13 @@ impl<'a> Translator<'a> {
         // An unevaluated map is written by passing the destination to its body.
         match &a.kind {
             Kind::Map { f, src, read } => {
-                if read.replace(true) {
+                if read.second() {
                     return self.read_twice("an unevaluated map");
                 }
                 return self.map_into(*f, vec![src.clone()], p);
             }
             Kind::Map2 { f, a, b, read } => {
-                if read.replace(true) {
+                if read.second() {
                     return self.read_twice("an unevaluated map2");
                 }
                 return self.map_into(*f, vec![a.clone(), b.clone()], p);
