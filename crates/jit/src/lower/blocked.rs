@@ -425,8 +425,10 @@ impl<'a> Translator<'a> {
 }
 
 /// The operations an element's code may have for [`Translator::blocked_loop`] to emit it
-/// [`ACCUMULATORS`] times (beyond, or with a loop inside, it rotates the accumulators).
-const HEAVY_BODY: usize = 40;
+/// [`ACCUMULATORS`] times (beyond, or with a loop inside, it rotates the accumulators),
+/// and for a loop to compute two elements at a time. A Hessian-vector product's element
+/// (the value, the gradient and their tangents) has several dozen.
+const HEAVY_BODY: usize = 80;
 
 /// True if computing an element of `a` runs a loop or more than `budget` operations (the
 /// functions of the unevaluated maps and scans it reads).
