@@ -12,14 +12,22 @@ use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
 /// `func` with the unread columns of its stored maps dropped (the same term if none).
 pub fn drop_unread_columns(arena: &mut Arena, func: &Func) -> Func {
-    let body = walk(arena, func.body);
+    let body = walk(arena, func.body, &|arena, at, x, rhs, rest| {
+        let (rhs, rest) = narrow(arena, x, rhs, rest)?;
+        Some(arena.rebuild(at, Node::Let(x, rhs, rest)))
+    });
     Func {
         body,
         ..func.clone()
     }
 }
 
-fn walk(arena: &mut Arena, e: ExprId) -> ExprId {
+/// A rewrite of one `let x = rhs in rest` (the node `at`, its parts already walked): the
+/// term replacing it, or `None`.
+type LetRewrite = dyn Fn(&mut Arena, ExprId, Var, ExprId, ExprId) -> Option<ExprId>;
+
+/// `e` with `rewrite` applied to each of its `let`s, innermost first.
+fn walk(arena: &mut Arena, e: ExprId, rewrite: &LetRewrite) -> ExprId {
     with_stack(|| {
         // `let` chains in a loop: programs nest thousands of them.
         let mut chain = Vec::new();
@@ -30,18 +38,20 @@ fn walk(arena: &mut Arena, e: ExprId) -> ExprId {
         }
         if chain.is_empty() {
             let node = arena[e];
-            let new = arena.map_children(node, walk);
+            let new = arena.map_children(node, |a, c| walk(a, c, rewrite));
             return if new == node {
                 e
             } else {
                 arena.rebuild(e, new)
             };
         }
-        let mut out = walk(arena, cur);
+        let mut out = walk(arena, cur, rewrite);
         for (x, rhs, at) in chain.into_iter().rev() {
-            let rhs = walk(arena, rhs);
-            let (rhs, rest) = narrow(arena, x, rhs, out).unwrap_or((rhs, out));
-            out = arena.rebuild(at, Node::Let(x, rhs, rest));
+            let rhs = walk(arena, rhs, rewrite);
+            out = match rewrite(arena, at, x, rhs, out) {
+                Some(new) => new,
+                None => arena.rebuild(at, Node::Let(x, rhs, out)),
+            };
         }
         out
     })
@@ -70,7 +80,11 @@ fn narrow(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<(ExprI
     };
     let items = arena.exprs(l).to_vec();
     let mut read = BTreeSet::new();
-    if !reads(arena, rest, x, &mut read) || read.len() >= items.len() || read.is_empty() {
+    let all = readers(arena, rest, x, &mut |r| {
+        read.extend(r);
+        true
+    });
+    if !all || read.len() >= items.len() || read.is_empty() {
         return None;
     }
     let kept: Vec<u32> = read.into_iter().collect();
@@ -112,13 +126,16 @@ fn narrow(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<(ExprI
         _ => return None,
     };
     arena.set_var_type(x, Type::array(n, new_elem.clone()));
-    let new_rest = renumber(arena, rest, x, &kept, &new_elem);
+    let new_rest = retarget(arena, rest, x, &|_| {
+        Some((x, kept.clone(), new_elem.clone()))
+    });
     Some((new_rhs, new_rest))
 }
 
 /// Whether every occurrence of `x` in `e` is the array of a `map` (or either array of a
-/// `map2`) whose element is only projected; the components read go into `read`.
-fn reads(arena: &Arena, e: ExprId, x: Var, read: &mut BTreeSet<u32>) -> bool {
+/// `map2`) whose element is only projected, and `found` accepts the components each such
+/// loop reads.
+fn readers(arena: &Arena, e: ExprId, x: Var, found: &mut dyn FnMut(BTreeSet<u32>) -> bool) -> bool {
     with_stack(|| {
         let is_x = |c: ExprId| arena[c] == Node::Var(x);
         let over_x = match arena[e] {
@@ -134,19 +151,21 @@ fn reads(arena: &Arena, e: ExprId, x: Var, read: &mut BTreeSet<u32>) -> bool {
                 let Some((ps, body)) = arena.lambda_parts(f) else {
                     return false;
                 };
-                projected(arena, body, ps[which], read)
-                    && reads(arena, body, x, read)
+                let mut read = BTreeSet::new();
+                projected(arena, body, ps[which], &mut read)
+                    && found(read)
+                    && readers(arena, body, x, found)
                     && arena
                         .children(e)
                         .into_iter()
                         .skip(1)
                         .filter(|&c| !is_x(c))
-                        .all(|c| reads(arena, c, x, read))
+                        .all(|c| readers(arena, c, x, found))
             }
             _ => arena
                 .children(e)
                 .into_iter()
-                .all(|c| reads(arena, c, x, read)),
+                .all(|c| readers(arena, c, x, found)),
         }
     })
 }
@@ -166,9 +185,14 @@ fn projected(arena: &Arena, e: ExprId, g: Var, read: &mut BTreeSet<u32>) -> bool
     })
 }
 
-/// `e` reading the narrowed `x`: in the maps over it, `g.j` becomes `g.(position of j in
-/// kept)`, or `g` itself when one component is kept; their parameters get the new type.
-fn renumber(arena: &mut Arena, e: ExprId, x: Var, kept: &[u32], elem: &Type) -> ExprId {
+/// Where a loop over `x` that reads the components `read` of its elements reads instead:
+/// the array, the components kept in its elements (by position), and its element type.
+type Retarget<'t> = dyn Fn(&BTreeSet<u32>) -> Option<(Var, Vec<u32>, Type)> + 't;
+
+/// `e` with each loop over `x` reading the array `to` gives it, `g.j` becoming
+/// `g2.(position of j in kept)`, or `g2` itself when one component is kept, `g2` a fresh
+/// parameter of the new element type.
+fn retarget(arena: &mut Arena, e: ExprId, x: Var, to: &Retarget) -> ExprId {
     with_stack(|| {
         let node = arena[e];
         let is_x = |arena: &Arena, c: ExprId| arena[c] == Node::Var(x);
@@ -181,34 +205,40 @@ fn renumber(arena: &mut Arena, e: ExprId, x: Var, kept: &[u32], elem: &Type) -> 
         let node = match over_x {
             Some((f, which)) => {
                 let (mut ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)).unwrap();
-                // A fresh parameter of the new type (the old function may be shared).
                 let g = ps[which];
+                let mut read = BTreeSet::new();
+                projected(arena, body, g, &mut read);
+                let Some((target, kept, elem)) = to(&read) else {
+                    return e;
+                };
+                // A fresh parameter of the new type (the old function may be shared).
                 let name = arena.var_name(g).to_string();
-                let g2 = arena.fresh_var(&name, Some(elem.clone()));
-                let body = reproject(arena, body, g, g2, kept);
-                let body = renumber(arena, body, x, kept, elem);
+                let g2 = arena.fresh_var(&name, Some(elem));
+                let body = reproject(arena, body, g, g2, &kept);
+                let body = retarget(arena, body, x, to);
                 ps[which] = g2;
                 let f2 = arena.lambda(&ps, body);
                 let f2 = arena.copy_fresh(f2);
-                let rest: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
-                // A new node for `x`: the old one's type, recorded by the type checker, is
-                // the wide one.
-                let rest: Vec<ExprId> = rest
+                // A new node for the array: the old one's type, recorded by the type
+                // checker, is the wide one.
+                let kids: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
+                let kids: Vec<ExprId> = kids
                     .into_iter()
-                    .map(|c| {
-                        if is_x(arena, c) {
-                            arena.var(x)
+                    .enumerate()
+                    .map(|(k, c)| {
+                        if k == which {
+                            arena.var(target)
                         } else {
-                            renumber(arena, c, x, kept, elem)
+                            retarget(arena, c, x, to)
                         }
                     })
                     .collect();
                 match node {
-                    Node::Map(..) => Node::Map(f2, rest[0]),
-                    _ => Node::Map2(f2, rest[0], rest[1]),
+                    Node::Map(..) => Node::Map(f2, kids[0]),
+                    _ => Node::Map2(f2, kids[0], kids[1]),
                 }
             }
-            None => arena.map_children(node, |a, c| renumber(a, c, x, kept, elem)),
+            None => arena.map_children(node, |a, c| retarget(a, c, x, to)),
         };
         if node == arena[e] {
             e
@@ -252,40 +282,13 @@ fn reproject(arena: &mut Arena, e: ExprId, g: Var, g2: Var, kept: &[u32]) -> Exp
 /// loop (they are computed once per column instead of once): exact, the same operations
 /// per column as before.
 pub fn split_read_columns(arena: &mut Arena, func: &Func) -> Func {
-    let body = split_walk(arena, func.body);
+    let body = walk(arena, func.body, &|arena, _, x, rhs, rest| {
+        split(arena, x, rhs, rest)
+    });
     Func {
         body,
         ..func.clone()
     }
-}
-
-fn split_walk(arena: &mut Arena, e: ExprId) -> ExprId {
-    with_stack(|| {
-        let mut chain = Vec::new();
-        let mut cur = e;
-        while let Node::Let(x, rhs, rest) = arena[cur] {
-            chain.push((x, rhs, cur));
-            cur = rest;
-        }
-        if chain.is_empty() {
-            let node = arena[e];
-            let new = arena.map_children(node, split_walk);
-            return if new == node {
-                e
-            } else {
-                arena.rebuild(e, new)
-            };
-        }
-        let mut out = split_walk(arena, cur);
-        for (x, rhs, at) in chain.into_iter().rev() {
-            let rhs = split_walk(arena, rhs);
-            out = match split(arena, x, rhs, out) {
-                Some(split) => split,
-                None => arena.rebuild(at, Node::Let(x, rhs, out)),
-            };
-        }
-        out
-    })
 }
 
 /// `let x = rhs in rest` as one map per column that `rest` reads, if [`split_read_columns`]
@@ -312,11 +315,16 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
         return None;
     };
     let items = arena.exprs(l).to_vec();
-    let mut readers = Vec::new();
-    if !column_readers(arena, rest, x, &mut readers) {
+    // Each loop over `x` reads one column.
+    let mut columns = BTreeSet::new();
+    let one_each = readers(arena, rest, x, &mut |r| {
+        let one = r.len() == 1;
+        columns.extend(r);
+        one
+    });
+    if !one_each {
         return None;
     }
-    let columns: BTreeSet<u32> = readers.iter().copied().collect();
     let Some(Type::Array(n, elem)) = arena.var_type(x).cloned() else {
         return None;
     };
@@ -353,7 +361,11 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
         let xj = arena.fresh_var(&name, Some(Type::array(n.clone(), ty.clone())));
         made.push((j, xj, rhs_j, ty));
     }
-    let mut out = redirect(arena, rest, x, &made);
+    let mut out = retarget(arena, rest, x, &|read| {
+        let j = *read.first()?;
+        let (_, xj, _, ty) = made.iter().find(|m| m.0 == j)?;
+        Some((*xj, vec![j], ty.clone()))
+    });
     for &(_, xj, rhs_j, _) in made.iter().rev() {
         out = arena.let_(xj, rhs_j, out);
     }
@@ -364,14 +376,11 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
 /// of each column: reading an array per element back costs more than a few operations.
 const COPIED_OPERATIONS: usize = 8;
 
-/// Whether `e` has at most `budget` operations (names, constants, tuples and projections
-/// are none), counting them off the budget.
+/// Whether `e` has at most `budget` operations (structure is none, see
+/// [`Node::is_structural`]), counting them off the budget.
 fn few_operations(arena: &Arena, e: ExprId, budget: &mut usize) -> bool {
     with_stack(|| {
-        if !matches!(
-            arena[e],
-            Node::Var(_) | Node::Const(_) | Node::Bool(_) | Node::Tuple(_) | Node::Proj(..)
-        ) {
+        if !arena[e].is_structural() {
             if *budget == 0 {
                 return false;
             }
@@ -388,102 +397,6 @@ fn few_operations(arena: &Arena, e: ExprId, budget: &mut usize) -> bool {
 fn runs_a_loop(arena: &Arena, e: ExprId) -> bool {
     with_stack(|| {
         arena[e].is_array_op() || arena.children(e).into_iter().any(|c| runs_a_loop(arena, c))
-    })
-}
-
-/// Whether every occurrence of `x` in `e` is the array of a `map` (or one array of a
-/// `map2`) whose element is only projected, each such loop on one component: the
-/// components, one per loop, go into `out`.
-fn column_readers(arena: &Arena, e: ExprId, x: Var, out: &mut Vec<u32>) -> bool {
-    with_stack(|| {
-        let is_x = |c: ExprId| arena[c] == Node::Var(x);
-        let over_x = match arena[e] {
-            Node::Map(f, a) if is_x(a) => Some((f, 0)),
-            Node::Map2(_, a, b) if is_x(a) && is_x(b) => return false,
-            Node::Map2(f, a, _) if is_x(a) => Some((f, 0)),
-            Node::Map2(f, _, b) if is_x(b) => Some((f, 1)),
-            _ => None,
-        };
-        match (arena[e], over_x) {
-            (Node::Var(v), _) => v != x,
-            (_, Some((f, which))) => {
-                let Some((ps, body)) = arena.lambda_parts(f) else {
-                    return false;
-                };
-                let mut read = BTreeSet::new();
-                if !projected(arena, body, ps[which], &mut read) || read.len() != 1 {
-                    return false;
-                }
-                out.extend(read);
-                column_readers(arena, body, x, out)
-                    && arena
-                        .children(e)
-                        .into_iter()
-                        .skip(1)
-                        .filter(|&c| !is_x(c))
-                        .all(|c| column_readers(arena, c, x, out))
-            }
-            _ => arena
-                .children(e)
-                .into_iter()
-                .all(|c| column_readers(arena, c, x, out)),
-        }
-    })
-}
-
-/// `e` with each loop over `x` reading component `j` made a loop over the column's own map
-/// (`made`: component, its variable, its map, its element type), `g.j` becoming its element.
-fn redirect(arena: &mut Arena, e: ExprId, x: Var, made: &[(u32, Var, ExprId, Type)]) -> ExprId {
-    with_stack(|| {
-        let node = arena[e];
-        let is_x = |arena: &Arena, c: ExprId| arena[c] == Node::Var(x);
-        let over_x = match node {
-            Node::Map(f, a) if is_x(arena, a) => Some((f, 0)),
-            Node::Map2(f, a, _) if is_x(arena, a) => Some((f, 0)),
-            Node::Map2(f, _, b) if is_x(arena, b) => Some((f, 1)),
-            _ => None,
-        };
-        let node = match over_x {
-            Some((f, which)) => {
-                let (mut ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)).unwrap();
-                let g = ps[which];
-                let mut read = BTreeSet::new();
-                projected(arena, body, g, &mut read);
-                let j = read.into_iter().next().unwrap_or(0);
-                let Some(&(_, xj, _, ref ty)) = made.iter().find(|m| m.0 == j) else {
-                    return e;
-                };
-                let name = arena.var_name(g).to_string();
-                let g2 = arena.fresh_var(&name, Some(ty.clone()));
-                let body = reproject(arena, body, g, g2, &[j]);
-                let body = redirect(arena, body, x, made);
-                ps[which] = g2;
-                let f2 = arena.lambda(&ps, body);
-                let f2 = arena.copy_fresh(f2);
-                let kids: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
-                let kids: Vec<ExprId> = kids
-                    .into_iter()
-                    .enumerate()
-                    .map(|(k, c)| {
-                        if k == which {
-                            arena.var(xj)
-                        } else {
-                            redirect(arena, c, x, made)
-                        }
-                    })
-                    .collect();
-                match node {
-                    Node::Map(..) => Node::Map(f2, kids[0]),
-                    _ => Node::Map2(f2, kids[0], kids[1]),
-                }
-            }
-            None => arena.map_children(node, |a, c| redirect(a, c, x, made)),
-        };
-        if node == arena[e] {
-            e
-        } else {
-            arena.rebuild(e, node)
-        }
     })
 }
 

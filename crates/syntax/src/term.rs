@@ -227,6 +227,23 @@ pub struct Arena {
 }
 
 impl Node {
+    /// A name, a constant, a tuple, a projection, a binding or a function: structure that
+    /// code generation turns into no instruction of its own (counts of a term's operations
+    /// skip these).
+    pub fn is_structural(self) -> bool {
+        matches!(
+            self,
+            Node::Var(_)
+                | Node::Const(_)
+                | Node::Bool(_)
+                | Node::Tuple(_)
+                | Node::Proj(..)
+                | Node::Let(..)
+                | Node::LetTuple(..)
+                | Node::Lambda(..)
+        )
+    }
+
     /// `map`, `map2`, `reduce`, `foldl`, `scanl` or `scanr`: an array operation, whose first
     /// child is its function argument and which runs as a loop.
     pub fn is_array_op(self) -> bool {

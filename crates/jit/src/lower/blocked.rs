@@ -449,22 +449,10 @@ fn heavy(arena: &unfad_syntax::Arena, a: &Rc<Arr>, budget: &mut usize) -> bool {
 /// True if the expression `e` runs a loop or more than `budget` operations (each counted
 /// once per occurrence; the budget is what is left after them otherwise).
 fn heavy_expr(arena: &unfad_syntax::Arena, e: ExprId, budget: &mut usize) -> bool {
-    use unfad_syntax::Node;
     if *budget == 0 || arena[e].is_array_op() {
         return true;
     }
-    // Names, constants, tuples and their projections and bindings are no instructions.
-    if !matches!(
-        arena[e],
-        Node::Var(_)
-            | Node::Const(_)
-            | Node::Bool(_)
-            | Node::Tuple(_)
-            | Node::Proj(..)
-            | Node::Let(..)
-            | Node::LetTuple(..)
-            | Node::Lambda(..)
-    ) {
+    if !arena[e].is_structural() {
         *budget -= 1;
     }
     let mut found = false;

@@ -276,7 +276,7 @@ impl<'a> Translator<'a> {
 }
 
 /// Whether reading the elements of `a` computes a [`Scan`].
-fn reads_scan(a: &Arr) -> bool {
+pub(super) fn reads_scan(a: &Arr) -> bool {
     match &a.kind {
         Kind::Scan(_) => true,
         Kind::Map { src, .. } => reads_scan(src),

@@ -75,7 +75,7 @@ impl<'a> Translator<'a> {
         }
         let fill = self.emit(z)?;
         let mut src = self.emit_arr(x)?;
-        if reads_scan_or_pad(&src, false) {
+        if super::folds::reads_scan(&src) {
             src = super::expect_arr(self.force(Val::Arr(src))?)?;
         }
         let len = self.iadd(src.len, 1);
@@ -227,16 +227,4 @@ pub(super) fn extent_of(reads: &[&Arr]) -> (i64, i64) {
         let (fa, ba) = pad_extent(a);
         (f.max(fa), b.max(ba))
     })
-}
-
-/// Whether reading `a`'s elements computes a scan where it is read, or (if `pads`) reads a
-/// pad.
-pub(super) fn reads_scan_or_pad(a: &Arr, pads: bool) -> bool {
-    match &a.kind {
-        Kind::Scan(_) => true,
-        Kind::Pad(p) => pads || reads_scan_or_pad(&p.src, pads),
-        Kind::Map { src, .. } => reads_scan_or_pad(src, pads),
-        Kind::Map2 { a, b, .. } => reads_scan_or_pad(a, pads) || reads_scan_or_pad(b, pads),
-        Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => false,
-    }
 }

@@ -209,13 +209,7 @@ fn cheap_body(arena: &unfad_syntax::Arena, e: ExprId, budget: &mut usize) -> boo
     use unfad_syntax::{BinOp, UnOp};
     with_stack(|| {
         let costs = match arena[e] {
-            Node::Var(_)
-            | Node::Const(_)
-            | Node::Tuple(_)
-            | Node::Proj(..)
-            | Node::Let(..)
-            | Node::LetTuple(..)
-            | Node::Lambda(..) => false,
+            n if n.is_structural() => false,
             Node::Op1(UnOp::Neg | UnOp::Abs, _) => true,
             Node::Op2(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div, ..) => true,
             _ => return false,
