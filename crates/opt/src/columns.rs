@@ -105,31 +105,43 @@ fn narrow(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<(ExprI
         )
     };
     let new_items: Vec<ExprId> = kept.iter().map(|&k| items[k as usize]).collect();
-    let mut new_body = if new_items.len() == 1 {
+    let new_body = if new_items.len() == 1 {
         new_items[0]
     } else {
         arena.tuple(&new_items)
     };
-    for &l in lets.iter().rev() {
-        new_body = match arena[l] {
-            Node::Let(v, e1, _) => arena.let_(v, e1, new_body),
-            Node::LetTuple(vs, e1, _) => arena.add(Node::LetTuple(vs, e1, new_body)),
-            _ => new_body,
-        };
-    }
-    // Fresh binders: the old function may be shared elsewhere in the term.
-    let new_f = arena.lambda(&ps, new_body);
-    let new_f = arena.copy_fresh(new_f);
-    let new_rhs = match operands[..] {
-        [a] => arena.add(Node::Map(new_f, a)),
-        [a, b] => arena.add(Node::Map2(new_f, a, b)),
-        _ => return None,
-    };
+    let new_rhs = map_of(arena, &ps, &lets, new_body, &operands)?;
     arena.set_var_type(x, Type::array(n, new_elem.clone()));
     let new_rest = retarget(arena, rest, x, &|_| {
         Some((x, kept.clone(), new_elem.clone()))
     });
     Some((new_rhs, new_rest))
+}
+
+/// `map` (or `map2`) over `operands` of the function with parameters `ps` whose body is
+/// `body` under the `let`s `lets` (nodes of the old body, outermost first), with fresh
+/// binders: the old function may be shared elsewhere in the term.
+fn map_of(
+    arena: &mut Arena,
+    ps: &[Var],
+    lets: &[ExprId],
+    mut body: ExprId,
+    operands: &[ExprId],
+) -> Option<ExprId> {
+    for &l in lets.iter().rev() {
+        body = match arena[l] {
+            Node::Let(v, e1, _) => arena.let_(v, e1, body),
+            Node::LetTuple(vs, e1, _) => arena.add(Node::LetTuple(vs, e1, body)),
+            _ => body,
+        };
+    }
+    let f = arena.lambda(ps, body);
+    let f = arena.copy_fresh(f);
+    match *operands {
+        [a] => Some(arena.add(Node::Map(f, a))),
+        [a, b] => Some(arena.add(Node::Map2(f, a, b))),
+        _ => None,
+    }
 }
 
 /// Whether every occurrence of `x` in `e` is the array of a `map` (or either array of a
@@ -338,25 +350,11 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
     if !worth || columns.iter().any(|&j| j as usize >= items.len()) {
         return None;
     }
-    // One map per column, the `let`s copied into each (fresh binders).
+    // One map per column, the `let`s copied into each.
     let name = arena.var_name(x).to_string();
     let mut made: Vec<(u32, Var, ExprId, Type)> = Vec::new();
     for &j in &columns {
-        let mut b = items[j as usize];
-        for &l in lets.iter().rev() {
-            b = match arena[l] {
-                Node::Let(v, e1, _) => arena.let_(v, e1, b),
-                Node::LetTuple(vs, e1, _) => arena.add(Node::LetTuple(vs, e1, b)),
-                _ => b,
-            };
-        }
-        let fj = arena.lambda(&ps, b);
-        let fj = arena.copy_fresh(fj);
-        let rhs_j = match operands[..] {
-            [a] => arena.add(Node::Map(fj, a)),
-            [a, b] => arena.add(Node::Map2(fj, a, b)),
-            _ => return None,
-        };
+        let rhs_j = map_of(arena, &ps, &lets, items[j as usize], &operands)?;
         let ty = elem_items[j as usize].clone();
         let xj = arena.fresh_var(&name, Some(Type::array(n.clone(), ty.clone())));
         made.push((j, xj, rhs_j, ty));

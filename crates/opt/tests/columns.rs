@@ -1,5 +1,6 @@
-//! Dropping the unread columns of stored maps (`unfad_opt::columns`) changes no value, not
-//! even in the last bit: the columns kept are computed by the same operations.
+//! Dropping the unread columns of stored maps and splitting the others by the loops that
+//! read them (`unfad_opt::columns`) change no value, not even in the last bit: the columns
+//! kept are computed by the same operations.
 
 use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
 use unfad_opt::columns::{drop_unread_columns, split_read_columns};
@@ -14,37 +15,50 @@ fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
     }
 }
 
-#[test]
-fn dropping_unread_columns_of_random_gradients_changes_no_value() {
+/// `pass` applied to the simplified gradients of random programs (`features` over
+/// `seeds`) keeps every value, bit for bit, and the types; returns how many it changed.
+fn keeps_values(
+    pass: fn(&mut Arena, &Func) -> Func,
+    before: fn(&mut Arena, &Func) -> Func,
+    runs: &[(Features, std::ops::Range<u64>)],
+) -> usize {
     let mut changed = 0;
-    for (features, seeds) in [(Features::all(), 0..600), (Features::indexing(), 600..1000)] {
-        for seed in seeds {
-            let g = generate(seed, &features);
+    for (features, seeds) in runs {
+        for seed in seeds.clone() {
+            let g = generate(seed, features);
             let (mut prog, func) = load(&g.source);
             let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
             let types = func.param_types(&prog.arena);
             let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
             let rev = unfad_ad::reverse(&mut prog.arena, &func, &wrt).unwrap();
             let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
-            let narrowed = drop_unread_columns(&mut prog.arena, &term);
-            if narrowed.body == term.body {
+            let term = before(&mut prog.arena, &term);
+            let after = pass(&mut prog.arena, &term);
+            if after.body == term.body {
                 continue;
             }
             changed += 1;
             let shown = format!(
-                "seed {seed}\n{}\nnarrowed:\n{}",
+                "seed {seed}\n{}\nafter:\n{}",
                 print_func(&prog.arena, &term),
-                print_func(&prog.arena, &narrowed)
+                print_func(&prog.arena, &after)
             );
-            unfad_opt::check_types(&mut prog.arena, &narrowed)
+            unfad_opt::check_types(&mut prog.arena, &after)
                 .unwrap_or_else(|e| panic!("{e}\n{shown}"));
             assert_eq!(
                 value(&prog.arena, &term, &args),
-                value(&prog.arena, &narrowed, &args),
+                value(&prog.arena, &after, &args),
                 "{shown}"
             );
         }
     }
+    changed
+}
+
+#[test]
+fn dropping_unread_columns_of_random_gradients_changes_no_value() {
+    let runs = [(Features::all(), 0..600), (Features::indexing(), 600..1000)];
+    let changed = keeps_values(drop_unread_columns, |_, f| f.clone(), &runs);
     // The test means something only if columns are often dropped.
     assert!(
         changed >= 20,
@@ -57,39 +71,11 @@ fn dropping_unread_columns_of_random_gradients_changes_no_value() {
 /// the tuple copied into each.
 #[test]
 fn splitting_read_columns_of_random_gradients_changes_no_value() {
-    let mut changed = 0;
-    for (features, seeds) in [
+    let runs = [
         (Features::all(), 0..8000),
         (Features::indexing(), 8000..10000),
-    ] {
-        for seed in seeds {
-            let g = generate(seed, &features);
-            let (mut prog, func) = load(&g.source);
-            let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
-            let types = func.param_types(&prog.arena);
-            let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
-            let rev = unfad_ad::reverse(&mut prog.arena, &func, &wrt).unwrap();
-            let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
-            let term = drop_unread_columns(&mut prog.arena, &term);
-            let split = split_read_columns(&mut prog.arena, &term);
-            if split.body == term.body {
-                continue;
-            }
-            changed += 1;
-            let shown = format!(
-                "seed {seed}\n{}\nsplit:\n{}",
-                print_func(&prog.arena, &term),
-                print_func(&prog.arena, &split)
-            );
-            unfad_opt::check_types(&mut prog.arena, &split)
-                .unwrap_or_else(|e| panic!("{e}\n{shown}"));
-            assert_eq!(
-                value(&prog.arena, &term, &args),
-                value(&prog.arena, &split, &args),
-                "{shown}"
-            );
-        }
-    }
+    ];
+    let changed = keeps_values(split_read_columns, drop_unread_columns, &runs);
     assert!(changed >= 8, "maps were split in only {changed} gradients");
 }
 
