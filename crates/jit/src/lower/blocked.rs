@@ -106,7 +106,7 @@ impl<'a> Translator<'a> {
         }
         if reads
             .iter()
-            .any(|a| heavy(self.arena, a, &mut { HEAVY_BODY }))
+            .any(|a| heavy(self.arena, a, &mut { HEAVY_BODY }, self.unguarded > 0))
         {
             return self.rotating_loop(count, init, lanes, reads, step, combine);
         }
@@ -324,7 +324,9 @@ impl<'a> Translator<'a> {
         let mut budget = HEAVY_BODY;
         lanes::available(self.module.isa())
             && reads.iter().all(|a| !a.shape.elem.has_arrays())
-            && !reads.iter().any(|a| heavy(self.arena, a, &mut budget))
+            && !reads
+                .iter()
+                .any(|a| heavy(self.arena, a, &mut budget, self.unguarded > 0))
             && !bodies
                 .iter()
                 .any(|&e| heavy_expr(self.arena, e, &mut budget))
@@ -431,17 +433,18 @@ impl<'a> Translator<'a> {
 const HEAVY_BODY: usize = 80;
 
 /// True if computing an element of `a` runs a loop or more than `budget` operations (the
-/// functions of the unevaluated maps and scans it reads).
-fn heavy(arena: &unfad_syntax::Arena, a: &Rc<Arr>, budget: &mut usize) -> bool {
+/// functions of the unevaluated maps and scans it reads), or branches: a pad read outside
+/// the loop proper of a peeled loop (`in_place` false).
+fn heavy(arena: &unfad_syntax::Arena, a: &Rc<Arr>, budget: &mut usize, in_place: bool) -> bool {
     let body = heavy_expr;
+    let heavy = |a: &Rc<Arr>, budget: &mut usize| heavy(arena, a, budget, in_place);
     match &a.kind {
-        Kind::Map { f, src, .. } => body(arena, *f, budget) || heavy(arena, src, budget),
+        Kind::Map { f, src, .. } => body(arena, *f, budget) || heavy(src, budget),
         Kind::Map2 { f, a: x, b: y, .. } => {
-            body(arena, *f, budget) || heavy(arena, x, budget) || heavy(arena, y, budget)
+            body(arena, *f, budget) || heavy(x, budget) || heavy(y, budget)
         }
-        Kind::Scan(scan) => body(arena, scan.f, budget) || heavy(arena, &scan.src, budget),
-        // Read outside a peeled loop, each element is a branch.
-        Kind::Pad(_) => true,
+        Kind::Scan(scan) => body(arena, scan.f, budget) || heavy(&scan.src, budget),
+        Kind::Pad(p) => !in_place || heavy(&p.src, budget),
         Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => false,
     }
 }
