@@ -194,10 +194,10 @@ fn foldl_with_a_pair_accumulator() {
               let A0 = shift1R S in
               let p = foldl (acc_1, x_1. x_1) (1, w) S in
               let R = scanr (q, t. (snd q * (cos(snd q * fst (fst q)) * snd t) + snd q * fst t, snd t)) (snd p, fst p) (map2 (acc_2, x_2. (acc_2, x_2)) A0 xs) in
-              let G = map2 (q_1, w_1. (fst (fst q_1) * (cos(snd q_1 * fst (fst q_1)) * snd w_1) + fst (fst q_1) * fst w_1, fst w_1)) (map2 (acc_3, x_3. (acc_3, x_3)) A0 xs) (shift1L R) in
+              let R_1 = shift1L R in
               (
-                map (g. fst g) G,
-                reduce + 0 (map (g_1. snd g_1) G) + snd (snd (foldl (p_1, x_4. if fst p_1 > 0 then p_1 else (1, x_4)) (0, (0, 0)) R))
+                map2 (q_1, w_1. fst (fst q_1) * (cos(snd q_1 * fst (fst q_1)) * snd w_1) + fst (fst q_1) * fst w_1) (map2 (acc_3, x_3. (acc_3, x_3)) A0 xs) R_1,
+                reduce + 0 (map (w_2. fst w_2) R_1) + snd (snd (foldl (p_1, x_4. if fst p_1 > 0 then p_1 else (1, x_4)) (0, (0, 0)) R))
               )
         "#]],
     );
@@ -354,8 +354,8 @@ fn scanl_in_source() {
         expect![[r#"
             def f(A: [n]real, w: real): ([n]real, real) =
               let S0 = shift1R (scanl (acc, x. acc * w + x) 1 A) in
-              let G = map2 (q, w_1. (w_1, fst q * w_1)) (map2 (acc_1, x_1. (acc_1, x_1, 1)) S0 A) (shift1L (scanr (q_1, t. q_1.2 + w * t) 1 (map2 (acc_2, x_2. (acc_2, x_2, 1)) S0 A))) in
-              (map (g. fst g) G, reduce + 0 (map (g_1. snd g_1) G))
+              let R = shift1L (scanr (q, t. q.2 + w * t) 1 (map2 (acc_1, x_1. (acc_1, x_1, 1)) S0 A)) in
+              (R, reduce + 0 (map2 (q_1, w_1. fst q_1 * w_1) (map2 (acc_2, x_2. (acc_2, x_2, 1)) S0 A) R))
         "#]],
     );
     agrees(src, r#"{"A": [0.5, -1, 2], "w": 0.7}"#);
@@ -370,12 +370,11 @@ fn scanr_in_source() {
             def f(A: [n]real, w: real): ([n]real, real) =
               let R1 = shift1L (scanr (x, acc. acc * w + sin(x)) w A) in
               let V = scanl (t, q. w * (t + q.2)) 0 (map2 (x_1, acc_1. (x_1, acc_1, 1)) A R1) in
-              let G =
-                map2 (q_1, w_1.
-                  let z = w_1 + 1 in
-                  (cos(fst q_1) * z, snd q_1 * z)) (map2 (x_2, acc_2. (x_2, acc_2, 1)) A R1) (shift1R V)
-              in
-              (map (g. fst g) G, reduce + 0 (map (g_1. snd g_1) G) + (1 + foldl (acc_3, x_3. x_3) 0 V))
+              let R = shift1R V in
+              (
+                map2 (q_1, w_1. cos(fst q_1) * (w_1 + 1)) (map2 (x_2, acc_2. (x_2, acc_2, 1)) A R1) R,
+                reduce + 0 (map2 (q_2, w_2. snd q_2 * (w_2 + 1)) (map2 (x_3, acc_3. (x_3, acc_3, 1)) A R1) R) + (1 + foldl (acc_4, x_4. x_4) 0 V)
+              )
         "#]],
     );
     agrees(src, r#"{"A": [0.5, -1, 2], "w": 0.7}"#);

@@ -284,7 +284,7 @@ fn reproject(arena: &mut Arena, e: ExprId, g: Var, g2: Var, kept: &[u32]) -> Exp
 }
 
 /// Stored maps whose columns different loops read, each loop one column, one of the columns
-/// read an array per element: `let X = map (i. let .. in (c0, c1)) K in .. map (g. f g.0) X
+/// read an array per element (or all scalars, the `let`s before the tuple arithmetic): `let X = map (i. let .. in (c0, c1)) K in .. map (g. f g.0) X
 /// .. map (g. h g.1) X ..` becomes one map per column read, `let X0 = map (i. let .. in c0)
 /// K in let X1 = map (i. let .. in c1) K in .. map (g. f g) X0 .. map (g. h g) X1 ..`, each
 /// then used once, so that it fuses into its reader. Reverse mode's combined pass makes the
@@ -343,12 +343,31 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
     let Type::Tuple(elem_items) = &*elem else {
         return None;
     };
+    // An array per element is worth any few operations copied; scalars are worth copies
+    // of arithmetic only (a kernel copied costs more than a real stored and read back).
     let worth = columns.len() >= 2
-        && columns
+        && (columns
             .iter()
-            .any(|&j| elem_items.get(j as usize).is_some_and(has_array));
+            .any(|&j| elem_items.get(j as usize).is_some_and(has_array))
+            || lets.iter().all(|&l| match arena[l] {
+                Node::Let(_, e1, _) | Node::LetTuple(_, e1, _) => arithmetic(arena, e1),
+                _ => false,
+            }));
     if !worth || columns.iter().any(|&j| j as usize >= items.len()) {
         return None;
+    }
+    // Operands that are terms rather than names are bound first, so that each column's map
+    // reads them rather than computing them again.
+    let mut bound: Vec<(Var, ExprId)> = Vec::new();
+    let mut operands = operands;
+    for (k, op) in operands.iter_mut().enumerate() {
+        if matches!(arena[*op], Node::Var(_)) {
+            continue;
+        }
+        let elem = arena.var_type(ps[k]).cloned()?;
+        let v = arena.fresh_var("R", Some(Type::array(n.clone(), elem)));
+        bound.push((v, *op));
+        *op = arena.var(v);
     }
     // One map per column, the `let`s copied into each.
     let name = arena.var_name(x).to_string();
@@ -367,12 +386,15 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
     for &(_, xj, rhs_j, _) in made.iter().rev() {
         out = arena.let_(xj, rhs_j, out);
     }
+    for &(v, op) in bound.iter().rev() {
+        out = arena.let_(v, op, out);
+    }
     Some(out)
 }
 
 /// The operations of the `let`s before a split map's tuple that may be copied into the map
 /// of each column: reading an array per element back costs more than a few operations.
-const COPIED_OPERATIONS: usize = 8;
+const COPIED_OPERATIONS: usize = 16;
 
 /// Whether `e` has at most `budget` operations (structure is none, see
 /// [`Node::is_structural`]), counting them off the budget.
@@ -388,6 +410,20 @@ fn few_operations(arena: &Arena, e: ExprId, budget: &mut usize) -> bool {
             .children(e)
             .into_iter()
             .all(|c| few_operations(arena, c, budget))
+    })
+}
+
+/// Whether `e` is made of the arithmetic operators (`+ - * /`, negation, `abs`) alone.
+fn arithmetic(arena: &Arena, e: ExprId) -> bool {
+    use unfad_syntax::{BinOp, UnOp};
+    with_stack(|| {
+        let here = match arena[e] {
+            n if n.is_structural() => true,
+            Node::Op1(UnOp::Neg | UnOp::Abs, _) => true,
+            Node::Op2(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div, ..) => true,
+            _ => false,
+        };
+        here && arena.children(e).into_iter().all(|c| arithmetic(arena, c))
     })
 }
 

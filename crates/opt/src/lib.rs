@@ -115,11 +115,22 @@ pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
         return simplify_to_fixed_point(arena, &narrowed);
     }
     // The maps split off are used once each: into their loops, where the maps of their
-    // elements, bound once the loops are zipped, go into their readers in turn.
+    // elements, bound once the loops are zipped, go into their readers in turn. A column
+    // that was a tuple read by several loops is a map of its own then, split in turn.
     let mut f = split;
-    for _ in 0..2 {
-        let inlined = inline::inline_single_use(arena, &f);
-        f = simplify_to_fixed_point(arena, &inlined);
+    for round in 0..3 {
+        for _ in 0..2 {
+            let inlined = inline::inline_single_use(arena, &f);
+            f = simplify_to_fixed_point(arena, &inlined);
+        }
+        if round == 2 {
+            break;
+        }
+        let again = columns::split_read_columns(arena, &f);
+        if again.body == f.body {
+            break;
+        }
+        f = again;
     }
     f
 }
