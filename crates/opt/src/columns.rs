@@ -60,25 +60,12 @@ fn walk(arena: &mut Arena, e: ExprId, rewrite: &LetRewrite) -> ExprId {
 /// `let x = rhs in rest` with `rhs` a map of tuples some of whose components `rest` never
 /// reads: the narrower map and `rest` reading it (`None` when nothing changes).
 fn narrow(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<(ExprId, ExprId)> {
-    let (f, operands) = match arena[rhs] {
-        Node::Map(f, a) => (f, vec![a]),
-        Node::Map2(f, a, b) => (f, vec![a, b]),
-        _ => return None,
-    };
-    let (ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b))?;
-    let mut lets = Vec::new();
-    let mut inner = body;
-    while let Node::Let(..) | Node::LetTuple(..) = arena[inner] {
-        lets.push(inner);
-        inner = match arena[inner] {
-            Node::Let(_, _, b) | Node::LetTuple(_, _, b) => b,
-            _ => unreachable!("a let"),
-        };
-    }
-    let Node::Tuple(l) = arena[inner] else {
-        return None;
-    };
-    let items = arena.exprs(l).to_vec();
+    let TupleMap {
+        operands,
+        ps,
+        lets,
+        items,
+    } = tuple_map(arena, rhs)?;
     let mut read = BTreeSet::new();
     let all = readers(arena, rest, x, &mut |r| {
         read.extend(r);
@@ -142,6 +129,40 @@ fn map_of(
         [a, b] => Some(arena.add(Node::Map2(f, a, b))),
         _ => None,
     }
+}
+
+/// A `map` or `map2` whose function's body is a tuple under `let`s.
+struct TupleMap {
+    operands: Vec<ExprId>,
+    ps: Vec<Var>,
+    /// The `let` nodes before the tuple, outermost first.
+    lets: Vec<ExprId>,
+    /// The tuple's components.
+    items: Vec<ExprId>,
+}
+
+fn tuple_map(arena: &Arena, rhs: ExprId) -> Option<TupleMap> {
+    let (f, operands) = match arena[rhs] {
+        Node::Map(f, a) => (f, vec![a]),
+        Node::Map2(f, a, b) => (f, vec![a, b]),
+        _ => return None,
+    };
+    let (ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b))?;
+    let mut lets = Vec::new();
+    let mut inner = body;
+    while let Node::Let(_, _, b) | Node::LetTuple(_, _, b) = arena[inner] {
+        lets.push(inner);
+        inner = b;
+    }
+    let Node::Tuple(l) = arena[inner] else {
+        return None;
+    };
+    Some(TupleMap {
+        operands,
+        ps,
+        lets,
+        items: arena.exprs(l).to_vec(),
+    })
 }
 
 /// Whether every occurrence of `x` in `e` is the array of a `map` (or either array of a
@@ -306,27 +327,22 @@ pub fn split_read_columns(arena: &mut Arena, func: &Func) -> Func {
 /// `let x = rhs in rest` as one map per column that `rest` reads, if [`split_read_columns`]
 /// applies.
 fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId> {
-    let (f, operands) = match arena[rhs] {
-        Node::Map(f, a) => (f, vec![a]),
-        Node::Map2(f, a, b) => (f, vec![a, b]),
-        _ => return None,
-    };
-    let (ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b))?;
-    let mut lets = Vec::new();
-    let mut inner = body;
+    let TupleMap {
+        operands,
+        ps,
+        lets,
+        items,
+    } = tuple_map(arena, rhs)?;
     // What is copied into each column's map: a few scalar operations at most.
     let mut budget = COPIED_OPERATIONS;
-    while let Node::Let(_, e1, b) | Node::LetTuple(_, e1, b) = arena[inner] {
+    for &l in &lets {
+        let (Node::Let(_, e1, _) | Node::LetTuple(_, e1, _)) = arena[l] else {
+            return None;
+        };
         if runs_a_loop(arena, e1) || !few_operations(arena, e1, &mut budget) {
             return None;
         }
-        lets.push(inner);
-        inner = b;
     }
-    let Node::Tuple(l) = arena[inner] else {
-        return None;
-    };
-    let items = arena.exprs(l).to_vec();
     // Each loop over `x` reads one column.
     let mut columns = BTreeSet::new();
     let one_each = readers(arena, rest, x, &mut |r| {
@@ -415,15 +431,10 @@ fn few_operations(arena: &Arena, e: ExprId, budget: &mut usize) -> bool {
 
 /// Whether `e` is made of the arithmetic operators (`+ - * /`, negation, `abs`) alone.
 fn arithmetic(arena: &Arena, e: ExprId) -> bool {
-    use unfad_syntax::{BinOp, UnOp};
     with_stack(|| {
-        let here = match arena[e] {
-            n if n.is_structural() => true,
-            Node::Op1(UnOp::Neg | UnOp::Abs, _) => true,
-            Node::Op2(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div, ..) => true,
-            _ => false,
-        };
-        here && arena.children(e).into_iter().all(|c| arithmetic(arena, c))
+        let n = arena[e];
+        (n.is_structural() || n.is_arithmetic())
+            && arena.children(e).into_iter().all(|c| arithmetic(arena, c))
     })
 }
 

@@ -244,6 +244,16 @@ impl Node {
         )
     }
 
+    /// `+ - * /`, negation or `abs` on reals: an operation of one instruction, which code
+    /// may repeat rather than store its result.
+    pub fn is_arithmetic(self) -> bool {
+        matches!(
+            self,
+            Node::Op1(UnOp::Neg | UnOp::Abs, _)
+                | Node::Op2(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div, ..)
+        )
+    }
+
     /// `map`, `map2`, `reduce`, `foldl`, `scanl` or `scanr`: an array operation, whose first
     /// child is its function argument and which runs as a loop.
     pub fn is_array_op(self) -> bool {

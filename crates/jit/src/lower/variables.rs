@@ -206,12 +206,10 @@ fn rereadable(arena: &unfad_syntax::Arena, a: &crate::value::Arr) -> bool {
 /// Whether `e` has at most `budget` operations, each an arithmetic operator (no kernel, no
 /// loop, no branch): names, constants, tuples, projections and bindings are none.
 fn cheap_body(arena: &unfad_syntax::Arena, e: ExprId, budget: &mut usize) -> bool {
-    use unfad_syntax::{BinOp, UnOp};
     with_stack(|| {
         let costs = match arena[e] {
             n if n.is_structural() => false,
-            Node::Op1(UnOp::Neg | UnOp::Abs, _) => true,
-            Node::Op2(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div, ..) => true,
+            n if n.is_arithmetic() => true,
             _ => return false,
         };
         if costs {
