@@ -339,7 +339,7 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
         let (Node::Let(_, e1, _) | Node::LetTuple(_, e1, _)) = arena[l] else {
             return None;
         };
-        if runs_a_loop(arena, e1) || !few_operations(arena, e1, &mut budget) {
+        if !arena.within_operations(e1, &mut budget, &|n| !n.is_array_op()) {
             return None;
         }
     }
@@ -366,7 +366,9 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
             .iter()
             .any(|&j| elem_items.get(j as usize).is_some_and(has_array))
             || lets.iter().all(|&l| match arena[l] {
-                Node::Let(_, e1, _) | Node::LetTuple(_, e1, _) => arithmetic(arena, e1),
+                Node::Let(_, e1, _) | Node::LetTuple(_, e1, _) => {
+                    arena.within_operations(e1, &mut { usize::MAX }, &Node::is_arithmetic)
+                }
                 _ => false,
             }));
     if !worth || columns.iter().any(|&j| j as usize >= items.len()) {
@@ -411,39 +413,6 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
 /// The operations of the `let`s before a split map's tuple that may be copied into the map
 /// of each column: reading an array per element back costs more than a few operations.
 const COPIED_OPERATIONS: usize = 16;
-
-/// Whether `e` has at most `budget` operations (structure is none, see
-/// [`Node::is_structural`]), counting them off the budget.
-fn few_operations(arena: &Arena, e: ExprId, budget: &mut usize) -> bool {
-    with_stack(|| {
-        if !arena[e].is_structural() {
-            if *budget == 0 {
-                return false;
-            }
-            *budget -= 1;
-        }
-        arena
-            .children(e)
-            .into_iter()
-            .all(|c| few_operations(arena, c, budget))
-    })
-}
-
-/// Whether `e` is made of the arithmetic operators (`+ - * /`, negation, `abs`) alone.
-fn arithmetic(arena: &Arena, e: ExprId) -> bool {
-    with_stack(|| {
-        let n = arena[e];
-        (n.is_structural() || n.is_arithmetic())
-            && arena.children(e).into_iter().all(|c| arithmetic(arena, c))
-    })
-}
-
-/// Whether `e` runs a loop (an array operation anywhere inside).
-fn runs_a_loop(arena: &Arena, e: ExprId) -> bool {
-    with_stack(|| {
-        arena[e].is_array_op() || arena.children(e).into_iter().any(|c| runs_a_loop(arena, c))
-    })
-}
 
 /// Whether a value of type `t` holds an array.
 fn has_array(t: &Type) -> bool {

@@ -927,6 +927,29 @@ impl Arena {
         false
     }
 
+    /// Whether `e` has at most `budget` operations (nodes that are not structure, see
+    /// [`Node::is_structural`]), each one `allowed` accepts; those counted come off
+    /// `budget`. Code that may be copied or repeated is measured so.
+    pub fn within_operations(
+        &self,
+        e: ExprId,
+        budget: &mut usize,
+        allowed: &dyn Fn(Node) -> bool,
+    ) -> bool {
+        with_stack(|| {
+            let n = self[e];
+            if !n.is_structural() {
+                if *budget == 0 || !allowed(n) {
+                    return false;
+                }
+                *budget -= 1;
+            }
+            self.children(e)
+                .into_iter()
+                .all(|c| self.within_operations(c, budget, allowed))
+        })
+    }
+
     /// The free variables of `e`, in order of first occurrence.
     pub fn free_vars(&self, e: ExprId) -> Vec<Var> {
         let mut out = Vec::new();

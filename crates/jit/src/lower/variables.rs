@@ -192,7 +192,7 @@ fn rereadable(arena: &unfad_syntax::Arena, a: &crate::value::Arr) -> bool {
     use crate::value::Kind;
     let cheap = |f: ExprId| {
         let mut budget = RECOMPUTED_OPERATIONS;
-        cheap_body(arena, f, &mut budget)
+        arena.within_operations(f, &mut budget, &Node::is_arithmetic)
     };
     match &a.kind {
         Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => true,
@@ -201,28 +201,6 @@ fn rereadable(arena: &unfad_syntax::Arena, a: &crate::value::Arr) -> bool {
         Kind::Map2 { f, a, b, .. } => cheap(*f) && rereadable(arena, a) && rereadable(arena, b),
         Kind::Scan(_) => false,
     }
-}
-
-/// Whether `e` has at most `budget` operations, each an arithmetic operator (no kernel, no
-/// loop, no branch): names, constants, tuples, projections and bindings are none.
-fn cheap_body(arena: &unfad_syntax::Arena, e: ExprId, budget: &mut usize) -> bool {
-    with_stack(|| {
-        let costs = match arena[e] {
-            n if n.is_structural() => false,
-            n if n.is_arithmetic() => true,
-            _ => return false,
-        };
-        if costs {
-            if *budget == 0 {
-                return false;
-            }
-            *budget -= 1;
-        }
-        arena
-            .children(e)
-            .into_iter()
-            .all(|c| cheap_body(arena, c, budget))
-    })
 }
 
 /// Allow the maps of `a` (itself and those it reads) any number of reads; their functions
