@@ -282,8 +282,13 @@ fn build_with(
     }
     // The sizes in the parameters' types, and each int parameter's own (`iota n`), in the
     // order of `Func::size_vars`; in a part, only the function's own int parameters.
+    // A whole function also takes the derived sizes of its `iota`s (`n * m`) as size
+    // variables of their own, after the others: the caller computes them from those.
     let size_vars: Vec<Arc<str>> = if own_params >= func.params.len() {
-        func.size_vars(arena)
+        let mut vars = func.size_vars(arena);
+        let derived = crate::shape::derived_sizes(arena, func.body, &vars);
+        vars.extend(derived);
+        vars
     } else {
         let mut out = Vec::new();
         for (k, &p) in func.params.iter().enumerate() {

@@ -59,6 +59,10 @@ pub(crate) enum Stop {
     Index = 2,
     /// An int division or remainder whose divisor is 0.
     DivisionByZero = 3,
+    /// An `iota` longer than the size its type's formula gives, which the native code laid
+    /// it out for (an int parameter in the formula is negative, and size variables are
+    /// never below 0): the length and that size.
+    Size = 4,
 }
 
 impl Stop {
@@ -68,20 +72,21 @@ impl Stop {
     }
 
     /// The value of the status cell that means this stop at `site` of the source: the kind
-    /// in the two low bits, then the source and the byte offset (1 + offset + source·2^32;
-    /// 0 for a generated term), which an `f64` holds exactly.
+    /// in the three low bits, then the source and the byte offset (1 + offset +
+    /// source·2^32; 0 for a generated term), which an `f64` holds exactly for fewer than
+    /// 2^17 sources.
     pub(crate) fn code_at(self, site: unfad_syntax::Span) -> f64 {
         if self == Stop::Length || site.src == unfad_syntax::SourceId::GENERATED {
             return self.code();
         }
         let place = 1 + site.lo as u64 + ((site.src.0 as u64) << 32);
-        (self as u64 + 4 * place) as f64
+        (self as u64 + 8 * place) as f64
     }
 
     /// The error of a call whose status cells hold `code` (not 0) and its two details.
     pub(crate) fn error(code: f64, details: [f64; 2]) -> JitError {
         let whole = code as u64;
-        let (kind, place) = (whole % 4, whole / 4);
+        let (kind, place) = (whole % 8, whole / 8);
         let at = (place > 0).then(|| {
             (
                 ((place - 1) >> 32) as u16,
@@ -102,6 +107,17 @@ impl Stop {
         if kind == Stop::DivisionByZero as u64 {
             return JitError::Stopped {
                 why: "an integer division or remainder by zero".into(),
+                at,
+            };
+        }
+        if kind == Stop::Size as u64 {
+            let [len, size] = details;
+            return JitError::Stopped {
+                why: format!(
+                    "this `iota` has {len} elements, more than the {size} the native code laid \
+                     it out for from its length's formula, whose int parameters count as 0 \
+                     when negative: give them values of 0 or more"
+                ),
                 at,
             };
         }

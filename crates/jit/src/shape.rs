@@ -11,6 +11,7 @@
 //! (fused into their single consumer).
 
 use std::rc::Rc;
+use std::sync::Arc;
 use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 
 use unfad_syntax::{with_stack, Arena, BinOp, ExprId, Func, Len, Node, Type, Var};
@@ -139,6 +140,10 @@ pub(crate) struct Analysis {
     pulls: HashMap<Var, u32>,
     bind_depth: HashMap<Var, u32>,
     deep: HashSet<Var>,
+    /// The `iota`s laid out for the size of their type's formula where it may not be their
+    /// length (an int parameter it reads is negative, and its size variable is 0): their
+    /// length is checked against it at run time.
+    checked_iotas: HashSet<ExprId>,
 }
 
 impl Analysis {
@@ -153,6 +158,7 @@ impl Analysis {
     ) -> JitResult<(Analysis, SShape)> {
         let mut a = Analyzer {
             arena,
+            index,
             out: Analysis::default(),
         };
         for (k, &p) in func.params.iter().enumerate() {
@@ -176,6 +182,12 @@ impl Analysis {
         }
         let result = a.visit(func.body, 0, true, true)?;
         Ok((a.out, result))
+    }
+
+    /// Whether the length of the `iota` at `e` is checked against its layout at run time
+    /// (see `checked_iotas`).
+    pub fn checked_iota(&self, e: ExprId) -> bool {
+        self.checked_iotas.contains(&e)
     }
 
     /// The shape of node `e` (recorded by the pass).
@@ -221,7 +233,35 @@ impl Analysis {
 
 struct Analyzer<'a> {
     arena: &'a Arena,
+    /// The position of each size variable, derived ones included (see [`derived_sizes`]).
+    index: &'a dyn Fn(&str) -> Option<u32>,
     out: Analysis,
+}
+
+/// The derived sizes (`n * m`, see [`unfad_syntax::size_expr`]) of the `iota`s in `body`
+/// that [`Analyzer`] cannot bound by a parameter's size, each computed only from the size
+/// variables `base`: the lowering takes them as size variables of their own, after
+/// `base`, and the caller computes their values from the others.
+pub(crate) fn derived_sizes(arena: &Arena, body: ExprId, base: &[Arc<str>]) -> Vec<Arc<str>> {
+    let mut out: Vec<Arc<str>> = Vec::new();
+    let mut stack = vec![body];
+    let mut seen = HashSet::default();
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
+        if let (Node::Iota(_), Some(Type::Array(size, _))) = (&arena[e], arena.type_of(e)) {
+            if let Some(v) = size.var.as_ref().filter(|_| size.is_derived()) {
+                let known = unfad_syntax::size_expr::variables(v)
+                    .is_some_and(|names| names.iter().all(|n| base.iter().any(|b| **b == **n)));
+                if known && !out.contains(v) {
+                    out.push(v.clone());
+                }
+            }
+        }
+        arena.for_each_child(e, |c| stack.push(c));
+    }
+    out
 }
 
 /// The parameters and body of the function argument of an array operation.
@@ -387,7 +427,7 @@ impl Analyzer<'_> {
             App(..) => return unsupported("application of a function value"),
             Iota(n) => {
                 self.visit(n, depth, count, true)?;
-                // Else a constant the type checker found by cancelling a size variable
+                // A constant the type checker found by cancelling a size variable
                 // (`(k + 2) - k`): the value is that constant exactly (ints are exact).
                 let constant = || match arena.type_of(e) {
                     Some(Type::Array(size, _)) if size.var.is_none() => {
@@ -395,10 +435,45 @@ impl Analyzer<'_> {
                     }
                     _ => None,
                 };
-                let Some((len, exact)) = self.iota_len(n, 0).or_else(constant) else {
+                // A size computed from others by more than a constant step (`n - m + 1`,
+                // `n * m`): a size variable of its own, which the caller computes from the
+                // others ([`derived_sizes`]). It is the length exactly when every length the
+                // formula reads is the formal one and it reads no int parameter (whose size
+                // variable is `max(0, value)`); else a bound, the length being computed
+                // again at run time.
+                // A size of one variable the type checker found by cancelling others
+                // (`k * 2 - k`) is the same, without a variable of its own.
+                let formal = || match arena.type_of(e) {
+                    Some(Type::Array(size, _)) if size.var.is_some() => {
+                        let dim = if size.is_derived() {
+                            Dim::of_var((self.index)(size.var.as_deref()?)?).step(size.offset)
+                        } else {
+                            dim_of_size(size, self.index).ok()?
+                        };
+                        Some((dim, self.formal_lengths(n)))
+                    }
+                    _ => None,
+                };
+                let bounded = self.iota_len(n, 0);
+                let mut checked = false;
+                let found = match bounded {
+                    Some((_, true)) => bounded,
+                    _ => match formal() {
+                        Some((dim, true)) => Some((dim, true)),
+                        Some((dim, false)) if bounded.is_none() => {
+                            checked = true;
+                            Some((dim, false))
+                        }
+                        _ => bounded.or_else(constant),
+                    },
+                };
+                if checked {
+                    self.out.checked_iotas.insert(e);
+                }
+                let Some((len, exact)) = found else {
                     return unsupported(
-                        "`iota` of a length that is not a size (a literal, `len(A)`, an int \
-                         parameter, plus or minus a literal)",
+                        "`iota` of a length the native code cannot bound: a literal, `len(A)` \
+                         or an int parameter, plus or minus a literal, or a formula of those",
                     );
                 };
                 SShape::arr(len, exact, SShape::Real)
@@ -492,6 +567,72 @@ impl Analyzer<'_> {
         })
     }
 
+    /// `e` through the scalar `let`s that bind it.
+    fn through_lets(&self, mut e: ExprId) -> ExprId {
+        while let Node::Var(v) = self.arena[e] {
+            match self.out.scalar_lets.get(&v) {
+                Some(&rhs) => e = rhs,
+                None => break,
+            }
+        }
+        e
+    }
+
+    /// `y` where `a - b` is `(b + y) - b` or `(y + b) - b`: the length of a slice
+    /// `x[i : i + len(w)]`, whose bounds share a term that is not a size.
+    fn cancel(&self, a: ExprId, b: ExprId) -> Option<ExprId> {
+        let same = |x: ExprId, y: ExprId| {
+            let (x, y) = (self.through_lets(x), self.through_lets(y));
+            x == y
+                || matches!((&self.arena[x], &self.arena[y]), (Node::Var(u), Node::Var(w)) if u == w)
+        };
+        match self.arena[self.through_lets(a)] {
+            Node::Op2(BinOp::Add, x, y) if same(x, b) => Some(y),
+            Node::Op2(BinOp::Add, x, y) if same(y, b) => Some(x),
+            _ => None,
+        }
+    }
+
+    /// Whether every length the int `e` reads (through `let`s) is exactly the formal size
+    /// of its array's type, and it reads no int parameter: then the type checker's formula
+    /// for `e` is its value.
+    fn formal_lengths(&self, e: ExprId) -> bool {
+        match self.arena[e] {
+            Node::Len(a) => match (self.out.shapes.get(&a), self.arena.type_of(a)) {
+                (Some(SShape::Arr(sa)), Some(Type::Array(size, _))) => {
+                    sa.exact && dim_of_size(size, self.index).is_ok_and(|d| d == sa.len)
+                }
+                _ => false,
+            },
+            Node::Const(_) => true,
+            Node::Var(v) => match self.out.scalar_lets.get(&v) {
+                Some(&rhs) => self.formal_lengths(rhs),
+                None => !self.out.int_params.contains_key(&v),
+            },
+            Node::Op1(_, a) => self.formal_lengths(a),
+            Node::Op2(_, a, b) => self.formal_lengths(a) && self.formal_lengths(b),
+            _ => false,
+        }
+    }
+
+    /// Whether the int `e` is never negative: a length, a non-negative literal, or sums,
+    /// products and quotients of those.
+    fn nonnegative(&self, e: ExprId) -> bool {
+        match self.arena[e] {
+            Node::Len(_) => true,
+            Node::Const(c) => c >= 0.0,
+            Node::Var(v) => self
+                .out
+                .scalar_lets
+                .get(&v)
+                .is_some_and(|&rhs| self.nonnegative(rhs)),
+            Node::Op2(BinOp::Add | BinOp::Mul | BinOp::IntDiv | BinOp::Max, a, b) => {
+                self.nonnegative(a) && self.nonnegative(b)
+            }
+            _ => false,
+        }
+    }
+
     /// The length of `iota (n + k)`, `max(0, n + k)`, as a function of the sizes, and
     /// whether it is exactly that (else an upper bound), where `n` (already visited) is a
     /// size as the type checker knows them: a whole-number literal, `len(A)`, an int
@@ -522,21 +663,46 @@ impl Analyzer<'_> {
                 Some((other.step(c as i64), ea && eb))
             }
             Node::Op2(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+                if op == BinOp::Sub {
+                    if let Some(y) = self.cancel(a, b) {
+                        return self.iota_len(y, k);
+                    }
+                }
                 // A literal, or a `let` of one (a slice's lower bound).
                 let mut b = b;
                 while let Node::Var(v) = arena[b] {
                     b = *self.out.scalar_lets.get(&v)?;
                 }
-                let Node::Const(c) = arena[b] else {
-                    return None;
+                let c = match arena[b] {
+                    Node::Const(c) => literal(c)?,
+                    // `a - b + k` for a `b` never negative (a convolution's `len(x) -
+                    // len(w) + 1`): at most `a + k`, the exact length computed at run time.
+                    _ if op == BinOp::Sub && self.nonnegative(b) => {
+                        let (len, _) = self.iota_len(a, k)?;
+                        return Some((len, false));
+                    }
+                    _ => return None,
                 };
-                let c = literal(c)?;
                 let c = if op == BinOp::Add {
                     c
                 } else {
                     c.checked_neg()?
                 };
                 self.iota_len(a, k.checked_add(c)?)
+            }
+            // `div(a, b) + k` for `b >= 0` (else it divides by zero) and `a % b + k`: at
+            // most `max(a, 0) + k`, as `|div(a, b)| <= |a|` with the sign of `a * b`, and
+            // `a % b` has the sign of `a` and is no larger.
+            Node::Op2(op @ (BinOp::IntDiv | BinOp::Rem), a, b)
+                if op == BinOp::Rem || self.nonnegative(b) =>
+            {
+                let (len, _) = self.iota_len(a, 0)?;
+                Some((len.step(k), false))
+            }
+            // `min(a, b) + k`: at most either.
+            Node::Op2(BinOp::Min, a, b) => {
+                let (len, _) = self.iota_len(a, k).or_else(|| self.iota_len(b, k))?;
+                Some((len, false))
             }
             // `len(A) + k` is `max(0, len(A) + k)`: `A`'s length stepped by `k`.
             Node::Len(a) => match self.out.shapes.get(&a)? {

@@ -26,6 +26,7 @@ pub mod parser;
 pub mod printer;
 pub mod program;
 pub mod reduction;
+pub mod size_expr;
 pub mod span;
 pub mod term;
 pub mod typeck;

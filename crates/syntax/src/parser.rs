@@ -1077,7 +1077,8 @@ impl<'p> Parser<'p> {
 
     /// The slice `a[lo:hi]` (bounds absent: 0 and `len(a)`): `let r = a in let lo = .. in
     /// let hi = .. in map (i. r[lo + i]) (iota (hi - lo))`. Its size is `hi - lo` where the
-    /// type checker can tell it (literals, lengths, int parameters, plus or minus literals).
+    /// type checker can tell it (a formula of literals, lengths and int parameters, in
+    /// which other ints cancel: see `Checker::size_of`).
     fn slice(&mut self, a: ExprId, lo: Option<ExprId>, hi: Option<ExprId>, span: Span) -> ExprId {
         self.bind_fresh("r", a, span, |p, r| {
             let lo = lo.unwrap_or_else(|| p.add(Node::Const(0.0), span));
@@ -1099,8 +1100,8 @@ impl<'p> Parser<'p> {
 
     /// The forms written with iota and indexing, which are not keywords (a variable or a
     /// definition of that name hides them): `reverse A`, `rotate k A` (element `i` is
-    /// `A[(i + k) mod len(A)]`), `concat A B` (of a size the checker can tell: at most one
-    /// size variable), `replicate n e`, `iterate n (x. e) z` (`e` applied `n` times to
+    /// `A[(i + k) mod len(A)]`), `concat A B` (of size `len(A) + len(B)`, a derived size
+    /// when both are size variables), `replicate n e`, `iterate n (x. e) z` (`e` applied `n` times to
     /// `z`) and `iterate_while n (x. c) (x. e) z` (`e` applied to `z` while `c` holds, at
     /// most `n` times). Their operands are atoms, as those of the array operations.
     fn derived_form(&mut self, name: &str, start: Span) -> PResult<Option<ExprId>> {

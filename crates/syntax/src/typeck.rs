@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind};
 use crate::ops::BinOp;
+use crate::size_expr::{Linear, SizeOp};
 use crate::span::Span;
 use crate::term::{with_stack, Arena, DefId, ExprId, Node, Var};
 use crate::types::{Size, Type};
@@ -377,7 +378,9 @@ impl Checker<'_> {
                         offset: k,
                     });
                 }
-                let (x, y) = (self.size_of(a)?, self.size_of(b)?);
+                let (Some(x), Some(y)) = (self.size_of(a), self.size_of(b)) else {
+                    return self.size_of_linear(e);
+                };
                 match (op, &x.var, &y.var) {
                     (_, _, None) => Some(x.plus(if op == BinOp::Add {
                         y.offset
@@ -389,6 +392,65 @@ impl Checker<'_> {
                         var: None,
                         offset: x.offset - y.offset,
                     }),
+                    _ => self.size_of_linear(e),
+                }
+            }
+            _ => self.size_of_linear(e),
+        }
+    }
+
+    /// The size `e` computes, as [`Checker::linear_of`] reads it, if every variable that is
+    /// not a size cancels out.
+    fn size_of_linear(&mut self, e: ExprId) -> Option<Size> {
+        self.linear_of(e)
+            .filter(|x| !x.has_local())
+            .map(|x| x.to_size())
+    }
+
+    /// A bound int variable that is not a size (a loop's element, a `let` of one) as an
+    /// atom of its own, which must cancel for a size to come out: the `i` of a slice
+    /// `x[i : i + len(w)]`, whose length is `(i + len(w)) - i`. Its name, with `#`, is no
+    /// size's (see [`Linear::has_local`]).
+    fn local_atom(&self, v: Var) -> Option<Linear> {
+        (self.arena.var_type(v) == Some(&Type::Int))
+            .then(|| Linear::atom(&format!("{}#{}", self.arena.var_name(v), v.index())))
+    }
+
+    /// An int expression computed from sizes alone (literals, `len(A)`, int parameters,
+    /// `let`s of those, and `+ - * div % max min` of them) as a canonical form: the
+    /// derived size of an `iota` such as a convolution's `iota (len(x) - len(w) + 1)`.
+    /// `None` when it reads anything else (a loop's element, a real).
+    fn linear_of(&mut self, e: ExprId) -> Option<Linear> {
+        match self.arena[e] {
+            Node::Const(c) if c.fract() == 0.0 && c.abs() <= u32::MAX as f64 => {
+                Some(Linear::constant(c as i64))
+            }
+            Node::Len(a) => match self.infer(a).ok()? {
+                Type::Array(n, _) => Linear::of_size(&n),
+                _ => None,
+            },
+            Node::Var(v) => match self.bound.get(&v) {
+                Some(Some(rhs)) => {
+                    let rhs = *rhs;
+                    self.linear_of(rhs).or_else(|| self.local_atom(v))
+                }
+                Some(None) => self.local_atom(v),
+                None if self.arena.var_type(v) == Some(&Type::Int) => {
+                    Some(Linear::atom(self.arena.var_name(v)))
+                }
+                None => None,
+            },
+            Node::Op1(crate::ops::UnOp::Neg, a) => self.linear_of(a)?.scale(-1),
+            Node::Op2(op, a, b) => {
+                let (x, y) = (self.linear_of(a)?, self.linear_of(b)?);
+                match op {
+                    BinOp::Add => x.add(&y),
+                    BinOp::Sub => x.sub(&y),
+                    BinOp::Mul => x.mul(&y),
+                    BinOp::IntDiv => Linear::nonlinear(SizeOp::Div, &x, &y),
+                    BinOp::Rem => Linear::nonlinear(SizeOp::Rem, &x, &y),
+                    BinOp::Max => Linear::nonlinear(SizeOp::Max, &x, &y),
+                    BinOp::Min => Linear::nonlinear(SizeOp::Min, &x, &y),
                     _ => None,
                 }
             }
@@ -903,7 +965,7 @@ impl Checker<'_> {
                     let text = crate::printer::print_expr(self.arena, k);
                     return Err(self.err(
                         k,
-                        format!("the length of `iota` must be a size: a whole-number literal, `len(A)`, an int parameter, or one of those plus or minus a literal, but it is `{text}` (a slice `A[a:b]` is an `iota` of `b - a` elements, `A[a:]` of `len(A) - a`: its bounds must differ by such a size, as in `A[1:]` or `A[k:k + 3]`)"),
+                        format!("the length of `iota` must be a size: an int computed from whole-number literals, `len(A)` and int parameters (by `+ - *`, `div`, `%`, `max`, `min`), in which any other int, such as a loop's element, cancels; but it is `{text}` (a slice `A[a:b]` is an `iota` of `b - a` elements, `A[a:]` of `len(A) - a`: its bounds must differ by such a size, as in `A[1:]`, `A[k:k + 3]` or `x[i : i + len(w)]`)"),
                     ));
                 };
                 Type::array(n, Type::Int)
@@ -1030,7 +1092,14 @@ impl Checker<'_> {
         }
         let mut ret_sizes = Vec::new();
         ret.size_vars(&mut ret_sizes);
-        if let Some(v) = ret_sizes.iter().find(|v| !subst.contains_key(*v)) {
+        // A derived size (`n - m + 1`) is given when the sizes it is computed from are.
+        let given = |v: &Arc<str>| match crate::size_expr::variables(v) {
+            Some(names) if !crate::size_expr::is_size_name(v) => {
+                names.iter().all(|n| subst.contains_key(n))
+            }
+            _ => subst.contains_key(v),
+        };
+        if let Some(v) = ret_sizes.iter().find(|v| !given(v)) {
             return Err(self.err(
                 e,
                 format!("`{name}` returns an array of size `{v}`, which no array argument gives (a size taken from an int parameter is only allowed in the result of the entry point)"),

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::size_expr::{self, is_size_name, Linear};
+
 /// A symbolic array size: `var + offset`, or the constant `offset` when there is no variable.
 ///
 /// Sizes are *formal*: `n-1` stands for `max(n-1, 0)` at run time, yet `(n-1)+1` is
@@ -32,32 +34,55 @@ impl Size {
         }
     }
 
-    /// `self + k` (formal: no saturation, see the type's docs).
+    /// `self + k` (formal: no saturation, see the type's docs). A derived size takes `k`
+    /// into its text, so that `(n - m) + 1` is the size `n - m + 1` however it was reached.
     pub fn plus(&self, k: i64) -> Size {
+        if self.is_derived() {
+            if let Some(x) = Linear::of_size(self).and_then(|x| x.add(&Linear::constant(k))) {
+                return x.to_size();
+            }
+        }
         Size {
             var: self.var.clone(),
             offset: self.offset + k,
         }
     }
 
+    /// Whether the variable is a *derived* size, computed from size variables by more than
+    /// adding a constant (`n - m + 1`, `2*n`: see [`crate::size_expr`]).
+    pub fn is_derived(&self) -> bool {
+        self.var.as_deref().is_some_and(|v| !is_size_name(v))
+    }
+
     /// The value of this size when size variables have the values given by `lookup`.
     pub fn eval(&self, lookup: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
         let base = match &self.var {
             None => 0,
-            Some(v) => lookup(v)? as i64,
+            Some(v) if is_size_name(v) => lookup(v)? as i64,
+            Some(v) => size_expr::evaluate(v, &|name| i64::try_from(lookup(name)?).ok())?.max(0),
         };
-        Some((base + self.offset).max(0) as u64)
+        Some(base.checked_add(self.offset)?.max(0) as u64)
     }
 
-    /// Replace the size variable through `f` (used when a definition's size variables are
-    /// instantiated at a call).
+    /// Replace the size variables through `f` (used when a definition's size variables are
+    /// instantiated at a call); in a derived size, each one it is computed from.
     pub fn subst(&self, f: &dyn Fn(&str) -> Option<Size>) -> Size {
         match &self.var {
             None => self.clone(),
-            Some(v) => match f(v) {
+            Some(v) if is_size_name(v) => match f(v) {
                 Some(s) => s.plus(self.offset),
                 None => self.clone(),
             },
+            Some(v) => {
+                let each = |name: &str| match f(name) {
+                    Some(s) => Linear::of_size(&s),
+                    None => Some(Linear::atom(name)),
+                };
+                match size_expr::parse(v, &each) {
+                    Some(x) => x.to_size().plus(self.offset),
+                    None => self.clone(),
+                }
+            }
         }
     }
 }
@@ -68,6 +93,8 @@ impl fmt::Display for Size {
             (None, k) if k >= 0 => write!(f, "{k}"),
             (None, k) => write!(f, "0-{}", -k),
             (Some(v), 0) => write!(f, "{v}"),
+            (Some(v), k) if !is_size_name(v) && k > 0 => write!(f, "({v})+{k}"),
+            (Some(v), k) if !is_size_name(v) => write!(f, "({v})-{}", -k),
             (Some(v), k) if k > 0 => write!(f, "{v}+{k}"),
             (Some(v), k) => write!(f, "{v}-{}", -k),
         }
@@ -95,6 +122,11 @@ impl SizeBindings {
     /// The value of size variable `var`, if bound (0 if it was only met inside an empty
     /// array: see [`SizeBindings::bind_undetermined`]).
     pub fn get(&self, var: &str) -> Option<u64> {
+        if !is_size_name(var) {
+            // A derived size (`n * m`): its formula on the others, never below 0.
+            let value = size_expr::evaluate(var, &|name| i64::try_from(self.get(name)?).ok())?;
+            return Some(value.max(0) as u64);
+        }
         self.entries
             .iter()
             .find(|(v, _, _)| v.as_ref() == var)

@@ -648,7 +648,7 @@ impl Gen<'_> {
     /// `replicate`, `iterate`) of a vector (never empty with indexing on).
     fn derived_form(&mut self, d: u32) -> String {
         let a = paren(&self.array(&Ty::vec(), d));
-        let form = match self.rng.below(7) {
+        let form = match self.rng.below(9) {
             0 => format!("reverse {a}"),
             1 => {
                 let k = match self.rng.below(3) {
@@ -671,6 +671,14 @@ impl Gen<'_> {
                 let (x, y) = (self.real(0), self.real(0));
                 format!("concat [{x}, {y}] {a}")
             }
+            // Sizes the type checker derives from others (`2*n`, `2*n - 1`), which the
+            // native code takes as size variables of their own.
+            7 => {
+                let k = self.fresh("k");
+                let c = self.real(0);
+                format!("map ({k}. {a}[div({k}, 2)] * (real({k} % 2) + {c})) (iota (len({a}) * 2))")
+            }
+            8 => format!("concat {a} (({a})[1:])"),
             _ => {
                 let c = self.real(0);
                 let k = self.rng.below(4);

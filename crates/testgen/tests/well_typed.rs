@@ -60,3 +60,15 @@ fn full_source_programs_are_well_typed() {
 fn programs_with_indexing_are_well_typed() {
     check_features(&Features::indexing(), 1500);
 }
+
+#[test]
+fn programs_with_indexing_reach_derived_sizes() {
+    // The forms whose size is computed from others (`2*n`, `2*n - 1`) are generated, so
+    // the random-program properties that use these features exercise derived sizes.
+    let sources: Vec<String> = (0..1500)
+        .map(|seed| generate(seed, &Features::indexing()).source)
+        .collect();
+    let with = |needle: &str| sources.iter().filter(|s| s.contains(needle)).count();
+    assert!(with(") * 2))") >= 5, "{} products", with(") * 2))"));
+    assert!(with("concat ") >= 5, "{} concats", with("concat "));
+}

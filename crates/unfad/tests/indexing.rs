@@ -140,13 +140,13 @@ fn errors_say_where_and_what() {
         ),
         ("def f(A: [n]real, k: int) = A[0] * k", "real(...)"),
         (
-            "def f(A: [n]real, k: int) = A[k:k * 2]",
+            "def f(A: [n]real) = map (i. reduce + 0 (A[0:i])) (iota len(A))",
             "the length of `iota` must be a size",
         ),
         ("def f(A: [n]real) = A[len(A) / 2]", "div(a, b)"),
         (
-            "def f(A: [n]real, B: [m]real) = reduce + 0 (concat A B)",
-            "must be a size",
+            "def f(A: [n]real, x: real) = iota (len(A) * x)",
+            "must be an int",
         ),
     ] {
         let Err(e) = Engine::new().compile(src) else {
@@ -291,4 +291,112 @@ fn shifts_of_matrices_have_gradients() {
             );
         }
     }
+}
+
+/// A plain valid convolution: output `i` is `sum_j x[i + j] * w[j]`.
+fn convolve(x: &[f64], w: &[f64]) -> Vec<f64> {
+    (0..(x.len() + 1).saturating_sub(w.len()))
+        .map(|i| w.iter().enumerate().map(|(j, wj)| x[i + j] * wj).sum())
+        .collect()
+}
+
+#[test]
+fn sizes_computed_from_other_sizes() {
+    let conv = "def conv(x: [n]real, w: [m]real) =
+                  map (i. sum (map2 (a, b. a * b) (x[i : i + len(w)]) w))
+                      (iota (len(x) - len(w) + 1))";
+    let x = [1.0, -2.0, 3.5, 0.25, 4.0, -1.5, 2.0];
+    let w = [0.5, -1.0, 2.0];
+    let f = Engine::new().compile(conv).unwrap();
+    for (x, w) in [
+        (&x[..], &w[..]),
+        (&x[..2], &w[..]),
+        (&x[..3], &w[..]),
+        (&x[..], &[][..]),
+    ] {
+        let got = f.call(&[Arg::from(x), Arg::from(w)]).unwrap();
+        assert_eq!(got, convolve(x, w), "x {x:?}, w {w:?}");
+    }
+    // Its gradient: of the sum of squares, against central differences in `x` and `w`.
+    let loss =
+        format!("{conv}\ndef loss(x: [n]real, w: [m]real) = sum (map (v. v * v) (conv(x, w)))");
+    let grad = Engine::new().compile_grad(&loss).unwrap();
+    let out = grad.call(&[Arg::from(&x[..]), Arg::from(&w[..])]).unwrap();
+    let loss_of = |x: &[f64], w: &[f64]| convolve(x, w).iter().map(|v| v * v).sum::<f64>();
+    assert_eq!(out.value, loss_of(&x, &w));
+    for (k, at) in [&x[..], &w[..]].into_iter().enumerate() {
+        for j in 0..at.len() {
+            let h = 1e-6;
+            let shifted = |d: f64| {
+                let (mut a, mut b) = (x.to_vec(), w.to_vec());
+                [&mut a, &mut b][k][j] += d;
+                loss_of(&a, &b)
+            };
+            let fd = (shifted(h) - shifted(-h)) / (2.0 * h);
+            let g = out.gradient(k)[j];
+            assert!(
+                (g - fd).abs() <= 1e-6 * fd.abs().max(1.0),
+                "d/d{k}[{j}] {g} vs {fd}"
+            );
+        }
+    }
+    // Products, quotients and sums of two sizes: an outer product flattened, pairs, concat.
+    let run = value;
+    let (a, b) = ([1.0, 2.0], [3.0, 4.0, 5.0]);
+    assert_eq!(
+        run(
+            "def f(x: [n]real, y: [m]real) = map (k. x[div(k, len(y))] * y[k % len(y)]) (iota (len(x) * len(y)))",
+            &[Arg::from(&a[..]), Arg::from(&b[..])]
+        ),
+        [3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+    );
+    assert_eq!(
+        run(
+            "def f(x: [n]real) = map (i. x[2 * i] * x[2 * i + 1]) (iota (div(len(x), 2)))",
+            &[Arg::from(&x[..])]
+        ),
+        [-2.0, 0.875, -6.0]
+    );
+    assert_eq!(
+        run(
+            "def f(x: [n]real, y: [m]real) = concat y x",
+            &[Arg::from(&a[..]), Arg::from(&b[..])]
+        ),
+        [3.0, 4.0, 5.0, 1.0, 2.0]
+    );
+    // Arrays of equal derived sizes zip, however the size was written.
+    assert_eq!(
+        run(
+            "def f(x: [n]real, y: [m]real) = map2 (s, t. s - t) (concat x y) (concat y x)",
+            &[Arg::from(&a[..]), Arg::from(&b[..])]
+        ),
+        [-2.0, -2.0, -2.0, 3.0, 3.0]
+    );
+    // A slice whose bounds share a term that cancels: `A[k : 2 * k]` has `k` elements.
+    assert_eq!(
+        run(
+            "def f(A: [n]real, k: int) = A[k : k * 2]",
+            &[Arg::from(&A[..]), Arg::from(2.0)]
+        ),
+        &A[2..4]
+    );
+    check_gradient(
+        "def f(A: [n]real, k: int) = sum (map (i. A[i] * A[i + k]) (iota (len(A) - k)))",
+        &A,
+        2.0,
+    );
+    // A negative int parameter counts as 0 in the size the native code lays out: an `iota`
+    // longer than that stops the call with an error that says so, never a short result.
+    let f = Engine::new()
+        .compile("def f(A: [n]real, k: int) = map (i. A[i]) (iota (len(A) * 0 - k))")
+        .unwrap();
+    let msg = f
+        .call(&[Arg::from(&A[..]), Arg::from(-2.0)])
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("int parameters count as 0"), "{msg}");
+    assert_eq!(
+        f.call(&[Arg::from(&A[..]), Arg::from(2.0)]).unwrap(),
+        Vec::<f64>::new()
+    );
 }

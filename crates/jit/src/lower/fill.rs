@@ -25,6 +25,9 @@ impl<'a> Translator<'a> {
             let x = self.emit_real(n)?;
             let k = self.length_of_real(x);
             let bound = self.dim(sa.len);
+            if self.an.checked_iota(e) {
+                self.check_size(k, bound);
+            }
             self.umin(k, bound)
         };
         Ok(Val::Arr(self.arr(

@@ -329,6 +329,31 @@ impl<'a> Translator<'a> {
         self.switch_to(go_on);
     }
 
+    /// [`Translator::check_that`] that the length `len` of an `iota` is at most `bound`,
+    /// the size it was laid out for ([`Stop::Size`], naming both).
+    pub(super) fn check_size(&mut self, len: IntVal, bound: IntVal) {
+        let (l, n) = (self.int_value(len), self.int_value(bound));
+        let ok = self.b.ins().icmp(
+            cranelift_codegen::ir::condcodes::IntCC::UnsignedLessThanOrEqual,
+            l,
+            n,
+        );
+        let fail = self.fail_block();
+        let go_on = self.b.create_block();
+        let failed = self.b.create_block();
+        self.b.set_cold_block(failed);
+        self.b.ins().brif(ok, go_on, &[], failed, &[]);
+        self.switch_to(failed);
+        let code = self.b.ins().f64const(Stop::Size.code_at(self.site));
+        let (l, n) = (
+            self.b.ins().fcvt_from_sint(F64, l),
+            self.b.ins().fcvt_from_sint(F64, n),
+        );
+        let args = [code, l, n].map(BlockArg::from);
+        self.b.ins().jump(fail, &args);
+        self.switch_to(go_on);
+    }
+
     /// The block a failed check jumps to, with the status cells' values as parameters.
     fn fail_block(&mut self) -> Block {
         match self.status {
