@@ -33,12 +33,19 @@ pub(super) struct FoldPrep {
     pub reduce: bool,
 }
 
-/// What follows a fold that [`Translator::stored_then_folded`] runs in the loop storing
-/// the map it folds.
-enum AfterFold {
-    /// `let y = fold in rest`.
-    Let(Var, ExprId),
-    /// The folds are the components `ks` of the tuple `items`, the result.
+/// What follows the folds that [`Translator::stored_then_folded`] runs in the loop storing
+/// the map they fold: the variables of the `let`s that bind the first folds, in order,
+/// then the rest of the term.
+struct AfterFold {
+    lets: Vec<Var>,
+    tail: Tail,
+}
+
+/// The term after the `let`s of [`AfterFold`].
+enum Tail {
+    /// Any term, which reads only the columns the folds leave.
+    Rest(ExprId),
+    /// The tuple `items`, the result, whose components `ks` are the remaining folds.
     Components(Vec<ExprId>, Vec<usize>),
 }
 
@@ -97,17 +104,75 @@ impl<'a> Translator<'a> {
         if !matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. }) || self.an.lazy_ok(x) {
             return Ok(None);
         }
-        let (folds, after) = match arena[e2] {
-            Node::Let(y, fold, rest) => (vec![fold], AfterFold::Let(y, rest)),
-            Node::Tuple(l) => {
+        // The folds bound by the chain of `let`s that starts `e2`: one of the whole
+        // elements, or several of columns apart from one another's, none reading another's
+        // result (they all run in the one loop).
+        let fold_of = |e: ExprId| match arena[e] {
+            Node::Reduce(_, z, src) | Node::Foldl(_, z, src)
+                if !arena.free_vars(z).contains(&x) =>
+            {
+                if arena[src] == Node::Var(x) {
+                    Some(Vec::new())
+                } else {
+                    column_of(arena, src, x)
+                }
+            }
+            _ => None,
+        };
+        let mut lets: Vec<(Var, ExprId, Vec<usize>)> = Vec::new();
+        // The term after each `let` of the chain.
+        let mut rests: Vec<ExprId> = Vec::new();
+        let mut cur = e2;
+        while let Node::Let(y, fold, rest) = arena[cur] {
+            let Some(path) = fold_of(fold) else {
+                break;
+            };
+            let free = arena.free_vars(fold);
+            let fits = !lets.iter().any(|(v, ..)| free.contains(v))
+                && lets.iter().all(|(_, _, q)| {
+                    !path.is_empty()
+                        && !q.is_empty()
+                        && !q.starts_with(&path)
+                        && !path.starts_with(q)
+                });
+            if !fits {
+                break;
+            }
+            lets.push((y, fold, path));
+            rests.push(rest);
+            cur = rest;
+        }
+        // The longest prefix of the chain after which the term reads only the columns its
+        // folds leave (a single fold of whole elements leaves them all stored).
+        while let Some(&rest) = rests.last() {
+            let whole = lets.len() == 1 && lets[0].2.is_empty();
+            if whole
+                || lets
+                    .iter()
+                    .all(|(_, _, p)| reads_other_columns(arena, rest, x, p))
+            {
+                cur = rest;
+                break;
+            }
+            lets.pop();
+            rests.pop();
+            cur = rests.last().copied().unwrap_or(e2);
+        }
+        // A whole-element fold's `rest` is not checked against columns: it reads `x` as
+        // the stored map (the elements are all stored).
+        let whole = lets.first().is_some_and(|(_, _, p)| p.is_empty());
+        let bound: Vec<Var> = lets.iter().map(|(y, ..)| *y).collect();
+        let taken: Vec<Vec<usize>> = lets.iter().map(|(_, _, p)| p.clone()).collect();
+        let tail_folds = match arena[cur] {
+            Node::Tuple(l) if !whole => {
                 let items = arena.exprs(l).to_vec();
-                // The components that fold a column of `x` each, apart from one another's,
-                // which no other component reads.
-                let folded_column = |e: ExprId| match arena[e] {
-                    Node::Reduce(_, z, src) | Node::Foldl(_, z, src)
-                        if !arena.free_vars(z).contains(&x) =>
-                    {
-                        column_of(arena, src, x).filter(|p| !p.is_empty())
+                // The components that fold a column of `x` each, apart from one another's
+                // and from the `let`s' columns, which no other component reads and which
+                // read no `let`'s result.
+                let folded_column = |e: ExprId| match fold_of(e) {
+                    Some(p) if !p.is_empty() => {
+                        let free = arena.free_vars(e);
+                        (!bound.iter().any(|v| free.contains(v))).then_some(p)
                     }
                     _ => None,
                 };
@@ -118,7 +183,9 @@ impl<'a> Translator<'a> {
                     };
                     let apart = chosen
                         .iter()
-                        .all(|(_, q)| !q.starts_with(&path) && !path.starts_with(q));
+                        .map(|(_, q)| q)
+                        .chain(&taken)
+                        .all(|q| !q.starts_with(&path) && !path.starts_with(q));
                     let unread = (0..items.len()).all(|j| {
                         j == k
                             || chosen.iter().any(|(c, _)| *c == j)
@@ -138,16 +205,29 @@ impl<'a> Translator<'a> {
                     })
                     .cloned()
                     .collect();
-                if chosen.is_empty() {
-                    return Ok(None);
-                }
-                let ks: Vec<usize> = chosen.iter().map(|(k, _)| *k).collect();
-                (
-                    ks.iter().map(|&k| items[k]).collect(),
-                    AfterFold::Components(items, ks),
-                )
+                (!chosen.is_empty()).then(|| {
+                    let ks: Vec<usize> = chosen.iter().map(|(k, _)| *k).collect();
+                    (items, ks)
+                })
             }
-            _ => return Ok(None),
+            _ => None,
+        };
+        if lets.is_empty() && tail_folds.is_none() {
+            return Ok(None);
+        }
+        let mut folds: Vec<ExprId> = lets.iter().map(|(_, f, _)| *f).collect();
+        let after = match tail_folds {
+            Some((items, ks)) => {
+                folds.extend(ks.iter().map(|&k| items[k]));
+                AfterFold {
+                    lets: bound,
+                    tail: Tail::Components(items, ks),
+                }
+            }
+            None => AfterFold {
+                lets: bound,
+                tail: Tail::Rest(cur),
+            },
         };
         // Each fold: its function's parameters and body, its accumulator's shape, the column
         // of `x` it folds (all of it for an empty path), its operand and initial value.
@@ -159,19 +239,9 @@ impl<'a> Translator<'a> {
             let (ps, body) = lambda(arena, f, 2, "a fold")?;
             let (pa, px) = (ps[0], ps[1]);
             let acc_shape = self.an.var_shape(pa)?.clone();
-            let path = if arena[src] == Node::Var(x) {
-                Vec::new()
-            } else {
-                match (column_of(arena, src, x), &after) {
-                    (Some(path), AfterFold::Let(_, rest))
-                        if !path.is_empty() && reads_other_columns(arena, *rest, x, &path) =>
-                    {
-                        path
-                    }
-                    // The other components were checked when the folds were chosen.
-                    (Some(path), AfterFold::Components(..)) if !path.is_empty() => path,
-                    _ => return Ok(None),
-                }
+            // The columns were checked against what follows when the folds were chosen.
+            let Some(path) = fold_of(fold) else {
+                return Ok(None);
             };
             if (path.is_empty() && acc_shape.has_arrays())
                 || self.extremum(pa, px, body).is_some()
@@ -189,10 +259,8 @@ impl<'a> Translator<'a> {
         let paths: Vec<Vec<usize>> = specs.iter().map(|s| s.4.clone()).collect();
         // The columns of `x` that components of the result read as they are (`map (t. π_q
         // t) x`, written to an array's place) are stored straight into those places.
-        let redirected: Vec<(usize, Vec<usize>, Rc<Arr>)> = match (&after, into) {
-            (AfterFold::Components(items, ks), Some(Place::Tuple(ps)))
-                if ps.len() == items.len() =>
-            {
+        let redirected: Vec<(usize, Vec<usize>, Rc<Arr>)> = match (&after.tail, into) {
+            (Tail::Components(items, ks), Some(Place::Tuple(ps))) if ps.len() == items.len() => {
                 let mut taken: Vec<Vec<usize>> = paths.clone();
                 let mut out = Vec::new();
                 for (j, (&item, p)) in items.iter().zip(ps.iter()).enumerate() {
@@ -352,20 +420,20 @@ impl<'a> Translator<'a> {
             self.skip(*src);
         }
         self.bind(x, stored)?;
-        let r = match after {
-            AfterFold::Let(y, rest) => {
-                let Some(value) = folded.pop() else {
-                    return internal("a fold lost its result");
-                };
-                self.bind_let(y, value)?;
-                let r = match into {
-                    Some(p) => self.emit_into(rest, p)?,
-                    None => self.emit(rest)?,
-                };
-                self.end_scope(&[y], &r);
-                r
-            }
-            AfterFold::Components(items, ks) => {
+        let mut folded = folded.into_iter();
+        for &y in &after.lets {
+            let Some(value) = folded.next() else {
+                return internal("a fold lost its result");
+            };
+            self.bind_let(y, value)?;
+        }
+        let folded: Vec<Val> = folded.collect();
+        let r = match after.tail {
+            Tail::Rest(rest) => match into {
+                Some(p) => self.emit_into(rest, p)?,
+                None => self.emit(rest)?,
+            },
+            Tail::Components(items, ks) => {
                 let places = match into {
                     Some(Place::Tuple(ps)) if ps.len() == items.len() => Some(ps.clone()),
                     Some(_) => return internal("a tuple written to a place of another shape"),
@@ -392,6 +460,7 @@ impl<'a> Translator<'a> {
                 Val::Tuple(out.into())
             }
         };
+        self.end_scope(&after.lets, &r);
         self.end_scope(&[x], &r);
         Ok(Some(r))
     }
