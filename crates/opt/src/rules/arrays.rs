@@ -679,7 +679,10 @@ pub fn last_of_fill(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 }
 
 /// A shift of `scanl (acc, x. acc) z A` or of `scanr (x, acc. acc) z A` (a scan that keeps
-/// its accumulator) is `map (x. z) A` for a trivial `z`: it repeats `z`, once per element.
+/// its accumulator) is `map (x. z) A`: it repeats `z`, once per element. A `z` that is not
+/// trivial is bound by a `let` first, so that it is computed once (reverse mode makes
+/// `scanr (x, acc. acc) (map (o. o + o) R) ...` for the adjoint of a `reduce` of arrays
+/// written with a lambda, `reduce (acc, r. map2 + acc r)`).
 pub fn shift_of_constant_scan(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let (Node::Shift1L(inner) | Node::Shift1R(inner)) = cx.arena()[e] else {
         return None;
@@ -690,7 +693,7 @@ pub fn shift_of_constant_scan(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         _ => return None,
     };
     let (ps, body) = lambda(cx, f)?;
-    if cx.arena()[body] != Node::Var(*ps.get(acc)?) || !cx.is_trivial(z) {
+    if cx.arena()[body] != Node::Var(*ps.get(acc)?) {
         return None;
     }
     let elem = match cx.ty(a)? {
@@ -698,8 +701,16 @@ pub fn shift_of_constant_scan(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         _ => return None,
     };
     let x = cx.fresh("x", Some(elem));
-    let g = lam(cx, &[x], z);
-    Some(cx.mk(Node::Map(g, a)))
+    if cx.is_trivial(z) {
+        let g = lam(cx, &[x], z);
+        return Some(cx.mk(Node::Map(g, a)));
+    }
+    let zt = cx.ty(z)?;
+    let c = cx.fresh("c", Some(zt));
+    let ec = cx.var(c);
+    let g = lam(cx, &[x], ec);
+    let repeated = cx.mk(Node::Map(g, a));
+    Some(cx.mk(Node::Let(c, z, repeated)))
 }
 
 /// The simplest array exactly as long as `x`: through fills, maps, shifts of scans (`n+1`

@@ -814,6 +814,16 @@ fn shift_of_constant_scan() {
               map (x. y) A
         "#]],
     );
+    // A repeated value that is a term is bound first, to be computed once.
+    check_rule(
+        arrays::shift_of_constant_scan,
+        "def f(A: [n][m]real, y: [m]real) = shift1L (scanr (x, acc. acc) (map (v. v + v) y) A)",
+        expect![[r#"
+            def f(A: [n][m]real, y: [m]real): [n][m]real =
+              let c = map (v. v + v) y in
+              map (x. c) A
+        "#]],
+    );
 }
 
 /// The length of an array as long as a parameter is the parameter's.
