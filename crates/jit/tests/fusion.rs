@@ -345,6 +345,28 @@ fn folds_bound_by_lets_and_folds_in_the_result_run_in_one_loop() {
     assert!(workspace_at(again, &[1000, 10]) >= 1000 * 10);
 }
 
+#[test]
+fn folds_inside_the_result_run_in_the_loop_that_makes_their_column() {
+    // The adjoint of a transposed matrix as the optimizer leaves it: the sum of a column
+    // is the operand of more work (here a map), not a component of the result. It is
+    // summed where each element is made: nothing of size n * m is stored.
+    let src = "def f(X: [n]real, C: [m]real) = \
+               let G = map (x. (x * x, map (c. c * exp(x)) C)) X in \
+               (map (g. fst g) G, map (c. c + 1) (reduce (s, t. map2 + s t) zeros_like(C) (map (g. snd g) G)))";
+    let inputs: Vec<Json> = [(0, 0), (1, 1), (3, 2), (7, 5)]
+        .iter()
+        .map(|&(n, m)| json!({"X": vec_of(n, 0.3), "C": vec_of(m, 1.1)}))
+        .collect();
+    check(src, &inputs);
+    assert!(workspace_at(src, &[1000, 10]) <= 1000 + 6 * 10);
+    // Two folds of one column (alike but for their names) inside the result: neither can
+    // leave the column unstored, and both read it from memory.
+    let twice = "def f(X: [n]real, C: [m]real) = \
+                 let G = map (x. (x * x, map (c. c * exp(x)) C)) X in \
+                 (map (g. snd g) G, reduce + 0 (map (g. fst g) G) * 2, reduce + 0 (map (h. fst h) G) + 1)";
+    check(twice, &inputs);
+}
+
 /// A `let`-bound map of a few arithmetic operations read by two loops is computed at each
 /// read, not stored; one that calls a kernel, or is read inside another loop, is stored.
 #[test]

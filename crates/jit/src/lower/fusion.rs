@@ -39,6 +39,8 @@ pub(super) struct FoldPrep {
 struct AfterFold {
     lets: Vec<Var>,
     tail: Tail,
+    /// Folds inside the tail whose results are computed in the loop (after the others).
+    embedded: Vec<ExprId>,
 }
 
 /// The term after the `let`s of [`AfterFold`].
@@ -212,23 +214,56 @@ impl<'a> Translator<'a> {
             }
             _ => None,
         };
-        if lets.is_empty() && tail_folds.is_none() {
-            return Ok(None);
-        }
         let mut folds: Vec<ExprId> = lets.iter().map(|(_, f, _)| *f).collect();
-        let after = match tail_folds {
+        let mut after = match tail_folds {
             Some((items, ks)) => {
                 folds.extend(ks.iter().map(|&k| items[k]));
                 AfterFold {
                     lets: bound,
                     tail: Tail::Components(items, ks),
+                    embedded: Vec::new(),
                 }
             }
             None => AfterFold {
                 lets: bound,
                 tail: Tail::Rest(cur),
+                embedded: Vec::new(),
             },
         };
+        // Folds of further columns found inside what follows, where it evaluates them once
+        // (not under a function) and they read nothing it binds: `foldl (acc, e. ...)
+        // zeros (map2 (a, b. (a, b)) v (reduce (s, t. map2 + s t) zeros (map (g. g.2) x)))`,
+        // a transposed matrix's adjoint. They run in the loop too, and their results are
+        // taken where the term reads them.
+        let mut taken: Vec<Vec<usize>> = Vec::new();
+        for &fold in &folds {
+            taken.extend(fold_of(fold));
+        }
+        let roots: Vec<ExprId> = match &after.tail {
+            Tail::Rest(r) => vec![*r],
+            Tail::Components(items, ks) => (0..items.len())
+                .filter(|j| !ks.contains(j))
+                .map(|j| items[j])
+                .collect(),
+        };
+        for (e, path) in embedded_folds(arena, &roots, &after.lets, x, &fold_of) {
+            let apart = taken
+                .iter()
+                .all(|q| !q.starts_with(&path) && !path.starts_with(q));
+            // Nothing else reads its column (another fold of it included), so the column
+            // need not be stored.
+            let unread = roots
+                .iter()
+                .all(|&r| reads_other_columns_except(arena, r, x, &path, e));
+            if apart && unread {
+                taken.push(path);
+                folds.push(e);
+                after.embedded.push(e);
+            }
+        }
+        if folds.is_empty() {
+            return Ok(None);
+        }
         // Each fold: its function's parameters and body, its accumulator's shape, the column
         // of `x` it folds (all of it for an empty path), its operand and initial value.
         let mut specs = Vec::with_capacity(folds.len());
@@ -427,7 +462,12 @@ impl<'a> Translator<'a> {
             };
             self.bind_let(y, value)?;
         }
-        let folded: Vec<Val> = folded.collect();
+        let mut folded: Vec<Val> = folded.collect();
+        // The embedded folds come last: their results stand for their nodes from now on.
+        let tail_count = folded.len() - after.embedded.len();
+        for (&e, v) in after.embedded.iter().zip(folded.drain(tail_count..)) {
+            self.precomputed.insert(e, v);
+        }
         let r = match after.tail {
             Tail::Rest(rest) => match into {
                 Some(p) => self.emit_into(rest, p)?,
@@ -460,6 +500,9 @@ impl<'a> Translator<'a> {
                 Val::Tuple(out.into())
             }
         };
+        for e in &after.embedded {
+            self.precomputed.remove(e);
+        }
         self.end_scope(&after.lets, &r);
         self.end_scope(&[x], &r);
         Ok(Some(r))
@@ -497,7 +540,11 @@ impl<'a> Translator<'a> {
         places: &[Place],
     ) -> JitResult<Option<Val>> {
         let arena = self.arena;
+        // A fold computed already (`precomputed`) is written as a value, not run again.
         let fold_like = |t: &Self, e: ExprId, p: &Place| -> JitResult<bool> {
+            if t.precomputed.contains_key(&e) {
+                return Ok(false);
+            }
             Ok(match (arena[e], p) {
                 (Node::Reduce(f, ..) | Node::Foldl(f, ..), Place::Reg | Place::Real(_)) => {
                     let (ps, _) = lambda(arena, f, 2, "a fold")?;
@@ -805,6 +852,75 @@ fn reads_other_columns(arena: &Arena, e: ExprId, x: Var, path: &[usize]) -> bool
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         if !seen.insert(e) {
+            continue;
+        }
+        if let Some(q) = column_of(arena, e, x) {
+            if q.starts_with(path) || path.starts_with(&q) {
+                return false;
+            }
+            continue;
+        }
+        if arena[e] == Node::Var(x) {
+            return false;
+        }
+        arena.for_each_child(e, |c| stack.push(c));
+    }
+    true
+}
+
+/// The folds of a column of `x` (`fold_of` gives it, not empty) inside `roots` where they
+/// are evaluated once (not under a function), whose function and free variables involve
+/// nothing bound inside `roots` nor in `lets`, and that read `x` only as that column.
+fn embedded_folds(
+    arena: &Arena,
+    roots: &[ExprId],
+    lets: &[Var],
+    x: Var,
+    fold_of: &dyn Fn(ExprId) -> Option<Vec<usize>>,
+) -> Vec<(ExprId, Vec<usize>)> {
+    let mut seen = unfad_syntax::fast_hash::FastSet::default();
+    let mut inner: unfad_syntax::fast_hash::FastSet<Var> = lets.iter().copied().collect();
+    let mut stack = roots.to_vec();
+    while let Some(e) = stack.pop() {
+        if seen.insert(e) {
+            inner.extend(arena.binders(arena[e]));
+            arena.for_each_child(e, |c| stack.push(c));
+        }
+    }
+    let mut out = Vec::new();
+    let mut seen = unfad_syntax::fast_hash::FastSet::default();
+    let mut stack = roots.to_vec();
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) || matches!(arena[e], Node::Lambda(..)) {
+            continue;
+        }
+        if let (Some(path), Node::Reduce(f, _, _) | Node::Foldl(f, _, _)) = (fold_of(e), arena[e]) {
+            let free = arena.free_vars(e);
+            if !path.is_empty()
+                && !arena.free_vars(f).contains(&x)
+                && !free.iter().any(|v| inner.contains(v))
+            {
+                out.push((e, path));
+                continue;
+            }
+        }
+        arena.for_each_child(e, |c| stack.push(c));
+    }
+    out
+}
+
+/// [`reads_other_columns`], not counting what the node `except` reads.
+fn reads_other_columns_except(
+    arena: &Arena,
+    e: ExprId,
+    x: Var,
+    path: &[usize],
+    except: ExprId,
+) -> bool {
+    let mut seen = unfad_syntax::fast_hash::FastSet::default();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) || e == except {
             continue;
         }
         if let Some(q) = column_of(arena, e, x) {

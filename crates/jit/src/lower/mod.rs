@@ -136,6 +136,9 @@ pub(crate) struct Translator<'a> {
     /// The source position of the index or int division being lowered: a failed check
     /// there says where (see [`Stop::code_at`]).
     site: unfad_syntax::Span,
+    /// Folds already computed in the loop that makes what they fold (see
+    /// [`Translator::stored_then_folded`]), by node: their value where the term reads them.
+    precomputed: HashMap<ExprId, Val>,
 }
 
 /// An element `k` of an `iota` of length `len` (exactly `dim` if known), `0 <= k < len`.
@@ -178,6 +181,7 @@ impl<'a> Translator<'a> {
             status: None,
             iota_elements: HashMap::default(),
             site: unfad_syntax::Span::NONE,
+            precomputed: HashMap::default(),
         }
     }
 
@@ -221,6 +225,9 @@ impl<'a> Translator<'a> {
     fn emit_node(&mut self, e: ExprId) -> JitResult<Val> {
         use Node::*;
         let arena = self.arena;
+        if let Some(v) = self.precomputed.get(&e) {
+            return Ok(v.clone());
+        }
         match arena[e] {
             Const(c) => Ok(Val::Real(RealVal::Const(c))),
             Bool(c) => Ok(Val::Bool(CondVal::Const(c))),
@@ -382,6 +389,9 @@ impl<'a> Translator<'a> {
     fn emit_into_node(&mut self, e: ExprId, p: &Place) -> JitResult<Val> {
         use Node::*;
         let arena = self.arena;
+        if let Some(v) = self.precomputed.get(&e).cloned() {
+            return self.write(&v, p);
+        }
         match (arena[e], p) {
             (_, Place::Reg) => self.emit(e),
             (Let(x, e1, e2), _) => {
