@@ -459,8 +459,8 @@ pub fn measure_point_with_second_order(
         return Err(e);
     }
     let has = |k: usize| !t[k].is_empty();
-    let sizes =
-        |vars: &[String]| -> Vec<u64> { vars.iter().map(|v| size.var(v).unwrap_or(0)).collect() };
+    // Sizes the parameters name, then those computed from them (`n - k + 1`).
+    let base = |v: &str| Some(size.var(v).unwrap_or(0));
     let point = Point {
         size,
         elements: args.iter().map(|d| d.reals().len()).sum(),
@@ -473,12 +473,14 @@ pub fn measure_point_with_second_order(
         primal_vs_hand: median_ratio(&t[PRIMAL], &t[HAND_PRIMAL]),
         gradient_vs_hand: has(GRADIENT).then(|| median_ratio(&t[GRADIENT], &t[HAND_GRADIENT])),
         model: model(prog.source, size).ok(),
-        workspace_primal: c.primal.workspace_len(&sizes(c.primal.size_vars())),
+        workspace_primal: c
+            .primal
+            .workspace_len(&c.primal.sizes_from(&base).unwrap_or_default()),
         workspace_gradient: c
             .gradient
             .as_ref()
             .ok()
-            .map(|g| g.workspace_len(&sizes(g.size_vars()))),
+            .map(|g| g.workspace_len(&g.sizes_from(&base).unwrap_or_default())),
         workspace_hand,
         agree,
     };
@@ -627,7 +629,7 @@ pub fn measure_safety(p: &Program, size: Size, budget: Budget) -> Result<SafetyR
     g.call_into(&facade, &mut out).map_err(|e| e.to_string())?;
     let mut native = Native::gradient(&g, &args, &|v| size.var(v))?;
     native.run()?;
-    let sizes: Vec<u64> = g.size_vars().iter().filter_map(|v| size.var(v)).collect();
+    let sizes: Vec<u64> = g.sizes_from(&|v| size.var(v)).unwrap_or_default();
     let mut failed = None;
     let mut checked = || {
         if let Err(e) = g.call_into(black_box(&facade), &mut out) {

@@ -14,11 +14,17 @@ pub struct Native<'a> {
     bound: Bound<'a>,
 }
 
-/// The sizes in the order of `vars`.
-fn size_values(vars: &[String], size: &dyn Fn(&str) -> Option<u64>) -> Result<Vec<u64>, String> {
-    vars.iter()
-        .map(|v| size(v).ok_or_else(|| format!("no value for the size `{v}`")))
-        .collect()
+/// The sizes in the order of `vars`, given those the parameters name (`sizes` computes
+/// the others, formulas of them).
+fn size_values(
+    vars: &[String],
+    size: &dyn Fn(&str) -> Option<u64>,
+    sizes: Option<Vec<u64>>,
+) -> Result<Vec<u64>, String> {
+    sizes.ok_or_else(|| {
+        let missing = vars.iter().find(|v| size(v).is_none());
+        format!("no value for the size `{}`", missing.map_or("?", |v| v))
+    })
 }
 
 /// The input components of `args`: each must be a real or an array of reals, which is one
@@ -35,7 +41,7 @@ impl<'a> Native<'a> {
         args: &'a [Data],
         size: &dyn Fn(&str) -> Option<u64>,
     ) -> Result<Native<'a>, String> {
-        let sizes = size_values(g.size_vars(), size)?;
+        let sizes = size_values(g.size_vars(), size, g.sizes_from(size))?;
         Native::new(g.bind(&components(args), &sizes))
     }
 
@@ -46,7 +52,7 @@ impl<'a> Native<'a> {
         args: &'a [Data],
         size: &dyn Fn(&str) -> Option<u64>,
     ) -> Result<Native<'a>, String> {
-        let sizes = size_values(f.size_vars(), size)?;
+        let sizes = size_values(f.size_vars(), size, f.sizes_from(size))?;
         let native = Native::new(f.bind(&components(args), &sizes))?;
         if native.outputs().len() != 1 {
             return Err("the program does not return a real".into());
@@ -64,7 +70,7 @@ impl<'a> Native<'a> {
         directions: &'a [Data],
         size: &dyn Fn(&str) -> Option<u64>,
     ) -> Result<Native<'a>, String> {
-        let sizes = size_values(f.size_vars(), size)?;
+        let sizes = size_values(f.size_vars(), size, f.sizes_from(size))?;
         let mut inputs = components(args);
         inputs.extend(components(directions));
         Native::new(f.bind(&inputs, &sizes))

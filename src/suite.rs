@@ -706,6 +706,19 @@ const BATCH_CLASSES: &[Size] = &[
     Size::nmk(1_000, 32, 10),
     Size::nmk(10_000, 32, 10),
 ];
+/// `A: [n][k]`, `B: [k][m]`: square products.
+const PRODUCT: &[Size] = &[
+    Size::nmk(10, 10, 10),
+    Size::nmk(30, 30, 30),
+    Size::nmk(100, 100, 100),
+    Size::nmk(200, 200, 200),
+];
+/// A signal of `n` samples and a filter of `k` taps.
+const SIGNAL: &[Size] = &[
+    Size::nmk(100, 1, 16),
+    Size::nmk(10_000, 1, 16),
+    Size::nmk(100_000, 1, 16),
+];
 /// `n` points of 10 dimensions under 25 components (GradBench's gmm sizes at n = 1000).
 const MIXTURE: &[Size] = &[
     Size::nmk(10, 10, 25),
@@ -1372,6 +1385,124 @@ fn plain() -> Vec<Program> {
             },
             note: "",
             versus_hand: "Reverse mode differentiates `log(p)` and `log(1 - p)` of the sigmoid separately; the optimizer cancels the sigmoid's derivative against their quotients (`p (1 - t) - (1 - p) t`, no division), as the hand-written gradient has it. What remains is in the work per point's row (the dot product, `X`'s gradient row `z * w`, an output, and `z * x` added into `w`'s gradient), which the hand-written gradient does in two loops over the row, the second making both rows.",
+        },
+        Program {
+            name: "matmul_fit",
+            what: "||A B - C||^2 with B read through `transpose`",
+            p: 3,
+            family: Family::Plain,
+            source: "def f(A: [n][k]real, B: [k][m]real, C: [n][m]real): real =\n  \
+                     let Bt = transpose B in\n  \
+                     sum(map2 (arow, crow. sum(map2 (bcol, c. let d = dot(arow, bcol) - c in d * d) Bt crow)) A C)",
+            sizes: PRODUCT,
+            inputs: |s| {
+                vec![
+                    matrix(60, s.n, s.k, |r| r),
+                    matrix(61, s.k, s.m, |r| r * scale(s.k)),
+                    matrix(62, s.n, s.m, |r| r),
+                ]
+            },
+            // Row by row of the product, B read by rows (the order that streams memory).
+            primal: |d| {
+                let (a, b, c) = (arr(d, 0), arr(d, 1), arr(d, 2));
+                let (k, m) = (cols(&d[0]), cols(&d[1]));
+                let mut row = vec![0.0; m];
+                let mut s = 0.0;
+                for (arow, crow) in a.chunks_exact(k).zip(c.chunks_exact(m)) {
+                    row.copy_from_slice(crow);
+                    row.iter_mut().for_each(|x| *x = -*x);
+                    for (aik, brow) in arow.iter().zip(b.chunks_exact(m)) {
+                        for (x, bkj) in row.iter_mut().zip(brow) {
+                            *x += aik * bkj;
+                        }
+                    }
+                    s += dot(&row, &row);
+                }
+                s
+            },
+            gradient: |d, g, scratch| {
+                let (a, b, c) = (arr(d, 0), arr(d, 1), arr(d, 2));
+                let (k, m) = (cols(&d[0]), cols(&d[1]));
+                let [ga, gb, gc] = g else {
+                    return f64::NAN;
+                };
+                gb.fill(0.0);
+                scratch.resize(m, 0.0);
+                let row = &mut scratch[..m];
+                let mut s = 0.0;
+                for (i, (arow, crow)) in a.chunks_exact(k).zip(c.chunks_exact(m)).enumerate() {
+                    row.copy_from_slice(crow);
+                    row.iter_mut().for_each(|x| *x = -*x);
+                    for (aik, brow) in arow.iter().zip(b.chunks_exact(m)) {
+                        for (x, bkj) in row.iter_mut().zip(brow) {
+                            *x += aik * bkj;
+                        }
+                    }
+                    s += dot(row, row);
+                    row.iter_mut().for_each(|x| *x *= 2.0);
+                    for (gcij, x) in gc[i * m..(i + 1) * m].iter_mut().zip(row.iter()) {
+                        *gcij = -x;
+                    }
+                    let garow = &mut ga[i * k..(i + 1) * k];
+                    for ((gaik, aik), (brow, gbrow)) in garow
+                        .iter_mut()
+                        .zip(arow)
+                        .zip(b.chunks_exact(m).zip(gb.chunks_exact_mut(m)))
+                    {
+                        *gaik = dot(row, brow);
+                        for (gbkj, x) in gbrow.iter_mut().zip(row.iter()) {
+                            *gbkj += aik * x;
+                        }
+                    }
+                }
+                s
+            },
+            note: "",
+            versus_hand: "The program takes each entry of the product as a dot product of a row of `A` with a column of `B` (a row of `transpose B`, made once), and its gradient adds each entry's contribution to a row of `B`'s gradient: the hand-written code runs the product row by row, streaming `B` by rows, and its gradient adds a row of `A` times the residual row into `B`'s gradient with the same loop.",
+        },
+        Program {
+            name: "conv1d",
+            what: "sum of squares of a valid convolution of a signal by a 16-tap filter",
+            p: 2,
+            family: Family::Plain,
+            source: "def f(x: [n]real, w: [k]real): real =\n  \
+                     let y = map (i. sum(map2 (a, b. a * b) (x[i : i + len(w)]) w)) (iota (len(x) - len(w) + 1)) in\n  \
+                     sum(map (v. v * v) y)",
+            sizes: SIGNAL,
+            inputs: |s| vec![vector(63, s.n, |r| r), vector(64, s.k, |r| r * 0.25)],
+            primal: |d| {
+                let (x, w) = (arr(d, 0), arr(d, 1));
+                let k = w.len();
+                let mut s = 0.0;
+                for i in 0..(x.len() + 1).saturating_sub(k) {
+                    let y = dot(&x[i..i + k], w);
+                    s += y * y;
+                }
+                s
+            },
+            gradient: |d, g, _| {
+                let (x, w) = (arr(d, 0), arr(d, 1));
+                let [gx, gw] = g else {
+                    return f64::NAN;
+                };
+                gx.fill(0.0);
+                gw.fill(0.0);
+                let k = w.len();
+                let mut s = 0.0;
+                for i in 0..(x.len() + 1).saturating_sub(k) {
+                    let window = &x[i..i + k];
+                    let y = dot(window, w);
+                    s += y * y;
+                    let dy = 2.0 * y;
+                    for j in 0..k {
+                        gw[j] += dy * window[j];
+                        gx[i + j] += dy * w[j];
+                    }
+                }
+                s
+            },
+            note: "",
+            versus_hand: "",
         },
     ]
 }

@@ -145,6 +145,17 @@ def programs(jnp, lax, nn):
         p = nn.sigmoid(x @ w + b)
         return -jnp.sum(y * jnp.log(p) + (1 - y) * jnp.log(1 - p))
 
+    def matmul_fit(a, b, c):
+        r = a @ b - c
+        return jnp.sum(r * r)
+
+    def conv1d(x, w):
+        # A sum of shifted windows (jnp.convolve in float64 crashes XLA's CPU backend here).
+        k = w.shape[0]
+        m = x.shape[0] - k + 1
+        y = sum(w[j] * x[j : j + m] for j in range(k))
+        return jnp.sum(y * y)
+
     return {
         "intro": intro,
         "scalar": scalar,
@@ -169,6 +180,8 @@ def programs(jnp, lax, nn):
         "second_difference": second_difference,
         "huber": huber,
         "logistic": logistic,
+        "matmul_fit": matmul_fit,
+        "conv1d": conv1d,
     }
 
 

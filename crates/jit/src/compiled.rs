@@ -249,7 +249,43 @@ impl Compiled {
         if inner.checks.iter().any(|e| e.eval(sizes).is_none()) {
             return Err(JitError::Call(format!("the sizes {sizes:?} are too large")));
         }
+        // A derived size (`n - k + 1`, after the others) must be what its formula gives
+        // on the others (never below 0): the layout trusts it.
+        let value_of = |name: &str| {
+            let i = inner.size_vars.iter().position(|v| v == name)?;
+            i64::try_from(sizes[i]).ok()
+        };
+        for (name, &given) in inner.size_vars.iter().zip(sizes) {
+            if unfad_syntax::size_expr::is_size_name(name) {
+                continue;
+            }
+            let want = unfad_syntax::size_expr::evaluate(name, &value_of).map(|v| v.max(0) as u64);
+            if want != Some(given) {
+                return Err(JitError::Call(format!(
+                    "the size `{name}` is {given}, but its formula gives {} on the other sizes",
+                    want.map_or("no value".to_string(), |v| v.to_string())
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// The value of every size variable from those the arguments give, `base` (looked up
+    /// by name): a derived size (`n - k + 1`) is computed from the others. `None` if one
+    /// the arguments fix is missing.
+    pub fn sizes_from(&self, base: &dyn Fn(&str) -> Option<u64>) -> Option<Vec<u64>> {
+        let lookup = |name: &str| i64::try_from(base(name)?).ok();
+        self.inner
+            .size_vars
+            .iter()
+            .map(|v| {
+                if unfad_syntax::size_expr::is_size_name(v) {
+                    base(v)
+                } else {
+                    unfad_syntax::size_expr::evaluate(v, &lookup).map(|x| x.max(0) as u64)
+                }
+            })
+            .collect()
     }
 
     /// Refuse the values of the int parameters (in `inputs`, already checked to be one

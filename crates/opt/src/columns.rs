@@ -333,16 +333,6 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
         lets,
         items,
     } = tuple_map(arena, rhs)?;
-    // What is copied into each column's map: a few scalar operations at most.
-    let mut budget = COPIED_OPERATIONS;
-    for &l in &lets {
-        let (Node::Let(_, e1, _) | Node::LetTuple(_, e1, _)) = arena[l] else {
-            return None;
-        };
-        if !arena.within_operations(e1, &mut budget, &|n| !n.is_array_op()) {
-            return None;
-        }
-    }
     // Each loop over `x` reads one column.
     let mut columns = BTreeSet::new();
     let one_each = readers(arena, rest, x, &mut |r| {
@@ -352,6 +342,19 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
     });
     if !one_each {
         return None;
+    }
+    // What is copied into the maps of two columns or more: a few scalar operations at
+    // most. A `let` only one column needs (a loop included: a slice read by one column) is
+    // computed by that column's map alone, once, as before.
+    let needs = lets_needed(arena, &lets, &items, &columns)?;
+    let mut budget = COPIED_OPERATIONS;
+    for (&l, &users) in lets.iter().zip(&needs) {
+        let (Node::Let(_, e1, _) | Node::LetTuple(_, e1, _)) = arena[l] else {
+            return None;
+        };
+        if users >= 2 && !arena.within_operations(e1, &mut budget, &|n| !n.is_array_op()) {
+            return None;
+        }
     }
     let Some(Type::Array(n, elem)) = arena.var_type(x).cloned() else {
         return None;
@@ -408,6 +411,32 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
         out = arena.let_(v, op, out);
     }
     Some(out)
+}
+
+/// For each of the `lets` before a split map's tuple, how many of the `columns` read
+/// (`items[j]`) need it, directly or through a later `let`.
+fn lets_needed(
+    arena: &Arena,
+    lets: &[ExprId],
+    items: &[ExprId],
+    columns: &BTreeSet<u32>,
+) -> Option<Vec<usize>> {
+    let mut counts = vec![0; lets.len()];
+    for &j in columns {
+        let mut needed: Vec<Var> = arena.free_vars(*items.get(j as usize)?);
+        for (k, &l) in lets.iter().enumerate().rev() {
+            let (bound, e1) = match arena[l] {
+                Node::Let(v, e1, _) => (vec![v], e1),
+                Node::LetTuple(vs, e1, _) => (arena.vars_of(vs).to_vec(), e1),
+                _ => return None,
+            };
+            if bound.iter().any(|v| needed.contains(v)) {
+                counts[k] += 1;
+                needed.extend(arena.free_vars(e1));
+            }
+        }
+    }
+    Some(counts)
 }
 
 /// The operations of the `let`s before a split map's tuple that may be copied into the map

@@ -100,3 +100,23 @@ fn a_layer_gradient_makes_no_array_per_unit() {
         "a stored map of the units' contributions remains:\n{text}"
     );
 }
+
+/// A convolution written with a slice: the adjoint of each window is added into `x`'s
+/// gradient in place (a `foldl` of scatters), never a scatter into an array of zeros per
+/// output stored and summed (n * n reals). The slice's length `(i + len(w)) - i` is seen to
+/// be `len(w)`, and the window, which only the weights' column reads, is split off with it.
+#[test]
+fn a_convolution_by_slices_accumulates_in_place() {
+    let src = "def f(x: [n]real, w: [k]real): real =
+  let y = map (i. sum(map2 (a, b. a * b) (x[i : i + len(w)]) w)) (iota (len(x) - len(w) + 1)) in
+  sum(map (v. v * v) y)";
+    let (mut prog, func) = load(src);
+    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0, 1]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+    let text = print_func(&prog.arena, &opt);
+    assert!(
+        text.contains("foldl (acc, e. scatter_add(acc,")
+            && !text.contains("scatter_add(zeros_like(x)"),
+        "the window's adjoints are not accumulated in place:\n{text}"
+    );
+}

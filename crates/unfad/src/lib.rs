@@ -34,7 +34,10 @@
 //!   order; arrays distribute over tuples (`[n](real, real)` is two components of `n`).
 //! - `inputs[k]` points to the `k`-th component of the parameters, in order
 //!   ([`GradFn::input_components`]).
-//! - `sizes[i]` is the value of the `i`-th size variable ([`GradFn::size_vars`]).
+//! - `sizes[i]` is the value of the `i`-th size variable ([`GradFn::size_vars`]). A size
+//!   the program computes from others (`n - k + 1`, a convolution's output) is a size
+//!   variable of its own, after those the parameters name; [`GradFn::sizes_from`] fills it
+//!   in, and binding refuses a value its formula does not give.
 //! - `outputs[k]` points to a buffer for the `k`-th output component, which the function
 //!   fills ([`GradFn::output_components`]). For a gradient function the result is the tuple
 //!   `(value, g_1, ..., g_k)`: the value, then the components of the gradient with respect
@@ -552,9 +555,19 @@ impl GradFn {
         &self.wrt
     }
 
-    /// The size variables, in the order of the ABI's `sizes` argument.
+    /// The size variables, in the order of the ABI's `sizes` argument. Those the
+    /// parameters' types name come first; after them, any size the program computes from
+    /// them by more than a constant step (`n - k + 1`, its name the formula), whose value
+    /// [`Self::sizes_from`] computes.
     pub fn size_vars(&self) -> &[String] {
         self.compiled.size_vars()
+    }
+
+    /// The ABI's `sizes` argument from the values of the size variables the parameters
+    /// name (`base`, by name; an int parameter's is `max(0, value)`): the sizes computed
+    /// from them by formulas are filled in. `None` if `base` lacks one.
+    pub fn sizes_from(&self, base: &dyn Fn(&str) -> Option<u64>) -> Option<Vec<u64>> {
+        self.compiled.sizes_from(base)
     }
 
     /// The ABI's input components.
@@ -823,9 +836,19 @@ impl Func {
         &self.ret
     }
 
-    /// The size variables, in the order of the ABI's `sizes` argument.
+    /// The size variables, in the order of the ABI's `sizes` argument. Those the
+    /// parameters' types name come first; after them, any size the program computes from
+    /// them by more than a constant step (`n - k + 1`, its name the formula), whose value
+    /// [`Self::sizes_from`] computes.
     pub fn size_vars(&self) -> &[String] {
         self.compiled.size_vars()
+    }
+
+    /// The ABI's `sizes` argument from the values of the size variables the parameters
+    /// name (`base`, by name; an int parameter's is `max(0, value)`): the sizes computed
+    /// from them by formulas are filled in. `None` if `base` lacks one.
+    pub fn sizes_from(&self, base: &dyn Fn(&str) -> Option<u64>) -> Option<Vec<u64>> {
+        self.compiled.sizes_from(base)
     }
 
     /// Reals of workspace a call with these sizes needs.

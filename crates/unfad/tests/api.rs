@@ -383,3 +383,34 @@ fn an_empty_batch_leaves_its_rows_length_to_the_other_arguments() {
     assert_eq!(out.gradient(1), &[2.0, 4.0]);
     assert_eq!(out.gradient(0), &[] as &[f64]);
 }
+
+#[test]
+fn sizes_computed_by_formulas_are_filled_in_and_checked_at_binding() {
+    // A convolution's output has `n - k + 1` elements: a size of its own, after those the
+    // parameters name, which `sizes_from` computes and `bind` checks.
+    let src = "def f(x: [n]real, w: [k]real) = \
+               map (i. sum (map2 (a, b. a * b) (x[i : i + len(w)]) w)) (iota (len(x) - len(w) + 1))";
+    let f = Engine::new().compile(src).unwrap();
+    assert_eq!(f.size_vars(), ["n", "k", "n - k + 1"]);
+    let (x, w) = ([1.0, 2.0, 3.0, 4.0], [1.0, -1.0]);
+    let sizes = f
+        .sizes_from(&|v| match v {
+            "n" => Some(4),
+            "k" => Some(2),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(sizes, [4, 2, 3]);
+    let mut bound = f.bind(&[&x, &w], &sizes).unwrap();
+    bound.run().unwrap();
+    assert_eq!(bound.outputs(), [vec![-1.0, -1.0, -1.0]]);
+    // A derived size that its formula does not give is refused, never trusted.
+    for bad in [[4, 2, 4], [4, 2, 2]] {
+        let r = f.bind(&[&x, &w], &bad);
+        assert!(
+            matches!(&r, Err(Error::Argument(m)) if m.contains("n - k + 1")),
+            "{r:?}"
+        );
+    }
+    assert!(f.sizes_from(&|v| (v == "n").then_some(4)).is_none());
+}

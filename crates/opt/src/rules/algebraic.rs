@@ -1,6 +1,6 @@
 //! Algebraic simplifications and constant folding on scalars and conditions.
 
-use unfad_syntax::{BinOp, ExprId, Node, Partial, UnOp};
+use unfad_syntax::{BinOp, ExprId, Node, Partial, Type, UnOp};
 
 use crate::simplify::RuleCx;
 
@@ -58,6 +58,32 @@ pub fn plus_zero(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         Node::Op2(BinOp::Add, a, b) if is(cx, a, 0.0) => Some(b),
         Node::Op2(BinOp::Add | BinOp::Sub, a, b) if is(cx, b, 0.0) => Some(a),
         _ => None,
+    }
+}
+
+/// `(a + b) - a` is `b` and `(a + b) - b` is `a` on ints, which are exact (a slice's
+/// length, `(i + len(w)) - i`, is then `len(w)`, and the optimizer sees it is as long as
+/// `w`). Not on reals, where rounding makes them differ.
+pub fn int_sum_minus_term(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Op2(BinOp::Sub, s, t) = cx.arena()[e] else {
+        return None;
+    };
+    let Node::Op2(BinOp::Add, a, b) = cx.arena()[s] else {
+        return None;
+    };
+    if cx.ty(e)? != Type::Int {
+        return None;
+    }
+    // Hash-consed terms are equal when their ids are; names are compared as names.
+    let same = |x: ExprId| {
+        x == t || matches!((cx.arena()[x], cx.arena()[t]), (Node::Var(u), Node::Var(v)) if u == v)
+    };
+    if same(a) {
+        Some(b)
+    } else if same(b) {
+        Some(a)
+    } else {
+        None
     }
 }
 

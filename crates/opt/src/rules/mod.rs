@@ -43,6 +43,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             algebraic::fold_binary,
             algebraic::times_zero,
             algebraic::plus_zero,
+            algebraic::int_sum_minus_term,
             algebraic::times_one,
             algebraic::zero_minus,
             algebraic::times_minus_one,

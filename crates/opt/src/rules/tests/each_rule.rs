@@ -104,6 +104,24 @@ fn plus_zero() {
     );
 }
 
+/// On ints, a sum less one of its terms is the other (a slice's length); not on reals.
+#[test]
+fn int_sum_minus_term() {
+    check_rule(
+        algebraic::int_sum_minus_term,
+        "def f(k: int, m: int) = k + m - k",
+        expect![[r#"
+            def f(k: int, m: int): int =
+              m
+        "#]],
+    );
+    check_rule_declines(
+        algebraic::int_sum_minus_term,
+        "def f(x: real, y: real) = x + y - x",
+        "on reals, `(x + y) - x` rounds",
+    );
+}
+
 /// Multiplying or dividing by one changes nothing.
 #[test]
 fn times_one() {
