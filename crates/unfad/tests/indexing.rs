@@ -115,6 +115,29 @@ fn errors_say_where_and_what() {
         msg.contains("out of bounds") && msg.contains("line 2"),
         "{msg}"
     );
+    // Positions that are sums of loop positions and constants are checked as integers:
+    // past either end, the error names the index.
+    for (src, index) in [
+        ("def f(A: [n]real, k: int) = sum (map (i. A[i + 2]) (iota len(A)))", "index 5 "),
+        ("def f(A: [n]real, k: int) = sum (map (i. A[i + -1]) (iota len(A)))", "index -1 "),
+        (
+            "def f(A: [n]real, k: int) = sum (map (i. sum (map (j. A[i + j]) (iota 3))) (iota len(A)))",
+            "index 5 ",
+        ),
+    ] {
+        let msg = Engine::new()
+            .compile_grad(src)
+            .unwrap()
+            .call(&[Arg::from(&A[..]), Arg::from(0.0)])
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains(index) && msg.contains("out of bounds"), "{src}: {msg}");
+    }
+    check_gradient(
+        "def f(A: [n]real, k: int) = sum (map (i. sum (map (j. A[i + j] * A[j]) (iota 2))) (iota (len(A) - 1)))",
+        &A,
+        0.0,
+    );
     let div = "def f(A: [n]real, k: int) = A[div(3, k)]";
     let msg = Engine::new()
         .compile(div)

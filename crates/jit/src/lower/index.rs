@@ -57,6 +57,16 @@ impl<'a> Translator<'a> {
                 }
             }
         }
+        // A sum of `iota` elements and whole constants, computed as an integer too: only
+        // the bounds are checked (a negative sum is above every length unsigned).
+        if let RealVal::Ssa(v) = i {
+            if let Some(&k) = self.int_sums.get(&v) {
+                let n = self.int_value(len);
+                let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, k, n);
+                self.check_index(ok, v, len);
+                return Ok(IntVal::Ssa(k));
+            }
+        }
         match self.position_if_inside(i, len) {
             Some((k, Some(ok))) => {
                 let index = self.real_value(i);

@@ -133,6 +133,10 @@ pub(crate) struct Translator<'a> {
     /// The reals that are an element of an `iota` read at index `k` (so `k` itself, below
     /// the `iota`'s length): an index that the lengths show in bounds needs no check.
     iota_elements: HashMap<Value, IotaElement>,
+    /// The reals that are a sum of elements of `iota`s and whole constants (`i + j`, a
+    /// window's position), with the same sum computed as an integer: an index of that
+    /// form needs no conversion and no test that it is whole, only the bounds.
+    int_sums: HashMap<Value, Value>,
     /// The source position of the index or int division being lowered: a failed check
     /// there says where (see [`Stop::code_at`]).
     site: unfad_syntax::Span,
@@ -180,6 +184,7 @@ impl<'a> Translator<'a> {
             counters: Vec::new(),
             status: None,
             iota_elements: HashMap::default(),
+            int_sums: HashMap::default(),
             site: unfad_syntax::Span::NONE,
             precomputed: HashMap::default(),
         }

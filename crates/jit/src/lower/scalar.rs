@@ -5,7 +5,7 @@
 //! the call), comparisons, and the SSA value of a known or computed real or condition.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::types::{F64, I8};
+use cranelift_codegen::ir::types::{F64, I64, I8};
 use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, Signature, Value};
 use cranelift_module::{Linkage, Module};
 use unfad_syntax::{BinOp, CmpOp, Partial, Partial2, UnOp};
@@ -187,7 +187,29 @@ impl<'a> Translator<'a> {
         }
         let r = self.binary_new(op, x, y)?;
         self.numbered.insert(key, r);
+        if op == BinOp::Add {
+            if let (Some(a), Some(b)) = (self.exact_int(x), self.exact_int(y)) {
+                let k = self.b.ins().iadd(a, b);
+                self.int_sums.insert(r, k);
+            }
+        }
         Ok(RealVal::Ssa(r))
+    }
+
+    /// The integer equal to the real `x` when it is known to be a whole number well within
+    /// range: an element of an `iota`, a sum of such (see `int_sums`), or a whole constant
+    /// below 2^31 in magnitude.
+    pub(super) fn exact_int(&mut self, x: RealVal) -> Option<Value> {
+        match x {
+            RealVal::Const(c) if c.fract() == 0.0 && c.abs() < 2147483648.0 => {
+                Some(self.b.ins().iconst(I64, c as i64))
+            }
+            RealVal::Const(_) => None,
+            RealVal::Ssa(v) => match self.iota_elements.get(&v) {
+                Some(el) => Some(el.k),
+                None => self.int_sums.get(&v).copied(),
+            },
+        }
     }
 
     fn binary_new(&mut self, op: BinOp, x: RealVal, y: RealVal) -> JitResult<Value> {
