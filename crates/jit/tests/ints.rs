@@ -160,6 +160,19 @@ fn scatter_add_at_depth_one_and_two_with_repeated_positions() {
             json!({"Z": mat_of(3, 2, 0.1), "I": [[2.0, 1.0], [0.0, 0.0], [2.0, 1.0], [1.0, 0.0]], "V": [1.0, 2.0, 3.0, -0.0]}),
         ],
     );
+    // Positions that are sums of loop positions and constants, computed as integers:
+    // those past either end add nothing.
+    let src = "def f(X: [n]real, V: [m]real) = \
+               (scatter_add(zeros_like(X), map (i. i + -2) (iota len(V)), V), \
+                scatter_add(zeros_like(X), map (i. i + 3) (iota len(V)), V), \
+                map (i. X[i + 1]) (iota (len(X) - 1)))";
+    check(
+        src,
+        &[
+            json!({"X": vec_of(4, 0.2), "V": vec_of(6, 1.3)}),
+            json!({"X": vec_of(1, 0.2), "V": vec_of(0, 1.3)}),
+        ],
+    );
     // Into zeros, from unevaluated positions and values; an array of tuples.
     let src = "def f(X: [n]real, I: [m]int, V: [m]real) = \
                scatter_add(zeros_like(X), map (i. i % 3) I, map (v. v * 2.0) V)";

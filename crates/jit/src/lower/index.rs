@@ -57,16 +57,6 @@ impl<'a> Translator<'a> {
                 }
             }
         }
-        // A sum of `iota` elements and whole constants, computed as an integer too: only
-        // the bounds are checked (a negative sum is above every length unsigned).
-        if let RealVal::Ssa(v) = i {
-            if let Some(&k) = self.int_sums.get(&v) {
-                let n = self.int_value(len);
-                let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, k, n);
-                self.check_index(ok, v, len);
-                return Ok(IntVal::Ssa(k));
-            }
-        }
         match self.position_if_inside(i, len) {
             Some((k, Some(ok))) => {
                 let index = self.real_value(i);
@@ -348,6 +338,16 @@ impl<'a> Translator<'a> {
                 }
                 _ if !whole || c >= i64::MAX as f64 => return None,
                 _ => {}
+            }
+        }
+        // An element of an `iota` or a sum of such and whole constants, computed as an
+        // integer too: only the bounds are tested (unsigned, a negative sum is beyond
+        // every length).
+        if let RealVal::Ssa(_) = i {
+            if let Some(k) = self.exact_int(i) {
+                let n = self.int_value(len);
+                let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, k, n);
+                return Some((IntVal::Ssa(k), Some(inside)));
             }
         }
         let x = self.real_value(i);
