@@ -57,6 +57,15 @@ impl<'a> Translator<'a> {
                 }
             }
         }
+        // Known as an integer (a sum of `iota` elements): only the bounds are tested.
+        if let RealVal::Ssa(_) = i {
+            if let Some(k) = self.exact_int(i) {
+                let n = self.int_value(len);
+                let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, k, n);
+                self.check_int_index(ok, k, len);
+                return Ok(IntVal::Ssa(k));
+            }
+        }
         match self.position_if_inside(i, len) {
             Some((k, Some(ok))) => {
                 let index = self.real_value(i);

@@ -354,6 +354,24 @@ impl<'a> Translator<'a> {
         self.switch_to(go_on);
     }
 
+    /// [`Translator::check_index`] for an index known as an integer `k` (its real is
+    /// made in the cold block, so that the path that passes computes no real for it).
+    pub(super) fn check_int_index(&mut self, ok: Value, k: Value, len: IntVal) {
+        let fail = self.fail_block();
+        let go_on = self.b.create_block();
+        let failed = self.b.create_block();
+        self.b.set_cold_block(failed);
+        self.b.ins().brif(ok, go_on, &[], failed, &[]);
+        self.switch_to(failed);
+        let code = self.b.ins().f64const(Stop::Index.code_at(self.site));
+        let index = self.b.ins().fcvt_from_sint(F64, k);
+        let n = self.int_value(len);
+        let n = self.b.ins().fcvt_from_sint(F64, n);
+        let args = [code, index, n].map(BlockArg::from);
+        self.b.ins().jump(fail, &args);
+        self.switch_to(go_on);
+    }
+
     /// The block a failed check jumps to, with the status cells' values as parameters.
     fn fail_block(&mut self) -> Block {
         match self.status {
