@@ -254,7 +254,7 @@ impl<'a> Translator<'a> {
             // need not be stored.
             let unread = roots
                 .iter()
-                .all(|&r| reads_other_columns_except(arena, r, x, &path, e));
+                .all(|&r| reads_other_columns_except(arena, r, x, &path, Some(e)));
             if apart && unread {
                 taken.push(path);
                 folds.push(e);
@@ -847,25 +847,7 @@ fn column_of(arena: &Arena, src: ExprId, x: Var) -> Option<Vec<usize>> {
 /// Whether `e` reads `x` only as `map (t. π_q t) x` with `q` apart from `path` (neither
 /// a prefix of the other).
 fn reads_other_columns(arena: &Arena, e: ExprId, x: Var, path: &[usize]) -> bool {
-    // One visit per node of the DAG (optimized terms share subterms).
-    let mut seen = unfad_syntax::fast_hash::FastSet::default();
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        if !seen.insert(e) {
-            continue;
-        }
-        if let Some(q) = column_of(arena, e, x) {
-            if q.starts_with(path) || path.starts_with(&q) {
-                return false;
-            }
-            continue;
-        }
-        if arena[e] == Node::Var(x) {
-            return false;
-        }
-        arena.for_each_child(e, |c| stack.push(c));
-    }
-    true
+    reads_other_columns_except(arena, e, x, path, None)
 }
 
 /// The folds of a column of `x` (`fold_of` gives it, not empty) inside `roots` where they
@@ -915,12 +897,13 @@ fn reads_other_columns_except(
     e: ExprId,
     x: Var,
     path: &[usize],
-    except: ExprId,
+    except: Option<ExprId>,
 ) -> bool {
+    // One visit per node of the DAG (optimized terms share subterms).
     let mut seen = unfad_syntax::fast_hash::FastSet::default();
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
-        if !seen.insert(e) || e == except {
+        if !seen.insert(e) || Some(e) == except {
             continue;
         }
         if let Some(q) = column_of(arena, e, x) {

@@ -315,18 +315,22 @@ impl<'a> Translator<'a> {
     /// `len`: both go to the status cells after the code, so that the error names them.
     /// They are converted in a cold block of this check's own, off the path that passes.
     pub(super) fn check_index(&mut self, ok: Value, index: Value, len: IntVal) {
-        let fail = self.fail_block();
-        let go_on = self.b.create_block();
-        let failed = self.b.create_block();
-        self.b.set_cold_block(failed);
-        self.b.ins().brif(ok, go_on, &[], failed, &[]);
-        self.switch_to(failed);
-        let code = self.b.ins().f64const(Stop::Index.code_at(self.site));
-        let n = self.int_value(len);
-        let n = self.b.ins().fcvt_from_sint(F64, n);
-        let args = [code, index, n].map(BlockArg::from);
-        self.b.ins().jump(fail, &args);
-        self.switch_to(go_on);
+        self.check_with_details(ok, Stop::Index, |t| {
+            let n = t.int_value(len);
+            [index, t.b.ins().fcvt_from_sint(F64, n)]
+        });
+    }
+
+    /// [`Translator::check_index`] for an index known as an integer `k` (its real is
+    /// made in the cold block, so that the path that passes computes no real for it).
+    pub(super) fn check_int_index(&mut self, ok: Value, k: Value, len: IntVal) {
+        self.check_with_details(ok, Stop::Index, |t| {
+            let n = t.int_value(len);
+            [
+                t.b.ins().fcvt_from_sint(F64, k),
+                t.b.ins().fcvt_from_sint(F64, n),
+            ]
+        });
     }
 
     /// [`Translator::check_that`] that the length `len` of an `iota` is at most `bound`,
@@ -338,36 +342,32 @@ impl<'a> Translator<'a> {
             l,
             n,
         );
-        let fail = self.fail_block();
-        let go_on = self.b.create_block();
-        let failed = self.b.create_block();
-        self.b.set_cold_block(failed);
-        self.b.ins().brif(ok, go_on, &[], failed, &[]);
-        self.switch_to(failed);
-        let code = self.b.ins().f64const(Stop::Size.code_at(self.site));
-        let (l, n) = (
-            self.b.ins().fcvt_from_sint(F64, l),
-            self.b.ins().fcvt_from_sint(F64, n),
-        );
-        let args = [code, l, n].map(BlockArg::from);
-        self.b.ins().jump(fail, &args);
-        self.switch_to(go_on);
+        self.check_with_details(ok, Stop::Size, |t| {
+            [
+                t.b.ins().fcvt_from_sint(F64, l),
+                t.b.ins().fcvt_from_sint(F64, n),
+            ]
+        });
     }
 
-    /// [`Translator::check_index`] for an index known as an integer `k` (its real is
-    /// made in the cold block, so that the path that passes computes no real for it).
-    pub(super) fn check_int_index(&mut self, ok: Value, k: Value, len: IntVal) {
+    /// Go on if `ok`; otherwise, in a cold block of this check's own, compute the two
+    /// details of the stop `why` (`details`, off the path that passes) and leave with them
+    /// in the status cells.
+    fn check_with_details(
+        &mut self,
+        ok: Value,
+        why: Stop,
+        details: impl FnOnce(&mut Self) -> [Value; 2],
+    ) {
         let fail = self.fail_block();
         let go_on = self.b.create_block();
         let failed = self.b.create_block();
         self.b.set_cold_block(failed);
         self.b.ins().brif(ok, go_on, &[], failed, &[]);
         self.switch_to(failed);
-        let code = self.b.ins().f64const(Stop::Index.code_at(self.site));
-        let index = self.b.ins().fcvt_from_sint(F64, k);
-        let n = self.int_value(len);
-        let n = self.b.ins().fcvt_from_sint(F64, n);
-        let args = [code, index, n].map(BlockArg::from);
+        let code = self.b.ins().f64const(why.code_at(self.site));
+        let [a, b] = details(self);
+        let args = [code, a, b].map(BlockArg::from);
         self.b.ins().jump(fail, &args);
         self.switch_to(go_on);
     }
