@@ -238,10 +238,11 @@ struct Analyzer<'a> {
     out: Analysis,
 }
 
-/// The derived sizes (`n * m`, see [`unfad_syntax::size_expr`]) of the `iota`s in `body`
-/// that [`Analyzer`] cannot bound by a parameter's size, each computed only from the size
-/// variables `base`: the lowering takes them as size variables of their own, after
-/// `base`, and the caller computes their values from the others.
+/// The derived sizes (`n - m + 1`, `n * m`, see [`unfad_syntax::size_expr`]) of the
+/// `iota`s in `body`, each computed only from the size variables `base`: the lowering
+/// takes them as size variables of their own, after `base` (the caller computes their
+/// values from the others), and lays an `iota` out by its own where that is exact or
+/// where no parameter's size bounds it.
 pub(crate) fn derived_sizes(arena: &Arena, body: ExprId, base: &[Arc<str>]) -> Vec<Arc<str>> {
     let mut out: Vec<Arc<str>> = Vec::new();
     let mut stack = vec![body];
@@ -437,12 +438,12 @@ impl Analyzer<'_> {
                 };
                 // A size computed from others by more than a constant step (`n - m + 1`,
                 // `n * m`): a size variable of its own, which the caller computes from the
-                // others ([`derived_sizes`]). It is the length exactly when every length the
-                // formula reads is the formal one and it reads no int parameter (whose size
-                // variable is `max(0, value)`); else a bound, the length being computed
-                // again at run time.
-                // A size of one variable the type checker found by cancelling others
-                // (`k * 2 - k`) is the same, without a variable of its own.
+                // others ([`derived_sizes`]); a size of one variable the type checker found
+                // by cancelling others (`k * 2 - k`) likewise, without a variable of its
+                // own. It is the length exactly when every length the formula reads is the
+                // formal one and it reads no int parameter (whose size variable is `max(0,
+                // value)`); else a bound, the length computed again and checked against it
+                // at run time.
                 let formal = || match arena.type_of(e) {
                     Some(Type::Array(size, _)) if size.var.is_some() => {
                         let dim = if size.is_derived() {
