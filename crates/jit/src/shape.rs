@@ -253,8 +253,8 @@ pub(crate) fn derived_sizes(arena: &Arena, body: ExprId, base: &[Arc<str>]) -> V
         }
         if let (Node::Iota(_), Some(Type::Array(size, _))) = (&arena[e], arena.type_of(e)) {
             if let Some(v) = size.var.as_ref().filter(|_| size.is_derived()) {
-                let known = unfad_syntax::size_expr::variables(v)
-                    .is_some_and(|names| names.iter().all(|n| base.iter().any(|b| **b == **n)));
+                let known =
+                    unfad_syntax::size_expr::known_from(v, &|n| base.iter().any(|b| &**b == n));
                 if known && !out.contains(v) {
                     out.push(v.clone());
                 }

@@ -171,12 +171,8 @@ impl Program {
         let mut ret_sizes = Vec::new();
         ret.size_vars(&mut ret_sizes);
         // A derived size (`n - m + 1`) is known when the sizes it is computed from are.
-        let known = |v: &Arc<str>| match crate::size_expr::variables(v) {
-            Some(names) if !crate::size_expr::is_size_name(v) => {
-                names.iter().all(|n| sizes.contains(n))
-            }
-            _ => sizes.contains(v),
-        };
+        let known =
+            |v: &Arc<str>| crate::size_expr::known_from(v, &|n| sizes.iter().any(|s| &**s == n));
         if let Some(v) = ret_sizes.iter().find(|v| !known(v)) {
             return Err(self.error_at(
                 ErrorKind::Type,

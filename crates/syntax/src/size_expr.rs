@@ -302,6 +302,15 @@ pub fn variables(text: &str) -> Option<Vec<Arc<str>>> {
     Some(names.into_inner())
 }
 
+/// Whether the size variable `name` is known where the sizes `known` says are: itself
+/// for one the program names, every size it is computed from for a derived one.
+pub fn known_from(name: &str, known: &dyn Fn(&str) -> bool) -> bool {
+    if is_size_name(name) {
+        return known(name);
+    }
+    variables(name).is_some_and(|names| names.iter().all(|n| known(n)))
+}
+
 /// Parse the text of a derived size (as [`Linear`]'s `Display` writes it) into `T`, each
 /// size variable being `var(name)`. `None` when the text is not one, or on overflow.
 pub fn parse<T: SizeAlgebra>(text: &str, var: &dyn Fn(&str) -> Option<T>) -> Option<T> {

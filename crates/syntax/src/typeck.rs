@@ -1093,12 +1093,7 @@ impl Checker<'_> {
         let mut ret_sizes = Vec::new();
         ret.size_vars(&mut ret_sizes);
         // A derived size (`n - m + 1`) is given when the sizes it is computed from are.
-        let given = |v: &Arc<str>| match crate::size_expr::variables(v) {
-            Some(names) if !crate::size_expr::is_size_name(v) => {
-                names.iter().all(|n| subst.contains_key(n))
-            }
-            _ => subst.contains_key(v),
-        };
+        let given = |v: &Arc<str>| crate::size_expr::known_from(v, &|n| subst.contains_key(n));
         if let Some(v) = ret_sizes.iter().find(|v| !given(v)) {
             return Err(self.err(
                 e,
