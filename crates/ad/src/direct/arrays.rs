@@ -4,7 +4,7 @@
 //! [`crate::arrays`] and [`crate::folds`], whose docs give the rules and their departures
 //! from the paper's figures.
 
-use unfad_syntax::{ExprId, Node, Type, Var};
+use unfad_syntax::{CmpOp, ExprId, Node, Type, Var};
 
 use super::{type_of, Direct, Macro};
 use crate::arrays::map_adjoint;
@@ -185,9 +185,11 @@ impl Macro<'_, '_> {
     /// <shift1L A, fun (x, Z) -> Y1(x, scanl (acc, z. z) 0 Z)>     -- [0, Z...]
     /// <shift1R A, fun (x, Z) -> Y1(x, scanr (z, acc. z) 0 Z)>     -- [Z..., 0]
     /// ```
-    /// Elements with arrays have no zero without a shape; their adjoint adds `Z` into
-    /// zeros shaped like `A` instead, from position 1 (`shift1L`) or 0 (`shift1R`):
-    /// `scatter_add(zeros_like(A), map (i. i + 1) (iota len(Z)), Z)`.
+    /// Elements with arrays have no zero without a shape; their adjoint reads `Z` at each
+    /// position instead, with zeros shaped like `A`'s element where the shift dropped it:
+    /// `map2 (i, xr. if i > 0 then Z[i - 1] else zeros_like(xr)) (iota len(A)) A` for
+    /// `shift1L`, `if i < len(A) - 1 then Z[i] else zeros_like(xr)` for `shift1R` (a map the
+    /// adjoint's consumer reads in place; a scatter into zeros made a copy of `A`'s shape).
     pub(super) fn rule_shift(
         &mut self,
         e: ExprId,
@@ -209,17 +211,30 @@ impl Macro<'_, '_> {
         });
         let k = self.cont(&t, |m, mut dx, z| {
             let Some(zero) = ground::zero_of_type(m.a, &elem) else {
-                let count = m.a.add(Node::Len(z));
-                let mut positions = m.a.add(Node::Iota(count));
-                if left {
-                    let next = build::lambda(m.a, &[("i", Type::Int)], |a, p| {
-                        let one = build::num(a, 1.0);
-                        Ok(build::add(a, p[0], one))
-                    })?;
-                    positions = build::map(m.a, next, positions);
-                }
-                let zeros = build::zeros_like(m.a, v);
-                dx.set(ops.value(0), m.a.add(Node::ScatterAdd(zeros, positions, z)));
+                // Elements that are arrays have no zero literal (their size is the
+                // operand's): element `i` of the adjoint, over the operand's elements `xr`,
+                // is `Z[i - 1]` (left) or `Z[i]` (right) where the shift kept it, else
+                // `zeros_like(xr)`. A map the adjoint's consumer reads in place, rather
+                // than a scatter into a copy of zeros.
+                let count = m.a.add(Node::Len(v));
+                let positions = m.a.add(Node::Iota(count));
+                let params = [("i", Type::Int), ("xr", elem.clone())];
+                let pick = build::lambda(m.a, &params, |a, p| {
+                    let (i, xr) = (p[0], p[1]);
+                    let one = build::num(a, 1.0);
+                    let (kept, at) = if left {
+                        let zero = build::num(a, 0.0);
+                        (build::cmp(a, CmpOp::Gt, i, zero), build::sub(a, i, one))
+                    } else {
+                        let n = a.add(Node::Len(v));
+                        let last = build::sub(a, n, one);
+                        (build::cmp(a, CmpOp::Lt, i, last), i)
+                    };
+                    let read = a.add(Node::Index(z, at));
+                    let none = build::zeros_like(a, xr);
+                    Ok(build::if_(a, kept, read, none))
+                })?;
+                dx.set(ops.value(0), build::map2(m.a, pick, positions, v));
                 return m.call(last, dx, &[]);
             };
             let params = [("acc", elem.clone()), ("z", elem.clone())];
