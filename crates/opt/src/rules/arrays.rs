@@ -433,6 +433,106 @@ pub fn reduce_tuple_split(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(cx.tuple(&parts))
 }
 
+/// A `foldl` whose accumulator is a tuple holding arrays, each component of whose step
+/// reads only the same component of the accumulator, is a tuple of folds, one per
+/// component: `foldl (s, x. (f0(s.0, x), f1(s.1, x))) (z0, z1) A` is `(foldl (s0, x. f0(s0,
+/// x)) z0 A, foldl (s1, x. f1(s1, x)) z1 A)`. Forward mode makes such folds (a value and
+/// its tangent carried together, each updated by scatters); apart, each is an
+/// accumulation the code generator updates in place, where the pair was copied whole at
+/// every step. Only where a component holds arrays: for reals, one loop is cheaper.
+pub fn foldl_tuple_split(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Foldl(f, z, a) = cx.arena()[e] else {
+        return None;
+    };
+    let Some(Type::Tuple(comp_types)) = cx.ty(z) else {
+        return None;
+    };
+    if !comp_types.iter().any(holds_array) {
+        return None;
+    }
+    let (ps, body) = lambda(cx, f)?;
+    let (s_var, x_var) = (ps[0], ps[1]);
+    let elem_ty = match cx.ty(a)? {
+        Type::Array(_, el) => (*el).clone(),
+        _ => return None,
+    };
+    let mut parts = Vec::new();
+    for (i, ty) in comp_types.iter().enumerate() {
+        // Component `i` of the step, with the projection pushed into its `let`s and `if`s.
+        let item = project_into(cx, body, i as u32);
+        let si = cx.fresh("s", Some(ty.clone()));
+        let x = cx.fresh("x", Some(elem_ty.clone()));
+        let item = project_param(cx, item, s_var, i as u32, si)?;
+        let ex = cx.var(x);
+        let item = cx.simplify_with(item, &[(x_var, ex)]);
+        let g = lam(cx, &[si, x], item);
+        let zi = match cx.arena()[z] {
+            Node::Tuple(l) => cx.arena().exprs(l)[i],
+            _ => cx.mk(Node::Proj(i as u32, z)),
+        };
+        parts.push(cx.mk(Node::Foldl(g, zi, a)));
+    }
+    Some(cx.tuple(&parts))
+}
+
+/// Component `i` of the tuple `e`, the projection pushed through tuples, `let`s and `if`s
+/// (a tuple bound by `let (u, v) = rhs` is read as the components of `rhs`).
+fn project_into(cx: &mut RuleCx, e: ExprId, i: u32) -> ExprId {
+    match cx.arena()[e] {
+        Node::Tuple(l) => cx.arena().exprs(l)[i as usize],
+        Node::Let(v, rhs, body) => {
+            let b = project_into(cx, body, i);
+            cx.mk(Node::Let(v, rhs, b))
+        }
+        Node::LetTuple(vs, rhs, body) => {
+            let vars = cx.arena().vars_of(vs).to_vec();
+            let b = project_into(cx, body, i);
+            let used = cx.arena().free_vars(b);
+            let subs: Vec<(Var, ExprId)> = vars
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| used.contains(v))
+                .map(|(j, &v)| (v, project_into(cx, rhs, j as u32)))
+                .collect();
+            cx.simplify_with(b, &subs)
+        }
+        Node::If(c, t, f) => {
+            let (t, f) = (project_into(cx, t, i), project_into(cx, f, i));
+            cx.mk(Node::If(c, t, f))
+        }
+        _ => cx.mk(Node::Proj(i, e)),
+    }
+}
+
+/// Whether a value of type `t` holds an array.
+fn holds_array(t: &Type) -> bool {
+    match t {
+        Type::Array(..) => true,
+        Type::Tuple(items) => items.iter().any(holds_array),
+        _ => false,
+    }
+}
+
+/// `item` with `p.i` replaced by `x`; `None` if `p` is used any other way.
+fn project_param(cx: &mut RuleCx, item: ExprId, p: Var, i: u32, x: Var) -> Option<ExprId> {
+    match cx.arena()[item] {
+        Node::Proj(j, t) if j == i && cx.arena()[t] == Node::Var(p) => Some(cx.var(x)),
+        Node::Var(v) if v == p => None,
+        node => {
+            let kids = cx.arena().node_children(node);
+            let mut new = Vec::new();
+            for k in kids {
+                new.push(project_param(cx, k, p, i, x)?);
+            }
+            let mut it = new.into_iter();
+            let n = cx
+                .arena_mut()
+                .map_children(node, |_, _| it.next().expect("one per child"));
+            Some(cx.mk(n))
+        }
+    }
+}
+
 /// `item` with `p.i` replaced by `x` and `q.i` by `y`; `None` if `p` or `q` is used
 /// any other way (the function is then not componentwise).
 fn project_params(

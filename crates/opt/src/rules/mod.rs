@@ -103,6 +103,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             arrays::fold_constant_array,
             arrays::count_ones,
             arrays::reduce_tuple_split,
+            arrays::foldl_tuple_split,
             arrays::sum_of_scaled,
             arrays::last_of_scan,
             arrays::last_of_fill,

@@ -844,6 +844,28 @@ fn shift_of_constant_scan() {
     );
 }
 
+/// A fold carrying a pair of arrays, each updated from itself alone, is a pair of folds.
+#[test]
+fn foldl_tuple_split() {
+    check_rule(
+        arrays::foldl_tuple_split,
+        "def f(Z: [k]real, A: [n]real) =
+           foldl (s, a. let (u, v) = if a > 0 then s else (map (z. z + a) (fst s), map (z. z * a) (snd s)) in (u, v)) (Z, Z) A",
+        expect![[r#"
+            def f(Z: [k]real, A: [n]real): ([k]real, [k]real) =
+              (
+                foldl (s, x. if x > 0 then s else map (z. z + x) s) Z A,
+                foldl (s_1, x_1. if x_1 > 0 then s_1 else map (z_1. z_1 * x_1) s_1) Z A
+              )
+        "#]],
+    );
+    check_rule_declines(
+        arrays::foldl_tuple_split,
+        "def f(Z: [k]real, A: [n]real) = foldl (s, a. (snd s, fst s)) (Z, Z) A",
+        "each component reads the other",
+    );
+}
+
 /// The length of an array as long as a parameter is the parameter's.
 #[test]
 fn len_of_known_length() {
