@@ -1141,7 +1141,7 @@ fn plain() -> Vec<Program> {
                 }
                 s
             },
-            note: "",
+            note: "The rows' residuals (the value and twice the residual, n pairs) are stored by the loop that makes them and read back by three more loops over the rows (`A`'s gradient, `b`'s, and the sum into `x`'s, which rereads `A`): streams of memory, while the model counts each read as one move, so the measured ratio runs above it at the largest size, where `A` no longer fits in the cache.",
             versus_hand: "The gradient of `x` is the sum over rows of `r_i * row_i`: computed in the loop over rows into one accumulator, but each row's contribution is written to the row's state before it is added, where the hand-written loop adds it directly.",
         },
         Program {
