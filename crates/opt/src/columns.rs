@@ -367,7 +367,7 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
     let worth = columns.len() >= 2
         && (columns
             .iter()
-            .any(|&j| elem_items.get(j as usize).is_some_and(has_array))
+            .any(|&j| elem_items.get(j as usize).is_some_and(Type::has_arrays))
             || lets.iter().all(|&l| match arena[l] {
                 Node::Let(_, e1, _) | Node::LetTuple(_, e1, _) => {
                     arena.within_operations(e1, &mut { usize::MAX }, &Node::is_arithmetic)
@@ -442,12 +442,3 @@ fn lets_needed(
 /// The operations of the `let`s before a split map's tuple that may be copied into the map
 /// of each column: reading an array per element back costs more than a few operations.
 const COPIED_OPERATIONS: usize = 16;
-
-/// Whether a value of type `t` holds an array.
-fn has_array(t: &Type) -> bool {
-    match t {
-        Type::Array(..) => true,
-        Type::Tuple(items) => items.iter().any(has_array),
-        _ => false,
-    }
-}

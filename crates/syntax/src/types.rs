@@ -279,6 +279,15 @@ impl Type {
         }
     }
 
+    /// True if a value of this type holds an array (itself, or in a tuple).
+    pub fn has_arrays(&self) -> bool {
+        match self {
+            Type::Array(..) => true,
+            Type::Tuple(items) => items.iter().any(Type::has_arrays),
+            Type::Real | Type::Int | Type::Bool | Type::Func(..) => false,
+        }
+    }
+
     /// True if a function type occurs anywhere inside.
     pub fn is_higher_order(&self) -> bool {
         match self {

@@ -447,7 +447,7 @@ pub fn foldl_tuple_split(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Some(Type::Tuple(comp_types)) = cx.ty(z) else {
         return None;
     };
-    if !comp_types.iter().any(holds_array) {
+    if !comp_types.iter().any(Type::has_arrays) {
         return None;
     }
     let (ps, body) = lambda(cx, f)?;
@@ -501,15 +501,6 @@ fn project_into(cx: &mut RuleCx, e: ExprId, i: u32) -> ExprId {
             cx.mk(Node::If(c, t, f))
         }
         _ => cx.mk(Node::Proj(i, e)),
-    }
-}
-
-/// Whether a value of type `t` holds an array.
-fn holds_array(t: &Type) -> bool {
-    match t {
-        Type::Array(..) => true,
-        Type::Tuple(items) => items.iter().any(holds_array),
-        _ => false,
     }
 }
 
