@@ -411,7 +411,7 @@ pub fn reduce_tuple_split(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         let ty = comp_types.get(i)?.clone();
         let x = cx.fresh("x", Some(ty.clone()));
         let y = cx.fresh("y", Some(ty.clone()));
-        let comp = project_params(cx, item, p, q, i as u32, x, y)?;
+        let comp = project_params(cx, item, i as u32, &[(p, x), (q, y)])?;
         let g = lam(cx, &[x, y], comp);
         let zi = match cx.arena()[z] {
             Node::Tuple(l) => cx.arena().exprs(l)[i],
@@ -462,7 +462,7 @@ pub fn foldl_tuple_split(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         let item = project_into(cx, body, i as u32);
         let si = cx.fresh("s", Some(ty.clone()));
         let x = cx.fresh("x", Some(elem_ty.clone()));
-        let item = project_param(cx, item, s_var, i as u32, si)?;
+        let item = project_params(cx, item, i as u32, &[(s_var, si)])?;
         let ex = cx.var(x);
         let item = cx.simplify_with(item, &[(x_var, ex)]);
         let g = lam(cx, &[si, x], item);
@@ -504,46 +504,26 @@ fn project_into(cx: &mut RuleCx, e: ExprId, i: u32) -> ExprId {
     }
 }
 
-/// `item` with `p.i` replaced by `x`; `None` if `p` is used any other way.
-fn project_param(cx: &mut RuleCx, item: ExprId, p: Var, i: u32, x: Var) -> Option<ExprId> {
+/// `item` with `p.i` replaced by `x` for each pair `(p, x)` of `params`; `None` if some
+/// `p` is used any other way (the function is then not componentwise).
+fn project_params(cx: &mut RuleCx, item: ExprId, i: u32, params: &[(Var, Var)]) -> Option<ExprId> {
     match cx.arena()[item] {
-        Node::Proj(j, t) if j == i && cx.arena()[t] == Node::Var(p) => Some(cx.var(x)),
-        Node::Var(v) if v == p => None,
-        node => {
-            let kids = cx.arena().node_children(node);
-            let mut new = Vec::new();
-            for k in kids {
-                new.push(project_param(cx, k, p, i, x)?);
+        Node::Proj(j, t) if j == i => {
+            let found = params.iter().find(|(p, _)| cx.arena()[t] == Node::Var(*p));
+            match found {
+                Some(&(_, x)) => Some(cx.var(x)),
+                None => {
+                    let t = project_params(cx, t, i, params)?;
+                    Some(cx.mk(Node::Proj(j, t)))
+                }
             }
-            let mut it = new.into_iter();
-            let n = cx
-                .arena_mut()
-                .map_children(node, |_, _| it.next().expect("one per child"));
-            Some(cx.mk(n))
         }
-    }
-}
-
-/// `item` with `p.i` replaced by `x` and `q.i` by `y`; `None` if `p` or `q` is used
-/// any other way (the function is then not componentwise).
-fn project_params(
-    cx: &mut RuleCx,
-    item: ExprId,
-    p: Var,
-    q: Var,
-    i: u32,
-    x: Var,
-    y: Var,
-) -> Option<ExprId> {
-    match cx.arena()[item] {
-        Node::Proj(j, t) if j == i && cx.arena()[t] == Node::Var(p) => Some(cx.var(x)),
-        Node::Proj(j, t) if j == i && cx.arena()[t] == Node::Var(q) => Some(cx.var(y)),
-        Node::Var(v) if v == p || v == q => None,
+        Node::Var(v) if params.iter().any(|(p, _)| *p == v) => None,
         node => {
             let kids = cx.arena().node_children(node);
             let mut new = Vec::new();
             for k in kids {
-                new.push(project_params(cx, k, p, q, i, x, y)?);
+                new.push(project_params(cx, k, i, params)?);
             }
             let mut it = new.into_iter();
             let n = cx
