@@ -146,7 +146,7 @@ fn foldl_of_reals() {
                   let z = one_minus_sq(next) in
                   (w * z, u * z, fst q * z, snd q * z)) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) xs) (shift1L S)
               in
-              let A3 = scanr * 1 (shift1L (map (g. fst g) G)) in
+              let A3 = scanr * 1 (map (g. fst g) (shift1L G)) in
               (
                 map2 (a, g_1. a * snd g_1) A3 G,
                 reduce + 0 (map2 (a_1, g_2. a_1 * g_2.2) A3 G),
@@ -175,7 +175,7 @@ fn foldl_with_constants_reads_each_next_state_from_the_scan() {
               let S = scanl (h, a. tanh(0.9 * h + a)) 0 A in
               map2 (a_1, next.
                 let b = one_minus_sq(next) in
-                a_1 * b) (scanr * 1 (shift1L (map (next_1. 0.9 * one_minus_sq(next_1)) (shift1L S)))) (shift1L S)
+                a_1 * b) (scanr * 1 (map (next_1. 0.9 * one_minus_sq(next_1)) (shift1L (shift1L S)))) (shift1L S)
         "#]],
     );
     agrees(src, r#"{"A": [0.5, -1, 2, 0.25]}"#);
@@ -193,11 +193,11 @@ fn foldl_with_a_pair_accumulator() {
               let S = scanl (acc, x. (fst acc * x + w, snd acc + sin(x * fst acc))) (1, w) xs in
               let A0 = shift1R S in
               let p = foldl (acc_1, x_1. x_1) (1, w) S in
-              let R = scanr (q, t. (snd q * (cos(snd q * fst (fst q)) * snd t) + snd q * fst t, snd t)) (snd p, fst p) (map2 (acc_2, x_2. (acc_2, x_2)) A0 xs) in
+              let R = map (t. (t, fst p)) (scanr (x_2, t_1. snd x_2 * (cos(snd x_2 * fst (fst x_2)) * fst p) + snd x_2 * t_1) (snd p) (map2 (acc_2, x_3. (acc_2, x_3)) A0 xs)) in
               let R_1 = shift1L R in
               (
-                map2 (q_1, w_1. fst (fst q_1) * (cos(snd q_1 * fst (fst q_1)) * snd w_1) + fst (fst q_1) * fst w_1) (map2 (acc_3, x_3. (acc_3, x_3)) A0 xs) R_1,
-                reduce + 0 (map (w_2. fst w_2) R_1) + snd (snd (foldl (p_1, x_4. if fst p_1 > 0 then p_1 else (1, x_4)) (0, (0, 0)) R))
+                map2 (q, w_1. fst (fst q) * (cos(snd q * fst (fst q)) * snd w_1) + fst (fst q) * fst w_1) (map2 (acc_3, x_4. (acc_3, x_4)) A0 xs) R_1,
+                reduce + 0 (map (w_2. fst w_2) R_1) + snd (snd (foldl (p_1, x_5. if fst p_1 > 0 then p_1 else (1, x_5)) (0, (0, 0)) R))
               )
         "#]],
     );
@@ -876,7 +876,7 @@ fn foldl_capturing_several_weights() {
                   let z = one_minus_sq(next) in
                   (w * z, u * z, fst q * z, snd q * z, z)) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) xs) (shift1L S)
               in
-              let A3 = scanr * 1 (shift1L (map (g. fst g) G)) in
+              let A3 = scanr * 1 (map (g. fst g) (shift1L G)) in
               (
                 map2 (a, g_1. a * snd g_1) A3 G,
                 reduce + 0 (map2 (a_1, g_2. a_1 * g_2.2) A3 G),

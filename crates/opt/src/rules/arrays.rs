@@ -11,7 +11,7 @@ use unfad_syntax::{with_stack, BinOp, ExprId, Node, Type, UnOp, Var};
 use crate::simplify::RuleCx;
 
 /// Parameters and body of a function argument.
-fn lambda(cx: &RuleCx, f: ExprId) -> Option<(Vec<Var>, ExprId)> {
+pub(super) fn lambda(cx: &RuleCx, f: ExprId) -> Option<(Vec<Var>, ExprId)> {
     cx.arena().lambda_parts(f).map(|(ps, b)| (ps.to_vec(), b))
 }
 
@@ -46,7 +46,7 @@ fn fill(cx: &mut RuleCx, like: ExprId, c: f64) -> ExprId {
     })
 }
 
-fn lam(cx: &mut RuleCx, params: &[Var], body: ExprId) -> ExprId {
+pub(super) fn lam(cx: &mut RuleCx, params: &[Var], body: ExprId) -> ExprId {
     let l = cx.arena_mut().var_list(params);
     cx.mk(Node::Lambda(l, body))
 }
@@ -477,7 +477,7 @@ pub fn foldl_tuple_split(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 
 /// Component `i` of the tuple `e`, the projection pushed through tuples, `let`s and `if`s
 /// (a tuple bound by `let (u, v) = rhs` is read as the components of `rhs`).
-fn project_into(cx: &mut RuleCx, e: ExprId, i: u32) -> ExprId {
+pub(super) fn project_into(cx: &mut RuleCx, e: ExprId, i: u32) -> ExprId {
     match cx.arena()[e] {
         Node::Tuple(l) => cx.arena().exprs(l)[i as usize],
         Node::Let(v, rhs, body) => {
@@ -576,6 +576,25 @@ pub fn shift_constant_array(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         Node::Shift1R(inner)
     });
     Some(fill(cx, shifted, c))
+}
+
+/// `shift1L (map f A)` is `map f (shift1L A)` (so for `shift1R`): the element dropped is
+/// never computed, and a consumer of the shift fuses with the map.
+pub fn shift_of_map(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let (a, left) = match cx.arena()[e] {
+        Node::Shift1L(a) => (a, true),
+        Node::Shift1R(a) => (a, false),
+        _ => return None,
+    };
+    let Node::Map(f, src) = cx.arena()[a] else {
+        return None;
+    };
+    let shifted = cx.mk(if left {
+        Node::Shift1L(src)
+    } else {
+        Node::Shift1R(src)
+    });
+    Some(cx.mk(Node::Map(f, shifted)))
 }
 
 /// `len(e)` of a term exactly as long as a parameter `P` is `len(P)`.

@@ -110,9 +110,14 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             literals::last_of_literal,
             literals::fold_literal,
         ],
-        Node::Scanl(..) | Node::Scanr(..) => &[arrays::scan_constant_array, literals::fold_literal],
+        Node::Scanl(..) | Node::Scanr(..) => &[
+            arrays::scan_constant_array,
+            literals::fold_literal,
+            scans::scan_invariant_component,
+        ],
         Node::Shift1L(_) | Node::Shift1R(_) => &[
             arrays::shift_constant_array,
+            arrays::shift_of_map,
             arrays::shift_of_constant_scan,
             literals::shift_literal,
         ],

@@ -8,7 +8,7 @@ use expect_test::{expect, Expect};
 use unfad_syntax::{print_func, Func, Program};
 
 use super::{assert_same_values, check};
-use crate::rules::{algebraic, arrays, conditionals, literals, scatter, tuples, Rule};
+use crate::rules::{algebraic, arrays, conditionals, literals, scans, scatter, tuples, Rule};
 use crate::Simplifier;
 
 /// Apply `rule` by itself to the body of the function `src` (it must fire and change the
@@ -841,6 +841,63 @@ fn shift_of_constant_scan() {
               let c = map (v. v + v) y in
               map (x. c) A
         "#]],
+    );
+}
+
+/// A shift of a map is the map of the shift.
+#[test]
+fn shift_of_map() {
+    check_rule(
+        arrays::shift_of_map,
+        "def f(A: [n]real) = shift1L (map (a. sin(a)) A)",
+        expect![[r#"
+            def f(A: [n]real): [n-1]real =
+              map (a. sin(a)) (shift1L A)
+        "#]],
+    );
+    check_rule(
+        arrays::shift_of_map,
+        "def f(A: [n]real) = shift1R (map (a. (a, a * a)) A)",
+        expect![[r#"
+            def f(A: [n]real): [n-1](real, real) =
+              map (a. (a, a * a)) (shift1R A)
+        "#]],
+    );
+}
+
+/// A scan's state component that every step passes on unchanged is carried apart, as the
+/// constant it is.
+#[test]
+fn scan_invariant_component() {
+    check_rule(
+        scans::scan_invariant_component,
+        "def f(A: [n]real, y: real) = scanr (x, acc. (fst acc, x * snd acc + fst acc)) (y * y, 0) A",
+        expect![[r#"
+            def f(A: [n]real, y: real): [n+1](real, real) =
+              let c = y * y in
+              map (t. (c, t)) (scanr (x, t_1. x * t_1 + c) 0 A)
+        "#]],
+    );
+    // Two of three components unchanged; the state left is one real.
+    check_rule(
+        scans::scan_invariant_component,
+        "def f(A: [n]real, y: real) =
+           scanl (s, x. let (a, b, c) = s in (a, b + x * c, c)) (y, 1, sin(y)) A",
+        expect![[r#"
+            def f(A: [n]real, y: real): [n+1](real, real, real) =
+              let c = sin(y) in
+              map (t. (y, t, c)) (scanl (t_1, x. t_1 + x * c) 1 A)
+        "#]],
+    );
+    check_rule_declines(
+        scans::scan_invariant_component,
+        "def f(A: [n]real, y: real) = scanl (s, x. (snd s, fst s + x)) (y, y) A",
+        "no component is passed on unchanged",
+    );
+    check_rule_declines(
+        scans::scan_invariant_component,
+        "def f(A: [n]real, y: real) = scanl (s, x. (fst s, snd s)) (y, y) A",
+        "every component is passed on unchanged",
     );
 }
 
