@@ -377,6 +377,7 @@ fn build_with(
     let out_ptrs = load_ptrs(&mut b, p_outputs, outputs.len());
 
     let mut t = Translator::new(b, module, arena, &an, main);
+    t.set_size_forms(&size_vars);
     if memory.eager_scans {
         t.force_eager_scans();
     }

@@ -300,7 +300,7 @@ fn the_checked_call_refuses_int_arguments_that_are_not_whole_or_disagree_with_th
 /// Programs that index, scatter into and iterate over arrays whose lengths the shape
 /// analysis may get wrong (an `if` of arrays whose lengths differ at small sizes, shifts,
 /// an `iota` whose length is only bounded).
-const UNEVEN: [&str; 7] = [
+const UNEVEN: [&str; 9] = [
     "def f(A: [n]real, I: [m]int, x: real) = (if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A))[I[0] % 4]",
     "def f(A: [n]real, I: [m]int, x: real) = scatter_add(if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A), I, map (i. real(i)) I)",
     "def f(A: [n]real, I: [m]int, x: real) = map (i. real(i) + A[i % 3]) (iota (len(I) + 2))",
@@ -308,6 +308,9 @@ const UNEVEN: [&str; 7] = [
     "def f(A: [n]real, I: [m]int, x: real) = scatter_add(map (a. map (b. a * b) A) A, map (i. (i, i % 2)) I, map (i. real(i)) I)",
     "def f(A: [n]real, I: [m]int, x: real) = map (i. (if x > 0 then A else scanl (a, b. a + b) 0 (shift1L A))[i]) I",
     "def f(A: [n]real, I: [m]int, x: real) = if x > 0 then scatter_add(zeros_like(A), I, map (i. A[i % 2]) I) else scanl (a, b. a + b) 0 (shift1L A)",
+    // Windows: in bounds by the sizes (no test), and one past (tested).
+    "def f(A: [n]real, I: [m]int, x: real) = map (i. sum (map2 (j, k. A[i + j] * real(k)) (iota (len(I))) I)) (iota (len(A) - len(I) + 1))",
+    "def f(A: [n]real, I: [m]int, x: real) = map (i. sum (map2 (j, k. A[i + j + 1] * real(k)) (iota (len(I))) I)) (iota (len(A) - len(I) + 1))",
 ];
 
 /// Inputs for [`UNEVEN`]: `A` of 0 to 3 elements, positions in and out of bounds.
@@ -415,6 +418,51 @@ fn indices_the_lengths_show_in_bounds_are_not_checked() {
         let sizes = common::native_arguments(&prog.arena, &func, &compiled, &input).1;
         assert_eq!(compiled.status_cell(&sizes), None, "{src}");
     }
+    // Windows and stencils whose largest index the sizes show below the length: `i`
+    // below `len(x) - len(w) + 1` and `j` below `len(w)`, so `i + j <= len(x) - 1`; the
+    // same after `scatter_add` into the signal's adjoint (the gradient).
+    let window = "def f(x: [n]real, w: [m]real) = \
+                  sum(map (i. sum(map (j. x[i + j] * w[j]) (iota (len(w))))) \
+                  (iota (len(x) - len(w) + 1)))";
+    let stencil =
+        "def f(x: [n]real) = map (i. x[i] - 2.0 * x[i + 1] + x[i + 2]) (iota (len(x) - 2))";
+    for (src, inputs) in [
+        (
+            window,
+            vec![
+                json!({"x": vec_of(7, 0.3), "w": vec_of(3, 0.2)}),
+                json!({"x": vec_of(3, 0.3), "w": vec_of(3, 0.2)}),
+                json!({"x": vec_of(2, 0.3), "w": vec_of(3, 0.2)}),
+                json!({"x": vec_of(4, 0.3), "w": vec_of(0, 0.2)}),
+            ],
+        ),
+        (
+            stencil,
+            vec![json!({"x": vec_of(6, 0.3)}), json!({"x": vec_of(1, 0.3)})],
+        ),
+    ] {
+        let (prog, func) = load(src);
+        for input in &inputs {
+            let compiled = check_func(&prog.arena, &func, input);
+            let sizes = common::native_arguments(&prog.arena, &func, &compiled, input).1;
+            assert_eq!(compiled.status_cell(&sizes), None, "{src}");
+        }
+    }
+    let (prog, func) = common::gradient(window).unwrap();
+    let input = json!({"x": vec_of(7, 0.3), "w": vec_of(3, 0.2)});
+    let compiled = check_func(&prog.arena, &func, &input);
+    let sizes = common::native_arguments(&prog.arena, &func, &compiled, &input).1;
+    assert_eq!(
+        compiled.status_cell(&sizes),
+        None,
+        "the gradient of {window}"
+    );
+    // One past the end: tested, and out of bounds for every signal that has a window.
+    let src = window.replace("x[i + j]", "x[i + j + 1]");
+    let (prog, func) = load(&src);
+    let compiled = compile(&prog.arena, &func).unwrap();
+    assert!(compiled.status_cell(&[3, 2, 2]).is_some());
+    fails(&src, &json!({"x": vec_of(4, 0.3), "w": vec_of(2, 0.2)}));
     // An index computed from an iota's element is checked.
     let src = "def f(A: [n]real) = map (i. A[i + 1]) (iota (len(A)))";
     let (prog, func) = load(src);

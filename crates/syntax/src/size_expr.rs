@@ -93,6 +93,12 @@ impl Linear {
         self.terms.keys().any(|k| k.contains('#'))
     }
 
+    /// Whether the form is at least 0 for every value of its atoms at least 0: no negative
+    /// coefficient, and a constant at least 0.
+    pub fn is_nonnegative(&self) -> bool {
+        self.constant >= 0 && self.terms.values().all(|&k| k >= 0)
+    }
+
     /// The constant, when the form has no atom.
     pub fn as_constant(&self) -> Option<i64> {
         self.terms.is_empty().then_some(self.constant)

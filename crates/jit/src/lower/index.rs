@@ -19,7 +19,7 @@ use crate::error::{internal, JitError, JitResult};
 use crate::layout::Dim;
 use crate::value::{Arr, CondVal, IntVal, Kind, Place, RealVal, Val};
 
-use super::{expect_arr, shape_arr, IotaElement, Translator};
+use super::{expect_arr, shape_arr, IntRange, IotaElement, Translator};
 
 impl<'a> Translator<'a> {
     /// `x[i]` (the node `e`): element `i` of `x`, read in place.
@@ -57,16 +57,20 @@ impl<'a> Translator<'a> {
                 }
             }
         }
-        // Known as an integer (a sum of `iota` elements): only the bounds are tested.
+        // Known as an integer (a sum of `iota` elements): only the bounds are tested, and
+        // not even they where the sizes show the largest value in bounds.
         if let RealVal::Ssa(_) = i {
             if let Some(k) = self.exact_int(i) {
+                if self.in_bounds_by_sizes(i, dim) {
+                    return Ok(IntVal::Ssa(k));
+                }
                 let n = self.int_value(len);
                 let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, k, n);
                 self.check_int_index(ok, k, len);
                 return Ok(IntVal::Ssa(k));
             }
         }
-        match self.position_if_inside(i, len) {
+        match self.position_if_inside(i, len, None) {
             Some((k, Some(ok))) => {
                 let index = self.real_value(i);
                 self.check_index(ok, index, len);
@@ -81,6 +85,85 @@ impl<'a> Translator<'a> {
                 Ok(IntVal::Const(0))
             }
         }
+    }
+
+    /// The range of the whole number `x` as a sum of `iota` elements and a constant, if it
+    /// is one (see [`IntRange`]).
+    pub(super) fn int_range(&self, x: RealVal) -> Option<IntRange> {
+        match x {
+            RealVal::Const(c) if c.fract() == 0.0 && c.abs() < 2147483648.0 => Some(IntRange {
+                terms: Vec::new(),
+                constant: c as i64,
+            }),
+            RealVal::Const(_) => None,
+            RealVal::Ssa(v) => match self.iota_elements.get(&v) {
+                Some(el) => Some(IntRange {
+                    terms: vec![el.dim?],
+                    constant: 0,
+                }),
+                None => self.int_ranges.get(&v).cloned(),
+            },
+        }
+    }
+
+    /// Whether the sizes show the sum `i` of `iota` elements (see [`IntRange`]) in bounds
+    /// for an array of exactly `dim` elements, whatever their values: at least 0, and at
+    /// most the sum of the `iota`s' lengths less one each, which the linear forms of the
+    /// sizes show below the array's length. A window `x[i + j]`, `i` below
+    /// `len(x) - len(w) + 1` and `j` below `len(w)`, is at most `len(x) - 1`.
+    ///
+    /// The element of an `iota` exists only when it is not empty; its length `max(v +
+    /// offset, 0)` is then `v + offset`, and a derived size `v` is then its formula (which
+    /// is at least 1, not clamped at 0) when `offset <= 0`. The array's length is at least
+    /// its size's form plus its offset (a derived size is its formula or more).
+    fn in_bounds_by_sizes(&self, i: RealVal, dim: Option<Dim>) -> bool {
+        use unfad_syntax::size_expr::Linear;
+        let (Some(range), Some(dx)) = (self.int_range(i), dim) else {
+            return false;
+        };
+        if range.constant < 0 {
+            return false;
+        }
+        let form = |d: &Dim, upper: bool| -> Option<Linear> {
+            let Some(var) = d.var else {
+                return Some(Linear::constant(i64::try_from(d.floor).ok()?));
+            };
+            let (f, derived) = self.size_forms.get(var as usize)?.as_ref()?;
+            if upper && d.floor != 0 {
+                return None;
+            }
+            if upper && *derived && d.offset > 0 {
+                return None;
+            }
+            f.add(&Linear::constant(d.offset))
+        };
+        let terms = i64::try_from(range.terms.len()).unwrap_or(i64::MAX);
+        let mut upper = Linear::constant(range.constant - terms + 1);
+        for d in &range.terms {
+            match form(d, true).and_then(|f| upper.add(&f)) {
+                Some(u) => upper = u,
+                None => return false,
+            }
+        }
+        form(&dx, false)
+            .and_then(|lower| lower.sub(&upper))
+            .is_some_and(|slack| slack.is_nonnegative())
+    }
+
+    /// Give the size variables' linear forms (see `size_forms`), in the order of the
+    /// function's size variables.
+    pub(crate) fn set_size_forms(&mut self, size_vars: &[std::sync::Arc<str>]) {
+        use unfad_syntax::size_expr::{is_size_name, parse, Linear};
+        self.size_forms = size_vars
+            .iter()
+            .map(|name| {
+                if is_size_name(name) {
+                    Some((Linear::atom(name), false))
+                } else {
+                    parse(name, &|n| Some(Linear::atom(n))).map(|f| (f, true))
+                }
+            })
+            .collect();
     }
 
     /// Record that the real `v` is element `k` of the `iota` `a` (see [`Translator::position`]).
@@ -300,7 +383,7 @@ impl<'a> Translator<'a> {
         let Some((&first, rest)) = path.split_first() else {
             return Err(JitError::Type("an empty position of `scatter_add`".into()));
         };
-        let Some((k, inside)) = self.position_if_inside(first, a.len) else {
+        let Some((k, inside)) = self.position_if_inside(first, a.len, a.stat()) else {
             return Ok(()); // outside at compile time
         };
         let rest = rest.to_vec();
@@ -337,8 +420,14 @@ impl<'a> Translator<'a> {
 
     /// The position `i` (an int carried as a real) in an array of `len` elements, and the
     /// condition that it is a whole number from 0 to `len - 1` (`None`: known at compile
-    /// time to hold). `None` altogether when it is known to fail.
-    fn position_if_inside(&mut self, i: RealVal, len: IntVal) -> Option<(IntVal, Option<Value>)> {
+    /// time to hold: also where the sizes show it in bounds for an array of exactly `dim`
+    /// elements). `None` altogether when it is known to fail.
+    fn position_if_inside(
+        &mut self,
+        i: RealVal,
+        len: IntVal,
+        dim: Option<Dim>,
+    ) -> Option<(IntVal, Option<Value>)> {
         if let RealVal::Const(c) = i {
             let whole = c >= 0.0 && c.fract() == 0.0;
             match len {
@@ -354,6 +443,9 @@ impl<'a> Translator<'a> {
         // every length).
         if let RealVal::Ssa(_) = i {
             if let Some(k) = self.exact_int(i) {
+                if self.in_bounds_by_sizes(i, dim) {
+                    return Some((IntVal::Ssa(k), None));
+                }
                 let n = self.int_value(len);
                 let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, k, n);
                 return Some((IntVal::Ssa(k), Some(inside)));

@@ -137,12 +137,28 @@ pub(crate) struct Translator<'a> {
     /// window's position), with the same sum computed as an integer: an index of that
     /// form needs no conversion and no test that it is whole, only the bounds.
     int_sums: HashMap<Value, Value>,
+    /// The same sums, as the lengths of the `iota`s their elements come from and their
+    /// constant: an index whose largest value the sizes show below the array's length
+    /// needs no test at all (see [`Translator::in_bounds_by_sizes`]).
+    int_ranges: HashMap<Value, IntRange>,
+    /// Each size variable (by position) as a linear form of the sizes it is computed from,
+    /// and whether it is derived: itself for a size the program names, its formula for a
+    /// derived one.
+    size_forms: Vec<Option<(unfad_syntax::size_expr::Linear, bool)>>,
     /// The source position of the index or int division being lowered: a failed check
     /// there says where (see [`Stop::code_at`]).
     site: unfad_syntax::Span,
     /// Folds already computed in the loop that makes what they fold (see
     /// [`Translator::stored_then_folded`]), by node: their value where the term reads them.
     precomputed: HashMap<ExprId, Val>,
+}
+
+/// A sum of elements of `iota`s and a constant: `terms` are the lengths of the `iota`s (an
+/// element of each is at least 0 and below its length).
+#[derive(Clone, Debug)]
+struct IntRange {
+    terms: Vec<crate::layout::Dim>,
+    constant: i64,
 }
 
 /// An element `k` of an `iota` of length `len` (exactly `dim` if known), `0 <= k < len`.
@@ -185,6 +201,8 @@ impl<'a> Translator<'a> {
             status: None,
             iota_elements: HashMap::default(),
             int_sums: HashMap::default(),
+            int_ranges: HashMap::default(),
+            size_forms: Vec::new(),
             site: unfad_syntax::Span::NONE,
             precomputed: HashMap::default(),
         }

@@ -191,6 +191,17 @@ impl<'a> Translator<'a> {
             if let (Some(a), Some(b)) = (self.exact_int(x), self.exact_int(y)) {
                 let k = self.b.ins().iadd(a, b);
                 self.int_sums.insert(r, k);
+                if let Some(range) =
+                    self.int_range(x)
+                        .zip(self.int_range(y))
+                        .and_then(|(mut p, q)| {
+                            p.terms.extend(q.terms);
+                            p.constant = p.constant.checked_add(q.constant)?;
+                            (p.terms.len() <= 4).then_some(p)
+                        })
+                {
+                    self.int_ranges.insert(r, range);
+                }
             }
         }
         Ok(RealVal::Ssa(r))
