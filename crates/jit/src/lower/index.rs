@@ -6,7 +6,8 @@
 //! writes outside a buffer whatever its value: a read out of bounds stops the call with
 //! [`Stop::Index`], a scatter's position out of bounds adds nothing (its semantics); the
 //! check goes where the lengths show the index in bounds (an element of an `iota` no
-//! longer than the array, as in `map (i. A[i]) (iota (len(A)))`).
+//! longer than the array, as in `map (i. A[i]) (iota (len(A)))`, or a sum of such whose
+//! largest value the sizes show below the length, as a window's `x[i + j]`).
 
 use std::rc::Rc;
 
