@@ -187,6 +187,61 @@ pub fn map2_unused_param(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(cx.mk(Node::Map(g, operand)))
 }
 
+/// A `map` or `map2` over pairs `map2 (u, v. (u, v)) A B` whose function reads only one
+/// component of each pair, say `p.0`, runs over that component's array: `map2 (p, y.
+/// e[p.0]) (map2 (u, v. (u, v)) A B) C` is `map2 (x, y. e[x]) A C` when `A` is never longer
+/// than `B` (so the pairs were as many as `A`'s elements). Forward mode pairs every array
+/// with its tangent; what reads only the values (the primal's reductions in a
+/// Hessian-vector product) then reads the values alone, and two such operands meet in
+/// one `map2` that the code generator runs without building any pair.
+pub fn map_of_zip_half(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let (f, operands) = match cx.arena()[e] {
+        Node::Map(f, a) => (f, vec![a]),
+        Node::Map2(f, a, b) => (f, vec![a, b]),
+        _ => return None,
+    };
+    let (ps, body) = lambda(cx, f)?;
+    for (i, &operand) in operands.iter().enumerate() {
+        let Node::Map2(g, inner_a, inner_b) = cx.arena()[operand] else {
+            continue;
+        };
+        let (qs, pair) = lambda(cx, g)?;
+        let is_zip = matches!(cx.arena()[pair], Node::Tuple(l)
+            if l.len() == 2
+                && cx.arena().exprs(l).iter().zip(&qs).all(|(&x, &q)| cx.arena()[x] == Node::Var(q)));
+        if !is_zip {
+            continue;
+        }
+        for (c, (kept, other)) in [(inner_a, inner_b), (inner_b, inner_a)]
+            .into_iter()
+            .enumerate()
+        {
+            if !cx.not_longer(kept, other) {
+                continue;
+            }
+            let x = cx.fresh(
+                cx.arena().var_name(qs[c]).to_string().as_str(),
+                cx.arena().var_type(qs[c]).cloned(),
+            );
+            let Some(new_body) = project_params(cx, body, c as u32, &[(ps[i], x)]) else {
+                continue;
+            };
+            let new_body = cx.simplify(new_body);
+            let mut params = ps.clone();
+            params[i] = x;
+            let h = lam(cx, &params, new_body);
+            let mut ops = operands.clone();
+            ops[i] = kept;
+            return Some(cx.mk(match ops[..] {
+                [a] => Node::Map(h, a),
+                [a, b] => Node::Map2(h, a, b),
+                _ => unreachable!("a map has one or two operands"),
+            }));
+        }
+    }
+    None
+}
+
 /// `map2 (x, y. e) (map (z. e2) A) B` is `map2 (z, y. let x = e2 in e) A B` (either side).
 pub fn map2_fusion(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Map2(f, a, b) = cx.arena()[e] else {

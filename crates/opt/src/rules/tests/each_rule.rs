@@ -576,8 +576,7 @@ fn scan_next_element() {
         expect![[r#"
             def f(X: [n]real, w: real, h0: real): ([n]real, [n]real) =
               let S = scanl (h, x. tanh(w * h + x)) h0 X in
-              let B = shift1R S in
-              (map2 (q, next. (1 - next * next) * snd q) (map2 (h_1, x_1. (h_1, x_1)) B X) (shift1L S), map2 * B X)
+              (map2 (x_1, next. (1 - next * next) * x_1) X (shift1L S), map2 * (shift1R S) X)
         "#]],
     );
 }
@@ -841,6 +840,38 @@ fn shift_of_constant_scan() {
               let c = map (v. v + v) y in
               map (x. c) A
         "#]],
+    );
+}
+
+/// A map over pairs that reads one component of each runs over that component's array.
+#[test]
+fn map_of_zip_half() {
+    check_rule(
+        arrays::map_of_zip_half,
+        "def f(A: [n]real, B: [n]real, C: [n]real) =
+           map2 (p, c. fst p * c) (map2 (a, b. (a, b)) A B) C",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real, C: [n]real): [n]real =
+              map2 * A C
+        "#]],
+    );
+    check_rule(
+        arrays::map_of_zip_half,
+        "def f(A: [n]real, B: [n]real) = map (p. sin(snd p)) (map2 (a, b. (a, b)) A B)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              map (b. sin(b)) B
+        "#]],
+    );
+    check_rule_declines(
+        arrays::map_of_zip_half,
+        "def f(A: [n]real, B: [n]real) = map (p. sin(fst p)) (map2 (a, b. (b, a)) A B)",
+        "the operand swaps its pairs: no zip",
+    );
+    check_rule_declines(
+        arrays::map_of_zip_half,
+        "def f(A: [n]real, B: [n]real) = map (p. fst p * snd p) (map2 (a, b. (a, b)) A B)",
+        "both components are read",
     );
 }
 
