@@ -144,6 +144,23 @@ impl Shape {
         }
     }
 
+    /// Whether the leaves in row-major order are the components one after the other: no
+    /// array holds a tuple (an array of pairs interleaves its two components). Copying
+    /// between leaves and components is then one copy per component.
+    fn components_in_order(&self) -> bool {
+        fn no_tuple(s: &Shape) -> bool {
+            match s {
+                Shape::Real => true,
+                Shape::Tuple(_) => false,
+                Shape::Array(_, elem) => no_tuple(elem),
+            }
+        }
+        match self {
+            Shape::Tuple(items) => items.iter().all(|s| s.components_in_order()),
+            s => no_tuple(s),
+        }
+    }
+
     /// The number of ABI components.
     pub fn component_count(&self) -> usize {
         match self {
@@ -163,6 +180,15 @@ impl Shape {
         comps: &mut [&mut [f64]],
     ) -> Result<(), JitError> {
         self.check(sizes, leaves.len(), comps.iter().map(|c| c.len()))?;
+        if self.components_in_order() {
+            let mut pos = 0;
+            for c in comps.iter_mut() {
+                let n = c.len();
+                c.copy_from_slice(&leaves[pos..pos + n]);
+                pos += n;
+            }
+            return Ok(());
+        }
         let (mut stack, mut heap) = ([0usize; CURSORS_ON_STACK], Vec::new());
         let cursors = cursors(&mut stack, &mut heap, comps.len());
         let mut pos = 0;
@@ -187,6 +213,14 @@ impl Shape {
         leaves: &mut [f64],
     ) -> Result<(), JitError> {
         self.check(sizes, leaves.len(), comps.iter().map(|c| c.len()))?;
+        if self.components_in_order() {
+            let mut pos = 0;
+            for c in comps {
+                leaves[pos..pos + c.len()].copy_from_slice(c);
+                pos += c.len();
+            }
+            return Ok(());
+        }
         let (mut stack, mut heap) = ([0usize; CURSORS_ON_STACK], Vec::new());
         let cursors = cursors(&mut stack, &mut heap, comps.len());
         let mut pos = 0;

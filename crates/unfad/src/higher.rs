@@ -9,6 +9,8 @@
 //! differentiated parameter and returns `(value, g_1, ..., g_k, h_1, ..., h_k)`. The types
 //! here split those results and shape the directions.
 
+use std::sync::Mutex;
+
 use crate::{Arg, Engine, Error, Func, GradOptions, Pipeline};
 
 /// How a Hessian-vector product is computed.
@@ -29,6 +31,8 @@ pub struct JvpFn {
     /// The parameters given a tangent.
     wrt: Vec<usize>,
     params: usize,
+    /// The native call's leaves, kept between calls (see [`JvpFn::call_into`]).
+    leaves: Mutex<Vec<Vec<f64>>>,
 }
 
 /// The result of a [`JvpFn`] call: the value's leaves and the tangent's, flat and
@@ -45,12 +49,28 @@ impl JvpFn {
     /// parameters that are not differentiated (ints, and those left out of `wrt`) are
     /// not read.
     pub fn call(&self, args: &[Arg], tangents: &[Arg]) -> Result<JvpOutput, Error> {
+        let mut out = JvpOutput::default();
+        self.call_into(args, tangents, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`JvpFn::call`] into `out`, reusing its vectors: once warm with the same sizes, a
+    /// call allocates nothing.
+    pub fn call_into(
+        &self,
+        args: &[Arg],
+        tangents: &[Arg],
+        out: &mut JvpOutput,
+    ) -> Result<(), Error> {
         let all = with_directions(args, tangents, &self.wrt, self.params, "tangent")?;
-        let leaves = self.func.call(&all)?;
-        let half = leaves.len() / 2;
-        Ok(JvpOutput {
-            value: leaves[..half].to_vec(),
-            tangent: leaves[half..].to_vec(),
+        with_leaves(&self.leaves, |leaves| {
+            self.func.call_into(&all, leaves)?;
+            let half = leaves.len() / 2;
+            out.value.clear();
+            out.value.extend_from_slice(&leaves[..half]);
+            out.tangent.clear();
+            out.tangent.extend_from_slice(&leaves[half..]);
+            Ok(())
         })
     }
 
@@ -83,6 +103,8 @@ pub struct HvpFn {
     func: Func,
     wrt: Vec<usize>,
     params: usize,
+    /// The native call's leaves, kept between calls (see [`HvpFn::call_into`]).
+    leaves: Mutex<Vec<Vec<f64>>>,
 }
 
 /// The result of a [`HvpFn`] call, by parameter: flat and row-major, empty for a parameter
@@ -123,30 +145,49 @@ impl HvpFn {
     /// (one argument per parameter each, of the same shapes; the directions of parameters
     /// that are not differentiated are not read).
     pub fn call(&self, args: &[Arg], direction: &[Arg]) -> Result<HvpOutput, Error> {
+        let mut out = HvpOutput::default();
+        self.call_into(args, direction, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`HvpFn::call`] into `out`, reusing its vectors: once warm with the same sizes, a
+    /// call allocates nothing.
+    pub fn call_into(
+        &self,
+        args: &[Arg],
+        direction: &[Arg],
+        out: &mut HvpOutput,
+    ) -> Result<(), Error> {
         let all = with_directions(args, direction, &self.wrt, self.params, "direction")?;
-        let leaves = self.func.call(&all)?;
-        let counts: Vec<usize> = self.wrt.iter().map(|&i| leaf_count(&args[i])).collect();
-        let total: usize = counts.iter().sum();
-        if leaves.len() != 1 + 2 * total {
-            return Err(Error::Internal(format!(
-                "a Hessian-vector product of {} leaves, expected {}",
-                leaves.len(),
-                1 + 2 * total
-            )));
-        }
-        let mut gradients = vec![Vec::new(); self.params];
-        let mut hvps = vec![Vec::new(); self.params];
-        let mut at = 1;
-        for (&i, &n) in self.wrt.iter().zip(&counts) {
-            gradients[i] = leaves[at..at + n].to_vec();
-            hvps[i] = leaves[at + total..at + total + n].to_vec();
-            at += n;
-        }
-        Ok(HvpOutput {
-            value: leaves[0],
-            gradients,
-            hvps,
-            names: self.param_names().to_vec(),
+        with_leaves(&self.leaves, |leaves| {
+            self.func.call_into(&all, leaves)?;
+            let total: usize = self.wrt.iter().map(|&i| leaf_count(&args[i])).sum();
+            if leaves.len() != 1 + 2 * total {
+                return Err(Error::Internal(format!(
+                    "a Hessian-vector product of {} leaves, expected {}",
+                    leaves.len(),
+                    1 + 2 * total
+                )));
+            }
+            out.value = leaves[0];
+            out.gradients.resize_with(self.params, Vec::new);
+            out.hvps.resize_with(self.params, Vec::new);
+            let mut at = 1;
+            let slots = out.gradients.iter_mut().zip(out.hvps.iter_mut());
+            for (i, ((g, h), arg)) in slots.zip(args).enumerate() {
+                g.clear();
+                h.clear();
+                if self.wrt.contains(&i) {
+                    let n = leaf_count(arg);
+                    g.extend_from_slice(&leaves[at..at + n]);
+                    h.extend_from_slice(&leaves[at + total..at + total + n]);
+                    at += n;
+                }
+            }
+            if out.names != self.param_names() {
+                out.names = self.param_names().to_vec();
+            }
+            Ok(())
         })
     }
 
@@ -324,6 +365,22 @@ fn leaf_count(arg: &Arg) -> usize {
 
 /// The arguments of a function of the parameters and then one direction per parameter
 /// of `wrt`.
+/// Run `f` with a leaves buffer from `pool` (a new one when every buffer is in use, on
+/// another thread), returned to the pool after.
+fn with_leaves<R>(
+    pool: &Mutex<Vec<Vec<f64>>>,
+    f: impl FnOnce(&mut Vec<f64>) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let mut leaves = pool
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .pop()
+        .unwrap_or_default();
+    let result = f(&mut leaves);
+    pool.lock().unwrap_or_else(|e| e.into_inner()).push(leaves);
+    result
+}
+
 fn with_directions<'a>(
     args: &[Arg<'a>],
     directions: &[Arg<'a>],
@@ -358,7 +415,12 @@ impl Engine {
         let jvp = p.optimized_forward(&wrt)?;
         let params = p.source.params.len();
         let func = self.compile_derived(p, &jvp)?;
-        Ok(JvpFn { func, wrt, params })
+        Ok(JvpFn {
+            func,
+            wrt,
+            params,
+            leaves: Mutex::default(),
+        })
     }
 
     /// Value, gradient and Hessian-vector product of the last definition of `src` (which
@@ -380,7 +442,12 @@ impl Engine {
         let hvp = p.optimized_hvp(&wrt, route)?;
         let params = p.source.params.len();
         let func = self.compile_derived(p, &hvp)?;
-        Ok(HvpFn { func, wrt, params })
+        Ok(HvpFn {
+            func,
+            wrt,
+            params,
+            leaves: Mutex::default(),
+        })
     }
 
     /// Value, gradient and dense Hessian of the last definition of `src` (for small

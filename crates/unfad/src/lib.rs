@@ -323,6 +323,9 @@ struct Scratch {
     bindings: unfad_syntax::SizeBindings,
     /// Size values in the compiled function's order.
     sizes: Vec<u64>,
+    /// Output components of a [`Func`] call, kept from call to call (the native code
+    /// writes every element), so that a warm call of the same sizes allocates nothing.
+    outputs: Vec<Vec<f64>>,
 }
 
 /// Component lists live on the stack up to this many components.
@@ -764,41 +767,48 @@ pub struct Func {
 impl Func {
     /// The result's leaves, flat and row-major (one element for a real).
     pub fn call(&self, args: &[Arg]) -> Result<Vec<f64>, Error> {
-        with_scratch(&self.pool, |scratch| self.run(args, scratch))
+        let mut out = Vec::new();
+        self.call_into(args, &mut out)?;
+        Ok(out)
     }
 
-    fn run(&self, args: &[Arg], scratch: &mut Scratch) -> Result<Vec<f64>, Error> {
+    /// [`Func::call`] into `out` (its old contents replaced); once warm with the same
+    /// sizes this allocates nothing: the output components are kept between calls.
+    pub fn call_into(&self, args: &[Arg], out: &mut Vec<f64>) -> Result<(), Error> {
+        with_scratch(&self.pool, |scratch| self.run(args, scratch, out))
+    }
+
+    fn run(&self, args: &[Arg], scratch: &mut Scratch, out: &mut Vec<f64>) -> Result<(), Error> {
         let inputs = prepare(&self.compiled, &self.params, &self.names, args, scratch)?;
-        let sizes = scratch.sizes.clone();
-        let mut bufs: Vec<Vec<f64>> = self
-            .compiled
-            .outputs()
-            .iter()
-            .map(|c| {
+        let sizes = std::mem::take(&mut scratch.sizes);
+        let mut bufs = std::mem::take(&mut scratch.outputs);
+        let result = (|| {
+            let comps = self.compiled.outputs();
+            bufs.resize_with(comps.len(), Vec::new);
+            for (c, v) in comps.iter().zip(bufs.iter_mut()) {
                 let n = c
                     .len(&sizes)
                     .ok_or_else(|| Error::Argument(format!("the sizes {sizes:?} are too large")))?;
-                let mut v = Vec::new();
-                resize_zeroed(&mut v, n)?;
-                Ok(v)
-            })
-            .collect::<Result<_, Error>>()?;
-        {
-            let mut outs: Vec<&mut [f64]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
-            run_native(&self.sources, &self.compiled, &inputs, scratch, &mut outs)?;
-        }
-        if bufs.len() == 1 && is_single_component(&self.ret) {
-            return Ok(bufs.pop().unwrap_or_default());
-        }
-        let parts: Vec<&[f64]> = bufs.iter().map(|b| b.as_slice()).collect();
-        let shape = self.compiled.result_shape();
-        let total = shape
-            .leaf_count(&sizes)
-            .ok_or_else(|| Error::Internal("result size".into()))?;
-        let mut out = Vec::new();
-        resize_zeroed(&mut out, total)?;
-        shape.gather(&sizes, &parts, &mut out)?;
-        Ok(out)
+                v.truncate(n);
+                resize_zeroed(v, n)?;
+            }
+            scratch.sizes = sizes.clone();
+            {
+                let mut outs: Vec<&mut [f64]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+                run_native(&self.sources, &self.compiled, &inputs, scratch, &mut outs)?;
+            }
+            let parts: Vec<&[f64]> = bufs.iter().map(|b| b.as_slice()).collect();
+            let shape = self.compiled.result_shape();
+            let total = shape
+                .leaf_count(&sizes)
+                .ok_or_else(|| Error::Internal("result size".into()))?;
+            out.truncate(total);
+            resize_zeroed(out, total)?;
+            shape.gather(&sizes, &parts, out)?;
+            Ok(())
+        })();
+        scratch.outputs = bufs;
+        result
     }
 
     /// The native function; see the crate docs for its ABI. Valid while `self` lives.

@@ -179,3 +179,38 @@ fn both_routes_through_loops_that_carry_ints() {
         }
     }
 }
+
+/// `call_into` reuses its output and the function's buffers from call to call, over sizes
+/// that grow and shrink, and gives what a fresh `call` gives; so does `Func::call_into`,
+/// for a result whose array holds pairs (its leaves interleave two components).
+#[test]
+fn calls_into_kept_outputs_equal_fresh_calls() {
+    let src = "def f(a: [n]real, b: [n]real, s: real) =
+                 s * sum(map2 (x, y. sin(x) * y * y) a b) / (1 + sum(map (x. x * x) a))";
+    let engine = Engine::new();
+    let hvp = engine.compile_hvp(src).unwrap();
+    let jvp = engine.compile_jvp(src).unwrap();
+    let (mut h, mut j) = (unfad::HvpOutput::default(), unfad::JvpOutput::default());
+    for n in [5, 2, 9, 0, 3] {
+        let a: Vec<f64> = (0..n).map(|i| 0.3 * i as f64 - 0.7).collect();
+        let b: Vec<f64> = (0..n).map(|i| 1.1 - 0.2 * i as f64).collect();
+        let args = [Arg::from(&a[..]), Arg::from(&b[..]), Arg::from(0.9)];
+        let dir = [Arg::from(&b[..]), Arg::from(&a[..]), Arg::from(-0.4)];
+        hvp.call_into(&args, &dir, &mut h).unwrap();
+        assert_eq!(h, hvp.call(&args, &dir).unwrap(), "n = {n}");
+        assert_eq!(h.gradient(0).len(), n);
+        jvp.call_into(&args, &dir, &mut j).unwrap();
+        assert_eq!(j, jvp.call(&args, &dir).unwrap(), "n = {n}");
+    }
+    let pairs = engine
+        .compile("def f(a: [n]real) = (map (x. (x, 2 * x)) a, sum(a))")
+        .unwrap();
+    let mut out = vec![7.0; 11];
+    for n in [3usize, 1, 4] {
+        let a: Vec<f64> = (0..n).map(|i| i as f64 + 0.5).collect();
+        pairs.call_into(&[Arg::from(&a[..])], &mut out).unwrap();
+        let mut want: Vec<f64> = a.iter().flat_map(|&x| [x, 2.0 * x]).collect();
+        want.push(a.iter().sum());
+        assert_eq!(out, want, "n = {n}");
+    }
+}
