@@ -146,7 +146,7 @@ fn foldl_of_reals() {
                   let z = one_minus_sq(next) in
                   (w * z, u * z, fst q * z, snd q * z)) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) xs) (shift1L S)
               in
-              let A3 = scanr * 1 (map (g. fst g) (shift1L G)) in
+              let A3 = scanr * 1 (shift1L (map (g. fst g) G)) in
               (
                 map2 (a, g_1. a * snd g_1) A3 G,
                 reduce + 0 (map2 (a_1, g_2. a_1 * g_2.2) A3 G),
@@ -175,7 +175,7 @@ fn foldl_with_constants_reads_each_next_state_from_the_scan() {
               let S = scanl (h, a. tanh(0.9 * h + a)) 0 A in
               map2 (a_1, next.
                 let b = one_minus_sq(next) in
-                a_1 * b) (scanr * 1 (map (next_1. 0.9 * one_minus_sq(next_1)) (shift1L (shift1L S)))) (shift1L S)
+                a_1 * b) (scanr * 1 (shift1L (map (next_1. 0.9 * one_minus_sq(next_1)) (shift1L S)))) (shift1L S)
         "#]],
     );
     agrees(src, r#"{"A": [0.5, -1, 2, 0.25]}"#);
@@ -876,7 +876,7 @@ fn foldl_capturing_several_weights() {
                   let z = one_minus_sq(next) in
                   (w * z, u * z, fst q * z, snd q * z, z)) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) xs) (shift1L S)
               in
-              let A3 = scanr * 1 (map (g. fst g) (shift1L G)) in
+              let A3 = scanr * 1 (shift1L (map (g. fst g) G)) in
               (
                 map2 (a, g_1. a * snd g_1) A3 G,
                 reduce + 0 (map2 (a_1, g_2. a_1 * g_2.2) A3 G),

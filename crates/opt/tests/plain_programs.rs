@@ -29,7 +29,7 @@ fn recurrence() {
                 foldl (acc, x. x) 0 S,
                 map2 (a_1, next.
                   let b = one_minus_sq(next) in
-                  a_1 * b) (scanr * 1 (map (next_1. 0.9 * one_minus_sq(next_1)) (shift1L (shift1L S)))) (shift1L S)
+                  a_1 * b) (scanr * 1 (shift1L (map (next_1. 0.9 * one_minus_sq(next_1)) (shift1L S)))) (shift1L S)
               )
         "#]],
     );

@@ -242,19 +242,33 @@ pub fn map_of_zip_half(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     None
 }
 
-/// `map2 (x, y. e) (map (z. e2) A) B` is `map2 (z, y. let x = e2 in e) A B` (either side).
+/// `map2 (x, y. e) (map (z. e2) A) B` is `map2 (z, y. let x = e2 in e) A B` (either side);
+/// so through a shift, `map2 (x, y. e) (shift1L (map (z. e2) A)) B` is `map2 (z, y. let x =
+/// e2 in e) (shift1L A) B` (the shift of a map is the map of the shift).
 pub fn map2_fusion(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Map2(f, a, b) = cx.arena()[e] else {
         return None;
     };
     let (ps, body) = lambda(cx, f)?;
     for (i, operand) in [a, b].into_iter().enumerate() {
-        if let Node::Map(g, inner) = cx.arena()[operand] {
-            let (qs, e2) = lambda(cx, g)?;
-            let fused = cx.arena_mut().let_(ps[i], e2, body);
-            let new_body = cx.simplify(fused);
-            return Some(map2_replacing(cx, &ps, i, qs[0], new_body, (a, b), inner));
-        }
+        let (g, inner) = match cx.arena()[operand] {
+            Node::Map(g, inner) => (g, inner),
+            Node::Shift1L(s) | Node::Shift1R(s) => {
+                let Node::Map(g, inner) = cx.arena()[s] else {
+                    continue;
+                };
+                let shifted = match cx.arena()[operand] {
+                    Node::Shift1L(_) => Node::Shift1L(inner),
+                    _ => Node::Shift1R(inner),
+                };
+                (g, cx.mk(shifted))
+            }
+            _ => continue,
+        };
+        let (qs, e2) = lambda(cx, g)?;
+        let fused = cx.arena_mut().let_(ps[i], e2, body);
+        let new_body = cx.simplify(fused);
+        return Some(map2_replacing(cx, &ps, i, qs[0], new_body, (a, b), inner));
     }
     None
 }
@@ -631,25 +645,6 @@ pub fn shift_constant_array(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         Node::Shift1R(inner)
     });
     Some(fill(cx, shifted, c))
-}
-
-/// `shift1L (map f A)` is `map f (shift1L A)` (so for `shift1R`): the element dropped is
-/// never computed, and a consumer of the shift fuses with the map.
-pub fn shift_of_map(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
-    let (a, left) = match cx.arena()[e] {
-        Node::Shift1L(a) => (a, true),
-        Node::Shift1R(a) => (a, false),
-        _ => return None,
-    };
-    let Node::Map(f, src) = cx.arena()[a] else {
-        return None;
-    };
-    let shifted = cx.mk(if left {
-        Node::Shift1L(src)
-    } else {
-        Node::Shift1R(src)
-    });
-    Some(cx.mk(Node::Map(f, shifted)))
 }
 
 /// `len(e)` of a term exactly as long as a parameter `P` is `len(P)`.

@@ -119,7 +119,6 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         ],
         Node::Shift1L(_) | Node::Shift1R(_) => &[
             arrays::shift_constant_array,
-            arrays::shift_of_map,
             arrays::shift_of_constant_scan,
             literals::shift_literal,
         ],

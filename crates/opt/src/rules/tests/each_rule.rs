@@ -726,6 +726,17 @@ fn map2_fusion() {
                 x * y) A B
         "#]],
     );
+    // Through a shift.
+    check_rule(
+        arrays::map2_fusion,
+        "def f(A: [n]real, B: [n]real) = map2 (x, y. x * y) (shift1L (map (a. exp(a)) A)) (shift1R B)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n-1]real =
+              map2 (a, y.
+                let x = exp(a) in
+                x * y) (shift1L A) (shift1R B)
+        "#]],
+    );
 }
 
 /// A map2 over a map2 of arrays fuses with it over the pairs of the inner operands.
@@ -872,27 +883,6 @@ fn map_of_zip_half() {
         arrays::map_of_zip_half,
         "def f(A: [n]real, B: [n]real) = map (p. fst p * snd p) (map2 (a, b. (a, b)) A B)",
         "both components are read",
-    );
-}
-
-/// A shift of a map is the map of the shift.
-#[test]
-fn shift_of_map() {
-    check_rule(
-        arrays::shift_of_map,
-        "def f(A: [n]real) = shift1L (map (a. sin(a)) A)",
-        expect![[r#"
-            def f(A: [n]real): [n-1]real =
-              map (a. sin(a)) (shift1L A)
-        "#]],
-    );
-    check_rule(
-        arrays::shift_of_map,
-        "def f(A: [n]real) = shift1R (map (a. (a, a * a)) A)",
-        expect![[r#"
-            def f(A: [n]real): [n-1](real, real) =
-              map (a. (a, a * a)) (shift1R A)
-        "#]],
     );
 }
 
