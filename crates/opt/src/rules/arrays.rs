@@ -647,6 +647,73 @@ pub fn shift_constant_array(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(fill(cx, shifted, c))
 }
 
+/// An element of a map whose function is cheap is that function of the operand's element:
+/// `(map (x. -x) Z)[i]` is `-(Z[i])`, also when the map is bound by a `let` (`let N = map
+/// (x. -x) Z in .. N[i] ..`) over a variable. Reverse mode makes such maps of adjoints
+/// (`-z` of the adjoint of a difference) that are then read at computed positions; read
+/// where they are needed, they are never stored. Only a function of at most
+/// [`CHEAP_ELEMENT`] operations (counting those of the maps inside it, which stay lazy)
+/// qualifies, so that reading an element again costs about what reading a stored one does.
+pub fn index_of_cheap_map(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Index(a, i) = cx.arena()[e] else {
+        return None;
+    };
+    let (f, src) = match cx.arena()[a] {
+        Node::Map(f, src) => (f, src),
+        Node::Var(v) => match cx.arena()[cx.definition(v)?] {
+            // Through a `let`, the operand must be a variable, to read rather than compute.
+            Node::Map(f, src) if matches!(cx.arena()[src], Node::Var(_)) => (f, src),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let (ps, body) = lambda(cx, f)?;
+    let mut budget = CHEAP_ELEMENT;
+    if !cheap(cx, body, &mut budget) {
+        return None;
+    }
+    let elem = cx.mk(Node::Index(src, i));
+    // The read keeps the source position of the index it replaces, for its error.
+    if cx.arena().span(elem) == unfad_syntax::Span::NONE {
+        let at = cx.arena().span(e);
+        cx.arena_mut().set_span(elem, at);
+    }
+    let bound = cx.arena_mut().let_(ps[0], elem, body);
+    Some(cx.simplify(bound))
+}
+
+/// The operations an element's function may have for [`index_of_cheap_map`].
+const CHEAP_ELEMENT: usize = 2;
+
+/// Whether `e` computes at most `budget` operations: variables, constants, tuples and
+/// projections are free; a `map` counts its function's operations (it stays lazy).
+fn cheap(cx: &RuleCx, e: ExprId, budget: &mut usize) -> bool {
+    match cx.arena()[e] {
+        Node::Var(_) | Node::Const(_) => true,
+        Node::Proj(_, t) => cheap(cx, t, budget),
+        Node::Tuple(l) => cx.arena().exprs(l).iter().all(|&x| cheap(cx, x, budget)),
+        Node::Op1(_, x) => {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            cheap(cx, x, budget)
+        }
+        Node::Op2(_, x, y) => {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            cheap(cx, x, budget) && cheap(cx, y, budget)
+        }
+        Node::Map(g, a) => match cx.arena().lambda_parts(g) {
+            Some((_, b)) => cheap(cx, b, budget) && cheap(cx, a, budget),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
 /// `len(e)` of a term exactly as long as a parameter `P` is `len(P)`.
 pub fn len_of_known_length(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Len(a) = cx.arena()[e] else {

@@ -132,7 +132,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             scatter::scatter_row,
             literals::scatter_into_literal,
         ],
-        Node::Index(..) => &[literals::index_of_literal],
+        Node::Index(..) => &[literals::index_of_literal, arrays::index_of_cheap_map],
         _ => &[],
     };
     rules.iter().find_map(|rule| rule(cx, e))

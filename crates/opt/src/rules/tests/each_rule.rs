@@ -886,6 +886,25 @@ fn map_of_zip_half() {
     );
 }
 
+/// An element of a cheap map is the function of the operand's element.
+#[test]
+fn index_of_cheap_map() {
+    check_rule(
+        arrays::index_of_cheap_map,
+        "def f(Z: [n][m]real, k: int) = (map (r. map (x. -x) r) Z)[k]",
+        expect![[r#"
+            def f(Z: [n][m]real, k: int): [m]real =
+              let r = Z[k] in
+              map (x. -x) r
+        "#]],
+    );
+    check_rule_declines(
+        arrays::index_of_cheap_map,
+        "def f(Z: [n]real, k: int) = (map (x. exp(x) * sin(x) + x) Z)[k]",
+        "the function computes more than two operations: the element is read, not recomputed",
+    );
+}
+
 /// A scan's state component that every step passes on unchanged is carried apart, as the
 /// constant it is.
 #[test]
