@@ -457,6 +457,28 @@ fn indices_the_lengths_show_in_bounds_are_not_checked() {
         None,
         "the gradient of {window}"
     );
+    // A size whose formula holds a quotient, remainder, `min` or product of a difference
+    // may exceed the length it seems to stay below (the atom may be negative): tested.
+    for size in [
+        "len(x) - div(len(a) - len(b), 2)",
+        "len(x) - (len(a) - len(b)) % 3",
+        "len(x) - min(len(a) - len(b), 0)",
+        "len(x) - (len(a) - len(b)) * len(b)",
+    ] {
+        let input = json!({"x": [1.0, 2.0, 3.0], "a": [], "b": [1.0, 2.0, 3.0, 4.0]});
+        let src =
+            format!("def f(x: [n]real, a: [m]real, b: [p]real) = map (i. x[i]) (iota ({size}))");
+        fails(&src, &input);
+        let (prog, func) = common::gradient(&format!(
+            "def f(x: [n]real, a: [m]real, b: [p]real) = sum(map (i. x[i]) (iota ({size})))"
+        ))
+        .unwrap();
+        let compiled = compile(&prog.arena, &func).unwrap();
+        match run_guarded(&prog.arena, &func, &compiled, &input).0 {
+            Err(JitError::Stopped { .. }) => {}
+            other => panic!("the gradient for {size}: expected a failed check, got {other:?}"),
+        }
+    }
     // One past the end: tested, and out of bounds for every signal that has a window.
     let src = window.replace("x[i + j]", "x[i + j + 1]");
     let (prog, func) = load(&src);

@@ -93,10 +93,12 @@ impl Linear {
         self.terms.keys().any(|k| k.contains('#'))
     }
 
-    /// Whether the form is at least 0 for every value of its atoms at least 0: no negative
-    /// coefficient, and a constant at least 0.
-    pub fn is_nonnegative(&self) -> bool {
-        self.constant >= 0 && self.terms.values().all(|&k| k >= 0)
+    /// Whether the form is at least 0 whatever the values of its atoms, given that the
+    /// atoms `nonnegative` accepts are at least 0: a constant at least 0, a coefficient at
+    /// least 0 on each of those atoms, and no other atom (a quotient, remainder, `min`,
+    /// `max` or product of differences may be negative).
+    pub fn is_nonnegative(&self, nonnegative: &dyn Fn(&str) -> bool) -> bool {
+        self.constant >= 0 && self.terms.iter().all(|(a, &k)| k >= 0 && nonnegative(a))
     }
 
     /// The constant, when the form has no atom.

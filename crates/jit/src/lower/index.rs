@@ -116,7 +116,9 @@ impl<'a> Translator<'a> {
     /// The element of an `iota` exists only when it is not empty; its length `max(v +
     /// offset, 0)` is then `v + offset`, and a derived size `v` is then its formula (which
     /// is at least 1, not clamped at 0) when `offset <= 0`. The array's length is at least
-    /// its size's form plus its offset (a derived size is its formula or more).
+    /// its size's form plus its offset (a derived size is its formula or more). The slack
+    /// left must read only size variables (at least 0), not a formula's atom such as
+    /// `(m - p) / 2`, which may be negative.
     fn in_bounds_by_sizes(&self, i: RealVal, dim: Option<Dim>) -> bool {
         use unfad_syntax::size_expr::Linear;
         let (Some(range), Some(dx)) = (self.int_range(i), dim) else {
@@ -146,9 +148,11 @@ impl<'a> Translator<'a> {
                 None => return false,
             }
         }
+        // Size variables are at least 0; an atom that is a formula (`(m - p) / 2`) may not
+        // be, so the slack may not read one.
         form(&dx, false)
             .and_then(|lower| lower.sub(&upper))
-            .is_some_and(|slack| slack.is_nonnegative())
+            .is_some_and(|slack| slack.is_nonnegative(&unfad_syntax::size_expr::is_size_name))
     }
 
     /// Give the size variables' linear forms (see `size_forms`), in the order of the

@@ -648,8 +648,9 @@ pub fn shift_constant_array(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 }
 
 /// An element of a map whose function is cheap is that function of the operand's element:
-/// `(map (x. -x) Z)[i]` is `-(Z[i])`, also when the map is bound by a `let` (`let N = map
-/// (x. -x) Z in .. N[i] ..`) over a variable. Reverse mode makes such maps of adjoints
+/// `(map (x. -x) Z)[i]` is `-(Z[i])`, and `(map2 f A B)[i]` is `f(A[i], B[i])`, also when
+/// the map is bound by a `let` (`let N = map (x. -x) Z in .. N[i] ..`) over variables or
+/// their shifts. Reverse mode makes such maps of adjoints
 /// (`-z` of the adjoint of a difference) that are then read at computed positions; read
 /// where they are needed, they are never stored. Only a function of at most
 /// [`CHEAP_ELEMENT`] operations (counting those of the maps inside it, which stay lazy)
@@ -658,11 +659,19 @@ pub fn index_of_cheap_map(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Index(a, i) = cx.arena()[e] else {
         return None;
     };
-    let (f, src) = match cx.arena()[a] {
-        Node::Map(f, src) => (f, src),
+    // Through a `let`, the operands must be variables (or their shifts), to read rather
+    // than compute.
+    let read_only = |cx: &RuleCx, x: ExprId| match cx.arena()[x] {
+        Node::Var(_) => true,
+        Node::Shift1L(y) | Node::Shift1R(y) => matches!(cx.arena()[y], Node::Var(_)),
+        _ => false,
+    };
+    let (f, srcs) = match cx.arena()[a] {
+        Node::Map(f, src) => (f, vec![src]),
+        Node::Map2(f, x, y) => (f, vec![x, y]),
         Node::Var(v) => match cx.arena()[cx.definition(v)?] {
-            // Through a `let`, the operand must be a variable, to read rather than compute.
-            Node::Map(f, src) if matches!(cx.arena()[src], Node::Var(_)) => (f, src),
+            Node::Map(f, src) if read_only(cx, src) => (f, vec![src]),
+            Node::Map2(f, x, y) if read_only(cx, x) && read_only(cx, y) => (f, vec![x, y]),
             _ => return None,
         },
         _ => return None,
@@ -672,13 +681,17 @@ pub fn index_of_cheap_map(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     if !cheap(cx, body, &mut budget) {
         return None;
     }
-    let elem = cx.mk(Node::Index(src, i));
-    // The read keeps the source position of the index it replaces, for its error.
-    if cx.arena().span(elem) == unfad_syntax::Span::NONE {
-        let at = cx.arena().span(e);
-        cx.arena_mut().set_span(elem, at);
+    // Each read keeps the source position of the index it replaces, for its error (an
+    // index past the shorter operand of a `map2` fails at that operand's read).
+    let at = cx.arena().span(e);
+    let mut bound = body;
+    for (&p, &src) in ps.iter().zip(&srcs).rev() {
+        let elem = cx.mk(Node::Index(src, i));
+        if cx.arena().span(elem) == unfad_syntax::Span::NONE {
+            cx.arena_mut().set_span(elem, at);
+        }
+        bound = cx.arena_mut().let_(p, elem, bound);
     }
-    let bound = cx.arena_mut().let_(ps[0], elem, body);
     Some(cx.simplify(bound))
 }
 
@@ -686,7 +699,8 @@ pub fn index_of_cheap_map(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 const CHEAP_ELEMENT: usize = 2;
 
 /// Whether `e` computes at most `budget` operations: variables, constants, tuples and
-/// projections are free; a `map` counts its function's operations (it stays lazy).
+/// projections are free; a `map` or `map2` counts its function's operations (it stays
+/// lazy).
 fn cheap(cx: &RuleCx, e: ExprId, budget: &mut usize) -> bool {
     match cx.arena()[e] {
         Node::Var(_) | Node::Const(_) => true,
@@ -708,6 +722,12 @@ fn cheap(cx: &RuleCx, e: ExprId, budget: &mut usize) -> bool {
         }
         Node::Map(g, a) => match cx.arena().lambda_parts(g) {
             Some((_, b)) => cheap(cx, b, budget) && cheap(cx, a, budget),
+            None => false,
+        },
+        Node::Map2(g, a, b) => match cx.arena().lambda_parts(g) {
+            Some((_, body)) => {
+                cheap(cx, body, budget) && cheap(cx, a, budget) && cheap(cx, b, budget)
+            }
             None => false,
         },
         _ => false,

@@ -898,6 +898,16 @@ fn index_of_cheap_map() {
               map (x. -x) r
         "#]],
     );
+    check_rule(
+        arrays::index_of_cheap_map,
+        "def f(X: [n][m]real, k: int) = (map2 (r1, r2. map2 - r1 r2) (shift1L X) (shift1R X))[k]",
+        expect![[r#"
+            def f(X: [n][m]real, k: int): [m]real =
+              let r1 = (shift1L X)[k] in
+              let r2 = (shift1R X)[k] in
+              map2 - r1 r2
+        "#]],
+    );
     check_rule_declines(
         arrays::index_of_cheap_map,
         "def f(Z: [n]real, k: int) = (map (x. exp(x) * sin(x) + x) Z)[k]",
