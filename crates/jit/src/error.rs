@@ -114,9 +114,9 @@ impl Stop {
             let [len, size] = details;
             return JitError::Stopped {
                 why: format!(
-                    "this `iota` has {len} elements, more than the {size} the native code laid \
-                     it out for from its length's formula, whose int parameters count as 0 \
-                     when negative: give them values of 0 or more"
+                    "this `iota` has {len} elements, where the native code laid it out for \
+                     {size} from its length's formula, whose int parameters count as 0 when \
+                     negative: give them values of 0 or more"
                 ),
                 at,
             };

@@ -457,11 +457,15 @@ impl Analyzer<'_> {
                 };
                 let bounded = self.iota_len(n, 0);
                 let mut checked = false;
+                // An exact length first; then the formal size checked at run time, before a
+                // looser bound: the formal size is the length the type gives, which a result
+                // or a call's argument is laid out by (a result laid out by a looser bound
+                // would come out longer than its value, padded).
                 let found = match bounded {
                     Some((_, true)) => bounded,
                     _ => match formal() {
                         Some((dim, true)) => Some((dim, true)),
-                        Some((dim, false)) if bounded.is_none() => {
+                        Some((dim, false)) => {
                             checked = true;
                             Some((dim, false))
                         }

@@ -409,7 +409,8 @@ fn sizes_computed_from_other_sizes() {
         2.0,
     );
     // A negative int parameter counts as 0 in the size the native code lays out: an `iota`
-    // longer than that stops the call with an error that says so, never a short result.
+    // of another length stops the call with an error that says so, never a short or a
+    // padded result.
     let f = Engine::new()
         .compile("def f(A: [n]real, k: int) = map (i. A[i]) (iota (len(A) * 0 - k))")
         .unwrap();
@@ -421,5 +422,28 @@ fn sizes_computed_from_other_sizes() {
     assert_eq!(
         f.call(&[Arg::from(&A[..]), Arg::from(2.0)]).unwrap(),
         Vec::<f64>::new()
+    );
+    // A formula mixing an int parameter and a length is laid out by that formula (the
+    // result's size), not by a looser bound: `iota (k - len(w))` has `k - len(w)`
+    // elements, and a negative `k` that makes the formula disagree is an error.
+    let f = Engine::new()
+        .compile("def f(w: [m]real, k: int) = map (i. real(i)) (iota (k + len(w)))")
+        .unwrap();
+    let w = [0.5];
+    assert_eq!(
+        f.call(&[Arg::from(&w[..]), Arg::from(2.0)]).unwrap(),
+        [0.0, 1.0, 2.0]
+    );
+    let msg = f
+        .call(&[Arg::from(&w[..]), Arg::from(-1.0)])
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("int parameters count as 0"), "{msg}");
+    let g = Engine::new()
+        .compile("def f(w: [m]real, k: int) = map (i. real(i)) (iota (k - len(w)))")
+        .unwrap();
+    assert_eq!(
+        g.call(&[Arg::from(&w[..]), Arg::from(3.0)]).unwrap(),
+        [0.0, 1.0]
     );
 }

@@ -26,6 +26,8 @@ impl<'a> Translator<'a> {
             let k = self.length_of_real(x);
             let bound = self.dim(sa.len);
             if self.an.checked_iota(e) {
+                // A failed check says where the `iota` is.
+                self.site = self.arena.span(e);
                 self.check_size(k, bound);
             }
             self.umin(k, bound)

@@ -333,15 +333,16 @@ impl<'a> Translator<'a> {
         });
     }
 
-    /// [`Translator::check_that`] that the length `len` of an `iota` is at most `bound`,
-    /// the size it was laid out for ([`Stop::Size`], naming both).
-    pub(super) fn check_size(&mut self, len: IntVal, bound: IntVal) {
-        let (l, n) = (self.int_value(len), self.int_value(bound));
-        let ok = self.b.ins().icmp(
-            cranelift_codegen::ir::condcodes::IntCC::UnsignedLessThanOrEqual,
-            l,
-            n,
-        );
+    /// [`Translator::check_that`] that the length `len` of an `iota` is `size`, the formal
+    /// size it was laid out for ([`Stop::Size`], naming both). They differ only where an int
+    /// parameter the formula reads is negative (its size variable counts it as 0): longer,
+    /// the array would not fit its buffer; shorter, a result would come out padded.
+    pub(super) fn check_size(&mut self, len: IntVal, size: IntVal) {
+        let (l, n) = (self.int_value(len), self.int_value(size));
+        let ok = self
+            .b
+            .ins()
+            .icmp(cranelift_codegen::ir::condcodes::IntCC::Equal, l, n);
         self.check_with_details(ok, Stop::Size, |t| {
             [
                 t.b.ins().fcvt_from_sint(F64, l),
