@@ -54,8 +54,8 @@ impl JvpFn {
         Ok(out)
     }
 
-    /// [`JvpFn::call`] into `out`, reusing its vectors: once warm with the same sizes, a
-    /// call allocates nothing.
+    /// [`JvpFn::call`] into `out`, reusing its vectors and the function's own buffers:
+    /// once warm with the same sizes, no buffer of the arrays' size is allocated again.
     pub fn call_into(
         &self,
         args: &[Arg],
@@ -150,8 +150,8 @@ impl HvpFn {
         Ok(out)
     }
 
-    /// [`HvpFn::call`] into `out`, reusing its vectors: once warm with the same sizes, a
-    /// call allocates nothing.
+    /// [`HvpFn::call`] into `out`, reusing its vectors and the function's own buffers:
+    /// once warm with the same sizes, no buffer of the arrays' size is allocated again.
     pub fn call_into(
         &self,
         args: &[Arg],

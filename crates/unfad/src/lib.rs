@@ -324,7 +324,7 @@ struct Scratch {
     /// Size values in the compiled function's order.
     sizes: Vec<u64>,
     /// Output components of a [`Func`] call, kept from call to call (the native code
-    /// writes every element), so that a warm call of the same sizes allocates nothing.
+    /// writes every element), so that a warm call of the same sizes allocates no output buffer.
     outputs: Vec<Vec<f64>>,
 }
 
@@ -772,8 +772,10 @@ impl Func {
         Ok(out)
     }
 
-    /// [`Func::call`] into `out` (its old contents replaced); once warm with the same
-    /// sizes this allocates nothing: the output components are kept between calls.
+    /// [`Func::call`] into `out` (its old contents replaced). The output components are
+    /// kept between calls, so that once warm with the same sizes no output buffer is
+    /// allocated or paged in again (a few small vectors of the components' addresses
+    /// still are).
     pub fn call_into(&self, args: &[Arg], out: &mut Vec<f64>) -> Result<(), Error> {
         with_scratch(&self.pool, |scratch| self.run(args, scratch, out))
     }

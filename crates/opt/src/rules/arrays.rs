@@ -205,7 +205,9 @@ pub fn map_of_zip_half(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         let Node::Map2(g, inner_a, inner_b) = cx.arena()[operand] else {
             continue;
         };
-        let (qs, pair) = lambda(cx, g)?;
+        let Some((qs, pair)) = lambda(cx, g) else {
+            continue;
+        };
         let is_zip = matches!(cx.arena()[pair], Node::Tuple(l)
             if l.len() == 2
                 && cx.arena().exprs(l).iter().zip(&qs).all(|(&x, &q)| cx.arena()[x] == Node::Var(q)));
