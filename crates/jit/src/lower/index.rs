@@ -102,7 +102,7 @@ impl<'a> Translator<'a> {
                     terms: vec![el.dim?],
                     constant: 0,
                 }),
-                None => self.int_ranges.get(&v).cloned(),
+                None => self.int_sums.get(&v).and_then(|(_, r)| r.clone()),
             },
         }
     }

@@ -135,12 +135,11 @@ pub(crate) struct Translator<'a> {
     iota_elements: HashMap<Value, IotaElement>,
     /// The reals that are a sum of elements of `iota`s and whole constants (`i + j`, a
     /// window's position), with the same sum computed as an integer: an index of that
-    /// form needs no conversion and no test that it is whole, only the bounds.
-    int_sums: HashMap<Value, Value>,
-    /// The same sums, as the lengths of the `iota`s their elements come from and their
-    /// constant: an index whose largest value the sizes show below the array's length
-    /// needs no test at all (see [`Translator::in_bounds_by_sizes`]).
-    int_ranges: HashMap<Value, IntRange>,
+    /// form needs no conversion and no test that it is whole, only the bounds; and, where
+    /// every element's `iota` has a known length, its range, with which an index whose
+    /// largest value the sizes show below the array's length needs no test at all (see
+    /// [`Translator::in_bounds_by_sizes`]).
+    int_sums: HashMap<Value, (Value, Option<IntRange>)>,
     /// Each size variable (by position) as a linear form of the sizes it is computed from,
     /// and whether it is derived: itself for a size the program names, its formula for a
     /// derived one.
@@ -201,7 +200,6 @@ impl<'a> Translator<'a> {
             status: None,
             iota_elements: HashMap::default(),
             int_sums: HashMap::default(),
-            int_ranges: HashMap::default(),
             size_forms: Vec::new(),
             site: unfad_syntax::Span::NONE,
             precomputed: HashMap::default(),

@@ -190,18 +190,15 @@ impl<'a> Translator<'a> {
         if op == BinOp::Add {
             if let (Some(a), Some(b)) = (self.exact_int(x), self.exact_int(y)) {
                 let k = self.b.ins().iadd(a, b);
-                self.int_sums.insert(r, k);
-                if let Some(range) =
-                    self.int_range(x)
-                        .zip(self.int_range(y))
-                        .and_then(|(mut p, q)| {
-                            p.terms.extend(q.terms);
-                            p.constant = p.constant.checked_add(q.constant)?;
-                            (p.terms.len() <= 4).then_some(p)
-                        })
-                {
-                    self.int_ranges.insert(r, range);
-                }
+                let range = self
+                    .int_range(x)
+                    .zip(self.int_range(y))
+                    .and_then(|(mut p, q)| {
+                        p.terms.extend(q.terms);
+                        p.constant = p.constant.checked_add(q.constant)?;
+                        (p.terms.len() <= 4).then_some(p)
+                    });
+                self.int_sums.insert(r, (k, range));
             }
         }
         Ok(RealVal::Ssa(r))
@@ -218,7 +215,7 @@ impl<'a> Translator<'a> {
             RealVal::Const(_) => None,
             RealVal::Ssa(v) => match self.iota_elements.get(&v) {
                 Some(el) => Some(el.k),
-                None => self.int_sums.get(&v).copied(),
+                None => self.int_sums.get(&v).map(|&(k, _)| k),
             },
         }
     }
