@@ -548,7 +548,7 @@ pub fn foldl_tuple_split(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 
 /// Component `i` of the tuple `e`, the projection pushed through tuples, `let`s and `if`s
 /// (a tuple bound by `let (u, v) = rhs` is read as the components of `rhs`).
-pub(super) fn project_into(cx: &mut RuleCx, e: ExprId, i: u32) -> ExprId {
+fn project_into(cx: &mut RuleCx, e: ExprId, i: u32) -> ExprId {
     match cx.arena()[e] {
         Node::Tuple(l) => cx.arena().exprs(l)[i as usize],
         Node::Let(v, rhs, body) => {
