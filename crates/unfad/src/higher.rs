@@ -11,7 +11,7 @@
 
 use std::sync::Mutex;
 
-use crate::{Arg, Engine, Error, Func, GradOptions, Pipeline};
+use crate::{with_scratch, Arg, Engine, Error, Func, GradOptions, Pipeline};
 
 /// How a Hessian-vector product is computed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -63,7 +63,7 @@ impl JvpFn {
         out: &mut JvpOutput,
     ) -> Result<(), Error> {
         let all = with_directions(args, tangents, &self.wrt, self.params, "tangent")?;
-        with_leaves(&self.leaves, |leaves| {
+        with_scratch(&self.leaves, |leaves: &mut Vec<f64>| {
             self.func.call_into(&all, leaves)?;
             let half = leaves.len() / 2;
             out.value.clear();
@@ -159,7 +159,7 @@ impl HvpFn {
         out: &mut HvpOutput,
     ) -> Result<(), Error> {
         let all = with_directions(args, direction, &self.wrt, self.params, "direction")?;
-        with_leaves(&self.leaves, |leaves| {
+        with_scratch(&self.leaves, |leaves: &mut Vec<f64>| {
             self.func.call_into(&all, leaves)?;
             let total: usize = self.wrt.iter().map(|&i| leaf_count(&args[i])).sum();
             if leaves.len() != 1 + 2 * total {
@@ -365,22 +365,6 @@ fn leaf_count(arg: &Arg) -> usize {
 
 /// The arguments of a function of the parameters and then one direction per parameter
 /// of `wrt`.
-/// Run `f` with a leaves buffer from `pool` (a new one when every buffer is in use, on
-/// another thread), returned to the pool after.
-fn with_leaves<R>(
-    pool: &Mutex<Vec<Vec<f64>>>,
-    f: impl FnOnce(&mut Vec<f64>) -> Result<R, Error>,
-) -> Result<R, Error> {
-    let mut leaves = pool
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .pop()
-        .unwrap_or_default();
-    let result = f(&mut leaves);
-    pool.lock().unwrap_or_else(|e| e.into_inner()).push(leaves);
-    result
-}
-
 fn with_directions<'a>(
     args: &[Arg<'a>],
     directions: &[Arg<'a>],

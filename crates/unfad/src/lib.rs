@@ -380,8 +380,9 @@ impl<T: Default> StackVec<T> {
     }
 }
 
-/// Take a scratch from `pool`, run `f` with it, put it back.
-fn with_scratch<R>(pool: &Mutex<Vec<Scratch>>, f: impl FnOnce(&mut Scratch) -> R) -> R {
+/// Take a scratch (or any buffer kept between calls) from `pool`, run `f` with it, put it
+/// back; a new one when every one is in use, on other threads.
+pub(crate) fn with_scratch<T: Default, R>(pool: &Mutex<Vec<T>>, f: impl FnOnce(&mut T) -> R) -> R {
     let mut scratch = pool
         .lock()
         .map(|mut p| p.pop())
