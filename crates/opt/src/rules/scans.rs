@@ -165,12 +165,22 @@ pub fn scan_invariant_component(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         Type::Array(_, el) => (*el).clone(),
         _ => return None,
     };
+    // The constants, bound once outside the scan; the initial state too when it is a term
+    // to compute (it is read once per component).
+    let mut lets = Vec::new();
+    let z = match cx.arena()[z] {
+        Node::Tuple(_) => z,
+        _ if cx.is_trivial(z) => z,
+        _ => {
+            let v = cx.fresh("z", Some(Type::Tuple(comp_types.clone())));
+            lets.push((v, z));
+            cx.var(v)
+        }
+    };
     let z_part = |cx: &mut RuleCx, i: usize| match cx.arena()[z] {
         Node::Tuple(l) => cx.arena().exprs(l)[i],
         _ => cx.mk(Node::Proj(i as u32, z)),
     };
-    // The constants, bound once outside the scan.
-    let mut lets = Vec::new();
     let mut constants = vec![None; k];
     for i in (0..k).filter(|&i| invariant[i]) {
         let zi = z_part(cx, i);
