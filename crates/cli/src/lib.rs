@@ -159,6 +159,13 @@ pub enum Stage {
     /// Value, gradient and Hessian-vector product, forward over reverse, optimized (what
     /// `hvp` compiles).
     Hvp,
+    /// The primal as the native primal compiles it (loop invariants hoisted, no other
+    /// rewriting: what `bench` times as the primal).
+    Primal,
+    /// The Cranelift IR of the native primal.
+    PrimalClif,
+    /// The host's machine code of the native primal.
+    PrimalAsm,
 }
 
 /// Where a command writes: stdout for results, stderr for errors.
@@ -437,6 +444,18 @@ fn emit(file: &Path, stage: Stage, entry: Option<&str>, io: &mut Io) -> Result<(
         Stage::Hvp => p
             .optimized_hvp(&all, unfad::SecondOrder::ForwardOverReverse)
             .map(|f| print_func(&p.program.arena, &f)),
+        Stage::Primal => {
+            let f = p.prepared_primal();
+            Ok(print_func(&p.program.arena, &f))
+        }
+        Stage::PrimalClif => {
+            let f = p.prepared_primal();
+            unfad_jit::clif_text(&p.program.arena, &f).map_err(unfad::Error::from)
+        }
+        Stage::PrimalAsm => {
+            let f = p.prepared_primal();
+            unfad_jit::asm_text(&p.program.arena, &f).map_err(unfad::Error::from)
+        }
     };
     match shown {
         Ok(s) => write_out(io, &s),

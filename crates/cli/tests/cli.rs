@@ -301,6 +301,16 @@ fn emit_every_stage() {
         "{unf}"
     );
     assert!(emit("clif").contains("function"));
+    // The primal as the native primal compiles it, and its code.
+    expect![[r#"
+        def intro(x1: real, x2: real, x3: real): real =
+          let w1 = x1 * x2 in
+          let w2 = w1 * x1 in
+          w2
+    "#]]
+    .assert_eq(&emit("primal"));
+    assert!(emit("primal-clif").contains("function"));
+    assert!(!emit("primal-asm").is_empty());
 }
 
 #[test]

@@ -226,9 +226,7 @@ impl Engine {
 
     fn compile_func(&self, src: &str, entry: Option<&str>) -> Result<Func, Error> {
         let mut p = Pipeline::load_in(src, entry, self.take_arena())?;
-        // Loop-invariant work moves out of the loops, as in gradients. Only that: it
-        // changes no value, where the optimizer's other rules follow the smooth semantics.
-        let primal = unfad_opt::hoist::hoist_invariants(&mut p.program.arena, &p.source);
+        let primal = p.prepared_primal();
         // One function: a primal compiles in about a millisecond, and a cut would store the
         // values crossing it where one function fuses them (GMM's objective 12% slower).
         // A long one is cut into chunks all the same: compiling it whole takes a time

@@ -146,6 +146,13 @@ impl Pipeline {
         self.optimize(&hvp)
     }
 
+    /// The entry point as the native primal compiles it. Loop-invariant work moves out of
+    /// the loops, as in gradients. Only that: it changes no value, where the optimizer's
+    /// other rules follow the smooth semantics.
+    pub fn prepared_primal(&mut self) -> Func {
+        unfad_opt::hoist::hoist_invariants(&mut self.program.arena, &self.source)
+    }
+
     /// Optimize any function of this pipeline's arena.
     pub fn optimize(&mut self, func: &Func) -> Result<Func, Error> {
         unfad_opt::optimize(&mut self.program.arena, func).map_err(|e| match e {
