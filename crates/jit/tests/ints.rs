@@ -532,3 +532,62 @@ fn int_division_and_remainder_equal_the_interpreter_bit_for_bit() {
     }
     check(src, &inputs);
 }
+
+/// Differences, small multiples and comparisons of `iota` elements are computed as
+/// integers (no conversion to a real and back, no test that the index is whole), and
+/// still agree with the interpreter, out-of-bounds reads included.
+#[test]
+fn index_differences_multiples_and_comparisons_are_integers() {
+    let src = "def f(x: [n]real) = map (i. if i == 0 then x[0] else x[i] * x[i - 1]) \
+               (iota len(x))";
+    check(
+        src,
+        &[
+            json!({"x": []}),
+            json!({"x": [2.0]}),
+            json!({"x": vec_of(7, 0.3)}),
+        ],
+    );
+    let (prog, func) = load(src);
+    let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+    assert!(!text.contains("fcvt_to_sint"), "{text}");
+    assert!(!text.contains("fcmp"), "{text}");
+    // Gates cut out of one vector, `w[2 * b + i]`, and comparisons of every kind.
+    let src = "def f(w: [m]real, b: int) = (map (i. w[2 * b + i] + w[i * 3]) (iota b), \
+               map (i. if i < 2 then 1.0 else if i >= b - 1 then 2.0 else if i != 3 then \
+               3.0 else if i <= 4 then 4.0 else 5.0) (iota b), \
+               map (i. if i > b - i then real(i - b) else real(2 * i - 1)) (iota b))";
+    check(
+        src,
+        &[
+            json!({"w": vec_of(12, 0.7), "b": 4.0}),
+            json!({"w": vec_of(12, 0.7), "b": 0.0}),
+            json!({"w": vec_of(3, 0.7), "b": 1.0}),
+        ],
+    );
+    // `x[i - 1]` at `i = 0` and `x[2 * i + 1]` past the end are errors of the call.
+    fails(
+        "def f(x: [n]real) = map (i. x[i - 1]) (iota len(x))",
+        &json!({"x": vec_of(3, 0.2)}),
+    );
+    fails(
+        "def f(x: [n]real) = map (i. x[2 * i + 1]) (iota len(x))",
+        &json!({"x": vec_of(3, 0.2)}),
+    );
+}
+
+/// A division by a power of two is a multiplication by its inverse, bit for bit with the
+/// interpreter's division: overflowing, subnormal, zero, infinite and NaN quotients.
+#[test]
+fn division_by_a_power_of_two_is_a_multiplication_bit_for_bit() {
+    let src = "def f(x: [n]real) = map (v. (v / 2.0, v / 0.5, v / -4.0, v / 1024.0, \
+               (v * 1e308) / 0.25, (v / 1e308) / 2.0, (v / 1e300) / 8.98846567431158e307, \
+               (0.0 * v / v) / 2.0, v / 3.0, v / 0.0)) x";
+    check(
+        src,
+        &[json!({"x": [0.0, -0.0, 1.0, -3.5, 1e-310, 5e-324, 1.7e308, 0.1, 7.0]})],
+    );
+    let (prog, func) = load("def f(x: real) = x / 2.0 + x / 0.125");
+    let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+    assert!(!text.contains("fdiv"), "{text}");
+}

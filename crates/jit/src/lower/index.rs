@@ -440,7 +440,13 @@ impl<'a> Translator<'a> {
                     return Some((IntVal::Const(c as i64), None))
                 }
                 _ if !whole || c >= i64::MAX as f64 => return None,
-                _ => {}
+                // A whole constant against a length known at run time: the bounds only.
+                IntVal::Ssa(n) => {
+                    let k = c as i64;
+                    let inside = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, n, k);
+                    return Some((IntVal::Const(k), Some(inside)));
+                }
+                IntVal::Const(_) => {}
             }
         }
         // An element of an `iota` or a sum of such and whole constants, computed as an

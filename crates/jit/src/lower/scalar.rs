@@ -4,7 +4,7 @@
 //! reals' instructions, `div` and `%` are computed from the quotient, a zero divisor stops
 //! the call), comparisons, and the SSA value of a known or computed real or condition.
 
-use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64, I8};
 use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, Signature, Value};
 use cranelift_module::{Linkage, Module};
@@ -15,7 +15,7 @@ use crate::runtime::{self, Lowering};
 use crate::value::{CondVal, RealVal};
 
 use super::access::{real_key, PureOp};
-use super::Translator;
+use super::{IntRange, Translator};
 
 impl<'a> Translator<'a> {
     pub(super) fn real_value(&mut self, x: RealVal) -> Value {
@@ -187,21 +187,57 @@ impl<'a> Translator<'a> {
         }
         let r = self.binary_new(op, x, y)?;
         self.numbered.insert(key, r);
-        if op == BinOp::Add {
-            if let (Some(a), Some(b)) = (self.exact_int(x), self.exact_int(y)) {
-                let k = self.b.ins().iadd(a, b);
-                let range = self
-                    .int_range(x)
-                    .zip(self.int_range(y))
-                    .and_then(|(mut p, q)| {
-                        p.terms.extend(q.terms);
-                        p.constant = p.constant.checked_add(q.constant)?;
-                        (p.terms.len() <= 4).then_some(p)
-                    });
-                self.int_sums.insert(r, (k, range));
-            }
-        }
+        self.note_int_arith(op, x, y, r);
         Ok(RealVal::Ssa(r))
+    }
+
+    /// Record the real `r = x op y` in `int_sums` when it is a whole number computed as an
+    /// integer too: a sum or a difference of exact ints (`i + j`, `i - 1`), or a product of
+    /// a sum of `iota` elements and a small constant (`2 * b + i`). Its range is kept for a
+    /// sum, and for a difference whose right operand is a constant.
+    ///
+    /// The integers stay equal to the reals: `iota` elements are below an array's length
+    /// (far below 2^40), constants below 2^31 in magnitude, a product's constant below 2^10
+    /// and its other operand a sum with a range (at most four elements and a constant),
+    /// and a product is never multiplied again (its range is unknown); so every value is
+    /// far below 2^53, where the reals are exact.
+    fn note_int_arith(&mut self, op: BinOp, x: RealVal, y: RealVal, r: Value) {
+        if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul) {
+            return;
+        }
+        let (Some(a), Some(b)) = (self.exact_int(x), self.exact_int(y)) else {
+            return;
+        };
+        let (rx, ry) = (self.int_range(x), self.int_range(y));
+        let (k, range) = match op {
+            BinOp::Add => {
+                let range = rx.zip(ry).and_then(|(mut p, q)| {
+                    p.terms.extend(q.terms);
+                    p.constant = p.constant.checked_add(q.constant)?;
+                    (p.terms.len() <= 4).then_some(p)
+                });
+                (self.b.ins().iadd(a, b), range)
+            }
+            BinOp::Sub => {
+                let range = rx.zip(ry).and_then(|(mut p, q)| {
+                    if !q.terms.is_empty() {
+                        return None;
+                    }
+                    p.constant = p.constant.checked_sub(q.constant)?;
+                    Some(p)
+                });
+                (self.b.ins().isub(a, b), range)
+            }
+            _ => {
+                let small = |v: RealVal| matches!(v, RealVal::Const(c) if c.abs() < 1024.0);
+                let bounded = |v: RealVal, r: &Option<IntRange>| !small(v) && r.is_some();
+                if !(small(x) && bounded(y, &ry) || small(y) && bounded(x, &rx)) {
+                    return;
+                }
+                (self.b.ins().imul(a, b), None)
+            }
+        };
+        self.int_sums.insert(r, (k, range));
     }
 
     /// The integer equal to the real `x` when it is known to be a whole number well within
@@ -223,6 +259,16 @@ impl<'a> Translator<'a> {
     fn binary_new(&mut self, op: BinOp, x: RealVal, y: RealVal) -> JitResult<Value> {
         if let BinOp::Partial(p) = op {
             return self.partial2(p, x, y);
+        }
+        // A division by a power of two is the multiplication by its inverse, bit for bit
+        // (both are the correctly rounded value of the same real), and a multiplication
+        // is several times cheaper.
+        if let (BinOp::Div, RealVal::Const(c)) = (op, y) {
+            if let Some(inverse) = exact_inverse(c) {
+                let x = self.real_value(x);
+                let m = self.b.ins().f64const(inverse);
+                return Ok(self.b.ins().fmul(x, m));
+            }
         }
         let (x, y) = (self.real_value(x), self.real_value(y));
         let ins = self.b.ins();
@@ -323,7 +369,38 @@ impl<'a> Translator<'a> {
             CmpOp::Eq => FloatCC::Equal,
             CmpOp::Ne => FloatCC::NotEqual,
         };
+        // Two whole numbers computed as integers too (an `iota` element against a
+        // constant, `i == 0`): compared as integers, the same order.
+        if let (RealVal::Ssa(_), _) | (_, RealVal::Ssa(_)) = (x, y) {
+            let known = |t: &Self, v: RealVal| match v {
+                RealVal::Const(c) => c.fract() == 0.0 && c.abs() < 2147483648.0,
+                RealVal::Ssa(v) => t.iota_elements.contains_key(&v) || t.int_sums.contains_key(&v),
+            };
+            if known(self, x) && known(self, y) {
+                let (a, b) = (self.exact_int(x), self.exact_int(y));
+                if let (Some(a), Some(b)) = (a, b) {
+                    let icc = match op {
+                        CmpOp::Lt => IntCC::SignedLessThan,
+                        CmpOp::Le => IntCC::SignedLessThanOrEqual,
+                        CmpOp::Gt => IntCC::SignedGreaterThan,
+                        CmpOp::Ge => IntCC::SignedGreaterThanOrEqual,
+                        CmpOp::Eq => IntCC::Equal,
+                        CmpOp::Ne => IntCC::NotEqual,
+                    };
+                    return CondVal::Ssa(self.b.ins().icmp(icc, a, b));
+                }
+            }
+        }
         let (x, y) = (self.real_value(x), self.real_value(y));
         CondVal::Ssa(self.b.ins().fcmp(cc, x, y))
     }
+}
+
+/// `1 / c` when `c` is a power of two (of either sign) whose inverse is a normal number too:
+/// then `x / c` and `x * (1 / c)` are the same real, rounded the same way, for every `x`.
+pub(super) fn exact_inverse(c: f64) -> Option<f64> {
+    let bits = c.abs().to_bits();
+    let mantissa = bits & ((1u64 << 52) - 1);
+    let exponent = (bits >> 52) as i64 - 1023;
+    (c.is_normal() && mantissa == 0 && exponent.abs() <= 1021).then(|| 1.0 / c)
 }
