@@ -122,6 +122,27 @@ fn paired_map_loops_agree_with_the_interpreter() {
     }
 }
 
+/// A `foldl` whose state is an array alternates between two buffers that the lanes pass
+/// knows apart from every other buffer (not from each other): the maps of its step that
+/// read the state and write elsewhere run on two lanes, and those that read one buffer
+/// and write the other, or read the state shifted (`y[i - 1]`), stay right.
+#[test]
+fn folds_over_array_states_agree_with_the_interpreter() {
+    let programs = [
+        // A Runge-Kutta step: stages read the state at `i - 1`, and the next state is
+        // written into the buffer the state is not in.
+        "def g(A: [n]real, B: [n]real) = foldl (y, s.            let k1 = map (i. if i == 0 then A[0] else A[i] * y[i - 1]) (iota len(A)) in            let y2 = map2 (a, b. a + s * b / 2) y k1 in            let k2 = map (i. if i == 0 then A[0] else A[i] * y2[i - 1]) (iota len(A)) in            map2 (a, b. a + s * (b + 2 * a) / 6) y k2) B A",
+        // The state passed on unchanged, copied into the other buffer; then reversed.
+        "def g(A: [n]real, B: [n]real) = foldl (y, s. y) B A",
+        "def g(A: [n]real, B: [n]real) =          foldl (y, s. map (i. y[len(y) - 1 - i] + s) (iota len(y))) B A",
+        // A tuple of arrays as the state, its components swapped at every step.
+        "def g(A: [n]real, B: [n]real) =          foldl (p, s. (map2 (a, b. a * s + b) (snd p) (fst p), fst p)) (A, B) B",
+    ];
+    for (k, src) in programs.iter().enumerate() {
+        check(src, &inputs(480 + k as u64, true));
+    }
+}
+
 /// Gradients whose stored maps (adjoints written element by element) run two elements
 /// per iteration.
 #[test]

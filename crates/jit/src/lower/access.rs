@@ -10,7 +10,7 @@ use cranelift_codegen::ir::types::F64;
 use cranelift_codegen::ir::{Block, InstBuilder, Value};
 use unfad_syntax::{BinOp, UnOp};
 
-use crate::value::{IntVal, RealVal};
+use crate::value::{IntVal, Kind, Layout, Place, RealVal, Val};
 
 use super::Translator;
 
@@ -70,6 +70,45 @@ impl<'a> Translator<'a> {
         v
     }
 
+    /// [`Translator::share_root`] for a place in the group's buffers.
+    pub(super) fn share_place_root(&mut self, p: &Place, group: Option<Value>) {
+        let Some(rep) = group else { return };
+        let mut bases = Vec::new();
+        place_bases(p, &mut bases);
+        for b in bases {
+            self.roots.insert(b, rep);
+        }
+    }
+
+    /// Make the buffers of `places` (the two buffers an accumulator alternates between)
+    /// one buffer to the alias analysis: every leaf's base gets the root of the first. A
+    /// pointer to the current state (a loop's block parameter, a `select` of the two) is
+    /// then given that root too ([`Translator::share_root`]), and accesses to other
+    /// buffers are known apart from it, which lets the lanes pass pair the stores of a map
+    /// that reads the state. Returns the shared root, if there is a leaf.
+    pub(super) fn group_roots(&mut self, places: &[&Place]) -> Option<Value> {
+        let mut bases = Vec::new();
+        for p in places {
+            place_bases(p, &mut bases);
+        }
+        let rep = *bases.first()?;
+        for b in bases {
+            self.roots.insert(b, rep);
+        }
+        Some(rep)
+    }
+
+    /// Give the root `group` (see [`Translator::group_roots`]) to the bases of `v`, a value
+    /// that lies in the group's buffers whichever of them holds it.
+    pub(super) fn share_root(&mut self, v: &Val, group: Option<Value>) {
+        let Some(rep) = group else { return };
+        let mut bases = Vec::new();
+        val_bases(v, &mut bases);
+        for b in bases {
+            self.roots.insert(b, rep);
+        }
+    }
+
     /// `base + 8 * i * stride`.
     pub(super) fn addr(&mut self, base: Value, i: IntVal, stride: IntVal) -> Value {
         let key = PureOp::Addr(base, i, stride);
@@ -112,5 +151,39 @@ pub(super) fn real_key(x: RealVal) -> RealKey {
     match x {
         RealVal::Const(c) => RealKey::Bits(c.to_bits()),
         RealVal::Ssa(v) => RealKey::Ssa(v),
+    }
+}
+
+/// The base pointers of the leaves of the arrays in `p`.
+fn place_bases(p: &Place, out: &mut Vec<Value>) {
+    match p {
+        Place::Reg | Place::Real(_) => {}
+        Place::Tuple(ps) => ps.iter().for_each(|p| place_bases(p, out)),
+        Place::Arr(a) => {
+            if let Kind::Mem { layout, .. } = &a.kind {
+                layout_bases(layout, out);
+            }
+        }
+    }
+}
+
+/// The base pointers of the leaves of the arrays in `v` (in memory).
+fn val_bases(v: &Val, out: &mut Vec<Value>) {
+    match v {
+        Val::Real(_) | Val::Bool(_) => {}
+        Val::Tuple(vs) => vs.iter().for_each(|v| val_bases(v, out)),
+        Val::Arr(a) => {
+            if let Kind::Mem { layout, .. } = &a.kind {
+                layout_bases(layout, out);
+            }
+        }
+    }
+}
+
+fn layout_bases(l: &Layout, out: &mut Vec<Value>) {
+    match l {
+        Layout::Real { base, .. } => out.push(*base),
+        Layout::Tuple(ls) => ls.iter().for_each(|l| layout_bases(l, out)),
+        Layout::Array { elem, .. } => layout_bases(elem, out),
     }
 }

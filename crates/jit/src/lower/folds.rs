@@ -73,6 +73,8 @@ impl<'a> Translator<'a> {
         }
         let pa_place = self.acc_place(&acc_shape)?;
         let pb_place = self.acc_place(&acc_shape)?;
+        // Every state lies in one of the two buffers: `write` leaves its arrays there.
+        let group = self.group_roots(&[&pa_place, &pb_place]);
         let v0 = self.write(&zv, &pa_place)?;
         drop(zv);
         let holds = {
@@ -88,8 +90,10 @@ impl<'a> Translator<'a> {
             let phase = cur[0];
             let slots = fixed.slots(&cur[1..])?;
             let acc = t.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)?;
+            t.share_root(&acc, group);
             // Phase 0: the accumulator is in the first buffer, the next one goes to the second.
             let other = t.select_place(phase, &pa_place, &pb_place)?;
+            t.share_place_root(&other, group);
             let xi = t.elem(&src, IntVal::Ssa(i))?;
             t.bind(pa, acc)?;
             t.bind(px, xi)?;
@@ -102,7 +106,9 @@ impl<'a> Translator<'a> {
             Ok(out)
         })?;
         let slots = fixed.slots(&out[1..])?;
-        self.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)
+        let result = self.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)?;
+        self.share_root(&result, group);
+        Ok(result)
     }
 
     /// `Some(max)` or `Some(min)` if `body` is `max(pa, px)` or `min(pa, px)` (either order).
