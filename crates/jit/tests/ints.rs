@@ -591,3 +591,33 @@ fn division_by_a_power_of_two_is_a_multiplication_bit_for_bit() {
     let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
     assert!(!text.contains("fdiv"), "{text}");
 }
+
+/// A map over an `iota` whose body compares the element with a small constant (`if i == 0`,
+/// a boundary treated apart) runs its first iterations apart, and the rest without the
+/// comparison; every length, shorter than the part run apart included, agrees with the
+/// interpreter, and reads at `i - 1` past the split are not tested.
+#[test]
+fn maps_split_where_their_index_passes_a_constant() {
+    let programs = [
+        "def f(x: [n]real, y: [n]real) = \
+         map (i. if i == 0 then x[0] else x[i] * y[i - 1]) (iota len(x))",
+        "def f(x: [n]real, y: [n]real) = \
+         map (i. if 2 > i then y[i] else if i <= 2 then 0.5 else x[i] + x[i - 3]) (iota len(x))",
+        "def f(x: [n]real, y: [n]real) = \
+         map2 (i, v. if i != 1 && i >= 0 then v * real(i) else -v) (iota len(x)) y",
+        "def f(x: [n]real, y: [n]real) = \
+         (map (i. if i < 0 then 1.0 else if real(i) == 2.5 then 2.0 else if 3 == i then 0.25 else real(i - 1)) (iota len(x)), \
+          map (i. map (j. if j == 0 then x[i] else y[j - 1] * x[i]) (iota len(y))) (iota len(x)))",
+    ];
+    for src in programs {
+        let inputs: Vec<Json> = (0..8)
+            .map(|n| json!({"x": vec_of(n, 0.3), "y": vec_of(n, 0.7)}))
+            .collect();
+        check(src, &inputs);
+    }
+    // Past the first element, `y[i - 1]` is in bounds: only the first iteration tests.
+    let (prog, func) = load(programs[0]);
+    let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+    let tests = text.matches(" cold").count();
+    assert!(tests <= 4, "{tests} tests: {text}");
+}

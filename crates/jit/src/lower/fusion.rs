@@ -815,7 +815,10 @@ impl<'a> Translator<'a> {
             r?;
             Ok(Vec::new())
         };
-        let extent = super::pad::extent_of(&srcs.iter().map(|s| &**s).collect::<Vec<_>>());
+        let arrs: Vec<&Arr> = srcs.iter().map(|s| &**s).collect();
+        let (front, back) = super::pad::extent_of(&arrs);
+        let split = super::pad::split_at_constants(self.arena, ps, &arrs, body);
+        let extent = (front.max(split), back);
         self.peeled_loop(count, extent, &reads, &[body], paired, &mut step)?;
         self.pad(d, count, dim)?;
         self.view(d, count, dim)

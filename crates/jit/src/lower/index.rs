@@ -95,12 +95,14 @@ impl<'a> Translator<'a> {
             RealVal::Const(c) if c.fract() == 0.0 && c.abs() < 2147483648.0 => Some(IntRange {
                 terms: Vec::new(),
                 constant: c as i64,
+                min: c as i64,
             }),
             RealVal::Const(_) => None,
             RealVal::Ssa(v) => match self.iota_elements.get(&v) {
                 Some(el) => Some(IntRange {
                     terms: vec![el.dim?],
                     constant: 0,
+                    min: self.floor_of(el.k),
                 }),
                 None => self.int_sums.get(&v).and_then(|(_, r)| r.clone()),
             },
@@ -124,7 +126,7 @@ impl<'a> Translator<'a> {
         let (Some(range), Some(dx)) = (self.int_range(i), dim) else {
             return false;
         };
-        if range.constant < 0 {
+        if range.min < 0 {
             return false;
         }
         let form = |d: &Dim, upper: bool| -> Option<Linear> {
@@ -169,6 +171,11 @@ impl<'a> Translator<'a> {
                 }
             })
             .collect();
+    }
+
+    /// The least value of the index `k` (see `floors`): 0 unless known to be more.
+    pub(super) fn floor_of(&self, k: Value) -> i64 {
+        self.floors.get(&k).copied().unwrap_or(0)
     }
 
     /// Record that the real `v` is element `k` of the `iota` `a` (see [`Translator::position`]).

@@ -140,6 +140,11 @@ pub(crate) struct Translator<'a> {
     /// largest value the sizes show below the array's length needs no test at all (see
     /// [`Translator::in_bounds_by_sizes`]).
     int_sums: HashMap<Value, (Value, Option<IntRange>)>,
+    /// Indices known to be at least some value: the index of the part of a loop that
+    /// starts after its first iterations (see [`Translator::peeled_loop`]). An `iota`
+    /// element read there is at least that, so a comparison of it with a smaller
+    /// constant is known (`i == 0` is false), and `i - 1` is in bounds.
+    floors: HashMap<Value, i64>,
     /// Each size variable (by position) as a linear form of the sizes it is computed from,
     /// and whether it is derived: itself for a size the program names, its formula for a
     /// derived one.
@@ -158,6 +163,9 @@ pub(crate) struct Translator<'a> {
 struct IntRange {
     terms: Vec<crate::layout::Dim>,
     constant: i64,
+    /// A lower bound of the value: the constant plus each element's least value (0, or
+    /// more inside the part of a loop that starts later, see `floors`).
+    min: i64,
 }
 
 /// An element `k` of an `iota` of length `len` (exactly `dim` if known), `0 <= k < len`.
@@ -200,6 +208,7 @@ impl<'a> Translator<'a> {
             status: None,
             iota_elements: HashMap::default(),
             int_sums: HashMap::default(),
+            floors: HashMap::default(),
             size_forms: Vec::new(),
             site: unfad_syntax::Span::NONE,
             precomputed: HashMap::default(),

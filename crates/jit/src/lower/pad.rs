@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Type, Value};
-use unfad_syntax::{ExprId, Node};
+use unfad_syntax::{Arena, ExprId, Node, Var};
 
 use crate::error::{internal, JitResult};
 use crate::shape::lambda;
@@ -162,7 +162,10 @@ impl<'a> Translator<'a> {
     /// `reads` at its index: the iterations where a pad among them is at its end come
     /// first or last, each read of a pad tested, and the others run with pads read in
     /// place, as a [`Translator::paired_loop`] if `paired`.
-    /// `extent` is the arrays' [`pad_extent`], as [`extent_of`] gives it.
+    /// `extent` is the arrays' [`pad_extent`], as [`extent_of`] gives it, or more at the
+    /// front where a comparison of the index with a constant is decided after the first
+    /// iterations (see [`split_at_constants`]): the loop proper then knows its index is
+    /// at least `front` (`floors`).
     pub(super) fn peeled_loop(
         &mut self,
         count: IntVal,
@@ -198,12 +201,16 @@ impl<'a> Translator<'a> {
                 IntVal::Ssa(self.b.ins().iadd_imm_s(m, -ends))
             }
         };
-        self.unguarded += 1;
+        // Pads are read in place there only when the loop is peeled for them (not only
+        // for a comparison of its index, see `floors`).
+        let pads = u32::from(extent_of(&reads.iter().map(|a| &***a).collect::<Vec<_>>()) != (0, 0));
+        self.unguarded += pads;
         let r = whole(self, middle, &mut |t, i, cur| {
             let at = t.b.ins().iadd_imm_s(i, front);
+            t.floors.insert(at, front);
             step(t, at, cur)
         });
-        self.unguarded -= 1;
+        self.unguarded -= pads;
         r?;
         self.rewind(&replay);
         // What is left (the last `back`, or fewer), tested.
@@ -228,3 +235,44 @@ pub(super) fn extent_of(reads: &[&Arr]) -> (i64, i64) {
         (f.max(fa), b.max(ba))
     })
 }
+
+/// How many first iterations of a map over the `iota`s `srcs` (read as the parameters
+/// `ps` of its body) to run apart, so that in the rest every comparison of an element with
+/// a small constant in the body is known: 1 for `if i == 0 then .. else ..` (a boundary
+/// treated apart), `c + 1` for a constant `c` below [`SPLIT_LIMIT`]; 0 where there is no
+/// such comparison.
+pub(super) fn split_at_constants(arena: &Arena, ps: &[Var], srcs: &[&Arr], body: ExprId) -> i64 {
+    let elems: Vec<Var> = ps
+        .iter()
+        .zip(srcs)
+        .filter(|(_, s)| matches!(s.kind, Kind::Iota { start: 0 }))
+        .map(|(&p, _)| p)
+        .collect();
+    if elems.is_empty() {
+        return 0;
+    }
+    let is_elem = |e: ExprId| matches!(arena[e], Node::Var(v) if elems.contains(&v));
+    let small = |e: ExprId| match arena[e] {
+        Node::Const(c) if c >= 0.0 && c < SPLIT_LIMIT as f64 => Some(c.floor() as i64 + 1),
+        _ => None,
+    };
+    let mut front = 0;
+    let mut stack = vec![body];
+    while let Some(e) = stack.pop() {
+        if let Node::Cmp(_, a, b) = arena[e] {
+            let at = if is_elem(a) {
+                small(b)
+            } else if is_elem(b) {
+                small(a)
+            } else {
+                None
+            };
+            front = front.max(at.unwrap_or(0));
+        }
+        arena.for_each_child(e, |c| stack.push(c));
+    }
+    front
+}
+
+/// The constants below which [`split_at_constants`] runs iterations apart.
+const SPLIT_LIMIT: i64 = 4;

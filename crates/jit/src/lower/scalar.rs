@@ -214,6 +214,7 @@ impl<'a> Translator<'a> {
                 let range = rx.zip(ry).and_then(|(mut p, q)| {
                     p.terms.extend(q.terms);
                     p.constant = p.constant.checked_add(q.constant)?;
+                    p.min = p.min.checked_add(q.min)?;
                     (p.terms.len() <= 4).then_some(p)
                 });
                 (self.b.ins().iadd(a, b), range)
@@ -224,6 +225,7 @@ impl<'a> Translator<'a> {
                         return None;
                     }
                     p.constant = p.constant.checked_sub(q.constant)?;
+                    p.min = p.min.checked_sub(q.constant)?;
                     Some(p)
                 });
                 (self.b.ins().isub(a, b), range)
@@ -369,6 +371,9 @@ impl<'a> Translator<'a> {
             CmpOp::Eq => FloatCC::Equal,
             CmpOp::Ne => FloatCC::NotEqual,
         };
+        if let Some(known) = self.compare_by_floor(op, x, y) {
+            return CondVal::Const(known);
+        }
         // Two whole numbers computed as integers too (an `iota` element against a
         // constant, `i == 0`): compared as integers, the same order.
         if let (RealVal::Ssa(_), _) | (_, RealVal::Ssa(_)) = (x, y) {
@@ -403,4 +408,38 @@ pub(super) fn exact_inverse(c: f64) -> Option<f64> {
     let mantissa = bits & ((1u64 << 52) - 1);
     let exponent = (bits >> 52) as i64 - 1023;
     (c.is_normal() && mantissa == 0 && exponent.abs() <= 1021).then(|| 1.0 / c)
+}
+
+impl<'a> Translator<'a> {
+    /// The comparison of an `iota` element `i` with a constant `c`, when the element's
+    /// least value `f` (see `floors`: at least 0) decides it: `i == c` is false and `i >= c`
+    /// true for `c < f`, and so on.
+    fn compare_by_floor(&self, op: CmpOp, x: RealVal, y: RealVal) -> Option<bool> {
+        let (op, v, c) = match (x, y) {
+            (RealVal::Ssa(v), RealVal::Const(c)) => (op, v, c),
+            (RealVal::Const(c), RealVal::Ssa(v)) => (
+                match op {
+                    CmpOp::Lt => CmpOp::Gt,
+                    CmpOp::Le => CmpOp::Ge,
+                    CmpOp::Gt => CmpOp::Lt,
+                    CmpOp::Ge => CmpOp::Le,
+                    CmpOp::Eq | CmpOp::Ne => op,
+                },
+                v,
+                c,
+            ),
+            _ => return None,
+        };
+        let el = self.iota_elements.get(&v)?;
+        let f = self.floor_of(el.k) as f64;
+        match op {
+            CmpOp::Eq if c < f => Some(false),
+            CmpOp::Ne if c < f => Some(true),
+            CmpOp::Lt if f >= c => Some(false),
+            CmpOp::Le if f > c => Some(false),
+            CmpOp::Gt if f > c => Some(true),
+            CmpOp::Ge if f >= c => Some(true),
+            _ => None,
+        }
+    }
 }
