@@ -615,6 +615,19 @@ fn maps_split_where_their_index_passes_a_constant() {
             .collect();
         check(src, &inputs);
     }
+    // Their gradients: the adjoints of `y[i - 1]` are added in place by a fold over the
+    // elements zipped with their index, split the same way.
+    for src in [
+        "def f(x: [n]real, y: [n]real) = \
+         sum(map (i. if i == 0 then x[0] else x[i] * y[i - 1]) (iota len(x)))",
+        "def f(x: [n]real, y: [n]real) = sum(map (i. if i < 2 then x[i] * x[i] else \
+         x[i] * (y[i - 1] + y[i - 2])) (iota len(x)))",
+    ] {
+        let inputs: Vec<Json> = (0..7)
+            .map(|n| json!({"x": vec_of(n, 0.3), "y": vec_of(n, 0.7)}))
+            .collect();
+        assert!(common::check_gradient(src, &inputs), "{src}");
+    }
     // Past the first element, `y[i - 1]` is in bounds: only the first iteration tests.
     let (prog, func) = load(programs[0]);
     let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();

@@ -108,3 +108,46 @@ fn pads_take_no_workspace() {
     check(src, &inputs(6));
     assert_eq!(workspace(src, 1000), 0);
 }
+
+/// A pad is read in place, without its test, only by the loop peeled for it and at that
+/// loop's index: a pad read inside such a loop by a nested loop's index, or at a constant
+/// position, or another pad, keeps its test (these once read the element before or after
+/// the buffer).
+#[test]
+fn pads_read_elsewhere_inside_a_peeled_loop_keep_their_test() {
+    let two = |n: usize, m: usize| json!({"A": vec_of(n, 0.4), "B": vec_of(m, 0.9)});
+    let primals = [
+        // An inner map over another pad, at its own index, inside a map over a pad.
+        "def f(A: [n]real, B: [m]real) = let M = map (p. reduce max (-1e300) \
+         (map (q. p + q) (scanl (acc, z. z) 100 B))) (scanl (acc, z. z) 0 A) in \
+         reduce + 0 (map2 * M M)",
+        "def f(A: [n]real, B: [m]real) = let M = map (p. reduce max (-1e300) \
+         (map (q. p + q) (scanr (z, acc. z) 100 B))) (scanr (z, acc. z) 0 A) in \
+         reduce + 0 (map2 * M M)",
+        "def f(A: [n]real, B: [m]real) = let M = map (p. reduce max (-1e300) \
+         (map (q. p + q) (scanr (z, acc. z) 100 B))) (scanl (acc, z. z) 0 A) in \
+         reduce + 0 (map2 * M M)",
+        // The same pad, outside and inside.
+        "def f(A: [n]real, B: [m]real) = let P = scanl (acc, z. z) 100 A in \
+         let M = map (p. reduce max (-1e300) (map (q. p + q) P)) P in reduce + 0 (map2 * M M)",
+        // The pad read at a constant position, its fill.
+        "def f(A: [n]real, B: [m]real) = let P = scanl (acc, z. z) 100 A in \
+         let M = map (p. p * P[0]) P in reduce + 0 (map2 * M M)",
+    ];
+    for src in primals {
+        check(src, &[two(1, 1), two(2, 2), two(3, 1), two(5, 4)]);
+    }
+    // Gradients of two-dimensional stencils: pads of the rows inside a map over pads.
+    let x = json!({"A": [0.5, -1.2, 0.8, 1.1], "X": [[0.3, 0.7, -0.4], [1.1, -0.6, 0.2],
+        [0.9, 0.5, -1.3], [-0.2, 0.4, 0.6]]});
+    for src in [
+        "def f(A: [n]real, X: [n][m]real) = \
+         let C = map (r. sum(map2 * (shift1L r) (shift1R r))) X in \
+         sum(map2 * (shift1L C) (shift1R C)) + A[0]",
+        "def f(A: [n]real, X: [n][m]real) = \
+         let C = map2 (a, r. a * sum(map2 (x, y. sin(x * y)) (shift1L r) (shift1R r))) A X in \
+         sum(map2 (u, v. u * v) (shift1L C) (shift1R C))",
+    ] {
+        assert!(check_gradient(src, &[x.clone()]), "{src}");
+    }
+}

@@ -34,7 +34,7 @@ use unfad_syntax::reduction::{combine_tree, unit, ACCUMULATORS};
 use unfad_syntax::{BinOp, ExprId, Node, Var};
 
 use crate::error::{internal, JitResult};
-use crate::value::{Arr, IntVal, Kind, Val};
+use crate::value::{Arr, IntVal, Kind, Pad, Val};
 
 use super::lanes;
 use super::variables::Entry;
@@ -106,7 +106,7 @@ impl<'a> Translator<'a> {
         }
         if reads
             .iter()
-            .any(|a| heavy(self.arena, a, &mut { HEAVY_BODY }, self.unguarded > 0))
+            .any(|a| heavy(self.arena, a, &mut { HEAVY_BODY }, &[]))
         {
             return self.rotating_loop(count, init, lanes, reads, step, combine);
         }
@@ -284,7 +284,21 @@ impl<'a> Translator<'a> {
         bodies: &[ExprId],
         step: &mut Step<'_, 'a>,
     ) -> JitResult<Vec<Value>> {
-        if !self.pairs_well(reads, bodies) || count == IntVal::Const(1) {
+        self.paired_loop_reading(count, init, reads, bodies, &[], step)
+    }
+
+    /// [`Translator::paired_loop`] where the pads `in_place` are read in place at the
+    /// loop's index (see `peeled_loop`), which costs no branch.
+    pub(super) fn paired_loop_reading(
+        &mut self,
+        count: IntVal,
+        init: Vec<Value>,
+        reads: &[&Rc<Arr>],
+        bodies: &[ExprId],
+        in_place: &[*const Pad],
+        step: &mut Step<'_, 'a>,
+    ) -> JitResult<Vec<Value>> {
+        if !self.pairs_well(reads, bodies, in_place) || count == IntVal::Const(1) {
             return self.loop_(count, false, init, step);
         }
         let (pairs, done, rest) = match count {
@@ -320,13 +334,18 @@ impl<'a> Translator<'a> {
     /// per iteration ([`Translator::paired_loop`]): the target computes on two lanes, the
     /// elements are scalars or tuples of them (no array to write or read per element), and
     /// their code is light (no loop inside, at most [`HEAVY_BODY`] operations in all).
-    pub(super) fn pairs_well(&self, reads: &[&Rc<Arr>], bodies: &[ExprId]) -> bool {
+    pub(super) fn pairs_well(
+        &self,
+        reads: &[&Rc<Arr>],
+        bodies: &[ExprId],
+        in_place: &[*const Pad],
+    ) -> bool {
         let mut budget = HEAVY_BODY;
         lanes::available(self.module.isa())
             && reads.iter().all(|a| !a.shape.elem.has_arrays())
             && !reads
                 .iter()
-                .any(|a| heavy(self.arena, a, &mut budget, self.unguarded > 0))
+                .any(|a| heavy(self.arena, a, &mut budget, in_place))
             && !bodies
                 .iter()
                 .any(|&e| heavy_expr(self.arena, e, &mut budget))
@@ -433,9 +452,14 @@ impl<'a> Translator<'a> {
 const HEAVY_BODY: usize = 80;
 
 /// True if computing an element of `a` runs a loop or more than `budget` operations (the
-/// functions of the unevaluated maps and scans it reads), or branches: a pad read outside
-/// the loop proper of a peeled loop (`in_place` false).
-fn heavy(arena: &unfad_syntax::Arena, a: &Rc<Arr>, budget: &mut usize, in_place: bool) -> bool {
+/// functions of the unevaluated maps and scans it reads), or branches: a pad read with a
+/// test (not among `in_place`, the pads read in place at the loop's index).
+fn heavy(
+    arena: &unfad_syntax::Arena,
+    a: &Rc<Arr>,
+    budget: &mut usize,
+    in_place: &[*const Pad],
+) -> bool {
     let body = heavy_expr;
     let heavy = |a: &Rc<Arr>, budget: &mut usize| heavy(arena, a, budget, in_place);
     match &a.kind {
@@ -444,7 +468,7 @@ fn heavy(arena: &unfad_syntax::Arena, a: &Rc<Arr>, budget: &mut usize, in_place:
             body(arena, *f, budget) || heavy(x, budget) || heavy(y, budget)
         }
         Kind::Scan(scan) => body(arena, scan.f, budget) || heavy(&scan.src, budget),
-        Kind::Pad(p) => !in_place || heavy(&p.src, budget),
+        Kind::Pad(p) => !in_place.contains(&Rc::as_ptr(p)) || heavy(&p.src, budget),
         Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => false,
     }
 }

@@ -816,10 +816,8 @@ impl<'a> Translator<'a> {
             Ok(Vec::new())
         };
         let arrs: Vec<&Arr> = srcs.iter().map(|s| &**s).collect();
-        let (front, back) = super::pad::extent_of(&arrs);
         let split = super::pad::split_at_constants(self.arena, ps, &arrs, body);
-        let extent = (front.max(split), back);
-        self.peeled_loop(count, extent, &reads, &[body], paired, &mut step)?;
+        self.peeled_loop(count, &arrs, split, &reads, &[body], paired, &mut step)?;
         self.pad(d, count, dim)?;
         self.view(d, count, dim)
     }

@@ -257,7 +257,10 @@ impl<'a> Translator<'a> {
         };
         let (x, lets, adds) = (acc.elem, acc.lets, acc.adds);
         let src = self.emit_arr(src)?;
-        self.loop_(src.len, false, Vec::new(), &mut |t, i, _| {
+        // A boundary treated apart (`if snd e == 0`, `e` an element of a zip with an
+        // `iota`): the first iterations run apart (see `split_at_constants`).
+        let front = super::pad::split_at_constants(self.arena, &[x], &[&src], f);
+        self.peeled_loop(src.len, &[], front, &[&src], &[], false, &mut |t, i, _| {
             let xi = t.elem(&src, IntVal::Ssa(i))?;
             t.bind(x, xi)?;
             let r = t.branch_into(target, &lets, &adds);

@@ -112,9 +112,11 @@ pub(crate) struct Translator<'a> {
     force_read_twice: bool,
     /// See [`Translator::force_eager_scans`].
     eager_scans: bool,
-    /// Inside the loop proper of a [`Translator::peeled_loop`] (if above 0): every pad
-    /// is read in place, without a test.
-    unguarded: u32,
+    /// The reads of a pad known to be off its fill, by the pad and the index: inside the
+    /// loop proper of a [`Translator::peeled_loop`], the pads it was peeled for at its
+    /// index (and a pad inside one of them at the index it is read at). Such a read is
+    /// in place, without a test; every other read of a pad is tested.
+    in_place: Vec<(*const crate::value::Pad, Value)>,
     /// Why the lowering failed, if lowering again differently may complete it (see
     /// [`Translator::retry`]).
     retry: Option<Retry>,
@@ -200,7 +202,7 @@ impl<'a> Translator<'a> {
             numbered: HashMap::default(),
             force_read_twice: false,
             eager_scans: false,
-            unguarded: 0,
+            in_place: Vec::new(),
             retry: None,
             roots: HashMap::default(),
             relay: None,

@@ -94,8 +94,15 @@ impl<'a> Translator<'a> {
     /// is known.
     pub(super) fn pad_elem(&mut self, p: &Pad, i: IntVal) -> JitResult<Val> {
         let inner = if p.at_end { i } else { self.iadd(i, -1) };
-        if self.unguarded > 0 {
-            return self.elem(&p.src, inner);
+        if let IntVal::Ssa(v) = i {
+            if self.in_place.contains(&(p as *const Pad, v)) {
+                // A pad inside, read at `inner`, is off its fill too: the loop was
+                // peeled for both (`pad_extent` counts nested pads).
+                if let (Kind::Pad(q), IntVal::Ssa(w)) = (&p.src.kind, inner) {
+                    self.in_place.push((Rc::as_ptr(q), w));
+                }
+                return self.elem(&p.src, inner);
+            }
         }
         let at_fill = if p.at_end {
             match (i, p.src.len) {
@@ -159,32 +166,39 @@ impl<'a> Translator<'a> {
     }
 
     /// A loop over `0..count` running `step` (no carried values), which reads the arrays
-    /// `reads` at its index: the iterations where a pad among them is at its end come
-    /// first or last, each read of a pad tested, and the others run with pads read in
-    /// place, as a [`Translator::paired_loop`] if `paired`.
-    /// `extent` is the arrays' [`pad_extent`], as [`extent_of`] gives it, or more at the
-    /// front where a comparison of the index with a constant is decided after the first
-    /// iterations (see [`split_at_constants`]): the loop proper then knows its index is
-    /// at least `front` (`floors`).
+    /// `reads` at its index: the iterations where a pad among `covers` (the arrays the
+    /// loop reads at its index, `reads` or what they are views of) is at its end come
+    /// first or last, each read of a pad tested, and the others run with those pads read
+    /// in place at the loop's index (see `in_place`), as a [`Translator::paired_loop`] if
+    /// `paired`. `split` iterations at least run first (see [`split_at_constants`]): the
+    /// loop proper then knows its index is at least that (`floors`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn peeled_loop(
         &mut self,
         count: IntVal,
-        (front, back): (i64, i64),
+        covers: &[&Arr],
+        split: i64,
         reads: &[&Rc<Arr>],
         bodies: &[ExprId],
         paired: bool,
         step: &mut Step<'_, 'a>,
     ) -> JitResult<()> {
-        let whole = |t: &mut Self, n: IntVal, step: &mut Step<'_, 'a>| -> JitResult<()> {
+        let whole = |t: &mut Self,
+                     n: IntVal,
+                     in_place: &[*const Pad],
+                     step: &mut Step<'_, 'a>|
+         -> JitResult<()> {
             if paired {
-                t.paired_loop(n, Vec::new(), reads, bodies, step)?;
+                t.paired_loop_reading(n, Vec::new(), reads, bodies, in_place, step)?;
             } else {
                 t.loop_(n, false, Vec::new(), step)?;
             }
             Ok(())
         };
+        let (front, back) = extent_of(covers);
+        let front = front.max(split);
         if front == 0 && back == 0 {
-            return whole(self, count, step);
+            return whole(self, count, &[], step);
         }
         let replay = self.replay_point(reads);
         // Iterations 0 .. min(count, front), tested.
@@ -201,16 +215,21 @@ impl<'a> Translator<'a> {
                 IntVal::Ssa(self.b.ins().iadd_imm_s(m, -ends))
             }
         };
-        // Pads are read in place there only when the loop is peeled for them (not only
-        // for a comparison of its index, see `floors`).
-        let pads = u32::from(extent_of(&reads.iter().map(|a| &***a).collect::<Vec<_>>()) != (0, 0));
-        self.unguarded += pads;
-        let r = whole(self, middle, &mut |t, i, cur| {
+        // The pads of `covers` are read in place there, at the loop's index only: a read of
+        // another pad, or of these at another index (a nested loop's, a constant), is
+        // tested as anywhere.
+        let mut pads = Vec::new();
+        for a in covers {
+            pads_of(a, &mut pads);
+        }
+        let scope = self.in_place.len();
+        let r = whole(self, middle, &pads, &mut |t, i, cur| {
             let at = t.b.ins().iadd_imm_s(i, front);
             t.floors.insert(at, front);
+            t.in_place.extend(pads.iter().map(|&p| (p, at)));
             step(t, at, cur)
         });
-        self.unguarded -= pads;
+        self.in_place.truncate(scope);
         r?;
         self.rewind(&replay);
         // What is left (the last `back`, or fewer), tested.
@@ -228,6 +247,23 @@ impl<'a> Translator<'a> {
     }
 }
 
+/// The pads `a` reads at its index, through maps, nested ones included (those
+/// [`pad_extent`] counts).
+fn pads_of(a: &Arr, out: &mut Vec<*const Pad>) {
+    match &a.kind {
+        Kind::Pad(p) => {
+            out.push(Rc::as_ptr(p));
+            pads_of(&p.src, out);
+        }
+        Kind::Map { src, .. } => pads_of(src, out),
+        Kind::Map2 { a, b, .. } => {
+            pads_of(a, out);
+            pads_of(b, out);
+        }
+        Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } | Kind::Scan(_) => {}
+    }
+}
+
 /// The largest [`pad_extent`] at each end among `reads`.
 pub(super) fn extent_of(reads: &[&Arr]) -> (i64, i64) {
     reads.iter().fold((0, 0), |(f, b), a| {
@@ -236,22 +272,28 @@ pub(super) fn extent_of(reads: &[&Arr]) -> (i64, i64) {
     })
 }
 
-/// How many first iterations of a map over the `iota`s `srcs` (read as the parameters
-/// `ps` of its body) to run apart, so that in the rest every comparison of an element with
-/// a small constant in the body is known: 1 for `if i == 0 then .. else ..` (a boundary
+/// How many first iterations of a loop over `srcs` (read as the parameters `ps` of its
+/// body) to run apart, so that in the rest every comparison of an `iota` element with a
+/// small constant in the body is known: 1 for `if i == 0 then .. else ..` (a boundary
 /// treated apart), `c + 1` for a constant `c` below [`SPLIT_LIMIT`]; 0 where there is no
-/// such comparison.
+/// such comparison. An element is a parameter, or a component of one (`snd e`), whose
+/// source has an `iota` in it (a zip with one).
 pub(super) fn split_at_constants(arena: &Arena, ps: &[Var], srcs: &[&Arr], body: ExprId) -> i64 {
     let elems: Vec<Var> = ps
         .iter()
         .zip(srcs)
-        .filter(|(_, s)| matches!(s.kind, Kind::Iota { start: 0 }))
+        .filter(|(_, s)| has_iota(s))
         .map(|(&p, _)| p)
         .collect();
     if elems.is_empty() {
         return 0;
     }
-    let is_elem = |e: ExprId| matches!(arena[e], Node::Var(v) if elems.contains(&v));
+    let is_elem = |mut e: ExprId| {
+        while let Node::Proj(_, inner) = arena[e] {
+            e = inner;
+        }
+        matches!(arena[e], Node::Var(v) if elems.contains(&v))
+    };
     let small = |e: ExprId| match arena[e] {
         Node::Const(c) if c >= 0.0 && c < SPLIT_LIMIT as f64 => Some(c.floor() as i64 + 1),
         _ => None,
@@ -272,6 +314,16 @@ pub(super) fn split_at_constants(arena: &Arena, ps: &[Var], srcs: &[&Arr], body:
         arena.for_each_child(e, |c| stack.push(c));
     }
     front
+}
+
+/// Whether the elements of `a` are, or hold, elements of an `iota` from 0.
+fn has_iota(a: &Arr) -> bool {
+    match &a.kind {
+        Kind::Iota { start } => *start == 0,
+        Kind::Map { src, .. } => has_iota(src),
+        Kind::Map2 { a, b, .. } => has_iota(a) || has_iota(b),
+        Kind::Mem { .. } | Kind::Fill { .. } | Kind::Scan(_) | Kind::Pad(_) => false,
+    }
 }
 
 /// The constants below which [`split_at_constants`] runs iterations apart.

@@ -11,7 +11,7 @@ use crate::layout::Dim;
 use crate::shape::SShape;
 use crate::value::{Arr, FillElem, IntVal, Kind, Layout, Place, RealVal, Val};
 
-use super::{pad, Translator};
+use super::Translator;
 
 /// Where the reals of one leaf come from, for [`Translator::write_flat`].
 #[derive(Clone, Copy)]
@@ -104,12 +104,11 @@ impl<'a> Translator<'a> {
             return self.view(p, count, dim);
         }
         // A pad's fill is written in the first or last iteration, peeled off the loop.
-        let extent = pad::extent_of(&[a]);
         let reads: Vec<&Rc<Arr>> = match &a.kind {
             Kind::Pad(pad) => vec![&pad.src],
             _ => Vec::new(),
         };
-        self.peeled_loop(count, extent, &reads, &[], false, &mut |t, i, _| {
+        self.peeled_loop(count, &[a], 0, &reads, &[], false, &mut |t, i, _| {
             let x = t.elem(a, IntVal::Ssa(i))?;
             let dst = t.place_elem(p, IntVal::Ssa(i))?;
             t.write(&x, &dst)?;
