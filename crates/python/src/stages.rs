@@ -40,8 +40,12 @@ impl Origin {
                     let optimized = p.optimize(&source)?;
                     Ok(arena_text(&p, &optimized))
                 }
-                "clif" => Ok(unfad_jit::clif_text(&p.program.arena, &p.source)
-                    .map_err(unfad::Error::from)?),
+                // The code the native primal runs: the term as `compile` prepares it.
+                "clif" => {
+                    let primal = p.prepared_primal();
+                    Ok(unfad_jit::clif_text(&p.program.arena, &primal)
+                        .map_err(unfad::Error::from)?)
+                }
                 _ => Err(unknown_stage(stage, PRIMAL_STAGES)),
             };
         };
