@@ -193,13 +193,14 @@ pub(crate) fn build(
     ctx: &mut Context,
     name: &str,
 ) -> JitResult<(FuncId, Built)> {
-    build_part(arena, func, func.params.len(), module, ctx, name)
+    build_part(arena, func, func.params.len(), module, ctx, name, false)
 }
 
 /// [`build`] for a part of a function cut in parts, whose first `own_params` parameters
 /// are the function's own and the others values crossing from earlier parts: an int among
 /// those is a value like any other, not the size variable of its name, so that every part
-/// numbers the sizes as the function does.
+/// numbers the sizes as the function does. `long`: a chunk of a long program (see
+/// [`long_code_isa`]), whose math kernels are calls rather than inline code.
 pub(crate) fn build_part(
     arena: &Arena,
     func: &Func,
@@ -207,13 +208,14 @@ pub(crate) fn build_part(
     module: &mut JITModule,
     ctx: &mut Context,
     name: &str,
+    long: bool,
 ) -> JitResult<(FuncId, Built)> {
     let mut build = |ctx: &mut Context, read_twice: bool, eager_scans: bool| {
         let memory = InMemory {
             read_twice,
             eager_scans,
         };
-        let r = build_with(arena, func, own_params, module, ctx, name, memory);
+        let r = build_with(arena, func, own_params, module, ctx, name, memory, long);
         if r.is_err() {
             ctx.clear();
         }
@@ -262,6 +264,7 @@ struct InMemory {
 }
 
 /// [`build`], computing into memory what `memory` says.
+#[allow(clippy::too_many_arguments)]
 fn build_with(
     arena: &Arena,
     func: &Func,
@@ -270,6 +273,7 @@ fn build_with(
     ctx: &mut Context,
     name: &str,
     memory: InMemory,
+    long: bool,
 ) -> Result<(FuncId, Built), Failure> {
     let mut param_names = Vec::new();
     for &p in &func.params {
@@ -378,6 +382,9 @@ fn build_with(
 
     let mut t = Translator::new(b, module, arena, &an, main);
     t.set_size_forms(&size_vars);
+    if long {
+        t.call_kernels();
+    }
     if memory.eager_scans {
         t.force_eager_scans();
     }

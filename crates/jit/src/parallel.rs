@@ -136,14 +136,29 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
         (second_ctx, first_ctx)
     };
     let own = parts.first.params.len();
-    let far_built = build_part(arena, funcs[far], own, &mut module, far_ctx, names[far])?;
+    let far_built = build_part(
+        arena,
+        funcs[far],
+        own,
+        &mut module,
+        far_ctx,
+        names[far],
+        false,
+    )?;
     let built = std::thread::scope(|s| {
         let other = std::thread::Builder::new()
             .name("unfad-jit".into())
             .spawn_scoped(s, || compile_code(far_ctx, &*isa));
         let mine = (|| {
-            let near_built =
-                build_part(arena, funcs[near], own, &mut module, near_ctx, names[near])?;
+            let near_built = build_part(
+                arena,
+                funcs[near],
+                own,
+                &mut module,
+                near_ctx,
+                names[near],
+                false,
+            )?;
             let ((id1, b1), (id2, b2)) = if far == 0 {
                 (far_built, near_built)
             } else {
@@ -249,6 +264,7 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
                     &mut module,
                     &mut ctx,
                     &format!("unfad_part{j}"),
+                    true,
                 )?;
                 ids.push(id);
                 built.push(b);

@@ -50,6 +50,7 @@ fn parts_text(arena: &Arena, parts: &split::Parts) -> Result<Option<String>, Jit
         &mut module,
         &mut c2,
         "unfad_second",
+        false,
     )?;
     let lens = crossing_lens(&b1, &b2);
     let results = lens

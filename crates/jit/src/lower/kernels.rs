@@ -134,10 +134,23 @@ impl Arith for Emit<'_, '_> {
 }
 
 impl<'a> Translator<'a> {
+    /// Call each math kernel's scalar twin ([`Kernel::eval`], the same operations, so the
+    /// same bits) instead of inlining the kernel: for the chunks of a long program, where
+    /// a kernel's hundred instructions per use dominate the time Cranelift takes (a chain
+    /// of 10^4 `sin`s), and the code is compiled for compile time first (see
+    /// `codegen::long_code_isa`).
+    pub fn call_kernels(&mut self) {
+        self.kernel_calls = true;
+    }
+
     /// The kernel `k` on `x`, inline; for `sin` and `cos`, arguments the kernel does not
     /// reduce (`!(|x| <= TRIG_BOUND)`) take a cold block that calls the standard library.
     pub(super) fn kernel(&mut self, k: Kernel, x: Value) -> JitResult<Value> {
         let fused = fused(self.module.isa())?;
+        if self.kernel_calls {
+            let (name, _) = runtime::kernel_call(k);
+            return self.call(name, &[x]);
+        }
         let Some((name, _)) = runtime::fallback(k) else {
             return Ok(k.emit(
                 &mut Emit {

@@ -117,6 +117,9 @@ pub(crate) struct Translator<'a> {
     /// index (and a pad inside one of them at the index it is read at). Such a read is
     /// in place, without a test; every other read of a pad is tested.
     in_place: Vec<(*const crate::value::Pad, Value)>,
+    /// Whether the math kernels are calls of their scalar twins (see
+    /// [`Translator::call_kernels`]) rather than inline code.
+    kernel_calls: bool,
     /// Why the lowering failed, if lowering again differently may complete it (see
     /// [`Translator::retry`]).
     retry: Option<Retry>,
@@ -203,6 +206,7 @@ impl<'a> Translator<'a> {
             force_read_twice: false,
             eager_scans: false,
             in_place: Vec::new(),
+            kernel_calls: false,
             retry: None,
             roots: HashMap::default(),
             relay: None,
