@@ -148,6 +148,6 @@ fn pads_read_elsewhere_inside_a_peeled_loop_keep_their_test() {
          let C = map2 (a, r. a * sum(map2 (x, y. sin(x * y)) (shift1L r) (shift1R r))) A X in \
          sum(map2 (u, v. u * v) (shift1L C) (shift1R C))",
     ] {
-        assert!(check_gradient(src, &[x.clone()]), "{src}");
+        assert!(check_gradient(src, std::slice::from_ref(&x)), "{src}");
     }
 }
