@@ -213,9 +213,16 @@ impl Sharer {
         if named && !shared {
             stmts = original;
         }
+        let mut changed = shared;
         for st in stmts.iter_mut() {
             let inner = self.functions(cx, st.expr(), &mut HashMap::default());
+            changed |= inner != st.expr();
             *st = st.with(inner);
+        }
+        // Nothing shared here or inside: the chain as it was, not a copy of it (which the
+        // pipeline would simplify again for nothing).
+        if !changed {
+            return e;
         }
         let mut out = match stmts.pop() {
             Some(Stmt::Tail(t)) => t,
