@@ -385,6 +385,7 @@ fn build_with(
     if long {
         t.call_kernels();
     }
+    t.count_kernels_outside_loops(func.body);
     if memory.eager_scans {
         t.force_eager_scans();
     }

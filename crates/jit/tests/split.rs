@@ -151,6 +151,36 @@ fn long_chains_call_the_kernels_and_agree_with_the_interpreter() {
     }
 }
 
+/// A function with many kernels outside its loops calls their twins there (and inlines
+/// those in its loops): the same bits as the interpreter, `sin` and `cos` of huge
+/// arguments included.
+#[test]
+fn many_kernels_outside_loops_are_calls_that_agree_with_the_interpreter() {
+    let mut src = String::from("def f(x0: real, y: real, A: [n]real): real =\n");
+    let kernels = ["sin", "cos", "tanh", "sigmoid", "exp", "log1p", "expm1"];
+    for i in 1..=40 {
+        let k = kernels[i % kernels.len()];
+        src.push_str(&format!(
+            "  let x{i} = {k}(x{p} * 0.25) * 0.5 + x{p} * 0.5 + log(1 + y * y) in\n",
+            p = i - 1
+        ));
+    }
+    src.push_str("  x40 + sum(map (a. exp(a) * sin(a * y)) A)\n");
+    let (mut prog, func) = load(&src);
+    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0, 1, 2]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+    let compiled = compile_parallel(&mut prog.arena, &opt).unwrap();
+    let (primal_prog, primal) = load(&src);
+    let compiled_primal = unfad_jit::compile(&primal_prog.arena, &primal).unwrap();
+    for input in [
+        serde_json::json!({"x0": 0.3, "y": 0.999, "A": [0.5, -1.5, 2.0]}),
+        serde_json::json!({"x0": 4.0e7, "y": 3.0e7, "A": [1.0e8]}),
+    ] {
+        check_compiled(&prog.arena, &opt, &compiled, &input);
+        check_compiled(&primal_prog.arena, &primal, &compiled_primal, &input);
+    }
+}
+
 #[test]
 fn chunked_functions_passing_arrays_agree_with_the_interpreter() {
     // Arrays crossing the cuts (whose lengths are the size variable's), one read long

@@ -19,6 +19,11 @@ use crate::runtime;
 
 use super::{blockargs, Translator};
 
+/// How many kernels outside loops a function inlines; beyond, each is a call of its twin.
+/// A call costs some nanoseconds more per use (the twin, compiled for any x86-64, calls
+/// the C library's `fma`), an inline kernel about a hundred instructions to compile.
+pub const INLINE_KERNELS_OUTSIDE_LOOPS: usize = 16;
+
 /// The kernels' arithmetic as Cranelift instructions appended to the builder's current
 /// block; `mul_add` is an `fma` instruction when `fused`, else `fmul` then `fadd`.
 pub(super) struct Emit<'f, 'a> {
@@ -143,11 +148,40 @@ impl<'a> Translator<'a> {
         self.kernel_calls = true;
     }
 
+    /// Note whether the term `body` has more than [`INLINE_KERNELS_OUTSIDE_LOOPS`] kernels
+    /// outside its loops (see [`Translator::kernel`]).
+    pub fn count_kernels_outside_loops(&mut self, body: unfad_syntax::ExprId) {
+        let arena = self.arena;
+        let mut count = 0;
+        let mut stack = vec![body];
+        while let Some(e) = stack.pop() {
+            let node = arena[e];
+            if let unfad_syntax::Node::Op1(op, _) = node {
+                count += usize::from(op.kernel().is_some());
+            }
+            // The functions of array operations run in their loops.
+            if node.is_array_op() {
+                arena.for_each_child(e, |c| {
+                    if !matches!(arena[c], unfad_syntax::Node::Lambda(..)) {
+                        stack.push(c);
+                    }
+                });
+            } else {
+                arena.for_each_child(e, |c| stack.push(c));
+            }
+        }
+        self.many_kernels_outside_loops = count > INLINE_KERNELS_OUTSIDE_LOOPS;
+    }
+
     /// The kernel `k` on `x`, inline; for `sin` and `cos`, arguments the kernel does not
     /// reduce (`!(|x| <= TRIG_BOUND)`) take a cold block that calls the standard library.
     pub(super) fn kernel(&mut self, k: Kernel, x: Value) -> JitResult<Value> {
         let fused = fused(self.module.isa())?;
-        if self.kernel_calls {
+        // Outside every loop a kernel runs once per call of the function: where there are
+        // many such, their hundred instructions each inline cost Cranelift more time than
+        // all their calls will (a chain of a hundred `sin`s took 30 ms to compile), and
+        // they are calls too.
+        if self.kernel_calls || (self.counters.is_empty() && self.many_kernels_outside_loops) {
             let (name, _) = runtime::kernel_call(k);
             return self.call(name, &[x]);
         }

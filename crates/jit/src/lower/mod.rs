@@ -120,6 +120,9 @@ pub(crate) struct Translator<'a> {
     /// Whether the math kernels are calls of their scalar twins (see
     /// [`Translator::call_kernels`]) rather than inline code.
     kernel_calls: bool,
+    /// Whether the function has many kernels outside loops, which are then calls (see
+    /// [`Translator::count_kernels_outside_loops`]).
+    many_kernels_outside_loops: bool,
     /// Why the lowering failed, if lowering again differently may complete it (see
     /// [`Translator::retry`]).
     retry: Option<Retry>,
@@ -207,6 +210,7 @@ impl<'a> Translator<'a> {
             eager_scans: false,
             in_place: Vec::new(),
             kernel_calls: false,
+            many_kernels_outside_loops: false,
             retry: None,
             roots: HashMap::default(),
             relay: None,
