@@ -115,8 +115,10 @@ impl Stop {
             return JitError::Stopped {
                 why: format!(
                     "this `iota` has {len} elements, where the native code laid it out for \
-                     {size} from its length's formula, whose int parameters count as 0 when \
-                     negative: give them values of 0 or more"
+                     {size} from its length's formula (its type's size), which counts an int \
+                     parameter as 0 when negative and a shifted array's length as its \
+                     array's less one, also when that array is empty: give the int \
+                     parameters values of 0 or more, and shift no empty array"
                 ),
                 at,
             };

@@ -600,12 +600,14 @@ impl Analyzer<'_> {
 
     /// Whether every length the int `e` reads (through `let`s) is exactly the formal size
     /// of its array's type, and it reads no int parameter: then the type checker's formula
-    /// for `e` is its value.
+    /// for `e` is its value. A length that saturates at small sizes (`len(shift1L x)`,
+    /// `max(n - 1, 0)`, is not `n - 1` at `n = 0`) is not its formal size there.
     fn formal_lengths(&self, e: ExprId) -> bool {
         match self.arena[e] {
             Node::Len(a) => match (self.out.shapes.get(&a), self.arena.type_of(a)) {
                 (Some(SShape::Arr(sa)), Some(Type::Array(size, _))) => {
-                    sa.exact && dim_of_size(size, self.index).is_ok_and(|d| d == sa.len)
+                    let linear = sa.len.var.is_none() || (sa.len.offset >= 0 && sa.len.floor == 0);
+                    linear && sa.exact && dim_of_size(size, self.index).is_ok_and(|d| d == sa.len)
                 }
                 _ => false,
             },

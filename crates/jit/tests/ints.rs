@@ -634,3 +634,29 @@ fn maps_split_where_their_index_passes_a_constant() {
     let tests = text.matches(" cold").count();
     assert!(tests <= 4, "{tests} tests: {text}");
 }
+
+/// An `iota` whose length's formula reads a shifted array's length is laid out by that
+/// formula only with a check: at an empty array the shift's length saturates at 0 where
+/// the formula (`n - 1`) goes below, and the native code stops with an error saying so
+/// rather than return an array of the formula's length (it returned `0` here, where the
+/// length is 1). Beyond, it agrees with the interpreter.
+#[test]
+fn an_iota_of_a_shifted_length_is_checked_against_its_formula() {
+    let src = "def f(x: [n]real, w: [m]real) = \
+               sum(map (i. real(i) + 1) (iota (len(shift1L x) - len(w) + 1)))";
+    check(
+        src,
+        &[
+            json!({"x": vec_of(5, 0.3), "w": vec_of(2, 0.1)}),
+            json!({"x": vec_of(1, 0.3), "w": []}),
+        ],
+    );
+    let (prog, func) = load(src);
+    let compiled = compile(&prog.arena, &func).unwrap();
+    match run_guarded(&prog.arena, &func, &compiled, &json!({"x": [], "w": []})).0 {
+        Err(JitError::Stopped { why, at }) => {
+            assert!(at.is_some() && why.contains("shifted array"), "{why}");
+        }
+        other => panic!("expected a failed check, got {other:?}"),
+    }
+}
