@@ -787,8 +787,12 @@ impl Arena {
         self.copy_fresh_with(e, &mut renaming)
     }
 
-    /// [`Arena::copy_fresh`] with an initial renaming of free variables, which is extended
-    /// with the binders met.
+    /// [`Arena::copy_fresh`] with an initial renaming of free variables. Each binder met is
+    /// renamed for its scope only (the body of a function, the rest of a `let`), and
+    /// `renaming` is as given when this returns: a term that binds one variable twice (a
+    /// function inside the scope of another binding the same variable, as the optimizer's
+    /// expansions do with their stand-ins) is copied with every occurrence renamed after
+    /// the binder it refers to, into a term whose binders are unique.
     pub fn copy_fresh_with(&mut self, e: ExprId, renaming: &mut HashMap<Var, Var>) -> ExprId {
         with_stack(|| {
             let node = self[e];
@@ -797,12 +801,41 @@ impl Arena {
                     Some(&w) => self.copy_node(e, Node::Var(w)),
                     None => e,
                 },
-                _ => {
+                Node::Let(..) | Node::LetTuple(..) | Node::Lambda(..) => {
+                    // The bound value of a `let` is outside the scope of its binders.
+                    let value = match node {
+                        Node::Let(_, a, _) | Node::LetTuple(_, a, _) => {
+                            Some(self.copy_fresh_with(a, renaming))
+                        }
+                        _ => None,
+                    };
+                    let mut saved = Vec::new();
                     let node = self.map_binders(node, |a, v| {
                         let w = a.clone_var(v);
-                        renaming.insert(v, w);
+                        saved.push((v, renaming.insert(v, w)));
                         w
                     });
+                    let node = match node {
+                        Node::Let(x, _, b) => {
+                            Node::Let(x, value.expect("copied"), self.copy_fresh_with(b, renaming))
+                        }
+                        Node::LetTuple(xs, _, b) => Node::LetTuple(
+                            xs,
+                            value.expect("copied"),
+                            self.copy_fresh_with(b, renaming),
+                        ),
+                        Node::Lambda(xs, b) => Node::Lambda(xs, self.copy_fresh_with(b, renaming)),
+                        _ => unreachable!("a binding node"),
+                    };
+                    for (v, old) in saved.into_iter().rev() {
+                        match old {
+                            Some(w) => renaming.insert(v, w),
+                            None => renaming.remove(&v),
+                        };
+                    }
+                    self.copy_node(e, node)
+                }
+                _ => {
                     let new = self.map_children(node, |a, c| a.copy_fresh_with(c, renaming));
                     self.copy_node(e, new)
                 }
@@ -1131,6 +1164,53 @@ mod tests {
         assert_eq!(a.free_vars(c), vec![free]);
         let free_map = HashMap::from_iter([(free, free)]);
         assert!(alpha_eq(&a, e, &a, c, &free_map));
+    }
+
+    /// A variable bound again inside its own scope (the optimizer's expansions bind one
+    /// stand-in per depth): each occurrence is renamed after the binder it refers to, and
+    /// the binders of the copy are unique.
+    #[test]
+    fn copy_fresh_respects_inner_binders_of_the_same_variable() {
+        let mut a = Arena::new();
+        let s = a.fresh_var("s", Some(Type::Real));
+        // fun (s) -> (let s = s * 2 in s) + map (s. s) s + s
+        let es = a.var(s);
+        let two = a.constant(2.0);
+        let twice = a.op2(BinOp::Mul, es, two);
+        let inner_let = a.let_(s, twice, es);
+        let id = a.lambda(&[s], es);
+        let mapped = a.add(Node::Map(id, es));
+        let sum = a.op2(BinOp::Add, inner_let, mapped);
+        let body = a.op2(BinOp::Add, sum, es);
+        let f = a.lambda(&[s], body);
+        let c = a.copy_fresh(f);
+        let (ps, cbody) = a.lambda_parts(c).map(|(p, b)| (p.to_vec(), b)).unwrap();
+        let outer = ps[0];
+        // Every free occurrence in the body is the outer parameter's copy.
+        assert_eq!(a.free_vars(cbody), vec![outer]);
+        let Node::Op2(_, csum, last) = a[cbody] else {
+            panic!("a sum")
+        };
+        assert_eq!(a[last], Node::Var(outer));
+        let Node::Op2(_, clet, cmapped) = a[csum] else {
+            panic!("a sum")
+        };
+        let Node::Let(x, value, rest) = a[clet] else {
+            panic!("a let")
+        };
+        assert_eq!(a.free_vars(value), vec![outer]);
+        assert_eq!(a[rest], Node::Var(x));
+        let Node::Map(cid, operand) = a[cmapped] else {
+            panic!("a map")
+        };
+        assert_eq!(a[operand], Node::Var(outer));
+        let (ips, ibody) = a.lambda_parts(cid).map(|(p, b)| (p.to_vec(), b)).unwrap();
+        assert_eq!(a[ibody], Node::Var(ips[0]));
+        let mut binders = vec![outer, x, ips[0]];
+        binders.sort();
+        binders.dedup();
+        assert_eq!(binders.len(), 3);
+        assert!(!binders.contains(&s));
     }
 
     #[test]

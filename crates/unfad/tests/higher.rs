@@ -180,6 +180,49 @@ fn both_routes_through_loops_that_carry_ints() {
     }
 }
 
+/// Forward over reverse through a map whose body folds over the rows of a matrix, each
+/// step a loop over a `let`-bound array, with a non-linear term of the fold's result
+/// (GradBench's `lstm`, shrunk): sharing made an array of that term from its expansion,
+/// whose functions bind one stand-in per depth, so an inner function rebinds the variable
+/// of the one around it; copying it fresh renamed every occurrence after the last binder
+/// met, and the code generator failed ("the variable `_` is used where it is not bound").
+#[test]
+fn hvp_through_a_fold_of_loops_inside_a_map() {
+    let src = "def f(cell: [l][b]real, sequence: [c][b]real) =
+                 reduce + 0 (map (x.
+                   let top = foldl (below, i.
+                       let c2 = map2 + cell[i] below in
+                       map (j. c2[j] * c2[j]) (iota len(c2))) x (iota len(cell))
+                   in
+                   log(reduce + 0 top) * reduce + 0 top) sequence)";
+    let engine = Engine::new();
+    let cell = [0.0, 0.1, 0.2, 0.1];
+    let seq = [1.0, 0.0, 0.0, 1.0, 1.0, 0.0];
+    let args = [Arg::array(&cell, &[2, 2]), Arg::array(&seq, &[3, 2])];
+    let dcell = [0.3, -0.2, 0.5, 0.1];
+    let dseq = [0.2, 0.4, -0.1, 0.3, 0.0, 0.6];
+    let dir = [Arg::array(&dcell, &[2, 2]), Arg::array(&dseq, &[3, 2])];
+    let mut outs = Vec::new();
+    for route in [
+        SecondOrder::ForwardOverReverse,
+        SecondOrder::ReverseOverReverse,
+    ] {
+        let f = engine
+            .compile_hvp_with(src, GradOptions::default(), route)
+            .unwrap_or_else(|e| panic!("{route:?}: {e}"));
+        outs.push(f.call(&args, &dir).unwrap());
+    }
+    for i in 0..2 {
+        assert!(
+            all_close(outs[0].hvp(i), outs[1].hvp(i), 1e-10),
+            "parameter {i}: {:?} vs {:?}",
+            outs[0].hvp(i),
+            outs[1].hvp(i)
+        );
+        assert_eq!(outs[0].hvp(i).len(), [4, 6][i]);
+    }
+}
+
 /// `call_into` reuses its output and the function's buffers from call to call, over sizes
 /// that grow and shrink, and gives what a fresh `call` gives; so does `Func::call_into`,
 /// for a result whose array holds pairs (its leaves interleave two components).
