@@ -96,6 +96,25 @@ fn kernels_equal_the_interpreter_bit_for_bit() {
             );
         }
     }
+    // `sin` and `cos` of one argument share their reduction in native code (the second
+    // kernel's reduction is the first's, computed once): still each the interpreter's.
+    let (prog, func) = load("def f(A: [n]real) = map (x. (sin(x), cos(x), cos(x) * sin(x))) A");
+    let compiled = unfad_jit::compile(&prog.arena, &func).unwrap();
+    let mut outs = vec![vec![0.0; n]; 3];
+    let mut ws = vec![0.0; compiled.workspace_len(&[n as u64])];
+    let mut refs: Vec<&mut [f64]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+    compiled
+        .call(&[&xs], &[n as u64], &mut refs, &mut ws)
+        .unwrap();
+    for (k, &x) in xs.iter().enumerate() {
+        let (s, c) = (UnOp::Sin.eval(x), UnOp::Cos.eval(x));
+        for (got, want) in [(outs[0][k], s), (outs[1][k], c), (outs[2][k], c * s)] {
+            assert!(
+                common::same(got, want),
+                "sin and cos of {x:e}: {got:e} != {want:e}"
+            );
+        }
+    }
 }
 
 /// `e` with every `sin` replaced by `op` (which the surface syntax cannot name).

@@ -194,16 +194,10 @@ impl<'a> Translator<'a> {
                 x,
             ));
         };
-        let fast = self.b.create_block();
-        let slow = self.b.create_block();
-        let join = self.b.create_block();
-        self.b.set_cold_block(slow);
-        let r = self.b.append_block_param(join, F64);
-        let ax = self.b.ins().fabs(x);
-        let bound = self.b.ins().f64const(TRIG_BOUND);
-        let inside = self.b.ins().fcmp(FloatCC::LessThanOrEqual, ax, bound);
-        self.b.ins().brif(inside, fast, &[], slow, &[]);
-        self.switch_to(fast);
+        // The kernel before the branch (pure arithmetic, no trap whatever `x`; its value is
+        // unused beyond the bound): `sin(x)` and `cos(x)` of one `x`, as a rotation or a
+        // gradient has them, then share their reduction and polynomials, which Cranelift
+        // computes once (the first dominates the second).
         let v = k.emit(
             &mut Emit {
                 b: &mut self.b,
@@ -211,7 +205,14 @@ impl<'a> Translator<'a> {
             },
             x,
         );
-        self.b.ins().jump(join, &blockargs(&[v]));
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.set_cold_block(slow);
+        let r = self.b.append_block_param(join, F64);
+        let ax = self.b.ins().fabs(x);
+        let bound = self.b.ins().f64const(TRIG_BOUND);
+        let inside = self.b.ins().fcmp(FloatCC::LessThanOrEqual, ax, bound);
+        self.b.ins().brif(inside, join, &blockargs(&[v]), slow, &[]);
         self.switch_to(slow);
         let v = self.call(name, &[x])?;
         self.b.ins().jump(join, &blockargs(&[v]));
