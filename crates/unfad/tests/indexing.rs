@@ -418,7 +418,10 @@ fn sizes_computed_from_other_sizes() {
         .call(&[Arg::from(&A[..]), Arg::from(-2.0)])
         .unwrap_err()
         .to_string();
-    assert!(msg.contains("counts an int parameter as 0 when negative"), "{msg}");
+    assert!(
+        msg.contains("counts an int parameter as 0 when negative"),
+        "{msg}"
+    );
     assert_eq!(
         f.call(&[Arg::from(&A[..]), Arg::from(2.0)]).unwrap(),
         Vec::<f64>::new()
@@ -438,7 +441,10 @@ fn sizes_computed_from_other_sizes() {
         .call(&[Arg::from(&w[..]), Arg::from(-1.0)])
         .unwrap_err()
         .to_string();
-    assert!(msg.contains("counts an int parameter as 0 when negative"), "{msg}");
+    assert!(
+        msg.contains("counts an int parameter as 0 when negative"),
+        "{msg}"
+    );
     let g = Engine::new()
         .compile("def f(w: [m]real, k: int) = map (i. real(i)) (iota (k - len(w)))")
         .unwrap();
