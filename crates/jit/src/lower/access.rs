@@ -10,7 +10,7 @@ use cranelift_codegen::ir::types::F64;
 use cranelift_codegen::ir::{Block, InstBuilder, Value};
 use unfad_syntax::{BinOp, UnOp};
 
-use crate::value::{IntVal, Kind, Layout, Place, RealVal, Val};
+use crate::value::{Arr, IntVal, Kind, Layout, Place, RealVal, Val};
 
 use super::Translator;
 
@@ -70,16 +70,6 @@ impl<'a> Translator<'a> {
         v
     }
 
-    /// [`Translator::share_root`] for a place in the group's buffers.
-    pub(super) fn share_place_root(&mut self, p: &Place, group: Option<Value>) {
-        let Some(rep) = group else { return };
-        let mut bases = Vec::new();
-        place_bases(p, &mut bases);
-        for b in bases {
-            self.roots.insert(b, rep);
-        }
-    }
-
     /// Make the buffers of `places` (the two buffers an accumulator alternates between)
     /// one buffer to the alias analysis: every leaf's base gets the root of the first. A
     /// pointer to the current state (a loop's block parameter, a `select` of the two) is
@@ -91,21 +81,29 @@ impl<'a> Translator<'a> {
         for p in places {
             place_bases(p, &mut bases);
         }
-        let rep = *bases.first()?;
-        for b in bases {
-            self.roots.insert(b, rep);
-        }
-        Some(rep)
+        let group = bases.first().copied();
+        self.give_root(bases, group);
+        group
     }
 
     /// Give the root `group` (see [`Translator::group_roots`]) to the bases of `v`, a value
     /// that lies in the group's buffers whichever of them holds it.
     pub(super) fn share_root(&mut self, v: &Val, group: Option<Value>) {
-        let Some(rep) = group else { return };
         let mut bases = Vec::new();
         val_bases(v, &mut bases);
-        for b in bases {
-            self.roots.insert(b, rep);
+        self.give_root(bases, group);
+    }
+
+    /// [`Translator::share_root`] for a place in the group's buffers.
+    pub(super) fn share_place_root(&mut self, p: &Place, group: Option<Value>) {
+        let mut bases = Vec::new();
+        place_bases(p, &mut bases);
+        self.give_root(bases, group);
+    }
+
+    fn give_root(&mut self, bases: Vec<Value>, group: Option<Value>) {
+        if let Some(rep) = group {
+            self.roots.extend(bases.into_iter().map(|b| (b, rep)));
         }
     }
 
@@ -159,11 +157,7 @@ fn place_bases(p: &Place, out: &mut Vec<Value>) {
     match p {
         Place::Reg | Place::Real(_) => {}
         Place::Tuple(ps) => ps.iter().for_each(|p| place_bases(p, out)),
-        Place::Arr(a) => {
-            if let Kind::Mem { layout, .. } = &a.kind {
-                layout_bases(layout, out);
-            }
-        }
+        Place::Arr(a) => arr_bases(a, out),
     }
 }
 
@@ -172,11 +166,13 @@ fn val_bases(v: &Val, out: &mut Vec<Value>) {
     match v {
         Val::Real(_) | Val::Bool(_) => {}
         Val::Tuple(vs) => vs.iter().for_each(|v| val_bases(v, out)),
-        Val::Arr(a) => {
-            if let Kind::Mem { layout, .. } = &a.kind {
-                layout_bases(layout, out);
-            }
-        }
+        Val::Arr(a) => arr_bases(a, out),
+    }
+}
+
+fn arr_bases(a: &Arr, out: &mut Vec<Value>) {
+    if let Kind::Mem { layout, .. } = &a.kind {
+        layout_bases(layout, out);
     }
 }
 
