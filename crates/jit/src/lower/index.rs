@@ -92,7 +92,7 @@ impl<'a> Translator<'a> {
     /// is one (see [`IntRange`]).
     pub(super) fn int_range(&self, x: RealVal) -> Option<IntRange> {
         match x {
-            RealVal::Const(c) if c.fract() == 0.0 && c.abs() < 2147483648.0 => Some(IntRange {
+            RealVal::Const(c) if self.is_exact_int(x) => Some(IntRange {
                 terms: Vec::new(),
                 constant: c as i64,
                 min: c as i64,

@@ -242,14 +242,22 @@ impl<'a> Translator<'a> {
         self.int_sums.insert(r, (k, range));
     }
 
+    /// Whether [`Translator::exact_int`] knows `x` as an integer (without emitting it).
+    pub(super) fn is_exact_int(&self, x: RealVal) -> bool {
+        match x {
+            RealVal::Const(c) => c.fract() == 0.0 && c.abs() < 2147483648.0,
+            RealVal::Ssa(v) => {
+                self.iota_elements.contains_key(&v) || self.int_sums.contains_key(&v)
+            }
+        }
+    }
+
     /// The integer equal to the real `x` when it is known to be a whole number well within
     /// range: an element of an `iota`, a sum of such (see `int_sums`), or a whole constant
     /// below 2^31 in magnitude.
     pub(super) fn exact_int(&mut self, x: RealVal) -> Option<Value> {
         match x {
-            RealVal::Const(c) if c.fract() == 0.0 && c.abs() < 2147483648.0 => {
-                Some(self.b.ins().iconst(I64, c as i64))
-            }
+            RealVal::Const(c) if self.is_exact_int(x) => Some(self.b.ins().iconst(I64, c as i64)),
             RealVal::Const(_) => None,
             RealVal::Ssa(v) => match self.iota_elements.get(&v) {
                 Some(el) => Some(el.k),
@@ -376,24 +384,17 @@ impl<'a> Translator<'a> {
         }
         // Two whole numbers computed as integers too (an `iota` element against a
         // constant, `i == 0`): compared as integers, the same order.
-        if let (RealVal::Ssa(_), _) | (_, RealVal::Ssa(_)) = (x, y) {
-            let known = |t: &Self, v: RealVal| match v {
-                RealVal::Const(c) => c.fract() == 0.0 && c.abs() < 2147483648.0,
-                RealVal::Ssa(v) => t.iota_elements.contains_key(&v) || t.int_sums.contains_key(&v),
-            };
-            if known(self, x) && known(self, y) {
-                let (a, b) = (self.exact_int(x), self.exact_int(y));
-                if let (Some(a), Some(b)) = (a, b) {
-                    let icc = match op {
-                        CmpOp::Lt => IntCC::SignedLessThan,
-                        CmpOp::Le => IntCC::SignedLessThanOrEqual,
-                        CmpOp::Gt => IntCC::SignedGreaterThan,
-                        CmpOp::Ge => IntCC::SignedGreaterThanOrEqual,
-                        CmpOp::Eq => IntCC::Equal,
-                        CmpOp::Ne => IntCC::NotEqual,
-                    };
-                    return CondVal::Ssa(self.b.ins().icmp(icc, a, b));
-                }
+        if self.is_exact_int(x) && self.is_exact_int(y) {
+            if let (Some(a), Some(b)) = (self.exact_int(x), self.exact_int(y)) {
+                let icc = match op {
+                    CmpOp::Lt => IntCC::SignedLessThan,
+                    CmpOp::Le => IntCC::SignedLessThanOrEqual,
+                    CmpOp::Gt => IntCC::SignedGreaterThan,
+                    CmpOp::Ge => IntCC::SignedGreaterThanOrEqual,
+                    CmpOp::Eq => IntCC::Equal,
+                    CmpOp::Ne => IntCC::NotEqual,
+                };
+                return CondVal::Ssa(self.b.ins().icmp(icc, a, b));
             }
         }
         let (x, y) = (self.real_value(x), self.real_value(y));
