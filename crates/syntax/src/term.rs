@@ -207,12 +207,55 @@ impl Accumulation {
 
 /// What the arena knows of a variable.
 #[derive(Clone, Debug)]
-pub struct VarData {
+struct VarData {
     /// The name the user wrote, or a hint for generated variables; not unique (copies of
     /// a variable share it).
-    pub name: std::sync::Arc<str>,
-    /// Known once the variable is bound in a type-checked term.
-    pub ty: Option<Type>,
+    name: std::sync::Arc<str>,
+    /// Its type's number in the arena's table (0 until the variable is bound in a
+    /// type-checked term).
+    ty: u32,
+}
+
+/// Distinct types, numbered from 1 in the order first met.
+#[derive(Clone, Debug, Default)]
+struct TypeTable {
+    types: Vec<Type>,
+    numbers: HashMap<Type, u32>,
+    /// The last type interned and its number: most nodes checked in a row share a type.
+    last: Option<(Type, u32)>,
+}
+
+impl TypeTable {
+    /// The number of `ty` (a new one if it is new).
+    fn intern(&mut self, ty: Type) -> u32 {
+        if let Some((last, k)) = &self.last {
+            if *last == ty {
+                return *k;
+            }
+        }
+        let k = match self.numbers.get(&ty) {
+            Some(&k) => k,
+            None => {
+                self.types.push(ty.clone());
+                let k = u32::try_from(self.types.len()).expect("type table overflow");
+                self.numbers.insert(ty.clone(), k);
+                k
+            }
+        };
+        self.last = Some((ty, k));
+        k
+    }
+
+    /// The type numbered `k`, if `k` is a number (not 0).
+    fn get(&self, k: u32) -> Option<&Type> {
+        k.checked_sub(1).map(|i| &self.types[i as usize])
+    }
+
+    fn clear(&mut self) {
+        self.types.clear();
+        self.numbers.clear();
+        self.last = None;
+    }
 }
 
 /// The store of nodes, variables and their side tables.
@@ -220,7 +263,11 @@ pub struct VarData {
 pub struct Arena {
     nodes: Vec<Node>,
     spans: Vec<Span>,
-    types: Vec<Option<Type>>,
+    /// Each node's type, as its index in `types` (0 when not checked yet).
+    node_types: Vec<u32>,
+    /// The distinct types of nodes, each once (a type per node took most of the arena's
+    /// memory; terms have few distinct types).
+    types: TypeTable,
     vars: Vec<VarData>,
     expr_pool: Vec<ExprId>,
     var_pool: Vec<Var>,
@@ -293,6 +340,7 @@ impl Arena {
     pub fn clear(&mut self) {
         self.nodes.clear();
         self.spans.clear();
+        self.node_types.clear();
         self.types.clear();
         self.vars.clear();
         self.expr_pool.clear();
@@ -317,7 +365,7 @@ impl Arena {
     pub fn reserve(&mut self, additional: usize) {
         self.nodes.reserve(additional);
         self.spans.reserve(additional);
-        self.types.reserve(additional);
+        self.node_types.reserve(additional);
         // Lists and variables grow with the nodes (about one list item per node and one
         // variable per two in reverse mode's terms).
         self.expr_pool.reserve(additional);
@@ -337,7 +385,7 @@ impl Arena {
         let id = ExprId(u32::try_from(self.nodes.len()).expect("term arena overflow"));
         self.nodes.push(node);
         self.spans.push(span);
-        self.types.push(None);
+        self.node_types.push(0);
         id
     }
 
@@ -355,16 +403,16 @@ impl Arena {
 
     /// The type recorded for `e` by the type checker, if it has checked it.
     pub fn type_of(&self, e: ExprId) -> Option<&Type> {
-        self.types[e.index()].as_ref()
+        self.types.get(self.node_types[e.index()])
     }
 
     pub fn set_type(&mut self, e: ExprId, ty: Type) {
-        self.types[e.index()] = Some(ty);
+        self.node_types[e.index()] = self.types.intern(ty);
     }
 
     /// Forget the type recorded for `e` (the type checker, trying a term again).
     pub fn clear_type(&mut self, e: ExprId) {
-        self.types[e.index()] = None;
+        self.node_types[e.index()] = 0;
     }
 
     // ---- lists ------------------------------------------------------------------------
@@ -399,14 +447,12 @@ impl Arena {
 
     /// A new variable, distinct from every other one.
     pub fn fresh_var(&mut self, name: &str, ty: Option<Type>) -> Var {
-        self.push_var(VarData {
-            name: name.into(),
-            ty,
-        })
+        self.fresh_var_named(name.into(), ty)
     }
 
     /// [`Arena::fresh_var`] with a name already shared (no copy of it is made).
     pub fn fresh_var_named(&mut self, name: std::sync::Arc<str>, ty: Option<Type>) -> Var {
+        let ty = ty.map_or(0, |t| self.types.intern(t));
         self.push_var(VarData { name, ty })
     }
 
@@ -427,16 +473,16 @@ impl Arena {
     }
 
     pub fn var_type(&self, v: Var) -> Option<&Type> {
-        self.vars[v.index()].ty.as_ref()
+        self.types.get(self.vars[v.index()].ty)
     }
 
     pub fn set_var_type(&mut self, v: Var, ty: Type) {
-        self.vars[v.index()].ty = Some(ty);
+        self.vars[v.index()].ty = self.types.intern(ty);
     }
 
     /// Give `v` back a type it had (or none): the type checker, trying a term again.
     pub fn restore_var_type(&mut self, v: Var, ty: Option<Type>) {
-        self.vars[v.index()].ty = ty;
+        self.vars[v.index()].ty = ty.map_or(0, |t| self.types.intern(t));
     }
 
     pub fn var_count(&self) -> usize {
@@ -774,9 +820,9 @@ impl Arena {
     /// renamed, and types do not mention variables, so the type is the copy's too).
     fn copy_node(&mut self, e: ExprId, node: Node) -> ExprId {
         let span = self.span(e);
-        let ty = self.types[e.index()].clone();
+        let ty = self.node_types[e.index()];
         let c = self.add_at(node, span);
-        self.types[c.index()] = ty;
+        self.node_types[c.index()] = ty;
         c
     }
 
