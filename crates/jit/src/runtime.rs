@@ -99,35 +99,6 @@ pub(crate) fn fallback(k: Kernel) -> Option<(&'static str, Unary)> {
     }
 }
 
-macro_rules! kernel_calls {
-    ($($name:ident => $k:ident),* $(,)?) => {
-        $(
-            extern "C" fn $name(x: f64) -> f64 {
-                Kernel::$k.eval(x)
-            }
-        )*
-        /// The run-time function computing the kernel `k` by its scalar twin
-        /// ([`Kernel::eval`], bit for bit the inline kernel), for code that calls kernels
-        /// rather than inlining them (see `Translator::call_kernels`).
-        pub(crate) fn kernel_call(k: Kernel) -> (&'static str, Unary) {
-            match k {
-                $(Kernel::$k => (stringify!($name), $name as Unary),)*
-            }
-        }
-    };
-}
-
-kernel_calls! {
-    unfad_kernel_exp => Exp,
-    unfad_kernel_log => Log,
-    unfad_kernel_tanh => Tanh,
-    unfad_kernel_sigmoid => Sigmoid,
-    unfad_kernel_log1p => Log1p,
-    unfad_kernel_expm1 => Expm1,
-    unfad_kernel_sin => Sin,
-    unfad_kernel_cos => Cos,
-}
-
 binary! {
     unfad_pow => Pow: f64::powf,
     unfad_atan2 => Atan2: f64::atan2,
@@ -147,11 +118,7 @@ pub(crate) fn symbols() -> impl Iterator<Item = (&'static str, *const u8)> {
         .into_iter()
         .filter_map(fallback)
         .map(|(name, f)| (name, f as *const u8));
-    let kernels = Kernel::ALL.into_iter().map(|k| {
-        let (name, f) = kernel_call(k);
-        (name, f as *const u8)
-    });
-    un.chain(bin).chain(fallbacks).chain(kernels)
+    un.chain(bin).chain(fallbacks)
 }
 
 #[cfg(test)]

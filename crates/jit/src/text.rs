@@ -7,6 +7,7 @@ use unfad_syntax::{Arena, Func};
 
 use crate::codegen::{build, build_part, host_isa, new_module, type_in_place, typed, ENTRY};
 use crate::error::JitError;
+use crate::lower::kernel_functions_text;
 use crate::parallel::{build_entry, cores, crossing_lens, merge_results};
 use crate::split;
 
@@ -16,7 +17,11 @@ pub fn clif_text(arena: &Arena, func: &Func) -> Result<String, JitError> {
     let mut module = new_module()?;
     let mut ctx = module.make_context();
     build(&arena, func, &mut module, &mut ctx, ENTRY)?;
-    Ok(ctx.func.display().to_string())
+    Ok(format!(
+        "{}{}",
+        ctx.func.display(),
+        kernel_functions_text(&mut module)?
+    ))
 }
 
 /// The Cranelift IR [`compile_parallel`](crate::compile_parallel) compiles: [`clif_text`] of
@@ -70,10 +75,11 @@ fn parts_text(arena: &Arena, parts: &split::Parts) -> Result<Option<String>, Jit
     Ok(Some(format!(
         "; the first part (compiled on one thread)\n{}\n\n\
          ; the second part (compiled on another)\n{}\n\n\
-         ; the entry: the first part, then the second\n{}",
+         ; the entry: the first part, then the second\n{}{}",
         c1.func.display(),
         c2.func.display(),
-        c0.func.display()
+        c0.func.display(),
+        kernel_functions_text(&mut module)?
     )))
 }
 

@@ -481,9 +481,11 @@ fn result_component_is_computed_in_place() {
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
                 ss0 = explicit_slot 8, align = 8
+                sig0 = (f64) -> f64 system_v
+                fn0 = colocated u0:1 sig0
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v331 = load.i64 notrap aligned readonly can_move v1
+                v266 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
@@ -491,11 +493,11 @@ fn result_component_is_computed_in_place() {
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v6 = load.i64 notrap aligned readonly can_move v2+8
                 v8 = iconst.i64 1
-                v9 = ushr.i64 v331, v8  ; v8 = 1
+                v9 = ushr.i64 v266, v8  ; v8 = 1
                 v10 = iconst.i64 -2
-                v11 = band.i64 v331, v10  ; v10 = -2
+                v11 = band.i64 v266, v10  ; v10 = -2
                 v12 = iconst.i64 1
-                v13 = band.i64 v331, v12  ; v12 = 1
+                v13 = band.i64 v266, v12  ; v12 = 1
                 v15 = iconst.i64 0
                 brif v9, block2(v15), block3  ; v15 = 0
 
@@ -534,74 +536,74 @@ fn result_component_is_computed_in_place() {
                 v83 = f64const +Inf
                 v85 = f64const -0x1.7500000000000p9
                 v87 = f64const 0.0
-                v332 = load.f64x2 notrap v20
-                v341 = splat.f64x2 v25  ; v25 = 0x1.71547652b82fep0
-                v342 = splat.f64x2 v26  ; v26 = 0x1.8000000000000p52
-                v343 = fma v332, v341, v342
-                v344 = fsub v343, v342
-                v378 = bitcast.i64x2 little v343
-                v379 = splat.i64x2 v30  ; v30 = 0x4338_0000_0000_0000
-                v380 = isub v378, v379
-                v345 = splat.f64x2 v32  ; v32 = -0x1.62e42ff000000p-1
-                v346 = fma v344, v345, v332
-                v347 = splat.f64x2 v34  ; v34 = 0x1.718432a1b0e26p-35
-                v348 = fmul v344, v347
-                v349 = fadd v346, v348
-                v370 = splat.f64x2 v37  ; v37 = 0x1.0000000000000p-1
-                v369 = splat.f64x2 v38  ; v38 = 0x1.5555555555557p-3
-                v371 = fma v369, v349, v370
-                v367 = splat.f64x2 v40  ; v40 = 0x1.5555555555556p-5
-                v366 = splat.f64x2 v41  ; v41 = 0x1.11111111100dcp-7
-                v368 = fma v366, v349, v367
-                v363 = splat.f64x2 v43  ; v43 = 0x1.6c16c16c162d4p-10
-                v362 = splat.f64x2 v44  ; v44 = 0x1.a01a01abe7fe1p-13
-                v364 = fma v362, v349, v363
-                v360 = splat.f64x2 v46  ; v46 = 0x1.a01a01a6d889cp-16
-                v359 = splat.f64x2 v47  ; v47 = 0x1.71de0231960ebp-19
-                v361 = fma v359, v349, v360
-                v354 = splat.f64x2 v49  ; v49 = 0x1.27e4db646b17ep-22
-                v353 = splat.f64x2 v50  ; v50 = 0x1.af4de97ca4194p-26
-                v355 = fma v353, v349, v354
-                v351 = splat.f64x2 v52  ; v52 = 0x1.1f730349868cep-29
-                v352 = fmul v349, v349
-                v372 = fma v368, v352, v371
-                v365 = fma v361, v352, v364
-                v356 = fma v351, v352, v355
-                v357 = fmul v352, v352
-                v373 = fma v365, v357, v372
-                v358 = fmul v357, v357
-                v374 = fma v356, v358, v373
-                v350 = fmul v349, v349
-                v375 = fma v350, v374, v348
-                v376 = fadd v346, v375
-                v340 = splat.f64x2 v64  ; v64 = 0x1.0000000000000p0
-                v377 = fadd v340, v376
-                v381 = sshr v380, v66  ; v66 = 1
-                v387 = isub v380, v381
-                v382 = splat.i64x2 v69  ; v69 = 1023
-                v383 = iadd v381, v382
-                v384 = ishl v383, v71  ; v71 = 52
-                v385 = bitcast.f64x2 little v384
-                v388 = splat.i64x2 v74  ; v74 = 1023
-                v389 = iadd v387, v388
-                v390 = ishl v389, v76  ; v76 = 52
-                v391 = bitcast.f64x2 little v390
-                v386 = fmul v377, v385
-                v392 = fmul v386, v391
-                v337 = splat.f64x2 v81  ; v81 = 0x1.6300000000000p9
-                v338 = fcmp gt v332, v337
-                v339 = splat.f64x2 v83  ; v83 = +Inf
-                v393 = bitcast.f64x2 little v338
-                v394 = bitselect v393, v339, v392
-                v334 = splat.f64x2 v85  ; v85 = -0x1.7500000000000p9
-                v335 = fcmp lt v332, v334
-                v336 = splat.f64x2 v87  ; v87 = 0.0
-                v395 = bitcast.f64x2 little v335
-                v396 = bitselect v395, v336, v394
-                v333 = fcmp ne v332, v332
-                v397 = bitcast.f64x2 little v333
-                v398 = bitselect v397, v332, v396
-                store notrap v398, v24
+                v267 = load.f64x2 notrap v20
+                v276 = splat.f64x2 v25  ; v25 = 0x1.71547652b82fep0
+                v277 = splat.f64x2 v26  ; v26 = 0x1.8000000000000p52
+                v278 = fma v267, v276, v277
+                v279 = fsub v278, v277
+                v313 = bitcast.i64x2 little v278
+                v314 = splat.i64x2 v30  ; v30 = 0x4338_0000_0000_0000
+                v315 = isub v313, v314
+                v280 = splat.f64x2 v32  ; v32 = -0x1.62e42ff000000p-1
+                v281 = fma v279, v280, v267
+                v282 = splat.f64x2 v34  ; v34 = 0x1.718432a1b0e26p-35
+                v283 = fmul v279, v282
+                v284 = fadd v281, v283
+                v305 = splat.f64x2 v37  ; v37 = 0x1.0000000000000p-1
+                v304 = splat.f64x2 v38  ; v38 = 0x1.5555555555557p-3
+                v306 = fma v304, v284, v305
+                v302 = splat.f64x2 v40  ; v40 = 0x1.5555555555556p-5
+                v301 = splat.f64x2 v41  ; v41 = 0x1.11111111100dcp-7
+                v303 = fma v301, v284, v302
+                v298 = splat.f64x2 v43  ; v43 = 0x1.6c16c16c162d4p-10
+                v297 = splat.f64x2 v44  ; v44 = 0x1.a01a01abe7fe1p-13
+                v299 = fma v297, v284, v298
+                v295 = splat.f64x2 v46  ; v46 = 0x1.a01a01a6d889cp-16
+                v294 = splat.f64x2 v47  ; v47 = 0x1.71de0231960ebp-19
+                v296 = fma v294, v284, v295
+                v289 = splat.f64x2 v49  ; v49 = 0x1.27e4db646b17ep-22
+                v288 = splat.f64x2 v50  ; v50 = 0x1.af4de97ca4194p-26
+                v290 = fma v288, v284, v289
+                v286 = splat.f64x2 v52  ; v52 = 0x1.1f730349868cep-29
+                v287 = fmul v284, v284
+                v307 = fma v303, v287, v306
+                v300 = fma v296, v287, v299
+                v291 = fma v286, v287, v290
+                v292 = fmul v287, v287
+                v308 = fma v300, v292, v307
+                v293 = fmul v292, v292
+                v309 = fma v291, v293, v308
+                v285 = fmul v284, v284
+                v310 = fma v285, v309, v283
+                v311 = fadd v281, v310
+                v275 = splat.f64x2 v64  ; v64 = 0x1.0000000000000p0
+                v312 = fadd v275, v311
+                v316 = sshr v315, v66  ; v66 = 1
+                v322 = isub v315, v316
+                v317 = splat.i64x2 v69  ; v69 = 1023
+                v318 = iadd v316, v317
+                v319 = ishl v318, v71  ; v71 = 52
+                v320 = bitcast.f64x2 little v319
+                v323 = splat.i64x2 v74  ; v74 = 1023
+                v324 = iadd v322, v323
+                v325 = ishl v324, v76  ; v76 = 52
+                v326 = bitcast.f64x2 little v325
+                v321 = fmul v312, v320
+                v327 = fmul v321, v326
+                v272 = splat.f64x2 v81  ; v81 = 0x1.6300000000000p9
+                v273 = fcmp gt v267, v272
+                v274 = splat.f64x2 v83  ; v83 = +Inf
+                v328 = bitcast.f64x2 little v273
+                v329 = bitselect v328, v274, v327
+                v269 = splat.f64x2 v85  ; v85 = -0x1.7500000000000p9
+                v270 = fcmp lt v267, v269
+                v271 = splat.f64x2 v87  ; v87 = 0.0
+                v330 = bitcast.f64x2 little v270
+                v331 = bitselect v330, v271, v329
+                v268 = fcmp ne v267, v267
+                v332 = bitcast.f64x2 little v268
+                v333 = bitselect v332, v267, v331
+                store notrap v333, v24
                 v166 = iconst.i64 1
                 v167 = iadd v14, v166  ; v166 = 1
                 v168 = icmp ult v167, v9
@@ -620,145 +622,152 @@ fn result_component_is_computed_in_place() {
                 v176 = iconst.i64 3
                 v177 = ishl v171, v176  ; v176 = 3
                 v178 = iadd.i64 v5, v177
-                v179 = f64const 0x1.71547652b82fep0
-                v180 = f64const 0x1.8000000000000p52
-                v181 = fma v175, v179, v180  ; v179 = 0x1.71547652b82fep0, v180 = 0x1.8000000000000p52
-                v182 = fsub v181, v180  ; v180 = 0x1.8000000000000p52
-                v183 = bitcast.i64 v181
-                v184 = iconst.i64 0x4338_0000_0000_0000
-                v185 = isub v183, v184  ; v184 = 0x4338_0000_0000_0000
-                v186 = f64const -0x1.62e42ff000000p-1
-                v187 = fma v182, v186, v175  ; v186 = -0x1.62e42ff000000p-1
-                v188 = f64const 0x1.718432a1b0e26p-35
-                v189 = fmul v182, v188  ; v188 = 0x1.718432a1b0e26p-35
-                v190 = fadd v187, v189
-                v191 = f64const 0x1.0000000000000p-1
-                v192 = f64const 0x1.5555555555557p-3
-                v193 = fma v192, v190, v191  ; v192 = 0x1.5555555555557p-3, v191 = 0x1.0000000000000p-1
-                v194 = f64const 0x1.5555555555556p-5
-                v195 = f64const 0x1.11111111100dcp-7
-                v196 = fma v195, v190, v194  ; v195 = 0x1.11111111100dcp-7, v194 = 0x1.5555555555556p-5
-                v197 = f64const 0x1.6c16c16c162d4p-10
-                v198 = f64const 0x1.a01a01abe7fe1p-13
-                v199 = fma v198, v190, v197  ; v198 = 0x1.a01a01abe7fe1p-13, v197 = 0x1.6c16c16c162d4p-10
-                v200 = f64const 0x1.a01a01a6d889cp-16
-                v201 = f64const 0x1.71de0231960ebp-19
-                v202 = fma v201, v190, v200  ; v201 = 0x1.71de0231960ebp-19, v200 = 0x1.a01a01a6d889cp-16
-                v203 = f64const 0x1.27e4db646b17ep-22
-                v204 = f64const 0x1.af4de97ca4194p-26
-                v205 = fma v204, v190, v203  ; v204 = 0x1.af4de97ca4194p-26, v203 = 0x1.27e4db646b17ep-22
-                v206 = f64const 0x1.1f730349868cep-29
-                v207 = fmul v190, v190
-                v208 = fma v196, v207, v193
-                v209 = fma v202, v207, v199
-                v210 = fma v206, v207, v205  ; v206 = 0x1.1f730349868cep-29
-                v211 = fmul v207, v207
-                v212 = fma v209, v211, v208
-                v213 = fmul v211, v211
-                v214 = fma v210, v213, v212
-                v215 = fmul v190, v190
-                v216 = fma v215, v214, v189
-                v217 = fadd v187, v216
-                v218 = f64const 0x1.0000000000000p0
-                v219 = fadd v218, v217  ; v218 = 0x1.0000000000000p0
-                v220 = iconst.i64 1
-                v221 = sshr v185, v220  ; v220 = 1
-                v222 = isub v185, v221
-                v223 = iconst.i64 1023
-                v224 = iadd v221, v223  ; v223 = 1023
-                v225 = iconst.i64 52
-                v226 = ishl v224, v225  ; v225 = 52
-                v227 = bitcast.f64 v226
-                v228 = iconst.i64 1023
-                v229 = iadd v222, v228  ; v228 = 1023
-                v230 = iconst.i64 52
-                v231 = ishl v229, v230  ; v230 = 52
-                v232 = bitcast.f64 v231
-                v233 = fmul v219, v227
-                v234 = fmul v233, v232
-                v235 = f64const 0x1.6300000000000p9
-                v236 = fcmp gt v175, v235  ; v235 = 0x1.6300000000000p9
-                v237 = f64const +Inf
-                v238 = select v236, v237, v234  ; v237 = +Inf
-                v239 = f64const -0x1.7500000000000p9
-                v240 = fcmp lt v175, v239  ; v239 = -0x1.7500000000000p9
-                v241 = f64const 0.0
-                v242 = select v240, v241, v238  ; v241 = 0.0
-                v243 = fcmp ne v175, v175
-                v244 = select v243, v175, v242
-                store notrap aligned v244, v178
+                v179 = call fn0(v175)
+                store notrap aligned v179, v178
                 jump block5
 
             block5:
-                v245 = f64const 0.0
+                v180 = f64const 0.0
+                v181 = iconst.i64 2
+                v182 = ushr.i64 v266, v181  ; v181 = 2
+                v183 = f64const -0.0
+                v334 = splat.f64x2 v183  ; v183 = -0.0
+                v184 = scalar_to_vector.f64x2 v180  ; v180 = 0.0
+                v185 = insertlane v184, v183, 1  ; v183 = -0.0
+                v195 = iconst.i64 0
+                brif v182, block6(v195, v180, v185, v334), block7(v180, v185, v334)  ; v195 = 0, v180 = 0.0, v180 = 0.0
+
+            block6(v188: i64, v189: f64, v190: f64x2, v191: f64x2):
+                v196 = iconst.i64 2
+                v197 = ishl v188, v196  ; v196 = 2
+                v199 = iconst.i64 3
+                v200 = ishl v197, v199  ; v199 = 3
+                v201 = iadd.i64 v5, v200
+                v335 = load.f64x2 notrap v201
+                v336 = fadd v190, v335
+                v213 = iconst.i64 2
+                v214 = iadd v197, v213  ; v213 = 2
+                v215 = iconst.i64 3
+                v216 = ishl v214, v215  ; v215 = 3
+                v217 = iadd.i64 v5, v216
+                v337 = load.f64x2 notrap v217
+                v338 = fadd v191, v337
+                v232 = iconst.i64 1
+                v233 = iadd v188, v232  ; v232 = 1
+                v234 = icmp ult v233, v182
+                brif v234, block6(v233, v189, v336, v338), block7(v189, v336, v338)
+
+            block7(v192: f64, v193: f64x2, v194: f64x2):
+                v235 = stack_addr.i64 ss0
+                store notrap aligned v192, v235
+                v236 = atomic_load.i64 notrap aligned v235
+                v237 = bitcast.f64 v236
+                v238 = extractlane v193, 0
+                v239 = extractlane v193, 1
+                v240 = extractlane v194, 0
+                v241 = extractlane v194, 1
+                v242 = fadd v238, v239
+                v243 = fadd v240, v241
+                v244 = fadd v242, v243
+                v245 = select v182, v244, v237
                 v246 = iconst.i64 2
-                v247 = ushr.i64 v331, v246  ; v246 = 2
-                v248 = f64const -0.0
-                v399 = splat.f64x2 v248  ; v248 = -0.0
-                v249 = scalar_to_vector.f64x2 v245  ; v245 = 0.0
-                v250 = insertlane v249, v248, 1  ; v248 = -0.0
-                v260 = iconst.i64 0
-                brif v247, block6(v260, v245, v250, v399), block7(v245, v250, v399)  ; v260 = 0, v245 = 0.0, v245 = 0.0
+                v247 = ishl.i64 v182, v246  ; v246 = 2
+                v248 = iconst.i64 3
+                v249 = band.i64 v266, v248  ; v248 = 3
+                v253 = iconst.i64 0
+                brif v249, block8(v253, v245), block9(v245)  ; v253 = 0
 
-            block6(v253: i64, v254: f64, v255: f64x2, v256: f64x2):
-                v261 = iconst.i64 2
-                v262 = ishl v253, v261  ; v261 = 2
-                v264 = iconst.i64 3
-                v265 = ishl v262, v264  ; v264 = 3
-                v266 = iadd.i64 v5, v265
-                v400 = load.f64x2 notrap v266
-                v401 = fadd v255, v400
-                v278 = iconst.i64 2
-                v279 = iadd v262, v278  ; v278 = 2
-                v280 = iconst.i64 3
-                v281 = ishl v279, v280  ; v280 = 3
-                v282 = iadd.i64 v5, v281
-                v402 = load.f64x2 notrap v282
-                v403 = fadd v256, v402
-                v297 = iconst.i64 1
-                v298 = iadd v253, v297  ; v297 = 1
-                v299 = icmp ult v298, v247
-                brif v299, block6(v298, v254, v401, v403), block7(v254, v401, v403)
+            block8(v250: i64, v251: f64):
+                v254 = iadd.i64 v247, v250
+                v255 = iconst.i64 3
+                v256 = ishl v254, v255  ; v255 = 3
+                v257 = iadd.i64 v5, v256
+                v258 = load.f64 notrap aligned v257
+                v259 = fadd v251, v258
+                v260 = iconst.i64 1
+                v261 = iadd v250, v260  ; v260 = 1
+                v262 = icmp ult v261, v249
+                brif v262, block8(v261, v259), block9(v259)
 
-            block7(v257: f64, v258: f64x2, v259: f64x2):
-                v300 = stack_addr.i64 ss0
-                store notrap aligned v257, v300
-                v301 = atomic_load.i64 notrap aligned v300
-                v302 = bitcast.f64 v301
-                v303 = extractlane v258, 0
-                v304 = extractlane v258, 1
-                v305 = extractlane v259, 0
-                v306 = extractlane v259, 1
-                v307 = fadd v303, v304
-                v308 = fadd v305, v306
-                v309 = fadd v307, v308
-                v310 = select v247, v309, v302
-                v311 = iconst.i64 2
-                v312 = ishl.i64 v247, v311  ; v311 = 2
-                v313 = iconst.i64 3
-                v314 = band.i64 v331, v313  ; v313 = 3
-                v318 = iconst.i64 0
-                brif v314, block8(v318, v310), block9(v310)  ; v318 = 0
-
-            block8(v315: i64, v316: f64):
-                v319 = iadd.i64 v312, v315
-                v320 = iconst.i64 3
-                v321 = ishl v319, v320  ; v320 = 3
-                v322 = iadd.i64 v5, v321
-                v323 = load.f64 notrap aligned v322
-                v324 = fadd v316, v323
-                v325 = iconst.i64 1
-                v326 = iadd v315, v325  ; v325 = 1
-                v327 = icmp ult v326, v314
-                brif v327, block8(v326, v324), block9(v324)
-
-            block9(v317: f64):
-                v328 = stack_addr.i64 ss0
-                store notrap aligned v317, v328
-                v329 = atomic_load.i64 notrap aligned v328
-                v330 = bitcast.f64 v329
-                store notrap aligned v330, v6
+            block9(v252: f64):
+                v263 = stack_addr.i64 ss0
+                store notrap aligned v252, v263
+                v264 = atomic_load.i64 notrap aligned v263
+                v265 = bitcast.f64 v264
+                store notrap aligned v265, v6
                 return
+            }
+
+            ; the function of the kernel `exp`
+            function u0:1(f64) -> f64 system_v {
+            block0(v0: f64):
+                v1 = f64const 0x1.71547652b82fep0
+                v2 = f64const 0x1.8000000000000p52
+                v3 = fma v0, v1, v2  ; v1 = 0x1.71547652b82fep0, v2 = 0x1.8000000000000p52
+                v4 = fsub v3, v2  ; v2 = 0x1.8000000000000p52
+                v5 = bitcast.i64 v3
+                v6 = iconst.i64 0x4338_0000_0000_0000
+                v7 = isub v5, v6  ; v6 = 0x4338_0000_0000_0000
+                v8 = f64const -0x1.62e42ff000000p-1
+                v9 = fma v4, v8, v0  ; v8 = -0x1.62e42ff000000p-1
+                v10 = f64const 0x1.718432a1b0e26p-35
+                v11 = fmul v4, v10  ; v10 = 0x1.718432a1b0e26p-35
+                v12 = fadd v9, v11
+                v13 = f64const 0x1.0000000000000p-1
+                v14 = f64const 0x1.5555555555557p-3
+                v15 = fma v14, v12, v13  ; v14 = 0x1.5555555555557p-3, v13 = 0x1.0000000000000p-1
+                v16 = f64const 0x1.5555555555556p-5
+                v17 = f64const 0x1.11111111100dcp-7
+                v18 = fma v17, v12, v16  ; v17 = 0x1.11111111100dcp-7, v16 = 0x1.5555555555556p-5
+                v19 = f64const 0x1.6c16c16c162d4p-10
+                v20 = f64const 0x1.a01a01abe7fe1p-13
+                v21 = fma v20, v12, v19  ; v20 = 0x1.a01a01abe7fe1p-13, v19 = 0x1.6c16c16c162d4p-10
+                v22 = f64const 0x1.a01a01a6d889cp-16
+                v23 = f64const 0x1.71de0231960ebp-19
+                v24 = fma v23, v12, v22  ; v23 = 0x1.71de0231960ebp-19, v22 = 0x1.a01a01a6d889cp-16
+                v25 = f64const 0x1.27e4db646b17ep-22
+                v26 = f64const 0x1.af4de97ca4194p-26
+                v27 = fma v26, v12, v25  ; v26 = 0x1.af4de97ca4194p-26, v25 = 0x1.27e4db646b17ep-22
+                v28 = f64const 0x1.1f730349868cep-29
+                v29 = fmul v12, v12
+                v30 = fma v18, v29, v15
+                v31 = fma v24, v29, v21
+                v32 = fma v28, v29, v27  ; v28 = 0x1.1f730349868cep-29
+                v33 = fmul v29, v29
+                v34 = fma v31, v33, v30
+                v35 = fmul v33, v33
+                v36 = fma v32, v35, v34
+                v37 = fmul v12, v12
+                v38 = fma v37, v36, v11
+                v39 = fadd v9, v38
+                v40 = f64const 0x1.0000000000000p0
+                v41 = fadd v40, v39  ; v40 = 0x1.0000000000000p0
+                v42 = iconst.i64 1
+                v43 = sshr v7, v42  ; v42 = 1
+                v44 = isub v7, v43
+                v45 = iconst.i64 1023
+                v46 = iadd v43, v45  ; v45 = 1023
+                v47 = iconst.i64 52
+                v48 = ishl v46, v47  ; v47 = 52
+                v49 = bitcast.f64 v48
+                v50 = iconst.i64 1023
+                v51 = iadd v44, v50  ; v50 = 1023
+                v52 = iconst.i64 52
+                v53 = ishl v51, v52  ; v52 = 52
+                v54 = bitcast.f64 v53
+                v55 = fmul v41, v49
+                v56 = fmul v55, v54
+                v57 = f64const 0x1.6300000000000p9
+                v58 = fcmp gt v0, v57  ; v57 = 0x1.6300000000000p9
+                v59 = f64const +Inf
+                v60 = select v58, v59, v56  ; v59 = +Inf
+                v61 = f64const -0x1.7500000000000p9
+                v62 = fcmp lt v0, v61  ; v61 = -0x1.7500000000000p9
+                v63 = f64const 0.0
+                v64 = select v62, v63, v60  ; v63 = 0.0
+                v65 = fcmp ne v0, v0
+                v66 = select v65, v0, v64
+                return v66
             }
         "#]],
     );

@@ -8,9 +8,10 @@
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64};
-use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, MemFlagsData, Signature, Value};
 use cranelift_codegen::isa::TargetIsa;
-use cranelift_frontend::FunctionBuilder;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_module::{FuncId, FuncOrDataId, Linkage, Module};
 use target_lexicon::Architecture;
 use unfad_kernels::{Arith, Cmp, Kernel, TRIG_BOUND};
 
@@ -19,9 +20,9 @@ use crate::runtime;
 
 use super::{blockargs, Translator};
 
-/// How many kernels outside loops a function inlines; beyond, each is a call of its twin.
-/// A call costs some nanoseconds more per use (the twin, compiled for any x86-64, calls
-/// the C library's `fma`), an inline kernel about a hundred instructions to compile.
+/// How many kernels outside loops a function inlines; beyond, each is a call of the
+/// kernel's function ([`kernel_function`]). A call costs some nanoseconds more per use,
+/// an inline kernel about a hundred instructions to compile.
 pub const INLINE_KERNELS_OUTSIDE_LOOPS: usize = 16;
 
 /// The kernels' arithmetic as Cranelift instructions appended to the builder's current
@@ -138,12 +139,135 @@ impl Arith for Emit<'_, '_> {
     }
 }
 
+/// The symbol of the module's function computing kernel `k` (see [`kernel_function`]).
+fn kernel_function_name(k: Kernel) -> String {
+    format!("unfad_kernel_{}", k.name())
+}
+
+/// The function of `module` computing kernel `k` on one real: the code
+/// [`Translator::kernel`] inlines, as a function of its own, declared and compiled at the
+/// first use in the module and called by every later one. It performs the same
+/// operations as the inline code, so a call's result equals the inline kernel's bit for
+/// bit; a call costs a few nanoseconds more, the inline kernel a hundred instructions to
+/// compile per use.
+pub(crate) fn kernel_function(module: &mut dyn Module, k: Kernel) -> JitResult<FuncId> {
+    let name = kernel_function_name(k);
+    if let Some(FuncOrDataId::Func(id)) = module.get_name(&name) {
+        return Ok(id);
+    }
+    let id = module
+        .declare_function(&name, Linkage::Local, &unary_signature(module))
+        .map_err(codegen_error)?;
+    let mut ctx = module.make_context();
+    build_kernel_function(module, k, id, &mut ctx)?;
+    module
+        .define_function(id, &mut ctx)
+        .map_err(codegen_error)?;
+    Ok(id)
+}
+
+/// The CLIF of the functions of kernels that `module` has (see [`kernel_function`]), one
+/// after the other, for printing.
+pub(crate) fn kernel_functions_text(module: &mut dyn Module) -> JitResult<String> {
+    let mut text = String::new();
+    for k in Kernel::ALL {
+        if let Some(FuncOrDataId::Func(id)) = module.get_name(&kernel_function_name(k)) {
+            let mut ctx = module.make_context();
+            build_kernel_function(module, k, id, &mut ctx)?;
+            text.push_str(&format!(
+                "\n; the function of the kernel `{}`\n{}",
+                k.name(),
+                ctx.func.display()
+            ));
+        }
+    }
+    Ok(text)
+}
+
+fn codegen_error(e: cranelift_module::ModuleError) -> JitError {
+    JitError::Codegen(e.to_string())
+}
+
+/// `(f64) -> f64` in the host's calling convention.
+fn unary_signature(module: &dyn Module) -> Signature {
+    let mut sig = Signature::new(module.isa().default_call_conv());
+    sig.params.push(AbiParam::new(F64));
+    sig.returns.push(AbiParam::new(F64));
+    sig
+}
+
+/// The function `id`, computing kernel `k`, built into `ctx`.
+fn build_kernel_function(
+    module: &mut dyn Module,
+    k: Kernel,
+    id: FuncId,
+    ctx: &mut cranelift_codegen::Context,
+) -> JitResult<()> {
+    let sig = unary_signature(module);
+    let fused = fused(module.isa())?;
+    let fallback = match runtime::fallback(k) {
+        Some((fallback, _)) => Some(
+            module
+                .declare_function(fallback, Linkage::Import, &sig)
+                .map_err(codegen_error)?,
+        ),
+        None => None,
+    };
+    ctx.func.signature = sig;
+    ctx.func.name = cranelift_codegen::ir::UserFuncName::user(0, id.as_u32());
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let x = b.block_params(entry)[0];
+    let fallback = fallback.map(|f| module.declare_func_in_func(f, b.func));
+    let r = emit_kernel(&mut b, fused, k, x, fallback);
+    b.ins().return_(&[r]);
+    b.seal_all_blocks();
+    b.finalize(module.isa().frontend_config());
+    Ok(())
+}
+
+/// Kernel `k` on `x` at the builder's position: the kernel's operations, and for `sin`
+/// and `cos` (`fallback`, the standard library's) a cold block calling the fallback
+/// where `!(|x| <= TRIG_BOUND)`. The builder is left in the block after the kernel.
+fn emit_kernel(
+    b: &mut FunctionBuilder<'_>,
+    fused: bool,
+    k: Kernel,
+    x: Value,
+    fallback: Option<FuncRef>,
+) -> Value {
+    // The kernel before the branch (pure arithmetic, no trap whatever `x`; its value is
+    // unused beyond the bound): `sin(x)` and `cos(x)` of one `x`, as a rotation or a
+    // gradient has them, then share their reduction and polynomials, which Cranelift
+    // computes once (the first dominates the second).
+    let v = k.emit(&mut Emit { b, fused }, x);
+    let Some(fallback) = fallback else {
+        return v;
+    };
+    let slow = b.create_block();
+    let join = b.create_block();
+    b.set_cold_block(slow);
+    let r = b.append_block_param(join, F64);
+    let ax = b.ins().fabs(x);
+    let bound = b.ins().f64const(TRIG_BOUND);
+    let inside = b.ins().fcmp(FloatCC::LessThanOrEqual, ax, bound);
+    b.ins().brif(inside, join, &blockargs(&[v]), slow, &[]);
+    b.switch_to_block(slow);
+    let call = b.ins().call(fallback, &[x]);
+    let slow_v = b.inst_results(call)[0];
+    b.ins().jump(join, &blockargs(&[slow_v]));
+    b.switch_to_block(join);
+    r
+}
+
 impl<'a> Translator<'a> {
-    /// Call each math kernel's scalar twin ([`Kernel::eval`], the same operations, so the
-    /// same bits) instead of inlining the kernel: for the chunks of a long program, where
-    /// a kernel's hundred instructions per use dominate the time Cranelift takes (a chain
-    /// of 10^4 `sin`s), and the code is compiled for compile time first (see
-    /// `codegen::long_code_isa`).
+    /// Call each math kernel's function ([`kernel_function`]) instead of inlining the
+    /// kernel: for the chunks of a long program, where a kernel's hundred instructions per
+    /// use dominate the time Cranelift takes (a chain of 10^4 `sin`s), and the code is
+    /// compiled for compile time first (see `codegen::long_code_isa`).
     pub fn call_kernels(&mut self) {
         self.kernel_calls = true;
     }
@@ -173,50 +297,40 @@ impl<'a> Translator<'a> {
         self.many_kernels_outside_loops = count > INLINE_KERNELS_OUTSIDE_LOOPS;
     }
 
-    /// The kernel `k` on `x`, inline; for `sin` and `cos`, arguments the kernel does not
-    /// reduce (`!(|x| <= TRIG_BOUND)`) take a cold block that calls the standard library.
+    /// The kernel `k` on `x`: inline, or a call of its function ([`kernel_function`]) where
+    /// the code runs once, or once per loop (the last element of a paired loop), and in
+    /// the chunks of a long program.
     pub(super) fn kernel(&mut self, k: Kernel, x: Value) -> JitResult<Value> {
-        let fused = fused(self.module.isa())?;
         // Outside every loop a kernel runs once per call of the function: where there are
         // many such, their hundred instructions each inline cost Cranelift more time than
-        // all their calls will (a chain of a hundred `sin`s took 30 ms to compile), and
-        // they are calls too.
-        if self.kernel_calls || (self.counters.is_empty() && self.many_kernels_outside_loops) {
-            let (name, _) = runtime::kernel_call(k);
-            return self.call(name, &[x]);
+        // all their calls will (a chain of a hundred `sin`s took 30 ms to compile).
+        if self.kernel_calls
+            || self.once_per_loop > 0
+            || (self.counters.is_empty() && self.many_kernels_outside_loops)
+        {
+            let f = match self.kernel_fns.get(&k) {
+                Some(&f) => f,
+                None => {
+                    let id = kernel_function(&mut *self.module, k)?;
+                    let f = self.module.declare_func_in_func(id, self.b.func);
+                    self.kernel_fns.insert(k, f);
+                    f
+                }
+            };
+            let call = self.b.ins().call(f, &[x]);
+            return Ok(self.b.inst_results(call)[0]);
         }
-        let Some((name, _)) = runtime::fallback(k) else {
-            return Ok(k.emit(
-                &mut Emit {
-                    b: &mut self.b,
-                    fused,
-                },
-                x,
-            ));
+        let fused = fused(self.module.isa())?;
+        let fallback = match runtime::fallback(k) {
+            Some((name, _)) => Some(self.extern_fn(name, 1)?),
+            None => None,
         };
-        // The kernel before the branch (pure arithmetic, no trap whatever `x`; its value is
-        // unused beyond the bound): `sin(x)` and `cos(x)` of one `x`, as a rotation or a
-        // gradient has them, then share their reduction and polynomials, which Cranelift
-        // computes once (the first dominates the second).
-        let v = k.emit(
-            &mut Emit {
-                b: &mut self.b,
-                fused,
-            },
-            x,
-        );
-        let slow = self.b.create_block();
-        let join = self.b.create_block();
-        self.b.set_cold_block(slow);
-        let r = self.b.append_block_param(join, F64);
-        let ax = self.b.ins().fabs(x);
-        let bound = self.b.ins().f64const(TRIG_BOUND);
-        let inside = self.b.ins().fcmp(FloatCC::LessThanOrEqual, ax, bound);
-        self.b.ins().brif(inside, join, &blockargs(&[v]), slow, &[]);
-        self.switch_to(slow);
-        let v = self.call(name, &[x])?;
-        self.b.ins().jump(join, &blockargs(&[v]));
-        self.switch_to(join);
+        let r = emit_kernel(&mut self.b, fused, k, x, fallback);
+        if fallback.is_some() {
+            // Another block: what was numbered in the one before is forgotten, as at
+            // every switch.
+            self.numbered.clear();
+        }
         Ok(r)
     }
 }

@@ -81,6 +81,7 @@ mod state;
 mod variables;
 mod write;
 
+pub(crate) use kernels::kernel_functions_text;
 pub(crate) use prologue::SizeValues;
 
 /// Cranelift numbers block parameters with 16 bits; stay well below.
@@ -117,9 +118,14 @@ pub(crate) struct Translator<'a> {
     /// index (and a pad inside one of them at the index it is read at). Such a read is
     /// in place, without a test; every other read of a pad is tested.
     in_place: Vec<(*const crate::value::Pad, Value)>,
-    /// Whether the math kernels are calls of their scalar twins (see
+    /// Whether the math kernels are calls of their functions (see
     /// [`Translator::call_kernels`]) rather than inline code.
     kernel_calls: bool,
+    /// The kernels' functions called from this function (see [`Translator::kernel`]).
+    kernel_fns: HashMap<unfad_kernels::Kernel, FuncRef>,
+    /// How many of the enclosing loop bodies run at most once per run of their loop (the
+    /// last element of a paired loop): kernels there are calls.
+    once_per_loop: usize,
     /// Whether the function has many kernels outside loops, which are then calls (see
     /// [`Translator::count_kernels_outside_loops`]).
     many_kernels_outside_loops: bool,
@@ -210,6 +216,8 @@ impl<'a> Translator<'a> {
             eager_scans: false,
             in_place: Vec::new(),
             kernel_calls: false,
+            kernel_fns: HashMap::default(),
+            once_per_loop: 0,
             many_kernels_outside_loops: false,
             retry: None,
             roots: HashMap::default(),

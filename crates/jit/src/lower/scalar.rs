@@ -32,7 +32,7 @@ impl<'a> Translator<'a> {
         }
     }
 
-    fn extern_fn(&mut self, name: &'static str, arity: usize) -> JitResult<FuncRef> {
+    pub(super) fn extern_fn(&mut self, name: &'static str, arity: usize) -> JitResult<FuncRef> {
         if let Some(&f) = self.externs.get(name) {
             return Ok(f);
         }
