@@ -65,7 +65,7 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     let f = if hoisted.body == f.body {
         f
     } else {
-        simplify_while(arena, &hoisted, |_, _| false).0
+        simplify_while(arena, &hoisted, |_, _, _| false).0
     };
     check_first_order(arena, &f)?;
     check_types(arena, &f)?;
@@ -87,8 +87,11 @@ pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
     // Until a pass rewrites under a tenth of the nodes: what is left then, the passes after
     // inlining do anyway, and the pass that would find nothing more costs as much as one
     // that rewrites (GMM's gradient: 586, 93, then 0 rewrites). Of 3000 random gradients,
-    // one costs more in the model for it, by 0.014 in ratio.
-    let (f, _) = simplify_while(arena, &f, |rewrites, nodes| 10 * rewrites > nodes);
+    // one costs more in the model for it, by 0.014 in ratio. Nor after a pass that left
+    // no work (`Simplifier::may_rewrite_more`; a long straight-line program's first pass).
+    let (f, _) = simplify_while(arena, &f, |rewrites, nodes, more| {
+        more && 10 * rewrites > nodes
+    });
     // The value's loops join the gradient's loops over the same arrays, before sharing
     // looks for what loops compute twice.
     let f = siblings::fuse_sibling_loops(arena, &f);
@@ -97,7 +100,7 @@ pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
     // after sharing finish the job, and a pass that changes nothing is as dear as one
     // that does. (At 1%, GMM's gradient took one more pass; no random program's cost
     // moved either way.)
-    let (f, settled) = simplify_while(arena, &f, |rewrites, nodes| 50 * rewrites > nodes);
+    let (f, settled) = simplify_while(arena, &f, |rewrites, nodes, _| 50 * rewrites > nodes);
     let shared = share::share_elementwise(arena, &f);
     let f = if settled && shared.body == f.body {
         f
@@ -138,16 +141,17 @@ pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
 /// Optimize `func` to a fixed point without requiring a first-order result (for terms
 /// that legitimately keep lambdas, and for showing intermediate results).
 pub fn simplify_to_fixed_point(arena: &mut Arena, func: &Func) -> Func {
-    simplify_while(arena, func, |rewrites, _| rewrites > 0).0
+    simplify_while(arena, func, |rewrites, _, _| rewrites > 0).0
 }
 
-/// Simplifier passes over `func` while `again(rewrites, nodes)` holds for the last one
-/// (`nodes`: the size of its input), at most [`MAX_PASSES`]; and whether the last one
-/// changed nothing (a fixed point).
+/// Simplifier passes over `func` while `again(rewrites, nodes, more)` holds for the last
+/// one (`nodes`: the size of its input; `more`: whether it may have left rewrites for
+/// another, see [`Simplifier::may_rewrite_more`]), at most [`MAX_PASSES`]; and whether the
+/// last one changed nothing (a fixed point).
 fn simplify_while(
     arena: &mut Arena,
     func: &Func,
-    again: impl Fn(usize, usize) -> bool,
+    again: impl Fn(usize, usize, bool) -> bool,
 ) -> (Func, bool) {
     let mut f = func.clone();
     let mut settled = false;
@@ -156,9 +160,10 @@ fn simplify_while(
         let nodes = s.input_nodes();
         let body = s.run(f.body);
         let rewrites = s.rewrites;
+        let more = s.may_rewrite_more();
         f = Func { body, ..f };
         settled = rewrites == 0;
-        if !again(rewrites, nodes) {
+        if !again(rewrites, nodes, more) {
             break;
         }
     }

@@ -97,30 +97,29 @@ fn mixture() {
                   in
                   let G =
                     map2 (mu_1, pe_2.
-                      let z_2 = map2 - x_1 mu_1 in
-                      let s_1 = map2 (zd_1, e_1. e_1 * zd_1) z_2 pe_2 in
-                      let z_3 =
+                      let s_1 = map2 (zd_1, e_1. e_1 * zd_1) (map2 - x_1 mu_1) pe_2 in
+                      let z_2 =
                         map2 (t_1, e_2.
                           let b_1 = (t_1 + t_1) * -0.5 in
                           e_2 * b_1) s_1 pe_2
                       in
                       (
                         (
-                          map (b_2. -b_2) z_3,
+                          map (b_2. -b_2) z_2,
                           map (a_2.
                             let b_3 = (a_2 + a_2) * -0.5 in
                             let b_4 = a_2 * b_3 in
                             1 + b_4) s_1
                         ),
-                        z_3
+                        z_2
                       )) means h_1
                   in
                   (
                     mx + log(v87),
                     (
-                      reduce (s_2, t_2. map2 + s_2 t_2) zeros_like(x_1) (map2 (z_4, g. map (s_3. z_4 * s_3) (snd g)) dv G),
+                      reduce (s_2, t_2. map2 + s_2 t_2) zeros_like(x_1) (map2 (z_3, g. map (s_3. z_3 * s_3) (snd g)) dv G),
                       dv,
-                      map2 (g_1, z_5. (map (s_4. z_5 * s_4) (fst (fst g_1)), map (s_5. z_5 * s_5) (snd (fst g_1)))) G dv
+                      map2 (g_1, z_4. (map (s_4. z_4 * s_4) (fst (fst g_1)), map (s_5. z_4 * s_5) (snd (fst g_1)))) G dv
                     )
                   )) X
               in
@@ -128,8 +127,8 @@ fn mixture() {
               (
                 reduce + 0 (map (g_3. fst g_3) A),
                 reduce (s_8, t_5. map2 + s_8 t_5) zeros_like(alpha) (map (g_4. snd (snd g_4)) A),
-                map (z_6. fst z_6) dcomps,
-                map (z_7. snd z_7) dcomps,
+                map (z_5. fst z_5) dcomps,
+                map (z_6. snd z_6) dcomps,
                 map (g_5. fst (snd g_5)) A
               )
         "#]],

@@ -123,7 +123,7 @@ impl Simplifier<'_> {
     /// A chain of `let`s and its tail.
     pub(super) fn bindings(&mut self, e: ExprId) -> ExprId {
         let m = self.mark();
-        let drops = self.dead_drops;
+        let (drops, rewrites) = (self.dead_drops, self.rewrites);
         let mut out = self.chain();
         let mut cur = e;
         loop {
@@ -150,15 +150,17 @@ impl Simplifier<'_> {
                 self.fired();
             }
         }
-        if self.dead_drops > drops {
+        // A binding dropped, or a rewrite that may have removed the last use of one.
+        if self.dead_drops > drops || (self.rewrites > rewrites && !out.is_empty()) {
             self.sweep_dead(&mut out, tail);
         }
         self.wrap(out, tail)
     }
 
     /// Drop the bindings of `chain` that neither `tail` nor a binding kept after them
-    /// reads: those only a dropped binding read (otherwise the next pass would drop them,
-    /// one link of the chain per pass). Binders are unique, so a mention is a use.
+    /// reads: those only a dropped binding read, or whose last use a rewrite removed
+    /// (otherwise the next pass would drop them, one link of the chain per pass). Binders
+    /// are unique, so a mention is a use.
     pub(super) fn sweep_dead(&mut self, chain: &mut Vec<Binding>, tail: ExprId) {
         let mut needed = ByVar::with_room(0);
         let mut seen = crate::fast_hash::FastSet::default();
@@ -224,6 +226,9 @@ impl Simplifier<'_> {
                 self.subst.insert(x, Sub::Suspended(rhs));
             }
             _ => {
+                if matches!(self.arena[rhs], Node::Lambda(..)) {
+                    self.kept_function();
+                }
                 let r = self.simplify(rhs);
                 self.bind_value(x, r, out);
             }

@@ -45,6 +45,10 @@ use unfad_syntax::{with_stack, Arena, ExprId, Func, Kids, Node, Type, Var};
 
 use crate::len::{exact, Len, Shape};
 
+/// How many times the rules rewrite one node at most in a pass (each rewrite of the node
+/// tries every rule again on the result).
+const REWRITES_PER_NODE: usize = 16;
+
 /// Which children of a node are evaluated whenever it is (so `let`s may float out of them).
 #[derive(Clone, Copy)]
 enum Strict<'a> {
@@ -95,6 +99,9 @@ pub struct Simplifier<'a> {
     /// Dead bindings dropped so far (a chain that dropped one is swept for the bindings
     /// that only it used).
     dead_drops: usize,
+    /// Whether this pass may have left work for another (see
+    /// [`Simplifier::may_rewrite_more`]).
+    left_work: bool,
 }
 
 impl<'a> Simplifier<'a> {
@@ -122,6 +129,7 @@ impl<'a> Simplifier<'a> {
             array_params: Vec::new(),
             emitted: ByVar::with_room(vars),
             rewrites: 0,
+            left_work: false,
             light: false,
             site: unfad_syntax::Span::NONE,
             chains: Vec::new(),
@@ -155,6 +163,19 @@ impl<'a> Simplifier<'a> {
     /// The number of nodes of the term the pass was made for (of its DAG).
     pub fn input_nodes(&self) -> usize {
         self.occ.nodes
+    }
+
+    /// Whether another pass over this one's result may rewrite something. A pass
+    /// simplifies bottom-up, each node after its children and each binding after the
+    /// bindings it reads, so what is left for another pass is (a) what a rule built below
+    /// the node it rewrote (a new node under the result, not simplified itself), (b) a
+    /// node still rewritable after [`REWRITES_PER_NODE`] rewrites, and (c) a function bound
+    /// to a name used more than once, which a later pass inlines if this one removed the
+    /// other uses. A pass with none of these leaves nothing but bindings no pass needs to
+    /// visit again. (A chain of straight-line statements: the first full pass rewrites a
+    /// fifth of its nodes with none of them, and the pass after it rewrote nothing.)
+    pub fn may_rewrite_more(&self) -> bool {
+        self.left_work
     }
 
     /// Simplify the body of the function the pass was made for.
@@ -372,16 +393,30 @@ impl<'a> Simplifier<'a> {
                 None => e,
             };
         }
-        for _ in 0..16 {
+        for _ in 0..REWRITES_PER_NODE {
+            // Nodes are numbered in the order made: a child numbered from `made` on is
+            // new, made by the rule (and so is everything under it that is).
+            let made = self.arena.node_count();
             match crate::rules::apply(&mut self.rule_cx(), e) {
                 Some(r) if r != e => {
                     self.fired();
+                    let mut new_child = false;
+                    self.arena
+                        .for_each_child(r, |c| new_child |= c.index() >= made);
+                    self.left_work |= new_child;
                     e = r;
                 }
-                _ => break,
+                _ => return e,
             }
         }
+        self.left_work = true;
         e
+    }
+
+    /// A function bound to a name used more than once: kept (see
+    /// [`Simplifier::may_rewrite_more`]).
+    pub(super) fn kept_function(&mut self) {
+        self.left_work = true;
     }
 
     /// A function argument or a lambda not inlined: fresh binders, body in its own scope.
