@@ -182,7 +182,15 @@ fn does_work(arena: &Arena, e: ExprId) -> bool {
     use unfad_syntax::UnOp;
     match arena[e] {
         Node::Op1(UnOp::Neg, a) => does_work(arena, a),
-        Node::Op1(..) | Node::Op2(..) | Node::If(..) => true,
+        // Comparisons and their connectives too: a condition left in the loop would keep
+        // every `if` on it there.
+        Node::Op1(..)
+        | Node::Op2(..)
+        | Node::If(..)
+        | Node::Cmp(..)
+        | Node::Not(_)
+        | Node::And(..)
+        | Node::Or(..) => true,
         node => node.is_array_op(),
     }
 }
@@ -222,7 +230,7 @@ impl Hoister<'_> {
                     Some(v) => (v, Deps::at(self.depth, false)),
                     None => (rhs, dr),
                 };
-                self.vars.insert(x, Deps::at(self.depth, false));
+                self.vars.insert(x, self.staying(dr));
                 let (body, db) = self.walk(body);
                 let node_deps = dr.union(db);
                 let (body, db2) = self.consider(body, db, node_deps, false);
@@ -251,8 +259,9 @@ impl Hoister<'_> {
                     self.moved += 1;
                     return self.walk(body);
                 }
+                let d = self.staying(dr);
                 for &x in &vars {
-                    self.vars.insert(x, Deps::at(self.depth, false));
+                    self.vars.insert(x, d);
                 }
                 let (body, db) = self.walk(body);
                 let node_deps = dr.union(db);
@@ -324,6 +333,20 @@ impl Hoister<'_> {
 
     /// Where an invariant term `e` of deps `d` goes: the depth of the loop to place it
     /// just outside of, if it is invariant in the innermost loop and does work.
+    /// What a variable bound where it stays, to a term of deps `d`, depends on. Bound in
+    /// a loop's body, it is new in every iteration: terms that read it stay in the loop.
+    /// Bound in a conditional branch, nothing moves out of the branch anyway, and the
+    /// variable depends on what its term does: the whole conditional, which binds it, may
+    /// then move out of the loop (a projection whose `if sqtheta != 0` computes the
+    /// rotation's sine and cosine, in a map over the two rows of a Jacobian).
+    fn staying(&self, d: Deps) -> Deps {
+        if self.floor > self.depth {
+            d
+        } else {
+            Deps::at(self.depth, false)
+        }
+    }
+
     fn hoist_target(&self, e: ExprId, d: Deps) -> Option<u32> {
         if self.depth == 0 || !does_work(self.arena, e) {
             return None;

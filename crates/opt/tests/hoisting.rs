@@ -126,6 +126,46 @@ fn invariant_work_moves_before_the_outermost_loop_it_does_not_depend_on() {
 }
 
 #[test]
+fn a_conditional_on_an_invariant_condition_moves_with_its_branches_bindings() {
+    // The condition (a comparison) moves, and so does the `if` on it, `let`s in its
+    // branches and all: a Jacobian's rows share the projection its rotation makes.
+    check_hoisted(
+        "def f(x: [n]real, a: real) =
+           map (v.
+             let b = a != 0 in
+             let s = if b then (let t = sqrt(a * a) in sin(t) * cos(t) / t) else a in
+             s * v) x",
+        expect![[r#"
+            def f(x: [n]real, a: real): [n]real =
+              let b = a != 0 in
+              let s =
+                if b then
+                  let t = sqrt(a * a) in
+                  sin(t) * cos(t) / t
+                else
+                  a
+              in
+              map (v. s * v) x
+        "#]],
+    );
+    // A branch's binding that reads the loop's element keeps the conditional in the loop.
+    check_hoisted(
+        "def f(x: [n]real, a: real) =
+           map (v. if a != 0 then (let t = sqrt(v * v) in t / a) else v) x",
+        expect![[r#"
+            def f(x: [n]real, a: real): [n]real =
+              let h = a != 0 in
+              map (v.
+                if h then
+                  let t = sqrt(v * v) in
+                  t / a
+                else
+                  v) x
+        "#]],
+    );
+}
+
+#[test]
 fn nothing_moves_out_of_a_branch() {
     check_hoisted(
         "def f(X: [n]real, w: [m]real) =
