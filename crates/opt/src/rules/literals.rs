@@ -11,10 +11,23 @@ use crate::simplify::RuleCx;
 /// Literals of at most this many elements are unrolled (and substituted when bound).
 pub const UNROLL: usize = 8;
 
-/// The elements of an array literal.
+/// The elements of an array literal, written here or bound to a variable (then only a
+/// literal of constants and variables, which reading again costs nothing: an adjoint's
+/// zeros).
 fn literal(cx: &RuleCx, e: ExprId) -> Option<Vec<ExprId>> {
     match cx.arena()[e] {
         Node::Array(l) => Some(cx.arena().exprs(l).to_vec()),
+        Node::Var(v) => {
+            let d = cx.definition(v)?;
+            let Node::Array(l) = cx.arena()[d] else {
+                return None;
+            };
+            let items = cx.arena().exprs(l).to_vec();
+            items
+                .iter()
+                .all(|&i| matches!(cx.arena()[i], Node::Const(_) | Node::Var(_)))
+                .then_some(items)
+        }
         _ => None,
     }
 }
@@ -35,6 +48,28 @@ fn apply_raw(cx: &mut RuleCx, params: &[Var], args: &[ExprId], body: ExprId) -> 
         .zip(args)
         .rev()
         .fold(body, |acc, (&p, &a)| cx.arena_mut().let_(p, a, acc))
+}
+
+/// `[a[0], ..., a[k-1]]` is `a` when `a` (a variable, or a component of one) has `k`
+/// elements: the literal an unrolled `map2 + zeros a` leaves.
+pub fn literal_eta(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let items = literal(cx, e).filter(|_| matches!(cx.arena()[e], Node::Array(_)))?;
+    let Node::Index(a, _) = cx.arena()[*items.first()?] else {
+        return None;
+    };
+    if !component_of_variable(cx, a) {
+        return None;
+    }
+    let read_in_order = items.iter().enumerate().all(|(i, &x)| match cx.arena()[x] {
+        Node::Index(b, c) => same_component(cx, a, b) && cx.arena()[c] == Node::Const(i as f64),
+        _ => false,
+    });
+    // The same type too (a literal's length is a number, an array's may be a size
+    // variable known to be that number).
+    (read_in_order
+        && cx.len_of(a)?.as_constant()? == items.len() as u64
+        && cx.ty(a)? == cx.ty(e)?)
+    .then_some(a)
 }
 
 /// `shift1L [e1, ..., ek]` is `[e2, ..., ek]` and `shift1R` drops `ek` (k >= 2).
@@ -73,17 +108,35 @@ pub fn last_of_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 /// other operand of a `map2` over a literal may also be a short `iota` or a variable
 /// holding as many reals ([`beside`]).
 pub fn map_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let f = match cx.arena()[e] {
+        Node::Map(f, _) | Node::Map2(f, ..) => f,
+        _ => return None,
+    };
+    let (_, body) = params_and_body(cx, f)?;
+    // Longer literals (an adjoint of a camera's 11 parameters, added into element by
+    // element) are unrolled when each element costs a few operations.
+    let most = if light(cx, body, LIGHT_BODY) {
+        SMALL_ADJOINT
+    } else {
+        UNROLL
+    };
+    let lit = |cx: &RuleCx, a: ExprId| literal(cx, a).filter(|items| items.len() <= most);
     let (f, columns) = match cx.arena()[e] {
-        Node::Map(f, a) => (f, vec![small_literal(cx, a)?]),
+        Node::Map(f, a) => (f, vec![lit(cx, a)?]),
         Node::Map2(f, a, b) => {
-            let (xs, ys) = match (small_literal(cx, a), small_literal(cx, b)) {
+            let (xs, ys) = match (lit(cx, a), lit(cx, b)) {
                 (Some(xs), Some(ys)) => (xs, ys),
                 (Some(xs), None) => {
                     let ys = beside(cx, b, xs.len())?;
                     (xs, ys)
                 }
                 (None, Some(ys)) => (beside(cx, a, ys.len())?, ys),
-                (None, None) => return None,
+                // A short `iota` beside a variable's elements.
+                (None, None) => match (small_iota(cx, a), small_iota(cx, b)) {
+                    (Some(k), _) => (positions(cx, k), beside(cx, b, k)?),
+                    (None, Some(k)) => (beside(cx, a, k)?, positions(cx, k)),
+                    (None, None) => return None,
+                },
             };
             (f, vec![xs, ys])
         }
@@ -128,15 +181,61 @@ fn positions(cx: &mut RuleCx, k: usize) -> Vec<ExprId> {
 
 /// The elements of the other operand of a `map2` beside a literal of `k` elements:
 /// `[0, ..., k-1]` for `iota k`, and `[a[0], ..., a[k-1]]` for a variable `a` holding `k`
-/// reals (at most [`SMALL`]).
+/// reals, or a component of one (`snd G`, a tuple's array bound by an `if`).
 fn beside(cx: &mut RuleCx, a: ExprId, k: usize) -> Option<Vec<ExprId>> {
     if small_iota(cx, a) == Some(k) {
         return Some(positions(cx, k));
     }
-    if !matches!(cx.arena()[a], Node::Var(_)) || small_real_len(cx, a, SMALL) != Some(k) {
+    if !component_of_variable(cx, a) || small_real_len(cx, a, SMALL_ADJOINT) != Some(k) {
         return None;
     }
     Some(elements(cx, a, k))
+}
+
+/// Whether the components of variables `a` and `b` are the same.
+fn same_component(cx: &RuleCx, a: ExprId, b: ExprId) -> bool {
+    a == b
+        || match (cx.arena()[a], cx.arena()[b]) {
+            (Node::Var(v), Node::Var(w)) => v == w,
+            (Node::Proj(i, x), Node::Proj(j, y)) => i == j && same_component(cx, x, y),
+            _ => false,
+        }
+}
+
+/// A variable, or a projection of a component of one (reading it costs nothing).
+fn component_of_variable(cx: &RuleCx, a: ExprId) -> bool {
+    match cx.arena()[a] {
+        Node::Var(_) => true,
+        Node::Proj(_, t) => component_of_variable(cx, t),
+        _ => false,
+    }
+}
+
+/// The operations an element's function may have for a literal of up to
+/// [`SMALL_ADJOINT`] elements to be unrolled (beyond [`UNROLL`]).
+const LIGHT_BODY: usize = 6;
+
+/// True if `e` has no loop and at most `budget` operations (each counted once per
+/// occurrence).
+fn light(cx: &RuleCx, e: ExprId, budget: usize) -> bool {
+    fn count(cx: &RuleCx, e: ExprId, left: &mut usize) -> bool {
+        let node = cx.arena()[e];
+        if node.is_array_op() {
+            return false;
+        }
+        if !node.is_structural() {
+            if *left == 0 {
+                return false;
+            }
+            *left -= 1;
+        }
+        let mut ok = true;
+        cx.arena()
+            .for_each_child(e, |c| ok = ok && count(cx, c, left));
+        ok
+    }
+    let mut left = budget;
+    count(cx, e, &mut left)
 }
 
 /// `scanl f z [a1, ..., ak]` is `let s1 = f(z, a1) in ... [z, s1, ..., sk]` (and `scanr`
@@ -361,8 +460,20 @@ pub fn scatter_into_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::ScatterAdd(z, at_positions, values) = cx.arena()[e] else {
         return None;
     };
-    let mut items = literal(cx, z)?;
-    small_real_len(cx, z, SMALL_ADJOINT)?;
+    // The array added into: a literal, or a variable's (or a component's) elements. (Its
+    // type is inferred only then: inferring the type of any other term here would record
+    // types for its variables out of their context.)
+    let mut items = match literal(cx, z) {
+        Some(items) => {
+            small_real_len(cx, z, SMALL_ADJOINT)?;
+            items
+        }
+        None if component_of_variable(cx, z) => {
+            let k = small_real_len(cx, z, SMALL_ADJOINT)?;
+            elements(cx, z, k)
+        }
+        None => return None,
+    };
     let at: Vec<f64> = match literal(cx, at_positions) {
         Some(ps) => ps
             .iter()

@@ -133,6 +133,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             literals::scatter_into_literal,
         ],
         Node::Index(..) => &[literals::index_of_literal, arrays::index_of_cheap_map],
+        Node::Array(..) => &[literals::literal_eta],
         _ => &[],
     };
     rules.iter().find_map(|rule| rule(cx, e))

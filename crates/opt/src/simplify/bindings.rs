@@ -332,8 +332,9 @@ impl Simplifier<'_> {
             self.subst.insert(x, Sub::Copied(r));
             return;
         }
+        // (Up to the length of the adjoints taken apart into scalars: a camera's 11.)
         let small_literal = matches!(self.arena[r], Node::Array(l)
-            if l.len() <= crate::rules::literals::UNROLL);
+            if l.len() <= crate::rules::literals::SMALL_ADJOINT);
         if matches!(self.arena[r], Node::Tuple(_)) || small_literal {
             // Tuple splitting: bind the components, and `x` is the tuple of their variables
             // (so for the elements of a small array literal).

@@ -212,7 +212,7 @@ impl<'a> Simplifier<'a> {
             Node::Tuple(l) => self.arena.exprs(l).iter().all(|&i| self.is_trivial(i)),
             // Small array literals of trivial items: the literal rules see through them.
             Node::Array(l) => {
-                l.len() <= crate::rules::literals::UNROLL
+                l.len() <= crate::rules::literals::SMALL_ADJOINT
                     && self.arena.exprs(l).iter().all(|&i| self.is_trivial(i))
             }
             Node::Proj(_, a) | Node::Len(a) => self.is_trivial(a),

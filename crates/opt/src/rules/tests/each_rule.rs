@@ -504,6 +504,99 @@ fn scatter_into_literal() {
     );
 }
 
+/// A scatter into a short array held by a variable adds into its elements, read out.
+#[test]
+fn scatter_into_literal_of_a_variable() {
+    check_rule(
+        literals::scatter_into_literal,
+        "def f(a: [3]real, x: real) = scatter_add(a, [2, 0], [x, 1])",
+        expect![[r#"
+            def f(a: [3]real, x: real): [3]real =
+              [a[0] + 1, a[1], a[2] + x]
+        "#]],
+    );
+}
+
+/// A literal of a short array's elements, read in order, is the array.
+#[test]
+fn literal_eta() {
+    check_rule(
+        literals::literal_eta,
+        "def f(a: [3]real) = [a[0], a[1], a[2]]",
+        expect![[r#"
+            def f(a: [3]real): [3]real =
+              a
+        "#]],
+    );
+    check_rule_declines(
+        literals::literal_eta,
+        "def f(a: [3]real) = [a[0], a[2], a[1]]",
+        "out of order, the literal is another array",
+    );
+    check_rule_declines(
+        literals::literal_eta,
+        "def f(a: [3]real) = [a[0], a[1]]",
+        "a prefix is shorter than the array",
+    );
+}
+
+/// A literal longer than `UNROLL` (an adjoint of a camera's 11 parameters) unrolls when
+/// its elements' function is light; a heavy one stays a loop.
+#[test]
+fn map_literal_long_and_light() {
+    check_rule(
+        literals::map_literal,
+        "def f(a: [11]real, x: real) =
+           map2 (u, v. u + x * v) [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, x] a",
+        expect![[r#"
+            def f(a: [11]real, x: real): [11]real =
+              let v = a[0] in
+              let v_1 = a[1] in
+              let v_2 = a[2] in
+              let v_3 = a[3] in
+              let v_4 = a[4] in
+              let v_5 = a[5] in
+              let v_6 = a[6] in
+              let v_7 = a[7] in
+              let v_8 = a[8] in
+              let v_9 = a[9] in
+              let v_10 = a[10] in
+              [
+                x * v,
+                x * v_1,
+                x * v_2,
+                x * v_3,
+                x * v_4,
+                x * v_5,
+                1 + x * v_6,
+                x * v_7,
+                x * v_8,
+                x * v_9,
+                x + x * v_10
+              ]
+        "#]],
+    );
+    check_rule_declines(
+        literals::map_literal,
+        "def f(x: real) =
+           map (u. sin(u) * cos(u) * exp(u) * tanh(u) * log(u) * u) [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, x]",
+        "eleven copies of a heavy function stay a loop",
+    );
+}
+
+/// A `map2` of a short `iota` beside a component of a variable unrolls.
+#[test]
+fn map_literal_iota_beside_a_component() {
+    check_rule(
+        literals::map_literal,
+        "def f(p: (real, [3]real)) = map2 (u, i. if i == 1 then u else 0) (snd p) (iota 3)",
+        expect![[r#"
+            def f(p: (real, [3]real)): [3]real =
+              [0, (snd p)[1], 0]
+        "#]],
+    );
+}
+
 /// A `map2` beside a literal reads a short `iota` as its constants.
 #[test]
 fn map_literal_beside_iota() {
