@@ -866,11 +866,13 @@ impl Report<'_> {
              reverse pass is linear in the program now (weakened continuations, \
              `unfad_ad::reverse_weakened`); what is left is the code the JIT hands to Cranelift, \
              whose register allocation and e-graph pass take most of the JIT's time: the math \
-             kernels are inline (an `exp` or a `log` is about 70 instructions wherever it \
-             appears), and a light element of a blocked reduction or a map is emitted several \
-             times per iteration (four copies per block of a reduction, two per iteration of a \
-             map, and once more for the remainder), which the lanes pass then pairs into \
-             `f64x2` code. That is what makes the loops fast and the functions long. The \
+             kernels are inline in loops (an `exp` or a `log` is about 70 instructions \
+             wherever it appears; only where it runs at most once per call is it a call of \
+             the kernel's function), and a light element of a blocked reduction or a map is \
+             emitted several times per iteration (four copies per block of a reduction, two \
+             per iteration of a map, and once more for the remainder), which the lanes pass \
+             then pairs into `f64x2` code. That is what makes the loops fast and the \
+             functions long. The \
              optimizer's fixed point (hash-consing, occurrence counts, several passes over the \
              whole term) is the next largest stage. Long chains are cut into chunks compiled on \
              every core (`unfad_jit::compile_parallel`); GMM's term is below the size where \
