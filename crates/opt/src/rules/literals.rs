@@ -115,11 +115,10 @@ pub fn map_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let (_, body) = params_and_body(cx, f)?;
     // Longer literals (an adjoint of a camera's 11 parameters, added into element by
     // element) are unrolled when each element costs a few operations.
-    let most = if light(cx, body, LIGHT_BODY) {
-        SMALL_ADJOINT
-    } else {
-        UNROLL
-    };
+    let light = cx
+        .arena()
+        .within_operations(body, &mut { LIGHT_BODY }, &|n| !n.is_array_op());
+    let most = if light { SMALL_ADJOINT } else { UNROLL };
     let lit = |cx: &RuleCx, a: ExprId| literal(cx, a).filter(|items| items.len() <= most);
     let (f, columns) = match cx.arena()[e] {
         Node::Map(f, a) => (f, vec![lit(cx, a)?]),
@@ -214,29 +213,6 @@ fn component_of_variable(cx: &RuleCx, a: ExprId) -> bool {
 /// The operations an element's function may have for a literal of up to
 /// [`SMALL_ADJOINT`] elements to be unrolled (beyond [`UNROLL`]).
 const LIGHT_BODY: usize = 6;
-
-/// True if `e` has no loop and at most `budget` operations (each counted once per
-/// occurrence).
-fn light(cx: &RuleCx, e: ExprId, budget: usize) -> bool {
-    fn count(cx: &RuleCx, e: ExprId, left: &mut usize) -> bool {
-        let node = cx.arena()[e];
-        if node.is_array_op() {
-            return false;
-        }
-        if !node.is_structural() {
-            if *left == 0 {
-                return false;
-            }
-            *left -= 1;
-        }
-        let mut ok = true;
-        cx.arena()
-            .for_each_child(e, |c| ok = ok && count(cx, c, left));
-        ok
-    }
-    let mut left = budget;
-    count(cx, e, &mut left)
-}
 
 /// `scanl f z [a1, ..., ak]` is `let s1 = f(z, a1) in ... [z, s1, ..., sk]` (and `scanr`
 /// from the right); `reduce`/`foldl` give `sk`.
