@@ -298,14 +298,15 @@ impl<'a> Translator<'a> {
     }
 
     /// The kernel `k` on `x`: inline, or a call of its function ([`kernel_function`]) where
-    /// the code runs once, or once per loop (the last element of a paired loop), and in
-    /// the chunks of a long program.
+    /// the code runs a few times per call of the function (outside loops when there are
+    /// many such kernels; the last elements of a loop inside no other), and in the chunks
+    /// of a long program.
     pub(super) fn kernel(&mut self, k: Kernel, x: Value) -> JitResult<Value> {
         // Outside every loop a kernel runs once per call of the function: where there are
         // many such, their hundred instructions each inline cost Cranelift more time than
         // all their calls will (a chain of a hundred `sin`s took 30 ms to compile).
         if self.kernel_calls
-            || self.once_per_loop > 0
+            || self.few_per_call == Some(self.counters.len())
             || (self.counters.is_empty() && self.many_kernels_outside_loops)
         {
             let f = match self.kernel_fns.get(&k) {

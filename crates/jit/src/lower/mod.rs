@@ -123,9 +123,10 @@ pub(crate) struct Translator<'a> {
     kernel_calls: bool,
     /// The kernels' functions called from this function (see [`Translator::kernel`]).
     kernel_fns: HashMap<unfad_kernels::Kernel, FuncRef>,
-    /// How many of the enclosing loop bodies run at most once per run of their loop (the
-    /// last element of a paired loop): kernels there are calls.
-    once_per_loop: usize,
+    /// The loop depth (the length of `counters`) of code that runs a few times per call
+    /// of the function (the last elements of a loop inside no other): kernels directly
+    /// there, not in a loop inside it, are calls.
+    few_per_call: Option<usize>,
     /// Whether the function has many kernels outside loops, which are then calls (see
     /// [`Translator::count_kernels_outside_loops`]).
     many_kernels_outside_loops: bool,
@@ -217,7 +218,7 @@ impl<'a> Translator<'a> {
             in_place: Vec::new(),
             kernel_calls: false,
             kernel_fns: HashMap::default(),
-            once_per_loop: 0,
+            few_per_call: None,
             many_kernels_outside_loops: false,
             retry: None,
             roots: HashMap::default(),
