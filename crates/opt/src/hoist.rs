@@ -331,8 +331,6 @@ impl Hoister<'_> {
         self.frames.iter().skip(dr.level() as usize).all(|f| f.runs)
     }
 
-    /// Where an invariant term `e` of deps `d` goes: the depth of the loop to place it
-    /// just outside of, if it is invariant in the innermost loop and does work.
     /// What a variable bound where it stays, to a term of deps `d`, depends on. Bound in
     /// a loop's body, it is new in every iteration: terms that read it stay in the loop.
     /// Bound in a conditional branch, nothing moves out of the branch anyway, and the
@@ -347,6 +345,8 @@ impl Hoister<'_> {
         }
     }
 
+    /// Where an invariant term `e` of deps `d` goes: the depth of the loop to place it
+    /// just outside of, if it is invariant in the innermost loop and does work.
     fn hoist_target(&self, e: ExprId, d: Deps) -> Option<u32> {
         if self.depth == 0 || !does_work(self.arena, e) {
             return None;

@@ -123,7 +123,7 @@ impl Simplifier<'_> {
     /// A chain of `let`s and its tail.
     pub(super) fn bindings(&mut self, e: ExprId) -> ExprId {
         let m = self.mark();
-        let (drops, rewrites) = (self.dead_drops, self.rewrites);
+        let rewrites = self.rewrites;
         let mut out = self.chain();
         let mut cur = e;
         loop {
@@ -150,8 +150,9 @@ impl Simplifier<'_> {
                 self.fired();
             }
         }
-        // A binding dropped, or a rewrite that may have removed the last use of one.
-        if self.dead_drops > drops || (self.rewrites > rewrites && !out.is_empty()) {
+        // A binding dropped (a rewrite too), or a rewrite that may have removed the last
+        // use of one.
+        if self.rewrites > rewrites && !out.is_empty() {
             self.sweep_dead(&mut out, tail);
         }
         self.wrap(out, tail)
@@ -192,7 +193,6 @@ impl Simplifier<'_> {
         let dropped = keep.iter().filter(|k| !**k).count();
         if dropped > 0 {
             self.rewrites += dropped;
-            self.dead_drops += dropped;
             let mut k = 0;
             chain.retain(|_| {
                 k += 1;
@@ -206,7 +206,6 @@ impl Simplifier<'_> {
         if self.uses(x) == 0 {
             // Dead: terms are pure, so the binding goes (with whatever it would compute).
             self.fired();
-            self.dead_drops += 1;
             return;
         }
         match self.arena[rhs] {
@@ -273,8 +272,6 @@ impl Simplifier<'_> {
                         for (&x, &i) in xs.iter().zip(&items) {
                             if self.uses(x) > 0 {
                                 self.bind_value(x, i, out);
-                            } else {
-                                self.dead_drops += 1;
                             }
                         }
                     }

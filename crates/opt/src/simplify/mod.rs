@@ -96,9 +96,6 @@ pub struct Simplifier<'a> {
     site: unfad_syntax::Span,
     /// Empty chains of bindings, for reuse.
     chains: Vec<Vec<Binding>>,
-    /// Dead bindings dropped so far (a chain that dropped one is swept for the bindings
-    /// that only it used).
-    dead_drops: usize,
     /// Whether this pass may have left work for another (see
     /// [`Simplifier::may_rewrite_more`]).
     left_work: bool,
@@ -133,7 +130,6 @@ impl<'a> Simplifier<'a> {
             light: false,
             site: unfad_syntax::Span::NONE,
             chains: Vec::new(),
-            dead_drops: 0,
         };
         for &p in &func.params {
             s.emitted.insert(p, ());
