@@ -481,11 +481,13 @@ fn result_component_is_computed_in_place() {
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
                 ss0 = explicit_slot 8, align = 8
+                gv0 = symbol colocated userextname0
                 sig0 = (f64) -> f64 system_v
                 fn0 = colocated u0:1 sig0
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v266 = load.i64 notrap aligned readonly can_move v1
+                v255 = load.i64 notrap aligned readonly can_move v1
+                v256 = symbol_value.i64 gv0
                 jump block1
 
             block1:
@@ -493,11 +495,11 @@ fn result_component_is_computed_in_place() {
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v6 = load.i64 notrap aligned readonly can_move v2+8
                 v8 = iconst.i64 1
-                v9 = ushr.i64 v266, v8  ; v8 = 1
+                v9 = ushr.i64 v255, v8  ; v8 = 1
                 v10 = iconst.i64 -2
-                v11 = band.i64 v266, v10  ; v10 = -2
+                v11 = band.i64 v255, v10  ; v10 = -2
                 v12 = iconst.i64 1
-                v13 = band.i64 v266, v12  ; v12 = 1
+                v13 = band.i64 v255, v12  ; v12 = 1
                 v15 = iconst.i64 0
                 brif v9, block2(v15), block3  ; v15 = 0
 
@@ -510,264 +512,260 @@ fn result_component_is_computed_in_place() {
                 v22 = iconst.i64 3
                 v23 = ishl v17, v22  ; v22 = 3
                 v24 = iadd.i64 v5, v23
-                v25 = f64const 0x1.71547652b82fep0
-                v26 = f64const 0x1.8000000000000p52
-                v30 = iconst.i64 0x4338_0000_0000_0000
-                v32 = f64const -0x1.62e42ff000000p-1
-                v34 = f64const 0x1.718432a1b0e26p-35
-                v37 = f64const 0x1.0000000000000p-1
-                v38 = f64const 0x1.5555555555557p-3
-                v40 = f64const 0x1.5555555555556p-5
-                v41 = f64const 0x1.11111111100dcp-7
-                v43 = f64const 0x1.6c16c16c162d4p-10
-                v44 = f64const 0x1.a01a01abe7fe1p-13
-                v46 = f64const 0x1.a01a01a6d889cp-16
-                v47 = f64const 0x1.71de0231960ebp-19
-                v49 = f64const 0x1.27e4db646b17ep-22
-                v50 = f64const 0x1.af4de97ca4194p-26
-                v52 = f64const 0x1.1f730349868cep-29
-                v64 = f64const 0x1.0000000000000p0
-                v66 = iconst.i64 1
-                v69 = iconst.i64 1023
-                v71 = iconst.i64 52
-                v74 = iconst.i64 1023
-                v76 = iconst.i64 52
-                v81 = f64const 0x1.6300000000000p9
-                v83 = f64const +Inf
-                v85 = f64const -0x1.7500000000000p9
-                v87 = f64const 0.0
-                v267 = load.f64x2 notrap v20
-                v276 = splat.f64x2 v25  ; v25 = 0x1.71547652b82fep0
-                v277 = splat.f64x2 v26  ; v26 = 0x1.8000000000000p52
-                v278 = fma v267, v276, v277
-                v279 = fsub v278, v277
-                v313 = bitcast.i64x2 little v278
-                v314 = splat.i64x2 v30  ; v30 = 0x4338_0000_0000_0000
-                v315 = isub v313, v314
-                v280 = splat.f64x2 v32  ; v32 = -0x1.62e42ff000000p-1
-                v281 = fma v279, v280, v267
-                v282 = splat.f64x2 v34  ; v34 = 0x1.718432a1b0e26p-35
-                v283 = fmul v279, v282
-                v284 = fadd v281, v283
-                v305 = splat.f64x2 v37  ; v37 = 0x1.0000000000000p-1
-                v304 = splat.f64x2 v38  ; v38 = 0x1.5555555555557p-3
-                v306 = fma v304, v284, v305
-                v302 = splat.f64x2 v40  ; v40 = 0x1.5555555555556p-5
-                v301 = splat.f64x2 v41  ; v41 = 0x1.11111111100dcp-7
-                v303 = fma v301, v284, v302
-                v298 = splat.f64x2 v43  ; v43 = 0x1.6c16c16c162d4p-10
-                v297 = splat.f64x2 v44  ; v44 = 0x1.a01a01abe7fe1p-13
-                v299 = fma v297, v284, v298
-                v295 = splat.f64x2 v46  ; v46 = 0x1.a01a01a6d889cp-16
-                v294 = splat.f64x2 v47  ; v47 = 0x1.71de0231960ebp-19
-                v296 = fma v294, v284, v295
-                v289 = splat.f64x2 v49  ; v49 = 0x1.27e4db646b17ep-22
-                v288 = splat.f64x2 v50  ; v50 = 0x1.af4de97ca4194p-26
-                v290 = fma v288, v284, v289
-                v286 = splat.f64x2 v52  ; v52 = 0x1.1f730349868cep-29
-                v287 = fmul v284, v284
-                v307 = fma v303, v287, v306
-                v300 = fma v296, v287, v299
-                v291 = fma v286, v287, v290
-                v292 = fmul v287, v287
-                v308 = fma v300, v292, v307
-                v293 = fmul v292, v292
-                v309 = fma v291, v293, v308
-                v285 = fmul v284, v284
-                v310 = fma v285, v309, v283
-                v311 = fadd v281, v310
-                v275 = splat.f64x2 v64  ; v64 = 0x1.0000000000000p0
-                v312 = fadd v275, v311
-                v316 = sshr v315, v66  ; v66 = 1
-                v322 = isub v315, v316
-                v317 = splat.i64x2 v69  ; v69 = 1023
-                v318 = iadd v316, v317
-                v319 = ishl v318, v71  ; v71 = 52
-                v320 = bitcast.f64x2 little v319
-                v323 = splat.i64x2 v74  ; v74 = 1023
-                v324 = iadd v322, v323
-                v325 = ishl v324, v76  ; v76 = 52
-                v326 = bitcast.f64x2 little v325
-                v321 = fmul v312, v320
-                v327 = fmul v321, v326
-                v272 = splat.f64x2 v81  ; v81 = 0x1.6300000000000p9
-                v273 = fcmp gt v267, v272
-                v274 = splat.f64x2 v83  ; v83 = +Inf
-                v328 = bitcast.f64x2 little v273
-                v329 = bitselect v328, v274, v327
-                v269 = splat.f64x2 v85  ; v85 = -0x1.7500000000000p9
-                v270 = fcmp lt v267, v269
-                v271 = splat.f64x2 v87  ; v87 = 0.0
-                v330 = bitcast.f64x2 little v270
-                v331 = bitselect v330, v271, v329
-                v268 = fcmp ne v267, v267
-                v332 = bitcast.f64x2 little v268
-                v333 = bitselect v332, v267, v331
-                store notrap v333, v24
-                v166 = iconst.i64 1
-                v167 = iadd v14, v166  ; v166 = 1
-                v168 = icmp ult v167, v9
-                brif v168, block2(v167), block3
+                v26 = f64const 0x1.71547652b82fep7
+                v27 = f64const 0x1.8000000000000p52
+                v31 = iconst.i64 0x4338_0000_0000_0000
+                v33 = f64const -0x1.62e42ff000000p-8
+                v35 = f64const 0x1.718432a1b0e26p-42
+                v37 = iconst.i64 127
+                v39 = iconst.i64 4
+                v43 = iconst.i64 127
+                v45 = iconst.i64 4
+                v50 = f64const 0x1.0000000000000p-1
+                v51 = f64const 0x1.5555555555555p-3
+                v52 = f64const 0x1.5555555555555p-5
+                v53 = f64const 0x1.1111111111111p-7
+                v60 = iconst.i64 7
+                v62 = iconst.i64 8
+                v66 = iconst.i64 52
+                v70 = iconst.i64 1023
+                v72 = iconst.i64 52
+                v76 = f64const 0x1.6300000000000p9
+                v78 = f64const +Inf
+                v80 = f64const -0x1.7500000000000p9
+                v82 = f64const 0.0
+                v257 = load.f64x2 notrap v20
+                v266 = splat.f64x2 v26  ; v26 = 0x1.71547652b82fep7
+                v267 = splat.f64x2 v27  ; v27 = 0x1.8000000000000p52
+                v268 = fma v257, v266, v267
+                v282 = fsub v268, v267
+                v269 = bitcast.i64x2 little v268
+                v270 = splat.i64x2 v31  ; v31 = 0x4338_0000_0000_0000
+                v271 = isub v269, v270
+                v284 = splat.f64x2 v33  ; v33 = -0x1.62e42ff000000p-8
+                v285 = fma v282, v284, v257
+                v283 = splat.f64x2 v35  ; v35 = 0x1.718432a1b0e26p-42
+                v286 = fma v282, v283, v285
+                v272 = splat.i64x2 v37  ; v37 = 127
+                v273 = band v271, v272
+                v274 = ishl v273, v39  ; v39 = 4
+                v265 = splat.i64x2 v256
+                v275 = iadd v265, v274
+                v276 = extractlane v275, 0
+                v277 = extractlane v275, 1
+                v278 = load.f64 notrap aligned readonly can_move v276
+                v279 = load.f64 notrap aligned readonly can_move v277
+                v280 = splat.f64x2 v278
+                v281 = insertlane v280, v279, 1
+                v297 = splat.i64x2 v43  ; v43 = 127
+                v298 = band v271, v297
+                v299 = ishl v298, v45  ; v45 = 4
+                v296 = splat.i64x2 v256
+                v300 = iadd v296, v299
+                v301 = extractlane v300, 0
+                v302 = extractlane v300, 1
+                v303 = load.f64 notrap aligned readonly can_move v301+8
+                v304 = load.f64 notrap aligned readonly can_move v302+8
+                v305 = splat.f64x2 v303
+                v306 = insertlane v305, v304, 1
+                v290 = fmul v286, v286
+                v292 = splat.f64x2 v50  ; v50 = 0x1.0000000000000p-1
+                v291 = splat.f64x2 v51  ; v51 = 0x1.5555555555555p-3
+                v288 = splat.f64x2 v52  ; v52 = 0x1.5555555555555p-5
+                v287 = splat.f64x2 v53  ; v53 = 0x1.1111111111111p-7
+                v293 = fma v286, v291, v292
+                v289 = fma v286, v287, v288
+                v294 = fma v289, v290, v293
+                v295 = fma v294, v290, v286
+                v307 = fma v281, v295, v306
+                v308 = fadd v281, v307
+                v314 = sshr v271, v60  ; v60 = 7
+                v310 = sshr v271, v62  ; v62 = 8
+                v315 = isub v314, v310
+                v309 = bitcast.i64x2 little v308
+                v311 = ishl v310, v66  ; v66 = 52
+                v312 = iadd v309, v311
+                v313 = bitcast.f64x2 little v312
+                v316 = splat.i64x2 v70  ; v70 = 1023
+                v317 = iadd v315, v316
+                v318 = ishl v317, v72  ; v72 = 52
+                v319 = bitcast.f64x2 little v318
+                v320 = fmul v313, v319
+                v262 = splat.f64x2 v76  ; v76 = 0x1.6300000000000p9
+                v263 = fcmp gt v257, v262
+                v264 = splat.f64x2 v78  ; v78 = +Inf
+                v321 = bitcast.f64x2 little v263
+                v322 = bitselect v321, v264, v320
+                v259 = splat.f64x2 v80  ; v80 = -0x1.7500000000000p9
+                v260 = fcmp lt v257, v259
+                v261 = splat.f64x2 v82  ; v82 = 0.0
+                v323 = bitcast.f64x2 little v260
+                v324 = bitselect v323, v261, v322
+                v258 = fcmp ne v257, v257
+                v325 = bitcast.f64x2 little v258
+                v326 = bitselect v325, v257, v324
+                store notrap v326, v24
+                v155 = iconst.i64 1
+                v156 = iadd v14, v155  ; v155 = 1
+                v157 = icmp ult v156, v9
+                brif v157, block2(v156), block3
 
             block3:
-                v170 = iconst.i64 0
-                brif.i64 v13, block4(v170), block5  ; v170 = 0
+                v159 = iconst.i64 0
+                brif.i64 v13, block4(v159), block5  ; v159 = 0
 
-            block4(v169: i64):
-                v171 = iadd.i64 v11, v169
-                v172 = iconst.i64 3
-                v173 = ishl v171, v172  ; v172 = 3
-                v174 = iadd.i64 v4, v173
-                v175 = load.f64 notrap aligned v174
-                v176 = iconst.i64 3
-                v177 = ishl v171, v176  ; v176 = 3
-                v178 = iadd.i64 v5, v177
-                v179 = call fn0(v175)
-                store notrap aligned v179, v178
+            block4(v158: i64):
+                v160 = iadd.i64 v11, v158
+                v161 = iconst.i64 3
+                v162 = ishl v160, v161  ; v161 = 3
+                v163 = iadd.i64 v4, v162
+                v164 = load.f64 notrap aligned v163
+                v165 = iconst.i64 3
+                v166 = ishl v160, v165  ; v165 = 3
+                v167 = iadd.i64 v5, v166
+                v168 = call fn0(v164)
+                store notrap aligned v168, v167
                 jump block5
 
             block5:
-                v180 = f64const 0.0
-                v181 = iconst.i64 2
-                v182 = ushr.i64 v266, v181  ; v181 = 2
-                v183 = f64const -0.0
-                v334 = splat.f64x2 v183  ; v183 = -0.0
-                v184 = scalar_to_vector.f64x2 v180  ; v180 = 0.0
-                v185 = insertlane v184, v183, 1  ; v183 = -0.0
-                v195 = iconst.i64 0
-                brif v182, block6(v195, v180, v185, v334), block7(v180, v185, v334)  ; v195 = 0, v180 = 0.0, v180 = 0.0
+                v169 = f64const 0.0
+                v170 = iconst.i64 2
+                v171 = ushr.i64 v255, v170  ; v170 = 2
+                v172 = f64const -0.0
+                v327 = splat.f64x2 v172  ; v172 = -0.0
+                v173 = scalar_to_vector.f64x2 v169  ; v169 = 0.0
+                v174 = insertlane v173, v172, 1  ; v172 = -0.0
+                v184 = iconst.i64 0
+                brif v171, block6(v184, v169, v174, v327), block7(v169, v174, v327)  ; v184 = 0, v169 = 0.0, v169 = 0.0
 
-            block6(v188: i64, v189: f64, v190: f64x2, v191: f64x2):
-                v196 = iconst.i64 2
-                v197 = ishl v188, v196  ; v196 = 2
-                v199 = iconst.i64 3
-                v200 = ishl v197, v199  ; v199 = 3
-                v201 = iadd.i64 v5, v200
-                v335 = load.f64x2 notrap v201
-                v336 = fadd v190, v335
-                v213 = iconst.i64 2
-                v214 = iadd v197, v213  ; v213 = 2
-                v215 = iconst.i64 3
-                v216 = ishl v214, v215  ; v215 = 3
-                v217 = iadd.i64 v5, v216
-                v337 = load.f64x2 notrap v217
-                v338 = fadd v191, v337
-                v232 = iconst.i64 1
-                v233 = iadd v188, v232  ; v232 = 1
-                v234 = icmp ult v233, v182
-                brif v234, block6(v233, v189, v336, v338), block7(v189, v336, v338)
+            block6(v177: i64, v178: f64, v179: f64x2, v180: f64x2):
+                v185 = iconst.i64 2
+                v186 = ishl v177, v185  ; v185 = 2
+                v188 = iconst.i64 3
+                v189 = ishl v186, v188  ; v188 = 3
+                v190 = iadd.i64 v5, v189
+                v328 = load.f64x2 notrap v190
+                v329 = fadd v179, v328
+                v202 = iconst.i64 2
+                v203 = iadd v186, v202  ; v202 = 2
+                v204 = iconst.i64 3
+                v205 = ishl v203, v204  ; v204 = 3
+                v206 = iadd.i64 v5, v205
+                v330 = load.f64x2 notrap v206
+                v331 = fadd v180, v330
+                v221 = iconst.i64 1
+                v222 = iadd v177, v221  ; v221 = 1
+                v223 = icmp ult v222, v171
+                brif v223, block6(v222, v178, v329, v331), block7(v178, v329, v331)
 
-            block7(v192: f64, v193: f64x2, v194: f64x2):
-                v235 = stack_addr.i64 ss0
-                store notrap aligned v192, v235
-                v236 = atomic_load.i64 notrap aligned v235
-                v237 = bitcast.f64 v236
-                v238 = extractlane v193, 0
-                v239 = extractlane v193, 1
-                v240 = extractlane v194, 0
-                v241 = extractlane v194, 1
-                v242 = fadd v238, v239
-                v243 = fadd v240, v241
-                v244 = fadd v242, v243
-                v245 = select v182, v244, v237
-                v246 = iconst.i64 2
-                v247 = ishl.i64 v182, v246  ; v246 = 2
-                v248 = iconst.i64 3
-                v249 = band.i64 v266, v248  ; v248 = 3
-                v253 = iconst.i64 0
-                brif v249, block8(v253, v245), block9(v245)  ; v253 = 0
+            block7(v181: f64, v182: f64x2, v183: f64x2):
+                v224 = stack_addr.i64 ss0
+                store notrap aligned v181, v224
+                v225 = atomic_load.i64 notrap aligned v224
+                v226 = bitcast.f64 v225
+                v227 = extractlane v182, 0
+                v228 = extractlane v182, 1
+                v229 = extractlane v183, 0
+                v230 = extractlane v183, 1
+                v231 = fadd v227, v228
+                v232 = fadd v229, v230
+                v233 = fadd v231, v232
+                v234 = select v171, v233, v226
+                v235 = iconst.i64 2
+                v236 = ishl.i64 v171, v235  ; v235 = 2
+                v237 = iconst.i64 3
+                v238 = band.i64 v255, v237  ; v237 = 3
+                v242 = iconst.i64 0
+                brif v238, block8(v242, v234), block9(v234)  ; v242 = 0
 
-            block8(v250: i64, v251: f64):
-                v254 = iadd.i64 v247, v250
-                v255 = iconst.i64 3
-                v256 = ishl v254, v255  ; v255 = 3
-                v257 = iadd.i64 v5, v256
-                v258 = load.f64 notrap aligned v257
-                v259 = fadd v251, v258
-                v260 = iconst.i64 1
-                v261 = iadd v250, v260  ; v260 = 1
-                v262 = icmp ult v261, v249
-                brif v262, block8(v261, v259), block9(v259)
+            block8(v239: i64, v240: f64):
+                v243 = iadd.i64 v236, v239
+                v244 = iconst.i64 3
+                v245 = ishl v243, v244  ; v244 = 3
+                v246 = iadd.i64 v5, v245
+                v247 = load.f64 notrap aligned v246
+                v248 = fadd v240, v247
+                v249 = iconst.i64 1
+                v250 = iadd v239, v249  ; v249 = 1
+                v251 = icmp ult v250, v238
+                brif v251, block8(v250, v248), block9(v248)
 
-            block9(v252: f64):
-                v263 = stack_addr.i64 ss0
-                store notrap aligned v252, v263
-                v264 = atomic_load.i64 notrap aligned v263
-                v265 = bitcast.f64 v264
-                store notrap aligned v265, v6
+            block9(v241: f64):
+                v252 = stack_addr.i64 ss0
+                store notrap aligned v241, v252
+                v253 = atomic_load.i64 notrap aligned v252
+                v254 = bitcast.f64 v253
+                store notrap aligned v254, v6
                 return
             }
 
             ; the function of the kernel `exp`
             function u0:1(f64) -> f64 system_v {
+                gv0 = symbol colocated userextname0
+
             block0(v0: f64):
-                v1 = f64const 0x1.71547652b82fep0
-                v2 = f64const 0x1.8000000000000p52
-                v3 = fma v0, v1, v2  ; v1 = 0x1.71547652b82fep0, v2 = 0x1.8000000000000p52
-                v4 = fsub v3, v2  ; v2 = 0x1.8000000000000p52
-                v5 = bitcast.i64 v3
-                v6 = iconst.i64 0x4338_0000_0000_0000
-                v7 = isub v5, v6  ; v6 = 0x4338_0000_0000_0000
-                v8 = f64const -0x1.62e42ff000000p-1
-                v9 = fma v4, v8, v0  ; v8 = -0x1.62e42ff000000p-1
-                v10 = f64const 0x1.718432a1b0e26p-35
-                v11 = fmul v4, v10  ; v10 = 0x1.718432a1b0e26p-35
-                v12 = fadd v9, v11
-                v13 = f64const 0x1.0000000000000p-1
-                v14 = f64const 0x1.5555555555557p-3
-                v15 = fma v14, v12, v13  ; v14 = 0x1.5555555555557p-3, v13 = 0x1.0000000000000p-1
-                v16 = f64const 0x1.5555555555556p-5
-                v17 = f64const 0x1.11111111100dcp-7
-                v18 = fma v17, v12, v16  ; v17 = 0x1.11111111100dcp-7, v16 = 0x1.5555555555556p-5
-                v19 = f64const 0x1.6c16c16c162d4p-10
-                v20 = f64const 0x1.a01a01abe7fe1p-13
-                v21 = fma v20, v12, v19  ; v20 = 0x1.a01a01abe7fe1p-13, v19 = 0x1.6c16c16c162d4p-10
-                v22 = f64const 0x1.a01a01a6d889cp-16
-                v23 = f64const 0x1.71de0231960ebp-19
-                v24 = fma v23, v12, v22  ; v23 = 0x1.71de0231960ebp-19, v22 = 0x1.a01a01a6d889cp-16
-                v25 = f64const 0x1.27e4db646b17ep-22
-                v26 = f64const 0x1.af4de97ca4194p-26
-                v27 = fma v26, v12, v25  ; v26 = 0x1.af4de97ca4194p-26, v25 = 0x1.27e4db646b17ep-22
-                v28 = f64const 0x1.1f730349868cep-29
-                v29 = fmul v12, v12
-                v30 = fma v18, v29, v15
-                v31 = fma v24, v29, v21
-                v32 = fma v28, v29, v27  ; v28 = 0x1.1f730349868cep-29
-                v33 = fmul v29, v29
-                v34 = fma v31, v33, v30
-                v35 = fmul v33, v33
-                v36 = fma v32, v35, v34
-                v37 = fmul v12, v12
-                v38 = fma v37, v36, v11
-                v39 = fadd v9, v38
-                v40 = f64const 0x1.0000000000000p0
-                v41 = fadd v40, v39  ; v40 = 0x1.0000000000000p0
-                v42 = iconst.i64 1
-                v43 = sshr v7, v42  ; v42 = 1
-                v44 = isub v7, v43
-                v45 = iconst.i64 1023
-                v46 = iadd v43, v45  ; v45 = 1023
-                v47 = iconst.i64 52
-                v48 = ishl v46, v47  ; v47 = 52
-                v49 = bitcast.f64 v48
-                v50 = iconst.i64 1023
-                v51 = iadd v44, v50  ; v50 = 1023
-                v52 = iconst.i64 52
-                v53 = ishl v51, v52  ; v52 = 52
-                v54 = bitcast.f64 v53
-                v55 = fmul v41, v49
-                v56 = fmul v55, v54
-                v57 = f64const 0x1.6300000000000p9
-                v58 = fcmp gt v0, v57  ; v57 = 0x1.6300000000000p9
-                v59 = f64const +Inf
-                v60 = select v58, v59, v56  ; v59 = +Inf
-                v61 = f64const -0x1.7500000000000p9
-                v62 = fcmp lt v0, v61  ; v61 = -0x1.7500000000000p9
-                v63 = f64const 0.0
-                v64 = select v62, v63, v60  ; v63 = 0.0
-                v65 = fcmp ne v0, v0
-                v66 = select v65, v0, v64
-                return v66
+                v1 = symbol_value.i64 gv0
+                v2 = f64const 0x1.71547652b82fep7
+                v3 = f64const 0x1.8000000000000p52
+                v4 = fma v0, v2, v3  ; v2 = 0x1.71547652b82fep7, v3 = 0x1.8000000000000p52
+                v5 = fsub v4, v3  ; v3 = 0x1.8000000000000p52
+                v6 = bitcast.i64 v4
+                v7 = iconst.i64 0x4338_0000_0000_0000
+                v8 = isub v6, v7  ; v7 = 0x4338_0000_0000_0000
+                v9 = f64const -0x1.62e42ff000000p-8
+                v10 = fma v5, v9, v0  ; v9 = -0x1.62e42ff000000p-8
+                v11 = f64const 0x1.718432a1b0e26p-42
+                v12 = fma v5, v11, v10  ; v11 = 0x1.718432a1b0e26p-42
+                v13 = iconst.i64 127
+                v14 = band v8, v13  ; v13 = 127
+                v15 = iconst.i64 4
+                v16 = ishl v14, v15  ; v15 = 4
+                v17 = iadd v1, v16
+                v18 = load.f64 notrap aligned readonly can_move v17
+                v19 = iconst.i64 127
+                v20 = band v8, v19  ; v19 = 127
+                v21 = iconst.i64 4
+                v22 = ishl v20, v21  ; v21 = 4
+                v23 = iadd v1, v22
+                v24 = load.f64 notrap aligned readonly can_move v23+8
+                v25 = fmul v12, v12
+                v26 = f64const 0x1.0000000000000p-1
+                v27 = f64const 0x1.5555555555555p-3
+                v28 = f64const 0x1.5555555555555p-5
+                v29 = f64const 0x1.1111111111111p-7
+                v30 = fma v12, v27, v26  ; v27 = 0x1.5555555555555p-3, v26 = 0x1.0000000000000p-1
+                v31 = fma v12, v29, v28  ; v29 = 0x1.1111111111111p-7, v28 = 0x1.5555555555555p-5
+                v32 = fma v31, v25, v30
+                v33 = fma v32, v25, v12
+                v34 = fma v18, v33, v24
+                v35 = fadd v18, v34
+                v36 = iconst.i64 7
+                v37 = sshr v8, v36  ; v36 = 7
+                v38 = iconst.i64 8
+                v39 = sshr v8, v38  ; v38 = 8
+                v40 = isub v37, v39
+                v41 = bitcast.i64 v35
+                v42 = iconst.i64 52
+                v43 = ishl v39, v42  ; v42 = 52
+                v44 = iadd v41, v43
+                v45 = bitcast.f64 v44
+                v46 = iconst.i64 1023
+                v47 = iadd v40, v46  ; v46 = 1023
+                v48 = iconst.i64 52
+                v49 = ishl v47, v48  ; v48 = 52
+                v50 = bitcast.f64 v49
+                v51 = fmul v45, v50
+                v52 = f64const 0x1.6300000000000p9
+                v53 = fcmp gt v0, v52  ; v52 = 0x1.6300000000000p9
+                v54 = f64const +Inf
+                v55 = select v53, v54, v51  ; v54 = +Inf
+                v56 = f64const -0x1.7500000000000p9
+                v57 = fcmp lt v0, v56  ; v56 = -0x1.7500000000000p9
+                v58 = f64const 0.0
+                v59 = select v57, v58, v55  ; v58 = 0.0
+                v60 = fcmp ne v0, v0
+                v61 = select v60, v0, v59
+                return v61
             }
         "#]],
     );
@@ -872,80 +870,78 @@ fn exp_is_an_inline_kernel() {
         "def f(x: real) = exp(x)",
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
+                gv0 = symbol colocated userextname0
+
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
+                v68 = symbol_value.i64 gv0
+                v7 -> v68
                 jump block1
 
             block1:
                 v4 = load.i64 notrap aligned readonly can_move v0
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v6 = load.f64 notrap aligned v4
-                v7 = f64const 0x1.71547652b82fep0
-                v8 = f64const 0x1.8000000000000p52
-                v9 = fma v6, v7, v8  ; v7 = 0x1.71547652b82fep0, v8 = 0x1.8000000000000p52
-                v10 = fsub v9, v8  ; v8 = 0x1.8000000000000p52
-                v11 = bitcast.i64 v9
-                v12 = iconst.i64 0x4338_0000_0000_0000
-                v13 = isub v11, v12  ; v12 = 0x4338_0000_0000_0000
-                v14 = f64const -0x1.62e42ff000000p-1
-                v15 = fma v10, v14, v6  ; v14 = -0x1.62e42ff000000p-1
-                v16 = f64const 0x1.718432a1b0e26p-35
-                v17 = fmul v10, v16  ; v16 = 0x1.718432a1b0e26p-35
-                v18 = fadd v15, v17
-                v19 = f64const 0x1.0000000000000p-1
-                v20 = f64const 0x1.5555555555557p-3
-                v21 = fma v20, v18, v19  ; v20 = 0x1.5555555555557p-3, v19 = 0x1.0000000000000p-1
-                v22 = f64const 0x1.5555555555556p-5
-                v23 = f64const 0x1.11111111100dcp-7
-                v24 = fma v23, v18, v22  ; v23 = 0x1.11111111100dcp-7, v22 = 0x1.5555555555556p-5
-                v25 = f64const 0x1.6c16c16c162d4p-10
-                v26 = f64const 0x1.a01a01abe7fe1p-13
-                v27 = fma v26, v18, v25  ; v26 = 0x1.a01a01abe7fe1p-13, v25 = 0x1.6c16c16c162d4p-10
-                v28 = f64const 0x1.a01a01a6d889cp-16
-                v29 = f64const 0x1.71de0231960ebp-19
-                v30 = fma v29, v18, v28  ; v29 = 0x1.71de0231960ebp-19, v28 = 0x1.a01a01a6d889cp-16
-                v31 = f64const 0x1.27e4db646b17ep-22
-                v32 = f64const 0x1.af4de97ca4194p-26
-                v33 = fma v32, v18, v31  ; v32 = 0x1.af4de97ca4194p-26, v31 = 0x1.27e4db646b17ep-22
-                v34 = f64const 0x1.1f730349868cep-29
-                v35 = fmul v18, v18
-                v36 = fma v24, v35, v21
-                v37 = fma v30, v35, v27
-                v38 = fma v34, v35, v33  ; v34 = 0x1.1f730349868cep-29
-                v39 = fmul v35, v35
-                v40 = fma v37, v39, v36
-                v41 = fmul v39, v39
-                v42 = fma v38, v41, v40
-                v43 = fmul v18, v18
-                v44 = fma v43, v42, v17
-                v45 = fadd v15, v44
-                v46 = f64const 0x1.0000000000000p0
-                v47 = fadd v46, v45  ; v46 = 0x1.0000000000000p0
-                v48 = iconst.i64 1
-                v49 = sshr v13, v48  ; v48 = 1
-                v50 = isub v13, v49
-                v51 = iconst.i64 1023
-                v52 = iadd v49, v51  ; v51 = 1023
-                v53 = iconst.i64 52
-                v54 = ishl v52, v53  ; v53 = 52
-                v55 = bitcast.f64 v54
-                v56 = iconst.i64 1023
-                v57 = iadd v50, v56  ; v56 = 1023
-                v58 = iconst.i64 52
-                v59 = ishl v57, v58  ; v58 = 52
-                v60 = bitcast.f64 v59
-                v61 = fmul v47, v55
-                v62 = fmul v61, v60
-                v63 = f64const 0x1.6300000000000p9
-                v64 = fcmp gt v6, v63  ; v63 = 0x1.6300000000000p9
-                v65 = f64const +Inf
-                v66 = select v64, v65, v62  ; v65 = +Inf
-                v67 = f64const -0x1.7500000000000p9
-                v68 = fcmp lt v6, v67  ; v67 = -0x1.7500000000000p9
-                v69 = f64const 0.0
-                v70 = select v68, v69, v66  ; v69 = 0.0
-                v71 = fcmp ne v6, v6
-                v72 = select v71, v6, v70
-                store notrap aligned v72, v5
+                v8 = f64const 0x1.71547652b82fep7
+                v9 = f64const 0x1.8000000000000p52
+                v10 = fma v6, v8, v9  ; v8 = 0x1.71547652b82fep7, v9 = 0x1.8000000000000p52
+                v11 = fsub v10, v9  ; v9 = 0x1.8000000000000p52
+                v12 = bitcast.i64 v10
+                v13 = iconst.i64 0x4338_0000_0000_0000
+                v14 = isub v12, v13  ; v13 = 0x4338_0000_0000_0000
+                v15 = f64const -0x1.62e42ff000000p-8
+                v16 = fma v11, v15, v6  ; v15 = -0x1.62e42ff000000p-8
+                v17 = f64const 0x1.718432a1b0e26p-42
+                v18 = fma v11, v17, v16  ; v17 = 0x1.718432a1b0e26p-42
+                v19 = iconst.i64 127
+                v20 = band v14, v19  ; v19 = 127
+                v21 = iconst.i64 4
+                v22 = ishl v20, v21  ; v21 = 4
+                v23 = iadd.i64 v7, v22
+                v24 = load.f64 notrap aligned readonly can_move v23
+                v25 = iconst.i64 127
+                v26 = band v14, v25  ; v25 = 127
+                v27 = iconst.i64 4
+                v28 = ishl v26, v27  ; v27 = 4
+                v29 = iadd.i64 v7, v28
+                v30 = load.f64 notrap aligned readonly can_move v29+8
+                v31 = fmul v18, v18
+                v32 = f64const 0x1.0000000000000p-1
+                v33 = f64const 0x1.5555555555555p-3
+                v34 = f64const 0x1.5555555555555p-5
+                v35 = f64const 0x1.1111111111111p-7
+                v36 = fma v18, v33, v32  ; v33 = 0x1.5555555555555p-3, v32 = 0x1.0000000000000p-1
+                v37 = fma v18, v35, v34  ; v35 = 0x1.1111111111111p-7, v34 = 0x1.5555555555555p-5
+                v38 = fma v37, v31, v36
+                v39 = fma v38, v31, v18
+                v40 = fma v24, v39, v30
+                v41 = fadd v24, v40
+                v42 = iconst.i64 7
+                v43 = sshr v14, v42  ; v42 = 7
+                v44 = iconst.i64 8
+                v45 = sshr v14, v44  ; v44 = 8
+                v46 = isub v43, v45
+                v47 = bitcast.i64 v41
+                v48 = iconst.i64 52
+                v49 = ishl v45, v48  ; v48 = 52
+                v50 = iadd v47, v49
+                v51 = bitcast.f64 v50
+                v52 = iconst.i64 1023
+                v53 = iadd v46, v52  ; v52 = 1023
+                v54 = iconst.i64 52
+                v55 = ishl v53, v54  ; v54 = 52
+                v56 = bitcast.f64 v55
+                v57 = fmul v51, v56
+                v58 = f64const 0x1.6300000000000p9
+                v59 = fcmp gt v6, v58  ; v58 = 0x1.6300000000000p9
+                v60 = f64const +Inf
+                v61 = select v59, v60, v57  ; v60 = +Inf
+                v62 = f64const -0x1.7500000000000p9
+                v63 = fcmp lt v6, v62  ; v62 = -0x1.7500000000000p9
+                v64 = f64const 0.0
+                v65 = select v63, v64, v61  ; v64 = 0.0
+                v66 = fcmp ne v6, v6
+                v67 = select v66, v6, v65
+                store notrap aligned v67, v5
                 return
             }
         "#]],

@@ -1,6 +1,8 @@
 //! The arithmetic kernels are written over: [`Arith`], with values that are reals, 64-bit
 //! integers (a real's bits) and masks (the results of comparisons).
 
+use crate::table::Table;
+
 /// A comparison of reals, as IEEE defines it: every comparison with NaN is false except
 /// [`Cmp::Ne`].
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -55,6 +57,11 @@ pub trait Arith {
     /// `a >> n`, arithmetic (the sign is copied in), for `n < 64`.
     fn sshr(&mut self, a: Self::Int, n: u32) -> Self::Int;
     fn ieq(&mut self, a: Self::Int, b: Self::Int) -> Self::Mask;
+
+    /// The real at `column` of row `i mod t.rows()` of the table `t` ([`Table::get`]):
+    /// the index is reduced to the table by a mask, so a lookup never reads outside it,
+    /// whatever `i` is.
+    fn lookup(&mut self, t: Table, i: Self::Int, column: usize) -> Self::Real;
 }
 
 /// The polynomial `c[0] + c[1] z + c[2] z^2 + ...` by Horner's rule with `mul_add`: the
@@ -124,6 +131,18 @@ pub(crate) const SHIFTER: f64 = 6755399441055744.0;
 pub(crate) fn round_to_int<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int) {
     let shifter = a.real(SHIFTER);
     let t = a.add(x, shifter);
+    let kf = a.sub(t, shifter);
+    let bits = a.to_bits(t);
+    let base = a.int(SHIFTER.to_bits() as i64);
+    (kf, a.isub(bits, base))
+}
+
+/// `x c` rounded to an integer by one multiply-add with [`SHIFTER`], as a real and as an
+/// integer (for `|x c| < 2^51`): the `k` of a reduction modulo `1/c`.
+pub(crate) fn round_product<A: Arith>(a: &mut A, x: A::Real, c: f64) -> (A::Real, A::Int) {
+    let c = a.real(c);
+    let shifter = a.real(SHIFTER);
+    let t = a.mul_add(x, c, shifter);
     let kf = a.sub(t, shifter);
     let bits = a.to_bits(t);
     let base = a.int(SHIFTER.to_bits() as i64);

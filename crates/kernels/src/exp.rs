@@ -1,10 +1,13 @@
 //! The exponential family: `exp`, `expm1`, and `tanh` and `sigmoid` built from them.
 //!
-//! `x = k ln2 + r` with `k` an integer and `|r| <= ln2/2` (Cody–Waite: `ln2` in two parts,
-//! the first short enough that `k * LN2_HI` is exact), then `exp(r) = 1 + r + r^2 g(r)`
-//! with `g` a degree-10 polynomial, and `2^k` built from its exponent bits.
+//! `exp` (and the exponential inside `tanh` and `sigmoid`) reduces `x` to a multiple of
+//! `ln2/128` plus `|r| <= ln2/256` and reads `2^(j/128)` from a table ([`table_parts`]);
+//! `expm1` reduces to `x = k ln2 + r` with `|r| <= ln2/2` (Cody–Waite: `ln2` in two parts,
+//! the first short enough that `k * LN2_HI` is exact) and `exp(r) = 1 + r + r^2 g(r)` with
+//! `g` a degree-10 polynomial. `2^k` is built from its exponent bits.
 
-use crate::arith::{estrin, horner, pow2, round_to_int, two_sum, Arith, Cmp, SHIFTER};
+use crate::arith::{estrin, horner, pow2, round_product, round_to_int, two_sum, Arith, Cmp};
+use crate::table::{Table, EXP2_N};
 
 /// `1 / ln 2`.
 const INV_LN2: f64 = std::f64::consts::LOG2_E;
@@ -51,18 +54,12 @@ const TANH_T: [f64; 12] = [
 const TANH_SMALL: f64 = 0.625;
 
 /// `x = k ln2 + (hi + lo)`: `(k as a real, k, hi, lo)`, `hi` exact and `lo` rounded.
-/// `k = round(x / ln2)` by one multiply-add with [`SHIFTER`], and `hi = x - k LN2_HI` by
+/// `k = round(x / ln2)` by [`round_product`], and `hi = x - k LN2_HI` by
 /// another: exact whether fused or not (`k LN2_HI` is exact, and so is the difference, by
 /// Sterbenz's lemma).
 #[allow(clippy::type_complexity)]
 fn reduce<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int, A::Real, A::Real) {
-    let inv_ln2 = a.real(INV_LN2);
-    let shifter = a.real(SHIFTER);
-    let t = a.mul_add(x, inv_ln2, shifter);
-    let kf = a.sub(t, shifter);
-    let bits = a.to_bits(t);
-    let base = a.int(SHIFTER.to_bits() as i64);
-    let k = a.isub(bits, base);
+    let (kf, k) = round_product(a, x, INV_LN2);
     let neg_ln2_hi = a.real(-LN2_HI);
     let hi = a.mul_add(kf, neg_ln2_hi, x);
     let neg_ln2_lo = a.real(-LN2_LO);
@@ -100,20 +97,16 @@ fn clamp<A: Arith>(a: &mut A, x: A::Real, lo: f64, hi: f64) -> A::Real {
     a.select(below, lo, x)
 }
 
-/// `e^x = (yh + yl) 2^k` for `x` in `[-746, 710]`, `yh + yl` to about 2^-60 relative:
-/// `(yh, yl, k)`.
+/// `e^x = (yh + yl) 2^e` for `x` in `[-746, 710]`, `yh + yl` to about 2^-60 relative and
+/// `|yl|` at most half an ulp of `yh`: `(yh, yl, e)`, from [`table_parts`] by Fast2Sum
+/// (`|u| < |hi|`).
 fn exp_parts<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real, A::Int) {
-    let (_, k, hi, lo) = reduce(a, x);
-    let q = tail(a, hi, lo, true);
-    // e^r = 1 + hi + q = 1 + s + se exactly.
-    let (s, se) = two_sum(a, hi, q);
-    let one = a.real(1.0);
-    let yh = a.add(one, s);
-    // The rounding error of 1 + s, exactly (Fast2Sum: |s| < 1).
-    let back = a.sub(one, yh);
-    let ye = a.add(back, s);
-    let yl = a.add(ye, se);
-    (yh, yl, k)
+    let (hi, u, k) = table_parts(a, x);
+    let yh = a.add(hi, u);
+    let back = a.sub(hi, yh);
+    let yl = a.add(back, u);
+    let e = a.sshr(k, 7);
+    (yh, yl, e)
 }
 
 /// `y 2^k` for `k` in `[-1076, 1024]`, as two factors `2^(k - k/2) * 2^(k/2)`, each a
@@ -127,20 +120,61 @@ fn scale<A: Arith>(a: &mut A, y: A::Real, k: A::Int) -> A::Real {
     a.mul(y, s2)
 }
 
-/// `e^x`, computed for every `x` and then chosen: beyond 710 the result is infinity and
-/// below -746 it is 0 (there `k` is out of the range [`scale`] takes), NaN stays NaN.
-/// `e^r = 1 + (hi + q)`, two roundings: the sum `hi + q` (`|hi + q| < 0.42`, its rounding
-/// at most a quarter of an ulp of the result) and the `1 +` (half an ulp), with no
-/// compensated sum, which `tanh` and `sigmoid` keep ([`exp_parts`]). Choosing at the end
-/// rather than clamping `x` first keeps the comparisons off the chain of dependent
-/// operations.
+/// `1 / ln 2` times [`EXP2_N`]: `x` times it is `x` in 128ths of `ln 2`.
+const INV_LN2_N: f64 = 184.6649652337873;
+
+/// `e^r - 1 = r + r^2 (1/2 + r/6 + r^2/24 + r^3/120)` on `|r| <= ln2/256`, where the first
+/// omitted term, `r^6/720`, is below `2^-60`: the Taylor coefficients of `r^2 .. r^5`.
+const EXP_R: [f64; 4] = [0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0];
+
+/// `e^x = 2^e (hi + u)` with `e = k >> 7`, by a table of `2^(j/128)` (Tang's method):
+/// `(hi, u, k)`. `x = (128 e + j) ln2/128 + r` with `k = 128 e + j = round(128 x / ln2)`
+/// and `|r| <= ln2/256`; `e^x = 2^e T_j (1 + p(r))` with `T_j = hi + lo` from
+/// [`Table::Exp2`] and `p(r) = e^r - 1` of degree 5, and `u = hi p + lo` rounded once
+/// (`|u| < 0.006 hi`, so its rounding is below 2^-60 of the result). For any `x` the table
+/// is read inside (the index is reduced to it); the result means something for `x` in
+/// `[-746, 710]`, where `|k| < 2^18`.
+fn table_parts<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real, A::Int) {
+    let (kf, k) = round_product(a, x, INV_LN2_N);
+    // `k LN2_HI/128` is exact (`|k| < 2^18`, `LN2_HI` has 32 bits).
+    let neg_hi = a.real(-LN2_HI / EXP2_N as f64);
+    let r = a.mul_add(kf, neg_hi, x);
+    let neg_lo = a.real(-LN2_LO / EXP2_N as f64);
+    let r = a.mul_add(kf, neg_lo, r);
+    let hi = a.lookup(Table::Exp2, k, 0);
+    let lo = a.lookup(Table::Exp2, k, 1);
+    let r2 = a.mul(r, r);
+    let c = EXP_R.map(|c| a.real(c));
+    let even = a.mul_add(r, c[1], c[0]);
+    let odd = a.mul_add(r, c[3], c[2]);
+    let g = a.mul_add(odd, r2, even);
+    let p = a.mul_add(g, r2, r);
+    let u = a.mul_add(hi, p, lo);
+    (hi, u, k)
+}
+
+/// `e^x`, from [`table_parts`]: `hi + u` rounds twice, the multiply-add in `u` (below a
+/// hundredth of an ulp of the result) and the sum (half an ulp). `2^e` is applied as
+/// `2^(k >> 8)` added to the exponent bits (exact: the result stays normal) times the
+/// normal number `2^(e - (k >> 8))`, so results near overflow and subnormal results are
+/// rounded once. Beyond 710 the result is infinity and below -746 it is 0, chosen at the
+/// end (there `k` is out of range); NaN stays NaN ([`crate::Kernel::emit`]). The table
+/// gives a polynomial of degree 5 with four constants, where one on `|r| <= ln2/2` has
+/// degree 12 and eleven: two lanes of it keep more of their constants in registers.
 pub(crate) fn exp<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
-    let (_, k, hi, lo) = reduce(a, x);
-    let q = tail(a, hi, lo, true);
-    let p = a.add(hi, q);
-    let one = a.real(1.0);
-    let y = a.add(one, p);
-    let y = scale(a, y, k);
+    let (hi, u, k) = table_parts(a, x);
+    let y = a.add(hi, u);
+    // `2^e`, `e = k >> 7` in [-1077, 1024] for `x` in [-746, 710], as `2^e1 2^e2` with
+    // `e1 = k >> 8` and `e2 = e - e1`, both in [-539, 512]: `y 2^e1` by its exponent bits.
+    let e = a.sshr(k, 7);
+    let e1 = a.sshr(k, 8);
+    let e2 = a.isub(e, e1);
+    let y_bits = a.to_bits(y);
+    let e1_bits = a.shl(e1, 52);
+    let y_bits = a.iadd(y_bits, e1_bits);
+    let y = a.bits_to_real(y_bits);
+    let s2 = pow2(a, e2);
+    let y = a.mul(y, s2);
     let top = a.real(710.0);
     let above = a.cmp(Cmp::Gt, x, top);
     let inf = a.real(f64::INFINITY);

@@ -27,10 +27,12 @@ mod arith;
 mod exp;
 mod log;
 mod scalar;
+mod table;
 mod trig;
 
 pub use arith::{Arith, Cmp};
 pub use scalar::{host_has_fma, Scalar};
+pub use table::{Table, TABLES};
 pub use trig::TRIG_BOUND;
 
 /// The functions computed by a kernel.
@@ -95,6 +97,12 @@ impl Kernel {
             Kernel::Sin => trig::sin(a, x),
             Kernel::Cos => trig::cos(a, x),
         }
+    }
+
+    /// Whether the kernel reads a table ([`Arith::lookup`]): native code then needs the
+    /// tables' address ([`TABLES`]).
+    pub fn reads_tables(self) -> bool {
+        matches!(self, Kernel::Exp | Kernel::Tanh | Kernel::Sigmoid)
     }
 
     /// Whether the value at `x` comes from the standard library rather than the kernel:

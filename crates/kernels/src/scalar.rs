@@ -2,6 +2,7 @@
 //! compute with, and the host's FMA, which decides whether its `mul_add` is fused.
 
 use crate::arith::{Arith, Cmp};
+use crate::table::Table;
 
 /// [`Arith`] on `f64`; `mul_add` is fused when `FUSED` (`f64::mul_add`, one rounding) and a
 /// product then a sum otherwise (Rust never contracts `a * b + c`).
@@ -129,5 +130,9 @@ impl<const FUSED: bool> Arith for Scalar<FUSED> {
     #[inline(always)]
     fn ieq(&mut self, a: i64, b: i64) -> bool {
         a == b
+    }
+    #[inline(always)]
+    fn lookup(&mut self, t: Table, i: i64, column: usize) -> f64 {
+        t.get(i, column)
     }
 }

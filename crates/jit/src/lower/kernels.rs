@@ -8,16 +8,19 @@
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64};
-use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, MemFlagsData, Signature, Value};
+use cranelift_codegen::ir::{
+    AbiParam, FuncRef, GlobalValue, InstBuilder, MemFlagsData, Signature, Value,
+};
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_module::{FuncId, FuncOrDataId, Linkage, Module};
+use cranelift_module::{DataDescription, DataId, FuncId, FuncOrDataId, Linkage, Module};
 use target_lexicon::Architecture;
-use unfad_kernels::{Arith, Cmp, Kernel, TRIG_BOUND};
+use unfad_kernels::{Arith, Cmp, Kernel, Table, TABLES, TRIG_BOUND};
 
 use crate::error::{JitError, JitResult};
 use crate::runtime;
 
+use super::prologue::PrologueValue;
 use super::{blockargs, Translator};
 
 /// How many kernels outside loops a function inlines; beyond, each is a call of the
@@ -30,6 +33,9 @@ pub const INLINE_KERNELS_OUTSIDE_LOOPS: usize = 16;
 pub(super) struct Emit<'f, 'a> {
     b: &'f mut FunctionBuilder<'a>,
     fused: bool,
+    /// The address of the kernels' tables ([`kernel_tables`]), where the kernel reads
+    /// them ([`Kernel::reads_tables`]).
+    tables: Option<Value>,
 }
 
 /// Whether kernels fuse `mul_add` in code for `isa`: exactly when the host has FMA, the
@@ -137,6 +143,63 @@ impl Arith for Emit<'_, '_> {
     fn ieq(&mut self, a: Value, b: Value) -> Value {
         self.b.ins().icmp(IntCC::Equal, a, b)
     }
+    /// A load at `tables + 8 (start + width (i & (rows - 1)) + column)`: the mask keeps
+    /// the read inside the table whatever `i` is. The load is `readonly` and `can_move`
+    /// (the tables never change), so that Cranelift may merge and move it and the
+    /// two-lane pass may gather two of them (`lanes.rs`).
+    fn lookup(&mut self, t: Table, i: Value, column: usize) -> Value {
+        let tables = self
+            .tables
+            .expect("a kernel that reads tables is given their address");
+        let row = self.b.ins().band_imm_u(i, (t.rows() - 1) as i64);
+        let shift = (t.width() * 8).trailing_zeros();
+        let at = self.b.ins().ishl_imm_u(row, i64::from(shift));
+        let addr = self.b.ins().iadd(tables, at);
+        let offset = ((t.start() + column) * 8) as i32;
+        self.b.ins().load(F64, table_flags(), addr, offset)
+    }
+}
+
+/// The flags of a load from the kernels' tables: aligned, never trapping (the index is
+/// masked into the table), of memory that never changes.
+fn table_flags() -> MemFlagsData {
+    MemFlagsData::trusted().with_readonly().with_can_move()
+}
+
+/// The symbol of the data object holding the kernels' tables.
+const TABLES_NAME: &str = "unfad_kernel_tables";
+
+/// The data object of `module` holding [`TABLES`] (aligned to 16 bytes), declared and
+/// defined at its first use in the module.
+pub(crate) fn kernel_tables(module: &mut dyn Module) -> JitResult<DataId> {
+    if let Some(FuncOrDataId::Data(id)) = module.get_name(TABLES_NAME) {
+        return Ok(id);
+    }
+    let id = module
+        .declare_data(TABLES_NAME, Linkage::Local, false, false)
+        .map_err(codegen_error)?;
+    let bytes: Vec<u8> = TABLES.iter().flat_map(|b| b.to_ne_bytes()).collect();
+    let mut data = DataDescription::new();
+    data.define(bytes.into_boxed_slice());
+    data.set_align(16);
+    module.define_data(id, &data).map_err(codegen_error)?;
+    Ok(id)
+}
+
+/// The kernels' tables as a global value of the function being built, declared at the
+/// first use (`gv` remembers it).
+fn tables_global(
+    module: &mut dyn Module,
+    func: &mut cranelift_codegen::ir::Function,
+    gv: &mut Option<GlobalValue>,
+) -> JitResult<GlobalValue> {
+    if let Some(gv) = *gv {
+        return Ok(gv);
+    }
+    let id = kernel_tables(module)?;
+    let v = module.declare_data_in_func(id, func);
+    *gv = Some(v);
+    Ok(v)
 }
 
 /// The symbol of the module's function computing kernel `k` (see [`kernel_function`]).
@@ -222,7 +285,13 @@ fn build_kernel_function(
     b.switch_to_block(entry);
     let x = b.block_params(entry)[0];
     let fallback = fallback.map(|f| module.declare_func_in_func(f, b.func));
-    let r = emit_kernel(&mut b, fused, k, x, fallback);
+    let tables = if k.reads_tables() {
+        let gv = tables_global(module, b.func, &mut None)?;
+        Some(b.ins().symbol_value(module.isa().pointer_type(), gv))
+    } else {
+        None
+    };
+    let r = emit_kernel(&mut b, fused, k, x, fallback, tables);
     b.ins().return_(&[r]);
     b.seal_all_blocks();
     b.finalize(module.isa().frontend_config());
@@ -238,12 +307,13 @@ fn emit_kernel(
     k: Kernel,
     x: Value,
     fallback: Option<FuncRef>,
+    tables: Option<Value>,
 ) -> Value {
     // The kernel before the branch (pure arithmetic, no trap whatever `x`; its value is
     // unused beyond the bound): `sin(x)` and `cos(x)` of one `x`, as a rotation or a
     // gradient has them, then share their reduction and polynomials, which Cranelift
     // computes once (the first dominates the second).
-    let v = k.emit(&mut Emit { b, fused }, x);
+    let v = k.emit(&mut Emit { b, fused, tables }, x);
     let Some(fallback) = fallback else {
         return v;
     };
@@ -326,7 +396,13 @@ impl<'a> Translator<'a> {
             Some((name, _)) => Some(self.extern_fn(name, 1)?),
             None => None,
         };
-        let r = emit_kernel(&mut self.b, fused, k, x, fallback);
+        let tables = if k.reads_tables() {
+            tables_global(&mut *self.module, self.b.func, &mut self.kernel_tables)?;
+            Some(self.prologue_value(PrologueValue::KernelTables))
+        } else {
+            None
+        };
+        let r = emit_kernel(&mut self.b, fused, k, x, fallback, tables);
         if fallback.is_some() {
             // Another block: what was numbered in the one before is forgotten, as at
             // every switch.

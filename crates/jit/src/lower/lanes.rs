@@ -441,12 +441,31 @@ impl Pairing<'_> {
                     offset: o1,
                 },
                 Lane::Real,
-            ) if f0 == f1 && self.adjacent((p0, o0.into()), (p1, o1.into())) => {
-                if self.writes_between(ia, ib, self.roots.get(&p0).copied()) {
-                    return None;
+            ) if f0 == f1 => {
+                if self.adjacent((p0, o0.into()), (p1, o1.into())) {
+                    if self.writes_between(ia, ib, self.roots.get(&p0).copied()) {
+                        return None;
+                    }
+                    let flags = self.vector_flags(f0);
+                    self.at(later).ins().load(F64X2, flags, p0, o0)
+                } else {
+                    // A gather from memory that never changes (the kernels' tables): the
+                    // two addresses, computed alike, on two lanes, then one load per lane.
+                    let flags = self.func.dfg.mem_flags[f0];
+                    if o0 != o1 || !flags.readonly() || !flags.can_move() {
+                        return None;
+                    }
+                    let addrs = self.pair(p0, p1, Lane::Int)?;
+                    let mut c = self.at(later);
+                    let a0 = c.ins().extractlane(addrs, 0);
+                    let a1 = c.ins().extractlane(addrs, 1);
+                    let x0 = c.ins().load(F64, flags, a0, o0);
+                    let x1 = c.ins().load(F64, flags, a1, o0);
+                    // A splat of the first is two instructions, where moving a scalar into
+                    // a vector's lane 0 is three.
+                    let v = c.ins().splat(F64X2, x0);
+                    c.ins().insertlane(v, x1, 1)
                 }
-                let flags = self.vector_flags(f0);
-                self.at(later).ins().load(F64X2, flags, p0, o0)
             }
             _ => return None,
         };
@@ -472,6 +491,10 @@ impl Pairing<'_> {
                 (m0, m1)
             }
         };
+        if x0 == x1 {
+            // One value in both lanes (defined in another block).
+            return c.ins().splat(lane.vector(), x0);
+        }
         let v = c.ins().scalar_to_vector(lane.vector(), x0);
         c.ins().insertlane(v, x1, 1)
     }
@@ -584,11 +607,13 @@ impl Pairing<'_> {
                     args: [_, addr],
                     ..
                 } => elsewhere(addr),
+                // Memory that never changes (the kernels' tables) is no buffer's.
                 InstructionData::Load {
                     opcode: Opcode::Load,
                     arg,
+                    flags,
                     ..
-                } => !reads || elsewhere(arg),
+                } => !reads || elsewhere(arg) || self.func.dfg.mem_flags[flags].readonly(),
                 _ => {
                     !(op.can_store()
                         || op.is_call()

@@ -123,6 +123,9 @@ pub(crate) struct Translator<'a> {
     kernel_calls: bool,
     /// The kernels' functions called from this function (see [`Translator::kernel`]).
     kernel_fns: HashMap<unfad_kernels::Kernel, FuncRef>,
+    /// The kernels' tables as a global value of this function (see
+    /// [`kernels::kernel_tables`]), once a kernel read them.
+    kernel_tables: Option<cranelift_codegen::ir::GlobalValue>,
     /// The loop depth (the length of `counters`) of code that runs a few times per call
     /// of the function (the last elements of a loop inside no other): kernels directly
     /// there, not in a loop inside it, are calls.
@@ -218,6 +221,7 @@ impl<'a> Translator<'a> {
             in_place: Vec::new(),
             kernel_calls: false,
             kernel_fns: HashMap::default(),
+            kernel_tables: None,
             few_per_call: None,
             many_kernels_outside_loops: false,
             retry: None,

@@ -20,6 +20,9 @@ pub(super) enum PrologueValue {
     Count(SizeExpr),
     /// The address of element `offset` of slot `slot` of the workspace.
     Addr(usize, SizeExpr),
+    /// The address of the math kernels' tables (`kernels::kernel_tables`): one value for
+    /// the whole function, so that the lookups of two lanes gather from the same base.
+    KernelTables,
 }
 
 /// What the prologue must compute, and what a call must check, once the body is lowered.
@@ -200,6 +203,12 @@ impl<'a> Translator<'a> {
                     let k = counts.get(&mut self.b, off);
                     let bytes = self.b.ins().ishl_imm_s(k, 3);
                     self.b.ins().iadd(base, bytes)
+                }
+                PrologueValue::KernelTables => {
+                    let Some(gv) = self.kernel_tables else {
+                        return internal("the kernels' tables read but not declared");
+                    };
+                    self.b.ins().symbol_value(I64, gv)
                 }
             };
             args.push(v);
