@@ -1,5 +1,6 @@
 //! unfad's math kernels: `exp`, `log`, `tanh`, `sigmoid`, `log1p`, `expm1`, `sin` and `cos`,
-//! by range reduction and a polynomial.
+//! by range reduction and a polynomial (`exp`, and the exponential inside `tanh` and
+//! `sigmoid`, with a table of `2^(j/128)` read by [`Arith::lookup`]).
 //!
 //! Each kernel is written once, as a generic function over [`Arith`], the few arithmetic
 //! operations it uses (IEEE operations on reals, `mul_add`, comparisons and selects, and
@@ -19,7 +20,7 @@
 //! Whether `mul_add` is fused is a fact about the host ([`host_has_fma`]) that both
 //! instances read, so that they agree on every host; the twin can be run with either
 //! setting ([`Kernel::eval_with`]) and the tests check both. docs/kernels.md has the
-//! measured accuracy (at most 1 ulp; `sigmoid` 1.035) and speed.
+//! measured accuracy (at most 1 ulp) and speed.
 
 #![forbid(unsafe_code)]
 
