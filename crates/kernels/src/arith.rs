@@ -166,6 +166,14 @@ pub(crate) fn int_to_real<A: Arith>(a: &mut A, k: A::Int) -> A::Real {
     a.sub(t, shifter)
 }
 
+/// `x + y = s + err` exactly for `|x| >= |y|` (Fast2Sum, three operations where
+/// [`two_sum`] takes six): `(s, err)`.
+pub(crate) fn fast_two_sum<A: Arith>(a: &mut A, x: A::Real, y: A::Real) -> (A::Real, A::Real) {
+    let s = a.add(x, y);
+    let back = a.sub(x, s);
+    (s, a.add(back, y))
+}
+
 /// `a + b = s + err` exactly (TwoSum): `(s, err)`.
 pub(crate) fn two_sum<A: Arith>(a: &mut A, x: A::Real, y: A::Real) -> (A::Real, A::Real) {
     let s = a.add(x, y);

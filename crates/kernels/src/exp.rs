@@ -6,7 +6,9 @@
 //! the first short enough that `k * LN2_HI` is exact) and `exp(r) = 1 + r + r^2 g(r)` with
 //! `g` a degree-10 polynomial. `2^k` is built from its exponent bits.
 
-use crate::arith::{estrin, horner, pow2, round_product, round_to_int, two_sum, Arith, Cmp};
+use crate::arith::{
+    estrin, fast_two_sum, horner, pow2, round_product, round_to_int, two_sum, Arith, Cmp,
+};
 use crate::table::{Table, EXP2_N};
 
 /// `1 / ln 2`.
@@ -102,9 +104,7 @@ fn clamp<A: Arith>(a: &mut A, x: A::Real, lo: f64, hi: f64) -> A::Real {
 /// (`|u| < |hi|`).
 fn exp_parts<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real, A::Int) {
     let (hi, u, k) = table_parts(a, x);
-    let yh = a.add(hi, u);
-    let back = a.sub(hi, yh);
-    let yl = a.add(back, u);
+    let (yh, yl) = fast_two_sum(a, hi, u);
     let e = a.sshr(k, 7);
     (yh, yl, e)
 }
@@ -242,10 +242,8 @@ pub(crate) fn expm1<A: Arith>(a: &mut A, x0: A::Real) -> A::Real {
 /// for the rounding of `1 + wh`.
 fn ratio<A: Arith>(a: &mut A, wh: A::Real, wl: A::Real, c_value: f64) -> (A::Real, A::Real) {
     let one = a.real(1.0);
-    let d = a.add(one, wh);
-    // d + ed = 1 + wh + wl (the rounding error of 1 + wh is exact: Fast2Sum, 1 >= wh).
-    let back = a.sub(one, d);
-    let ed = a.add(back, wh);
+    // d + ed = 1 + wh + wl (the rounding error of 1 + wh is exact: 1 >= wh).
+    let (d, ed) = fast_two_sum(a, one, wh);
     let ed = a.add(ed, wl);
     let c = a.real(c_value);
     let n = a.mul(c, wh);

@@ -35,7 +35,7 @@ pub mod siblings;
 pub mod simplify;
 
 use unfad_syntax::typeck::{infer, NoSource};
-use unfad_syntax::{Arena, Func};
+use unfad_syntax::{Arena, Func, Node, Var};
 
 pub use cost::{cost_of, nao, Bound, Cost};
 pub use first_order::check_first_order;
@@ -53,6 +53,9 @@ pub enum OptError {
     /// A rewrite produced an ill-typed term.
     #[error("the optimizer produced an ill-typed term: {0}")]
     IllTyped(String),
+    /// A rewrite moved a variable out of its binder's scope, or lost the binder.
+    #[error("the optimized term reads `{0}`, which is neither a parameter nor bound in it")]
+    Unbound(String),
 }
 
 /// Optimize `func` to a fixed point and check that the result is first-order.
@@ -68,6 +71,7 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
         simplify_while(arena, &hoisted, |_, _, _| false).0
     };
     check_first_order(arena, &f)?;
+    check_closed(arena, &f)?;
     check_types(arena, &f)?;
     Ok(f)
 }
@@ -168,6 +172,32 @@ fn simplify_while(
         }
     }
     (f, settled)
+}
+
+/// Every variable the term of `func` reads is one of its parameters or bound in the term.
+/// Type inference reads a variable's type from the variable itself, so it would not see a
+/// variable a rewrite moved out of scope; this does. Binders are unique, so a variable is
+/// bound in the term exactly when some node binds it: one walk over the term's nodes, each
+/// visited once however often it is shared.
+pub fn check_closed(arena: &Arena, func: &Func) -> Result<(), OptError> {
+    let mut bound: fast_hash::FastSet<Var> = func.params.iter().copied().collect();
+    let mut read = Vec::new();
+    let mut seen = fast_hash::FastSet::default();
+    let mut stack = vec![func.body];
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
+        match arena[e] {
+            Node::Var(v) => read.push(v),
+            node => bound.extend(arena.binders(node)),
+        }
+        arena.for_each_child(e, |c| stack.push(c));
+    }
+    match read.into_iter().find(|v| !bound.contains(v)) {
+        Some(v) => Err(OptError::Unbound(arena.var_name(v).to_string())),
+        None => Ok(()),
+    }
 }
 
 /// Type-check an optimized function (its result type must not change).

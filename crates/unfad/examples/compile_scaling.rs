@@ -143,13 +143,31 @@ fn main() {
         .iter()
         .filter(|a| *a != "--paper" && *a != "--no-jit")
         .collect();
+    const USAGE: &str = "usage: compile_scaling [--paper] [--no-jit] [N ...]\n       \
+                         compile_scaling [--paper] [--no-jit] --file PATH";
+    if rest
+        .iter()
+        .any(|a| a.starts_with('-') && *a != "--one" && *a != "--file")
+    {
+        eprintln!("{USAGE}");
+        std::process::exit(2);
+    }
+    let length = |n: &str| -> usize {
+        n.parse().unwrap_or_else(|_| {
+            eprintln!("`{n}` is not a length (a whole number)\n{USAGE}");
+            std::process::exit(2)
+        })
+    };
     match rest.as_slice() {
         [flag, n] if *flag == "--one" => {
-            let n: usize = n.parse().expect("a length");
+            let n = length(n);
             row(&n.to_string(), &compile(&chain(n), paper, jit));
         }
         [flag, path] if *flag == "--file" => {
-            let src = std::fs::read_to_string(path).expect("a readable file");
+            let src = std::fs::read_to_string(path).unwrap_or_else(|e| {
+                eprintln!("cannot read {path}: {e}");
+                std::process::exit(2)
+            });
             header("run");
             // The first runs warm the allocator and the caches; the median of the rest.
             let mut runs: Vec<Stages> = (0..25).map(|_| compile(&src, paper, jit)).collect();
@@ -164,10 +182,7 @@ fn main() {
             let lengths: Vec<usize> = if lengths.is_empty() {
                 vec![100, 1000, 10_000, 100_000]
             } else {
-                lengths
-                    .iter()
-                    .map(|n| n.parse().expect("a length"))
-                    .collect()
+                lengths.iter().map(|n| length(n)).collect()
             };
             header("N");
             let me = std::env::current_exe().expect("this program's path");

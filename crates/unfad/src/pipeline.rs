@@ -156,7 +156,7 @@ impl Pipeline {
     /// Optimize any function of this pipeline's arena.
     pub fn optimize(&mut self, func: &Func) -> Result<Func, Error> {
         unfad_opt::optimize(&mut self.program.arena, func).map_err(|e| match e {
-            OptError::NotFirstOrder { .. } | OptError::IllTyped(_) => {
+            OptError::NotFirstOrder { .. } | OptError::IllTyped(_) | OptError::Unbound(_) => {
                 Error::Internal(e.to_string())
             }
         })
