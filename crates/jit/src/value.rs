@@ -304,6 +304,15 @@ pub(crate) fn sized(sa: &Rc<SArr>, d: Option<Dim>) -> Rc<SArr> {
 }
 
 impl Val {
+    /// Whether the value contains arrays.
+    pub fn has_arrays(&self) -> bool {
+        match self {
+            Val::Real(_) | Val::Bool(_) => false,
+            Val::Tuple(items) => items.iter().any(Val::has_arrays),
+            Val::Arr(_) => true,
+        }
+    }
+
     /// Whether the value contains arrays that are not yet evaluated.
     pub fn has_lazy(&self) -> bool {
         match self {

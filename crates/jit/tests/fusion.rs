@@ -413,3 +413,39 @@ fn kernels_in_a_loop_of_the_last_rows_stay_inline() {
     let rows = json!({"W": [[0.5, -1.0, 2.0], [0.25, 3.0, -0.5], [1.5, -2.5, 0.0]]});
     check(src, &[rows]);
 }
+
+#[test]
+fn an_element_stored_and_folded_writes_its_scalars_after_its_loops() {
+    // Logistic regression's optimized gradient: each row's element has two array
+    // components (one stored, one folded into `w`'s gradient) and scalars that the value's
+    // fold and `y`'s gradient read, among them `log(p)` and `log(1 - p)`. The loop writes
+    // the arrays, runs the folds, then stores the scalars (so the logarithms run after the
+    // row's loops): the same values, bit for bit.
+    let src = "def logistic(X: [n][m]real, w: [m]real, b: real, y: [n]real): \
+               (real, [n][m]real, [m]real, real, [n]real) =
+  let A =
+    map2 (x, t.
+      let p = sigmoid(reduce + 0 (map2 * w x) + b) in
+      let v32 = log(p) in
+      let v35 = 1 - t in
+      let v39 = 1 - p in
+      let v38 = log(v39) in
+      let z = -(p * -v35) + v39 * -t in
+      (-(t * v32 + v35 * v38), (map (a. a * z) w, v38 + -v32, map (a_1. a_1 * z) x, z))) X y
+  in
+  (
+    reduce + 0 (map (g. fst g) A),
+    map (g_1. fst (snd g_1)) A,
+    reduce (s, t_1. map2 + s t_1) zeros_like(w) (map (g_2. (snd g_2).2) A),
+    reduce + 0 (map (g_3. (snd g_3).3) A),
+    map (g_4. snd (snd g_4)) A
+  )";
+    let inputs: Vec<Json> = [(0, 3), (1, 1), (2, 5), (5, 4), (9, 7)]
+        .iter()
+        .map(|&(n, m)| {
+            let y: Vec<f64> = (0..n).map(|i| (i % 2) as f64).collect();
+            json!({"X": common::mat_of(n, m, 0.4), "w": vec_of(m, 0.2), "b": 0.1, "y": y})
+        })
+        .collect();
+    check(src, &inputs);
+}

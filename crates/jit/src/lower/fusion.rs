@@ -409,7 +409,8 @@ impl<'a> Translator<'a> {
             &mut |t, i, cur| {
                 let xi = t.elem(a, IntVal::Ssa(i))?;
                 let dst = t.place_elem(&d, IntVal::Ssa(i))?;
-                let xi = t.write_except(&xi, &dst, &unwritten)?;
+                // The arrays first, then the folds, then the scalars (see `write_some`).
+                let xi = t.write_some(&xi, &dst, &unwritten, Some(true))?;
                 let mut next = Vec::with_capacity(cur.len());
                 if phased == 1 {
                     next.push(t.b.ins().bxor_imm_s(cur[0], 1));
@@ -436,6 +437,7 @@ impl<'a> Translator<'a> {
                         None => next.extend(t.carry(&r, &acc.fixed)?),
                     }
                 }
+                t.write_some(&xi, &dst, &unwritten, Some(false))?;
                 Ok(next)
             },
             &mut |t, l, x, y| {

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use cranelift_codegen::ir::types::F64;
 use cranelift_codegen::ir::{InstBuilder, Value};
 
-use crate::error::{internal, JitResult};
+use crate::error::{internal, JitError, JitResult};
 use crate::layout::Dim;
 use crate::shape::SShape;
 use crate::value::{Arr, FillElem, IntVal, Kind, Layout, Place, RealVal, Val};
@@ -30,44 +30,78 @@ impl<'a> Translator<'a> {
                 self.store(x, *addr);
                 Ok(Val::Real(RealVal::Ssa(x)))
             }
-            (Val::Tuple(vs), Place::Tuple(ps)) if vs.len() == ps.len() => Ok(Val::Tuple(
-                vs.iter()
-                    .zip(ps.iter())
-                    .map(|(v, p)| self.write(v, p))
-                    .collect::<JitResult<Vec<_>>>()?
-                    .into(),
-            )),
+            (Val::Tuple(vs), Place::Tuple(ps)) if vs.len() == ps.len() => {
+                self.write_components(vs, ps, None, |_| Vec::new())
+            }
             (Val::Arr(a), Place::Arr(p)) => self.write_arr(a, p),
             _ => internal("a value does not fit its destination"),
         }
     }
 
     /// `v` written to `p` except its components at `paths`, which the result keeps as they
-    /// are (unwritten; a fold reads them where they are computed). All of `v` for no path.
-    pub(super) fn write_except(
+    /// are (unwritten; a fold reads them where they are computed); all of `v` for no path.
+    /// Of that, only the arrays (`only` is `Some(true)`) or only the other leaves
+    /// (`Some(false)`), the rest kept as it is: a loop that folds the elements it stores
+    /// writes their arrays, runs its folds, then stores their scalars (see
+    /// [`Translator::write_components`]).
+    pub(super) fn write_some(
         &mut self,
         v: &Val,
         p: &Place,
         paths: &[&[usize]],
+        only: Option<bool>,
     ) -> JitResult<Val> {
-        if paths.is_empty() {
-            return self.write(v, p);
-        }
         if paths.iter().any(|q| q.is_empty()) {
             return Ok(v.clone());
         }
-        let (Val::Tuple(items), Place::Tuple(places)) = (v, p) else {
-            return internal("a component path through a non-tuple");
-        };
-        let mut out = Vec::with_capacity(items.len());
-        for (k, (item, place)) in items.iter().zip(places.iter()).enumerate() {
-            let under: Vec<&[usize]> = paths
-                .iter()
-                .filter(|q| q.first() == Some(&k))
-                .map(|q| &q[1..])
-                .collect();
-            out.push(self.write_except(item, place, &under)?);
+        match (v, p) {
+            (Val::Tuple(items), Place::Tuple(places)) if items.len() == places.len() => self
+                .write_components(items, places, only, |k| {
+                    paths
+                        .iter()
+                        .filter(|q| q.first() == Some(&k))
+                        .map(|q| &q[1..])
+                        .collect()
+                }),
+            (Val::Tuple(_), _) | (_, Place::Tuple(_)) if !paths.is_empty() => {
+                internal("a component path through a non-tuple")
+            }
+            (Val::Real(_) | Val::Bool(_) | Val::Arr(_), _)
+                if only.is_some_and(|arrays| arrays != v.has_arrays()) =>
+            {
+                Ok(v.clone())
+            }
+            _ => self.write(v, p),
         }
+    }
+
+    /// The components `items` written to `places` (only some leaves, as `only` says; see
+    /// [`Translator::write_some`]) except, in component `k`, the paths `except(k)`: those
+    /// with arrays first, then the others, as `emit_into` computes a tuple's. An
+    /// unevaluated array is computed where it is written, so its loop then runs before the
+    /// scalars are stored, and what only they need (a `log` that the value and a scalar
+    /// adjoint read) comes after the loops: Cranelift computes a pure value where it is
+    /// first used. Before them, its chain of dependent operations would hold up the loops
+    /// (logistic regression's gradient, per row).
+    fn write_components<'p>(
+        &mut self,
+        items: &[Val],
+        places: &[Place],
+        only: Option<bool>,
+        except: impl Fn(usize) -> Vec<&'p [usize]>,
+    ) -> JitResult<Val> {
+        let mut out: Vec<Option<Val>> = vec![None; items.len()];
+        for arrays in [true, false] {
+            for (k, (item, place)) in items.iter().zip(places.iter()).enumerate() {
+                if item.has_arrays() == arrays {
+                    out[k] = Some(self.write_some(item, place, &except(k), only)?);
+                }
+            }
+        }
+        let out = out
+            .into_iter()
+            .map(|v| v.ok_or_else(|| JitError::Internal("a component was lost".into())))
+            .collect::<JitResult<Vec<_>>>()?;
         Ok(Val::Tuple(out.into()))
     }
 
