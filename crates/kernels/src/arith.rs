@@ -131,10 +131,7 @@ pub(crate) const SHIFTER: f64 = 6755399441055744.0;
 pub(crate) fn round_to_int<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int) {
     let shifter = a.real(SHIFTER);
     let t = a.add(x, shifter);
-    let kf = a.sub(t, shifter);
-    let bits = a.to_bits(t);
-    let base = a.int(SHIFTER.to_bits() as i64);
-    (kf, a.isub(bits, base))
+    unshift(a, t, shifter)
 }
 
 /// `x c` rounded to an integer by one multiply-add with [`SHIFTER`], as a real and as an
@@ -143,6 +140,12 @@ pub(crate) fn round_product<A: Arith>(a: &mut A, x: A::Real, c: f64) -> (A::Real
     let c = a.real(c);
     let shifter = a.real(SHIFTER);
     let t = a.mul_add(x, c, shifter);
+    unshift(a, t, shifter)
+}
+
+/// The integer `t - SHIFTER` of a sum `t` rounded by [`SHIFTER`] (`shifter` its value), as
+/// a real and as an integer (the low bits of `t`'s significand).
+fn unshift<A: Arith>(a: &mut A, t: A::Real, shifter: A::Real) -> (A::Real, A::Int) {
     let kf = a.sub(t, shifter);
     let bits = a.to_bits(t);
     let base = a.int(SHIFTER.to_bits() as i64);
