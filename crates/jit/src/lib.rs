@@ -135,13 +135,15 @@
 //! straight into that component's output buffer.
 //!
 //! A `reduce` of `+`, `*`, `max` or `min` (its function `s ⊕ t` or `t ⊕ s`) runs with
-//! **four accumulators**, in the blocked order `unfad_syntax::reduction` defines and the
-//! interpreter follows: one loop over blocks of four elements, element `4b + j` into
-//! accumulator `j` (the first starting at the initial value, the others at the operator's
-//! unit), the per-element code (a fused map's body, a stored element, the loop's other
-//! folds and copies) emitted four times; then the pairwise tree `(a0 ⊕ a1) ⊕ (a2 ⊕ a3)`;
-//! then a loop over the `n mod 4` remaining elements. The addition chain is then four
-//! independent chains (`sum` and `dot` no longer wait on the latency of each addition).
+//! **eight accumulators**, in the blocked order `unfad_syntax::reduction` defines and the
+//! interpreter follows: element `8b + j` into accumulator `j` (the first starting at the
+//! initial value, the others at the operator's unit), carried two by two in four vectors;
+//! then the tree `((a0 ⊕ a4) ⊕ (a2 ⊕ a6)) ⊕ ((a1 ⊕ a5) ⊕ (a3 ⊕ a7))`; then a loop over the
+//! `n mod 8` remaining elements. An iteration runs all eight elements when their code is
+//! a few machine operations on a few arrays (a dot product: four independent vector
+//! chains, so `sum` and `dot` do not wait on the latency of each addition), four (the
+//! vectors rotating through the loop's state) when it computes a transcendental, and one
+//! (the accumulators in a stack slot) when it runs a loop of its own or many operations.
 //! This holds in fused loops too (tuple components, a stored map folded where it is
 //! stored). `foldl` stays one element per iteration.
 //!

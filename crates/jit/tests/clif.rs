@@ -31,7 +31,7 @@ fn dot_is_one_bottom_tested_loop() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v119 = load.i64 notrap aligned readonly can_move v1
+                v191 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
@@ -39,88 +39,120 @@ fn dot_is_one_bottom_tested_loop() {
                 v5 = load.i64 notrap aligned readonly can_move v0+8
                 v6 = load.i64 notrap aligned readonly can_move v2
                 v8 = f64const 0.0
-                v9 = iconst.i64 2
-                v10 = ushr.i64 v119, v9  ; v9 = 2
+                v9 = iconst.i64 3
+                v10 = ushr.i64 v191, v9  ; v9 = 3
                 v11 = f64const -0.0
-                v120 = splat.f64x2 v11  ; v11 = -0.0
+                v192 = splat.f64x2 v11  ; v11 = -0.0
                 v12 = scalar_to_vector.f64x2 v8  ; v8 = 0.0
                 v13 = insertlane v12, v11, 1  ; v11 = -0.0
-                v23 = iconst.i64 0
-                brif v10, block2(v23, v8, v13, v120), block3(v8, v13, v120)  ; v23 = 0, v8 = 0.0, v8 = 0.0
+                v31 = iconst.i64 0
+                brif v10, block2(v31, v8, v13, v192, v192, v192), block3(v8, v13, v192, v192, v192)  ; v31 = 0, v8 = 0.0, v8 = 0.0
 
-            block2(v16: i64, v17: f64, v18: f64x2, v19: f64x2):
-                v24 = iconst.i64 2
-                v25 = ishl v16, v24  ; v24 = 2
-                v27 = iconst.i64 3
-                v28 = ishl v25, v27  ; v27 = 3
-                v29 = iadd.i64 v4, v28
-                v31 = iconst.i64 3
-                v32 = ishl v25, v31  ; v31 = 3
-                v33 = iadd.i64 v5, v32
-                v121 = load.f64x2 notrap v29
-                v122 = load.f64x2 notrap v33
-                v123 = fmul v121, v122
-                v124 = fadd v18, v123
-                v51 = iconst.i64 2
-                v52 = iadd v25, v51  ; v51 = 2
-                v53 = iconst.i64 3
-                v54 = ishl v52, v53  ; v53 = 3
-                v55 = iadd.i64 v4, v54
-                v57 = iconst.i64 3
-                v58 = ishl v52, v57  ; v57 = 3
-                v59 = iadd.i64 v5, v58
-                v125 = load.f64x2 notrap v55
-                v126 = load.f64x2 notrap v59
-                v127 = fmul v125, v126
-                v128 = fadd v19, v127
-                v80 = iconst.i64 1
-                v81 = iadd v16, v80  ; v80 = 1
-                v82 = icmp ult v81, v10
-                brif v82, block2(v81, v17, v124, v128), block3(v17, v124, v128)
+            block2(v20: i64, v21: f64, v22: f64x2, v23: f64x2, v24: f64x2, v25: f64x2):
+                v32 = iconst.i64 3
+                v33 = ishl v20, v32  ; v32 = 3
+                v35 = iconst.i64 3
+                v36 = ishl v33, v35  ; v35 = 3
+                v37 = iadd.i64 v4, v36
+                v39 = iconst.i64 3
+                v40 = ishl v33, v39  ; v39 = 3
+                v41 = iadd.i64 v5, v40
+                v193 = load.f64x2 notrap v37
+                v194 = load.f64x2 notrap v41
+                v195 = fmul v193, v194
+                v196 = fadd v22, v195
+                v59 = iconst.i64 2
+                v60 = iadd v33, v59  ; v59 = 2
+                v61 = iconst.i64 3
+                v62 = ishl v60, v61  ; v61 = 3
+                v63 = iadd.i64 v4, v62
+                v65 = iconst.i64 3
+                v66 = ishl v60, v65  ; v65 = 3
+                v67 = iadd.i64 v5, v66
+                v197 = load.f64x2 notrap v63
+                v198 = load.f64x2 notrap v67
+                v199 = fmul v197, v198
+                v200 = fadd v23, v199
+                v85 = iconst.i64 4
+                v86 = iadd v33, v85  ; v85 = 4
+                v87 = iconst.i64 3
+                v88 = ishl v86, v87  ; v87 = 3
+                v89 = iadd.i64 v4, v88
+                v91 = iconst.i64 3
+                v92 = ishl v86, v91  ; v91 = 3
+                v93 = iadd.i64 v5, v92
+                v201 = load.f64x2 notrap v89
+                v202 = load.f64x2 notrap v93
+                v203 = fmul v201, v202
+                v204 = fadd v24, v203
+                v111 = iconst.i64 6
+                v112 = iadd v33, v111  ; v111 = 6
+                v113 = iconst.i64 3
+                v114 = ishl v112, v113  ; v113 = 3
+                v115 = iadd.i64 v4, v114
+                v117 = iconst.i64 3
+                v118 = ishl v112, v117  ; v117 = 3
+                v119 = iadd.i64 v5, v118
+                v205 = load.f64x2 notrap v115
+                v206 = load.f64x2 notrap v119
+                v207 = fmul v205, v206
+                v208 = fadd v25, v207
+                v144 = iconst.i64 1
+                v145 = iadd v20, v144  ; v144 = 1
+                v146 = icmp ult v145, v10
+                brif v146, block2(v145, v21, v196, v200, v204, v208), block3(v21, v196, v200, v204, v208)
 
-            block3(v20: f64, v21: f64x2, v22: f64x2):
-                v83 = stack_addr.i64 ss0
-                store notrap aligned v20, v83
-                v84 = atomic_load.i64 notrap aligned v83
-                v85 = bitcast.f64 v84
-                v86 = extractlane v21, 0
-                v87 = extractlane v21, 1
-                v88 = extractlane v22, 0
-                v89 = extractlane v22, 1
-                v90 = fadd v86, v87
-                v91 = fadd v88, v89
-                v92 = fadd v90, v91
-                v93 = select v10, v92, v85
-                v94 = iconst.i64 2
-                v95 = ishl.i64 v10, v94  ; v94 = 2
-                v96 = iconst.i64 3
-                v97 = band.i64 v119, v96  ; v96 = 3
-                v101 = iconst.i64 0
-                brif v97, block4(v101, v93), block5(v93)  ; v101 = 0
+            block3(v26: f64, v27: f64x2, v28: f64x2, v29: f64x2, v30: f64x2):
+                v147 = stack_addr.i64 ss0
+                store notrap aligned v26, v147
+                v148 = atomic_load.i64 notrap aligned v147
+                v149 = bitcast.f64 v148
+                v150 = extractlane v27, 0
+                v151 = extractlane v27, 1
+                v152 = extractlane v28, 0
+                v153 = extractlane v28, 1
+                v154 = extractlane v29, 0
+                v155 = extractlane v29, 1
+                v156 = extractlane v30, 0
+                v157 = extractlane v30, 1
+                v158 = fadd v150, v154
+                v159 = fadd v151, v155
+                v160 = fadd v152, v156
+                v161 = fadd v153, v157
+                v162 = fadd v158, v160
+                v163 = fadd v159, v161
+                v164 = fadd v162, v163
+                v165 = select v10, v164, v149
+                v166 = iconst.i64 3
+                v167 = ishl.i64 v10, v166  ; v166 = 3
+                v168 = iconst.i64 7
+                v169 = band.i64 v191, v168  ; v168 = 7
+                v173 = iconst.i64 0
+                brif v169, block4(v173, v165), block5(v165)  ; v173 = 0
 
-            block4(v98: i64, v99: f64):
-                v102 = iadd.i64 v95, v98
-                v103 = iconst.i64 3
-                v104 = ishl v102, v103  ; v103 = 3
-                v105 = iadd.i64 v4, v104
-                v106 = load.f64 notrap aligned v105
-                v107 = iconst.i64 3
-                v108 = ishl v102, v107  ; v107 = 3
-                v109 = iadd.i64 v5, v108
-                v110 = load.f64 notrap aligned v109
-                v111 = fmul v106, v110
-                v112 = fadd v99, v111
-                v113 = iconst.i64 1
-                v114 = iadd v98, v113  ; v113 = 1
-                v115 = icmp ult v114, v97
-                brif v115, block4(v114, v112), block5(v112)
+            block4(v170: i64, v171: f64):
+                v174 = iadd.i64 v167, v170
+                v175 = iconst.i64 3
+                v176 = ishl v174, v175  ; v175 = 3
+                v177 = iadd.i64 v4, v176
+                v178 = load.f64 notrap aligned v177
+                v179 = iconst.i64 3
+                v180 = ishl v174, v179  ; v179 = 3
+                v181 = iadd.i64 v5, v180
+                v182 = load.f64 notrap aligned v181
+                v183 = fmul v178, v182
+                v184 = fadd v171, v183
+                v185 = iconst.i64 1
+                v186 = iadd v170, v185  ; v185 = 1
+                v187 = icmp ult v186, v169
+                brif v187, block4(v186, v184), block5(v184)
 
-            block5(v100: f64):
-                v116 = stack_addr.i64 ss0
-                store notrap aligned v100, v116
-                v117 = atomic_load.i64 notrap aligned v116
-                v118 = bitcast.f64 v117
-                store notrap aligned v118, v6
+            block5(v172: f64):
+                v188 = stack_addr.i64 ss0
+                store notrap aligned v172, v188
+                v189 = atomic_load.i64 notrap aligned v188
+                v190 = bitcast.f64 v189
+                store notrap aligned v190, v6
                 return
             }
         "#]],
@@ -486,8 +518,8 @@ fn result_component_is_computed_in_place() {
                 fn0 = colocated u0:1 sig0
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v255 = load.i64 notrap aligned readonly can_move v1
-                v256 = symbol_value.i64 gv0
+                v307 = load.i64 notrap aligned readonly can_move v1
+                v308 = symbol_value.i64 gv0
                 jump block1
 
             block1:
@@ -495,11 +527,11 @@ fn result_component_is_computed_in_place() {
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v6 = load.i64 notrap aligned readonly can_move v2+8
                 v8 = iconst.i64 1
-                v9 = ushr.i64 v255, v8  ; v8 = 1
+                v9 = ushr.i64 v307, v8  ; v8 = 1
                 v10 = iconst.i64 -2
-                v11 = band.i64 v255, v10  ; v10 = -2
+                v11 = band.i64 v307, v10  ; v10 = -2
                 v12 = iconst.i64 1
-                v13 = band.i64 v255, v12  ; v12 = 1
+                v13 = band.i64 v307, v12  ; v12 = 1
                 v15 = iconst.i64 0
                 brif v9, block2(v15), block3  ; v15 = 0
 
@@ -534,77 +566,77 @@ fn result_component_is_computed_in_place() {
                 v78 = f64const +Inf
                 v80 = f64const -0x1.7500000000000p9
                 v82 = f64const 0.0
-                v257 = load.f64x2 notrap v20
-                v266 = splat.f64x2 v26  ; v26 = 0x1.71547652b82fep7
-                v267 = splat.f64x2 v27  ; v27 = 0x1.8000000000000p52
-                v268 = fma v257, v266, v267
-                v282 = fsub v268, v267
-                v269 = bitcast.i64x2 little v268
-                v270 = splat.i64x2 v31  ; v31 = 0x4338_0000_0000_0000
-                v271 = isub v269, v270
-                v284 = splat.f64x2 v33  ; v33 = -0x1.62e42ff000000p-8
-                v285 = fma v282, v284, v257
-                v283 = splat.f64x2 v35  ; v35 = 0x1.718432a1b0e26p-42
-                v286 = fma v282, v283, v285
-                v272 = splat.i64x2 v37  ; v37 = 127
-                v273 = band v271, v272
-                v274 = ishl v273, v39  ; v39 = 4
-                v265 = splat.i64x2 v256
-                v275 = iadd v265, v274
-                v276 = extractlane v275, 0
-                v277 = extractlane v275, 1
-                v278 = load.f64 notrap aligned readonly can_move v276
-                v279 = load.f64 notrap aligned readonly can_move v277
-                v280 = splat.f64x2 v278
-                v281 = insertlane v280, v279, 1
-                v297 = splat.i64x2 v43  ; v43 = 127
-                v298 = band v271, v297
-                v299 = ishl v298, v45  ; v45 = 4
-                v296 = splat.i64x2 v256
-                v300 = iadd v296, v299
-                v301 = extractlane v300, 0
-                v302 = extractlane v300, 1
-                v303 = load.f64 notrap aligned readonly can_move v301+8
-                v304 = load.f64 notrap aligned readonly can_move v302+8
-                v305 = splat.f64x2 v303
-                v306 = insertlane v305, v304, 1
-                v290 = fmul v286, v286
-                v292 = splat.f64x2 v50  ; v50 = 0x1.0000000000000p-1
-                v291 = splat.f64x2 v51  ; v51 = 0x1.5555555555555p-3
-                v288 = splat.f64x2 v52  ; v52 = 0x1.5555555555555p-5
-                v287 = splat.f64x2 v53  ; v53 = 0x1.1111111111111p-7
-                v293 = fma v286, v291, v292
-                v289 = fma v286, v287, v288
-                v294 = fma v289, v290, v293
-                v295 = fma v294, v290, v286
-                v307 = fma v281, v295, v306
-                v308 = fadd v281, v307
-                v314 = sshr v271, v60  ; v60 = 7
-                v310 = sshr v271, v62  ; v62 = 8
-                v315 = isub v314, v310
-                v309 = bitcast.i64x2 little v308
-                v311 = ishl v310, v66  ; v66 = 52
-                v312 = iadd v309, v311
-                v313 = bitcast.f64x2 little v312
-                v316 = splat.i64x2 v70  ; v70 = 1023
-                v317 = iadd v315, v316
-                v318 = ishl v317, v72  ; v72 = 52
-                v319 = bitcast.f64x2 little v318
-                v320 = fmul v313, v319
-                v262 = splat.f64x2 v76  ; v76 = 0x1.6300000000000p9
-                v263 = fcmp gt v257, v262
-                v264 = splat.f64x2 v78  ; v78 = +Inf
-                v321 = bitcast.f64x2 little v263
-                v322 = bitselect v321, v264, v320
-                v259 = splat.f64x2 v80  ; v80 = -0x1.7500000000000p9
-                v260 = fcmp lt v257, v259
-                v261 = splat.f64x2 v82  ; v82 = 0.0
-                v323 = bitcast.f64x2 little v260
-                v324 = bitselect v323, v261, v322
-                v258 = fcmp ne v257, v257
-                v325 = bitcast.f64x2 little v258
-                v326 = bitselect v325, v257, v324
-                store notrap v326, v24
+                v309 = load.f64x2 notrap v20
+                v318 = splat.f64x2 v26  ; v26 = 0x1.71547652b82fep7
+                v319 = splat.f64x2 v27  ; v27 = 0x1.8000000000000p52
+                v320 = fma v309, v318, v319
+                v334 = fsub v320, v319
+                v321 = bitcast.i64x2 little v320
+                v322 = splat.i64x2 v31  ; v31 = 0x4338_0000_0000_0000
+                v323 = isub v321, v322
+                v336 = splat.f64x2 v33  ; v33 = -0x1.62e42ff000000p-8
+                v337 = fma v334, v336, v309
+                v335 = splat.f64x2 v35  ; v35 = 0x1.718432a1b0e26p-42
+                v338 = fma v334, v335, v337
+                v324 = splat.i64x2 v37  ; v37 = 127
+                v325 = band v323, v324
+                v326 = ishl v325, v39  ; v39 = 4
+                v317 = splat.i64x2 v308
+                v327 = iadd v317, v326
+                v328 = extractlane v327, 0
+                v329 = extractlane v327, 1
+                v330 = load.f64 notrap aligned readonly can_move v328
+                v331 = load.f64 notrap aligned readonly can_move v329
+                v332 = splat.f64x2 v330
+                v333 = insertlane v332, v331, 1
+                v349 = splat.i64x2 v43  ; v43 = 127
+                v350 = band v323, v349
+                v351 = ishl v350, v45  ; v45 = 4
+                v348 = splat.i64x2 v308
+                v352 = iadd v348, v351
+                v353 = extractlane v352, 0
+                v354 = extractlane v352, 1
+                v355 = load.f64 notrap aligned readonly can_move v353+8
+                v356 = load.f64 notrap aligned readonly can_move v354+8
+                v357 = splat.f64x2 v355
+                v358 = insertlane v357, v356, 1
+                v342 = fmul v338, v338
+                v344 = splat.f64x2 v50  ; v50 = 0x1.0000000000000p-1
+                v343 = splat.f64x2 v51  ; v51 = 0x1.5555555555555p-3
+                v340 = splat.f64x2 v52  ; v52 = 0x1.5555555555555p-5
+                v339 = splat.f64x2 v53  ; v53 = 0x1.1111111111111p-7
+                v345 = fma v338, v343, v344
+                v341 = fma v338, v339, v340
+                v346 = fma v341, v342, v345
+                v347 = fma v346, v342, v338
+                v359 = fma v333, v347, v358
+                v360 = fadd v333, v359
+                v366 = sshr v323, v60  ; v60 = 7
+                v362 = sshr v323, v62  ; v62 = 8
+                v367 = isub v366, v362
+                v361 = bitcast.i64x2 little v360
+                v363 = ishl v362, v66  ; v66 = 52
+                v364 = iadd v361, v363
+                v365 = bitcast.f64x2 little v364
+                v368 = splat.i64x2 v70  ; v70 = 1023
+                v369 = iadd v367, v368
+                v370 = ishl v369, v72  ; v72 = 52
+                v371 = bitcast.f64x2 little v370
+                v372 = fmul v365, v371
+                v314 = splat.f64x2 v76  ; v76 = 0x1.6300000000000p9
+                v315 = fcmp gt v309, v314
+                v316 = splat.f64x2 v78  ; v78 = +Inf
+                v373 = bitcast.f64x2 little v315
+                v374 = bitselect v373, v316, v372
+                v311 = splat.f64x2 v80  ; v80 = -0x1.7500000000000p9
+                v312 = fcmp lt v309, v311
+                v313 = splat.f64x2 v82  ; v82 = 0.0
+                v375 = bitcast.f64x2 little v312
+                v376 = bitselect v375, v313, v374
+                v310 = fcmp ne v309, v309
+                v377 = bitcast.f64x2 little v310
+                v378 = bitselect v377, v309, v376
+                store notrap v378, v24
                 v155 = iconst.i64 1
                 v156 = iadd v14, v155  ; v155 = 1
                 v157 = icmp ult v156, v9
@@ -629,73 +661,95 @@ fn result_component_is_computed_in_place() {
 
             block5:
                 v169 = f64const 0.0
-                v170 = iconst.i64 2
-                v171 = ushr.i64 v255, v170  ; v170 = 2
+                v170 = iconst.i64 3
+                v171 = ushr.i64 v307, v170  ; v170 = 3
                 v172 = f64const -0.0
-                v327 = splat.f64x2 v172  ; v172 = -0.0
+                v379 = splat.f64x2 v172  ; v172 = -0.0
                 v173 = scalar_to_vector.f64x2 v169  ; v169 = 0.0
                 v174 = insertlane v173, v172, 1  ; v172 = -0.0
-                v184 = iconst.i64 0
-                brif v171, block6(v184, v169, v174, v327), block7(v169, v174, v327)  ; v184 = 0, v169 = 0.0, v169 = 0.0
+                v192 = iconst.i64 0
+                brif v171, block6(v192, v169, v174, v379, v379, v379), block7(v169, v174, v379, v379, v379)  ; v192 = 0, v169 = 0.0, v169 = 0.0
 
-            block6(v177: i64, v178: f64, v179: f64x2, v180: f64x2):
-                v185 = iconst.i64 2
-                v186 = ishl v177, v185  ; v185 = 2
-                v188 = iconst.i64 3
-                v189 = ishl v186, v188  ; v188 = 3
-                v190 = iadd.i64 v5, v189
-                v328 = load.f64x2 notrap v190
-                v329 = fadd v179, v328
-                v202 = iconst.i64 2
-                v203 = iadd v186, v202  ; v202 = 2
-                v204 = iconst.i64 3
-                v205 = ishl v203, v204  ; v204 = 3
-                v206 = iadd.i64 v5, v205
-                v330 = load.f64x2 notrap v206
-                v331 = fadd v180, v330
-                v221 = iconst.i64 1
-                v222 = iadd v177, v221  ; v221 = 1
-                v223 = icmp ult v222, v171
-                brif v223, block6(v222, v178, v329, v331), block7(v178, v329, v331)
-
-            block7(v181: f64, v182: f64x2, v183: f64x2):
-                v224 = stack_addr.i64 ss0
-                store notrap aligned v181, v224
-                v225 = atomic_load.i64 notrap aligned v224
-                v226 = bitcast.f64 v225
-                v227 = extractlane v182, 0
-                v228 = extractlane v182, 1
-                v229 = extractlane v183, 0
-                v230 = extractlane v183, 1
-                v231 = fadd v227, v228
-                v232 = fadd v229, v230
-                v233 = fadd v231, v232
-                v234 = select v171, v233, v226
-                v235 = iconst.i64 2
-                v236 = ishl.i64 v171, v235  ; v235 = 2
-                v237 = iconst.i64 3
-                v238 = band.i64 v255, v237  ; v237 = 3
-                v242 = iconst.i64 0
-                brif v238, block8(v242, v234), block9(v234)  ; v242 = 0
-
-            block8(v239: i64, v240: f64):
-                v243 = iadd.i64 v236, v239
+            block6(v181: i64, v182: f64, v183: f64x2, v184: f64x2, v185: f64x2, v186: f64x2):
+                v193 = iconst.i64 3
+                v194 = ishl v181, v193  ; v193 = 3
+                v196 = iconst.i64 3
+                v197 = ishl v194, v196  ; v196 = 3
+                v198 = iadd.i64 v5, v197
+                v380 = load.f64x2 notrap v198
+                v381 = fadd v183, v380
+                v210 = iconst.i64 2
+                v211 = iadd v194, v210  ; v210 = 2
+                v212 = iconst.i64 3
+                v213 = ishl v211, v212  ; v212 = 3
+                v214 = iadd.i64 v5, v213
+                v382 = load.f64x2 notrap v214
+                v383 = fadd v184, v382
+                v226 = iconst.i64 4
+                v227 = iadd v194, v226  ; v226 = 4
+                v228 = iconst.i64 3
+                v229 = ishl v227, v228  ; v228 = 3
+                v230 = iadd.i64 v5, v229
+                v384 = load.f64x2 notrap v230
+                v385 = fadd v185, v384
+                v242 = iconst.i64 6
+                v243 = iadd v194, v242  ; v242 = 6
                 v244 = iconst.i64 3
                 v245 = ishl v243, v244  ; v244 = 3
                 v246 = iadd.i64 v5, v245
-                v247 = load.f64 notrap aligned v246
-                v248 = fadd v240, v247
-                v249 = iconst.i64 1
-                v250 = iadd v239, v249  ; v249 = 1
-                v251 = icmp ult v250, v238
-                brif v251, block8(v250, v248), block9(v248)
+                v386 = load.f64x2 notrap v246
+                v387 = fadd v186, v386
+                v265 = iconst.i64 1
+                v266 = iadd v181, v265  ; v265 = 1
+                v267 = icmp ult v266, v171
+                brif v267, block6(v266, v182, v381, v383, v385, v387), block7(v182, v381, v383, v385, v387)
 
-            block9(v241: f64):
-                v252 = stack_addr.i64 ss0
-                store notrap aligned v241, v252
-                v253 = atomic_load.i64 notrap aligned v252
-                v254 = bitcast.f64 v253
-                store notrap aligned v254, v6
+            block7(v187: f64, v188: f64x2, v189: f64x2, v190: f64x2, v191: f64x2):
+                v268 = stack_addr.i64 ss0
+                store notrap aligned v187, v268
+                v269 = atomic_load.i64 notrap aligned v268
+                v270 = bitcast.f64 v269
+                v271 = extractlane v188, 0
+                v272 = extractlane v188, 1
+                v273 = extractlane v189, 0
+                v274 = extractlane v189, 1
+                v275 = extractlane v190, 0
+                v276 = extractlane v190, 1
+                v277 = extractlane v191, 0
+                v278 = extractlane v191, 1
+                v279 = fadd v271, v275
+                v280 = fadd v272, v276
+                v281 = fadd v273, v277
+                v282 = fadd v274, v278
+                v283 = fadd v279, v281
+                v284 = fadd v280, v282
+                v285 = fadd v283, v284
+                v286 = select v171, v285, v270
+                v287 = iconst.i64 3
+                v288 = ishl.i64 v171, v287  ; v287 = 3
+                v289 = iconst.i64 7
+                v290 = band.i64 v307, v289  ; v289 = 7
+                v294 = iconst.i64 0
+                brif v290, block8(v294, v286), block9(v286)  ; v294 = 0
+
+            block8(v291: i64, v292: f64):
+                v295 = iadd.i64 v288, v291
+                v296 = iconst.i64 3
+                v297 = ishl v295, v296  ; v296 = 3
+                v298 = iadd.i64 v5, v297
+                v299 = load.f64 notrap aligned v298
+                v300 = fadd v292, v299
+                v301 = iconst.i64 1
+                v302 = iadd v291, v301  ; v301 = 1
+                v303 = icmp ult v302, v290
+                brif v303, block8(v302, v300), block9(v300)
+
+            block9(v293: f64):
+                v304 = stack_addr.i64 ss0
+                store notrap aligned v293, v304
+                v305 = atomic_load.i64 notrap aligned v304
+                v306 = bitcast.f64 v305
+                store notrap aligned v306, v6
                 return
             }
 
@@ -772,9 +826,10 @@ fn result_component_is_computed_in_place() {
 }
 
 #[test]
-fn sum_keeps_four_accumulators() {
-    // Blocks of four elements into four independent accumulators, combined by a tree,
-    // then the remaining elements (the order of `unfad_syntax::reduction`).
+fn sum_keeps_eight_accumulators() {
+    // Blocks of eight elements into eight independent accumulators (four vectors of two
+    // lanes), combined by a tree, then the remaining elements (the order of
+    // `unfad_syntax::reduction`).
     clif(
         "def f(A: [n]real) = reduce + 0 A",
         expect![[r#"
@@ -782,80 +837,102 @@ fn sum_keeps_four_accumulators() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v93 = load.i64 notrap aligned readonly can_move v1
+                v145 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
                 v4 = load.i64 notrap aligned readonly can_move v0
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v7 = f64const 0.0
-                v8 = iconst.i64 2
-                v9 = ushr.i64 v93, v8  ; v8 = 2
+                v8 = iconst.i64 3
+                v9 = ushr.i64 v145, v8  ; v8 = 3
                 v10 = f64const -0.0
-                v94 = splat.f64x2 v10  ; v10 = -0.0
+                v146 = splat.f64x2 v10  ; v10 = -0.0
                 v11 = scalar_to_vector.f64x2 v7  ; v7 = 0.0
                 v12 = insertlane v11, v10, 1  ; v10 = -0.0
-                v22 = iconst.i64 0
-                brif v9, block2(v22, v7, v12, v94), block3(v7, v12, v94)  ; v22 = 0, v7 = 0.0, v7 = 0.0
+                v30 = iconst.i64 0
+                brif v9, block2(v30, v7, v12, v146, v146, v146), block3(v7, v12, v146, v146, v146)  ; v30 = 0, v7 = 0.0, v7 = 0.0
 
-            block2(v15: i64, v16: f64, v17: f64x2, v18: f64x2):
-                v23 = iconst.i64 2
-                v24 = ishl v15, v23  ; v23 = 2
-                v26 = iconst.i64 3
-                v27 = ishl v24, v26  ; v26 = 3
-                v28 = iadd.i64 v4, v27
-                v95 = load.f64x2 notrap v28
-                v96 = fadd v17, v95
-                v40 = iconst.i64 2
-                v41 = iadd v24, v40  ; v40 = 2
-                v42 = iconst.i64 3
-                v43 = ishl v41, v42  ; v42 = 3
-                v44 = iadd.i64 v4, v43
-                v97 = load.f64x2 notrap v44
-                v98 = fadd v18, v97
-                v59 = iconst.i64 1
-                v60 = iadd v15, v59  ; v59 = 1
-                v61 = icmp ult v60, v9
-                brif v61, block2(v60, v16, v96, v98), block3(v16, v96, v98)
-
-            block3(v19: f64, v20: f64x2, v21: f64x2):
-                v62 = stack_addr.i64 ss0
-                store notrap aligned v19, v62
-                v63 = atomic_load.i64 notrap aligned v62
-                v64 = bitcast.f64 v63
-                v65 = extractlane v20, 0
-                v66 = extractlane v20, 1
-                v67 = extractlane v21, 0
-                v68 = extractlane v21, 1
-                v69 = fadd v65, v66
-                v70 = fadd v67, v68
-                v71 = fadd v69, v70
-                v72 = select v9, v71, v64
-                v73 = iconst.i64 2
-                v74 = ishl.i64 v9, v73  ; v73 = 2
-                v75 = iconst.i64 3
-                v76 = band.i64 v93, v75  ; v75 = 3
-                v80 = iconst.i64 0
-                brif v76, block4(v80, v72), block5(v72)  ; v80 = 0
-
-            block4(v77: i64, v78: f64):
-                v81 = iadd.i64 v74, v77
+            block2(v19: i64, v20: f64, v21: f64x2, v22: f64x2, v23: f64x2, v24: f64x2):
+                v31 = iconst.i64 3
+                v32 = ishl v19, v31  ; v31 = 3
+                v34 = iconst.i64 3
+                v35 = ishl v32, v34  ; v34 = 3
+                v36 = iadd.i64 v4, v35
+                v147 = load.f64x2 notrap v36
+                v148 = fadd v21, v147
+                v48 = iconst.i64 2
+                v49 = iadd v32, v48  ; v48 = 2
+                v50 = iconst.i64 3
+                v51 = ishl v49, v50  ; v50 = 3
+                v52 = iadd.i64 v4, v51
+                v149 = load.f64x2 notrap v52
+                v150 = fadd v22, v149
+                v64 = iconst.i64 4
+                v65 = iadd v32, v64  ; v64 = 4
+                v66 = iconst.i64 3
+                v67 = ishl v65, v66  ; v66 = 3
+                v68 = iadd.i64 v4, v67
+                v151 = load.f64x2 notrap v68
+                v152 = fadd v23, v151
+                v80 = iconst.i64 6
+                v81 = iadd v32, v80  ; v80 = 6
                 v82 = iconst.i64 3
                 v83 = ishl v81, v82  ; v82 = 3
                 v84 = iadd.i64 v4, v83
-                v85 = load.f64 notrap aligned v84
-                v86 = fadd v78, v85
-                v87 = iconst.i64 1
-                v88 = iadd v77, v87  ; v87 = 1
-                v89 = icmp ult v88, v76
-                brif v89, block4(v88, v86), block5(v86)
+                v153 = load.f64x2 notrap v84
+                v154 = fadd v24, v153
+                v103 = iconst.i64 1
+                v104 = iadd v19, v103  ; v103 = 1
+                v105 = icmp ult v104, v9
+                brif v105, block2(v104, v20, v148, v150, v152, v154), block3(v20, v148, v150, v152, v154)
 
-            block5(v79: f64):
-                v90 = stack_addr.i64 ss0
-                store notrap aligned v79, v90
-                v91 = atomic_load.i64 notrap aligned v90
-                v92 = bitcast.f64 v91
-                store notrap aligned v92, v5
+            block3(v25: f64, v26: f64x2, v27: f64x2, v28: f64x2, v29: f64x2):
+                v106 = stack_addr.i64 ss0
+                store notrap aligned v25, v106
+                v107 = atomic_load.i64 notrap aligned v106
+                v108 = bitcast.f64 v107
+                v109 = extractlane v26, 0
+                v110 = extractlane v26, 1
+                v111 = extractlane v27, 0
+                v112 = extractlane v27, 1
+                v113 = extractlane v28, 0
+                v114 = extractlane v28, 1
+                v115 = extractlane v29, 0
+                v116 = extractlane v29, 1
+                v117 = fadd v109, v113
+                v118 = fadd v110, v114
+                v119 = fadd v111, v115
+                v120 = fadd v112, v116
+                v121 = fadd v117, v119
+                v122 = fadd v118, v120
+                v123 = fadd v121, v122
+                v124 = select v9, v123, v108
+                v125 = iconst.i64 3
+                v126 = ishl.i64 v9, v125  ; v125 = 3
+                v127 = iconst.i64 7
+                v128 = band.i64 v145, v127  ; v127 = 7
+                v132 = iconst.i64 0
+                brif v128, block4(v132, v124), block5(v124)  ; v132 = 0
+
+            block4(v129: i64, v130: f64):
+                v133 = iadd.i64 v126, v129
+                v134 = iconst.i64 3
+                v135 = ishl v133, v134  ; v134 = 3
+                v136 = iadd.i64 v4, v135
+                v137 = load.f64 notrap aligned v136
+                v138 = fadd v130, v137
+                v139 = iconst.i64 1
+                v140 = iadd v129, v139  ; v139 = 1
+                v141 = icmp ult v140, v128
+                brif v141, block4(v140, v138), block5(v138)
+
+            block5(v131: f64):
+                v142 = stack_addr.i64 ss0
+                store notrap aligned v131, v142
+                v143 = atomic_load.i64 notrap aligned v142
+                v144 = bitcast.f64 v143
+                store notrap aligned v144, v5
                 return
             }
         "#]],

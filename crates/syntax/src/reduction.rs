@@ -12,9 +12,9 @@
 //! - otherwise accumulator 0 starts at `z` and accumulators `1 .. K-1` at the operator's
 //!   unit ([`unit`]: `-0` for `+`, the unit that is exact for every operand, signed zeros
 //!   included; `1` for `*`); element `i < K·q` is added to accumulator `i mod K`, in
-//!   increasing `i`; the accumulators are combined by a fixed pairwise tree (`(acc_0 ⊕
-//!   acc_1) ⊕ (acc_2 ⊕ acc_3)` for `K = 4`, the left one always the function's first
-//!   argument); the `r` remaining elements are then folded into that, in order.
+//!   increasing `i`; the accumulators are combined by a fixed tree ([`combine_tree`]: for
+//!   `K = 8`, `((acc_0 ⊕ acc_4) ⊕ (acc_2 ⊕ acc_6)) ⊕ ((acc_1 ⊕ acc_5) ⊕ (acc_3 ⊕
+//!   acc_7))`, the left one always the function's first argument); the `r` remaining elements are then folded into that, in order.
 //!
 //! `max` and `min` (IEEE maximum and minimum, any NaN giving the canonical NaN) are
 //! associative and commutative on every input, so every order gives the same bits: the
@@ -25,8 +25,10 @@
 
 use crate::{Arena, BinOp, ExprId, Node};
 
-/// How many independent accumulators a blocked `reduce` keeps (a power of two).
-pub const ACCUMULATORS: usize = 4;
+/// How many independent accumulators a blocked `reduce` keeps (a power of two): eight,
+/// so that on two lanes four vectors of partial sums hide the addition's latency of
+/// four cycles in a loop that streams memory, as a dot product does.
+pub const ACCUMULATORS: usize = 8;
 
 /// How an evaluator must run a `reduce` with a given function.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -101,22 +103,28 @@ pub fn blocked_fold<T: Clone, E>(
     Ok(acc)
 }
 
-/// The pairwise tree combining `items` (a power of two of them): adjacent pairs first,
-/// then pairs of those, the left one always the first argument.
+/// The tree combining `items` (a power of two of them): item `j` of the first half with
+/// item `j` of the second half, the one of the first half the function's first argument,
+/// then the same on the halved list, down to one. (Where the accumulators sit two by two
+/// in vectors, `(acc_0, acc_1), (acc_2, acc_3), ...`, each step but the last pairs lanes
+/// of equal index; the native code computes it on scalars all the same: packing the
+/// steps' results into vectors made the gradient of a convolution slower.)
 pub fn combine_tree<T, E>(
     mut items: Vec<T>,
     step: &mut impl FnMut(T, T) -> Result<T, E>,
 ) -> Result<T, E> {
+    assert!(
+        items.len().is_power_of_two(),
+        "a tree of {} accumulators",
+        items.len()
+    );
     while items.len() > 1 {
-        let mut next = Vec::with_capacity(items.len() / 2);
-        let mut it = items.into_iter();
-        while let Some(a) = it.next() {
-            next.push(match it.next() {
-                Some(b) => step(a, b)?,
-                None => a,
-            });
-        }
-        items = next;
+        let second = items.split_off(items.len() / 2);
+        items = items
+            .into_iter()
+            .zip(second)
+            .map(|(a, b)| step(a, b))
+            .collect::<Result<_, _>>()?;
     }
     match items.pop() {
         Some(x) => Ok(x),
@@ -142,12 +150,21 @@ mod tests {
 
     #[test]
     fn short_arrays_are_left_folds_and_longer_ones_blocked() {
+        assert_eq!(
+            ACCUMULATORS, 8,
+            "the orders below are those of eight accumulators"
+        );
         assert_eq!(order(0), "z");
         assert_eq!(order(3), "(((z+a0)+a1)+a2)");
-        assert_eq!(order(4), "(((z+a0)+(u+a1))+((u+a2)+(u+a3)))");
+        assert_eq!(order(7), "(((((((z+a0)+a1)+a2)+a3)+a4)+a5)+a6)");
         assert_eq!(
-            order(9),
-            "(((((z+a0)+a4)+((u+a1)+a5))+(((u+a2)+a6)+((u+a3)+a7)))+a8)"
+            order(8),
+            "((((z+a0)+(u+a4))+((u+a2)+(u+a6)))+(((u+a1)+(u+a5))+((u+a3)+(u+a7))))"
+        );
+        assert_eq!(
+            order(18),
+            "(((((((z+a0)+a8)+((u+a4)+a12))+(((u+a2)+a10)+((u+a6)+a14)))\
+             +((((u+a1)+a9)+((u+a5)+a13))+(((u+a3)+a11)+((u+a7)+a15))))+a16)+a17)"
         );
     }
 

@@ -4,7 +4,9 @@
 //!
 //! A loop with such folds runs `q = n / K` iterations of `K` elements (`K` =
 //! [`ACCUMULATORS`]), the per-element code emitted `K` times in the body, element `K·b + j`
-//! folded into accumulator `j`; the accumulators are then combined by the pairwise tree,
+//! folded into accumulator `j` (or `K / c` times as many iterations of `c` elements, see
+//! [`Translator::blocked_loop`], or one element per iteration, see
+//! `rotating_loop`); the accumulators are then combined by the tree (`combine_tree`),
 //! and a second loop runs the `n mod K` remaining elements one by one. What the loop
 //! carries besides (other folds' accumulators, the phase of an accumulator alternating
 //! between buffers) goes from element to element as in a plain loop. Accumulator 0 starts
@@ -28,13 +30,14 @@
 
 use std::rc::Rc;
 
-use cranelift_codegen::ir::{InstBuilder, Value};
+use cranelift_codegen::ir::types::{F64, I64};
+use cranelift_codegen::ir::{InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value};
 use unfad_syntax::fast_hash::FastMap as HashMap;
 use unfad_syntax::reduction::{combine_tree, unit, ACCUMULATORS};
-use unfad_syntax::{BinOp, ExprId, Node, Var};
+use unfad_syntax::{BinOp, ExprId, Node, UnOp, Var};
 
 use crate::error::{internal, JitResult};
-use crate::value::{Arr, IntVal, Kind, Pad, Val};
+use crate::value::{Arr, IntVal, Kind, Layout, Pad, Val};
 
 use super::lanes;
 use super::variables::Entry;
@@ -111,20 +114,43 @@ impl<'a> Translator<'a> {
             return self.rotating_loop(count, init, lanes, reads, step, combine);
         }
         const K: usize = ACCUMULATORS;
-        let shift = K.trailing_zeros() as i64;
         let blocks = self.blocks_of(count);
         let replay = self.replay_point(reads);
         let width = init.len();
-        // On two lanes, the accumulators of a fold are carried as two vectors, lanes
-        // (0, 1) and (2, 3); the scalar slot at `lane.at` then keeps the initial value.
-        let paired = K == 4 && lanes::available(self.module.isa());
+        // On two lanes, the accumulators of a fold are carried as `K / 2` vectors, lanes
+        // (0, 1), (2, 3), ...; the scalar slot at `lane.at` then keeps the initial value.
+        // An iteration runs `copies` elements (all `K`, or fewer for an element whose code
+        // is not tiny or a loop with several folds, see `unrolled_copies`), folded into the
+        // first `copies / 2` vectors, which then go last: after `K / copies` iterations
+        // every vector is back in its place, each accumulator having folded the elements
+        // the order gives it.
+        let paired = lanes::available(self.module.isa());
+        const H: usize = ACCUMULATORS / 2;
+        let copies = if paired {
+            self.unrolled_copies(lanes, reads)
+        } else {
+            K
+        };
+        let used = copies / 2;
+        let iterations = match blocks {
+            _ if copies == K => blocks,
+            IntVal::Const(q) => IntVal::Const(q * (K / copies) as i64),
+            IntVal::Ssa(q) => IntVal::Ssa(
+                self.b
+                    .ins()
+                    .ishl_imm_s(q, (K / copies).trailing_zeros() as i64),
+            ),
+        };
         let mut state = init.clone();
         if paired {
             for lane in lanes {
                 let unit = self.b.ins().f64const(lane.unit);
                 let first = self.pack(init[lane.at], unit);
-                let second = self.pack(unit, unit);
-                state.extend([first, second]);
+                state.push(first);
+                for _ in 1..H {
+                    let next = self.pack(unit, unit);
+                    state.push(next);
+                }
             }
         } else {
             for _ in 1..K {
@@ -133,19 +159,20 @@ impl<'a> Translator<'a> {
                 }
             }
         }
-        let out = self.loop_(blocks, false, state, &mut |t, b, cur| {
-            let base = t.b.ins().ishl_imm_s(b, shift);
+        let step_shift = copies.trailing_zeros() as i64;
+        let out = self.loop_(iterations, false, state, &mut |t, b, cur| {
+            let base = t.b.ins().ishl_imm_s(b, step_shift);
             let mut running = cur[..width].to_vec();
             let mut others = cur[width..].to_vec();
-            let mut accs = vec![Vec::with_capacity(K); lanes.len()];
-            for j in 0..K {
+            let mut accs = vec![Vec::with_capacity(copies); lanes.len()];
+            for j in 0..copies {
                 if j > 0 {
                     t.rewind(&replay);
                 }
                 let mut view = running.clone();
                 for (l, lane) in lanes.iter().enumerate() {
                     if paired {
-                        let v = cur[width + 2 * l + j / 2];
+                        let v = cur[width + H * l + j / 2];
                         view[lane.at] = t.b.ins().extractlane(v, (j % 2) as u8);
                     } else if j > 0 {
                         view[lane.at] = others[(j - 1) * lanes.len() + l];
@@ -171,9 +198,12 @@ impl<'a> Translator<'a> {
             }
             if paired {
                 others.clear();
-                for acc in &accs {
-                    others.push(t.pack(acc[0], acc[1]));
-                    others.push(t.pack(acc[2], acc[3]));
+                for (l, acc) in accs.iter().enumerate() {
+                    let vectors = &cur[width + H * l..width + H * (l + 1)];
+                    others.extend_from_slice(&vectors[used..]);
+                    for h in 0..used {
+                        others.push(t.pack(acc[2 * h], acc[2 * h + 1]));
+                    }
                 }
             }
             running.extend(others);
@@ -183,14 +213,13 @@ impl<'a> Translator<'a> {
         if blocks != IntVal::Const(0) {
             for (l, lane) in lanes.iter().enumerate() {
                 let accs: Vec<Value> = if paired {
-                    let (first, second) = (out[width + 2 * l], out[width + 2 * l + 1]);
-                    let ins = |t: &mut Self, v, k: u8| t.b.ins().extractlane(v, k);
-                    vec![
-                        ins(self, first, 0),
-                        ins(self, first, 1),
-                        ins(self, second, 0),
-                        ins(self, second, 1),
-                    ]
+                    let mut accs = Vec::with_capacity(K);
+                    for h in 0..H {
+                        let v = out[width + H * l + h];
+                        accs.push(self.b.ins().extractlane(v, 0));
+                        accs.push(self.b.ins().extractlane(v, 1));
+                    }
+                    accs
                 } else {
                     std::iter::once(out[lane.at])
                         .chain((1..K).map(|j| out[width + (j - 1) * lanes.len() + l]))
@@ -206,13 +235,37 @@ impl<'a> Translator<'a> {
         })
     }
 
+    /// How many elements an iteration of a blocked loop on two lanes runs (a divisor of
+    /// [`ACCUMULATORS`], even). All of them when the element's code is a few arithmetic
+    /// operations on a few arrays (a dot product's): the `K / 2` vectors of partial sums
+    /// then hide the addition's latency, as hand-written code that streams memory does.
+    /// The vectors of partial sums of each fold and the vectors loaded from each array
+    /// must then fit in the registers (16): at most [`WIDE_STREAMS`] of folds and arrays
+    /// (beyond, one of them went to the stack, and a dot product's tangent ran 1.6 times
+    /// slower). Four otherwise, so that a transcendental's code is not replayed beyond
+    /// what the registers hold; four copies rotate the vectors of partial sums through the
+    /// state, a few register moves per iteration.
+    fn unrolled_copies(&self, lanes: &[Lane], reads: &[&Rc<Arr>]) -> usize {
+        let mut budget = TINY_BODY * lanes.len();
+        let mut arrays = Vec::new();
+        let tiny = reads
+            .iter()
+            .all(|a| tiny(self.arena, a, &mut budget, &mut arrays));
+        if tiny && lanes.len() + arrays.len() <= WIDE_STREAMS {
+            ACCUMULATORS
+        } else {
+            ACCUMULATORS.min(4)
+        }
+    }
+
     /// [`Translator::blocked_loop`] for an element whose code is long (a loop of its own,
     /// or many operations): one copy of it per iteration instead of [`ACCUMULATORS`], the
-    /// accumulators of each fold rotating through the state (element `i` is folded into
-    /// the first, which then goes last), so that after each block of `K` elements every
-    /// accumulator is back in its place and has folded the elements the order gives it.
-    /// The same results as the unrolled loop, in a quarter of the code; what the unrolled
-    /// loop gains (independent additions, lanes) is nothing beside such an element.
+    /// accumulators of each fold kept in a stack slot of `K` reals, element `i` folded
+    /// into the one at `i mod K` (a load before the element's code, a store after). The
+    /// same results as the unrolled loop, in a `K`th of the code, and no register held
+    /// through the element's code for the accumulators (which then spilled around its
+    /// inner loops); what the unrolled loop gains (independent additions, lanes) is nothing
+    /// beside such an element.
     fn rotating_loop(
         &mut self,
         count: IntVal,
@@ -224,39 +277,51 @@ impl<'a> Translator<'a> {
     ) -> JitResult<Vec<Value>> {
         const K: usize = ACCUMULATORS;
         let blocks = self.blocks_of(count);
-        let width = init.len();
         // The element's code is emitted twice: in the blocks' loop and the remainder's.
         let replay = self.replay_point(reads);
         let (done, rest) = self.after_blocks(count, blocks)?;
-        // The state: the loop's own, then accumulators 1 .. K of each fold (accumulator 0
-        // is in the fold's slot).
-        let mut state = init.clone();
+        let flags = MemFlagsData::trusted();
+        let mut slots = Vec::with_capacity(lanes.len());
         for lane in lanes {
-            for _ in 1..K {
-                state.push(self.b.ins().f64const(lane.unit));
+            let bytes = (8 * K) as u32;
+            let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                bytes,
+                3,
+            ));
+            let unit = self.b.ins().f64const(lane.unit);
+            for j in 0..K {
+                let v = if j == 0 { init[lane.at] } else { unit };
+                self.b.ins().stack_store(I64, v, slot, (8 * j) as i32);
             }
+            slots.push(slot);
         }
-        let out = self.loop_(done, false, state, &mut |t, i, cur| {
+        let accumulator = |t: &mut Self, slot, i: Value| {
+            let j = t.b.ins().band_imm_s(i, K as i64 - 1);
+            let offset = t.b.ins().ishl_imm_s(j, 3);
+            let base = t.b.ins().stack_addr(I64, slot, 0);
+            t.b.ins().iadd(base, offset)
+        };
+        let out = self.loop_(done, false, init, &mut |t, i, cur| {
             t.count_at(i);
-            let mut next = step(t, i, &cur[..width])?;
-            for (l, lane) in lanes.iter().enumerate() {
-                let others = &cur[width + l * (K - 1)..width + (l + 1) * (K - 1)];
-                let folded = next[lane.at];
-                next[lane.at] = others[0];
-                next.extend_from_slice(&others[1..]);
-                next.push(folded);
+            let mut view = cur.to_vec();
+            for (lane, &slot) in lanes.iter().zip(&slots) {
+                let at = accumulator(t, slot, i);
+                view[lane.at] = t.b.ins().load(F64, flags, at, 0);
+            }
+            let mut next = step(t, i, &view)?;
+            for (lane, &slot) in lanes.iter().zip(&slots) {
+                let at = accumulator(t, slot, i);
+                t.b.ins().store(flags, next[lane.at], at, 0);
+                next[lane.at] = cur[lane.at];
             }
             Ok(next)
         })?;
-        let mut state = out[..width].to_vec();
+        let mut state = out.clone();
         if blocks != IntVal::Const(0) {
-            for (l, lane) in lanes.iter().enumerate() {
-                let accs: Vec<Value> = std::iter::once(out[lane.at])
-                    .chain(
-                        out[width + l * (K - 1)..width + (l + 1) * (K - 1)]
-                            .iter()
-                            .copied(),
-                    )
+            for (l, (lane, &slot)) in lanes.iter().zip(&slots).enumerate() {
+                let accs: Vec<Value> = (0..K)
+                    .map(|j| self.b.ins().stack_load(I64, F64, slot, (8 * j) as i32))
                     .collect();
                 state[lane.at] = self.combined(l, accs, out[lane.at], blocks, combine)?;
             }
@@ -465,6 +530,75 @@ impl<'a> Translator<'a> {
 /// and for a loop to compute two elements at a time. A Hessian-vector product's element
 /// (the value, the gradient and their tangents) has several dozen.
 const HEAVY_BODY: usize = 80;
+
+/// The operations per fold an element's code may have for a blocked loop to run all
+/// [`ACCUMULATORS`] elements of a block per iteration.
+const TINY_BODY: usize = 6;
+
+/// How many folds and arrays read together a blocked loop may have to run all
+/// [`ACCUMULATORS`] elements of a block per iteration: each takes `K / 2` vector
+/// registers.
+const WIDE_STREAMS: usize = 3;
+
+/// True if computing an element of `a` takes at most `budget` operations, each a machine
+/// operation (no transcendental, division or square root), reading memory in place
+/// (arrays in memory, indexed or not, `iota`, fills; no scan, no pad behind a test). The arrays in
+/// memory it reads are added to `arrays`, once each.
+fn tiny(
+    arena: &unfad_syntax::Arena,
+    a: &Rc<Arr>,
+    budget: &mut usize,
+    arrays: &mut Vec<Layout>,
+) -> bool {
+    match &a.kind {
+        Kind::Map { f, src, .. } => {
+            tiny_expr(arena, *f, budget) && tiny(arena, src, budget, arrays)
+        }
+        Kind::Map2 { f, a: x, b: y, .. } => {
+            tiny_expr(arena, *f, budget)
+                && tiny(arena, x, budget, arrays)
+                && tiny(arena, y, budget, arrays)
+        }
+        Kind::Scan(_) | Kind::Pad(_) => false,
+        Kind::Mem { layout, .. } => {
+            if !arrays.contains(layout) {
+                arrays.push(layout.clone());
+            }
+            true
+        }
+        Kind::Fill { .. } | Kind::Iota { .. } => true,
+    }
+}
+
+/// True if `e` is at most `budget` of the operations [`tiny`] allows.
+fn tiny_expr(arena: &unfad_syntax::Arena, e: ExprId, budget: &mut usize) -> bool {
+    let op = match arena[e] {
+        Node::Op1(op, _) => matches!(op, UnOp::Neg | UnOp::Abs | UnOp::ToReal),
+        Node::Op2(op, _, _) => matches!(
+            op,
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Max | BinOp::Min
+        ),
+        Node::Var(_)
+        | Node::Const(_)
+        | Node::Lambda(..)
+        | Node::Proj(..)
+        | Node::Tuple(_)
+        | Node::Index(..) => true,
+        _ => false,
+    };
+    if !op {
+        return false;
+    }
+    if matches!(arena[e], Node::Op1(..) | Node::Op2(..)) {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+    }
+    let mut ok = true;
+    arena.for_each_child(e, |c| ok = ok && tiny_expr(arena, c, budget));
+    ok
+}
 
 /// True if computing an element of `a` runs a loop or more than `budget` operations (the
 /// functions of the unevaluated maps and scans it reads), or branches: a pad read with a
