@@ -88,6 +88,29 @@ fn fused_reductions_agree_with_the_interpreter() {
             format!(
                 "def g(A: [n]real, B: [n]real) = reduce {f} {z} (map2 * (shift1R (scanl + 0 A)) B)"
             ),
+            // Elements with a transcendental (fewer elements per iteration than
+            // accumulators, the vectors of partial sums rotating), one fold and two.
+            format!(
+                "def g(A: [n]real, B: [n]real) = reduce {f} {z} (map2 (a, b. exp(a * 0.01) * b) A B)"
+            ),
+            format!(
+                "def g(A: [n]real, B: [n]real) = \
+                 (reduce {f} {z} (map (a. tanh(a)) A), reduce {f} {z} (map2 (a, b. exp(b * 0.01) - a) A B))"
+            ),
+            // A dot product's tangent: two folds reading two arrays each.
+            format!(
+                "def g(A: [n]real, B: [n]real) = \
+                 (reduce {f} {z} (map2 * A B), reduce {f} {z} (map2 (a, b. b * a + a * b) A B))"
+            ),
+            // Elements that run a loop of their own (the accumulators in a stack slot), one
+            // fold and two.
+            format!(
+                "def g(A: [n]real, B: [n]real) = reduce {f} {z} (map (a. reduce + 0 (map (c. c * a) B)) A)"
+            ),
+            format!(
+                "def g(A: [n]real, B: [n]real) = \
+                 (reduce {f} {z} (map (a. reduce + 0 (map (c. c - a) B)) A), reduce {f} {z} (map (a. reduce * 1 (map (c. c * a) B)) A))"
+            ),
         ] {
             check(&src, &inputs(100 + k as u64));
         }
