@@ -31,7 +31,7 @@ fn dot_is_one_bottom_tested_loop() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v191 = load.i64 notrap aligned readonly can_move v1
+                v202 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
@@ -40,13 +40,13 @@ fn dot_is_one_bottom_tested_loop() {
                 v6 = load.i64 notrap aligned readonly can_move v2
                 v8 = f64const 0.0
                 v9 = iconst.i64 3
-                v10 = ushr.i64 v191, v9  ; v9 = 3
+                v10 = ushr.i64 v202, v9  ; v9 = 3
                 v11 = f64const -0.0
-                v192 = splat.f64x2 v11  ; v11 = -0.0
+                v203 = splat.f64x2 v11  ; v11 = -0.0
                 v12 = scalar_to_vector.f64x2 v8  ; v8 = 0.0
                 v13 = insertlane v12, v11, 1  ; v11 = -0.0
                 v31 = iconst.i64 0
-                brif v10, block2(v31, v8, v13, v192, v192, v192), block3(v8, v13, v192, v192, v192)  ; v31 = 0, v8 = 0.0, v8 = 0.0
+                brif v10, block2(v31, v8, v13, v203, v203, v203), block3(v8, v13, v203, v203, v203)  ; v31 = 0, v8 = 0.0, v8 = 0.0
 
             block2(v20: i64, v21: f64, v22: f64x2, v23: f64x2, v24: f64x2, v25: f64x2):
                 v32 = iconst.i64 3
@@ -57,10 +57,10 @@ fn dot_is_one_bottom_tested_loop() {
                 v39 = iconst.i64 3
                 v40 = ishl v33, v39  ; v39 = 3
                 v41 = iadd.i64 v5, v40
-                v193 = load.f64x2 notrap v37
-                v194 = load.f64x2 notrap v41
-                v195 = fmul v193, v194
-                v196 = fadd v22, v195
+                v204 = load.f64x2 notrap v37
+                v205 = load.f64x2 notrap v41
+                v206 = fmul v204, v205
+                v207 = fadd v22, v206
                 v59 = iconst.i64 2
                 v60 = iadd v33, v59  ; v59 = 2
                 v61 = iconst.i64 3
@@ -69,10 +69,10 @@ fn dot_is_one_bottom_tested_loop() {
                 v65 = iconst.i64 3
                 v66 = ishl v60, v65  ; v65 = 3
                 v67 = iadd.i64 v5, v66
-                v197 = load.f64x2 notrap v63
-                v198 = load.f64x2 notrap v67
-                v199 = fmul v197, v198
-                v200 = fadd v23, v199
+                v208 = load.f64x2 notrap v63
+                v209 = load.f64x2 notrap v67
+                v210 = fmul v208, v209
+                v211 = fadd v23, v210
                 v85 = iconst.i64 4
                 v86 = iadd v33, v85  ; v85 = 4
                 v87 = iconst.i64 3
@@ -81,10 +81,10 @@ fn dot_is_one_bottom_tested_loop() {
                 v91 = iconst.i64 3
                 v92 = ishl v86, v91  ; v91 = 3
                 v93 = iadd.i64 v5, v92
-                v201 = load.f64x2 notrap v89
-                v202 = load.f64x2 notrap v93
-                v203 = fmul v201, v202
-                v204 = fadd v24, v203
+                v212 = load.f64x2 notrap v89
+                v213 = load.f64x2 notrap v93
+                v214 = fmul v212, v213
+                v215 = fadd v24, v214
                 v111 = iconst.i64 6
                 v112 = iadd v33, v111  ; v111 = 6
                 v113 = iconst.i64 3
@@ -93,66 +93,55 @@ fn dot_is_one_bottom_tested_loop() {
                 v117 = iconst.i64 3
                 v118 = ishl v112, v117  ; v117 = 3
                 v119 = iadd.i64 v5, v118
-                v205 = load.f64x2 notrap v115
-                v206 = load.f64x2 notrap v119
-                v207 = fmul v205, v206
-                v208 = fadd v25, v207
+                v216 = load.f64x2 notrap v115
+                v217 = load.f64x2 notrap v119
+                v218 = fmul v216, v217
+                v219 = fadd v25, v218
                 v144 = iconst.i64 1
                 v145 = iadd v20, v144  ; v144 = 1
                 v146 = icmp ult v145, v10
-                brif v146, block2(v145, v21, v196, v200, v204, v208), block3(v21, v196, v200, v204, v208)
+                brif v146, block2(v145, v21, v207, v211, v215, v219), block3(v21, v207, v211, v215, v219)
 
             block3(v26: f64, v27: f64x2, v28: f64x2, v29: f64x2, v30: f64x2):
                 v147 = stack_addr.i64 ss0
                 store notrap aligned v26, v147
                 v148 = atomic_load.i64 notrap aligned v147
-                v149 = bitcast.f64 v148
-                v150 = extractlane v27, 0
-                v151 = extractlane v27, 1
-                v152 = extractlane v28, 0
-                v153 = extractlane v28, 1
-                v154 = extractlane v29, 0
-                v155 = extractlane v29, 1
-                v156 = extractlane v30, 0
-                v157 = extractlane v30, 1
-                v158 = fadd v150, v154
-                v159 = fadd v151, v155
-                v160 = fadd v152, v156
-                v161 = fadd v153, v157
-                v162 = fadd v158, v160
-                v163 = fadd v159, v161
-                v164 = fadd v162, v163
-                v165 = select v10, v164, v149
-                v166 = iconst.i64 3
-                v167 = ishl.i64 v10, v166  ; v166 = 3
-                v168 = iconst.i64 7
-                v169 = band.i64 v191, v168  ; v168 = 7
-                v173 = iconst.i64 0
-                brif v169, block4(v173, v165), block5(v165)  ; v173 = 0
+                v220 = fadd v27, v29
+                v221 = fadd v28, v30
+                v222 = fadd v220, v221
+                v174 = extractlane v222, 0
+                v175 = extractlane v222, 1
+                v176 = fadd v174, v175
+                v177 = iconst.i64 3
+                v178 = ishl.i64 v10, v177  ; v177 = 3
+                v179 = iconst.i64 7
+                v180 = band.i64 v202, v179  ; v179 = 7
+                v184 = iconst.i64 0
+                brif v180, block4(v184, v176), block5(v176)  ; v184 = 0
 
-            block4(v170: i64, v171: f64):
-                v174 = iadd.i64 v167, v170
-                v175 = iconst.i64 3
-                v176 = ishl v174, v175  ; v175 = 3
-                v177 = iadd.i64 v4, v176
-                v178 = load.f64 notrap aligned v177
-                v179 = iconst.i64 3
-                v180 = ishl v174, v179  ; v179 = 3
-                v181 = iadd.i64 v5, v180
-                v182 = load.f64 notrap aligned v181
-                v183 = fmul v178, v182
-                v184 = fadd v171, v183
-                v185 = iconst.i64 1
-                v186 = iadd v170, v185  ; v185 = 1
-                v187 = icmp ult v186, v169
-                brif v187, block4(v186, v184), block5(v184)
+            block4(v181: i64, v182: f64):
+                v185 = iadd.i64 v178, v181
+                v186 = iconst.i64 3
+                v187 = ishl v185, v186  ; v186 = 3
+                v188 = iadd.i64 v4, v187
+                v189 = load.f64 notrap aligned v188
+                v190 = iconst.i64 3
+                v191 = ishl v185, v190  ; v190 = 3
+                v192 = iadd.i64 v5, v191
+                v193 = load.f64 notrap aligned v192
+                v194 = fmul v189, v193
+                v195 = fadd v182, v194
+                v196 = iconst.i64 1
+                v197 = iadd v181, v196  ; v196 = 1
+                v198 = icmp ult v197, v180
+                brif v198, block4(v197, v195), block5(v195)
 
-            block5(v172: f64):
-                v188 = stack_addr.i64 ss0
-                store notrap aligned v172, v188
-                v189 = atomic_load.i64 notrap aligned v188
-                v190 = bitcast.f64 v189
-                store notrap aligned v190, v6
+            block5(v183: f64):
+                v199 = stack_addr.i64 ss0
+                store notrap aligned v183, v199
+                v200 = atomic_load.i64 notrap aligned v199
+                v201 = bitcast.f64 v200
+                store notrap aligned v201, v6
                 return
             }
         "#]],
@@ -518,8 +507,8 @@ fn result_component_is_computed_in_place() {
                 fn0 = colocated u0:1 sig0
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v307 = load.i64 notrap aligned readonly can_move v1
-                v308 = symbol_value.i64 gv0
+                v318 = load.i64 notrap aligned readonly can_move v1
+                v319 = symbol_value.i64 gv0
                 jump block1
 
             block1:
@@ -527,11 +516,11 @@ fn result_component_is_computed_in_place() {
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v6 = load.i64 notrap aligned readonly can_move v2+8
                 v8 = iconst.i64 1
-                v9 = ushr.i64 v307, v8  ; v8 = 1
+                v9 = ushr.i64 v318, v8  ; v8 = 1
                 v10 = iconst.i64 -2
-                v11 = band.i64 v307, v10  ; v10 = -2
+                v11 = band.i64 v318, v10  ; v10 = -2
                 v12 = iconst.i64 1
-                v13 = band.i64 v307, v12  ; v12 = 1
+                v13 = band.i64 v318, v12  ; v12 = 1
                 v15 = iconst.i64 0
                 brif v9, block2(v15), block3  ; v15 = 0
 
@@ -566,77 +555,77 @@ fn result_component_is_computed_in_place() {
                 v78 = f64const +Inf
                 v80 = f64const -0x1.7500000000000p9
                 v82 = f64const 0.0
-                v309 = load.f64x2 notrap v20
-                v318 = splat.f64x2 v26  ; v26 = 0x1.71547652b82fep7
-                v319 = splat.f64x2 v27  ; v27 = 0x1.8000000000000p52
-                v320 = fma v309, v318, v319
-                v334 = fsub v320, v319
-                v321 = bitcast.i64x2 little v320
-                v322 = splat.i64x2 v31  ; v31 = 0x4338_0000_0000_0000
-                v323 = isub v321, v322
-                v336 = splat.f64x2 v33  ; v33 = -0x1.62e42ff000000p-8
-                v337 = fma v334, v336, v309
-                v335 = splat.f64x2 v35  ; v35 = 0x1.718432a1b0e26p-42
-                v338 = fma v334, v335, v337
-                v324 = splat.i64x2 v37  ; v37 = 127
-                v325 = band v323, v324
-                v326 = ishl v325, v39  ; v39 = 4
-                v317 = splat.i64x2 v308
-                v327 = iadd v317, v326
-                v328 = extractlane v327, 0
-                v329 = extractlane v327, 1
-                v330 = load.f64 notrap aligned readonly can_move v328
-                v331 = load.f64 notrap aligned readonly can_move v329
-                v332 = splat.f64x2 v330
-                v333 = insertlane v332, v331, 1
-                v349 = splat.i64x2 v43  ; v43 = 127
-                v350 = band v323, v349
-                v351 = ishl v350, v45  ; v45 = 4
-                v348 = splat.i64x2 v308
-                v352 = iadd v348, v351
-                v353 = extractlane v352, 0
-                v354 = extractlane v352, 1
-                v355 = load.f64 notrap aligned readonly can_move v353+8
-                v356 = load.f64 notrap aligned readonly can_move v354+8
-                v357 = splat.f64x2 v355
-                v358 = insertlane v357, v356, 1
-                v342 = fmul v338, v338
-                v344 = splat.f64x2 v50  ; v50 = 0x1.0000000000000p-1
-                v343 = splat.f64x2 v51  ; v51 = 0x1.5555555555555p-3
-                v340 = splat.f64x2 v52  ; v52 = 0x1.5555555555555p-5
-                v339 = splat.f64x2 v53  ; v53 = 0x1.1111111111111p-7
-                v345 = fma v338, v343, v344
-                v341 = fma v338, v339, v340
-                v346 = fma v341, v342, v345
-                v347 = fma v346, v342, v338
-                v359 = fma v333, v347, v358
-                v360 = fadd v333, v359
-                v366 = sshr v323, v60  ; v60 = 7
-                v362 = sshr v323, v62  ; v62 = 8
-                v367 = isub v366, v362
-                v361 = bitcast.i64x2 little v360
-                v363 = ishl v362, v66  ; v66 = 52
-                v364 = iadd v361, v363
-                v365 = bitcast.f64x2 little v364
-                v368 = splat.i64x2 v70  ; v70 = 1023
-                v369 = iadd v367, v368
-                v370 = ishl v369, v72  ; v72 = 52
-                v371 = bitcast.f64x2 little v370
-                v372 = fmul v365, v371
-                v314 = splat.f64x2 v76  ; v76 = 0x1.6300000000000p9
-                v315 = fcmp gt v309, v314
-                v316 = splat.f64x2 v78  ; v78 = +Inf
-                v373 = bitcast.f64x2 little v315
-                v374 = bitselect v373, v316, v372
-                v311 = splat.f64x2 v80  ; v80 = -0x1.7500000000000p9
-                v312 = fcmp lt v309, v311
-                v313 = splat.f64x2 v82  ; v82 = 0.0
-                v375 = bitcast.f64x2 little v312
-                v376 = bitselect v375, v313, v374
-                v310 = fcmp ne v309, v309
-                v377 = bitcast.f64x2 little v310
-                v378 = bitselect v377, v309, v376
-                store notrap v378, v24
+                v320 = load.f64x2 notrap v20
+                v329 = splat.f64x2 v26  ; v26 = 0x1.71547652b82fep7
+                v330 = splat.f64x2 v27  ; v27 = 0x1.8000000000000p52
+                v331 = fma v320, v329, v330
+                v345 = fsub v331, v330
+                v332 = bitcast.i64x2 little v331
+                v333 = splat.i64x2 v31  ; v31 = 0x4338_0000_0000_0000
+                v334 = isub v332, v333
+                v347 = splat.f64x2 v33  ; v33 = -0x1.62e42ff000000p-8
+                v348 = fma v345, v347, v320
+                v346 = splat.f64x2 v35  ; v35 = 0x1.718432a1b0e26p-42
+                v349 = fma v345, v346, v348
+                v335 = splat.i64x2 v37  ; v37 = 127
+                v336 = band v334, v335
+                v337 = ishl v336, v39  ; v39 = 4
+                v328 = splat.i64x2 v319
+                v338 = iadd v328, v337
+                v339 = extractlane v338, 0
+                v340 = extractlane v338, 1
+                v341 = load.f64 notrap aligned readonly can_move v339
+                v342 = load.f64 notrap aligned readonly can_move v340
+                v343 = splat.f64x2 v341
+                v344 = insertlane v343, v342, 1
+                v360 = splat.i64x2 v43  ; v43 = 127
+                v361 = band v334, v360
+                v362 = ishl v361, v45  ; v45 = 4
+                v359 = splat.i64x2 v319
+                v363 = iadd v359, v362
+                v364 = extractlane v363, 0
+                v365 = extractlane v363, 1
+                v366 = load.f64 notrap aligned readonly can_move v364+8
+                v367 = load.f64 notrap aligned readonly can_move v365+8
+                v368 = splat.f64x2 v366
+                v369 = insertlane v368, v367, 1
+                v353 = fmul v349, v349
+                v355 = splat.f64x2 v50  ; v50 = 0x1.0000000000000p-1
+                v354 = splat.f64x2 v51  ; v51 = 0x1.5555555555555p-3
+                v351 = splat.f64x2 v52  ; v52 = 0x1.5555555555555p-5
+                v350 = splat.f64x2 v53  ; v53 = 0x1.1111111111111p-7
+                v356 = fma v349, v354, v355
+                v352 = fma v349, v350, v351
+                v357 = fma v352, v353, v356
+                v358 = fma v357, v353, v349
+                v370 = fma v344, v358, v369
+                v371 = fadd v344, v370
+                v377 = sshr v334, v60  ; v60 = 7
+                v373 = sshr v334, v62  ; v62 = 8
+                v378 = isub v377, v373
+                v372 = bitcast.i64x2 little v371
+                v374 = ishl v373, v66  ; v66 = 52
+                v375 = iadd v372, v374
+                v376 = bitcast.f64x2 little v375
+                v379 = splat.i64x2 v70  ; v70 = 1023
+                v380 = iadd v378, v379
+                v381 = ishl v380, v72  ; v72 = 52
+                v382 = bitcast.f64x2 little v381
+                v383 = fmul v376, v382
+                v325 = splat.f64x2 v76  ; v76 = 0x1.6300000000000p9
+                v326 = fcmp gt v320, v325
+                v327 = splat.f64x2 v78  ; v78 = +Inf
+                v384 = bitcast.f64x2 little v326
+                v385 = bitselect v384, v327, v383
+                v322 = splat.f64x2 v80  ; v80 = -0x1.7500000000000p9
+                v323 = fcmp lt v320, v322
+                v324 = splat.f64x2 v82  ; v82 = 0.0
+                v386 = bitcast.f64x2 little v323
+                v387 = bitselect v386, v324, v385
+                v321 = fcmp ne v320, v320
+                v388 = bitcast.f64x2 little v321
+                v389 = bitselect v388, v320, v387
+                store notrap v389, v24
                 v155 = iconst.i64 1
                 v156 = iadd v14, v155  ; v155 = 1
                 v157 = icmp ult v156, v9
@@ -662,13 +651,13 @@ fn result_component_is_computed_in_place() {
             block5:
                 v169 = f64const 0.0
                 v170 = iconst.i64 3
-                v171 = ushr.i64 v307, v170  ; v170 = 3
+                v171 = ushr.i64 v318, v170  ; v170 = 3
                 v172 = f64const -0.0
-                v379 = splat.f64x2 v172  ; v172 = -0.0
+                v390 = splat.f64x2 v172  ; v172 = -0.0
                 v173 = scalar_to_vector.f64x2 v169  ; v169 = 0.0
                 v174 = insertlane v173, v172, 1  ; v172 = -0.0
                 v192 = iconst.i64 0
-                brif v171, block6(v192, v169, v174, v379, v379, v379), block7(v169, v174, v379, v379, v379)  ; v192 = 0, v169 = 0.0, v169 = 0.0
+                brif v171, block6(v192, v169, v174, v390, v390, v390), block7(v169, v174, v390, v390, v390)  ; v192 = 0, v169 = 0.0, v169 = 0.0
 
             block6(v181: i64, v182: f64, v183: f64x2, v184: f64x2, v185: f64x2, v186: f64x2):
                 v193 = iconst.i64 3
@@ -676,80 +665,69 @@ fn result_component_is_computed_in_place() {
                 v196 = iconst.i64 3
                 v197 = ishl v194, v196  ; v196 = 3
                 v198 = iadd.i64 v5, v197
-                v380 = load.f64x2 notrap v198
-                v381 = fadd v183, v380
+                v391 = load.f64x2 notrap v198
+                v392 = fadd v183, v391
                 v210 = iconst.i64 2
                 v211 = iadd v194, v210  ; v210 = 2
                 v212 = iconst.i64 3
                 v213 = ishl v211, v212  ; v212 = 3
                 v214 = iadd.i64 v5, v213
-                v382 = load.f64x2 notrap v214
-                v383 = fadd v184, v382
+                v393 = load.f64x2 notrap v214
+                v394 = fadd v184, v393
                 v226 = iconst.i64 4
                 v227 = iadd v194, v226  ; v226 = 4
                 v228 = iconst.i64 3
                 v229 = ishl v227, v228  ; v228 = 3
                 v230 = iadd.i64 v5, v229
-                v384 = load.f64x2 notrap v230
-                v385 = fadd v185, v384
+                v395 = load.f64x2 notrap v230
+                v396 = fadd v185, v395
                 v242 = iconst.i64 6
                 v243 = iadd v194, v242  ; v242 = 6
                 v244 = iconst.i64 3
                 v245 = ishl v243, v244  ; v244 = 3
                 v246 = iadd.i64 v5, v245
-                v386 = load.f64x2 notrap v246
-                v387 = fadd v186, v386
+                v397 = load.f64x2 notrap v246
+                v398 = fadd v186, v397
                 v265 = iconst.i64 1
                 v266 = iadd v181, v265  ; v265 = 1
                 v267 = icmp ult v266, v171
-                brif v267, block6(v266, v182, v381, v383, v385, v387), block7(v182, v381, v383, v385, v387)
+                brif v267, block6(v266, v182, v392, v394, v396, v398), block7(v182, v392, v394, v396, v398)
 
             block7(v187: f64, v188: f64x2, v189: f64x2, v190: f64x2, v191: f64x2):
                 v268 = stack_addr.i64 ss0
                 store notrap aligned v187, v268
                 v269 = atomic_load.i64 notrap aligned v268
-                v270 = bitcast.f64 v269
-                v271 = extractlane v188, 0
-                v272 = extractlane v188, 1
-                v273 = extractlane v189, 0
-                v274 = extractlane v189, 1
-                v275 = extractlane v190, 0
-                v276 = extractlane v190, 1
-                v277 = extractlane v191, 0
-                v278 = extractlane v191, 1
-                v279 = fadd v271, v275
-                v280 = fadd v272, v276
-                v281 = fadd v273, v277
-                v282 = fadd v274, v278
-                v283 = fadd v279, v281
-                v284 = fadd v280, v282
-                v285 = fadd v283, v284
-                v286 = select v171, v285, v270
-                v287 = iconst.i64 3
-                v288 = ishl.i64 v171, v287  ; v287 = 3
-                v289 = iconst.i64 7
-                v290 = band.i64 v307, v289  ; v289 = 7
-                v294 = iconst.i64 0
-                brif v290, block8(v294, v286), block9(v286)  ; v294 = 0
+                v399 = fadd v188, v190
+                v400 = fadd v189, v191
+                v401 = fadd v399, v400
+                v295 = extractlane v401, 0
+                v296 = extractlane v401, 1
+                v297 = fadd v295, v296
+                v298 = iconst.i64 3
+                v299 = ishl.i64 v171, v298  ; v298 = 3
+                v300 = iconst.i64 7
+                v301 = band.i64 v318, v300  ; v300 = 7
+                v305 = iconst.i64 0
+                brif v301, block8(v305, v297), block9(v297)  ; v305 = 0
 
-            block8(v291: i64, v292: f64):
-                v295 = iadd.i64 v288, v291
-                v296 = iconst.i64 3
-                v297 = ishl v295, v296  ; v296 = 3
-                v298 = iadd.i64 v5, v297
-                v299 = load.f64 notrap aligned v298
-                v300 = fadd v292, v299
-                v301 = iconst.i64 1
-                v302 = iadd v291, v301  ; v301 = 1
-                v303 = icmp ult v302, v290
-                brif v303, block8(v302, v300), block9(v300)
+            block8(v302: i64, v303: f64):
+                v306 = iadd.i64 v299, v302
+                v307 = iconst.i64 3
+                v308 = ishl v306, v307  ; v307 = 3
+                v309 = iadd.i64 v5, v308
+                v310 = load.f64 notrap aligned v309
+                v311 = fadd v303, v310
+                v312 = iconst.i64 1
+                v313 = iadd v302, v312  ; v312 = 1
+                v314 = icmp ult v313, v301
+                brif v314, block8(v313, v311), block9(v311)
 
-            block9(v293: f64):
-                v304 = stack_addr.i64 ss0
-                store notrap aligned v293, v304
-                v305 = atomic_load.i64 notrap aligned v304
-                v306 = bitcast.f64 v305
-                store notrap aligned v306, v6
+            block9(v304: f64):
+                v315 = stack_addr.i64 ss0
+                store notrap aligned v304, v315
+                v316 = atomic_load.i64 notrap aligned v315
+                v317 = bitcast.f64 v316
+                store notrap aligned v317, v6
                 return
             }
 
@@ -837,7 +815,7 @@ fn sum_keeps_eight_accumulators() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v145 = load.i64 notrap aligned readonly can_move v1
+                v156 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
@@ -845,13 +823,13 @@ fn sum_keeps_eight_accumulators() {
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v7 = f64const 0.0
                 v8 = iconst.i64 3
-                v9 = ushr.i64 v145, v8  ; v8 = 3
+                v9 = ushr.i64 v156, v8  ; v8 = 3
                 v10 = f64const -0.0
-                v146 = splat.f64x2 v10  ; v10 = -0.0
+                v157 = splat.f64x2 v10  ; v10 = -0.0
                 v11 = scalar_to_vector.f64x2 v7  ; v7 = 0.0
                 v12 = insertlane v11, v10, 1  ; v10 = -0.0
                 v30 = iconst.i64 0
-                brif v9, block2(v30, v7, v12, v146, v146, v146), block3(v7, v12, v146, v146, v146)  ; v30 = 0, v7 = 0.0, v7 = 0.0
+                brif v9, block2(v30, v7, v12, v157, v157, v157), block3(v7, v12, v157, v157, v157)  ; v30 = 0, v7 = 0.0, v7 = 0.0
 
             block2(v19: i64, v20: f64, v21: f64x2, v22: f64x2, v23: f64x2, v24: f64x2):
                 v31 = iconst.i64 3
@@ -859,80 +837,69 @@ fn sum_keeps_eight_accumulators() {
                 v34 = iconst.i64 3
                 v35 = ishl v32, v34  ; v34 = 3
                 v36 = iadd.i64 v4, v35
-                v147 = load.f64x2 notrap v36
-                v148 = fadd v21, v147
+                v158 = load.f64x2 notrap v36
+                v159 = fadd v21, v158
                 v48 = iconst.i64 2
                 v49 = iadd v32, v48  ; v48 = 2
                 v50 = iconst.i64 3
                 v51 = ishl v49, v50  ; v50 = 3
                 v52 = iadd.i64 v4, v51
-                v149 = load.f64x2 notrap v52
-                v150 = fadd v22, v149
+                v160 = load.f64x2 notrap v52
+                v161 = fadd v22, v160
                 v64 = iconst.i64 4
                 v65 = iadd v32, v64  ; v64 = 4
                 v66 = iconst.i64 3
                 v67 = ishl v65, v66  ; v66 = 3
                 v68 = iadd.i64 v4, v67
-                v151 = load.f64x2 notrap v68
-                v152 = fadd v23, v151
+                v162 = load.f64x2 notrap v68
+                v163 = fadd v23, v162
                 v80 = iconst.i64 6
                 v81 = iadd v32, v80  ; v80 = 6
                 v82 = iconst.i64 3
                 v83 = ishl v81, v82  ; v82 = 3
                 v84 = iadd.i64 v4, v83
-                v153 = load.f64x2 notrap v84
-                v154 = fadd v24, v153
+                v164 = load.f64x2 notrap v84
+                v165 = fadd v24, v164
                 v103 = iconst.i64 1
                 v104 = iadd v19, v103  ; v103 = 1
                 v105 = icmp ult v104, v9
-                brif v105, block2(v104, v20, v148, v150, v152, v154), block3(v20, v148, v150, v152, v154)
+                brif v105, block2(v104, v20, v159, v161, v163, v165), block3(v20, v159, v161, v163, v165)
 
             block3(v25: f64, v26: f64x2, v27: f64x2, v28: f64x2, v29: f64x2):
                 v106 = stack_addr.i64 ss0
                 store notrap aligned v25, v106
                 v107 = atomic_load.i64 notrap aligned v106
-                v108 = bitcast.f64 v107
-                v109 = extractlane v26, 0
-                v110 = extractlane v26, 1
-                v111 = extractlane v27, 0
-                v112 = extractlane v27, 1
-                v113 = extractlane v28, 0
-                v114 = extractlane v28, 1
-                v115 = extractlane v29, 0
-                v116 = extractlane v29, 1
-                v117 = fadd v109, v113
-                v118 = fadd v110, v114
-                v119 = fadd v111, v115
-                v120 = fadd v112, v116
-                v121 = fadd v117, v119
-                v122 = fadd v118, v120
-                v123 = fadd v121, v122
-                v124 = select v9, v123, v108
-                v125 = iconst.i64 3
-                v126 = ishl.i64 v9, v125  ; v125 = 3
-                v127 = iconst.i64 7
-                v128 = band.i64 v145, v127  ; v127 = 7
-                v132 = iconst.i64 0
-                brif v128, block4(v132, v124), block5(v124)  ; v132 = 0
+                v166 = fadd v26, v28
+                v167 = fadd v27, v29
+                v168 = fadd v166, v167
+                v133 = extractlane v168, 0
+                v134 = extractlane v168, 1
+                v135 = fadd v133, v134
+                v136 = iconst.i64 3
+                v137 = ishl.i64 v9, v136  ; v136 = 3
+                v138 = iconst.i64 7
+                v139 = band.i64 v156, v138  ; v138 = 7
+                v143 = iconst.i64 0
+                brif v139, block4(v143, v135), block5(v135)  ; v143 = 0
 
-            block4(v129: i64, v130: f64):
-                v133 = iadd.i64 v126, v129
-                v134 = iconst.i64 3
-                v135 = ishl v133, v134  ; v134 = 3
-                v136 = iadd.i64 v4, v135
-                v137 = load.f64 notrap aligned v136
-                v138 = fadd v130, v137
-                v139 = iconst.i64 1
-                v140 = iadd v129, v139  ; v139 = 1
-                v141 = icmp ult v140, v128
-                brif v141, block4(v140, v138), block5(v138)
+            block4(v140: i64, v141: f64):
+                v144 = iadd.i64 v137, v140
+                v145 = iconst.i64 3
+                v146 = ishl v144, v145  ; v145 = 3
+                v147 = iadd.i64 v4, v146
+                v148 = load.f64 notrap aligned v147
+                v149 = fadd v141, v148
+                v150 = iconst.i64 1
+                v151 = iadd v140, v150  ; v150 = 1
+                v152 = icmp ult v151, v139
+                brif v152, block4(v151, v149), block5(v149)
 
-            block5(v131: f64):
-                v142 = stack_addr.i64 ss0
-                store notrap aligned v131, v142
-                v143 = atomic_load.i64 notrap aligned v142
-                v144 = bitcast.f64 v143
-                store notrap aligned v144, v5
+            block5(v142: f64):
+                v153 = stack_addr.i64 ss0
+                store notrap aligned v142, v153
+                v154 = atomic_load.i64 notrap aligned v153
+                v155 = bitcast.f64 v154
+                store notrap aligned v155, v5
                 return
             }
         "#]],

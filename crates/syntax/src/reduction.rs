@@ -105,10 +105,9 @@ pub fn blocked_fold<T: Clone, E>(
 
 /// The tree combining `items` (a power of two of them): item `j` of the first half with
 /// item `j` of the second half, the one of the first half the function's first argument,
-/// then the same on the halved list, down to one. (Where the accumulators sit two by two
-/// in vectors, `(acc_0, acc_1), (acc_2, acc_3), ...`, each step but the last pairs lanes
-/// of equal index; the native code computes it on scalars all the same: packing the
-/// steps' results into vectors made the gradient of a convolution slower.)
+/// then the same on the halved list, down to one. Where the accumulators sit two by two
+/// in vectors, `(acc_0, acc_1), (acc_2, acc_3), ...`, each step but the last is then one
+/// operation on whole vectors, and only the last adds the two lanes of one vector.
 pub fn combine_tree<T, E>(
     mut items: Vec<T>,
     step: &mut impl FnMut(T, T) -> Result<T, E>,

@@ -213,19 +213,14 @@ impl<'a> Translator<'a> {
         if blocks != IntVal::Const(0) {
             for (l, lane) in lanes.iter().enumerate() {
                 let accs: Vec<Value> = if paired {
-                    let mut accs = Vec::with_capacity(K);
-                    for h in 0..H {
-                        let v = out[width + H * l + h];
-                        accs.push(self.b.ins().extractlane(v, 0));
-                        accs.push(self.b.ins().extractlane(v, 1));
-                    }
-                    accs
+                    let vectors = out[width + H * l..width + H * (l + 1)].to_vec();
+                    self.combined_lanes(l, vectors, combine)?
                 } else {
                     std::iter::once(out[lane.at])
                         .chain((1..K).map(|j| out[width + (j - 1) * lanes.len() + l]))
                         .collect()
                 };
-                state[lane.at] = self.combined(l, accs, out[lane.at], blocks, combine)?;
+                state[lane.at] = self.combined(l, lane, accs, out[lane.at], blocks, combine)?;
             }
         }
         let (done, rest) = self.after_blocks(count, blocks)?;
@@ -323,7 +318,7 @@ impl<'a> Translator<'a> {
                 let accs: Vec<Value> = (0..K)
                     .map(|j| self.b.ins().stack_load(I64, F64, slot, (8 * j) as i32))
                     .collect();
-                state[lane.at] = self.combined(l, accs, out[lane.at], blocks, combine)?;
+                state[lane.at] = self.combined(l, lane, accs, out[lane.at], blocks, combine)?;
             }
         }
         self.rewind(&replay);
@@ -471,20 +466,57 @@ impl<'a> Translator<'a> {
         r
     }
 
+    /// The steps of `combine_tree` on accumulators carried as `vectors` (accumulator `j`
+    /// in lane `j mod 2` of vector `j / 2`) that combine whole vectors: each pairs vector
+    /// `h` of the first half with vector `h` of the second, lane by lane, and packs the
+    /// two results, which [`lanes`] turns into one operation on two lanes. Returns the
+    /// two accumulators left, the lanes of the last vector, for the tree's last step.
+    fn combined_lanes(
+        &mut self,
+        l: usize,
+        mut vectors: Vec<Value>,
+        combine: &mut Combine<'_, 'a>,
+    ) -> JitResult<Vec<Value>> {
+        while vectors.len() > 1 {
+            let second = vectors.split_off(vectors.len() / 2);
+            let mut next = Vec::with_capacity(vectors.len());
+            for (a, b) in vectors.into_iter().zip(second) {
+                let mut halves = [a; 2];
+                for (k, half) in halves.iter_mut().enumerate() {
+                    let x = self.b.ins().extractlane(a, k as u8);
+                    let y = self.b.ins().extractlane(b, k as u8);
+                    *half = combine(self, l, x, y)?;
+                }
+                next.push(self.pack(halves[0], halves[1]));
+            }
+            vectors = next;
+        }
+        let v = vectors[0];
+        Ok(vec![
+            self.b.ins().extractlane(v, 0),
+            self.b.ins().extractlane(v, 1),
+        ])
+    }
+
     /// A fold's result after the blocks: its accumulators combined by the tree, or, with
-    /// no whole block, the value so far (`first`, accumulator 0 as it started).
+    /// no whole block, the value so far (`first`, accumulator 0 as it started). For `+`
+    /// and `*` the tree gives that value itself when there is no block (the other
+    /// accumulators are still the unit, `-0` or `1`, which leaves every operand's bits
+    /// as they are), so no choice is made; `max` and `min` would make a NaN canonical.
     fn combined(
         &mut self,
         l: usize,
+        lane: &Lane,
         accs: Vec<Value>,
         first: Value,
         blocks: IntVal,
         combine: &mut Combine<'_, 'a>,
     ) -> JitResult<Value> {
         let all = combine_tree(accs, &mut |x, y| combine(self, l, x, y))?;
+        let exact_unit = lane.unit.to_bits() == (-0.0f64).to_bits() || lane.unit == 1.0;
         Ok(match blocks {
-            IntVal::Ssa(q) => self.b.ins().select(q, all, first),
-            IntVal::Const(_) => all,
+            IntVal::Ssa(q) if !exact_unit => self.b.ins().select(q, all, first),
+            IntVal::Ssa(_) | IntVal::Const(_) => all,
         })
     }
 
