@@ -1458,7 +1458,7 @@ fn plain() -> Vec<Program> {
                 s
             },
             note: "",
-            versus_hand: "The program takes each entry of the product as a dot product of a row of `A` with a column of `B` (a row of `transpose B`, made once and stored), each a blocked reduction of k terms with its own setup and final sum: the hand-written primal runs the product row by row instead, streaming `B` by rows into one row of sums (no reduction per entry). The gradient matches the hand-written one, which is bound by its sequential dot products; JAX calls a matrix-product library on both cores.",
+            versus_hand: "The program takes each entry of the product as a dot product of a row of `A` with a column of `B` (a row of `transpose B`, made once and stored), each a blocked reduction of k terms with its own setup and final sum, eight elements per iteration on four vectors of partial sums (with four partial sums, two vectors, the loop waited on its additions and the primal was 1.29x the hand-written one): the hand-written primal runs the product row by row instead, streaming `B` by rows into one row of sums (no reduction per entry). The gradient matches the hand-written one, which is bound by its sequential dot products; JAX calls a matrix-product library on both cores.",
         },
         Program {
             name: "conv1d",
