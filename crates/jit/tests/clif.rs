@@ -343,148 +343,141 @@ fn array_accumulator_carries_only_its_address() {
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v108 = load.i64 notrap aligned readonly can_move v1+8
-                v109 = iconst.i64 3
-                v110 = ishl v108, v109  ; v109 = 3
-                v111 = iadd v3, v110
+                v106 = load.i64 notrap aligned readonly can_move v1+8
+                v107 = iconst.i64 3
+                v108 = ishl v106, v107  ; v107 = 3
+                v109 = iadd v3, v108
+                v110 = load.i64 notrap aligned readonly can_move v1
+                v111 = iconst.i64 0
                 v112 = iconst.i64 3
-                v113 = ishl v108, v112  ; v112 = 3
-                v114 = iadd v111, v113
-                v115 = load.i64 notrap aligned readonly can_move v1
-                v116 = iconst.i64 0
-                v117 = iconst.i64 3
-                v118 = ishl v116, v117  ; v116 = 0, v117 = 3
-                v119 = iadd v3, v118
-                v120 = iconst.i64 3
-                v121 = ishl v116, v120  ; v116 = 0, v120 = 3
-                v122 = iadd v111, v121
+                v113 = ishl v111, v112  ; v111 = 0, v112 = 3
+                v114 = iadd v3, v113
                 jump block1
 
             block1:
                 v4 = load.i64 notrap aligned readonly can_move v0
                 v5 = load.i64 notrap aligned readonly can_move v0+8
                 v6 = load.i64 notrap aligned readonly can_move v2
-                v12 = iconst.i64 0
-                brif.i64 v108, block2(v12), block3  ; v12 = 0
+                v11 = iconst.i64 0
+                brif.i64 v106, block2(v11), block3  ; v11 = 0
 
-            block2(v11: i64):
-                v13 = iconst.i64 3
-                v14 = ishl v11, v13  ; v13 = 3
-                v15 = iadd.i64 v5, v14
-                v16 = load.f64 notrap aligned v15
-                v17 = iconst.i64 3
-                v18 = ishl v11, v17  ; v17 = 3
-                v19 = iadd.i64 v119, v18
-                store notrap aligned v16, v19
-                v20 = iconst.i64 1
-                v21 = iadd v11, v20  ; v20 = 1
-                v22 = icmp ult v21, v108
-                brif v22, block2(v21), block3
+            block2(v10: i64):
+                v12 = iconst.i64 3
+                v13 = ishl v10, v12  ; v12 = 3
+                v14 = iadd.i64 v5, v13
+                v15 = load.f64 notrap aligned v14
+                v16 = iconst.i64 3
+                v17 = ishl v10, v16  ; v16 = 3
+                v18 = iadd.i64 v114, v17
+                store notrap aligned v15, v18
+                v19 = iconst.i64 1
+                v20 = iadd v10, v19  ; v19 = 1
+                v21 = icmp ult v20, v106
+                brif v21, block2(v20), block3
 
             block3:
-                v23 = iconst.i64 1
-                v24 = iconst.i8 0
-                v30 = iconst.i64 0
-                brif.i64 v115, block4(v30, v24, v119), block5(v24, v119)  ; v30 = 0, v24 = 0, v24 = 0
+                v22 = iconst.i64 1
+                v23 = iconst.i8 0
+                v29 = iconst.i64 0
+                brif.i64 v110, block4(v29, v23, v114), block5(v23, v114)  ; v29 = 0, v23 = 0, v23 = 0
 
-            block4(v25: i64, v26: i8, v27: i64):
-                v31 = select.i64 v26, v119, v122
-                v32 = imul v25, v108
-                v33 = iconst.i64 3
-                v34 = ishl v32, v33  ; v33 = 3
-                v35 = iadd.i64 v4, v34
-                v36 = iconst.i64 1
-                v37 = ushr.i64 v108, v36  ; v36 = 1
-                v38 = iconst.i64 -2
-                v39 = band.i64 v108, v38  ; v38 = -2
-                v40 = iconst.i64 1
-                v41 = band.i64 v108, v40  ; v40 = 1
-                v43 = iconst.i64 0
-                brif v37, block6(v43), block7  ; v43 = 0
+            block4(v24: i64, v25: i8, v26: i64):
+                v30 = imul v24, v106
+                v31 = iconst.i64 3
+                v32 = ishl v30, v31  ; v31 = 3
+                v33 = iadd.i64 v4, v32
+                v34 = iconst.i64 1
+                v35 = ushr.i64 v106, v34  ; v34 = 1
+                v36 = iconst.i64 -2
+                v37 = band.i64 v106, v36  ; v36 = -2
+                v38 = iconst.i64 1
+                v39 = band.i64 v106, v38  ; v38 = 1
+                v41 = iconst.i64 0
+                brif v35, block6(v41), block7  ; v41 = 0
 
-            block6(v42: i64):
-                v44 = iconst.i64 1
-                v45 = ishl v42, v44  ; v44 = 1
-                v46 = iconst.i64 3
-                v47 = ishl v45, v46  ; v46 = 3
-                v48 = iadd.i64 v27, v47
-                v49 = load.f64 notrap aligned v48
-                v50 = iconst.i64 3
-                v51 = ishl v45, v50  ; v50 = 3
-                v52 = iadd.i64 v35, v51
-                v53 = load.f64 notrap aligned v52
-                v54 = iconst.i64 3
-                v55 = ishl v45, v54  ; v54 = 3
-                v56 = iadd.i64 v31, v55
-                v57 = fadd v49, v53
-                store notrap aligned v57, v56
-                v58 = iconst.i64 1
-                v59 = iadd v45, v58  ; v58 = 1
-                v60 = iconst.i64 3
-                v61 = ishl v59, v60  ; v60 = 3
-                v62 = iadd.i64 v27, v61
-                v63 = load.f64 notrap aligned v62
-                v64 = iconst.i64 3
-                v65 = ishl v59, v64  ; v64 = 3
-                v66 = iadd.i64 v35, v65
-                v67 = load.f64 notrap aligned v66
-                v68 = iconst.i64 3
-                v69 = ishl v59, v68  ; v68 = 3
-                v70 = iadd.i64 v31, v69
-                v71 = fadd v63, v67
-                store notrap aligned v71, v70
-                v72 = iconst.i64 1
-                v73 = iadd v42, v72  ; v72 = 1
-                v74 = icmp ult v73, v37
-                brif v74, block6(v73), block7
+            block6(v40: i64):
+                v42 = iconst.i64 1
+                v43 = ishl v40, v42  ; v42 = 1
+                v44 = iconst.i64 3
+                v45 = ishl v43, v44  ; v44 = 3
+                v46 = iadd.i64 v26, v45
+                v47 = load.f64 notrap aligned v46
+                v48 = iconst.i64 3
+                v49 = ishl v43, v48  ; v48 = 3
+                v50 = iadd.i64 v33, v49
+                v51 = load.f64 notrap aligned v50
+                v52 = iconst.i64 3
+                v53 = ishl v43, v52  ; v52 = 3
+                v54 = iadd.i64 v114, v53
+                v55 = fadd v47, v51
+                store notrap aligned v55, v54
+                v56 = iconst.i64 1
+                v57 = iadd v43, v56  ; v56 = 1
+                v58 = iconst.i64 3
+                v59 = ishl v57, v58  ; v58 = 3
+                v60 = iadd.i64 v26, v59
+                v61 = load.f64 notrap aligned v60
+                v62 = iconst.i64 3
+                v63 = ishl v57, v62  ; v62 = 3
+                v64 = iadd.i64 v33, v63
+                v65 = load.f64 notrap aligned v64
+                v66 = iconst.i64 3
+                v67 = ishl v57, v66  ; v66 = 3
+                v68 = iadd.i64 v114, v67
+                v69 = fadd v61, v65
+                store notrap aligned v69, v68
+                v70 = iconst.i64 1
+                v71 = iadd v40, v70  ; v70 = 1
+                v72 = icmp ult v71, v35
+                brif v72, block6(v71), block7
 
             block7:
-                v76 = iconst.i64 0
-                brif.i64 v41, block8(v76), block9  ; v76 = 0
+                v74 = iconst.i64 0
+                brif.i64 v39, block8(v74), block9  ; v74 = 0
 
-            block8(v75: i64):
-                v77 = iadd.i64 v39, v75
-                v78 = iconst.i64 3
-                v79 = ishl v77, v78  ; v78 = 3
-                v80 = iadd.i64 v27, v79
-                v81 = load.f64 notrap aligned v80
-                v82 = iconst.i64 3
-                v83 = ishl v77, v82  ; v82 = 3
-                v84 = iadd.i64 v35, v83
-                v85 = load.f64 notrap aligned v84
-                v86 = iconst.i64 3
-                v87 = ishl v77, v86  ; v86 = 3
-                v88 = iadd.i64 v31, v87
-                v89 = fadd v81, v85
-                store notrap aligned v89, v88
+            block8(v73: i64):
+                v75 = iadd.i64 v37, v73
+                v76 = iconst.i64 3
+                v77 = ishl v75, v76  ; v76 = 3
+                v78 = iadd.i64 v26, v77
+                v79 = load.f64 notrap aligned v78
+                v80 = iconst.i64 3
+                v81 = ishl v75, v80  ; v80 = 3
+                v82 = iadd.i64 v33, v81
+                v83 = load.f64 notrap aligned v82
+                v84 = iconst.i64 3
+                v85 = ishl v75, v84  ; v84 = 3
+                v86 = iadd.i64 v114, v85
+                v87 = fadd v79, v83
+                store notrap aligned v87, v86
                 jump block9
 
             block9:
-                v90 = iconst.i8 1
-                v91 = bxor.i8 v26, v90  ; v90 = 1
-                v92 = iconst.i64 1
-                v93 = iconst.i64 1
-                v94 = iadd.i64 v25, v93  ; v93 = 1
-                v95 = icmp ult v94, v115
-                brif v95, block4(v94, v91, v31), block5(v91, v31)
+                v88 = iconst.i8 1
+                v89 = bxor.i8 v25, v88  ; v88 = 1
+                v90 = iconst.i64 1
+                v91 = iconst.i64 1
+                v92 = iadd.i64 v24, v91  ; v91 = 1
+                v93 = icmp ult v92, v110
+                brif v93, block4(v92, v89, v114), block5(v89, v114)
 
-            block5(v28: i8, v29: i64):
-                v97 = iconst.i64 0
-                brif.i64 v108, block10(v97), block11  ; v97 = 0
+            block5(v27: i8, v28: i64):
+                v95 = iconst.i64 0
+                brif.i64 v106, block10(v95), block11  ; v95 = 0
 
-            block10(v96: i64):
-                v98 = iconst.i64 3
-                v99 = ishl v96, v98  ; v98 = 3
-                v100 = iadd.i64 v29, v99
-                v101 = load.f64 notrap aligned v100
-                v102 = iconst.i64 3
-                v103 = ishl v96, v102  ; v102 = 3
-                v104 = iadd.i64 v6, v103
-                store notrap aligned v101, v104
-                v105 = iconst.i64 1
-                v106 = iadd v96, v105  ; v105 = 1
-                v107 = icmp ult v106, v108
-                brif v107, block10(v106), block11
+            block10(v94: i64):
+                v96 = iconst.i64 3
+                v97 = ishl v94, v96  ; v96 = 3
+                v98 = iadd.i64 v28, v97
+                v99 = load.f64 notrap aligned v98
+                v100 = iconst.i64 3
+                v101 = ishl v94, v100  ; v100 = 3
+                v102 = iadd.i64 v6, v101
+                store notrap aligned v99, v102
+                v103 = iconst.i64 1
+                v104 = iadd v94, v103  ; v103 = 1
+                v105 = icmp ult v104, v106
+                brif v105, block10(v104), block11
 
             block11:
                 return

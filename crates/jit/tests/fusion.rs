@@ -249,9 +249,9 @@ fn a_component_folded_where_it_is_made_is_never_stored() {
         .map(|&(n, m)| json!({"X": vec_of(n, 0.3), "C": vec_of(m, 1.1)}))
         .collect();
     check(src, &inputs);
-    // G's first components (n) and one element's room for the second (m), the two
-    // accumulators (2 m); not n * m.
-    assert_eq!(workspace_at(src, &[1000, 10]), 1000 + 3 * 10);
+    // G's first components (n) and one element's room for the second (m), the
+    // accumulator, added into in place (m); not n * m.
+    assert_eq!(workspace_at(src, &[1000, 10]), 1000 + 2 * 10);
     // Read again, the folded component must be stored.
     let again = "def f(X: [n]real, C: [m]real) = \
                  let G = map (x. (x * x, map (c. c * exp(x)) C)) X in \
@@ -279,9 +279,9 @@ fn a_result_component_that_folds_a_column_is_folded_where_it_is_made() {
         .collect();
     check(src, &inputs);
     // G's first components go straight to the result (the adjoint of `W`), the second are
-    // summed: one element's room for each (2 m) and the two accumulators (2 m); not
-    // 2 n * m.
-    assert_eq!(workspace_at(src, &[1000, 10]), 4 * 10);
+    // summed: one element's room for each (2 m) and the accumulator, added into in place
+    // (m); not 2 n * m.
+    assert_eq!(workspace_at(src, &[1000, 10]), 3 * 10);
     // A component that reads the folded column too: stored, and summed from memory.
     let again = "def f(W: [n][m]real, x: [m]real, E: [n]real) = \
                  let G = map2 (row, e. let z = 1 - e * e in (map (a. a * z) x, map (b. b * z) row)) W E in \

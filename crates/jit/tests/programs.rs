@@ -777,6 +777,42 @@ fn summing_rows_needs_no_matrix_buffer() {
             json!({"X": mat_of(4, 3, 0.1), "w": vec_of(3, 0.2)}),
         ],
     );
-    // Two accumulator buffers of d reals, nothing of size n * d.
-    assert_eq!(c.workspace_len(&[1000, 3]), 6);
+    // One accumulator buffer of d reals, added into in place; nothing of size n * d.
+    assert_eq!(c.workspace_len(&[1000, 3]), 3);
+}
+
+#[test]
+fn accumulators_updated_in_place_agree_with_the_interpreter() {
+    // Sums of arrays, nested and in tuples, keep one buffer added into in place; a fold
+    // that reads its accumulator elsewhere than where it writes (`s[0]`, `s` whole) keeps
+    // two. Both compute what the interpreter does.
+    let inputs = [
+        json!({"M": mat_of(0, 0, 0.1), "z": []}),
+        json!({"M": mat_of(1, 3, 0.1), "z": vec_of(3, 0.2)}),
+        json!({"M": mat_of(7, 5, 0.1), "z": vec_of(5, 0.2)}),
+        json!({"M": mat_of(12, 2, 0.3), "z": vec_of(2, 0.5)}),
+    ];
+    for src in [
+        "def f(M: [n][d]real, z: [d]real) = reduce (s, t. map2 + s t) z M",
+        "def f(M: [n][d]real, z: [d]real) = \
+         foldl (s, t. (map2 (a, b. a * 0.5 + b) (fst s) t, snd s + reduce + 0 t)) (z, 1) M",
+        "def f(M: [n][d]real, z: [d]real) = \
+         foldl (s, t. map2 (a, b. map2 + a b) s (map (x. map (y. y * x) t) t)) (map (x. z) z) M",
+        "def f(M: [n][d]real, z: [d]real) = foldl (s, t. map2 (a, b. a + b * s[0]) s t) z M",
+        "def f(M: [n][d]real, z: [d]real) = \
+         foldl (s, t. map2 (a, b. a + b * reduce + 0 s) s t) z M",
+    ] {
+        check(src, &inputs);
+    }
+    // One buffer of d reals for the sum, two for the fold reading `s[0]`.
+    let sum = check(
+        "def f(M: [n][d]real, z: [d]real) = reduce (s, t. map2 + s t) z M",
+        &inputs,
+    );
+    let reads = check(
+        "def f(M: [n][d]real, z: [d]real) = foldl (s, t. map2 (a, b. a + b * s[0]) s t) z M",
+        &inputs,
+    );
+    assert_eq!(sum.workspace_len(&[1000, 10]), 10);
+    assert!(reads.workspace_len(&[1000, 10]) >= 20);
 }

@@ -1,5 +1,5 @@
 //! Folds and scans: `reduce`/`foldl` with the accumulator in registers (its arrays
-//! alternating between two buffers), `max`/`min` reductions in lanes, `scanl`/`scanr`
+//! alternating between two buffers, or in one buffer updated in place), `max`/`min` reductions in lanes, `scanl`/`scanr`
 //! written to memory, and shifted scans computed where they are read.
 
 use std::rc::Rc;
@@ -11,7 +11,7 @@ use unfad_syntax::{BinOp, ExprId, Node, Var};
 use crate::error::{internal, JitResult, Retry};
 use crate::layout::Dim;
 use crate::shape::lambda;
-use crate::value::{no_holds, Arr, Holds, IntVal, Kind, Scan, Val};
+use crate::value::{no_holds, Arr, Holds, IntVal, Kind, Place, Scan, Val};
 
 use super::fusion::FoldPrep;
 use super::state::ssa_ints;
@@ -19,7 +19,8 @@ use super::{expect_arr, shape_arr, Translator};
 
 impl<'a> Translator<'a> {
     /// `reduce f z x` (`reduce` set) / `foldl f z x`: the accumulator in registers, its
-    /// arrays alternating between two buffers; a `reduce` of `+`, `*`, `max` or `min` with
+    /// arrays alternating between two buffers (or in one, see [`Translator::acc_places`]);
+    /// a `reduce` of `+`, `*`, `max` or `min` with
     /// several accumulators.
     pub(super) fn emit_fold(
         &mut self,
@@ -71,8 +72,7 @@ impl<'a> Translator<'a> {
             })?;
             return self.rebuild(&zv, &acc_shape, &mut ssa_ints(&out).iter(), &holds);
         }
-        let pa_place = self.acc_place(&acc_shape)?;
-        let pb_place = self.acc_place(&acc_shape)?;
+        let (pa_place, pb_place) = self.acc_places(pa, body, &acc_shape)?;
         // Every state lies in one of the two buffers: `write` leaves its arrays there.
         let group = self.group_roots(&[&pa_place, &pb_place]);
         let v0 = self.write(&zv, &pa_place)?;
@@ -109,6 +109,99 @@ impl<'a> Translator<'a> {
         let result = self.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)?;
         self.share_root(&result, group);
         Ok(result)
+    }
+
+    /// The two places the arrays of a fold's accumulator alternate between: two buffers,
+    /// or one buffer twice when the fold's function updates the accumulator in place
+    /// ([`Translator::in_place_update`], as the adjoints' sums `map2 + s t` do). One
+    /// buffer then holds the accumulator from the first element to the last, as the
+    /// accumulators of hand-written code do.
+    pub(super) fn acc_places(
+        &mut self,
+        pa: Var,
+        body: ExprId,
+        acc_shape: &crate::shape::SShape,
+    ) -> JitResult<(Place, Place)> {
+        let first = self.acc_place(acc_shape)?;
+        if self.in_place_update(pa, &mut Vec::new(), body)? {
+            return Ok((first.clone(), first));
+        }
+        let second = self.acc_place(acc_shape)?;
+        Ok((first, second))
+    }
+
+    /// True if `e`, written over the component at `path` of the accumulator `acc`, reads
+    /// `acc` only at the positions it writes, each before writing it: `e` reads no
+    /// accumulator at all, or is that component itself, or a tuple of such terms (one per
+    /// component), or a `map`/`map2` over that component (and arrays that do not read the
+    /// accumulator) whose function's result is again such a term over the element, or a
+    /// value without arrays (read into registers before it is stored). Element `j` of the
+    /// result then depends on element `j` of the component only, and writing the result
+    /// element by element over the component computes what writing it elsewhere would.
+    fn in_place_update(&self, acc: Var, path: &mut Vec<u32>, e: ExprId) -> JitResult<bool> {
+        let arena = self.arena;
+        if !arena.mentions_any(e, &[acc]) || is_component(arena, e, acc, path) {
+            return Ok(true);
+        }
+        // Whether the component at `path` holds arrays (`None` if its shape is unknown).
+        let component = |t: &Self, path: &[u32]| -> Option<bool> {
+            let mut s = t.an.var_shape(acc).ok()?;
+            for &k in path {
+                s = match s {
+                    crate::shape::SShape::Tuple(items) => items.get(k as usize)?,
+                    _ => return None,
+                };
+            }
+            Some(s.has_arrays())
+        };
+        match component(self, path) {
+            None => return Ok(false),
+            // A value in registers: read whole before it is written.
+            Some(false) => return Ok(true),
+            Some(true) => {}
+        }
+        match arena[e] {
+            Node::Tuple(items) => {
+                for (k, &item) in arena.exprs(items).iter().enumerate() {
+                    path.push(k as u32);
+                    let ok = self.in_place_update(acc, path, item)?;
+                    path.pop();
+                    if !ok {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Node::Map(f, a) => self.elementwise(acc, path, f, &[a]),
+            Node::Map2(f, a, b) => self.elementwise(acc, path, f, &[a, b]),
+            _ => Ok(false),
+        }
+    }
+
+    /// For [`Translator::in_place_update`]: `map`/`map2 f args` over the component at `path`
+    /// of `acc` (one of `args`, the others not reading `acc`), with `f` updating that
+    /// operand's element in place and reading `acc` nowhere else.
+    fn elementwise(&self, acc: Var, path: &[u32], f: ExprId, args: &[ExprId]) -> JitResult<bool> {
+        let arena = self.arena;
+        let Some((ps, body)) = arena.lambda_parts(f) else {
+            return Ok(false);
+        };
+        if ps.len() != args.len() || arena.mentions_any(body, &[acc]) {
+            return Ok(false);
+        }
+        let ps = ps.to_vec();
+        let mut over = None;
+        for (k, &a) in args.iter().enumerate() {
+            if is_component(arena, a, acc, path) && over.is_none() {
+                over = Some(ps[k]);
+            } else if arena.mentions_any(a, &[acc]) {
+                return Ok(false);
+            }
+        }
+        match over {
+            Some(p) => self.in_place_update(p, &mut Vec::new(), body),
+            None => Ok(false),
+        }
     }
 
     /// `Some(max)` or `Some(min)` if `body` is `max(pa, px)` or `min(pa, px)` (either order).
@@ -289,5 +382,16 @@ pub(super) fn reads_scan(a: &Arr) -> bool {
         Kind::Pad(p) => reads_scan(&p.src),
         Kind::Map2 { a, b, .. } => reads_scan(a) || reads_scan(b),
         Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => false,
+    }
+}
+
+/// True if `e` is `acc` projected along `path` (`acc` itself for an empty path).
+fn is_component(arena: &unfad_syntax::Arena, e: ExprId, acc: Var, path: &[u32]) -> bool {
+    match (arena[e], path.split_last()) {
+        (Node::Var(v), None) => v == acc,
+        (Node::Proj(k, inner), Some((&last, rest))) => {
+            k == last && is_component(arena, inner, acc, rest)
+        }
+        _ => false,
     }
 }

@@ -53,7 +53,8 @@ enum Tail {
 
 /// The accumulator of one fold run in the loop that stores the map it folds.
 struct FoldAcc {
-    /// Two buffers the accumulator alternates between, when it holds arrays.
+    /// Two buffers the accumulator alternates between, when it holds arrays (the same
+    /// buffer twice when it is updated in place, see `Translator::acc_places`).
     buffers: Option<(Place, Place)>,
     /// The initial accumulator, whose structure the loop's state is rebuilt into.
     start: Val,
@@ -339,13 +340,13 @@ impl<'a> Translator<'a> {
             d = self.arr(d.len, &d.shape, d.stat(), kind);
         }
         // Each fold's accumulator: scalars in registers; one holding arrays alternates
-        // between two buffers (as in a fold of its own), all such folds in the same phase,
+        // between two buffers (or stays in one, updated in place) (as in a fold of its own), all such folds in the same phase,
         // which comes first in the loop's state when there is one.
         let mut accs = Vec::with_capacity(specs.len());
-        for (_, _, _, acc_shape, _, _, z) in &specs {
+        for (pa, _, body, acc_shape, _, _, z) in &specs {
             let zv = self.emit(*z)?;
             let buffers = if acc_shape.has_arrays() {
-                Some((self.acc_place(acc_shape)?, self.acc_place(acc_shape)?))
+                Some(self.acc_places(*pa, *body, acc_shape)?)
             } else {
                 None
             };
