@@ -343,143 +343,118 @@ fn array_accumulator_carries_only_its_address() {
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v106 = load.i64 notrap aligned readonly can_move v1+8
-                v107 = iconst.i64 3
-                v108 = ishl v106, v107  ; v107 = 3
-                v109 = iadd v3, v108
-                v110 = load.i64 notrap aligned readonly can_move v1
-                v111 = iconst.i64 0
-                v112 = iconst.i64 3
-                v113 = ishl v111, v112  ; v111 = 0, v112 = 3
-                v114 = iadd v3, v113
+                v93 = load.i64 notrap aligned readonly can_move v1+8
+                v94 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
                 v4 = load.i64 notrap aligned readonly can_move v0
                 v5 = load.i64 notrap aligned readonly can_move v0+8
                 v6 = load.i64 notrap aligned readonly can_move v2
-                v11 = iconst.i64 0
-                brif.i64 v106, block2(v11), block3  ; v11 = 0
+                v10 = iconst.i64 0
+                brif.i64 v93, block2(v10), block3  ; v10 = 0
 
-            block2(v10: i64):
-                v12 = iconst.i64 3
-                v13 = ishl v10, v12  ; v12 = 3
-                v14 = iadd.i64 v5, v13
-                v15 = load.f64 notrap aligned v14
-                v16 = iconst.i64 3
-                v17 = ishl v10, v16  ; v16 = 3
-                v18 = iadd.i64 v114, v17
-                store notrap aligned v15, v18
-                v19 = iconst.i64 1
-                v20 = iadd v10, v19  ; v19 = 1
-                v21 = icmp ult v20, v106
-                brif v21, block2(v20), block3
+            block2(v9: i64):
+                v11 = iconst.i64 3
+                v12 = ishl v9, v11  ; v11 = 3
+                v13 = iadd.i64 v5, v12
+                v14 = load.f64 notrap aligned v13
+                v15 = iconst.i64 3
+                v16 = ishl v9, v15  ; v15 = 3
+                v17 = iadd.i64 v6, v16
+                store notrap aligned v14, v17
+                v18 = iconst.i64 1
+                v19 = iadd v9, v18  ; v18 = 1
+                v20 = icmp ult v19, v93
+                brif v20, block2(v19), block3
 
             block3:
-                v22 = iconst.i64 1
-                v23 = iconst.i8 0
-                v29 = iconst.i64 0
-                brif.i64 v110, block4(v29, v23, v114), block5(v23, v114)  ; v29 = 0, v23 = 0, v23 = 0
+                v21 = iconst.i64 1
+                v22 = iconst.i8 0
+                v28 = iconst.i64 0
+                brif.i64 v94, block4(v28, v22, v6), block5(v22, v6)  ; v28 = 0, v22 = 0, v22 = 0
 
-            block4(v24: i64, v25: i8, v26: i64):
-                v30 = imul v24, v106
-                v31 = iconst.i64 3
-                v32 = ishl v30, v31  ; v31 = 3
-                v33 = iadd.i64 v4, v32
-                v34 = iconst.i64 1
-                v35 = ushr.i64 v106, v34  ; v34 = 1
-                v36 = iconst.i64 -2
-                v37 = band.i64 v106, v36  ; v36 = -2
-                v38 = iconst.i64 1
-                v39 = band.i64 v106, v38  ; v38 = 1
-                v41 = iconst.i64 0
-                brif v35, block6(v41), block7  ; v41 = 0
+            block4(v23: i64, v24: i8, v25: i64):
+                v29 = imul v23, v93
+                v30 = iconst.i64 3
+                v31 = ishl v29, v30  ; v30 = 3
+                v32 = iadd.i64 v4, v31
+                v33 = iconst.i64 1
+                v34 = ushr.i64 v93, v33  ; v33 = 1
+                v35 = iconst.i64 -2
+                v36 = band.i64 v93, v35  ; v35 = -2
+                v37 = iconst.i64 1
+                v38 = band.i64 v93, v37  ; v37 = 1
+                v40 = iconst.i64 0
+                brif v34, block6(v40), block7  ; v40 = 0
 
-            block6(v40: i64):
-                v42 = iconst.i64 1
-                v43 = ishl v40, v42  ; v42 = 1
-                v44 = iconst.i64 3
-                v45 = ishl v43, v44  ; v44 = 3
-                v46 = iadd.i64 v26, v45
-                v47 = load.f64 notrap aligned v46
-                v48 = iconst.i64 3
-                v49 = ishl v43, v48  ; v48 = 3
-                v50 = iadd.i64 v33, v49
-                v51 = load.f64 notrap aligned v50
-                v52 = iconst.i64 3
-                v53 = ishl v43, v52  ; v52 = 3
-                v54 = iadd.i64 v114, v53
-                v55 = fadd v47, v51
-                store notrap aligned v55, v54
-                v56 = iconst.i64 1
-                v57 = iadd v43, v56  ; v56 = 1
-                v58 = iconst.i64 3
-                v59 = ishl v57, v58  ; v58 = 3
-                v60 = iadd.i64 v26, v59
-                v61 = load.f64 notrap aligned v60
-                v62 = iconst.i64 3
-                v63 = ishl v57, v62  ; v62 = 3
-                v64 = iadd.i64 v33, v63
-                v65 = load.f64 notrap aligned v64
-                v66 = iconst.i64 3
-                v67 = ishl v57, v66  ; v66 = 3
-                v68 = iadd.i64 v114, v67
-                v69 = fadd v61, v65
-                store notrap aligned v69, v68
-                v70 = iconst.i64 1
-                v71 = iadd v40, v70  ; v70 = 1
-                v72 = icmp ult v71, v35
-                brif v72, block6(v71), block7
+            block6(v39: i64):
+                v41 = iconst.i64 1
+                v42 = ishl v39, v41  ; v41 = 1
+                v43 = iconst.i64 3
+                v44 = ishl v42, v43  ; v43 = 3
+                v45 = iadd.i64 v25, v44
+                v46 = load.f64 notrap aligned v45
+                v47 = iconst.i64 3
+                v48 = ishl v42, v47  ; v47 = 3
+                v49 = iadd.i64 v32, v48
+                v50 = load.f64 notrap aligned v49
+                v51 = iconst.i64 3
+                v52 = ishl v42, v51  ; v51 = 3
+                v53 = iadd.i64 v6, v52
+                v54 = fadd v46, v50
+                store notrap aligned v54, v53
+                v55 = iconst.i64 1
+                v56 = iadd v42, v55  ; v55 = 1
+                v57 = iconst.i64 3
+                v58 = ishl v56, v57  ; v57 = 3
+                v59 = iadd.i64 v25, v58
+                v60 = load.f64 notrap aligned v59
+                v61 = iconst.i64 3
+                v62 = ishl v56, v61  ; v61 = 3
+                v63 = iadd.i64 v32, v62
+                v64 = load.f64 notrap aligned v63
+                v65 = iconst.i64 3
+                v66 = ishl v56, v65  ; v65 = 3
+                v67 = iadd.i64 v6, v66
+                v68 = fadd v60, v64
+                store notrap aligned v68, v67
+                v69 = iconst.i64 1
+                v70 = iadd v39, v69  ; v69 = 1
+                v71 = icmp ult v70, v34
+                brif v71, block6(v70), block7
 
             block7:
-                v74 = iconst.i64 0
-                brif.i64 v39, block8(v74), block9  ; v74 = 0
+                v73 = iconst.i64 0
+                brif.i64 v38, block8(v73), block9  ; v73 = 0
 
-            block8(v73: i64):
-                v75 = iadd.i64 v37, v73
-                v76 = iconst.i64 3
-                v77 = ishl v75, v76  ; v76 = 3
-                v78 = iadd.i64 v26, v77
-                v79 = load.f64 notrap aligned v78
-                v80 = iconst.i64 3
-                v81 = ishl v75, v80  ; v80 = 3
-                v82 = iadd.i64 v33, v81
-                v83 = load.f64 notrap aligned v82
-                v84 = iconst.i64 3
-                v85 = ishl v75, v84  ; v84 = 3
-                v86 = iadd.i64 v114, v85
-                v87 = fadd v79, v83
-                store notrap aligned v87, v86
+            block8(v72: i64):
+                v74 = iadd.i64 v36, v72
+                v75 = iconst.i64 3
+                v76 = ishl v74, v75  ; v75 = 3
+                v77 = iadd.i64 v25, v76
+                v78 = load.f64 notrap aligned v77
+                v79 = iconst.i64 3
+                v80 = ishl v74, v79  ; v79 = 3
+                v81 = iadd.i64 v32, v80
+                v82 = load.f64 notrap aligned v81
+                v83 = iconst.i64 3
+                v84 = ishl v74, v83  ; v83 = 3
+                v85 = iadd.i64 v6, v84
+                v86 = fadd v78, v82
+                store notrap aligned v86, v85
                 jump block9
 
             block9:
-                v88 = iconst.i8 1
-                v89 = bxor.i8 v25, v88  ; v88 = 1
+                v87 = iconst.i8 1
+                v88 = bxor.i8 v24, v87  ; v87 = 1
+                v89 = iconst.i64 1
                 v90 = iconst.i64 1
-                v91 = iconst.i64 1
-                v92 = iadd.i64 v24, v91  ; v91 = 1
-                v93 = icmp ult v92, v110
-                brif v93, block4(v92, v89, v114), block5(v89, v114)
+                v91 = iadd.i64 v23, v90  ; v90 = 1
+                v92 = icmp ult v91, v94
+                brif v92, block4(v91, v88, v6), block5(v88, v6)
 
-            block5(v27: i8, v28: i64):
-                v95 = iconst.i64 0
-                brif.i64 v106, block10(v95), block11  ; v95 = 0
-
-            block10(v94: i64):
-                v96 = iconst.i64 3
-                v97 = ishl v94, v96  ; v96 = 3
-                v98 = iadd.i64 v28, v97
-                v99 = load.f64 notrap aligned v98
-                v100 = iconst.i64 3
-                v101 = ishl v94, v100  ; v100 = 3
-                v102 = iadd.i64 v6, v101
-                store notrap aligned v99, v102
-                v103 = iconst.i64 1
-                v104 = iadd v94, v103  ; v103 = 1
-                v105 = icmp ult v104, v106
-                brif v105, block10(v104), block11
-
-            block11:
+            block5(v26: i8, v27: i64):
                 return
             }
         "#]],

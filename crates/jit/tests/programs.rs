@@ -777,8 +777,9 @@ fn summing_rows_needs_no_matrix_buffer() {
             json!({"X": mat_of(4, 3, 0.1), "w": vec_of(3, 0.2)}),
         ],
     );
-    // One accumulator buffer of d reals, added into in place; nothing of size n * d.
-    assert_eq!(c.workspace_len(&[1000, 3]), 3);
+    // The accumulator is the result's buffer, added into in place: no workspace at all,
+    // nothing of size n * d.
+    assert_eq!(c.workspace_len(&[1000, 3]), 0);
 }
 
 #[test]
@@ -804,15 +805,22 @@ fn accumulators_updated_in_place_agree_with_the_interpreter() {
     ] {
         check(src, &inputs);
     }
-    // One buffer of d reals for the sum, two for the fold reading `s[0]`.
+    // The sum added into the result's buffer; one buffer of d reals for a sum read
+    // again; two for the fold reading `s[0]`.
     let sum = check(
         "def f(M: [n][d]real, z: [d]real) = reduce (s, t. map2 + s t) z M",
+        &inputs,
+    );
+    let again = check(
+        "def f(M: [n][d]real, z: [d]real) = \
+         let s = reduce (s, t. map2 + s t) z M in map (v. v * reduce + 0 s) s",
         &inputs,
     );
     let reads = check(
         "def f(M: [n][d]real, z: [d]real) = foldl (s, t. map2 (a, b. a + b * s[0]) s t) z M",
         &inputs,
     );
-    assert_eq!(sum.workspace_len(&[1000, 10]), 10);
+    assert_eq!(sum.workspace_len(&[1000, 10]), 0);
+    assert_eq!(again.workspace_len(&[1000, 10]), 10);
     assert!(reads.workspace_len(&[1000, 10]) >= 20);
 }

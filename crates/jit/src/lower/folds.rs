@@ -20,8 +20,9 @@ use super::{expect_arr, shape_arr, Translator};
 impl<'a> Translator<'a> {
     /// `reduce f z x` (`reduce` set) / `foldl f z x`: the accumulator in registers, its
     /// arrays alternating between two buffers (or in one, see [`Translator::acc_places`]);
-    /// a `reduce` of `+`, `*`, `max` or `min` with
-    /// several accumulators.
+    /// a `reduce` of `+`, `*`, `max` or `min` with several accumulators. `into`: the place
+    /// the result goes, given only for a fold that [adds in place](Self::adds_in_place),
+    /// whose accumulator is then that place itself.
     pub(super) fn emit_fold(
         &mut self,
         e: ExprId,
@@ -29,6 +30,7 @@ impl<'a> Translator<'a> {
         z: ExprId,
         x: ExprId,
         reduce: bool,
+        into: Option<&Place>,
     ) -> JitResult<Val> {
         let (ps, body) = lambda(self.arena, f, 2, "a fold")?;
         let (pa, px) = (ps[0], ps[1]);
@@ -72,7 +74,11 @@ impl<'a> Translator<'a> {
             })?;
             return self.rebuild(&zv, &acc_shape, &mut ssa_ints(&out).iter(), &holds);
         }
-        let (pa_place, pb_place) = self.acc_places(pa, body, &acc_shape)?;
+        let (pa_place, pb_place) = match into {
+            // Added into where the result goes: no buffer of its own, no copy at the end.
+            Some(p) => (p.clone(), p.clone()),
+            None => self.acc_places(pa, body, &acc_shape)?,
+        };
         // Every state lies in one of the two buffers: `write` leaves its arrays there.
         let group = self.group_roots(&[&pa_place, &pb_place]);
         let v0 = self.write(&zv, &pa_place)?;
@@ -109,6 +115,22 @@ impl<'a> Translator<'a> {
         let result = self.rebuild(&v0, &acc_shape, &mut slots.iter(), &holds)?;
         self.share_root(&result, group);
         Ok(result)
+    }
+
+    /// True if the fold with function `f` has arrays in its accumulator and updates them in
+    /// place ([`Translator::in_place_update`]): its accumulator can then be the place its
+    /// result goes.
+    pub(super) fn adds_in_place(&self, f: ExprId) -> JitResult<bool> {
+        let Some((ps, body)) = self.arena.lambda_parts(f) else {
+            return Ok(false);
+        };
+        let [pa, _] = ps else {
+            return Ok(false);
+        };
+        let Ok(shape) = self.an.var_shape(*pa) else {
+            return Ok(false);
+        };
+        Ok(shape.has_arrays() && self.in_place_update(*pa, &mut Vec::new(), body)?)
     }
 
     /// The two places the arrays of a fold's accumulator alternate between: two buffers,

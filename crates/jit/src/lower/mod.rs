@@ -421,8 +421,8 @@ impl<'a> Translator<'a> {
                 };
                 Ok(Val::Arr(self.arr(len, &sa, dim, kind)))
             }
-            Reduce(f, z, x) => self.emit_fold(e, f, z, x, true),
-            Foldl(f, z, x) => self.emit_fold(e, f, z, x, false),
+            Reduce(f, z, x) => self.emit_fold(e, f, z, x, true, None),
+            Foldl(f, z, x) => self.emit_fold(e, f, z, x, false, None),
             Shift1L(x) | Shift1R(x) => {
                 let left = matches!(arena[e], Shift1L(_));
                 if let Some(v) = self.lazy_scan(e, x, left)? {
@@ -517,6 +517,13 @@ impl<'a> Translator<'a> {
             {
                 let zv = self.emit_arr(z)?;
                 self.scatter_add_into(zv, is, vs, d)
+            }
+            // A fold that updates its arrays in place, added into where its result goes.
+            (Reduce(f, z, x), Place::Arr(_) | Place::Tuple(_)) if self.adds_in_place(f)? => {
+                self.emit_fold(e, f, z, x, true, Some(p))
+            }
+            (Foldl(f, z, x), Place::Arr(_) | Place::Tuple(_)) if self.adds_in_place(f)? => {
+                self.emit_fold(e, f, z, x, false, Some(p))
             }
             (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false),
             (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true),
