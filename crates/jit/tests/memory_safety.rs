@@ -18,8 +18,9 @@ use unfad_syntax::print_func;
 use unfad_test_support::load;
 use unfad_testgen::{generate, Features, Generated};
 
-/// The sizes `(n, m)` every program runs at, beside its own input's.
-const SIZES: [(usize, usize); 9] = [
+/// The sizes `(n, m)` every program runs at, beside its own input's (9 and 17: blocked
+/// reductions with whole blocks of eight and elements left over).
+const SIZES: [(usize, usize); 11] = [
     (0, 0),
     (0, 1),
     (1, 0),
@@ -29,6 +30,8 @@ const SIZES: [(usize, usize); 9] = [
     (2, 2),
     (3, 1),
     (6, 2),
+    (9, 1),
+    (17, 3),
 ];
 
 /// Every input of `g` this test runs: its own, and one at each of [`SIZES`].

@@ -1166,11 +1166,13 @@ pub fn generate(seed: u64, features: &Features) -> Generated {
         .map(|(n, t)| format!("{n}: {}", t.text()))
         .collect();
     text.push_str(&format!("def f({}) =\n  {body}\n", ps.join(", ")));
-    // Programs with indexing read fixed positions (`A[0]`): no empty arrays.
+    // Programs with indexing read fixed positions (`A[0]`): no empty arrays. Sizes of 9
+    // and 17 run blocked reductions (eight accumulators, `unfad_syntax::reduction`) with
+    // one and two whole blocks and elements left over.
     let n = if features.indexing {
-        *g.rng.pick(&[1, 1, 2, 3, 4, 7])
+        *g.rng.pick(&[1, 1, 2, 3, 4, 7, 9, 17])
     } else {
-        *g.rng.pick(&[0, 1, 1, 2, 3, 4, 7])
+        *g.rng.pick(&[0, 1, 1, 2, 3, 4, 7, 9, 17])
     };
     let m = *g.rng.pick(&[1, 2, 3]);
     let mut input = serde_json::Map::new();
