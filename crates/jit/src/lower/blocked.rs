@@ -312,13 +312,14 @@ impl<'a> Translator<'a> {
             }
             Ok(next)
         })?;
-        let mut state = out.clone();
+        let mut state = out;
         if blocks != IntVal::Const(0) {
             for (l, (lane, &slot)) in lanes.iter().zip(&slots).enumerate() {
                 let accs: Vec<Value> = (0..K)
                     .map(|j| self.b.ins().stack_load(I64, F64, slot, (8 * j) as i32))
                     .collect();
-                state[lane.at] = self.combined(l, lane, accs, out[lane.at], blocks, combine)?;
+                let first = state[lane.at];
+                state[lane.at] = self.combined(l, lane, accs, first, blocks, combine)?;
             }
         }
         self.rewind(&replay);
@@ -574,8 +575,8 @@ const WIDE_STREAMS: usize = 3;
 
 /// True if computing an element of `a` takes at most `budget` operations, each a machine
 /// operation (no transcendental, division or square root), reading memory in place
-/// (arrays in memory, indexed or not, `iota`, fills; no scan, no pad behind a test). The arrays in
-/// memory it reads are added to `arrays`, once each.
+/// (arrays in memory, indexed or not, `iota`, fills; no scan, no pad behind a test). The
+/// arrays in memory it reads are added to `arrays`, once each.
 fn tiny(
     arena: &unfad_syntax::Arena,
     a: &Rc<Arr>,
