@@ -136,7 +136,9 @@ struct Facts {
     /// The reductions the code generator folds in the loop that makes their operand, with
     /// the statement they are in (the number of statements for the result): the result's
     /// components (the tail, or its tuple's items), and the reductions bound by
-    /// statements whose variable is such a component and read nowhere else.
+    /// statements whose variable is such a component, read elsewhere too or not (a sum
+    /// that is the gradient of a scale and also a term of the value; the code generator
+    /// folds a `let`-bound reduction of a column whatever reads its result).
     folds: Vec<(usize, ExprId)>,
 }
 
@@ -165,7 +167,7 @@ impl Facts {
             let component = items
                 .iter()
                 .any(|&e| matches!(arena[e], Node::Var(w) if w == v));
-            if matches!(arena[rhs], Node::Reduce(..)) && component && reads.get(&v) == Some(&1) {
+            if matches!(arena[rhs], Node::Reduce(..)) && component {
                 folds.push((k, rhs));
             }
         }
@@ -233,6 +235,12 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
         // A loop of scatters is an accumulation the scatter rules make one `scatter_add`
         // of: joined with other loops, its contributions would be stored per element.
         if contains_scatter(arena, gbody) {
+            continue;
+        }
+        // A column of a joint loop (`map (g. g.k) G`, which a merge leaves) is no loop to
+        // join others into: its siblings read `G` too, and joining them would only rebuild
+        // `G`'s elements.
+        if matches!(arena[gbody], Node::Proj(..)) {
             continue;
         }
         // What the later statements bind: a merged loop may read none of it.

@@ -65,3 +65,32 @@ fn the_value_of_a_sum_is_computed_in_the_gradients_loop() {
     assert_eq!(printed.matches(") pred y").count(), 1, "{printed}");
     assert!(printed.contains("reduce + 0 (map (g. fst g)"), "{printed}");
 }
+
+#[test]
+fn a_sum_the_value_also_reads_joins_the_loop_over_the_same_arrays() {
+    // Smoothing's gradient: the sum of squared differences is a term of the value and the
+    // gradient of `lam`, and the penalty's adjoint maps over the same differences. The sum
+    // joins that map's loop (its elements then hold both), and the values do not change.
+    let src = "def smoothing(x: [n]real, y: [n]real, lam: real): real =
+           let fit = sum(map2 (xi, yi. (xi - yi) * (xi - yi)) x y) in
+           let diffs = map2 (next, prev. next - prev) (shift1L x) (shift1R x) in
+           fit + lam * sum(map (t. t * t) diffs)";
+    let (mut prog, func) = load(src);
+    let rev = unfad_ad::reverse(&mut prog.arena, &func, &[0, 1, 2]).unwrap();
+    let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
+    let joined = fuse_sibling_loops(&mut prog.arena, &term);
+    let printed = print_func(&prog.arena, &joined);
+    let statements: Vec<&str> = printed.split("\n  let ").collect();
+    assert!(
+        statements
+            .iter()
+            .any(|s| s.contains("t * t") && s.contains("* lam")),
+        "{printed}"
+    );
+    let input = serde_json::json!({"x": [0.5, -1.25, 2.0, 0.75, 3.5], "y": [1.0, 0.0, -0.5, 2.0, 1.5], "lam": 0.3});
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+    assert_eq!(
+        value(&prog.arena, &term, &args),
+        value(&prog.arena, &joined, &args)
+    );
+}
