@@ -1168,9 +1168,11 @@ pub fn generate(seed: u64, features: &Features) -> Generated {
     text.push_str(&format!("def f({}) =\n  {body}\n", ps.join(", ")));
     // Programs with indexing read fixed positions (`A[0]`): no empty arrays. Sizes of 9
     // and 17 run blocked reductions (eight accumulators, `unfad_syntax::reduction`) with
-    // one and two whole blocks and elements left over.
+    // one and two whole blocks and elements left over. Programs with indexing stop at 9:
+    // their loops over `iota` nest, and at 17 one test of 300 of them took 270 s of a
+    // debug build's CI.
     let n = if features.indexing {
-        *g.rng.pick(&[1, 1, 2, 3, 4, 7, 9, 17])
+        *g.rng.pick(&[1, 1, 2, 3, 4, 7, 9])
     } else {
         *g.rng.pick(&[0, 1, 1, 2, 3, 4, 7, 9, 17])
     };
