@@ -71,10 +71,11 @@
 //! read-only sizes and pointer arrays, which Cranelift computes where they are used.
 //!
 //! A loop carries only what changes between iterations: an accumulator's buffer address
-//! (two buffers alternate, unless the fold updates its accumulator in place), not its lengths and strides, which are the same on every
-//! iteration; an exact length is the sizes' value. So the loops inside a fold's body see
-//! constant or prologue lengths (no run-time minimum of equal lengths, no padding of empty
-//! tails, no multiplication by run-time strides).
+//! (two buffers alternate, unless the fold updates its accumulator in place), not its
+//! lengths and strides, which are the same on every iteration; an exact length is the
+//! sizes' value. So the loops inside a fold's body see constant or prologue lengths (no
+//! run-time minimum of equal lengths, no padding of empty tails, no multiplication by
+//! run-time strides).
 //!
 //! # Memory safety
 //!

@@ -14,7 +14,8 @@
 //!   included; `1` for `*`); element `i < K·q` is added to accumulator `i mod K`, in
 //!   increasing `i`; the accumulators are combined by a fixed tree ([`combine_tree`]: for
 //!   `K = 8`, `((acc_0 ⊕ acc_4) ⊕ (acc_2 ⊕ acc_6)) ⊕ ((acc_1 ⊕ acc_5) ⊕ (acc_3 ⊕
-//!   acc_7))`, the left one always the function's first argument); the `r` remaining elements are then folded into that, in order.
+//!   acc_7))`, the left one always the function's first argument); the `r` remaining
+//!   elements are then folded into that, in order.
 //!
 //! `max` and `min` (IEEE maximum and minimum, any NaN giving the canonical NaN) are
 //! associative and commutative on every input, so every order gives the same bits: the

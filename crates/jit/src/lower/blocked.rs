@@ -305,6 +305,8 @@ impl<'a> Translator<'a> {
                 view[lane.at] = t.b.ins().load(F64, flags, at, 0);
             }
             let mut next = step(t, i, &view)?;
+            // The address again rather than held through the element's code (which may
+            // run loops): a mask, a shift and an addition.
             for (lane, &slot) in lanes.iter().zip(&slots) {
                 let at = accumulator(t, slot, i);
                 t.b.ins().store(flags, next[lane.at], at, 0);

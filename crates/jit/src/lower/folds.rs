@@ -1,6 +1,7 @@
 //! Folds and scans: `reduce`/`foldl` with the accumulator in registers (its arrays
-//! alternating between two buffers, or in one buffer updated in place), `max`/`min` reductions in lanes, `scanl`/`scanr`
-//! written to memory, and shifted scans computed where they are read.
+//! alternating between two buffers, or in one buffer updated in place), `max`/`min`
+//! reductions in lanes, `scanl`/`scanr` written to memory, and shifted scans computed
+//! where they are read.
 
 use std::rc::Rc;
 

@@ -340,8 +340,9 @@ impl<'a> Translator<'a> {
             d = self.arr(d.len, &d.shape, d.stat(), kind);
         }
         // Each fold's accumulator: scalars in registers; one holding arrays alternates
-        // between two buffers (or stays in one, updated in place) (as in a fold of its own), all such folds in the same phase,
-        // which comes first in the loop's state when there is one.
+        // between two buffers, or stays in one updated in place (as in a fold of its own),
+        // all such folds in the same phase, which comes first in the loop's state when
+        // there is one.
         let mut accs = Vec::with_capacity(specs.len());
         for (pa, _, body, acc_shape, _, _, z) in &specs {
             let zv = self.emit(*z)?;
