@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod columns;
+pub mod consumers;
 pub mod cost;
 mod expand;
 use unfad_syntax::fast_hash;
@@ -61,6 +62,17 @@ pub enum OptError {
 /// Optimize `func` to a fixed point and check that the result is first-order.
 pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     let f = optimize_before_hoisting(arena, func);
+    // Loops that read a stored loop element by element join it, on the settled term.
+    let joined = consumers::join_consumers(arena, &f);
+    let f = if joined.body == f.body {
+        f
+    } else {
+        // What a consumer computed of an element once, the joint loop's body now reads
+        // once too: such `let`s fuse into their reader.
+        let settled = simplify_to_fixed_point(arena, &joined);
+        let inlined = inline::inline_single_use(arena, &settled);
+        simplify_to_fixed_point(arena, &inlined)
+    };
     // Loop-invariant work last, on the settled term, where the loops are final.
     let hoisted = hoist::hoist_invariants(arena, &f);
     // One pass tidies what hoisting leaves (bindings of names, projections of the

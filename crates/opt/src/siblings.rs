@@ -83,20 +83,20 @@ fn every_chain(
 
 /// A statement of a `let` chain.
 #[derive(Clone, Copy)]
-enum Stmt {
+pub(crate) enum Stmt {
     One(Var, ExprId),
     Many(unfad_syntax::VarList, ExprId),
 }
 
 impl Stmt {
-    fn rhs(self) -> ExprId {
+    pub(crate) fn rhs(self) -> ExprId {
         match self {
             Stmt::One(_, e) | Stmt::Many(_, e) => e,
         }
     }
 }
 
-fn unchain(arena: &Arena, mut e: ExprId) -> (Vec<Stmt>, ExprId) {
+pub(crate) fn unchain(arena: &Arena, mut e: ExprId) -> (Vec<Stmt>, ExprId) {
     let mut stmts = Vec::new();
     loop {
         match arena[e] {
@@ -113,7 +113,7 @@ fn unchain(arena: &Arena, mut e: ExprId) -> (Vec<Stmt>, ExprId) {
     }
 }
 
-fn rechain(arena: &mut Arena, stmts: &[Stmt], tail: ExprId) -> ExprId {
+pub(crate) fn rechain(arena: &mut Arena, stmts: &[Stmt], tail: ExprId) -> ExprId {
     stmts.iter().rev().fold(tail, |acc, s| match *s {
         Stmt::One(x, a) => arena.let_(x, a, acc),
         Stmt::Many(xs, a) => arena.add(Node::LetTuple(xs, a, acc)),
@@ -121,7 +121,7 @@ fn rechain(arena: &mut Arena, stmts: &[Stmt], tail: ExprId) -> ExprId {
 }
 
 /// The loop a statement computes: its kind (`map` or `map2`), function and operands.
-fn elementwise(arena: &Arena, e: ExprId) -> Option<(bool, ExprId, Vec<ExprId>)> {
+pub(crate) fn elementwise(arena: &Arena, e: ExprId) -> Option<(bool, ExprId, Vec<ExprId>)> {
     match arena[e] {
         Node::Map(f, a) => Some((false, f, vec![a])),
         Node::Map2(f, a, b) => Some((true, f, vec![a, b])),
@@ -185,7 +185,7 @@ impl Facts {
 }
 
 /// The same term: one node, or equal up to the names of bound variables.
-fn same_term(arena: &Arena, a: ExprId, b: ExprId) -> bool {
+pub(crate) fn same_term(arena: &Arena, a: ExprId, b: ExprId) -> bool {
     if a == b {
         return true;
     }
@@ -195,7 +195,7 @@ fn same_term(arena: &Arena, a: ExprId, b: ExprId) -> bool {
 }
 
 /// Replace every occurrence of the terms `from` (by id) in `e` by `to`.
-fn replace(arena: &mut Arena, e: ExprId, from: &[ExprId], to: &[ExprId]) -> ExprId {
+pub(crate) fn replace(arena: &mut Arena, e: ExprId, from: &[ExprId], to: &[ExprId]) -> ExprId {
     if let Some(i) = from.iter().position(|&f| f == e) {
         return to[i];
     }
@@ -208,7 +208,7 @@ fn replace(arena: &mut Arena, e: ExprId, from: &[ExprId], to: &[ExprId]) -> Expr
 
 /// Merge the reductions of one statement's loop into it; the new body, or `None`.
 /// Whether `e` contains a `scatter_add`.
-fn contains_scatter(arena: &Arena, e: ExprId) -> bool {
+pub(crate) fn contains_scatter(arena: &Arena, e: ExprId) -> bool {
     unfad_syntax::with_stack(|| {
         if matches!(arena[e], Node::ScatterAdd(..)) {
             return true;

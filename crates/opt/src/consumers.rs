@@ -1,0 +1,619 @@
+//! Consumers join their producer's loop: a `let`-bound `map` whose result later loops read
+//! element by element computes, per element, what those loops compute of it, so that its
+//! elements are never stored when nothing else reads them.
+//!
+//! Reverse mode makes this shape for every `map` whose elements feed several adjoints:
+//! `let G = map2 (row, b. (r * r, r + r)) A B in (reduce + 0 (map (g. g.0) G), map (g. map
+//! (s. g.1 * s) x) G, reduce (s, t. map2 + s t) 0s (map2 (g, row. map (s. g.1 * s) row) G A),
+//! ...)`. `G` is stored, then read back by three loops; the hand-written gradient makes one
+//! pass that adds each row's contributions where they go. Here the consumers' bodies become
+//! components of one loop's elements, `let G2 = map2 (row, b. let g = (r * r, r + r) in
+//! (g.0, map (s. g.1 * s) x, map (s. g.1 * s) row, ..)) A B`, and each consumer reads its
+//! column (`map (g. g.k) G2`, `reduce op z (map (g. g.k) G2)`), which the code generator
+//! writes where the result goes, or folds in the loop that makes it.
+//!
+//! A consumer is a `map` or `map2` whose arrays are each the producer, a loop joined
+//! before it, one of the producer's arrays, an array the chain does not bind (a new array
+//! of the joint loop, the consumer's `map2` having checked that its length is the
+//! producer's), or a `map`, `map2`, `zeros_like` or `ones_like` of those (zips), and whose
+//! function reads nothing bound at or after the producer. Joined are the `let`s binding
+//! consumers, and the result's components that are consumers or joined loops, or
+//! reductions of those that the code generator folds in the loop (not `max`, `min` or
+//! scatters).
+//!
+//! Only when nothing else reads a joined loop: a column read elsewhere would be stored,
+//! and with it the joint loop's other columns, where the code generator may have
+//! recomputed a cheap loop where read or folded a reduction in a loop of its own. Exact:
+//! each element is computed by the same operations, and each reduction reduces the same
+//! values in the same order.
+
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
+use unfad_syntax::typeck::{infer, NoSource};
+use unfad_syntax::{with_stack, Arena, BinOp, ExprId, Func, Node, Type, Var};
+
+use crate::siblings::{contains_scatter, elementwise, rechain, same_term, unchain, Stmt};
+
+/// Joins per chain at most (each joins the consumers of one producer).
+const MAX_ROUNDS: usize = 8;
+
+/// Statements of a chain at most: each is tried as a producer against those after it,
+/// which is quadratic in the chain's length. Longer chains (the gradient of 400 unrolled
+/// `map2`s has 800) are left as they are, so that compile time stays linear (issue 23).
+const MAX_CHAIN: usize = 96;
+
+/// Levels of `map`s, `map2`s, `zeros_like`s and `one_like`s around a consumer's arrays at
+/// most (zips of zips are three).
+const MAX_ZIP_DEPTH: usize = 4;
+
+/// `let`-bound consumers joined to one producer at most. A long chain of maps would
+/// otherwise become one loop whose body holds the whole chain: forward mode over it (the
+/// Hessian-vector product) made terms whose sharing pass took time exponential in its
+/// length (25 maps: 21 s).
+const MAX_JOINED_LETS: usize = 6;
+
+/// `func` with the consumers of its `let`-bound loops joined to them (the same term if
+/// none).
+pub fn join_consumers(arena: &mut Arena, func: &Func) -> Func {
+    let mut memo = HashMap::default();
+    let body = every_chain(arena, func.body, &mut memo);
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+/// `e` with the consumers of every `let` chain in it joined, inner chains first.
+fn every_chain(arena: &mut Arena, e: ExprId, memo: &mut HashMap<ExprId, ExprId>) -> ExprId {
+    if let Some(&r) = memo.get(&e) {
+        return r;
+    }
+    let r = with_stack(|| {
+        let node = arena[e];
+        let inner = match node {
+            Node::Const(_) | Node::Bool(_) | Node::Var(_) => return e,
+            Node::Let(..) | Node::LetTuple(..) => {
+                let (stmts, tail) = unchain(arena, e);
+                let new_stmts: Vec<Stmt> = stmts
+                    .iter()
+                    .map(|&s| match s {
+                        Stmt::One(v, a) => Stmt::One(v, every_chain(arena, a, memo)),
+                        Stmt::Many(vs, a) => Stmt::Many(vs, every_chain(arena, a, memo)),
+                    })
+                    .collect();
+                let new_tail = every_chain(arena, tail, memo);
+                // The same node when nothing inside changed (a new chain is a new node).
+                let same = new_tail == tail
+                    && stmts
+                        .iter()
+                        .zip(&new_stmts)
+                        .all(|(a, b)| a.rhs() == b.rhs());
+                if same {
+                    e
+                } else {
+                    rechain(arena, &new_stmts, new_tail)
+                }
+            }
+            _ => {
+                let new = arena.map_children(node, |a, c| every_chain(a, c, memo));
+                return arena.rebuild(e, new);
+            }
+        };
+        let mut body = inner;
+        for _ in 0..MAX_ROUNDS {
+            match join_once(arena, body) {
+                Some(b) => body = b,
+                None => break,
+            }
+        }
+        body
+    });
+    memo.insert(e, r);
+    r
+}
+
+/// The loop being built: the producer's and its joined consumers' work per element.
+struct Joint {
+    /// The arrays the joint loop runs over, and the parameter each element is bound to.
+    arrays: Vec<ExprId>,
+    params: Vec<Var>,
+    /// Per element, in order: each joined loop's element, and what it needs.
+    lets: Vec<(Var, ExprId)>,
+    /// The joined loops' results, by variable: the variable of their element.
+    members: HashMap<Var, Var>,
+    /// What the joint loop's elements hold, one component per column.
+    columns: Vec<ExprId>,
+    /// What the chain binds before the producer.
+    chain: HashSet<Var>,
+}
+
+impl Joint {
+    /// Whether `o`, an array a consumer loops over, is elementwise in the joint loop: see
+    /// [`Joint::element_of`]. Whether it reads a joined loop goes into `touches`.
+    fn elementwise_array(
+        &self,
+        arena: &Arena,
+        o: ExprId,
+        later: &HashSet<Var>,
+        touches: &mut bool,
+    ) -> bool {
+        self.elementwise_array_within(arena, o, later, touches, MAX_ZIP_DEPTH)
+    }
+
+    /// [`Joint::elementwise_array`] with at most `depth` more `map`s, `map2`s, `zeros_like`s
+    /// and `ones_like`s around the arrays (each level reads the free variables of what it
+    /// holds: reverse mode nests hundreds of them in a long program).
+    fn elementwise_array_within(
+        &self,
+        arena: &Arena,
+        o: ExprId,
+        later: &HashSet<Var>,
+        touches: &mut bool,
+        depth: usize,
+    ) -> bool {
+        let Some(reads_later) = reads(arena, o, &|v| later.contains(&v)) else {
+            return false;
+        };
+        if !reads_later {
+            // A new array must not be a loop of the chain: read once then, it would move
+            // into the joint loop's operands, its own loop (a scan, say) with it, which
+            // measured slower (gmm's gradient, 4.5%).
+            let new = !self.arrays.iter().any(|&a| same_term(arena, a, o));
+            return !new || reads(arena, o, &|v| self.chain.contains(&v)) == Some(false);
+        }
+        match arena[o] {
+            Node::Var(v) if self.members.contains_key(&v) => {
+                *touches = true;
+                true
+            }
+            _ if depth == 0 => false,
+            Node::ZerosLike(a) | Node::OnesLike(a) => {
+                self.elementwise_array_within(arena, a, later, touches, depth - 1)
+            }
+            Node::Map(f, a) => {
+                lambda_free_of(arena, f, later)
+                    && self.elementwise_array_within(arena, a, later, touches, depth - 1)
+            }
+            Node::Map2(f, a, b) => {
+                lambda_free_of(arena, f, later)
+                    && self.elementwise_array_within(arena, a, later, touches, depth - 1)
+                    && self.elementwise_array_within(arena, b, later, touches, depth - 1)
+            }
+            _ => false,
+        }
+    }
+
+    /// The element of `o` (checked by [`Joint::elementwise_array`]) at the joint loop's
+    /// index: a new array of the loop's parameter, a joined loop's element, or the
+    /// function of a `map` applied to the elements of its arrays.
+    fn element_of(&mut self, arena: &mut Arena, o: ExprId, later: &HashSet<Var>) -> ExprId {
+        // Too large to look at (`None`): one of the producer's own arrays, which read
+        // nothing bound later (a consumer's such array was rejected).
+        if reads(arena, o, &|v| later.contains(&v)) != Some(true) {
+            if let Some(k) = self.arrays.iter().position(|&a| same_term(arena, a, o)) {
+                return arena.var(self.params[k]);
+            }
+            let p = arena.fresh_var("e", None);
+            self.arrays.push(o);
+            self.params.push(p);
+            return arena.var(p);
+        }
+        match arena[o] {
+            Node::Var(v) => {
+                let ev = self.members[&v];
+                arena.var(ev)
+            }
+            Node::ZerosLike(a) => {
+                let x = self.element_of(arena, a, later);
+                arena.add(Node::ZerosLike(x))
+            }
+            Node::OnesLike(a) => {
+                let x = self.element_of(arena, a, later);
+                arena.add(Node::OnesLike(x))
+            }
+            Node::Map(..) | Node::Map2(..) => self.join(arena, o, later),
+            _ => unreachable!("element_of an array elementwise_array rejects"),
+        }
+    }
+
+    /// The body of the function `f` with its parameters bound to `args` by `let`s of fresh
+    /// variables (the function may be shared elsewhere in the term).
+    fn apply(&mut self, arena: &mut Arena, f: ExprId, args: &[ExprId]) -> ExprId {
+        let (ps, body) = arena
+            .lambda_parts(f)
+            .map(|(p, b)| (p.to_vec(), b))
+            .expect("a loop's function is a lambda");
+        let mut subs = HashMap::default();
+        for (&p, &a) in ps.iter().zip(args) {
+            let q = arena.clone_var(p);
+            self.lets.push((q, a));
+            subs.insert(p, arena.var(q));
+        }
+        arena.subst(body, &subs)
+    }
+
+    /// Join the consumer `c` (accepted by [`consumer`], or a `map` among a consumer's
+    /// arrays): its element, its function applied to its arrays' elements, as a term of
+    /// the joint loop.
+    fn join(&mut self, arena: &mut Arena, c: ExprId, later: &HashSet<Var>) -> ExprId {
+        match arena[c] {
+            Node::Map(f, a) => {
+                let x = self.element_of(arena, a, later);
+                self.apply(arena, f, &[x])
+            }
+            Node::Map2(f, a, b) => {
+                let x = self.element_of(arena, a, later);
+                let y = self.element_of(arena, b, later);
+                self.apply(arena, f, &[x, y])
+            }
+            _ => unreachable!("join of a term `consumer` rejects"),
+        }
+    }
+}
+
+/// A fresh variable for an element of the array `x` (named after it, typed when bound).
+fn element_var(arena: &mut Arena, x: Var) -> Var {
+    let name = format!("{}_i", arena.var_name(x));
+    arena.fresh_var(&name, None)
+}
+
+/// Whether the function `f` reads nothing in `later`.
+fn lambda_free_of(arena: &Arena, f: ExprId, later: &HashSet<Var>) -> bool {
+    arena.lambda_parts(f).is_some() && reads(arena, f, &|v| later.contains(&v)) == Some(false)
+}
+
+/// Whether `c` is a consumer of the joint loop: a `map` or `map2` over arrays elementwise
+/// in it, at least one of which reads a joined loop, whose function reads nothing bound at
+/// or after the producer and is not a loop of scatters.
+fn consumer(arena: &Arena, joint: &Joint, c: ExprId, later: &HashSet<Var>) -> bool {
+    let (f, arrays): (ExprId, Vec<ExprId>) = match arena[c] {
+        Node::Map(f, a) => (f, vec![a]),
+        Node::Map2(f, a, b) => (f, vec![a, b]),
+        _ => return false,
+    };
+    let Some((_, body)) = arena.lambda_parts(f) else {
+        return false;
+    };
+    if !lambda_free_of(arena, f, later) || contains_scatter(arena, body) {
+        return false;
+    }
+    let mut touches = false;
+    arrays
+        .iter()
+        .all(|&a| joint.elementwise_array(arena, a, later, &mut touches))
+        && touches
+}
+
+/// Whether `c` only reads a component of its elements (`map (g. g.k) X`): joining only
+/// such loops would rebuild the producer's elements, and a joint loop's own columns are
+/// such loops.
+fn column_read(arena: &Arena, c: ExprId) -> bool {
+    let Node::Map(f, _) = arena[c] else {
+        return false;
+    };
+    let Some((ps, body)) = arena.lambda_parts(f) else {
+        return false;
+    };
+    let mut e = body;
+    while let Node::Proj(_, inner) = arena[e] {
+        e = inner;
+    }
+    e != body && matches!(arena[e], Node::Var(v) if ps.contains(&v))
+}
+
+/// Whether the code generator folds a reduction by `op` in the loop that makes its
+/// operand's elements: a function of two parameters, neither an extremum (`max`, `min`,
+/// folded apart) nor a scatter (an accumulation of its own).
+fn folded_in_loop(arena: &Arena, op: ExprId) -> bool {
+    let Some((ps, body)) = arena.lambda_parts(op) else {
+        return false;
+    };
+    let extremum = match arena[body] {
+        Node::Op2(BinOp::Max | BinOp::Min, a, b) => {
+            matches!((arena[a], arena[b]), (Node::Var(x), Node::Var(y)) if ps.contains(&x) && ps.contains(&y))
+        }
+        _ => false,
+    };
+    ps.len() == 2 && !extremum && !contains_scatter(arena, body)
+}
+
+/// Whether `e` reads one of the joined loops' results.
+fn reads_member(arena: &Arena, e: ExprId, joint: &Joint) -> bool {
+    reads(arena, e, &|v| joint.members.contains_key(&v)) != Some(false)
+}
+
+/// Nodes of a term [`reads`] looks at, at most.
+const READ_BUDGET: usize = 256;
+
+/// Whether `e` reads a variable `wanted` accepts, or `None` when `e` has more than
+/// [`READ_BUDGET`] nodes (the pass leaves such terms as they are: a consumer's arrays in a
+/// long gradient nest hundreds of loops, which `free_vars` would walk again and again).
+/// Binders are unique, so a variable bound outside `e` that occurs in it is free there.
+fn reads(arena: &Arena, e: ExprId, wanted: &dyn Fn(Var) -> bool) -> Option<bool> {
+    let mut seen: HashSet<ExprId> = HashSet::default();
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) {
+            continue;
+        }
+        if seen.len() > READ_BUDGET {
+            return None;
+        }
+        if let Node::Var(v) = arena[x] {
+            if wanted(v) {
+                return Some(true);
+            }
+        }
+        arena.for_each_child(x, |c| stack.push(c));
+    }
+    Some(false)
+}
+
+/// Join the consumers of one statement's loop into it; the new chain, or `None`.
+fn join_once(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
+    let (stmts, tail) = unchain(arena, body);
+    if stmts.len() > MAX_CHAIN {
+        return None;
+    }
+    // What each statement and each of the result's components read, found once: a chain
+    // may be thousands of statements long, each a producer to try.
+    let items: Vec<ExprId> = match arena[tail] {
+        Node::Tuple(l) => arena.exprs(l).to_vec(),
+        _ => vec![tail],
+    };
+    let free_set =
+        |arena: &Arena, e: ExprId| -> HashSet<Var> { arena.free_vars(e).into_iter().collect() };
+    let stmt_reads: Vec<HashSet<Var>> = stmts.iter().map(|s| free_set(arena, s.rhs())).collect();
+    let item_reads: Vec<HashSet<Var>> = items.iter().map(|&e| free_set(arena, e)).collect();
+    'statements: for i in 0..stmts.len() {
+        let Stmt::One(x, rhs) = stmts[i] else {
+            continue;
+        };
+        if !stmt_reads[i + 1..]
+            .iter()
+            .chain(&item_reads)
+            .any(|r| r.contains(&x))
+        {
+            continue;
+        }
+        let Some((_, f, arrays)) = elementwise(arena, rhs) else {
+            continue;
+        };
+        let Some(pbody) = arena.lambda_parts(f).map(|(_, b)| b) else {
+            continue;
+        };
+        if contains_scatter(arena, pbody) || matches!(arena[pbody], Node::Proj(..)) {
+            continue;
+        }
+        let mut chain: HashSet<Var> = HashSet::default();
+        for s in &stmts[..i] {
+            match *s {
+                Stmt::One(v, _) => {
+                    chain.insert(v);
+                }
+                Stmt::Many(vs, _) => chain.extend(arena.vars_of(vs).iter().copied()),
+            }
+        }
+        let mut later: HashSet<Var> = HashSet::default();
+        later.insert(x);
+        for s in &stmts[i + 1..] {
+            match *s {
+                Stmt::One(v, _) => {
+                    later.insert(v);
+                }
+                Stmt::Many(vs, _) => later.extend(arena.vars_of(vs).iter().copied()),
+            }
+        }
+        let mut joint = Joint {
+            arrays: Vec::new(),
+            params: Vec::new(),
+            lets: Vec::new(),
+            members: HashMap::default(),
+            columns: Vec::new(),
+            chain,
+        };
+        let args: Vec<ExprId> = arrays
+            .iter()
+            .map(|&a| joint.element_of(arena, a, &later))
+            .collect();
+        let first = joint.apply(arena, f, &args);
+        let ex = element_var(arena, x);
+        joint.lets.push((ex, first));
+        joint.members.insert(x, ex);
+        // Later statements binding consumers join; the others stay.
+        let mut joined_stmts: Vec<usize> = Vec::new();
+        // Whether a joined consumer does more than read a column.
+        let mut real = false;
+        for (j, s) in stmts.iter().enumerate().skip(i + 1) {
+            let Stmt::One(y, c) = *s else { continue };
+            if !stmt_reads[j].iter().any(|v| joint.members.contains_key(v)) {
+                continue;
+            }
+            if joined_stmts.len() < MAX_JOINED_LETS && consumer(arena, &joint, c, &later) {
+                real |= !column_read(arena, c);
+                let e = joint.join(arena, c, &later);
+                let ey = element_var(arena, y);
+                joint.lets.push((ey, e));
+                joint.members.insert(y, ey);
+                joined_stmts.push(j);
+            }
+        }
+        // The result's components that are consumers, or reductions of one.
+        let mut taken: Vec<(ExprId, usize)> = Vec::new();
+        let mut consumed: Vec<(usize, usize)> = Vec::new();
+        for (k, &item) in items.iter().enumerate() {
+            if !item_reads[k].iter().any(|v| joint.members.contains_key(v)) {
+                continue;
+            }
+            let c = match arena[item] {
+                Node::Reduce(op, z, c) | Node::Foldl(op, z, c) => {
+                    if reads_member(arena, op, &joint)
+                        || reads_member(arena, z, &joint)
+                        || !folded_in_loop(arena, op)
+                    {
+                        continue;
+                    }
+                    c
+                }
+                _ => item,
+            };
+            if let Some(&(_, col)) = taken.iter().find(|(t, _)| *t == c) {
+                consumed.push((k, col));
+                continue;
+            }
+            // A joined loop's result itself, or a consumer.
+            let element = match arena[c] {
+                Node::Var(v) if joint.members.contains_key(&v) => {
+                    let ev = joint.members[&v];
+                    Some(arena.var(ev))
+                }
+                _ if consumer(arena, &joint, c, &later) => {
+                    real |= !column_read(arena, c);
+                    Some(joint.join(arena, c, &later))
+                }
+                _ => None,
+            };
+            if let Some(e) = element {
+                joint.columns.push(e);
+                let col = joint.columns.len() - 1;
+                taken.push((c, col));
+                consumed.push((k, col));
+            }
+        }
+        if !real {
+            continue;
+        }
+        // What else reads a joined loop's result reads its column.
+        let mut escaped: Vec<Var> = Vec::new();
+        let escape = |reads: &HashSet<Var>, joint: &Joint, escaped: &mut Vec<Var>| {
+            for v in reads {
+                if joint.members.contains_key(v) && !escaped.contains(v) {
+                    escaped.push(*v);
+                }
+            }
+        };
+        for (j, reads) in stmt_reads.iter().enumerate().skip(i + 1) {
+            if !joined_stmts.contains(&j) {
+                escape(reads, &joint, &mut escaped);
+            }
+        }
+        for (k, reads) in item_reads.iter().enumerate() {
+            if !consumed.iter().any(|&(c, _)| c == k) {
+                escape(reads, &joint, &mut escaped);
+            }
+        }
+        // A joined loop read otherwise would be stored as a column of the joint loop, with
+        // the joint loop's other columns beside it: where the code generator would have
+        // recomputed it where read (a cheap loop of shifts), or folded a consumer in its
+        // own loop, storing would cost memory the program did not use.
+        if !escaped.is_empty() {
+            continue 'statements;
+        }
+        // The joint loop.
+        let n = joint.columns.len();
+        let tuple = if n == 1 {
+            joint.columns[0]
+        } else {
+            arena.tuple(&joint.columns)
+        };
+        let elem_body = joint
+            .lets
+            .iter()
+            .rev()
+            .fold(tuple, |acc, &(v, e)| arena.let_(v, e, acc));
+        let loop_ = over(arena, &joint.arrays, &joint.params, elem_body);
+        let Ok(loop_ty) = infer(arena, &NoSource, loop_) else {
+            continue;
+        };
+        let Type::Array(_, elem_ty) = &loop_ty else {
+            continue;
+        };
+        let elem_ty = (**elem_ty).clone();
+        let xj = arena.fresh_var(
+            &format!("{}_joint", arena.var_name(x)),
+            Some(loop_ty.clone()),
+        );
+        let xje = arena.var(xj);
+        let column = |arena: &mut Arena, k: usize| {
+            if n == 1 {
+                return xje;
+            }
+            let g = arena.fresh_var("g", Some(elem_ty.clone()));
+            let gv = arena.var(g);
+            let pick = arena.proj(k as u32, gv);
+            let lam = arena.lambda(&[g], pick);
+            arena.add(Node::Map(lam, xje))
+        };
+        let mut out: Vec<Stmt> = stmts[..i].to_vec();
+        out.push(Stmt::One(xj, loop_));
+        for (j, s) in stmts.iter().enumerate().skip(i + 1) {
+            if !joined_stmts.contains(&j) {
+                out.push(*s);
+            }
+        }
+        let mut new_items = items.clone();
+        for &(k, col) in &consumed {
+            let c = column(arena, col);
+            new_items[k] = match arena[items[k]] {
+                Node::Reduce(op, z, _) => arena.add(Node::Reduce(op, z, c)),
+                Node::Foldl(op, z, _) => arena.add(Node::Foldl(op, z, c)),
+                _ => c,
+            };
+        }
+        let new_tail = match arena[tail] {
+            Node::Tuple(_) => arena.tuple(&new_items),
+            _ => new_items[0],
+        };
+        return Some(rechain(arena, &out, new_tail));
+    }
+    None
+}
+
+/// `map` (one array), `map2` (two) or `map2` over a zip of all but the last (more) of the
+/// function of `params` with body `body`.
+fn over(arena: &mut Arena, arrays: &[ExprId], params: &[Var], body: ExprId) -> ExprId {
+    match arrays.len() {
+        1 => {
+            let f = arena.lambda(params, body);
+            arena.add(Node::Map(f, arrays[0]))
+        }
+        2 => {
+            let f = arena.lambda(params, body);
+            arena.add(Node::Map2(f, arrays[0], arrays[1]))
+        }
+        k => {
+            // The first k - 1 arrays zipped into tuples, unpacked by `let`s per element.
+            let zip = zip(arena, &arrays[..k - 1]);
+            let t = arena.fresh_var("z", None);
+            let tv = arena.var(t);
+            let unpacked = params[..k - 1]
+                .iter()
+                .enumerate()
+                .rev()
+                .fold(body, |acc, (j, &p)| {
+                    let pick = arena.proj(j as u32, tv);
+                    arena.let_(p, pick, acc)
+                });
+            let f = arena.lambda(&[t, params[k - 1]], unpacked);
+            arena.add(Node::Map2(f, zip, arrays[k - 1]))
+        }
+    }
+}
+
+/// The arrays (at least two) zipped: the array of tuples of their elements.
+fn zip(arena: &mut Arena, arrays: &[ExprId]) -> ExprId {
+    let (a, b) = (arena.fresh_var("a", None), arena.fresh_var("b", None));
+    let (av, bv) = (arena.var(a), arena.var(b));
+    if arrays.len() == 2 {
+        let t = arena.tuple(&[av, bv]);
+        let f = arena.lambda(&[a, b], t);
+        return arena.add(Node::Map2(f, arrays[0], arrays[1]));
+    }
+    let inner = zip(arena, &arrays[..arrays.len() - 1]);
+    let mut items: Vec<ExprId> = (0..arrays.len() as u32 - 1)
+        .map(|j| arena.proj(j, av))
+        .collect();
+    items.push(bv);
+    let t = arena.tuple(&items);
+    let f = arena.lambda(&[a, b], t);
+    arena.add(Node::Map2(f, inner, arrays[arrays.len() - 1]))
+}
