@@ -334,11 +334,13 @@ fn map2_returning_pairs() {
         src,
         expect![[r#"
             def f(A: [n]real, B: [n]real): ([n]real, [n]real) =
-              let v3 = map2 (a, b. (a + b, a * b)) A B in
-              (
-                map2 (b_1, q. b_1 * fst q + snd q) B v3,
-                map2 (a_1, q_1. a_1 * snd (snd q_1) + fst (snd q_1)) A (map2 (b_2, q_2. (b_2, (snd q_2, fst q_2))) B v3)
-              )
+              let v3_joint =
+                map2 (e, e_1.
+                  let v3_i0 = e + e_1 in
+                  let v3_i1 = e * e_1 in
+                  (e_1 * v3_i0 + v3_i1, e * v3_i0 + v3_i1)) A B
+              in
+              (map (g. fst g) v3_joint, map (g_1. snd g_1) v3_joint)
         "#]],
     );
     agrees(src, r#"{"A": [1, 2, 3], "B": [0.5, -1, 2]}"#);

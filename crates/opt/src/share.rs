@@ -828,8 +828,12 @@ mod tests {
                (sum(map (r. reduce max 0 r) M), map (r. let x = reduce max 0 r in map (t. t * x) r) M)",
             expect![[r#"
                 def f(M: [n][m]real): (real, [n][m]real) =
-                  let E = map (x. reduce max 0 x) M in
-                  (reduce + 0 E, map2 (r, e. map (t. t * e) r) M E)
+                  let E_joint =
+                    map (e.
+                      let E_i = reduce max 0 e in
+                      (E_i, map (t. t * E_i) e)) M
+                  in
+                  (reduce + 0 (map (g. fst g) E_joint), map (g_1. snd g_1) E_joint)
             "#]],
         );
     }
