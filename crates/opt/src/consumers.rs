@@ -29,9 +29,11 @@
 
 use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::typeck::{infer, NoSource};
-use unfad_syntax::{with_stack, Arena, BinOp, ExprId, Func, Node, Type, Var};
+use unfad_syntax::{Arena, BinOp, ExprId, Func, Node, Type, Var};
 
-use crate::siblings::{contains_scatter, elementwise, rechain, same_term, unchain, Stmt};
+use crate::siblings::{
+    contains_scatter, elementwise, every_chain, rechain, same_term, unchain, Stmt,
+};
 
 /// Joins per chain at most (each joins the consumers of one producer).
 const MAX_ROUNDS: usize = 8;
@@ -55,60 +57,11 @@ const MAX_JOINED_LETS: usize = 6;
 /// none).
 pub fn join_consumers(arena: &mut Arena, func: &Func) -> Func {
     let mut memo = HashMap::default();
-    let body = every_chain(arena, func.body, &mut memo);
+    let body = every_chain(arena, func.body, MAX_ROUNDS, &mut join_once, &mut memo);
     Func {
         body,
         ..func.clone()
     }
-}
-
-/// `e` with the consumers of every `let` chain in it joined, inner chains first.
-fn every_chain(arena: &mut Arena, e: ExprId, memo: &mut HashMap<ExprId, ExprId>) -> ExprId {
-    if let Some(&r) = memo.get(&e) {
-        return r;
-    }
-    let r = with_stack(|| {
-        let node = arena[e];
-        let inner = match node {
-            Node::Const(_) | Node::Bool(_) | Node::Var(_) => return e,
-            Node::Let(..) | Node::LetTuple(..) => {
-                let (stmts, tail) = unchain(arena, e);
-                let new_stmts: Vec<Stmt> = stmts
-                    .iter()
-                    .map(|&s| match s {
-                        Stmt::One(v, a) => Stmt::One(v, every_chain(arena, a, memo)),
-                        Stmt::Many(vs, a) => Stmt::Many(vs, every_chain(arena, a, memo)),
-                    })
-                    .collect();
-                let new_tail = every_chain(arena, tail, memo);
-                // The same node when nothing inside changed (a new chain is a new node).
-                let same = new_tail == tail
-                    && stmts
-                        .iter()
-                        .zip(&new_stmts)
-                        .all(|(a, b)| a.rhs() == b.rhs());
-                if same {
-                    e
-                } else {
-                    rechain(arena, &new_stmts, new_tail)
-                }
-            }
-            _ => {
-                let new = arena.map_children(node, |a, c| every_chain(a, c, memo));
-                return arena.rebuild(e, new);
-            }
-        };
-        let mut body = inner;
-        for _ in 0..MAX_ROUNDS {
-            match join_once(arena, body) {
-                Some(b) => body = b,
-                None => break,
-            }
-        }
-        body
-    });
-    memo.insert(e, r);
-    r
 }
 
 /// The loop being built: the producer's and its joined consumers' work per element.

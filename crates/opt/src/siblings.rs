@@ -29,19 +29,28 @@ const MAX_ROUNDS: usize = 8;
 /// Compute the reductions of loops over the same arrays as a statement's loop in that loop.
 pub fn fuse_sibling_loops(arena: &mut Arena, func: &Func) -> Func {
     let mut memo = HashMap::default();
-    let body = every_chain(arena, func, func.body, &mut memo);
+    let body = every_chain(
+        arena,
+        func.body,
+        MAX_ROUNDS,
+        &mut |a, b| merge_once(a, func, b),
+        &mut memo,
+    );
     Func {
         body,
         ..func.clone()
     }
 }
 
-/// `e` with the loops of every `let` chain in it joined: the chains inside its
-/// statements, results and functions' bodies (a loop's body, per element), then its own.
-fn every_chain(
+/// `e` with `step` applied to every `let` chain in it, up to `rounds` times per chain until
+/// it changes nothing: the chains inside its statements, results and functions' bodies (a
+/// loop's body, per element) first, then its own. `step` gets the whole chain and returns
+/// the rewritten one, or `None`. Shared by this pass and [`crate::consumers`].
+pub(crate) fn every_chain(
     arena: &mut Arena,
-    func: &Func,
     e: ExprId,
+    rounds: usize,
+    step: &mut dyn FnMut(&mut Arena, ExprId) -> Option<ExprId>,
     memo: &mut HashMap<ExprId, ExprId>,
 ) -> ExprId {
     if let Some(&r) = memo.get(&e) {
@@ -53,24 +62,36 @@ fn every_chain(
             Node::Const(_) | Node::Bool(_) | Node::Var(_) => return e,
             Node::Let(..) | Node::LetTuple(..) => {
                 let (stmts, tail) = unchain(arena, e);
-                let stmts: Vec<Stmt> = stmts
-                    .into_iter()
-                    .map(|s| match s {
-                        Stmt::One(v, a) => Stmt::One(v, every_chain(arena, func, a, memo)),
-                        Stmt::Many(vs, a) => Stmt::Many(vs, every_chain(arena, func, a, memo)),
+                let new_stmts: Vec<Stmt> = stmts
+                    .iter()
+                    .map(|&s| match s {
+                        Stmt::One(v, a) => Stmt::One(v, every_chain(arena, a, rounds, step, memo)),
+                        Stmt::Many(vs, a) => {
+                            Stmt::Many(vs, every_chain(arena, a, rounds, step, memo))
+                        }
                     })
                     .collect();
-                let tail = every_chain(arena, func, tail, memo);
-                rechain(arena, &stmts, tail)
+                let new_tail = every_chain(arena, tail, rounds, step, memo);
+                // The same node when nothing inside changed (a new chain is a new node).
+                let same = new_tail == tail
+                    && stmts
+                        .iter()
+                        .zip(&new_stmts)
+                        .all(|(a, b)| a.rhs() == b.rhs());
+                if same {
+                    e
+                } else {
+                    rechain(arena, &new_stmts, new_tail)
+                }
             }
             _ => {
-                let new = arena.map_children(node, |a, c| every_chain(a, func, c, memo));
+                let new = arena.map_children(node, |a, c| every_chain(a, c, rounds, step, memo));
                 return arena.rebuild(e, new);
             }
         };
         let mut body = inner;
-        for _ in 0..MAX_ROUNDS {
-            match merge_once(arena, func, body) {
+        for _ in 0..rounds {
+            match step(arena, body) {
                 Some(b) => body = b,
                 None => break,
             }
