@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{check, vec_of};
+use common::{check, vec_of, workspace_at};
 use serde_json::{json, Value as Json};
 use unfad_syntax::reduction::ACCUMULATORS;
 
@@ -158,10 +158,7 @@ fn max_and_min_reductions_run_in_lanes_bit_for_bit() {
 
 /// Workspace of `src` at `n`, in reals.
 fn workspace(src: &str, n: u64) -> usize {
-    let (prog, func) = unfad_test_support::load(src);
-    unfad_jit::compile(&prog.arena, &func)
-        .unwrap()
-        .workspace_len(&[n])
+    workspace_at(src, &[n])
 }
 
 #[test]
@@ -228,14 +225,6 @@ fn an_array_stored_for_later_is_folded_in_the_loop_that_stores_it() {
     }
 }
 
-/// The workspace `src` needs at the sizes given.
-fn workspace_at(src: &str, sizes: &[u64]) -> usize {
-    let (prog, func) = unfad_test_support::load(src);
-    unfad_jit::compile(&prog.arena, &func)
-        .unwrap()
-        .workspace_len(sizes)
-}
-
 #[test]
 fn a_component_folded_where_it_is_made_is_never_stored() {
     // Reverse mode's shared pass over a map that maps over a captured array: per element,
@@ -249,9 +238,10 @@ fn a_component_folded_where_it_is_made_is_never_stored() {
         .map(|&(n, m)| json!({"X": vec_of(n, 0.3), "C": vec_of(m, 1.1)}))
         .collect();
     check(src, &inputs);
-    // G's first components (n) and one element's room for the second (m), the
-    // accumulator, added into in place (m); not n * m.
-    assert_eq!(workspace_at(src, &[1000, 10]), 1000 + 2 * 10);
+    // G's first components (n), a room of one real that every element's second component
+    // shares (never written: it is folded where it is made), and the accumulator, added
+    // into in place (m); not n * m.
+    assert_eq!(workspace_at(src, &[1000, 10]), 1000 + 1 + 10);
     // Read again, the folded component must be stored.
     let again = "def f(X: [n]real, C: [m]real) = \
                  let G = map (x. (x * x, map (c. c * exp(x)) C)) X in \
@@ -279,9 +269,9 @@ fn a_result_component_that_folds_a_column_is_folded_where_it_is_made() {
         .collect();
     check(src, &inputs);
     // G's first components go straight to the result (the adjoint of `W`), the second are
-    // summed: one element's room for each (2 m) and the accumulator, added into in place
-    // (m); not 2 n * m.
-    assert_eq!(workspace_at(src, &[1000, 10]), 3 * 10);
+    // summed: a room of one real for each column (never written), and the accumulator is
+    // the result's place, added into in place; not 2 n * m.
+    assert_eq!(workspace_at(src, &[1000, 10]), 2);
     // A component that reads the folded column too: stored, and summed from memory.
     let again = "def f(W: [n][m]real, x: [m]real, E: [n]real) = \
                  let G = map2 (row, e. let z = 1 - e * e in (map (a. a * z) x, map (b. b * z) row)) W E in \

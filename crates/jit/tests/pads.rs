@@ -17,9 +17,7 @@ fn inputs(max: usize) -> Vec<Json> {
 
 /// The workspace of the compiled `src` at `n`, in reals.
 fn workspace(src: &str, n: u64) -> usize {
-    let (prog, func) = unfad_test_support::load(src);
-    let c = unfad_jit::compile(&prog.arena, &func).unwrap();
-    c.workspace_len(&[n])
+    common::workspace_at(src, &[n])
 }
 
 #[test]

@@ -99,6 +99,7 @@ impl<'a> Translator<'a> {
         v: &Val,
         e2: ExprId,
         into: Option<&Place>,
+        scratch: Option<&Rc<Arr>>,
     ) -> JitResult<Option<Val>> {
         let arena = self.arena;
         let Val::Arr(a) = v else {
@@ -319,7 +320,11 @@ impl<'a> Translator<'a> {
         };
         let mut unkept: Vec<Vec<usize>> = redirected.iter().map(|(_, q, _)| q.clone()).collect();
         unkept.extend(paths.iter().filter(|p| !p.is_empty()).cloned());
-        let mut d = self.alloc_without(&a.shape, &unkept)?;
+        let mut d = match scratch {
+            // Stored where the result that reads it last goes (see `scratch_place`).
+            Some(d) if unkept.is_empty() && *d.shape == *a.shape => d.clone(),
+            _ => self.alloc_without(&a.shape, &unkept)?,
+        };
         let mut lens = vec![(a.len, a.stat()), (d.len, d.stat())];
         if !redirected.is_empty() {
             let Kind::Mem { layout, holds } = &d.kind else {
@@ -343,13 +348,32 @@ impl<'a> Translator<'a> {
         // between two buffers, or stays in one updated in place (as in a fold of its own),
         // all such folds in the same phase, which comes first in the loop's state when
         // there is one.
+        // A component of the result that is a fold adding in place accumulates in the
+        // place the result goes (no buffer of its own, no copy at the end), as `emit_fold`
+        // does for such a fold alone.
+        let result_places: Vec<Option<Place>> = match (&after.tail, into) {
+            (Tail::Components(items, ks), Some(Place::Tuple(ps))) if ps.len() == items.len() => {
+                let mut out = vec![None; lets.len()];
+                for &k in ks {
+                    let (Node::Reduce(f, ..) | Node::Foldl(f, ..)) = arena[items[k]] else {
+                        return internal("a folded component is not a fold");
+                    };
+                    let p = &ps[k];
+                    let fits =
+                        matches!(p, Place::Arr(_) | Place::Tuple(_)) && self.adds_in_place(f)?;
+                    out.push(fits.then(|| p.clone()));
+                }
+                out
+            }
+            _ => Vec::new(),
+        };
         let mut accs = Vec::with_capacity(specs.len());
-        for (pa, _, body, acc_shape, _, _, z) in &specs {
+        for (s, (pa, _, body, acc_shape, _, _, z)) in specs.iter().enumerate() {
             let zv = self.emit(*z)?;
-            let buffers = if acc_shape.has_arrays() {
-                Some(self.acc_places(*pa, *body, acc_shape)?)
-            } else {
-                None
+            let buffers = match result_places.get(s).cloned().flatten() {
+                Some(p) if acc_shape.has_arrays() => Some((p.clone(), p)),
+                _ if acc_shape.has_arrays() => Some(self.acc_places(*pa, *body, acc_shape)?),
+                _ => None,
             };
             let (start, holds) = match &buffers {
                 Some((pa_place, pb_place)) => {
@@ -493,7 +517,14 @@ impl<'a> Translator<'a> {
                         continue;
                     }
                     let fold = ks.iter().position(|&k| k == j);
+                    let in_place = fold.is_some_and(|f| {
+                        result_places
+                            .get(lets.len() + f)
+                            .is_some_and(Option::is_some)
+                    });
                     let v = match (fold, &places) {
+                        // Accumulated where it goes.
+                        (Some(f), Some(_)) if in_place => folded[f].clone(),
                         (Some(f), Some(ps)) => self.write(&folded[f], &ps[j])?,
                         (Some(f), None) => folded[f].clone(),
                         (None, Some(ps)) => self.emit_into(item, &ps[j])?,

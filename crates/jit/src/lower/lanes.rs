@@ -584,15 +584,21 @@ impl Pairing<'_> {
 
     /// Whether an instruction strictly between `x` and `y` (in either order) may write
     /// memory in the buffer `root` (any memory if `None`), or read it too if `reads`.
-    fn touches_between(&self, x: Inst, y: Inst, root: Option<Value>, reads: bool) -> bool {
+    /// With `apart_from`, an access provably disjoint from those bytes (address, offset,
+    /// length) is no conflict even in `root`: the store being moved past it writes
+    /// elsewhere.
+    fn touches_between(
+        &mut self,
+        x: Inst,
+        y: Inst,
+        root: Option<Value>,
+        reads: bool,
+        apart_from: Option<(Value, i64, i64)>,
+    ) -> bool {
         let (lo, hi) = if self.order[&x] < self.order[&y] {
             (x, y)
         } else {
             (y, x)
-        };
-        let elsewhere = |addr: Value| match (root, self.roots.get(&addr)) {
-            (Some(r), Some(&s)) => r != s,
-            _ => false,
         };
         let mut at = self.func.layout.next_inst(lo);
         while let Some(i) = at {
@@ -604,16 +610,31 @@ impl Pairing<'_> {
             let safe = match data {
                 InstructionData::Store {
                     opcode: Opcode::Store,
-                    args: [_, addr],
+                    args: [v, addr],
+                    offset,
                     ..
-                } => elsewhere(addr),
+                } => {
+                    let len = i64::from(self.func.dfg.value_type(v).bytes());
+                    self.elsewhere(root, addr) || self.apart(apart_from, (addr, offset.into(), len))
+                }
                 // Memory that never changes (the kernels' tables) is no buffer's.
                 InstructionData::Load {
                     opcode: Opcode::Load,
                     arg,
                     flags,
-                    ..
-                } => !reads || elsewhere(arg) || self.func.dfg.mem_flags[flags].readonly(),
+                    offset,
+                } => {
+                    let len = self
+                        .func
+                        .dfg
+                        .inst_results(i)
+                        .first()
+                        .map_or(16, |&r| i64::from(self.func.dfg.value_type(r).bytes()));
+                    !reads
+                        || self.elsewhere(root, arg)
+                        || self.func.dfg.mem_flags[flags].readonly()
+                        || self.apart(apart_from, (arg, offset.into(), len))
+                }
                 _ => {
                     !(op.can_store()
                         || op.is_call()
@@ -629,9 +650,33 @@ impl Pairing<'_> {
         true
     }
 
+    /// Whether `addr` is known to lie in another buffer than `root`.
+    fn elsewhere(&self, root: Option<Value>, addr: Value) -> bool {
+        match (root, self.roots.get(&addr)) {
+            (Some(r), Some(&s)) => r != s,
+            _ => false,
+        }
+    }
+
+    /// Whether the bytes `q` (address, offset, length) are provably disjoint from `p`'s:
+    /// their addresses differ by a known constant at least the length of the first.
+    fn apart(&mut self, p: Option<(Value, i64, i64)>, q: (Value, i64, i64)) -> bool {
+        let Some(p) = p else {
+            return false;
+        };
+        let lp = self.linear_of(p.0, 8);
+        let lq = self.linear_of(q.0, 8);
+        let diff = lq.plus(lp.scaled(-1));
+        if !diff.terms.is_empty() {
+            return false;
+        }
+        let d = diff.constant.wrapping_add(q.1).wrapping_sub(p.1);
+        d >= p.2 || d <= -q.2
+    }
+
     /// Whether an instruction strictly between `x` and `y` may write the buffer `root`.
-    fn writes_between(&self, x: Inst, y: Inst, root: Option<Value>) -> bool {
-        self.touches_between(x, y, root, false)
+    fn writes_between(&mut self, x: Inst, y: Inst, root: Option<Value>) -> bool {
+        self.touches_between(x, y, root, false, None)
     }
 
     /// Replace the stores `s0` and `s1` by one vector store if they store adjacent reals
@@ -665,19 +710,26 @@ impl Pairing<'_> {
             return false;
         };
         let root = self.roots.get(&addr).copied();
-        if root.is_none() || self.touches_between(s0, s1, root, true) {
+        let (earlier, later) = if self.order[&s0] < self.order[&s1] {
+            ((p0, o0), s1)
+        } else {
+            ((p1, o1), s0)
+        };
+        // The earlier store moves down to the later one: what lies between may touch the
+        // buffer, but not the real it writes (an array stored in the place of the result
+        // that reads it, read at the next element before this one is written).
+        let moved = Some((earlier.0, i64::from(earlier.1), 8));
+        if root.is_none() || self.touches_between(s0, s1, root, true, moved) {
             return false;
         }
-        let later = if self.order[&s0] < self.order[&s1] {
-            s1
-        } else {
-            s0
-        };
+        // Gone from where it was before the vector's operands are paired, so that two
+        // loads around it may pair (the vector store comes after both).
+        let first = if later == s1 { s0 } else { s1 };
+        self.func.layout.remove_inst(first);
         let v = self.operand(low.0, high.0, Lane::Real, later);
         let flags = self.vector_flags(f0);
         self.at(later).ins().store(flags, v, addr, offset);
-        self.func.layout.remove_inst(low.1);
-        self.func.layout.remove_inst(high.1);
+        self.func.layout.remove_inst(later);
         true
     }
 

@@ -62,9 +62,10 @@ impl<'a> Translator<'a> {
     }
 
     /// [`Translator::alloc`], except that the components at `paths` of the elements (none
-    /// is empty) are not kept: each has room for one element, which every index shares
-    /// (writes to it are overwritten by the next element's; reads are in bounds but not of
-    /// that element).
+    /// is empty) are not kept: each real leaf under them has room for one real, which
+    /// every index of every array around it shares (all its strides are 0). Writes to it
+    /// are overwritten by the next; reads are in bounds but of no element. A column that
+    /// is folded where it is made, or written elsewhere, then takes no room of its size.
     pub(super) fn alloc_without(
         &mut self,
         sa: &Rc<SArr>,
@@ -80,7 +81,13 @@ impl<'a> Translator<'a> {
         );
         let sizes: Vec<SizeExpr> = leaves
             .iter()
-            .map(|(dims, shared)| SizeExpr::product(if *shared { &dims[1..] } else { dims }))
+            .map(|(dims, shared)| {
+                if *shared {
+                    SizeExpr::K(1)
+                } else {
+                    SizeExpr::product(dims)
+                }
+            })
             .collect();
         let total = SizeExpr::sum(sizes.iter().cloned());
         let buf: Rc<Buf> = self.slots.alloc(total);
@@ -441,8 +448,8 @@ fn leaves_under(
     }
 }
 
-/// `lay` with the leaves under the component `path` at the same place for every element
-/// (their stride for the array's index is 0).
+/// `lay` with each leaf under the component `path` at one place for every element and
+/// every index inside it (all its strides are 0).
 fn shared_rows(lay: &Layout, path: &[usize]) -> JitResult<Layout> {
     Ok(match (lay, path.split_first()) {
         (Layout::Tuple(items), Some((&i, rest))) => {
@@ -454,7 +461,7 @@ fn shared_rows(lay: &Layout, path: &[usize]) -> JitResult<Layout> {
             Layout::Tuple(items.into())
         }
         (_, Some(_)) => return internal("a component path through a non-tuple"),
-        (_, None) => zero_outer_stride(lay),
+        (_, None) => zero_strides(lay),
     })
 }
 
@@ -477,23 +484,17 @@ pub(super) fn with_column(lay: &Layout, path: &[usize], column: &Layout) -> JitR
     })
 }
 
-/// `lay` with every leaf's stride for the array's index 0.
-fn zero_outer_stride(lay: &Layout) -> Layout {
+/// `lay` with every stride of every leaf 0.
+fn zero_strides(lay: &Layout) -> Layout {
     match lay {
-        Layout::Real { base, strides } => {
-            let mut strides = strides.to_vec();
-            if let Some(s) = strides.first_mut() {
-                *s = IntVal::Const(0);
-            }
-            Layout::Real {
-                base: *base,
-                strides: strides.into(),
-            }
-        }
-        Layout::Tuple(items) => Layout::Tuple(items.iter().map(zero_outer_stride).collect()),
+        Layout::Real { base, strides } => Layout::Real {
+            base: *base,
+            strides: strides.iter().map(|_| IntVal::Const(0)).collect(),
+        },
+        Layout::Tuple(items) => Layout::Tuple(items.iter().map(zero_strides).collect()),
         Layout::Array { len, elem } => Layout::Array {
             len: *len,
-            elem: Rc::new(zero_outer_stride(elem)),
+            elem: Rc::new(zero_strides(elem)),
         },
     }
 }

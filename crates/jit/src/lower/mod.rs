@@ -33,6 +33,8 @@
 //! - [`read`]: element `i` of any array; [`write`](mod@write): values written to places;
 //! - [`state`]: values flattened into block parameters and rebuilt from them;
 //! - [`loops`]: bottom-tested loops; [`fusion`]: loops fused across bindings and tuples;
+//! - [`scratch`]: a `let`-bound array stored in the place of the result that reads it
+//!   last;
 //! - [`folds`]: folds and scans; [`pad`]: scans that only move elements, as views, and the
 //!   loops that peel their ends; [`blocked`]: loops folding with several accumulators; [`conditionals`]: `if`; [`shift`]: shifts;
 //!   [`fill`]: `zeros_like`, `ones_like` and `iota`;
@@ -76,6 +78,7 @@ mod pad;
 mod prologue;
 mod read;
 mod scalar;
+mod scratch;
 mod shift;
 mod state;
 mod variables;
@@ -287,7 +290,7 @@ impl<'a> Translator<'a> {
             Var(v) => self.use_var(v),
             Let(x, e1, e2) => {
                 let v = self.emit(e1)?;
-                if let Some(r) = self.stored_then_folded(x, &v, e2, None)? {
+                if let Some(r) = self.stored_then_folded(x, &v, e2, None, None)? {
                     return Ok(r);
                 }
                 self.bind_let(x, v)?;
@@ -461,10 +464,20 @@ impl<'a> Translator<'a> {
                     }
                 }
                 let v = self.emit(e1)?;
-                if let Some(r) = self.stored_then_folded(x, &v, e2, Some(p))? {
+                // A map to be stored may be stored where the result that reads it last goes.
+                let scratch = match &v {
+                    Val::Arr(a)
+                        if matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. })
+                            && !self.an.lazy_ok(x) =>
+                    {
+                        self.scratch_place(x, e2, p)
+                    }
+                    _ => None,
+                };
+                if let Some(r) = self.stored_then_folded(x, &v, e2, Some(p), scratch.as_ref())? {
                     return Ok(r);
                 }
-                self.bind_let(x, v)?;
+                self.bind_let_in(x, v, scratch.as_deref())?;
                 let r = self.emit_into(e2, p)?;
                 self.end_scope(&[x], &r);
                 Ok(r)

@@ -4,7 +4,7 @@
 use unfad_syntax::{with_stack, ExprId, Node, Var};
 
 use crate::error::{internal, JitError, JitResult, Retry};
-use crate::value::Val;
+use crate::value::{Arr, Kind, Val};
 
 use super::Translator;
 
@@ -133,10 +133,24 @@ impl<'a> Translator<'a> {
 
     /// Bind the value of a `let` (evaluating its maps unless they can be fused).
     pub(super) fn bind_let(&mut self, x: Var, v: Val) -> JitResult<()> {
+        self.bind_let_in(x, v, None)
+    }
+
+    /// [`Translator::bind_let`], a map that must be stored being stored in `scratch` if
+    /// given (see [`Translator::scratch_place`]) rather than in a buffer of its own.
+    pub(super) fn bind_let_in(&mut self, x: Var, v: Val, scratch: Option<&Arr>) -> JitResult<()> {
         let v = if self.an.lazy_ok(x) || self.recomputed(x, &v) {
             v
         } else {
-            self.force(v)?
+            match (&v, scratch) {
+                (Val::Arr(a), Some(d))
+                    if matches!(a.kind, Kind::Map { .. } | Kind::Map2 { .. })
+                        && *a.shape == *d.shape =>
+                {
+                    self.write_arr(a, d)?
+                }
+                _ => self.force(v)?,
+            }
         };
         self.bind(x, v)?;
         Ok(())

@@ -8,6 +8,12 @@ use unfad_jit::{compile, Compiled, JitError};
 use unfad_syntax::{print_func, Arena, Func, Program, Type};
 use unfad_test_support::load;
 
+/// The workspace the compiled `src` needs at the sizes given, in reals.
+pub fn workspace_at(src: &str, sizes: &[u64]) -> usize {
+    let (prog, func) = load(src);
+    compile(&prog.arena, &func).unwrap().workspace_len(sizes)
+}
+
 /// `n` deterministic reals in [-2, 2] from `seed`.
 pub fn vec_of(n: usize, seed: f64) -> Json {
     json!((0..n)

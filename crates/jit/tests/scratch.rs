@@ -1,0 +1,83 @@
+//! A `let`-bound map that must be stored is stored in the place of the result that reads
+//! it last, when that result reads element `i` only where it writes element `i`
+//! (`lower/scratch.rs`). Results are checked bit for bit against the interpreter, with
+//! guard cells around every buffer; the workspace says where the array went.
+
+mod common;
+
+use common::{check, vec_of, workspace_at};
+use serde_json::{json, Value as Json};
+
+fn inputs() -> Vec<Json> {
+    [0, 1, 2, 7, 16]
+        .iter()
+        .map(|&n| json!({"A": vec_of(n, 0.3), "B": vec_of(n, 1.7)}))
+        .collect()
+}
+
+/// The workspace `src` needs at `n`, in reals.
+fn workspace(src: &str, n: u64) -> usize {
+    workspace_at(src, &[n])
+}
+
+#[test]
+fn a_softmax_keeps_its_exponentials_in_its_result() {
+    for src in [
+        // Alone, and as a component of a tuple beside a scalar that reads a sum of it.
+        "def f(A: [n]real, B: [n]real) = \
+         let E = map (a. exp(a - 1)) A in let s = reduce + 0 E in map2 (e, b. e / s + b) E B",
+        "def f(A: [n]real, B: [n]real) = \
+         let m = reduce max (-1e300) A in let E = map (a. exp(a - m)) A in \
+         let s = reduce + 0 E in (m + log(s), map2 (b, e. e / s + b) B E)",
+        // Read by two loops before the result's.
+        "def f(A: [n]real, B: [n]real) = \
+         let E = map2 (a, b. a * b + 1) A B in let s = reduce + 0 E in \
+         let q = reduce max (-1e300) (map2 * E A) in (s * q, map (e. e * s - q) E)",
+    ] {
+        check(src, &inputs());
+        assert_eq!(workspace(src, 1000), 0, "{src}");
+    }
+}
+
+#[test]
+fn a_row_keeps_its_exponentials_in_the_row_of_the_result() {
+    let src = "def f(M: [n][m]real) = \
+               map (r. let E = map (x. exp(x)) r in let s = reduce + 0 E in map (e. e / s) E) M";
+    let inputs: Vec<Json> = [(0, 0), (1, 3), (4, 5)]
+        .iter()
+        .map(|&(n, m)| {
+            let rows: Vec<Json> = (0..n).map(|i| vec_of(m, 0.1 * i as f64)).collect();
+            json!({ "M": rows })
+        })
+        .collect();
+    check(src, &inputs);
+    assert_eq!(workspace_at(src, &[100, 50]), 0);
+}
+
+#[test]
+fn an_array_read_elsewhere_after_the_result_has_a_buffer_of_its_own() {
+    for src in [
+        // Read at another index by the result's loop: element i + 1 before it is
+        // written, element 0 after.
+        "def f(A: [n]real, B: [n]real) = \
+         let E = map (a. exp(a)) A in let s = reduce + 0 E in \
+         map2 (e, d. e / s + d) E (map (i. E[(i + 1) % len(E)]) (iota len(E)))",
+        // Read inside the result's function.
+        "def f(A: [n]real, B: [n]real) = \
+         let E = map (a. exp(a)) A in let s = reduce + 0 E in \
+         map2 (e, b. e / s + b * reduce + 0 E) E B",
+        // Read by another component of the result, or through an array bound after it.
+        "def f(A: [n]real, B: [n]real) = \
+         let E = map (a. exp(a)) A in let s = reduce + 0 E in (map (e. e / s) E, reduce * 1 E)",
+        "def f(A: [n]real, B: [n]real) = \
+         let E = map (a. exp(a)) A in let s = reduce + 0 E in let F = shift1L E in \
+         (map (e. e / s) E, map2 + F (shift1L B))",
+        // The result's buffer is not of the array's shape.
+        "def f(A: [n]real, B: [n]real) = \
+         let E = map (a. (exp(a), a)) A in let s = reduce + 0 (map (e. fst e) E) in \
+         map (e. fst e / s + snd e) E",
+    ] {
+        check(src, &inputs());
+        assert!(workspace(src, 1000) >= 1000, "{src}");
+    }
+}
