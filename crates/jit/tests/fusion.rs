@@ -238,10 +238,10 @@ fn a_component_folded_where_it_is_made_is_never_stored() {
         .map(|&(n, m)| json!({"X": vec_of(n, 0.3), "C": vec_of(m, 1.1)}))
         .collect();
     check(src, &inputs);
-    // G's first components (n), a room of one real that every element's second component
-    // shares (never written: it is folded where it is made), and the accumulator, added
-    // into in place (m); not n * m.
-    assert_eq!(workspace_at(src, &[1000, 10]), 1000 + 1 + 10);
+    // G's first components (n) and the accumulator, added into in place (m); the second
+    // components are folded where they are made and point at the stack's sink (never
+    // written); not n * m.
+    assert_eq!(workspace_at(src, &[1000, 10]), 1000 + 10);
     // Read again, the folded component must be stored.
     let again = "def f(X: [n]real, C: [m]real) = \
                  let G = map (x. (x * x, map (c. c * exp(x)) C)) X in \
@@ -269,9 +269,9 @@ fn a_result_component_that_folds_a_column_is_folded_where_it_is_made() {
         .collect();
     check(src, &inputs);
     // G's first components go straight to the result (the adjoint of `W`), the second are
-    // summed: a room of one real for each column (never written), and the accumulator is
-    // the result's place, added into in place; not 2 n * m.
-    assert_eq!(workspace_at(src, &[1000, 10]), 2);
+    // summed where they are made (their column points at the stack's sink), and the
+    // accumulator is the result's place, added into in place: no workspace, not 2 n * m.
+    assert_eq!(workspace_at(src, &[1000, 10]), 0);
     // A component that reads the folded column too: stored, and summed from memory.
     let again = "def f(W: [n][m]real, x: [m]real, E: [n]real) = \
                  let G = map2 (row, e. let z = 1 - e * e in (map (a. a * z) x, map (b. b * z) row)) W E in \
@@ -438,4 +438,31 @@ fn an_element_stored_and_folded_writes_its_scalars_after_its_loops() {
         })
         .collect();
     check(src, &inputs);
+}
+
+#[test]
+fn an_element_is_computed_where_its_kept_arrays_go() {
+    // A softmax-like gradient per point: each point's row of the result is a sum over
+    // the rows of W, accumulated in that row of the result (not in a buffer of its own,
+    // then copied), and each point's exponentials are stored in its row of the other
+    // result (`scratch_place`). Only `z` per point is stored (k reals).
+    let src = "def f(X: [n][m]real, W: [k][m]real) = \
+               let G = map (x. \
+                 let z = map (row. reduce + 0 (map2 * row x)) W in \
+                 let E = map (c. exp(c)) z in \
+                 let s = reduce + 0 E in \
+                 (log(s) - reduce + 0 z, \
+                  reduce (a, t. map2 + a t) zeros_like(x) (map2 (c, row. map (r. c * r) row) z W), \
+                  map (e. e / s) E)) X in \
+               (reduce + 0 (map (g. fst g) G), map (g. g.1) G, map (g. g.2) G)";
+    let inputs: Vec<Json> = [(0, 0, 0), (1, 2, 3), (3, 2, 1), (5, 4, 3)]
+        .iter()
+        .map(|&(n, m, k)| {
+            let x: Vec<Json> = (0..n).map(|i| vec_of(m, 0.2 * i as f64)).collect();
+            let w: Vec<Json> = (0..k).map(|i| vec_of(m, 0.5 + 0.1 * i as f64)).collect();
+            json!({"X": x, "W": w})
+        })
+        .collect();
+    check(src, &inputs);
+    assert_eq!(workspace_at(src, &[100, 30, 10]), 10);
 }

@@ -433,9 +433,15 @@ impl<'a> Translator<'a> {
             &[a],
             (phased == 0).then_some(&bodies[..]),
             &mut |t, i, cur| {
-                let xi = t.elem(a, IntVal::Ssa(i))?;
                 let dst = t.place_elem(&d, IntVal::Ssa(i))?;
-                // The arrays first, then the folds, then the scalars (see `write_some`).
+                // The arrays first, computed where they go (`elem_into`), then the folds,
+                // then the scalars (see `write_some`).
+                let xi = if a.shape.elem.has_arrays() {
+                    let arrays = arrays_only(&dst, &unwritten, &mut Vec::new());
+                    t.elem_into(a, IntVal::Ssa(i), &arrays)?
+                } else {
+                    t.elem(a, IntVal::Ssa(i))?
+                };
                 let xi = t.write_some(&xi, &dst, &unwritten, Some(true))?;
                 let mut next = Vec::with_capacity(cur.len());
                 if phased == 1 {
@@ -969,4 +975,28 @@ fn project(v: &Val, path: &[usize]) -> JitResult<Val> {
         };
     }
     Ok(v)
+}
+
+/// `p` with only its arrays outside the components at `skip` kept: the rest in registers
+/// (an element's scalars are stored after its folds run, and a folded column not at all).
+fn arrays_only(p: &Place, skip: &[&[usize]], at: &mut Vec<usize>) -> Place {
+    if skip.iter().any(|q| at.starts_with(q)) {
+        return Place::Reg;
+    }
+    match p {
+        Place::Arr(_) => p.clone(),
+        Place::Real(_) | Place::Reg => Place::Reg,
+        Place::Tuple(items) => Place::Tuple(
+            items
+                .iter()
+                .enumerate()
+                .map(|(k, q)| {
+                    at.push(k);
+                    let r = arrays_only(q, skip, at);
+                    at.pop();
+                    r
+                })
+                .collect(),
+        ),
+    }
 }

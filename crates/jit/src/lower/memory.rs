@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use cranelift_codegen::ir::types::F64;
-use cranelift_codegen::ir::{Block, BlockArg, InstBuilder, Value};
+use cranelift_codegen::ir::{Block, BlockArg, InstBuilder, StackSlotData, StackSlotKind, Value};
 
 use crate::error::{internal, unsupported, JitResult, Stop};
 use crate::layout::{Dim, SizeExpr};
@@ -62,10 +62,11 @@ impl<'a> Translator<'a> {
     }
 
     /// [`Translator::alloc`], except that the components at `paths` of the elements (none
-    /// is empty) are not kept: each real leaf under them has room for one real, which
-    /// every index of every array around it shares (all its strides are 0). Writes to it
-    /// are overwritten by the next; reads are in bounds but of no element. A column that
-    /// is folded where it is made, or written elsewhere, then takes no room of its size.
+    /// is empty) are not kept: every real leaf under them points at the function's one
+    /// sink, a real on the stack, with all its strides 0, whatever the index. Such a
+    /// column is folded where it is made or written elsewhere, and never read from here;
+    /// what is written to it (the zeros of a pad) lands in the sink, which nothing reads.
+    /// So the column takes no workspace, and nothing can write outside the sink.
     pub(super) fn alloc_without(
         &mut self,
         sa: &Rc<SArr>,
@@ -79,17 +80,15 @@ impl<'a> Translator<'a> {
             paths,
             &mut leaves,
         );
-        let sizes: Vec<SizeExpr> = leaves
+        if leaves.iter().any(|(_, shared)| *shared) && self.sink.is_none() {
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3);
+            self.sink = Some(self.b.create_sized_stack_slot(data));
+        }
+        let sizes: Vec<Option<SizeExpr>> = leaves
             .iter()
-            .map(|(dims, shared)| {
-                if *shared {
-                    SizeExpr::K(1)
-                } else {
-                    SizeExpr::product(dims)
-                }
-            })
+            .map(|(dims, shared)| (!shared).then(|| SizeExpr::product(dims)))
             .collect();
-        let total = SizeExpr::sum(sizes.iter().cloned());
+        let total = SizeExpr::sum(sizes.iter().flatten().cloned());
         let buf: Rc<Buf> = self.slots.alloc(total);
         let slot = buf.slot;
         let mut offset = SizeExpr::K(0);
@@ -98,10 +97,16 @@ impl<'a> Translator<'a> {
             let Some(size) = sizes.get(k) else {
                 return internal("a buffer has more leaves than its shape");
             };
-            let v = t.prologue_value(PrologueValue::Addr(slot, offset.clone()));
-            t.root(v);
-            offset = SizeExpr::add(offset.clone(), size.clone());
             k += 1;
+            let v = match size {
+                Some(size) => {
+                    let v = t.prologue_value(PrologueValue::Addr(slot, offset.clone()));
+                    offset = SizeExpr::add(offset.clone(), size.clone());
+                    v
+                }
+                None => t.prologue_value(PrologueValue::Sink),
+            };
+            t.root(v);
             Ok(v)
         };
         let mut layout = self.layout(&sa.elem, &mut bases, &mut Vec::new())?;

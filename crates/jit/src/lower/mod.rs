@@ -102,6 +102,9 @@ pub(crate) struct Translator<'a> {
     /// Values pinned until the loop at each depth ends (frames.len() is the loop depth).
     frames: Vec<Vec<Val>>,
     slots: Slots,
+    /// One real on the stack that every unkept column of a stored map points at (never
+    /// read, see [`Translator::alloc_without`]); made at the first such column.
+    sink: Option<StackSlot>,
     prologue: HashMap<PrologueValue, Value>,
     prologue_order: Vec<(PrologueValue, Value)>,
     main: Block,
@@ -213,6 +216,7 @@ impl<'a> Translator<'a> {
             env: HashMap::default(),
             frames: Vec::new(),
             slots: Slots::new(),
+            sink: None,
             prologue: HashMap::default(),
             prologue_order: Vec::new(),
             main,

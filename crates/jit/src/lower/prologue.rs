@@ -23,6 +23,9 @@ pub(super) enum PrologueValue {
     /// The address of the math kernels' tables (`kernels::kernel_tables`): one value for
     /// the whole function, so that the lookups of two lanes gather from the same base.
     KernelTables,
+    /// The address of the sink, the one real on the stack that unkept columns point at
+    /// (`Translator::alloc_without`).
+    Sink,
 }
 
 /// What the prologue must compute, and what a call must check, once the body is lowered.
@@ -203,6 +206,12 @@ impl<'a> Translator<'a> {
                     let k = counts.get(&mut self.b, off);
                     let bytes = self.b.ins().ishl_imm_s(k, 3);
                     self.b.ins().iadd(base, bytes)
+                }
+                PrologueValue::Sink => {
+                    let Some(slot) = self.sink else {
+                        return internal("the sink read but not made");
+                    };
+                    self.b.ins().stack_addr(I64, slot, 0)
                 }
                 PrologueValue::KernelTables => {
                     let Some(gv) = self.kernel_tables else {

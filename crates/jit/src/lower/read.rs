@@ -6,7 +6,7 @@ use unfad_syntax::ExprId;
 
 use crate::error::JitResult;
 use crate::shape::lambda;
-use crate::value::{Arr, FillElem, IntVal, Kind, RealVal, Val};
+use crate::value::{Arr, FillElem, IntVal, Kind, Place, RealVal, Val};
 
 use super::Translator;
 
@@ -66,6 +66,41 @@ impl<'a> Translator<'a> {
                 },
             )),
         }
+    }
+
+    /// Element `i` of `a`, an unevaluated map's written to `p` as its function computes it
+    /// (see [`Translator::emit_into`]: a sum of arrays accumulates where it goes, an array
+    /// stored for later may be stored there); of any other array, read as it is.
+    pub(super) fn elem_into(&mut self, a: &Arr, i: IntVal, p: &Place) -> JitResult<Val> {
+        match &a.kind {
+            Kind::Map { f, src, read } => {
+                if read.second() {
+                    return self.read_twice("an unevaluated map");
+                }
+                let x = self.elem(src, i)?;
+                self.apply_into(*f, vec![x], p)
+            }
+            Kind::Map2 { f, a, b, read } => {
+                if read.second() {
+                    return self.read_twice("an unevaluated map2");
+                }
+                let x = self.elem(a, i)?;
+                let y = self.elem(b, i)?;
+                self.apply_into(*f, vec![x, y], p)
+            }
+            _ => self.elem(a, i),
+        }
+    }
+
+    /// [`Translator::apply`], the body written to `p`.
+    fn apply_into(&mut self, f: ExprId, args: Vec<Val>, p: &Place) -> JitResult<Val> {
+        let (ps, body) = lambda(self.arena, f, args.len(), "an array operation")?;
+        for (&q, a) in ps.iter().zip(args) {
+            self.bind(q, a)?;
+        }
+        let r = self.emit_into(body, p)?;
+        self.end_scope(ps, &r);
+        Ok(r)
     }
 
     /// The body of the function argument `f` with its parameters bound to `args`.

@@ -176,7 +176,11 @@ impl<'a> Translator<'a> {
     /// are allowed any number of reads, and the variables their functions use get the uses
     /// of the reads beyond the first.
     fn recomputed(&mut self, x: Var, v: &Val) -> bool {
-        const MAX_READS: u32 = 3;
+        // Reads are mostly of one component each (a reverse pass's columns), whose loads
+        // the reading loops share: six reads of at most six operations cost less than
+        // storing the elements and reading them back (a recurrence's per-step adjoints:
+        // four columns, five reads).
+        const MAX_READS: u32 = 6;
         let (reads, deep) = self.an.reads_of(x);
         let Val::Arr(a) = v else {
             return false;
@@ -206,7 +210,7 @@ fn rereadable(arena: &unfad_syntax::Arena, a: &crate::value::Arr) -> bool {
     use crate::value::Kind;
     let cheap = |f: ExprId| {
         let mut budget = RECOMPUTED_OPERATIONS;
-        arena.within_operations(f, &mut budget, &Node::is_arithmetic)
+        arena.within_operations(f, &mut budget, &|n| n.is_arithmetic() || light_partial(n))
     };
     match &a.kind {
         Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => true,
@@ -215,6 +219,24 @@ fn rereadable(arena: &unfad_syntax::Arena, a: &crate::value::Arr) -> bool {
         Kind::Map2 { f, a, b, .. } => cheap(*f) && rereadable(arena, a) && rereadable(arena, b),
         Kind::Scan(_) => false,
     }
+}
+
+/// A derivative of one or two arithmetic instructions (`1 - t*t`, `s * (1 - s)`, a sign):
+/// as cheap to compute again as the operations [`rereadable`] counts.
+fn light_partial(n: Node) -> bool {
+    use unfad_syntax::{Partial, UnOp};
+    matches!(
+        n,
+        Node::Op1(
+            UnOp::Partial(
+                Partial::OneMinusSquare
+                    | Partial::OnePlusSquare
+                    | Partial::Logistic
+                    | Partial::Sign
+            ),
+            _
+        )
+    )
 }
 
 /// Allow the maps of `a` (itself and those it reads) any number of reads; their functions
