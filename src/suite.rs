@@ -803,7 +803,7 @@ fn plain() -> Vec<Program> {
                 s
             },
             note: "",
-            versus_hand: "Per point, the reverse pass stores for every hidden unit its two scaled copies (`delta_j * x` and `delta_j * W1[j]`, k·m reals), then scales them by the output's adjoint and adds them into the gradients of `x` and `W1`; the hand-written gradient adds `delta_j * x` into `W1`'s gradient directly. Computing those products where they are added needs the consumers to read `W1`'s rows again, which the joint loop does not do yet. (JAX runs the layer as matrix products, on both cores.)",
+            versus_hand: "The workspace is the hand-written gradient's (the hidden layer of one point): the scaled copies `delta_j * x` are added into `W1`'s gradient where they are made, and the adjoint of `x` is summed in its row of the result. What remains is the loop structure: per point, the adjoint of `x` (a sum over the hidden units of `delta_j * W1[j]`) and the contributions to `W1`'s gradient run as two loops over `W1`'s rows, where the hand-written gradient makes one pass that does both. (JAX runs the layer as matrix products, on both cores.)",
         },
         Program {
             name: "softmax_ce",
@@ -885,7 +885,7 @@ fn plain() -> Vec<Program> {
                 s
             },
             note: "",
-            versus_hand: "Per point, the contributions to `W`'s gradient (k·m reals) are written to the point's part of the loop's state and then added, and the adjoint of the logits goes through `e * (1/sum) ...` as reverse mode writes it (two extra passes over k); the hand-written gradient adds `(p_c - y_c) * x` into `W`'s gradient in one pass.",
+            versus_hand: "The workspace is the hand-written gradient's (the logits and their exponentials of one point): the contributions to `W`'s gradient are added where they are made, and the adjoint of `x` is summed in its row of the result. Per point, the adjoint of the logits goes through `e * (1/sum) ...` as reverse mode writes it (two extra passes over k), and the adjoint of `x` and the contributions to `W`'s gradient run as two loops over `W`'s rows, where the hand-written gradient makes one pass that does both.",
         },
         Program {
             name: "gmm_plain",
