@@ -81,3 +81,32 @@ fn an_array_read_elsewhere_after_the_result_has_a_buffer_of_its_own() {
         assert!(workspace(src, 1000) >= 1000, "{src}");
     }
 }
+
+#[test]
+fn a_fold_of_scatters_adds_into_the_result() {
+    // A convolution's gradient as the optimizer leaves it: the adjoint of the signal is a
+    // fold of scatters, a component of the result, added into the result's buffer. Only
+    // the outputs `y` are stored (read by the value and by the adjoint).
+    let src = "def f(x: [n]real, w: [k]real) = \
+               let v4 = iota (len(x) - len(w) + 1) in \
+               let y = map (i. reduce + 0 (map2 (j, b. x[i + j] * b) (iota len(w)) w)) v4 in \
+               let z = map (v. v + v) y in \
+               (reduce + 0 (map (v. v * v) y), \
+                foldl (acc, e. scatter_add(acc, map (j. snd e + j) (iota len(w)), map (s. fst e * s) w)) \
+                  zeros_like(x) (map2 (a, b. (a, b)) z v4))";
+    let inputs: Vec<Json> = [(3, 3), (4, 1), (9, 4), (20, 5)]
+        .iter()
+        .map(|&(n, k)| json!({"x": vec_of(n, 0.4), "w": vec_of(k, 1.3)}))
+        .collect();
+    check(src, &inputs);
+    let (prog, func) = unfad_test_support::load(src);
+    let c = unfad_jit::compile(&prog.arena, &func).unwrap();
+    let sizes = c
+        .sizes_from(&|name| match name {
+            "n" => Some(100),
+            "k" => Some(4),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(c.workspace_len(&sizes), 97);
+}

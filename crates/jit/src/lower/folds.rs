@@ -22,8 +22,8 @@ impl<'a> Translator<'a> {
     /// `reduce f z x` (`reduce` set) / `foldl f z x`: the accumulator in registers, its
     /// arrays alternating between two buffers (or in one, see [`Translator::acc_places`]);
     /// a `reduce` of `+`, `*`, `max` or `min` with several accumulators. `into`: the place
-    /// the result goes, given only for a fold that [adds in place](Self::adds_in_place),
-    /// whose accumulator is then that place itself.
+    /// the result goes, given only for a fold that [adds in place](Self::adds_in_place) or
+    /// a fold of scatters, whose accumulator is then that place itself.
     pub(super) fn emit_fold(
         &mut self,
         e: ExprId,
@@ -37,7 +37,11 @@ impl<'a> Translator<'a> {
         let (pa, px) = (ps[0], ps[1]);
         let acc_shape = self.an.var_shape(pa)?.clone();
         if !reduce {
-            if let Some(v) = self.fold_of_scatters(e, f, z, x)? {
+            let place = match into {
+                Some(Place::Arr(d)) => Some(d),
+                _ => None,
+            };
+            if let Some(v) = self.fold_of_scatters(e, f, z, x, place)? {
                 return Ok(v);
             }
         }

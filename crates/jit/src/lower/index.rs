@@ -225,14 +225,16 @@ impl<'a> Translator<'a> {
     /// `foldl (acc, x. scatter_add(acc, is, vs)) z src` with `acc` nowhere in `is` and `vs`
     /// (an accumulation, as the optimizer makes it from the adjoints of reads in a loop; or
     /// a chain of such scatters): `z` written once to a new buffer of the fold's shape (that
-    /// of `e`), then every element's positions and values added there in place, in order.
-    /// `None` if `f` is not so.
+    /// of `e`), or to `into`, the place the result goes, when it is such a buffer; then
+    /// every element's positions and values added there in place, in order. `None` if `f`
+    /// is not so.
     pub(super) fn fold_of_scatters(
         &mut self,
         e: ExprId,
         f: ExprId,
         z: ExprId,
         src: ExprId,
+        into: Option<&Rc<Arr>>,
     ) -> JitResult<Option<Val>> {
         if self.arena.accumulation(f).is_none() {
             return Ok(None);
@@ -241,7 +243,13 @@ impl<'a> Translator<'a> {
             return Ok(None);
         };
         let zv = self.emit_arr(z)?;
-        let dst = self.alloc(&sa)?;
+        // Added into where the result goes, if that is a buffer of its shape (reverse
+        // mode's adjoint of an indexed array, a component of the gradient): no buffer of
+        // its own, no copy at the end.
+        let dst = match into {
+            Some(d) if matches!(d.kind, Kind::Mem { .. }) && *d.shape == *sa => d.clone(),
+            _ => self.alloc(&sa)?,
+        };
         let target = expect_arr(self.write_arr(&zv, &dst)?)?;
         drop(zv);
         self.accumulate_into(&target, f, src)?;
