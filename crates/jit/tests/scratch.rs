@@ -110,3 +110,46 @@ fn a_fold_of_scatters_adds_into_the_result() {
         .unwrap();
     assert_eq!(c.workspace_len(&sizes), 97);
 }
+
+#[test]
+fn a_sum_of_pairs_of_arrays_accumulates_in_the_results() {
+    // The adjoints of two captured arrays zipped together (a mixture's means and
+    // precisions): one sum of pairs of rows, whose columns are two components of the
+    // result. They accumulate in those components' buffers (`columns_place`).
+    let sum_of_pairs = "let D = reduce (s, t. map2 (s1, t1. \
+                          (map2 + (fst s1) (fst t1), map2 + (snd s1) (snd t1))) s t) \
+                        zeros_like(map2 (mu, q. (mu, q)) M Q) (map (g. snd g) G) in";
+    let g =
+        "let G = map (a. (a * a, map2 (mu, q. (map (x. x * a) mu, map (x. x + a) q)) M Q)) A in";
+    let src = format!(
+        "def f(A: [n]real, M: [k][m]real, Q: [k][m]real) = {g} {sum_of_pairs} \
+         (reduce + 0 (map (g. fst g) G), map (z. fst z) D, map (z. snd z) D)"
+    );
+    // Read again by another component: its own buffer.
+    let again = format!(
+        "def f(A: [n]real, M: [k][m]real, Q: [k][m]real) = {g} {sum_of_pairs} \
+         (reduce + 0 (map (z. reduce + 0 (fst z)) D), map (z. fst z) D, map (z. snd z) D)"
+    );
+    let inputs: Vec<Json> = [(0, 0, 0), (1, 1, 2), (3, 2, 3), (6, 3, 1)]
+        .iter()
+        .map(|&(n, k, m)| {
+            let rows = |seed: f64| -> Vec<Json> {
+                (0..k).map(|i| vec_of(m, seed + 0.1 * i as f64)).collect()
+            };
+            json!({"A": vec_of(n, 0.2), "M": rows(0.5), "Q": rows(1.5)})
+        })
+        .collect();
+    // The same sum alone, over a map it reads once.
+    let alone = "def f(A: [n]real, M: [k][m]real, Q: [k][m]real) = \
+                 let D = reduce (s, t. map2 (s1, t1. \
+                   (map2 + (fst s1) (fst t1), map2 + (snd s1) (snd t1))) s t) \
+                   zeros_like(map2 (mu, q. (mu, q)) M Q) \
+                   (map (a. map2 (mu, q. (map (x. x * a) mu, map (x. x + a) q)) M Q) A) in \
+                 (map (z. fst z) D, map (z. snd z) D)";
+    check(&src, &inputs);
+    check(&again, &inputs);
+    check(alone, &inputs);
+    assert_eq!(workspace_at(&src, &[100, 10, 20]), 0);
+    assert_eq!(workspace_at(alone, &[100, 10, 20]), 0);
+    assert!(workspace_at(&again, &[100, 10, 20]) >= 2 * 10 * 20);
+}

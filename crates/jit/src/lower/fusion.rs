@@ -367,6 +367,33 @@ impl<'a> Translator<'a> {
             }
             _ => Vec::new(),
         };
+        // A fold bound by a `let` whose columns are components of what follows's result
+        // accumulates in their places (`columns_place`); those components are then its
+        // columns, where they are.
+        let mut result_places = result_places;
+        let mut column_items: Vec<(Var, ExprId, Rc<Arr>)> = Vec::new();
+        if let Some(p) = into {
+            // What follows the folded `let`s: the chain's tail, a tuple if its components
+            // are folds too.
+            let rest = cur;
+            for (s, (y, fold, _)) in lets.iter().enumerate() {
+                let (Node::Reduce(f, ..) | Node::Foldl(f, ..)) = arena[*fold] else {
+                    return internal("a folded `let` is not a fold");
+                };
+                let found = if self.adds_in_place(f)? {
+                    self.columns_place(*y, rest, p)?
+                } else {
+                    None
+                };
+                if let Some((place, written)) = found {
+                    column_items.extend(written.into_iter().map(|(item, d)| (*y, item, d)));
+                    if result_places.len() <= s {
+                        result_places.resize(s + 1, None);
+                    }
+                    result_places[s] = Some(place);
+                }
+            }
+        }
         let mut accs = Vec::with_capacity(specs.len());
         for (s, (pa, _, body, acc_shape, _, _, z)) in specs.iter().enumerate() {
             let zv = self.emit(*z)?;
@@ -494,7 +521,18 @@ impl<'a> Translator<'a> {
             let Some(value) = folded.next() else {
                 return internal("a fold lost its result");
             };
+            let len = match &value {
+                Val::Arr(a) => Some((a.len, a.stat())),
+                _ => None,
+            };
             self.bind_let(y, value)?;
+            if let Some((len, dim)) = len {
+                for (_, item, dst) in column_items.iter().filter(|c| c.0 == y) {
+                    let column = self.view(dst, len, dim)?;
+                    self.skip(*item);
+                    self.precomputed.insert(*item, column);
+                }
+            }
         }
         let mut folded: Vec<Val> = folded.collect();
         // The embedded folds come last: their results stand for their nodes from now on.
@@ -543,6 +581,9 @@ impl<'a> Translator<'a> {
         };
         for e in &after.embedded {
             self.precomputed.remove(e);
+        }
+        for (_, item, _) in &column_items {
+            self.precomputed.remove(item);
         }
         self.end_scope(&after.lets, &r);
         self.end_scope(&[x], &r);
@@ -599,7 +640,13 @@ impl<'a> Translator<'a> {
             Ok(SShape::Arr(sa)) => !sa.elem.has_arrays(),
             _ => false,
         };
+        // A component computed already (`precomputed`, a column written in place) too.
+        let computed: Vec<bool> = items
+            .iter()
+            .map(|e| self.precomputed.contains_key(e))
+            .collect();
         let array_like = |e: ExprId, p: &Place| match (arena[e], p) {
+            _ if items.iter().zip(&computed).any(|(&i, &c)| c && i == e) => false,
             (Node::Map(..) | Node::Map2(..), Place::Arr(_)) => true,
             (
                 Node::Var(_)
@@ -866,7 +913,7 @@ impl<'a> Translator<'a> {
 
 /// The component path `π_path` of `src = map (t. π_path t) x` (projections of the
 /// function's parameter, outermost first), if `src` has that form.
-fn column_of(arena: &Arena, src: ExprId, x: Var) -> Option<Vec<usize>> {
+pub(super) fn column_of(arena: &Arena, src: ExprId, x: Var) -> Option<Vec<usize>> {
     let Node::Map(f, s0) = arena[src] else {
         return None;
     };

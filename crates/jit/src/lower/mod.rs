@@ -467,6 +467,9 @@ impl<'a> Translator<'a> {
                         return Ok(r);
                     }
                 }
+                if let Some(r) = self.fold_into_columns(x, e1, e2, p)? {
+                    return Ok(r);
+                }
                 let v = self.emit(e1)?;
                 // A map to be stored may be stored where the result that reads it last goes.
                 let scratch = match &v {

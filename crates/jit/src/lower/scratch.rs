@@ -10,15 +10,28 @@
 //!
 //! The same holds per element of an outer loop (a row's exponentials kept in the row of
 //! the gradient), since the place is wherever the chain's result goes.
+//!
+//! A `let`-bound sum of arrays of tuples whose columns are components of the result
+//! (`let dcomps = reduce (s, t. map2 ... s t) zeros (...) in (..., map (z. fst z) dcomps,
+//! map (z. snd z) dcomps)`, the adjoints of zipped captured arrays) accumulates in those
+//! components' places: its columns are laid out there (`columns_place`).
 
 use std::rc::Rc;
 
 use unfad_syntax::{ExprId, Node, Var};
 
+use crate::error::{internal, JitResult};
 use crate::shape::SShape;
-use crate::value::{Arr, Kind, Place};
+use crate::value::{Arr, Kind, Place, Val};
+
+use super::fusion::column_of;
+use super::memory::with_column;
 
 use super::Translator;
+
+/// A component of a result written where it goes by the code that makes a binding
+/// (`columns_place`): the component, and its buffer.
+pub(super) type Written = (ExprId, Rc<Arr>);
 
 impl<'a> Translator<'a> {
     /// The array of `p` where `x`, bound by `let x = ... in rest` (`rest` written to `p`),
@@ -102,5 +115,151 @@ impl<'a> Translator<'a> {
             (_, Place::Arr(_)) if consumer(cur) => fits(p),
             _ => None,
         }
+    }
+
+    /// `let x = e1 in rest` written to `p`, when `e1` is a fold that adds arrays in place
+    /// and `rest` reads `x` only as columns of its result ([`Translator::columns_place`]):
+    /// the fold accumulates in the result's buffers, and those components are not written
+    /// again. `None` (nothing emitted) otherwise.
+    pub(super) fn fold_into_columns(
+        &mut self,
+        x: Var,
+        e1: ExprId,
+        rest: ExprId,
+        p: &Place,
+    ) -> JitResult<Option<Val>> {
+        let (Node::Reduce(f, ..) | Node::Foldl(f, ..)) = self.arena[e1] else {
+            return Ok(None);
+        };
+        if !self.adds_in_place(f)? {
+            return Ok(None);
+        }
+        let Some((place, written)) = self.columns_place(x, rest, p)? else {
+            return Ok(None);
+        };
+        let v = self.emit_into(e1, &place)?;
+        let Val::Arr(a) = &v else {
+            return internal("a fold of arrays made no array");
+        };
+        let (len, dim) = (a.len, a.stat());
+        self.bind_let(x, v)?;
+        // Each such component's value is its column, where it is already.
+        for (item, dst) in &written {
+            let column = self.view(dst, len, dim)?;
+            self.skip(*item);
+            self.precomputed.insert(*item, column);
+        }
+        let r = self.emit_into(rest, p);
+        for (item, _) in &written {
+            self.precomputed.remove(item);
+        }
+        let r = r?;
+        self.end_scope(&[x], &r);
+        Ok(Some(r))
+    }
+
+    /// A place for `x`, bound by `let x = ... in rest` (`rest` written to `p`) to an array
+    /// of tuples, whose columns `rest` reads only as components of its result (`map (z.
+    /// π_q z) x`, each written to a buffer of its shape in `p`) and nowhere else: the
+    /// columns laid out in those buffers, the rest of the elements in a new one. Also the
+    /// components so written, whose values are then the columns. `None` otherwise.
+    pub(super) fn columns_place(
+        &mut self,
+        x: Var,
+        rest: ExprId,
+        p: &Place,
+    ) -> JitResult<Option<(Place, Vec<Written>)>> {
+        let arena = self.arena;
+        let Place::Tuple(ps) = p else {
+            return Ok(None);
+        };
+        let Ok(SShape::Arr(sa)) = self.an.var_shape(x) else {
+            return Ok(None);
+        };
+        let sa = sa.clone();
+        let mut cur = rest;
+        loop {
+            match arena[cur] {
+                Node::Let(y, rhs, body) => {
+                    if y == x || arena.mentions_any(rhs, &[x]) {
+                        return Ok(None);
+                    }
+                    cur = body;
+                }
+                Node::LetTuple(ys, rhs, body) => {
+                    if arena.vars_of(ys).contains(&x) || arena.mentions_any(rhs, &[x]) {
+                        return Ok(None);
+                    }
+                    cur = body;
+                }
+                _ => break,
+            }
+        }
+        let Node::Tuple(l) = arena[cur] else {
+            return Ok(None);
+        };
+        let items = arena.exprs(l);
+        if items.len() != ps.len() {
+            return Ok(None);
+        }
+        let mut columns: Vec<(ExprId, Vec<usize>, Rc<Arr>)> = Vec::new();
+        for (&item, place) in items.iter().zip(ps.iter()) {
+            if !arena.mentions_any(item, &[x]) {
+                continue;
+            }
+            let Some(q) = column_of(arena, item, x) else {
+                return Ok(None);
+            };
+            let Place::Arr(dst) = place else {
+                return Ok(None);
+            };
+            let apart = columns
+                .iter()
+                .all(|(_, r, _)| !r.starts_with(&q) && !q.starts_with(r));
+            let fits = matches!(dst.kind, Kind::Mem { .. })
+                && dst.shape.len == sa.len
+                && dst.shape.exact == sa.exact
+                && component(&sa.elem, &q) == Some(&dst.shape.elem);
+            if q.is_empty() || !apart || !fits {
+                return Ok(None);
+            }
+            columns.push((item, q, dst.clone()));
+        }
+        if columns.is_empty() {
+            return Ok(None);
+        }
+        let paths: Vec<Vec<usize>> = columns.iter().map(|(_, q, _)| q.clone()).collect();
+        let d = self.alloc_without(&sa, &paths)?;
+        let Kind::Mem { layout, holds } = &d.kind else {
+            return Ok(None);
+        };
+        let mut layout = layout.clone();
+        for (_, q, dst) in &columns {
+            let Kind::Mem { layout: column, .. } = &dst.kind else {
+                return Ok(None);
+            };
+            layout = with_column(&layout, q, column)?;
+        }
+        let kind = Kind::Mem {
+            layout,
+            holds: holds.clone(),
+        };
+        let d = self.arr(d.len, &d.shape, d.stat(), kind);
+        let written = columns
+            .into_iter()
+            .map(|(item, _, dst)| (item, dst))
+            .collect();
+        Ok(Some((Place::Arr(d), written)))
+    }
+}
+
+/// The shape of the component at `path` of an element of shape `s`.
+fn component<'s>(s: &'s SShape, path: &[usize]) -> Option<&'s SShape> {
+    match path.split_first() {
+        None => Some(s),
+        Some((&k, rest)) => match s {
+            SShape::Tuple(items) => component(items.get(k)?, rest),
+            _ => None,
+        },
     }
 }
