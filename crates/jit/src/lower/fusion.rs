@@ -344,14 +344,10 @@ impl<'a> Translator<'a> {
             };
             d = self.arr(d.len, &d.shape, d.stat(), kind);
         }
-        // Each fold's accumulator: scalars in registers; one holding arrays alternates
-        // between two buffers, or stays in one updated in place (as in a fold of its own),
-        // all such folds in the same phase, which comes first in the loop's state when
-        // there is one.
         // A component of the result that is a fold adding in place accumulates in the
         // place the result goes (no buffer of its own, no copy at the end), as `emit_fold`
         // does for such a fold alone.
-        let result_places: Vec<Option<Place>> = match (&after.tail, into) {
+        let mut result_places: Vec<Option<Place>> = match (&after.tail, into) {
             (Tail::Components(items, ks), Some(Place::Tuple(ps))) if ps.len() == items.len() => {
                 let mut out = vec![None; lets.len()];
                 for &k in ks {
@@ -370,7 +366,6 @@ impl<'a> Translator<'a> {
         // A fold bound by a `let` whose columns are components of what follows's result
         // accumulates in their places (`columns_place`); those components are then its
         // columns, where they are.
-        let mut result_places = result_places;
         let mut column_items: Vec<(Var, ExprId, Rc<Arr>)> = Vec::new();
         if let Some(p) = into {
             // What follows the folded `let`s: the chain's tail, a tuple if its components
@@ -394,6 +389,10 @@ impl<'a> Translator<'a> {
                 }
             }
         }
+        // Each fold's accumulator: scalars in registers; one holding arrays in its place in
+        // the result (above), or alternating between two buffers, or staying in one
+        // updated in place (as in a fold of its own), all such folds in the same phase,
+        // which comes first in the loop's state when there is one.
         let mut accs = Vec::with_capacity(specs.len());
         for (s, (pa, _, body, acc_shape, _, _, z)) in specs.iter().enumerate() {
             let zv = self.emit(*z)?;
@@ -641,12 +640,13 @@ impl<'a> Translator<'a> {
             _ => false,
         };
         // A component computed already (`precomputed`, a column written in place) too.
-        let computed: Vec<bool> = items
+        let computed: Vec<ExprId> = items
             .iter()
-            .map(|e| self.precomputed.contains_key(e))
+            .copied()
+            .filter(|e| self.precomputed.contains_key(e))
             .collect();
         let array_like = |e: ExprId, p: &Place| match (arena[e], p) {
-            _ if items.iter().zip(&computed).any(|(&i, &c)| c && i == e) => false,
+            _ if computed.contains(&e) => false,
             (Node::Map(..) | Node::Map2(..), Place::Arr(_)) => true,
             (
                 Node::Var(_)

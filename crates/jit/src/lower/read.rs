@@ -19,21 +19,8 @@ impl<'a> Translator<'a> {
                 self.layout_val(&lay, &a.shape.elem, holds)
             }
             Kind::Fill { elem } => Ok(self.fill_val(elem)),
-            Kind::Map { f, src, read } => {
-                if read.second() {
-                    return self.read_twice("an unevaluated map");
-                }
-                let x = self.elem(src, i)?;
-                self.apply(*f, vec![x])
-            }
-            Kind::Map2 { f, a, b, read } => {
-                if read.second() {
-                    return self.read_twice("an unevaluated map2");
-                }
-                let x = self.elem(a, i)?;
-                let y = self.elem(b, i)?;
-                self.apply(*f, vec![x, y])
-            }
+            // Its function's value, kept as it is.
+            Kind::Map { .. } | Kind::Map2 { .. } => self.elem_into(a, i, &Place::Reg),
             Kind::Scan(scan) => self.scan_step(scan, i),
             Kind::Pad(p) => self.pad_elem(p, i),
             Kind::Iota { start } => {
@@ -70,7 +57,8 @@ impl<'a> Translator<'a> {
 
     /// Element `i` of `a`, an unevaluated map's written to `p` as its function computes it
     /// (see [`Translator::emit_into`]: a sum of arrays accumulates where it goes, an array
-    /// stored for later may be stored there); of any other array, read as it is.
+    /// stored for later may be stored there; `Place::Reg` keeps it as it is); of any other
+    /// array, read as it is.
     pub(super) fn elem_into(&mut self, a: &Arr, i: IntVal, p: &Place) -> JitResult<Val> {
         match &a.kind {
             Kind::Map { f, src, read } => {
@@ -92,24 +80,14 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// [`Translator::apply`], the body written to `p`.
+    /// The body of the function argument `f` with its parameters bound to `args`, written
+    /// to `p` (kept as it is for `Place::Reg`).
     fn apply_into(&mut self, f: ExprId, args: Vec<Val>, p: &Place) -> JitResult<Val> {
         let (ps, body) = lambda(self.arena, f, args.len(), "an array operation")?;
         for (&q, a) in ps.iter().zip(args) {
             self.bind(q, a)?;
         }
         let r = self.emit_into(body, p)?;
-        self.end_scope(ps, &r);
-        Ok(r)
-    }
-
-    /// The body of the function argument `f` with its parameters bound to `args`.
-    fn apply(&mut self, f: ExprId, args: Vec<Val>) -> JitResult<Val> {
-        let (ps, body) = lambda(self.arena, f, args.len(), "an array operation")?;
-        for (&p, a) in ps.iter().zip(args) {
-            self.bind(p, a)?;
-        }
-        let r = self.emit(body)?;
         // An element that is itself an unevaluated map may refer to the parameters; they
         // then stay bound until their last use.
         self.end_scope(ps, &r);
