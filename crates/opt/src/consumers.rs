@@ -32,7 +32,7 @@ use unfad_syntax::typeck::{infer, NoSource};
 use unfad_syntax::{Arena, BinOp, ExprId, Func, Node, Type, Var};
 
 use crate::siblings::{
-    contains_scatter, elementwise, every_chain, rechain, same_term, unchain, Stmt,
+    bound_by, contains_scatter, elementwise, every_chain, rechain, same_term, unchain, Stmt,
 };
 
 /// Joins per chain at most (each joins the consumers of one producer).
@@ -338,24 +338,10 @@ fn join_once(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
             continue;
         }
         let mut chain: HashSet<Var> = HashSet::default();
-        for s in &stmts[..i] {
-            match *s {
-                Stmt::One(v, _) => {
-                    chain.insert(v);
-                }
-                Stmt::Many(vs, _) => chain.extend(arena.vars_of(vs).iter().copied()),
-            }
-        }
+        bound_by(arena, &stmts[..i], &mut chain);
         let mut later: HashSet<Var> = HashSet::default();
         later.insert(x);
-        for s in &stmts[i + 1..] {
-            match *s {
-                Stmt::One(v, _) => {
-                    later.insert(v);
-                }
-                Stmt::Many(vs, _) => later.extend(arena.vars_of(vs).iter().copied()),
-            }
-        }
+        bound_by(arena, &stmts[i + 1..], &mut later);
         let mut joint = Joint {
             arrays: Vec::new(),
             params: Vec::new(),

@@ -117,6 +117,18 @@ impl Stmt {
     }
 }
 
+/// The variables that `stmts` bind, added to `out`.
+pub(crate) fn bound_by(arena: &Arena, stmts: &[Stmt], out: &mut HashSet<Var>) {
+    for s in stmts {
+        match *s {
+            Stmt::One(v, _) => {
+                out.insert(v);
+            }
+            Stmt::Many(vs, _) => out.extend(arena.vars_of(vs).iter().copied()),
+        }
+    }
+}
+
 pub(crate) fn unchain(arena: &Arena, mut e: ExprId) -> (Vec<Stmt>, ExprId) {
     let mut stmts = Vec::new();
     loop {
@@ -267,14 +279,7 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
         // What the later statements bind: a merged loop may read none of it.
         let mut later: HashSet<Var> = HashSet::default();
         later.insert(x);
-        for s in &stmts[i + 1..] {
-            match *s {
-                Stmt::One(v, _) => {
-                    later.insert(v);
-                }
-                Stmt::Many(vs, _) => later.extend(arena.vars_of(vs).iter().copied()),
-            }
-        }
+        bound_by(arena, &stmts[i + 1..], &mut later);
         // Reductions the code generator folds in the loop that makes their operand: the
         // result's components, and `let`s of them the result reads as a component. Only
         // those move (elsewhere, the joint loop's column would be stored, then reduced).
