@@ -559,13 +559,16 @@ fn project_into(cx: &mut RuleCx, e: ExprId, i: u32) -> ExprId {
             let vars = cx.arena().vars_of(vs).to_vec();
             let b = project_into(cx, body, i);
             let used = cx.arena().free_vars(b);
-            let subs: Vec<(Var, ExprId)> = vars
+            let subs: unfad_syntax::fast_hash::FastMap<Var, ExprId> = vars
                 .iter()
                 .enumerate()
                 .filter(|(_, v)| used.contains(v))
                 .map(|(j, &v)| (v, project_into(cx, rhs, j as u32)))
                 .collect();
-            cx.simplify_with(b, &subs)
+            // Substituted, not simplified: the caller simplifies the whole component once.
+            // Simplifying here too would simplify the part inside twice, once per pass, and
+            // a second component's inner pass would find the first's renamed binders.
+            cx.arena_mut().subst(b, &subs)
         }
         Node::If(c, t, f) => {
             let (t, f) = (project_into(cx, t, i), project_into(cx, f, i));

@@ -67,14 +67,24 @@ impl Simplifier<'_> {
     /// Simplify `e` with extra substitutions (used by rules that specialise a binder body).
     /// The rewrites inside are not counted: the rule counts one if it applies, and a rule
     /// that tries and does not apply has changed nothing (counting them kept a pass that
-    /// changed nothing from being a fixed point).
+    /// changed nothing from being a fixed point). The substitutions hold for `e` only:
+    /// what the variables stood for before is restored after (a rule that specialises
+    /// one body several times, a fold's function once per component, must not find the
+    /// last specialisation's parameter in place of its own).
     pub(super) fn simplify_with(&mut self, e: ExprId, subs: &[(Var, ExprId)]) -> ExprId {
-        for &(v, r) in subs {
-            self.subst.insert(v, Sub::Done(r));
-        }
+        let saved: Vec<(Var, Option<Sub>)> = subs
+            .iter()
+            .map(|&(v, r)| (v, self.subst.insert(v, Sub::Done(r))))
+            .collect();
         let rewrites = self.rewrites;
         let r = self.scoped(e);
         self.rewrites = rewrites;
+        for (v, old) in saved.into_iter().rev() {
+            match old {
+                Some(s) => self.subst.insert(v, s),
+                None => self.subst.remove(&v),
+            };
+        }
         r
     }
 
