@@ -203,6 +203,20 @@ impl Coster<'_> {
         self.branch_cost(&acc.lets, &acc.adds) + Cost::new(2, 0, 0, 0)
     }
 
+    /// Cost of one element of a fold of the accumulations `f` into the components of a
+    /// tuple (see [`unfad_syntax::Arena::accumulations`]), each updated in place: the
+    /// shared `let`s once, then each component's additions.
+    fn accumulations_step(&self, f: ExprId) -> Cost {
+        let Some(acc) = self.arena.accumulations(f) else {
+            return self.body(f);
+        };
+        let parts = acc
+            .parts
+            .iter()
+            .fold(Cost::default(), |c, adds| c + self.branch_cost(&[], adds));
+        self.branch_cost(&acc.lets, &[]) + parts + Cost::new(2, 0, 0, 0)
+    }
+
     /// Cost of `let`s and then additions into an accumulator in place (a conditional one
     /// costs its condition and its dearer branch).
     fn branch_cost(&self, lets: &[(Var, ExprId)], adds: &[Addition]) -> Cost {
@@ -285,6 +299,13 @@ impl Coster<'_> {
                 // code generator's accumulation): no copy per element.
                 Node::Foldl(f, z, x) if a.accumulation(f).is_some() => {
                     self.accumulation_step(f) * self.len(x)
+                        + self.cost(z)
+                        + self.cost(x)
+                        + MOVE * self.leaves(z)
+                }
+                // Sibling folds of accumulations joined: each component in place.
+                Node::Foldl(f, z, x) if a.accumulations(f).is_some() => {
+                    self.accumulations_step(f) * self.len(x)
                         + self.cost(z)
                         + self.cost(x)
                         + MOVE * self.leaves(z)

@@ -27,6 +27,7 @@ pub mod cost;
 mod expand;
 use unfad_syntax::fast_hash;
 pub mod first_order;
+pub mod folds;
 pub mod hoist;
 pub mod inline;
 pub mod len;
@@ -82,6 +83,8 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     } else {
         simplify_while(arena, &hoisted, |_, _, _| false).0
     };
+    // Last: the simplifier would take the joint folds apart again (`folds`).
+    let f = folds::join_sibling_folds(arena, &f);
     check_first_order(arena, &f)?;
     check_closed(arena, &f)?;
     check_types(arena, &f)?;

@@ -412,7 +412,7 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
 /// their `let`s first and a `let` whose term computes what an earlier one does (up to the
 /// names of intermediate results and of functions' parameters: the two loops were
 /// written apart) read from the earlier one.
-fn share_lets(arena: &mut Arena, func: &Func, items: &[ExprId]) -> ExprId {
+pub(crate) fn share_lets(arena: &mut Arena, func: &Func, items: &[ExprId]) -> ExprId {
     let mut stmts = Vec::new();
     let mut tails = Vec::new();
     for &item in items {

@@ -40,8 +40,8 @@ pub use printer::{format_const, print_expr, print_func, Printer};
 pub use program::{Def, Func, Program, PRELUDE};
 pub use span::{SourceId, Span};
 pub use term::{
-    alpha_eq, with_stack, Accumulation, Addition, Arena, Branch, DefId, Derivative, ExprId,
-    ExprList, Kids, Node, Var, VarList,
+    alpha_eq, with_stack, Accumulation, Accumulations, Addition, Arena, Branch, DefId, Derivative,
+    ExprId, ExprList, Kids, Node, Var, VarList,
 };
 pub use types::{At, Size, SizeBindings, Type};
 

@@ -192,6 +192,20 @@ pub struct Branch {
     pub adds: Vec<Addition>,
 }
 
+/// A fold's function that accumulates into every component of a tuple (see
+/// [`Arena::accumulations`]): the `let`s it makes first, then each component's additions.
+#[derive(Clone, Debug)]
+pub struct Accumulations {
+    /// The accumulator, a tuple of arrays, each only ever its own additions' target.
+    pub acc: Var,
+    /// The fold's element.
+    pub elem: Var,
+    /// The `let`s before the tuple, outermost first (none reads the accumulator).
+    pub lets: Vec<(Var, ExprId)>,
+    /// Per component, what each element adds to it, in order (as [`Accumulation::adds`]).
+    pub parts: Vec<Vec<Addition>>,
+}
+
 impl Accumulation {
     /// The `(positions, values)` of its scatters, when it makes no nested folds.
     pub fn scatters(&self) -> Option<Vec<(ExprId, ExprId)>> {
@@ -900,7 +914,7 @@ impl Arena {
         let &[acc, elem] = ps else {
             return None;
         };
-        let Branch { lets, adds } = self.accumulating_branch(body, acc)?;
+        let Branch { lets, adds } = self.accumulating_branch(body, acc, None)?;
         if adds.is_empty() {
             return None;
         }
@@ -912,9 +926,50 @@ impl Arena {
         })
     }
 
-    /// `t` as `let ... in` additions into `acc` (see [`Arena::accumulation`]): its `let`s
-    /// (none reading `acc`) and what it adds, in order (nothing if `t` is `acc` itself).
-    fn accumulating_branch(&self, mut t: ExprId, acc: Var) -> Option<Branch> {
+    /// `f` as accumulations into the components of its tuple accumulator, if it is
+    /// `(acc, x. let ... in (t0, ..., tk))` with each `tj` a chain of additions (as in
+    /// [`Arena::accumulation`]) starting from `acc.j`, and `acc` read nowhere else. A fold
+    /// of it adds into each component's array in place: the optimizer joins sibling folds
+    /// of accumulations over the same array into one such fold, so that their elements
+    /// share what they compute.
+    pub fn accumulations(&self, f: ExprId) -> Option<Accumulations> {
+        let (ps, body) = self.lambda_parts(f)?;
+        let &[acc, elem] = ps else {
+            return None;
+        };
+        let mut lets = Vec::new();
+        let mut t = body;
+        while let Node::Let(v, e1, rest) = self[t] {
+            if self.mentions_any(e1, &[acc]) {
+                return None;
+            }
+            lets.push((v, e1));
+            t = rest;
+        }
+        let Node::Tuple(items) = self[t] else {
+            return None;
+        };
+        let mut parts = Vec::new();
+        for (k, &item) in self.exprs(items).iter().enumerate() {
+            let mut adds = Vec::new();
+            self.additions(item, acc, Some(k as u32), &mut adds)?;
+            parts.push(adds);
+        }
+        if parts.iter().all(Vec::is_empty) {
+            return None;
+        }
+        Some(Accumulations {
+            acc,
+            elem,
+            lets,
+            parts,
+        })
+    }
+
+    /// `t` as `let ... in` additions into `acc` (see [`Arena::accumulation`]), or into its
+    /// component `part`: its `let`s (none reading `acc`) and what it adds, in order
+    /// (nothing if `t` is `acc` itself).
+    fn accumulating_branch(&self, mut t: ExprId, acc: Var, part: Option<u32>) -> Option<Branch> {
         let mut lets = Vec::new();
         while let Node::Let(v, e1, rest) = self[t] {
             if self.mentions_any(e1, &[acc]) {
@@ -924,20 +979,27 @@ impl Arena {
             t = rest;
         }
         let mut adds = Vec::new();
-        self.additions(t, acc, &mut adds)?;
+        self.additions(t, acc, part, &mut adds)?;
         Some(Branch { lets, adds })
     }
 
     /// The additions of the spine `t` (scatters, folds of accumulations and conditionals,
-    /// down to `acc`), innermost first, pushed to `adds`.
-    fn additions(&self, t: ExprId, acc: Var, adds: &mut Vec<Addition>) -> Option<()> {
+    /// down to `acc`, or to its component `part`), innermost first, pushed to `adds`.
+    fn additions(
+        &self,
+        t: ExprId,
+        acc: Var,
+        part: Option<u32>,
+        adds: &mut Vec<Addition>,
+    ) -> Option<()> {
         match self[t] {
-            Node::Var(v) if v == acc => Some(()),
+            Node::Var(v) if v == acc && part.is_none() => Some(()),
+            Node::Proj(k, inner) if Some(k) == part && self[inner] == Node::Var(acc) => Some(()),
             Node::ScatterAdd(base, positions, values) => {
                 if self.mentions_any(positions, &[acc]) || self.mentions_any(values, &[acc]) {
                     return None;
                 }
-                self.additions(base, acc, adds)?;
+                self.additions(base, acc, part, adds)?;
                 adds.push(Addition::Scatter { positions, values });
                 Some(())
             }
@@ -946,7 +1008,7 @@ impl Arena {
                     return None;
                 }
                 self.accumulation(g)?;
-                self.additions(start, acc, adds)?;
+                self.additions(start, acc, part, adds)?;
                 adds.push(Addition::Fold { f: g, over });
                 Some(())
             }
@@ -954,8 +1016,8 @@ impl Arena {
                 if self.mentions_any(cond, &[acc]) {
                     return None;
                 }
-                let then = self.accumulating_branch(x, acc)?;
-                let otherwise = self.accumulating_branch(y, acc)?;
+                let then = self.accumulating_branch(x, acc, part)?;
+                let otherwise = self.accumulating_branch(y, acc, part)?;
                 adds.push(Addition::Branch {
                     cond,
                     then,

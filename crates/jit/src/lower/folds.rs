@@ -44,6 +44,9 @@ impl<'a> Translator<'a> {
             if let Some(v) = self.fold_of_scatters(e, f, z, x, place)? {
                 return Ok(v);
             }
+            if let Some(v) = self.fold_of_scatter_tuple(e, f, z, x, into)? {
+                return Ok(v);
+            }
         }
         let zv = self.emit(z)?;
         let src = self.emit_arr(x)?;

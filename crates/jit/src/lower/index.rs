@@ -18,6 +18,7 @@ use unfad_syntax::{Addition, BinOp, Branch, ExprId, Var};
 
 use crate::error::{internal, JitError, JitResult};
 use crate::layout::Dim;
+use crate::shape::SShape;
 use crate::value::{Arr, CondVal, IntVal, Kind, Place, RealVal, Val};
 
 use super::{expect_arr, shape_arr, IntRange, IotaElement, Translator};
@@ -254,6 +255,97 @@ impl<'a> Translator<'a> {
         drop(zv);
         self.accumulate_into(&target, f, src)?;
         Ok(Some(Val::Arr(target)))
+    }
+
+    /// `foldl f z src` (the node `e`) with `f` accumulating into every component of a tuple
+    /// of arrays ([`unfad_syntax::Arena::accumulations`]: sibling folds of accumulations
+    /// over one array, joined by the optimizer): each component of `z` written once to its
+    /// place in `into` when that is a buffer of its shape, or to a new buffer; then one
+    /// loop over `src` whose elements make the shared `let`s once and add each
+    /// component's values into its array in place. `None` if `f` is not so.
+    pub(super) fn fold_of_scatter_tuple(
+        &mut self,
+        e: ExprId,
+        f: ExprId,
+        z: ExprId,
+        src: ExprId,
+        into: Option<&Place>,
+    ) -> JitResult<Option<Val>> {
+        let Some(acc) = self.arena.accumulations(f) else {
+            return Ok(None);
+        };
+        let SShape::Tuple(items) = self.shape(e)? else {
+            return Ok(None);
+        };
+        let mut shapes = Vec::with_capacity(items.len());
+        for s in items.iter() {
+            match s {
+                SShape::Arr(a) => shapes.push(a.clone()),
+                _ => return Ok(None),
+            }
+        }
+        let zv = self.emit(z)?;
+        let Val::Tuple(zs) = &zv else {
+            return internal("a tuple accumulator's start is not a tuple");
+        };
+        if zs.len() != shapes.len() || acc.parts.len() != shapes.len() {
+            return internal("a tuple accumulator's start has the wrong number of components");
+        }
+        let mut targets = Vec::with_capacity(shapes.len());
+        for (k, sa) in shapes.iter().enumerate() {
+            // Added into where the result's component goes, if that is a buffer of its
+            // shape: no buffer of its own, no copy at the end.
+            let dst = match into {
+                Some(Place::Tuple(ps)) => match ps.get(k) {
+                    Some(Place::Arr(d))
+                        if matches!(d.kind, Kind::Mem { .. }) && *d.shape == **sa =>
+                    {
+                        d.clone()
+                    }
+                    _ => self.alloc(sa)?,
+                },
+                _ => self.alloc(sa)?,
+            };
+            let zk = expect_arr(zs[k].clone())?;
+            targets.push(expect_arr(self.write_arr(&zk, &dst)?)?);
+        }
+        drop(zv);
+        let x = acc.elem;
+        let srcv = self.emit_arr(src)?;
+        let front = super::pad::split_at_constants(self.arena, &[x], &[&srcv], f);
+        let lets = acc.lets;
+        let parts = acc.parts;
+        self.peeled_loop(
+            srcv.len,
+            &[],
+            front,
+            &[&srcv],
+            &[],
+            false,
+            &mut |t, i, _| {
+                let xi = t.elem(&srcv, IntVal::Ssa(i))?;
+                t.bind(x, xi)?;
+                let r = (|| {
+                    for &(v, e1) in &lets {
+                        let value = t.emit(e1)?;
+                        t.bind_let(v, value)?;
+                    }
+                    for (target, adds) in targets.iter().zip(&parts) {
+                        t.branch_into(target, &[], adds)?;
+                    }
+                    Ok(())
+                })();
+                let bound: Vec<_> = lets.iter().map(|&(v, _)| v).collect();
+                let out = Val::Tuple(targets.iter().map(|a| Val::Arr(a.clone())).collect());
+                t.end_scope(&bound, &out);
+                t.unbind(x);
+                r?;
+                Ok(Vec::new())
+            },
+        )?;
+        Ok(Some(Val::Tuple(
+            targets.into_iter().map(Val::Arr).collect(),
+        )))
     }
 
     /// Every element of `src` through the accumulation `f`, its additions made in place in

@@ -549,6 +549,10 @@ impl<'a> Translator<'a> {
             (Foldl(f, z, x), Place::Arr(_)) if arena.accumulation(f).is_some() => {
                 self.emit_fold(e, f, z, x, false, Some(p))
             }
+            // Sibling folds of scatters joined: each component added into where it goes.
+            (Foldl(f, z, x), Place::Tuple(_)) if arena.accumulations(f).is_some() => {
+                self.emit_fold(e, f, z, x, false, Some(p))
+            }
             (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false),
             (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true),
             (Array(l), Place::Arr(d)) if d.len == IntVal::Const(l.len() as i64) => {
