@@ -28,8 +28,7 @@
 //! values in the same order.
 
 use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
-use unfad_syntax::typeck::{infer, NoSource};
-use unfad_syntax::{Arena, BinOp, ExprId, Func, Node, Type, Var};
+use unfad_syntax::{Arena, BinOp, ExprId, Func, Node, Var};
 
 use crate::siblings::{
     bound_by, contains_scatter, elementwise, every_chain, rechain, same_term, unchain, Stmt,
@@ -460,17 +459,10 @@ fn join_once(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
             .rev()
             .fold(tuple, |acc, &(v, e)| arena.let_(v, e, acc));
         let loop_ = over(arena, &joint.arrays, &joint.params, elem_body);
-        let Ok(loop_ty) = infer(arena, &NoSource, loop_) else {
+        let name = format!("{}_joint", arena.var_name(x));
+        let Some((xj, elem_ty)) = crate::siblings::typed_loop_var(arena, loop_, &name) else {
             continue;
         };
-        let Type::Array(_, elem_ty) = &loop_ty else {
-            continue;
-        };
-        let elem_ty = (**elem_ty).clone();
-        let xj = arena.fresh_var(
-            &format!("{}_joint", arena.var_name(x)),
-            Some(loop_ty.clone()),
-        );
         let xje = arena.var(xj);
         let column = |arena: &mut Arena, k: usize| {
             if n == 1 {

@@ -370,17 +370,10 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
         } else {
             arena.add(Node::Map(joint_f, operands[0]))
         };
-        let Ok(joint_ty) = infer(arena, &NoSource, joint) else {
+        let name = arena.var_name(x).to_string();
+        let Some((x2, elem_ty)) = typed_loop_var(arena, joint, &name) else {
             continue;
         };
-        let Type::Array(_, elem_ty) = &joint_ty else {
-            continue;
-        };
-        let elem_ty = (**elem_ty).clone();
-        let x2 = arena.fresh_var(
-            arena.var_name(x).to_string().as_str(),
-            Some(joint_ty.clone()),
-        );
         let x2e = arena.var(x2);
         // `x` and each merged loop read their component of the joint loop's elements.
         let column = |arena: &mut Arena, k: u32| {
@@ -406,6 +399,19 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
         return Some(rechain(arena, &stmts, tail));
     }
     None
+}
+
+/// A fresh variable named `name` for the joint loop `loop_`, typed as its type, and the
+/// type of its elements; `None` if the loop is not a well-typed array.
+pub(crate) fn typed_loop_var(arena: &mut Arena, loop_: ExprId, name: &str) -> Option<(Var, Type)> {
+    let Ok(loop_ty) = infer(arena, &NoSource, loop_) else {
+        return None;
+    };
+    let Type::Array(_, elem_ty) = &loop_ty else {
+        return None;
+    };
+    let elem_ty = (**elem_ty).clone();
+    Some((arena.fresh_var(name, Some(loop_ty)), elem_ty))
 }
 
 /// The tuple of `items` (the bodies of the joined loops, over the same parameters), with
