@@ -7,6 +7,7 @@ mod common;
 
 use common::{check_gradient, gradient, vec_of};
 use serde_json::json;
+use unfad_jit::compile;
 use unfad_syntax::print_func;
 
 /// The optimized gradient of `src` joins its captured arrays' folds into one.
@@ -47,4 +48,25 @@ fn a_layer_over_a_sequence_adds_each_weights_adjoint_in_place() {
         })
         .collect();
     assert!(check_gradient(src, &inputs));
+}
+
+#[test]
+fn the_joint_folds_components_are_added_where_the_result_goes() {
+    // The adjoint of `xs` (n x m reals) is a component of the joint fold and of the
+    // gradient's result: it is added into the result's buffer, not into one of its own
+    // then copied. What the workspace holds is the states and their adjoints (2 n m).
+    let src = "def f(w: [m]real, b: [m]real, h0: [m]real, xs: [n][m]real) = \
+               let out = foldl (acc, t. \
+                 let h = map (i. tanh((fst acc)[i] * w[i] + xs[t][i] + b[i])) (iota len(fst acc)) in \
+                 let loss = reduce + 0 (map2 (u, v. (u - v) * (u - v)) h xs[t + 1]) in \
+                 (h, snd acc + loss)) (h0, 0) (iota (len(xs) - 1)) in \
+               snd out";
+    let (prog, func) = gradient(src).unwrap();
+    let compiled = compile(&prog.arena, &func).unwrap();
+    let (m, n) = (16, 1000);
+    let ws = compiled.workspace_len(&[m, n]);
+    assert!(
+        ws < (5 * n * m / 2) as usize,
+        "workspace {ws} at m = {m}, n = {n}"
+    );
 }

@@ -610,6 +610,44 @@ impl<'a> Translator<'a> {
         }
     }
 
+    /// Places for the components of the tuple `x` bound by `let x = ... in e` (`e` written
+    /// to `places`), where `e`'s result has `x.k` itself as an item: component `k` goes
+    /// where that item goes, so that writing the item is writing the array onto itself.
+    /// Components that are no such item get `Place::Reg` (a buffer of their own). `None`
+    /// if no component is a result's item.
+    pub(super) fn result_components(&self, x: Var, e: ExprId, places: &[Place]) -> Option<Place> {
+        let arena = self.arena;
+        let Ok(crate::shape::SShape::Tuple(shapes)) = self.an.var_shape(x) else {
+            return None;
+        };
+        let mut cur = e;
+        let items = loop {
+            match arena[cur] {
+                Node::Let(y, _, b) if y != x => cur = b,
+                Node::LetTuple(ys, _, b) if !arena.vars_of(ys).contains(&x) => cur = b,
+                Node::Tuple(l) if arena.exprs(l).len() == places.len() => break arena.exprs(l),
+                _ => return None,
+            }
+        };
+        let mut out = vec![Place::Reg; shapes.len()];
+        let mut found = false;
+        for (i, &item) in items.iter().enumerate() {
+            let Node::Proj(k, inner) = arena[item] else {
+                continue;
+            };
+            let k = k as usize;
+            if arena[inner] == Node::Var(x)
+                && k < out.len()
+                && matches!(out[k], Place::Reg)
+                && matches!(places[i], Place::Arr(_))
+            {
+                out[k] = places[i].clone();
+                found = true;
+            }
+        }
+        found.then(|| Place::Tuple(out.into()))
+    }
+
     /// The components of a tuple written to `places` with their loops fused: scalar folds
     /// and arrays written element by element (maps, copies, fills) that run over the same
     /// length share one loop, so their common loads and subexpressions are computed once

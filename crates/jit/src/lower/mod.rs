@@ -467,6 +467,19 @@ impl<'a> Translator<'a> {
                         return Ok(r);
                     }
                 }
+                // Sibling folds joined (a fold into every component of a tuple) whose
+                // components are items of the result: each added into where it goes.
+                if let (Place::Tuple(ps), Foldl(f, ..)) = (p, arena[e1]) {
+                    if arena.accumulations(f).is_some() {
+                        if let Some(into) = self.result_components(x, e2, ps) {
+                            let v = self.emit_into(e1, &into)?;
+                            self.bind_let(x, v)?;
+                            let r = self.emit_into(e2, p)?;
+                            self.end_scope(&[x], &r);
+                            return Ok(r);
+                        }
+                    }
+                }
                 if let Some(r) = self.fold_into_columns(x, e1, e2, p)? {
                     return Ok(r);
                 }
