@@ -28,17 +28,19 @@ fn a_recurrences_captured_arrays_get_their_adjoints_from_one_fold() {
     assert!(check_gradient(src, &inputs));
 }
 
+/// An array state, read by index with the weights (as an LSTM's cell is), and a
+/// prediction of the next element: the adjoints of `w`, `b` and `xs` are three folds over
+/// the steps, joined.
+const LAYER: &str = "def f(w: [m]real, b: [m]real, h0: [m]real, xs: [n][m]real) = \
+    let out = foldl (acc, t. \
+      let h = map (i. tanh((fst acc)[i] * w[i] + xs[t][i] + b[i])) (iota len(fst acc)) in \
+      let loss = reduce + 0 (map2 (u, v. (u - v) * (u - v)) h xs[t + 1]) in \
+      (h, snd acc + loss)) (h0, 0) (iota (len(xs) - 1)) in \
+    snd out";
+
 #[test]
 fn a_layer_over_a_sequence_adds_each_weights_adjoint_in_place() {
-    // An array state, read by index with the weights (as an LSTM's cell is), and a
-    // prediction of the next element: the adjoints of `w`, `b` and `xs` are three folds
-    // over the steps, joined.
-    let src = "def f(w: [m]real, b: [m]real, h0: [m]real, xs: [n][m]real) = \
-               let out = foldl (acc, t. \
-                 let h = map (i. tanh((fst acc)[i] * w[i] + xs[t][i] + b[i])) (iota len(fst acc)) in \
-                 let loss = reduce + 0 (map2 (u, v. (u - v) * (u - v)) h xs[t + 1]) in \
-                 (h, snd acc + loss)) (h0, 0) (iota (len(xs) - 1)) in \
-               snd out";
+    let src = LAYER;
     assert!(joined(src));
     let inputs: Vec<_> = [(1, 3), (2, 1), (5, 4)]
         .iter()
@@ -55,12 +57,7 @@ fn the_joint_folds_components_are_added_where_the_result_goes() {
     // The adjoint of `xs` (n x m reals) is a component of the joint fold and of the
     // gradient's result: it is added into the result's buffer, not into one of its own
     // then copied. What the workspace holds is the states and their adjoints (2 n m).
-    let src = "def f(w: [m]real, b: [m]real, h0: [m]real, xs: [n][m]real) = \
-               let out = foldl (acc, t. \
-                 let h = map (i. tanh((fst acc)[i] * w[i] + xs[t][i] + b[i])) (iota len(fst acc)) in \
-                 let loss = reduce + 0 (map2 (u, v. (u - v) * (u - v)) h xs[t + 1]) in \
-                 (h, snd acc + loss)) (h0, 0) (iota (len(xs) - 1)) in \
-               snd out";
+    let src = LAYER;
     let (prog, func) = gradient(src).unwrap();
     let compiled = compile(&prog.arena, &func).unwrap();
     let (m, n) = (16, 1000);

@@ -594,15 +594,7 @@ impl<'a> Translator<'a> {
     /// binding of the chain binds again: then `x` may be computed into `places[i]`.
     pub(super) fn result_slot(&self, x: Var, e: ExprId, places: &[Place]) -> Option<usize> {
         let arena = self.arena;
-        let mut cur = e;
-        let items = loop {
-            match arena[cur] {
-                Node::Let(y, _, b) if y != x => cur = b,
-                Node::LetTuple(ys, _, b) if !arena.vars_of(ys).contains(&x) => cur = b,
-                Node::Tuple(l) if arena.exprs(l).len() == places.len() => break arena.exprs(l),
-                _ => return None,
-            }
-        };
+        let items = result_items(arena, x, e, places.len())?;
         let mut at = (0..items.len()).filter(|&i| arena[items[i]] == Node::Var(x));
         match (at.next(), at.next()) {
             (Some(i), None) if matches!(places[i], Place::Arr(_)) => Some(i),
@@ -620,15 +612,7 @@ impl<'a> Translator<'a> {
         let Ok(crate::shape::SShape::Tuple(shapes)) = self.an.var_shape(x) else {
             return None;
         };
-        let mut cur = e;
-        let items = loop {
-            match arena[cur] {
-                Node::Let(y, _, b) if y != x => cur = b,
-                Node::LetTuple(ys, _, b) if !arena.vars_of(ys).contains(&x) => cur = b,
-                Node::Tuple(l) if arena.exprs(l).len() == places.len() => break arena.exprs(l),
-                _ => return None,
-            }
-        };
+        let items = result_items(arena, x, e, places.len())?;
         let mut out = vec![Place::Reg; shapes.len()];
         let mut found = false;
         for (i, &item) in items.iter().enumerate() {
@@ -1083,5 +1067,19 @@ fn arrays_only(p: &Place, skip: &[&[usize]], at: &mut Vec<usize>) -> Place {
                 })
                 .collect(),
         ),
+    }
+}
+
+/// The items of the tuple the `let`-chain `e` ends in, if it has `n` of them and no
+/// binding of the chain binds `x` again.
+fn result_items(arena: &Arena, x: Var, e: ExprId, n: usize) -> Option<&[ExprId]> {
+    let mut cur = e;
+    loop {
+        match arena[cur] {
+            Node::Let(y, _, b) if y != x => cur = b,
+            Node::LetTuple(ys, _, b) if !arena.vars_of(ys).contains(&x) => cur = b,
+            Node::Tuple(l) if arena.exprs(l).len() == n => return Some(arena.exprs(l)),
+            _ => return None,
+        }
     }
 }
