@@ -56,12 +56,7 @@ pub fn join_sibling_folds(arena: &mut Arena, func: &Func) -> Func {
 /// or a branch), pushed to `out` once each.
 fn outright_folds(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
     with_stack(|| match arena[e] {
-        Node::Foldl(f, _, _) if arena.accumulation(f).is_some() => {
-            if !out.contains(&e) {
-                out.push(e);
-            }
-        }
-        Node::ScatterAdd(..) if scatter_of_maps(arena, e).is_some() => {
+        _ if is_member(arena, e) => {
             if !out.contains(&e) {
                 out.push(e);
             }
@@ -70,6 +65,15 @@ fn outright_folds(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
         Node::If(c, _, _) => outright_folds(arena, c, out),
         _ => arena.for_each_child(e, |c| outright_folds(arena, c, out)),
     })
+}
+
+/// Whether `e` can join a group: a fold of an accumulation, or a scatter of per-step maps.
+fn is_member(arena: &Arena, e: ExprId) -> bool {
+    match arena[e] {
+        Node::Foldl(f, _, _) => arena.accumulation(f).is_some(),
+        Node::ScatterAdd(..) => scatter_of_maps(arena, e).is_some(),
+        _ => false,
+    }
 }
 
 /// Join the folds over one array in the chain `body`; the new chain, or `None`.
@@ -223,10 +227,7 @@ fn chain_of(arena: &Arena, e: ExprId, over: &Over) -> Option<(Vec<Step>, ExprId)
             (Step::Scatter(fp, fv), base)
         }
     };
-    let inner = matches!(arena[start], Node::Foldl(..) | Node::ScatterAdd(..))
-        && (matches!(arena[start], Node::Foldl(f, _, _) if arena.accumulation(f).is_some())
-            || scatter_of_maps(arena, start).is_some())
-        && same_over(arena, &over_of(arena, start), over);
+    let inner = is_member(arena, start) && same_over(arena, &over_of(arena, start), over);
     if inner {
         let (mut steps, z) = chain_of(arena, start, over)?;
         steps.push(step);
@@ -349,8 +350,6 @@ fn joint_fold(
     let a = arena.fresh_var("a", Some(joint_ty.clone()));
     let ae = arena.var(a);
     let mut items = Vec::with_capacity(chains.len());
-    let mut all_lets = Vec::new();
-    let mut spines = Vec::with_capacity(chains.len());
     for (i, steps) in chains.iter().enumerate() {
         // Each step's `let`s, then its additions onto the previous step's.
         let mut lets = Vec::new();
@@ -372,8 +371,6 @@ fn joint_fold(
             };
         }
         items.push(rechain(arena, &lets, spine));
-        all_lets.extend(lets);
-        spines.push(spine);
     }
     // What the members read from outside: the joint fold may read nothing else.
     let mut outside: HashSet<Var> = HashSet::default();
@@ -382,17 +379,13 @@ fn joint_fold(
     }
     outside.extend(arena.free_vars(array));
     let start = arena.tuple(&starts);
-    // The bodies' `let`s shared where they compute alike; failing that (a body the
-    // sharing cannot keep closed), each body's `let`s in turn.
-    let shared = share_lets(arena, func, &items);
-    let tuple = arena.tuple(&spines);
-    let apart = rechain(arena, &all_lets, tuple);
-    for body in [shared, apart] {
-        let lam = arena.lambda(&[a, x], body);
-        let closed = arena.free_vars(lam).iter().all(|v| outside.contains(v));
-        if closed && arena.accumulations(lam).is_some() {
-            return Some((arena.add(Node::Foldl(lam, start, array)), joint_ty));
-        }
+    // The bodies' `let`s shared where they compute alike: the joint function must read
+    // nothing the members do not.
+    let body = share_lets(arena, func, &items);
+    let lam = arena.lambda(&[a, x], body);
+    let closed = arena.free_vars(lam).iter().all(|v| outside.contains(v));
+    if closed && arena.accumulations(lam).is_some() {
+        return Some((arena.add(Node::Foldl(lam, start, array)), joint_ty));
     }
     None
 }

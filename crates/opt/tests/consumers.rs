@@ -3,6 +3,8 @@
 //! computed by the same operations, and each reduction reduces the same values in the same
 //! order. Where a joined loop would still be read otherwise, nothing changes.
 
+mod common;
+
 use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
 use unfad_opt::consumers::join_consumers;
 use unfad_syntax::{print_func, Arena, Func};
@@ -16,16 +18,8 @@ fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
     }
 }
 
-/// The gradient of `src` with respect to every real parameter, as `optimize` has it just
-/// before joining consumers, and after.
 fn before_and_after(src: &str) -> (unfad_syntax::Program, Func, Func, Func) {
-    let (mut prog, func) = load(src);
-    let types = func.param_types(&prog.arena);
-    let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
-    let rev = unfad_ad::reverse(&mut prog.arena, &func, &wrt).unwrap();
-    let term = unfad_opt::optimize_before_hoisting(&mut prog.arena, &rev);
-    let joined = join_consumers(&mut prog.arena, &term);
-    (prog, func, term, joined)
+    common::before_and_after(src, join_consumers)
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! fold's and a scatter's additions gets them in another order), the joint fold is an
 //! accumulation into every component, and folds that must stay apart do.
 
+mod common;
+
 use unfad_interp::{args_from_json, eval_func, Value};
 use unfad_opt::folds::join_sibling_folds;
 use unfad_syntax::{print_func, Arena, Func};
@@ -32,15 +34,8 @@ fn close(a: &[f64], b: &[f64]) -> bool {
         })
 }
 
-/// Reverse mode and the optimizer up to hoisting (what the pass runs on), then the pass.
 fn before_and_after(src: &str) -> (unfad_syntax::Program, Func, Func, Func) {
-    let (mut prog, func) = load(src);
-    let types = func.param_types(&prog.arena);
-    let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
-    let rev = unfad_ad::reverse(&mut prog.arena, &func, &wrt).unwrap();
-    let term = unfad_opt::optimize_before_hoisting(&mut prog.arena, &rev);
-    let joined = join_sibling_folds(&mut prog.arena, &term);
-    (prog, func, term, joined)
+    common::before_and_after(src, join_sibling_folds)
 }
 
 #[test]

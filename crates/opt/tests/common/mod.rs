@@ -1,0 +1,20 @@
+//! Set-up shared by the tests of the passes that run on the settled gradient.
+
+use unfad_syntax::{Arena, Func, Program};
+use unfad_test_support::load;
+
+/// The gradient of `src` with respect to every parameter holding reals, as `optimize` has
+/// it before joining consumers, hoisting and joining sibling folds; and that term after
+/// `pass`. Also the source function, whose parameters the arguments are read for.
+pub fn before_and_after(
+    src: &str,
+    pass: fn(&mut Arena, &Func) -> Func,
+) -> (Program, Func, Func, Func) {
+    let (mut prog, func) = load(src);
+    let types = func.param_types(&prog.arena);
+    let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+    let rev = unfad_ad::reverse(&mut prog.arena, &func, &wrt).unwrap();
+    let term = unfad_opt::optimize_before_hoisting(&mut prog.arena, &rev);
+    let after = pass(&mut prog.arena, &term);
+    (prog, func, term, after)
+}
