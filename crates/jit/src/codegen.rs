@@ -137,6 +137,10 @@ pub(crate) struct Built {
     pub(crate) outputs: Vec<Component>,
     pub(crate) param_shapes: Vec<Shape>,
     pub(crate) result_shape: Shape,
+    /// The result's shape as the analysis has it: for the first part of a function cut in
+    /// two, the shapes of the values crossing to the second (for a function compiled in
+    /// parts, its last part's).
+    pub(crate) result: SShape,
     pub(crate) workspace: SizeExpr,
     pub(crate) checks: Vec<SizeExpr>,
     /// The workspace cell a failed run-time check sets (see [`Compiled::call`]), if any.
@@ -193,18 +197,31 @@ pub(crate) fn build(
     ctx: &mut Context,
     name: &str,
 ) -> JitResult<(FuncId, Built)> {
-    build_part(arena, func, func.params.len(), module, ctx, name, false)
+    build_part(
+        arena,
+        func,
+        func.params.len(),
+        &[],
+        module,
+        ctx,
+        name,
+        false,
+    )
 }
 
 /// [`build`] for a part of a function cut in parts, whose first `own_params` parameters
 /// are the function's own and the others values crossing from earlier parts: an int among
 /// those is a value like any other, not the size variable of its name, so that every part
-/// numbers the sizes as the function does. `long`: a chunk of a long program (see
-/// [`long_code_isa`]), whose math kernels are calls rather than inline code.
+/// numbers the sizes as the function does. `crossing`, if not empty, has the shapes of the
+/// crossing values as the part computing them has them (see [`Analysis::run`]). `long`: a
+/// chunk of a long program (see [`long_code_isa`]), whose math kernels are calls rather
+/// than inline code.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn build_part(
     arena: &Arena,
     func: &Func,
     own_params: usize,
+    crossing: &[SShape],
     module: &mut JITModule,
     ctx: &mut Context,
     name: &str,
@@ -215,7 +232,9 @@ pub(crate) fn build_part(
             read_twice,
             eager_scans,
         };
-        let r = build_with(arena, func, own_params, module, ctx, name, memory, long);
+        let r = build_with(
+            arena, func, own_params, crossing, module, ctx, name, memory, long,
+        );
         if r.is_err() {
             ctx.clear();
         }
@@ -269,6 +288,7 @@ fn build_with(
     arena: &Arena,
     func: &Func,
     own_params: usize,
+    crossing: &[SShape],
     module: &mut JITModule,
     ctx: &mut Context,
     name: &str,
@@ -311,7 +331,7 @@ fn build_with(
             .position(|v| &**v == name)
             .map(|i| i as u32)
     };
-    let (an, result) = Analysis::run(arena, func, own_params, &index)?;
+    let (an, result) = Analysis::run(arena, func, own_params, crossing, &index)?;
     if matches!(func.ret, Type::Bool) || matches!(result, SShape::Bool) {
         return Err(JitError::Unsupported(
             "the function returns a condition; results are reals, tuples and arrays".into(),
@@ -433,6 +453,7 @@ fn build_with(
             outputs,
             param_shapes: param_shapes.iter().map(SShape::public).collect(),
             result_shape: result.public(),
+            result: result.clone(),
             workspace: plan.workspace,
             checks: plan.checks,
             status: plan.status,

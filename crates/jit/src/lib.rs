@@ -181,8 +181,11 @@
 //! function's own and computes the result (when the result is a tuple, the first part
 //! also computes its components that read only what the first part binds, written where
 //! the function writes them, if that balances the parts better: a gradient's last
-//! statement is often its largest). The second thread compiles the larger part
-//! while this one lowers and compiles the other and the entry, a small function with the
+//! statement is often its largest). The first part is lowered first, and the second
+//! takes the crossing values' shapes from it rather than from their types (a scan over a
+//! range that may be empty has one element where its type `[c]` says none, when `c` is 0).
+//! The second thread compiles the larger part while this one compiles the other and the
+//! entry, a small function with the
 //! ABI above that calls the first part, then the second, the crossing values at the
 //! start of the workspace (its length counts them, then the larger of the two parts'
 //! workspaces). The results are those of the whole function, bit for bit; what the cut

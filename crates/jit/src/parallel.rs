@@ -22,6 +22,7 @@ use crate::compiled::{finish, Compiled};
 use crate::error::{JitError, JitResult, STATUS_CELLS};
 use crate::layout::{Component, PathStep, Shape, SizeExpr};
 use crate::lower::SizeValues;
+use crate::shape::SShape;
 use crate::{compile, split};
 
 /// Cranelift contexts kept between compilations: a context that is reused keeps its
@@ -123,47 +124,22 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
     let isa = host_isa()?;
     let mut module = new_module()?;
     let mut entry = take_context(&module);
-    // The larger part compiles on another thread while this one lowers and compiles the
-    // other part and the entry.
     let mut ctxs = [take_context(&module), take_context(&module)];
-    let names = ["unfad_first", "unfad_second"];
-    let funcs = [&parts.first, &parts.second];
-    let (far, near) = if parts.first_larger { (0, 1) } else { (1, 0) };
+    // The first part is lowered first: the second takes the shapes of the crossing values
+    // from it. Then the larger part compiles on another thread while this one compiles
+    // the other part and the entry.
     let [first_ctx, second_ctx] = &mut ctxs;
-    let (far_ctx, near_ctx) = if far == 0 {
+    let ((id1, b1), (id2, b2)) = build_parts(arena, parts, &mut module, first_ctx, second_ctx)?;
+    let (far_ctx, near_ctx) = if parts.first_larger {
         (first_ctx, second_ctx)
     } else {
         (second_ctx, first_ctx)
     };
-    let own = parts.first.params.len();
-    let far_built = build_part(
-        arena,
-        funcs[far],
-        own,
-        &mut module,
-        far_ctx,
-        names[far],
-        false,
-    )?;
     let built = std::thread::scope(|s| {
         let other = std::thread::Builder::new()
             .name("unfad-jit".into())
             .spawn_scoped(s, || compile_code(far_ctx, &*isa));
         let mine = (|| {
-            let near_built = build_part(
-                arena,
-                funcs[near],
-                own,
-                &mut module,
-                near_ctx,
-                names[near],
-                false,
-            )?;
-            let ((id1, b1), (id2, b2)) = if far == 0 {
-                (far_built, near_built)
-            } else {
-                (near_built, far_built)
-            };
             let Some(lens) = crossing_lens(&b1, &b2) else {
                 return Ok(None);
             };
@@ -180,7 +156,7 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
             )?;
             compile_code(near_ctx, &*isa)?;
             compile_code(&mut entry, &*isa)?;
-            Ok(Some((id0, [id1, id2], b1, b2, lens, results)))
+            Ok(Some((id0, lens, results)))
         })();
         match other {
             Ok(h) => h
@@ -191,7 +167,8 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
             Err(_) => Ok(None),
         }
     })?;
-    let Some((id0, ids, b1, b2, lens, results)) = built else {
+    let ids = [id1, id2];
+    let Some((id0, lens, results)) = built else {
         return compile(arena, func);
     };
     for (id, ctx) in ids.into_iter().zip(&ctxs).chain([(id0, &entry)]) {
@@ -220,6 +197,7 @@ fn compile_parts(arena: &Arena, func: &Func, parts: &split::Parts) -> Result<Com
         outputs: results.outputs,
         param_shapes: b1.param_shapes,
         result_shape: results.shape,
+        result: b2.result,
         workspace,
         checks,
         status,
@@ -261,6 +239,7 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
                     arena,
                     part,
                     own,
+                    &[],
                     &mut module,
                     &mut ctx,
                     &format!("unfad_part{j}"),
@@ -340,6 +319,7 @@ fn compile_chunks(arena: &Arena, chunks: &split::Chunks) -> JitResult<Option<Com
         outputs: last.outputs,
         param_shapes: first.param_shapes,
         result_shape: last.result_shape,
+        result: last.result,
         workspace,
         checks,
         status,
@@ -628,6 +608,59 @@ pub(crate) fn crossing_lens(b1: &Built, b2: &Built) -> Option<Vec<SizeExpr>> {
             .map(|c| SizeExpr::product(&c.dims))
             .collect()
     })
+}
+
+/// The two parts of a cut lowered, the first before the second, which reads the crossing
+/// values with the shapes the first gives them ([`crossing_shapes`]).
+pub(crate) fn build_parts(
+    arena: &Arena,
+    parts: &split::Parts,
+    module: &mut JITModule,
+    first_ctx: &mut Context,
+    second_ctx: &mut Context,
+) -> JitResult<((FuncId, Built), (FuncId, Built))> {
+    let own = parts.first.params.len();
+    let (id1, b1) = build_part(
+        arena,
+        &parts.first,
+        own,
+        &[],
+        module,
+        first_ctx,
+        "unfad_first",
+        false,
+    )?;
+    let crossing = crossing_shapes(&b1, parts);
+    let (id2, b2) = build_part(
+        arena,
+        &parts.second,
+        own,
+        &crossing,
+        module,
+        second_ctx,
+        "unfad_second",
+        false,
+    )?;
+    Ok(((id1, b1), (id2, b2)))
+}
+
+/// The shapes of the values crossing from the first part `b1` of `parts` to the second,
+/// as the first part computes them; empty (the second part then reads them as their types
+/// say) unless every array among them has an exact length.
+pub(crate) fn crossing_shapes(b1: &Built, parts: &split::Parts) -> Vec<SShape> {
+    let items: Vec<SShape> = if parts.crossing + parts.taken.len() == 1 {
+        vec![b1.result.clone()]
+    } else {
+        match &b1.result {
+            SShape::Tuple(items) => items.iter().take(parts.crossing).cloned().collect(),
+            _ => return Vec::new(),
+        }
+    };
+    if items.len() == parts.crossing && items.iter().all(SShape::exact_throughout) {
+        items
+    } else {
+        Vec::new()
+    }
 }
 
 /// The function's result put together from its parts'.

@@ -45,6 +45,15 @@ impl SShape {
         SShape::Arr(Rc::new(SArr { len, exact, elem }))
     }
 
+    /// Whether every array in the value has an exact length (see [`SArr::exact`]).
+    pub fn exact_throughout(&self) -> bool {
+        match self {
+            SShape::Real | SShape::Bool => true,
+            SShape::Tuple(items) => items.iter().all(SShape::exact_throughout),
+            SShape::Arr(a) => a.exact && a.elem.exact_throughout(),
+        }
+    }
+
     /// The shape of a parameter of type `ty` (formal sizes are exact there).
     pub fn of_type(ty: &Type, index: &dyn Fn(&str) -> Option<u32>) -> JitResult<SShape> {
         Ok(match ty {
@@ -149,11 +158,15 @@ pub(crate) struct Analysis {
 impl Analysis {
     /// Analyse `func`; `index` maps size variables to their positions. Only the first
     /// `own_params` parameters are the function's own: an int among the others (a value
-    /// crossing from an earlier part) is not the size variable of its name.
+    /// crossing from an earlier part) is not the size variable of its name. `crossing`,
+    /// if not empty, gives the shapes of those others as the part that computes them has
+    /// them, where their types may say less (a scan over a range that may be empty has at
+    /// least one element, its type `[n]` none when `n` is 0).
     pub fn run(
         arena: &Arena,
         func: &Func,
         own_params: usize,
+        crossing: &[SShape],
         index: &dyn Fn(&str) -> Option<u32>,
     ) -> JitResult<(Analysis, SShape)> {
         let mut a = Analyzer {
@@ -171,7 +184,10 @@ impl Analysis {
                     arena.var_name(p)
                 ));
             }
-            let s = SShape::of_type(ty, index)?;
+            let s = match k.checked_sub(own_params).and_then(|j| crossing.get(j)) {
+                Some(given) => given.clone(),
+                None => SShape::of_type(ty, index)?,
+            };
             if *ty == Type::Int && k < own_params {
                 if let Some(size) = index(arena.var_name(p)) {
                     a.out.int_params.insert(p, size);

@@ -5,10 +5,10 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 use unfad_syntax::{Arena, Func};
 
-use crate::codegen::{build, build_part, host_isa, new_module, type_in_place, typed, ENTRY};
+use crate::codegen::{build, host_isa, new_module, type_in_place, typed, ENTRY};
 use crate::error::JitError;
 use crate::lower::kernel_functions_text;
-use crate::parallel::{build_entry, cores, crossing_lens, merge_results};
+use crate::parallel::{build_entry, build_parts, cores, crossing_lens, merge_results};
 use crate::split;
 
 /// The Cranelift IR of `func`, as text (before Cranelift's optimizations).
@@ -46,17 +46,7 @@ pub fn clif_text_parallel(arena: &mut Arena, func: &Func) -> Result<String, JitE
 fn parts_text(arena: &Arena, parts: &split::Parts) -> Result<Option<String>, JitError> {
     let mut module = new_module()?;
     let [mut c1, mut c2, mut c0] = [(); 3].map(|()| module.make_context());
-    let own = parts.first.params.len();
-    let (id1, b1) = build(arena, &parts.first, &mut module, &mut c1, "unfad_first")?;
-    let (id2, b2) = build_part(
-        arena,
-        &parts.second,
-        own,
-        &mut module,
-        &mut c2,
-        "unfad_second",
-        false,
-    )?;
+    let ((id1, b1), (id2, b2)) = build_parts(arena, parts, &mut module, &mut c1, &mut c2)?;
     let lens = crossing_lens(&b1, &b2);
     let results = lens
         .as_ref()

@@ -79,6 +79,26 @@ fn large_gradients_are_compiled_in_two_parts() {
     }
 }
 
+/// A scan over a range that may be empty crossing the cut: it has one element more than
+/// the range (`max(c, 1)` here), which its type (`[c]`) does not say when `c` is 0. The
+/// second part reads it as the first part lays it out, so the cut is kept (it was compiled
+/// whole when the part reading the scan took its length from the type).
+#[test]
+fn a_scan_over_a_range_that_may_be_empty_crosses_the_cut() {
+    let src = "def f(A: [c]real) =
+                 let S = scanl (h, i. h * 0.5 + A[i]) 1 (iota (len(A) - 1)) in
+                 let t = reduce + 0 (map (x. x * x) S) in
+                 (t, map (x. x + t) S)";
+    let (mut prog, func) = load(src);
+    for n in [0, 1, 2, 5] {
+        let a: Vec<f64> = (0..n).map(|i| 0.25 * i as f64 - 0.5).collect();
+        let input = serde_json::json!({ "A": a });
+        let compiled = compile_split_at(&mut prog.arena, &func, 1, false).unwrap();
+        assert_eq!(compiled.parts(), 2, "c = {n}");
+        check_compiled(&prog.arena, &func, &compiled, &input);
+    }
+}
+
 #[test]
 fn small_functions_are_compiled_whole() {
     let (mut prog, func) = gradient("def f(A: [n]real) = let s = sum(A) in s * s").unwrap();
