@@ -109,14 +109,7 @@ pub(crate) fn replace_expansion(
                 .iter()
                 .map(|&k| go(cx, k, inner, target, by, env, memo, done))
                 .collect();
-            if new == kids {
-                return e;
-            }
-            let mut it = new.into_iter();
-            let n = cx
-                .arena_mut()
-                .map_children(node, |_, _| it.next().expect("one per child"));
-            cx.mk(n)
+            rebuilt(cx, e, &kids, new)
         });
         done.insert((e, depth), r);
         r
@@ -124,4 +117,18 @@ pub(crate) fn replace_expansion(
     let mut done = HashMap::default();
     let r = go(cx, body, 0, target, by, env, memo, &mut done);
     (r != body).then_some(r)
+}
+
+/// `e`, whose children are `kids`, with them replaced by `new` through the pass's
+/// hash-consing; `e` itself if they are the same.
+pub(crate) fn rebuilt(cx: &mut RuleCx, e: ExprId, kids: &Kids, new: Kids) -> ExprId {
+    if new == *kids {
+        return e;
+    }
+    let node = cx.arena()[e];
+    let mut it = new.into_iter();
+    let n = cx
+        .arena_mut()
+        .map_children(node, |_, _| it.next().expect("one per child"));
+    cx.mk(n)
 }

@@ -23,6 +23,7 @@ pub mod conditionals;
 pub mod literals;
 pub mod scans;
 pub mod scatter;
+pub mod steps;
 pub mod tuples;
 
 /// A rule: a simplified node in, a simpler equivalent out.
@@ -81,6 +82,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             arrays::map_fill_body,
             arrays::map_constant_body_operand,
             arrays::map_fusion,
+            steps::scan_next_in_consumer,
             arrays::map_of_zip_half,
             literals::map_literal,
             literals::map_small_iota,
@@ -96,10 +98,12 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             arrays::map2_zip_fusion,
             arrays::map_of_zip_half,
             scans::scan_next_element,
+            steps::scan_next_in_consumer,
             literals::map_literal,
             scatter::add_scatter,
         ],
         Node::Reduce(..) | Node::Foldl(..) => &[
+            steps::scan_next_in_consumer,
             scatter::sum_of_scatters,
             scatter::fold_of_scatters,
             arrays::fold_constant_array,
@@ -113,6 +117,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             literals::fold_literal,
         ],
         Node::Scanl(..) | Node::Scanr(..) => &[
+            steps::scan_next_in_consumer,
             arrays::scan_constant_array,
             literals::fold_literal,
             scans::scan_invariant_component,

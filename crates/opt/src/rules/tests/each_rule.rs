@@ -674,6 +674,32 @@ fn scan_next_element() {
     );
 }
 
+/// Loops over the steps of a scan whose step is a layer (a map) read the layer's output
+/// from the scan: the `scanr` that computes a row's value again reads the element of the
+/// next state zipped into its inner loop, the `map2` that computes the whole layer again
+/// reads the next state.
+#[test]
+fn scan_next_in_consumer() {
+    check(
+        "def f(W: [m][m]real, h0: [m]real, X: [n]real, D: [n][m]real) =
+           let S = scanl (h, x. map (row. tanh(x * reduce + 0 (map2 * row h))) W) h0 X in
+           let Q = map2 (h, x. (h, x)) (shift1R S) X in
+           (scanr (q, a.
+              a + reduce + 0 (map2 (row, e.
+                let t = tanh(snd q * reduce + 0 (map2 * row (fst q))) in
+                e * (1 - t * t)) W (fst q))) 0 Q,
+            map2 (q, d. reduce + 0 (map2 * d (map (row. tanh(snd q * reduce + 0 (map2 * row (fst q)))) W))) Q D)",
+        expect![[r#"
+            def f(W: [m][m]real, h0: [m]real, X: [n]real, D: [n][m]real): ([n+1]real, [n]real) =
+              let S = scanl (h, x. map (row. tanh(x * reduce + 0 (map2 * row h))) W) h0 X in
+              (
+                scanr (q, a. a + reduce + 0 (map2 (b, n. b * (1 - n * n)) (fst (fst q)) (snd q))) 0 (map2 (a_1, b_1. (a_1, b_1)) (map2 (h_1, x_1. (h_1, x_1)) (shift1R S) X) (shift1L S)),
+                map2 (b_2, d. reduce + 0 (map2 * d b_2)) (shift1L S) D
+              )
+        "#]],
+    );
+}
+
 // ---- arrays -----------------------------------------------------------------
 
 /// `map (x. x) A` is `A`.
