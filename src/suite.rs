@@ -719,6 +719,13 @@ const SIGNAL: &[Size] = &[
     Size::nmk(10_000, 1, 16),
     Size::nmk(100_000, 1, 16),
 ];
+/// A sequence of `n` steps through a layer of width 32.
+const SEQUENCE: &[Size] = &[
+    Size::nm(10, 32),
+    Size::nm(100, 32),
+    Size::nm(1_000, 32),
+    Size::nm(3_000, 32),
+];
 /// `n` points of 10 dimensions under 25 components (GradBench's gmm sizes at n = 1000).
 const MIXTURE: &[Size] = &[
     Size::nmk(10, 10, 25),
@@ -1094,6 +1101,95 @@ fn plain() -> Vec<Program> {
             },
             note: "",
             versus_hand: "",
+        },
+        Program {
+            name: "rnn_layer",
+            what: "a recurrent layer h <- tanh(W h + U x_t + b) over a sequence, squared norm of the last state",
+            p: 3,
+            family: Family::Plain,
+            source: "def rnn_layer(W: [m][m]real, U: [m][m]real, b: [m]real, h0: [m]real, X: [n][m]real): real =\n  \
+                     let h = foldl (h, x. map (i. tanh(dot(W[i], h) + dot(U[i], x) + b[i])) (iota len(h))) h0 X in\n  \
+                     sum(map (v. v * v) h)",
+            sizes: SEQUENCE,
+            inputs: |s| {
+                let sm = scale(s.m);
+                vec![
+                    matrix(60, s.m, s.m, move |r| r * sm),
+                    matrix(61, s.m, s.m, move |r| r * sm),
+                    vector(62, s.m, |r| 0.1 * r),
+                    vector(63, s.m, |r| r),
+                    matrix(64, s.n, s.m, |r| r),
+                ]
+            },
+            primal: |d| {
+                let (w, u, b, h0, x) = (arr(d, 0), arr(d, 1), arr(d, 2), arr(d, 3), arr(d, 4));
+                let m = h0.len();
+                let mut h = h0.to_vec();
+                let mut next = vec![0.0; m];
+                for xt in x.chunks_exact(m.max(1)) {
+                    for (i, v) in next.iter_mut().enumerate() {
+                        let (wr, ur) = (&w[i * m..(i + 1) * m], &u[i * m..(i + 1) * m]);
+                        *v = (dot(wr, &h) + dot(ur, xt) + b[i]).tanh();
+                    }
+                    std::mem::swap(&mut h, &mut next);
+                }
+                h.iter().map(|v| v * v).sum()
+            },
+            gradient: |d, g, hs| {
+                let (w, u, b, h0, x) = (arr(d, 0), arr(d, 1), arr(d, 2), arr(d, 3), arr(d, 4));
+                let m = h0.len();
+                let n = x.len().checked_div(m).unwrap_or(0);
+                // Forward: every state, then room for the pre-activations' adjoints.
+                hs.clear();
+                hs.resize((n + 2) * m, 0.0);
+                hs[..m].copy_from_slice(h0);
+                for t in 0..n {
+                    let (done, rest) = hs.split_at_mut((t + 1) * m);
+                    let (prev, xt) = (&done[t * m..], &x[t * m..(t + 1) * m]);
+                    for (i, v) in rest[..m].iter_mut().enumerate() {
+                        let (wr, ur) = (&w[i * m..(i + 1) * m], &u[i * m..(i + 1) * m]);
+                        *v = (dot(wr, prev) + dot(ur, xt) + b[i]).tanh();
+                    }
+                }
+                let (states, dpre) = hs.split_at_mut((n + 1) * m);
+                let last = &states[n * m..];
+                let value = last.iter().map(|v| v * v).sum();
+                let [gw, gu, gb, gh, gx] = g else {
+                    return f64::NAN;
+                };
+                gw.fill(0.0);
+                gu.fill(0.0);
+                gb.fill(0.0);
+                // Backward: `gh` holds the adjoint of the state.
+                for (j, v) in last.iter().enumerate() {
+                    gh[j] = 2.0 * v;
+                }
+                for t in (0..n).rev() {
+                    let (prev, next) = (&states[t * m..(t + 1) * m], &states[(t + 1) * m..(t + 2) * m]);
+                    let xt = &x[t * m..(t + 1) * m];
+                    for i in 0..m {
+                        dpre[i] = gh[i] * (1.0 - next[i] * next[i]);
+                        gb[i] += dpre[i];
+                    }
+                    let gxt = &mut gx[t * m..(t + 1) * m];
+                    gxt.fill(0.0);
+                    gh.fill(0.0);
+                    for (i, &di) in dpre.iter().enumerate() {
+                        let (wr, ur) = (&w[i * m..(i + 1) * m], &u[i * m..(i + 1) * m]);
+                        let gwr = &mut gw[i * m..(i + 1) * m];
+                        let gur = &mut gu[i * m..(i + 1) * m];
+                        for j in 0..m {
+                            gwr[j] += di * prev[j];
+                            gur[j] += di * xt[j];
+                            gh[j] += di * wr[j];
+                            gxt[j] += di * ur[j];
+                        }
+                    }
+                }
+                value
+            },
+            note: "",
+            versus_hand: "The gradient reads each step's `tanh` from the stored states (`rules/steps.rs`), so it does the hand-written gradient's arithmetic: four products of the pre-activations' adjoint with a matrix or a state per step (`W`'s and `U`'s gradients, the state's and the input's adjoints). The hand-written gradient makes them in one pass over the rows per step; unfad makes four (the reverse scan of the state's adjoint, one accumulation each for `W` and `U`, and the map of the inputs' adjoints), each reading the stored states and the adjoints again and computing the pre-activations' adjoint again.",
         },
         Program {
             name: "least_squares",

@@ -120,6 +120,13 @@ def programs(jnp, lax, nn):
         h, _ = lax.scan(step, jnp.zeros((), xs.dtype), xs)
         return (h - y) * (h - y)
 
+    def rnn_layer(w, u, b, h0, xs):
+        def step(h, x):
+            return jnp.tanh(w @ h + u @ x + b), None
+
+        h, _ = lax.scan(step, h0, xs)
+        return jnp.sum(h * h)
+
     def least_squares(a, x, b):
         r = a @ x - b
         return jnp.dot(r, r)
@@ -174,6 +181,7 @@ def programs(jnp, lax, nn):
         "gmm_plain": gmm_plain,
         "matvec_tanh": matvec_tanh,
         "rnn_captured": rnn_captured,
+        "rnn_layer": rnn_layer,
         "least_squares": least_squares,
         "row_logsumexp": row_logsumexp,
         "smoothing": smoothing,
