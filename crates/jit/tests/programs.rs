@@ -614,6 +614,45 @@ fn gradients_compile_and_agree() {
     assert!(checked >= 5, "only {checked} gradients could be made");
 }
 
+/// Gradients of recurrent layers, whose backward loops read the layer's output from the
+/// stored states (`unfad_opt`'s `rules::steps`: the steps zipped with the next states, and
+/// the next state's elements zipped into the loops over the rows), natively against the
+/// interpreter, over sequences of 0, 1 and several steps.
+#[test]
+fn gradients_of_recurrent_layers_read_the_stored_states() {
+    let inputs: Vec<serde_json::Value> = [0, 1, 4]
+        .iter()
+        .map(|&n| {
+            json!({"W": mat_of(3, 3, 0.3), "U": vec_of(3, 0.4), "c": vec_of(3, 0.2),
+                   "h0": vec_of(3, 0.5), "xs": mat_of(n, 3, 0.7), "ys": mat_of(n, 3, 0.9)})
+        })
+        .collect();
+    let sources = [
+        "def f(W: [m][m]real, U: [m]real, c: [m]real, h0: [m]real, xs: [n][m]real, ys: [n][m]real) =
+           let hT = foldl (h, x. map2 (row, u. tanh(dot(row, h) + u * x[0])) W U) h0 xs in
+           dot(hT, c)",
+        "def f(W: [m][m]real, U: [m]real, c: [m]real, h0: [m]real, xs: [n][m]real, ys: [n][m]real) =
+           let hT = foldl (h, x. map (i. sigmoid(dot(W[i], h) + x[i] * U[i] + c[i])) (iota len(h))) h0 xs in
+           sum(map (v. v * v) hT)",
+        "def f(W: [m][m]real, U: [m]real, c: [m]real, h0: [m]real, xs: [n][m]real, ys: [n][m]real) =
+           let out = foldl (acc, t.
+             let h = map2 (row, u. tanh(dot(row, fst acc) + u * xs[t][1])) W U in
+             (h, snd acc + sum(map2 (a, y. (a - y) * (a - y)) h ys[t]))) (h0, 0) (iota len(xs)) in
+           snd out + dot(fst out, c)",
+    ];
+    let mut checked = 0;
+    for src in sources {
+        let (prog, func) = common::gradient(src).unwrap();
+        let shown = unfad_syntax::print_func(&prog.arena, &func);
+        assert!(
+            shown.contains("shift1L S"),
+            "the states are not read back:\n{shown}"
+        );
+        checked += check_gradient(src, &inputs) as usize;
+    }
+    assert_eq!(checked, sources.len());
+}
+
 #[test]
 fn gradients_of_extrema_at_ties_signed_zeros_and_nan() {
     let inputs = [
