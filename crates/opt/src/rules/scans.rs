@@ -23,29 +23,7 @@ pub fn scan_next_element(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Map2(g, a, b) = cx.arena()[e] else {
         return None;
     };
-    // `shift1R S` written as the operand or bound by a `let` (read more than once).
-    let states_of = |cx: &RuleCx, x: ExprId| match cx.arena()[x] {
-        Node::Shift1R(sv) => Some(sv),
-        Node::Var(v) => match cx.arena()[cx.definition(v)?] {
-            Node::Shift1R(sv) => Some(sv),
-            _ => None,
-        },
-        _ => None,
-    };
-    let (states, elems, state_first) = match (states_of(cx, a), states_of(cx, b)) {
-        (Some(sv), _) => (sv, b, true),
-        (_, Some(sv)) => (sv, a, false),
-        _ => return None,
-    };
-    let Node::Var(scan_var) = cx.arena()[states] else {
-        return None;
-    };
-    let Node::Scanl(f, _, x) = cx.arena()[cx.definition(scan_var)?] else {
-        return None;
-    };
-    if x != elems {
-        return None;
-    }
+    let (states, elems, f, state_first) = states_beside_elements(cx, a, b)?;
     let (fps, fbody) = cx.arena().lambda_parts(f).map(|(p, b)| (p.to_vec(), b))?;
     let (gps, gbody) = cx.arena().lambda_parts(g).map(|(p, b)| (p.to_vec(), b))?;
     if fps.len() != 2 || gps.len() != 2 || !crate::cost::has_nonlinear(cx.arena(), fbody) {
@@ -102,6 +80,38 @@ pub fn scan_next_element(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let l = cx.arena_mut().var_list(&params);
     let fun = cx.mk(Node::Lambda(l, body));
     Some(cx.mk(Node::Map2(fun, operands[0], operands[1])))
+}
+
+/// Of the operands `a` and `b`, the states before each step of a scan over the other:
+/// `shift1R S` (written there or bound by a `let`, read more than once) beside `X`, with
+/// `S = scanl f z X` bound. Returns `S`, `X`, `f`, and whether the states are `a`.
+pub(super) fn states_beside_elements(
+    cx: &RuleCx,
+    a: ExprId,
+    b: ExprId,
+) -> Option<(ExprId, ExprId, ExprId, bool)> {
+    let shifted = |x: ExprId| {
+        let bound = match cx.arena()[x] {
+            Node::Var(v) => cx.definition(v)?,
+            _ => x,
+        };
+        match cx.arena()[bound] {
+            Node::Shift1R(s) => Some(s),
+            _ => None,
+        }
+    };
+    let (states, elems, first) = match (shifted(a), shifted(b)) {
+        (Some(s), _) => (s, b, true),
+        (_, Some(s)) => (s, a, false),
+        _ => return None,
+    };
+    let Node::Var(scan_var) = cx.arena()[states] else {
+        return None;
+    };
+    match cx.arena()[cx.definition(scan_var)?] {
+        Node::Scanl(f, _, x) if x == elems => Some((states, elems, f, first)),
+        _ => None,
+    }
 }
 
 /// A scan whose tuple state keeps some components unchanged at every step carries them

@@ -26,6 +26,7 @@ use crate::expand::{expand, rebuilt, replace_expansion, Memo};
 use crate::simplify::RuleCx;
 
 use super::arrays::{lam, lambda};
+use super::scans::states_beside_elements;
 
 /// A `map`, `map2`, `scanr` or `foldl` over the steps of a scan (see the module's doc) that
 /// computes the next state again reads it from the scan.
@@ -124,24 +125,8 @@ fn steps_of(cx: &mut RuleCx, e: ExprId) -> Option<Steps> {
     if !is_zip(cx, f) {
         return None;
     }
-    let shifted = |cx: &RuleCx, x: ExprId| match cx.arena()[bound(cx, x)?] {
-        Node::Shift1R(s) => Some(s),
-        _ => None,
-    };
-    let (states, elems, state_part) = match (shifted(cx, a), shifted(cx, b)) {
-        (Some(s), _) => (s, b, 0),
-        (_, Some(s)) => (s, a, 1),
-        _ => return None,
-    };
-    let Node::Var(scan_var) = cx.arena()[states] else {
-        return None;
-    };
-    let Node::Scanl(step, _, x) = cx.arena()[cx.definition(scan_var)?] else {
-        return None;
-    };
-    if x != elems {
-        return None;
-    }
+    let (states, _, step, first) = states_beside_elements(cx, a, b)?;
+    let state_part = if first { 0 } else { 1 };
     let after = cx.mk(Node::Shift1L(states));
     Some(Steps {
         after,
