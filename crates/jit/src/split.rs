@@ -199,7 +199,7 @@ fn split_where(
         let (body, ty) = tuple_of(arena, &left)?;
         rebuild(arena, &stmts[at..], body, &ty)?
     };
-    let free: HashSet<Var> = arena.free_vars(rest).into_iter().collect();
+    let (rest, free) = with_views(arena, &stmts[..at], rest)?;
     let crossing: Vec<Var> = stmts[..at]
         .iter()
         .flat_map(|s| s.vars.iter().copied())
@@ -245,6 +245,43 @@ fn split_where(
         result_items: if taken.is_empty() { 0 } else { items.len() },
         taken,
     })
+}
+
+/// `rest` (the part after the cut) with the shifts among `before` (the statements before
+/// the cut) that it reads bound again at its start, and its free variables. A shift is a
+/// view of the array it shifts: taken again after the cut, it costs nothing, where crossing
+/// it would store a copy of the array beside the array (which crosses anyway when the
+/// rest reads it, as a reverse pass reads a scan's states and their shift).
+fn with_views(
+    arena: &mut Arena,
+    before: &[Stmt],
+    mut rest: ExprId,
+) -> Option<(ExprId, HashSet<Var>)> {
+    let is_view = |arena: &Arena, s: &Stmt| match arena[s.node] {
+        Node::Let(_, r, _) => matches!(
+            arena[r],
+            Node::Shift1L(x) | Node::Shift1R(x) if matches!(arena[x], Node::Var(_))
+        ),
+        _ => false,
+    };
+    loop {
+        let free: HashSet<Var> = arena.free_vars(rest).into_iter().collect();
+        let views: Vec<&Stmt> = before
+            .iter()
+            .filter(|s| is_view(arena, s) && s.vars.iter().any(|v| free.contains(v)))
+            .collect();
+        if views.is_empty() {
+            return Some((rest, free));
+        }
+        let ty = arena.type_of(rest).cloned()?;
+        for s in views.iter().rev() {
+            let Node::Let(x, r, _) = arena[s.node] else {
+                return None;
+            };
+            rest = arena.let_(x, r, rest);
+            arena.set_type(rest, ty.clone());
+        }
+    }
 }
 
 /// The tuple of `items` (typed), or the one item, with its type.

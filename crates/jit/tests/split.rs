@@ -99,6 +99,31 @@ fn a_scan_over_a_range_that_may_be_empty_crosses_the_cut() {
     }
 }
 
+/// A shift of an array bound before the cut is taken again after it (a view, no copy):
+/// only the scan crosses, so the workspace holds it once, not beside a copy of its shift.
+#[test]
+fn a_shift_of_a_crossing_array_is_taken_again_after_the_cut() {
+    let src = "def f(A: [n]real) =
+                 let S = scanl (h, a. h * 0.5 + a) 0 A in
+                 let B = shift1R S in
+                 let t = reduce + 0 (map2 * B A) in
+                 (t, map2 (x, y. x * y + t) B A)";
+    let (mut prog, func) = load(src);
+    let compiled = compile_split_at(&mut prog.arena, &func, 2, false).unwrap();
+    assert_eq!(compiled.parts(), 2);
+    let ws = compiled.workspace_len(&[1000]);
+    assert!(ws < 1100, "workspace {ws} for a scan of 1001 reals");
+    for n in [0, 1, 5] {
+        let a: Vec<f64> = (0..n).map(|i| 0.5 - 0.25 * i as f64).collect();
+        check_compiled(
+            &prog.arena,
+            &func,
+            &compiled,
+            &serde_json::json!({ "A": a }),
+        );
+    }
+}
+
 #[test]
 fn small_functions_are_compiled_whole() {
     let (mut prog, func) = gradient("def f(A: [n]real) = let s = sum(A) in s * s").unwrap();

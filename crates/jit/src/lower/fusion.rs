@@ -1073,13 +1073,27 @@ fn arrays_only(p: &Place, skip: &[&[usize]], at: &mut Vec<usize>) -> Place {
 /// The items of the tuple the `let`-chain `e` ends in, if it has `n` of them and no
 /// binding of the chain binds `x` again.
 fn result_items(arena: &Arena, x: Var, e: ExprId, n: usize) -> Option<&[ExprId]> {
+    match arena[chain_end(arena, x, e)?] {
+        Node::Tuple(l) if arena.exprs(l).len() == n => Some(arena.exprs(l)),
+        _ => None,
+    }
+}
+
+/// Whether the `let`-chain `e` ends in `x` itself, which no binding of the chain binds
+/// again.
+pub(super) fn result_is(arena: &Arena, x: Var, e: ExprId) -> bool {
+    chain_end(arena, x, e).is_some_and(|end| arena[end] == Node::Var(x))
+}
+
+/// What the `let`-chain `e` ends in, if no binding of the chain binds `x` again.
+fn chain_end(arena: &Arena, x: Var, e: ExprId) -> Option<ExprId> {
     let mut cur = e;
     loop {
         match arena[cur] {
             Node::Let(y, _, b) if y != x => cur = b,
             Node::LetTuple(ys, _, b) if !arena.vars_of(ys).contains(&x) => cur = b,
-            Node::Tuple(l) if arena.exprs(l).len() == n => return Some(arena.exprs(l)),
-            _ => return None,
+            Node::Let(..) | Node::LetTuple(..) => return None,
+            _ => return Some(cur),
         }
     }
 }

@@ -455,6 +455,15 @@ impl<'a> Translator<'a> {
         match (arena[e], p) {
             (_, Place::Reg) => self.emit(e),
             (Let(x, e1, e2), _) => {
+                if matches!(p, Place::Arr(_)) && fusion::result_is(arena, x, e2) {
+                    // `x` is the chain's result (the one value crossing a cut): computed
+                    // where the result goes rather than copied there at the end.
+                    let v = self.emit_into(e1, p)?;
+                    self.bind_let(x, v)?;
+                    let r = self.emit_into(e2, p)?;
+                    self.end_scope(&[x], &r);
+                    return Ok(r);
+                }
                 if let Place::Tuple(ps) = p {
                     if let Some(i) = self.result_slot(x, e2, ps) {
                         // `x` is a component of the chain's result: computed where that
