@@ -184,6 +184,8 @@
 //! statement is often its largest). The first part is lowered first, and the second
 //! takes the crossing values' shapes from it rather than from their types (a scan over a
 //! range that may be empty has one element where its type `[c]` says none, when `c` is 0).
+//! A shift of an array bound before the cut is bound again after it: a view of the array,
+//! which crosses instead, not a copy stored beside it.
 //! The second thread compiles the larger part while this one compiles the other and the
 //! entry, a small function with the
 //! ABI above that calls the first part, then the second, the crossing values at the
