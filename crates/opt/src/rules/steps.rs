@@ -33,17 +33,15 @@ use super::scans::states_beside_elements;
 pub fn scan_next_in_consumer(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let node = cx.arena()[e];
     // The consumer's function, its operand of steps, and the parameter that takes a step.
-    let (f, operand, param) = match node {
-        Node::Map(f, a) => (f, a, 0),
-        Node::Scanr(f, _, a) => (f, a, 0),
-        Node::Foldl(f, _, a) => (f, a, 1),
+    let (f, operand, param, steps) = match node {
+        Node::Map(f, a) | Node::Scanr(f, _, a) => (f, a, 0, steps_of(cx, a)?),
+        Node::Foldl(f, _, a) => (f, a, 1, steps_of(cx, a)?),
         Node::Map2(f, a, b) => match steps_of(cx, a) {
-            Some(_) => (f, a, 0),
-            None => (f, b, 1),
+            Some(steps) => (f, a, 0, steps),
+            None => (f, b, 1, steps_of(cx, b)?),
         },
         _ => return None,
     };
-    let steps = steps_of(cx, operand)?;
     let (ps, body) = lambda(cx, f)?;
     let q = *ps.get(param)?;
     let q_ty = cx.arena().var_type(q).cloned()?;
@@ -80,7 +78,8 @@ pub fn scan_next_in_consumer(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let eq2 = cx.var(q2);
     let (first, second) = (cx.mk(Node::Proj(0, eq2)), cx.mk(Node::Proj(1, eq2)));
     let new_body = cx.simplify_with(new_body, &[(q, first), (next, second)]);
-    let zipped = zip(cx, operand, steps.after, q_ty, state_ty);
+    let after = cx.mk(Node::Shift1L(steps.states));
+    let zipped = zip(cx, operand, after, q_ty, state_ty);
     let mut new_ps = ps.clone();
     new_ps[param] = q2;
     let g = lam(cx, &new_ps, new_body);
@@ -106,15 +105,15 @@ fn zip(cx: &mut RuleCx, x: ExprId, y: ExprId, ta: Type, tb: Type) -> ExprId {
 /// The steps of a scan: `map2 (h, x. (h, x)) (shift1R S) X` (either order, the zip or the
 /// shift bound by a `let`), with `S = scanl step z X` bound.
 struct Steps {
-    /// `shift1L S`, the state after each step.
-    after: ExprId,
+    /// `S`, whose `shift1L` is the state after each step.
+    states: ExprId,
     /// The scan's function.
     step: ExprId,
     /// Which component of a step is the state before it.
     state_part: usize,
 }
 
-fn steps_of(cx: &mut RuleCx, e: ExprId) -> Option<Steps> {
+fn steps_of(cx: &RuleCx, e: ExprId) -> Option<Steps> {
     let bound = |cx: &RuleCx, x: ExprId| match cx.arena()[x] {
         Node::Var(v) => cx.definition(v),
         _ => Some(x),
@@ -127,9 +126,8 @@ fn steps_of(cx: &mut RuleCx, e: ExprId) -> Option<Steps> {
     }
     let (states, _, step, first) = states_beside_elements(cx, a, b)?;
     let state_part = if first { 0 } else { 1 };
-    let after = cx.mk(Node::Shift1L(states));
     Some(Steps {
-        after,
+        states,
         step,
         state_part,
     })
