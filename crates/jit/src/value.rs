@@ -201,6 +201,33 @@ pub(crate) enum Place {
     Tuple(Rc<[Place]>),
     /// An array in memory whose `len` is the capacity.
     Arr(Rc<Arr>),
+    /// An array in memory that what is written is added to, element by element: the
+    /// accumulator of a sum of arrays updated in place (`reduce (s, t. map2 + s t) z X`),
+    /// given to the loop that makes each term so that the term is added where it is made
+    /// rather than stored and then added. Writing `v` makes element `j` `p[j] + v[j]`, the
+    /// accumulator's element first, as the sum's function computes it; the value written
+    /// is then the accumulator's (a view of `p`), which nothing but the sum reads.
+    AddTo(Rc<Arr>),
+}
+
+impl Place {
+    /// Whether some part of the place adds to an accumulator ([`Place::AddTo`]).
+    pub(crate) fn adds(&self) -> bool {
+        match self {
+            Place::AddTo(_) => true,
+            Place::Tuple(ps) => ps.iter().any(Place::adds),
+            Place::Reg | Place::Real(_) | Place::Arr(_) => false,
+        }
+    }
+
+    /// The place with its parts that add to an accumulator kept in registers instead.
+    pub(crate) fn without_adds(&self) -> Place {
+        match self {
+            Place::AddTo(_) => Place::Reg,
+            Place::Tuple(ps) => Place::Tuple(ps.iter().map(Place::without_adds).collect()),
+            Place::Reg | Place::Real(_) | Place::Arr(_) => self.clone(),
+        }
+    }
 }
 
 /// One workspace buffer; dropping the last handle frees its slot for reuse.

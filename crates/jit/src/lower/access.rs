@@ -157,7 +157,7 @@ fn place_bases(p: &Place, out: &mut Vec<Value>) {
     match p {
         Place::Reg | Place::Real(_) => {}
         Place::Tuple(ps) => ps.iter().for_each(|p| place_bases(p, out)),
-        Place::Arr(a) => arr_bases(a, out),
+        Place::Arr(a) | Place::AddTo(a) => arr_bases(a, out),
     }
 }
 

@@ -318,14 +318,64 @@ impl<'a> Translator<'a> {
             }
             _ => Vec::new(),
         };
+        // The columns of `x` that the result adds to an accumulator (a `Place::AddTo` at
+        // any depth of its tuples: an enclosing loop's sum of arrays, see below), which
+        // nothing else reads: each element's part is added where it is computed, and the
+        // column is not stored.
+        let added: Vec<(ExprId, Vec<usize>, Rc<Arr>)> = match into {
+            Some(p) if p.adds() => {
+                let (roots, mut leaves) = (Vec::<ExprId>::new(), Vec::new());
+                let roots = match &after.tail {
+                    Tail::Rest(r) => {
+                        added_leaves(arena, *r, p, &mut leaves);
+                        vec![*r]
+                    }
+                    Tail::Components(items, ks) => {
+                        if let Place::Tuple(ps) = p {
+                            for (j, (&item, q)) in items.iter().zip(ps.iter()).enumerate() {
+                                if !ks.contains(&j) {
+                                    added_leaves(arena, item, q, &mut leaves);
+                                }
+                            }
+                        }
+                        let mut all = roots;
+                        all.extend(items.iter().copied());
+                        all
+                    }
+                };
+                let mut taken: Vec<Vec<usize>> = paths.clone();
+                taken.extend(redirected.iter().map(|(_, q, _)| q.clone()));
+                let mut out = Vec::new();
+                for (leaf, acc) in leaves {
+                    let Some(q) = column_of(arena, leaf, x) else {
+                        continue;
+                    };
+                    let apart = taken
+                        .iter()
+                        .all(|t| !q.starts_with(t) && !t.starts_with(&q));
+                    let unread = roots
+                        .iter()
+                        .all(|&r| reads_other_columns_except(arena, r, x, &q, Some(leaf)));
+                    if !q.is_empty() && apart && unread && matches!(acc.kind, Kind::Mem { .. }) {
+                        taken.push(q.clone());
+                        out.push((leaf, q, acc));
+                    }
+                }
+                out
+            }
+            _ => Vec::new(),
+        };
         let mut unkept: Vec<Vec<usize>> = redirected.iter().map(|(_, q, _)| q.clone()).collect();
         unkept.extend(paths.iter().filter(|p| !p.is_empty()).cloned());
+        unkept.extend(added.iter().map(|(_, q, _)| q.clone()));
         let mut d = match scratch {
             // Stored where the result that reads it last goes (see `scratch_place`).
             Some(d) if unkept.is_empty() && *d.shape == *a.shape => d.clone(),
             _ => self.alloc_without(&a.shape, &unkept)?,
         };
         let mut lens = vec![(a.len, a.stat()), (d.len, d.stat())];
+        // An accumulator added to by index runs no further than its length.
+        lens.extend(added.iter().map(|(_, _, acc)| (acc.len, acc.stat())));
         if !redirected.is_empty() {
             let Kind::Mem { layout, holds } = &d.kind else {
                 return internal("a buffer is not in memory");
@@ -389,6 +439,41 @@ impl<'a> Translator<'a> {
                 }
             }
         }
+        // An embedded fold that adds arrays in place and is itself a component of the
+        // result (inside its tuples: a loop body's adjoints beside its value) accumulates
+        // where that component goes, as the folds above.
+        if let (Some(p), None) = (into, scratch) {
+            let mut leaves = Vec::new();
+            match &after.tail {
+                Tail::Rest(r) => leaf_places(arena, *r, p, &mut leaves),
+                Tail::Components(items, _) => {
+                    if let Place::Tuple(ps) = p {
+                        for (&item, q) in items.iter().zip(ps.iter()) {
+                            leaf_places(arena, item, q, &mut leaves);
+                        }
+                    }
+                }
+            }
+            let first = folds.len() - after.embedded.len();
+            for (j, &e) in after.embedded.iter().enumerate() {
+                let (Node::Reduce(f, ..) | Node::Foldl(f, ..)) = arena[e] else {
+                    return internal("an embedded fold is not a fold");
+                };
+                let mut places = leaves.iter().filter(|(leaf, _)| *leaf == e);
+                let (Some((_, place)), None) = (places.next(), places.next()) else {
+                    continue;
+                };
+                if matches!(place, Place::Arr(_) | Place::Tuple(_))
+                    && !place.adds()
+                    && self.adds_in_place(f)?
+                {
+                    if result_places.len() <= first + j {
+                        result_places.resize(first + j + 1, None);
+                    }
+                    result_places[first + j] = Some(place.clone());
+                }
+            }
+        }
         // Each fold's accumulator: scalars in registers; one holding arrays in its place in
         // the result (above), or alternating between two buffers, or staying in one
         // updated in place (as in a fold of its own), all such folds in the same phase,
@@ -436,7 +521,29 @@ impl<'a> Translator<'a> {
             .iter()
             .filter(|p| !p.is_empty())
             .map(Vec::as_slice)
+            .chain(added.iter().map(|(_, q, _)| q.as_slice()))
             .collect();
+        // A fold of a column that sums arrays into one buffer (`map2 + s t`, nested) gives
+        // the element's computation that buffer to add its part to (`Place::AddTo`): a part
+        // made by a loop (a map of rows, say) is then added row by row where it is made,
+        // not stored in the element and added after. What the element leaves unadded is
+        // added here; the fold's function does not run.
+        let mut adding: Vec<Option<Rc<Arr>>> = Vec::with_capacity(specs.len());
+        for ((pa, px, body, _, path, _, _), acc) in specs.iter().zip(&accs) {
+            let buffer = match &acc.buffers {
+                Some((Place::Arr(p1), Place::Arr(p2)))
+                    if Rc::ptr_eq(p1, p2) && matches!(p1.kind, Kind::Mem { .. }) =>
+                {
+                    Some(p1.clone())
+                }
+                _ => None,
+            };
+            adding.push(buffer.filter(|_| {
+                !path.is_empty()
+                    && a.shape.elem.has_arrays()
+                    && sums_elementwise(arena, *pa, *px, *body)
+            }));
+        }
         // The `reduce`s of `+`, `*`, `max` and `min` run blocked (see `blocked`).
         let mut lanes = Vec::new();
         let mut lane_specs = Vec::new();
@@ -463,21 +570,39 @@ impl<'a> Translator<'a> {
                 // The arrays first, computed where they go (`elem_into`), then the folds,
                 // then the scalars (see `write_some`).
                 let xi = if a.shape.elem.has_arrays() {
-                    let arrays = arrays_only(&dst, &unwritten, &mut Vec::new());
+                    let mut arrays = arrays_only(&dst, &unwritten, &mut Vec::new());
+                    for (spec, buffer) in specs.iter().zip(&adding) {
+                        if let Some(acc) = buffer {
+                            arrays = put_at(&arrays, &spec.4, Place::AddTo(acc.clone()))?;
+                        }
+                    }
                     t.elem_into(a, IntVal::Ssa(i), &arrays)?
                 } else {
                     t.elem(a, IntVal::Ssa(i))?
                 };
                 let xi = t.write_some(&xi, &dst, &unwritten, Some(true))?;
+                for (_, q, acc) in &added {
+                    let part = project(&xi, q)?;
+                    let to = t.place_elem(acc, IntVal::Ssa(i))?;
+                    t.add_val(&part, &to)?;
+                }
                 let mut next = Vec::with_capacity(cur.len());
                 if phased == 1 {
                     next.push(t.b.ins().bxor_imm_s(cur[0], 1));
                 }
                 let mut at = phased;
-                for ((pa, px, body, acc_shape, path, _, _), acc) in specs.iter().zip(&accs) {
+                for (((pa, px, body, acc_shape, path, _, _), acc), buffer) in
+                    specs.iter().zip(&accs).zip(&adding)
+                {
                     let slots = acc.fixed.slots(&cur[at..at + acc.width])?;
                     at += acc.width;
                     let value = t.rebuild(&acc.start, acc_shape, &mut slots.iter(), &acc.holds)?;
+                    if let Some(buffer) = buffer {
+                        // Added already where the element made it, or added now.
+                        t.write(&project(&xi, path)?, &Place::AddTo(buffer.clone()))?;
+                        next.extend(t.carry(&value, &acc.fixed)?);
+                        continue;
+                    }
                     t.bind(*pa, value)?;
                     t.bind(*px, project(&xi, path)?)?;
                     let r = t.emit(*body);
@@ -539,6 +664,12 @@ impl<'a> Translator<'a> {
         for (&e, v) in after.embedded.iter().zip(folded.drain(tail_count..)) {
             self.precomputed.insert(e, v);
         }
+        for (leaf, _, acc) in &added {
+            // Added where each element was made: the result's component is the sum.
+            self.skip(*leaf);
+            let sum = self.view(acc, acc.len, acc.stat())?;
+            self.precomputed.insert(*leaf, sum);
+        }
         let r = match after.tail {
             Tail::Rest(rest) => match into {
                 Some(p) => self.emit_into(rest, p)?,
@@ -583,6 +714,9 @@ impl<'a> Translator<'a> {
         }
         for (_, item, _) in &column_items {
             self.precomputed.remove(item);
+        }
+        for (leaf, ..) in &added {
+            self.precomputed.remove(leaf);
         }
         self.end_scope(&after.lets, &r);
         self.end_scope(&[x], &r);
@@ -1031,6 +1165,82 @@ fn reads_other_columns_except(
     true
 }
 
+/// The parts of the result `e` written to `p` that add to an accumulator: the components
+/// of its tuples (nested alike in `p`) whose place is a `Place::AddTo`.
+fn added_leaves(arena: &Arena, e: ExprId, p: &Place, out: &mut Vec<(ExprId, Rc<Arr>)>) {
+    let mut leaves = Vec::new();
+    leaf_places(arena, e, p, &mut leaves);
+    out.extend(leaves.into_iter().filter_map(|(e, p)| match p {
+        Place::AddTo(acc) => Some((e, acc)),
+        _ => None,
+    }));
+}
+
+/// The components of the result `e` written to `p`, through its tuples nested alike in
+/// `p`, each with its place.
+pub(super) fn leaf_places(arena: &Arena, e: ExprId, p: &Place, out: &mut Vec<(ExprId, Place)>) {
+    match (arena[e], p) {
+        (Node::Tuple(l), Place::Tuple(ps)) if l.len() == ps.len() => {
+            for (&item, q) in arena.exprs(l).iter().zip(ps.iter()) {
+                leaf_places(arena, item, q, out);
+            }
+        }
+        _ => out.push((e, p.clone())),
+    }
+}
+
+/// Whether the fold's function `(a, b. body)` adds its two arrays element by element,
+/// the accumulator `a` first: `map2 + a b`, `map2 (s, t. map2 + s t) a b`, or an array of
+/// tuples summed component by component (`map2 (s, t. (map2 + s.0 t.0, s.1 + t.1)) a b`).
+fn sums_elementwise(arena: &Arena, a: Var, b: Var, body: ExprId) -> bool {
+    matches!(arena[body], Node::Map2(..)) && sums_parts(arena, a, b, &mut Vec::new(), body)
+}
+
+/// Whether `e` is the sum, element by element, of the components at `path` of the
+/// variables `a` and `b`, `a`'s first (see [`sums_elementwise`]).
+fn sums_parts(arena: &Arena, a: Var, b: Var, path: &mut Vec<u32>, e: ExprId) -> bool {
+    // Whether `x` is the component at `path` of `v`.
+    let at = |x: ExprId, v: Var| {
+        let mut x = x;
+        for &k in path.iter().rev() {
+            match arena[x] {
+                Node::Proj(i, inner) if i == k => x = inner,
+                _ => return false,
+            }
+        }
+        arena[x] == Node::Var(v)
+    };
+    match arena[e] {
+        Node::Op2(unfad_syntax::BinOp::Add, x, y) => at(x, a) && at(y, b),
+        Node::Map2(f, x, y) if at(x, a) && at(y, b) => match arena.lambda_parts(f) {
+            Some((&[s, t], inner)) => sums_parts(arena, s, t, &mut Vec::new(), inner),
+            _ => false,
+        },
+        Node::Tuple(l) => arena.exprs(l).iter().enumerate().all(|(k, &item)| {
+            path.push(k as u32);
+            let ok = sums_parts(arena, a, b, path, item);
+            path.pop();
+            ok
+        }),
+        _ => false,
+    }
+}
+
+/// `p` with the place at `path` (through its tuples) replaced by `new`.
+fn put_at(p: &Place, path: &[usize], new: Place) -> JitResult<Place> {
+    let Some((&k, rest)) = path.split_first() else {
+        return Ok(new);
+    };
+    match p {
+        Place::Tuple(items) if k < items.len() => {
+            let mut items: Vec<Place> = items.to_vec();
+            items[k] = put_at(&items[k], rest, new)?;
+            Ok(Place::Tuple(items.into()))
+        }
+        _ => internal("a component path through a place that is not a tuple"),
+    }
+}
+
 /// The component at `path` of the tuple value `v`.
 fn project(v: &Val, path: &[usize]) -> JitResult<Val> {
     let mut v = v.clone();
@@ -1053,7 +1263,7 @@ fn arrays_only(p: &Place, skip: &[&[usize]], at: &mut Vec<usize>) -> Place {
         return Place::Reg;
     }
     match p {
-        Place::Arr(_) => p.clone(),
+        Place::Arr(_) | Place::AddTo(_) => p.clone(),
         Place::Real(_) | Place::Reg => Place::Reg,
         Place::Tuple(items) => Place::Tuple(
             items

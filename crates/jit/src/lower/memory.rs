@@ -416,7 +416,7 @@ impl<'a> Translator<'a> {
         match p {
             Place::Reg | Place::Real(_) => {}
             Place::Tuple(ps) => ps.iter().for_each(|p| Self::place_holds(p, out)),
-            Place::Arr(a) => {
+            Place::Arr(a) | Place::AddTo(a) => {
                 if let Kind::Mem { holds, .. } = &a.kind {
                     out.extend(holds.iter().cloned());
                 }

@@ -452,6 +452,12 @@ impl<'a> Translator<'a> {
         if let Some(v) = self.precomputed.get(&e).cloned() {
             return self.write(&v, p);
         }
+        // Added to an accumulator: computed, then added (a `let` chain passes the place on
+        // to its result, whose loops may add where they compute: `stored_then_folded`).
+        if matches!(p, Place::AddTo(_)) && !matches!(arena[e], Let(..) | LetTuple(..)) {
+            let v = self.emit(e)?;
+            return self.write(&v, p);
+        }
         match (arena[e], p) {
             (_, Place::Reg) => self.emit(e),
             (Let(x, e1, e2), _) => {
@@ -519,7 +525,14 @@ impl<'a> Translator<'a> {
                 self.end_scope(xs, &r);
                 Ok(r)
             }
-            (If(c, x, y), _) if self.shape(e)?.has_arrays() => self.emit_if(e, c, x, y, Some(p)),
+            (If(c, x, y), _) if self.shape(e)?.has_arrays() => {
+                if p.adds() {
+                    // Each branch computes; the join adds once.
+                    let v = self.emit_if(e, c, x, y, Some(&p.without_adds()))?;
+                    return self.write(&v, p);
+                }
+                self.emit_if(e, c, x, y, Some(p))
+            }
             (Tuple(l), Place::Tuple(ps)) if l.len() == ps.len() => {
                 if let Some(v) = self.fused_tuple(arena.exprs(l), ps)? {
                     return Ok(v);

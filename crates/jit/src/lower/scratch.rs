@@ -24,7 +24,7 @@ use crate::error::{internal, JitResult};
 use crate::shape::SShape;
 use crate::value::{Arr, Kind, Place, Val};
 
-use super::fusion::column_of;
+use super::fusion::{column_of, leaf_places};
 use super::memory::with_column;
 
 use super::Translator;
@@ -117,9 +117,10 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// `let x = e1 in rest` written to `p`, when `e1` is a fold that adds arrays in place
-    /// and `rest` reads `x` only as columns of its result ([`Translator::columns_place`]):
-    /// the fold accumulates in the result's buffers, and those components are not written
+    /// `let x = e1 in rest` written to `p`, when `e1` is a fold that adds arrays in place,
+    /// or a map, and `rest` reads `x` only as columns of its result
+    /// ([`Translator::columns_place`]): the fold accumulates in the result's buffers, or
+    /// the map writes its elements' components there, and those components are not written
     /// again. `None` (nothing emitted) otherwise.
     pub(super) fn fold_into_columns(
         &mut self,
@@ -128,10 +129,12 @@ impl<'a> Translator<'a> {
         rest: ExprId,
         p: &Place,
     ) -> JitResult<Option<Val>> {
-        let (Node::Reduce(f, ..) | Node::Foldl(f, ..)) = self.arena[e1] else {
-            return Ok(None);
+        let fits = match self.arena[e1] {
+            Node::Reduce(f, ..) | Node::Foldl(f, ..) => self.adds_in_place(f)?,
+            Node::Map(..) | Node::Map2(..) => true,
+            _ => false,
         };
-        if !self.adds_in_place(f)? {
+        if !fits {
             return Ok(None);
         }
         let Some((place, written)) = self.columns_place(x, rest, p)? else {
@@ -139,7 +142,7 @@ impl<'a> Translator<'a> {
         };
         let v = self.emit_into(e1, &place)?;
         let Val::Arr(a) = &v else {
-            return internal("a fold of arrays made no array");
+            return internal("a fold or map of arrays made no array");
         };
         let (len, dim) = (a.len, a.stat());
         self.bind_let(x, v)?;
@@ -198,12 +201,16 @@ impl<'a> Translator<'a> {
         let Node::Tuple(l) = arena[cur] else {
             return Ok(None);
         };
-        let items = arena.exprs(l);
-        if items.len() != ps.len() {
+        if arena.exprs(l).len() != ps.len() {
             return Ok(None);
         }
+        // The result's components, through its nested tuples (a loop body's value beside
+        // the tuple of its adjoints).
+        let mut leaves = Vec::new();
+        leaf_places(arena, cur, p, &mut leaves);
         let mut columns: Vec<(ExprId, Vec<usize>, Rc<Arr>)> = Vec::new();
-        for (&item, place) in items.iter().zip(ps.iter()) {
+        for (item, place) in &leaves {
+            let (item, place) = (*item, place);
             if !arena.mentions_any(item, &[x]) {
                 continue;
             }

@@ -34,8 +34,51 @@ impl<'a> Translator<'a> {
                 self.write_components(vs, ps, None, |_| Vec::new())
             }
             (Val::Arr(a), Place::Arr(p)) => self.write_arr(a, p),
+            (Val::Arr(a), Place::AddTo(p)) => {
+                if !in_place(a, p) {
+                    self.add_into(a, p)?;
+                }
+                self.view(p, p.len, p.stat())
+            }
             _ => internal("a value does not fit its destination"),
         }
+    }
+
+    /// Add the array `a` into the in-memory array `p`, element by element over the
+    /// shorter of the two (nested arrays likewise): `p[j] = p[j] + a[j]`, the accumulator's
+    /// element first, in the order of the elements, as a sum's `map2 + s t` over `p` and
+    /// `a` computes it.
+    pub(super) fn add_into(&mut self, a: &Rc<Arr>, p: &Arr) -> JitResult<()> {
+        let (count, _) = self.min_len(&[(a.len, a.stat()), (p.len, p.stat())]);
+        // Reals two per iteration, as a map's (the lanes pass makes them vector loads,
+        // additions and stores); rows one loop each.
+        let paired = !p.shape.elem.has_arrays();
+        self.peeled_loop(count, &[a], 0, &[a], &[], paired, &mut |t, i, _| {
+            let x = t.elem(a, IntVal::Ssa(i))?;
+            let dst = t.place_elem(p, IntVal::Ssa(i))?;
+            t.add_val(&x, &dst)
+        })?;
+        Ok(())
+    }
+
+    /// Add `v` into the place `p` (see [`Translator::add_into`]).
+    pub(super) fn add_val(&mut self, v: &Val, p: &Place) -> JitResult<Vec<Value>> {
+        match (v, p) {
+            (Val::Real(x), Place::Real(addr)) => {
+                let x = self.real_value(*x);
+                let old = self.load(*addr);
+                let sum = self.b.ins().fadd(old, x);
+                self.store(sum, *addr);
+            }
+            (Val::Arr(a), Place::Arr(d) | Place::AddTo(d)) => self.add_into(a, d)?,
+            (Val::Tuple(vs), Place::Tuple(ps)) if vs.len() == ps.len() => {
+                for (v, p) in vs.iter().zip(ps.iter()) {
+                    self.add_val(v, p)?;
+                }
+            }
+            _ => return internal("a term added to an accumulator of another shape"),
+        }
+        Ok(Vec::new())
     }
 
     /// `v` written to `p` except its components at `paths`, which the result keeps as they
@@ -223,6 +266,8 @@ impl<'a> Translator<'a> {
                 Ok(())
             }
             Place::Tuple(ps) => ps.iter().try_for_each(|p| self.zero(p)),
+            // Zeros added change nothing.
+            Place::AddTo(_) => Ok(()),
             Place::Arr(a) => {
                 let a = a.clone();
                 self.pad(&a, IntVal::Const(0), None)
