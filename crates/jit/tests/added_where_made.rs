@@ -45,6 +45,29 @@ fn a_layers_weight_gradient_is_added_row_by_row_where_it_is_made() {
 }
 
 #[test]
+fn a_softmax_layers_gradient_makes_both_adjoints_in_one_loop_over_the_rows() {
+    // The adjoint of the logits needs their sum first; then one loop over `W`'s rows makes
+    // the adjoint of `x` (summed) and the rows of `W`'s gradient (added where made).
+    let src = "def f(X: [n][m]real, W: [k][m]real, Y: [n][k]real): real = \
+               sum(map2 (x, y. \
+                 let z = map (row. dot(row, x)) W in \
+                 let lse = log(sum(map (zc. exp(zc)) z)) in \
+                 sum(map2 (yc, zc. yc * (lse - zc)) y z)) X Y)";
+    let inputs: Vec<_> = SIZES
+        .iter()
+        .map(|&(n, m, k)| json!({"X": mat_of(n, m, 0.3), "W": mat_of(k, m, -0.7), "Y": mat_of(n, k, 0.5)}))
+        .collect();
+    assert!(check_gradient(src, &inputs));
+    let (prog, func) = gradient(src).unwrap();
+    let printed = unfad_syntax::print_func(&prog.arena, &func);
+    assert!(printed.contains("_joint"), "{printed}");
+    // Per point: the logits and their exponentials.
+    let (n, m, k) = (100, 32, 10);
+    let ws = gradient_workspace(src, &[n, m, k]);
+    assert!(ws <= 2 * k as usize, "workspace {ws} at m = {m}, k = {k}");
+}
+
+#[test]
 fn a_product_of_matrices_adds_its_columns_gradient_per_row() {
     let src = "def f(A: [n][k]real, B: [k][m]real, C: [n][m]real): real = \
                let Bt = transpose B in \

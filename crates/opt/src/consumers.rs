@@ -308,10 +308,10 @@ fn join_once(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
     }
     // What each statement and each of the result's components read, found once: a chain
     // may be thousands of statements long, each a producer to try.
-    let items: Vec<ExprId> = match arena[tail] {
-        Node::Tuple(l) => arena.exprs(l).to_vec(),
-        _ => vec![tail],
-    };
+    // The result's components, through nested tuples: reverse mode returns a loop body's
+    // value beside the tuple of its adjoints, `(v, (dx, dW))`.
+    let mut items: Vec<ExprId> = Vec::new();
+    let shape = leaves(arena, tail, MAX_TUPLE_DEPTH, &mut items);
     let free_set =
         |arena: &Arena, e: ExprId| -> HashSet<Var> { arena.free_vars(e).into_iter().collect() };
     let stmt_reads: Vec<HashSet<Var>> = stmts.iter().map(|s| free_set(arena, s.rhs())).collect();
@@ -490,13 +490,55 @@ fn join_once(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
                 _ => c,
             };
         }
-        let new_tail = match arena[tail] {
-            Node::Tuple(_) => arena.tuple(&new_items),
-            _ => new_items[0],
-        };
+        let new_tail = rebuild(arena, &shape, &new_items);
         return Some(rechain(arena, &out, new_tail));
     }
     None
+}
+
+/// Levels of nested tuples in a chain's result whose components are looked at, at most.
+const MAX_TUPLE_DEPTH: usize = 4;
+
+/// How a chain's result nests its components: [`leaves`] lists them, [`rebuild`] puts new
+/// ones back in the same places.
+enum Nesting {
+    Leaf,
+    Tuple(Vec<Nesting>),
+}
+
+/// Push the components of `e` (through at most `depth` levels of tuples) onto `out`.
+fn leaves(arena: &Arena, e: ExprId, depth: usize, out: &mut Vec<ExprId>) -> Nesting {
+    match arena[e] {
+        Node::Tuple(l) if depth > 0 => Nesting::Tuple(
+            arena
+                .exprs(l)
+                .to_vec()
+                .into_iter()
+                .map(|c| leaves(arena, c, depth - 1, out))
+                .collect(),
+        ),
+        _ => {
+            out.push(e);
+            Nesting::Leaf
+        }
+    }
+}
+
+/// The term nested as `shape`, with `items` as its components in order.
+fn rebuild(arena: &mut Arena, shape: &Nesting, items: &[ExprId]) -> ExprId {
+    fn go(arena: &mut Arena, shape: &Nesting, items: &[ExprId], next: &mut usize) -> ExprId {
+        match shape {
+            Nesting::Leaf => {
+                *next += 1;
+                items[*next - 1]
+            }
+            Nesting::Tuple(cs) => {
+                let parts: Vec<ExprId> = cs.iter().map(|c| go(arena, c, items, next)).collect();
+                arena.tuple(&parts)
+            }
+        }
+    }
+    go(arena, shape, items, &mut 0)
 }
 
 /// `map` (one array), `map2` (two) or `map2` over a zip of all but the last (more) of the

@@ -114,6 +114,34 @@ fn consumers_over_more_arrays_zip_them_into_the_joint_loop() {
 }
 
 #[test]
+fn consumers_in_a_loop_bodys_nested_result_join_too() {
+    // A softmax layer per point: its result is `(value, (adjoint of x, adjoint of z, rows
+    // of W's gradient))`. The logits' adjoint needs their sum, then the adjoint of `x` (a
+    // sum over the rows) and the rows of `W`'s gradient loop over it and `W`: nested in
+    // the body's result, they join it, one loop over the rows.
+    let src = "def f(X: [n][m]real, W: [k][m]real, Y: [n][k]real): real =
+           sum(map2 (x, y.
+             let z = map (row. dot(row, x)) W in
+             let lse = log(sum(map (zc. exp(zc)) z)) in
+             sum(map2 (yc, zc. yc * (lse - zc)) y z)) X Y)";
+    let (prog, func, term, joined) = before_and_after(src);
+    let printed = print_func(&prog.arena, &joined);
+    assert!(!print_func(&prog.arena, &term).contains("_joint"));
+    assert_eq!(printed.matches("_joint =").count(), 1, "{printed}");
+    assert!(printed.contains(") W\n"), "{printed}");
+    let input = serde_json::json!({
+        "X": [[1.0, 2.0], [0.25, -1.0], [0.5, 0.5]],
+        "W": [[0.1, -0.2], [0.3, 0.4], [-0.5, 0.6]],
+        "Y": [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    });
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+    assert_eq!(
+        value(&prog.arena, &term, &args),
+        value(&prog.arena, &joined, &args)
+    );
+}
+
+#[test]
 fn loops_read_otherwise_or_after_a_reduction_stay_apart() {
     // logsumexp: the exponentials' consumer in the gradient reads `1 / sum`, bound after
     // them; second differences: the adjoints are read by scans. Joining would store what

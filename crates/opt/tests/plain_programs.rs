@@ -111,61 +111,49 @@ fn mixture() {
         expect![[r#"
             def gmm(alpha: [k]real, means: [k][m]real, q: [k][m]real, X: [n][m]real): (real, [k]real, [k][m]real, [k][m]real, [n][m]real) =
               let h = map2 (a, c. (c, map (qd. exp(qd)) (snd c), a + reduce + 0 (snd c))) alpha (map2 (mu, qk. (mu, qk)) means q) in
-              let h_1 = map (qk_1. map (x. exp(x)) qk_1) q in
+              let h_1 = map (qk_1. map (e. exp(e)) qk_1) q in
               let A =
-                map (x_1.
+                map (x.
                   let v =
                     map (pe.
                       pe.2 - 0.5 * reduce + 0 (map2 (pe_1, zd.
                            let t = pe_1 * zd in
-                           t * t) (snd pe) (map2 - x_1 (fst (fst pe))))) h
+                           t * t) (snd pe) (map2 - x (fst (fst pe))))) h
                   in
                   let mx = reduce max (-1e300) v in
-                  let E = map (x_2. exp(x_2 - mx)) v in
+                  let E = map (x_1. exp(x_1 - mx)) v in
                   let v87 = reduce + 0 E in
                   let z = 1 / v87 in
                   let z_1 = z * -v87 + 1 in
                   let L = if mx == mx then -2 else len(alpha) - 1 in
-                  let dv =
-                    map2 (b, e.
-                      let a_1 = e * z in
-                      a_1 + b) (map2 (p, x_3. if fst p >= x_3 then 0 else if x_3 == mx || snd p == L then z_1 else 0) (shift1R (scanl (s, x_4. (max(fst s, x_4), snd s + 1)) (-1e300, 0) v)) v) E
-                  in
+                  let dv = map2 (b, e_1. e_1 * z + b) (map2 (p, x_2. if fst p >= x_2 then 0 else if x_2 == mx || snd p == L then z_1 else 0) (shift1R (scanl (s, x_3. (max(fst s, x_3), snd s + 1)) (-1e300, 0) v)) v) E in
                   let G =
                     map2 (mu_1, pe_2.
-                      let s_1 = map2 (zd_1, e_1. e_1 * zd_1) (map2 - x_1 mu_1) pe_2 in
-                      let z_2 =
-                        map2 (t_1, e_2.
-                          let b_1 = (t_1 + t_1) * -0.5 in
-                          e_2 * b_1) s_1 pe_2
+                      let E_joint =
+                        map2 (pe_3, e_2.
+                          let s_i = pe_3 * e_2 in
+                          let b_1 = (s_i + s_i) * -0.5 in
+                          let z_i = pe_3 * b_1 in
+                          (-z_i, 1 + s_i * b_1, z_i)) pe_2 (map2 - x mu_1)
                       in
-                      (
-                        (
-                          map (b_2. -b_2) z_2,
-                          map (a_2.
-                            let b_3 = (a_2 + a_2) * -0.5 in
-                            let b_4 = a_2 * b_3 in
-                            1 + b_4) s_1
-                        ),
-                        z_2
-                      )) means h_1
+                      ((map (g. fst g) E_joint, map (g_1. snd g_1) E_joint), map (g_2. g_2.2) E_joint)) means h_1
                   in
                   (
                     mx + log(v87),
                     (
-                      reduce (s_2, t_2. map2 + s_2 t_2) zeros_like(x_1) (map2 (z_3, g. map (s_3. z_3 * s_3) (snd g)) dv G),
+                      reduce (s_1, t_1. map2 + s_1 t_1) zeros_like(x) (map2 (z_2, g_3. map (s_2. z_2 * s_2) (snd g_3)) dv G),
                       dv,
-                      map2 (g_1, z_4. (map (s_4. z_4 * s_4) (fst (fst g_1)), map (s_5. z_4 * s_5) (snd (fst g_1)))) G dv
+                      map2 (g_4, z_3. (map (s_3. z_3 * s_3) (fst (fst g_4)), map (s_4. z_3 * s_4) (snd (fst g_4)))) G dv
                     )
                   )) X
               in
-              let dcomps = reduce (s_6, t_3. map2 (s_7, t_4. (map2 + (fst s_7) (fst t_4), map2 + (snd s_7) (snd t_4))) s_6 t_3) zeros_like(map2 (mu_2, qk_2. (mu_2, qk_2)) means q) (map (g_2. (snd g_2).2) A) in
+              let dcomps = reduce (s_5, t_2. map2 (s_6, t_3. (map2 + (fst s_6) (fst t_3), map2 + (snd s_6) (snd t_3))) s_5 t_2) zeros_like(map2 (mu_2, qk_2. (mu_2, qk_2)) means q) (map (g_5. (snd g_5).2) A) in
               (
-                reduce + 0 (map (g_3. fst g_3) A),
-                reduce (s_8, t_5. map2 + s_8 t_5) zeros_like(alpha) (map (g_4. snd (snd g_4)) A),
-                map (z_5. fst z_5) dcomps,
-                map (z_6. snd z_6) dcomps,
-                map (g_5. fst (snd g_5)) A
+                reduce + 0 (map (g_6. fst g_6) A),
+                reduce (s_7, t_4. map2 + s_7 t_4) zeros_like(alpha) (map (g_7. snd (snd g_7)) A),
+                map (z_4. fst z_4) dcomps,
+                map (z_5. snd z_5) dcomps,
+                map (g_8. fst (snd g_8)) A
               )
         "#]],
     );
