@@ -2,9 +2,11 @@
 //! adjoint) whose terms are made by loops inside each element (a map over a layer's rows)
 //! gets its accumulator as the place those loops write to (`Place::AddTo`,
 //! `lower/fusion.rs`): each row's part is added where it is made, where it used to be
-//! stored in the element and added after. Gradients are checked bit for bit against the
-//! interpreter, with guard cells around every buffer; the workspace shows the terms are not
-//! stored.
+//! stored in the element and added after. Such additions, and sums of arrays that add in
+//! place into the result, also run in the loop of their tuple's sibling loops
+//! (`fused_tuple`: a layer's adjoint of `x` and its rows of `W`'s gradient in one pass over
+//! the rows). Gradients are checked bit for bit against the interpreter, with guard cells
+//! around every buffer; the workspace shows the terms are not stored.
 
 mod common;
 
@@ -128,4 +130,42 @@ fn a_layer_with_a_bias_and_an_output_weight_adds_every_gradient_once() {
         })
         .collect();
     assert!(check_gradient(src, &inputs));
+}
+
+#[test]
+fn a_scalars_gradient_summed_over_the_rows_leaves_the_additions_in_order() {
+    // Per point, `c`'s gradient is a blocked sum over the rows, beside the adjoint of `x`
+    // and the rows of `W`'s gradient, which are added in the order of the rows: the sum's
+    // loop runs its rows in blocks, so the additions run in a loop of their own.
+    let src = "def f(X: [n][m]real, W: [k][m]real, c: real): real = \
+               sum(map (x. sum(map (row. tanh(c * dot(row, x))) W)) X)";
+    let inputs: Vec<_> = SIZES
+        .iter()
+        .map(|&(n, m, k)| json!({"X": mat_of(n, m, 0.3), "W": mat_of(k, m, -0.7), "c": 0.8}))
+        .collect();
+    assert!(check_gradient(src, &inputs));
+}
+
+#[test]
+fn a_batch_of_layers_with_many_rows_adds_them_in_order() {
+    // Enough rows and columns for the loops' pairs and blocks, and odd counts for their
+    // remainders.
+    let src = LAYER;
+    let inputs: Vec<_> = [(3, 17, 9), (2, 8, 33)]
+        .iter()
+        .map(|&(n, m, k)| json!({"X": mat_of(n, m, 0.3), "W": mat_of(k, m, -0.7)}))
+        .collect();
+    assert!(check_gradient(src, &inputs));
+    let mlp = "def f(X: [n][m]real, W: [k][m]real, b: [k]real, v: [k]real, t: [n]real): real = \
+               sum(map2 (x, y. \
+                 let h = map2 (row, c. tanh(dot(row, x) + c)) W b in \
+                 let out = dot(v, h) in (out - y) * (out - y)) X t)";
+    let inputs: Vec<_> = [(3, 17, 9), (2, 8, 33)]
+        .iter()
+        .map(|&(n, m, k)| {
+            json!({"X": mat_of(n, m, 0.3), "W": mat_of(k, m, -0.7), "b": vec_of(k, 0.2),
+                   "v": vec_of(k, 0.6), "t": vec_of(n, 0.9)})
+        })
+        .collect();
+    assert!(check_gradient(mlp, &inputs));
 }

@@ -62,7 +62,9 @@ impl<'a> Translator<'a> {
                 src,
                 reduce,
             };
-            return Ok(self.fused_loop(n, &[&fold], &[])?.remove(0));
+            return Ok(self
+                .fused_loop(n, &[&fold], &[], &super::fusion::Additions::default())?
+                .remove(0));
         }
         if !acc_shape.has_arrays() {
             let mut init = Vec::new();

@@ -76,8 +76,31 @@ enum Prep {
         count: IntVal,
         dim: Option<Dim>,
     },
+    /// An array added element by element into an accumulator (its place adds, see
+    /// `Place::AddTo`): element `i` of `a` added to element `i` of `d`.
+    Add {
+        a: Rc<Arr>,
+        d: Rc<Arr>,
+        count: IntVal,
+    },
+    /// A sum of arrays updated in place (`reduce (s, t. map2 + s t) z src`, see
+    /// `sums_elementwise`) whose accumulator is its place `acc`, which holds `z` already:
+    /// each element of `src` added to all of `acc`, in order.
+    Sum {
+        src: Rc<Arr>,
+        acc: Rc<Arr>,
+    },
     /// Not a loop: already written.
     Done(Val),
+}
+
+/// The additions a fused loop makes per element: `(a, d)`, element `i` of `a` added to
+/// element `i` of `d` ([`Prep::Add`]); `(src, acc)`, element `i` of `src` added to `acc`
+/// ([`Prep::Sum`]).
+#[derive(Default)]
+pub(super) struct Additions<'p> {
+    pub by_index: Vec<(&'p Rc<Arr>, &'p Rc<Arr>)>,
+    pub sums: Vec<(&'p Rc<Arr>, &'p Rc<Arr>)>,
 }
 
 impl<'a> Translator<'a> {
@@ -814,9 +837,27 @@ impl<'a> Translator<'a> {
             ) => flat(e),
             _ => false,
         };
+        // Arrays added to an accumulator, and sums of arrays that add in place into their
+        // place: loops that add element by element.
+        let adding_like = |t: &Self, e: ExprId, p: &Place| -> JitResult<bool> {
+            if computed.contains(&e) {
+                return Ok(false);
+            }
+            Ok(match (arena[e], p) {
+                (Node::Map(..) | Node::Map2(..), Place::AddTo(d)) => {
+                    matches!(d.kind, Kind::Mem { .. })
+                }
+                (Node::Reduce(f, ..), Place::Arr(d)) if matches!(d.kind, Kind::Mem { .. }) => {
+                    let (ps, body) = lambda(arena, f, 2, "a fold")?;
+                    t.an.var_shape(ps[0])?.has_arrays()
+                        && sums_elementwise(arena, ps[0], ps[1], body)
+                }
+                _ => false,
+            })
+        };
         let mut loops = 0;
         for (&e, p) in items.iter().zip(places) {
-            if fold_like(self, e, p)? || array_like(e, p) {
+            if fold_like(self, e, p)? || array_like(e, p) || adding_like(self, e, p)? {
                 loops += 1;
             }
         }
@@ -826,7 +867,29 @@ impl<'a> Translator<'a> {
         // Prepare every component in order: loops up to their sources, the others in full.
         let mut preps: Vec<Prep> = Vec::with_capacity(items.len());
         for (&e, p) in items.iter().zip(places) {
-            preps.push(if fold_like(self, e, p)? {
+            preps.push(if adding_like(self, e, p)? {
+                match (arena[e], p) {
+                    (Node::Reduce(_, z, x), Place::Arr(acc)) => {
+                        let zv = self.emit(z)?;
+                        self.write(&zv, p)?;
+                        let src = self.emit_arr(x)?;
+                        Prep::Sum {
+                            src,
+                            acc: acc.clone(),
+                        }
+                    }
+                    (_, Place::AddTo(d)) => {
+                        let a = self.emit_arr(e)?;
+                        let (count, _) = self.min_len(&[(a.len, a.stat()), (d.len, d.stat())]);
+                        Prep::Add {
+                            a,
+                            d: d.clone(),
+                            count,
+                        }
+                    }
+                    _ => return internal("an addition changed its node"),
+                }
+            } else if fold_like(self, e, p)? {
                 let (Node::Reduce(f, z, x) | Node::Foldl(f, z, x)) = arena[e] else {
                     return internal("a fold changed its node");
                 };
@@ -863,7 +926,8 @@ impl<'a> Translator<'a> {
         // The loops over the first loop's length run fused; the others alone.
         let count_of = |p: &Prep| match p {
             Prep::Fold(f) => Some(f.src.len),
-            Prep::Array { count, .. } => Some(*count),
+            Prep::Array { count, .. } | Prep::Add { count, .. } => Some(*count),
+            Prep::Sum { src, .. } => Some(src.len),
             Prep::Done(_) => None,
         };
         let Some(count) = preps.iter().find_map(count_of) else {
@@ -877,8 +941,17 @@ impl<'a> Translator<'a> {
                 .collect::<JitResult<Vec<_>>>()?;
             return Ok(Some(Val::Tuple(items.into())));
         };
+        // Additions run in the order of the elements; a blocked fold's loop runs its
+        // elements in blocks of copies, so they then run alone.
+        let mut laned = false;
+        for p in &preps {
+            if let Prep::Fold(f) = p {
+                laned |= f.reduce && self.lane_of(f.pa, f.px, f.body).is_some();
+            }
+        }
         let group: Vec<usize> = (0..preps.len())
             .filter(|&k| count_of(&preps[k]) == Some(count))
+            .filter(|&k| !(laned && matches!(preps[k], Prep::Add { .. } | Prep::Sum { .. })))
             .collect();
         let mut out: Vec<Option<Val>> = vec![None; preps.len()];
         for k in 0..preps.len() {
@@ -890,8 +963,19 @@ impl<'a> Translator<'a> {
                 Prep::Array { a, d, .. } => self.write_arr(a, d)?,
                 Prep::Fold(f) => {
                     let n = f.src.len;
-                    let v = self.fused_loop(n, &[f], &[])?.remove(0);
+                    let v = self
+                        .fused_loop(n, &[f], &[], &Additions::default())?
+                        .remove(0);
                     self.write(&v, &places[k])?
+                }
+                Prep::Add { a, .. } => self.write(&Val::Arr(a.clone()), &places[k])?,
+                Prep::Sum { src, acc } => {
+                    let sums = Additions {
+                        by_index: Vec::new(),
+                        sums: vec![(src, acc)],
+                    };
+                    self.fused_loop(src.len, &[], &[], &sums)?;
+                    self.view(acc, acc.len, acc.stat())?
                 }
             });
         }
@@ -909,7 +993,17 @@ impl<'a> Translator<'a> {
                 _ => None,
             })
             .collect();
-        let mut results = self.fused_loop(count, &folds, &arrays)?.into_iter();
+        let mut additions = Additions::default();
+        for &k in &group {
+            match &preps[k] {
+                Prep::Add { a, d, .. } => additions.by_index.push((a, d)),
+                Prep::Sum { src, acc } => additions.sums.push((src, acc)),
+                _ => {}
+            }
+        }
+        let mut results = self
+            .fused_loop(count, &folds, &arrays, &additions)?
+            .into_iter();
         for &k in &group {
             out[k] = Some(match &preps[k] {
                 Prep::Fold(_) => {
@@ -922,6 +1016,9 @@ impl<'a> Translator<'a> {
                     self.pad(d, *count, *dim)?;
                     self.view(d, *count, *dim)?
                 }
+                // The accumulator, as an `AddTo` write yields it.
+                Prep::Add { d, .. } => self.view(d, d.len, d.stat())?,
+                Prep::Sum { acc, .. } => self.view(acc, acc.len, acc.stat())?,
                 Prep::Done(v) => v.clone(),
             });
         }
@@ -932,15 +1029,17 @@ impl<'a> Translator<'a> {
         Ok(Some(Val::Tuple(items.into())))
     }
 
-    /// One loop of `count` iterations running the folds `folds` (scalar accumulators) and
-    /// writing element `i` of each `(array, destination)` of `arrays`; returns the folds'
-    /// results. A `reduce` of `+`, `*`, `max` or `min` among the folds makes it a blocked
+    /// One loop of `count` iterations running the folds `folds` (scalar accumulators),
+    /// writing element `i` of each `(array, destination)` of `arrays` and making the
+    /// additions `adds` (after the writes, in the order of the elements); returns the
+    /// folds' results. A `reduce` of `+`, `*`, `max` or `min` among the folds makes it a blocked
     /// loop (see [`super::blocked`]).
     pub(super) fn fused_loop(
         &mut self,
         count: IntVal,
         folds: &[&FoldPrep],
         arrays: &[(&Rc<Arr>, &Rc<Arr>)],
+        adds: &Additions,
     ) -> JitResult<Vec<Val>> {
         let mut init = Vec::new();
         let mut widths = Vec::with_capacity(folds.len());
@@ -960,6 +1059,8 @@ impl<'a> Translator<'a> {
             .iter()
             .copied()
             .chain(arrays.iter().map(|(a, _)| *a))
+            .chain(adds.by_index.iter().map(|(a, _)| *a))
+            .chain(adds.sums.iter().map(|(a, _)| *a))
             .collect();
         let holds = no_holds();
         let bodies: Vec<ExprId> = folds.iter().map(|f| f.body).collect();
@@ -992,6 +1093,15 @@ impl<'a> Translator<'a> {
                     let x = t.elem(a, IntVal::Ssa(i))?;
                     let dst = t.place_elem(d, IntVal::Ssa(i))?;
                     t.write(&x, &dst)?;
+                }
+                for (a, d) in &adds.by_index {
+                    let x = t.elem(a, IntVal::Ssa(i))?;
+                    let dst = t.place_elem(d, IntVal::Ssa(i))?;
+                    t.add_val(&x, &dst)?;
+                }
+                for (src, acc) in &adds.sums {
+                    let x = t.elem(src, IntVal::Ssa(i))?;
+                    t.write(&x, &Place::AddTo((*acc).clone()))?;
                 }
                 Ok(next)
             },
