@@ -111,7 +111,7 @@ fn mixture() {
         expect![[r#"
             def gmm(alpha: [k]real, means: [k][m]real, q: [k][m]real, X: [n][m]real): (real, [k]real, [k][m]real, [k][m]real, [n][m]real) =
               let h = map2 (a, c. (c, map (qd. exp(qd)) (snd c), a + reduce + 0 (snd c))) alpha (map2 (mu, qk. (mu, qk)) means q) in
-              let h_1 = map (qk_1. map (e. exp(e)) qk_1) q in
+              let h_1 = map2 (a_1, b. ((a_1, b), map (e. exp(e)) b)) means q in
               let A =
                 map (x.
                   let v =
@@ -126,34 +126,38 @@ fn mixture() {
                   let z = 1 / v87 in
                   let z_1 = z * -v87 + 1 in
                   let L = if mx == mx then -2 else len(alpha) - 1 in
-                  let dv = map2 (b, e_1. e_1 * z + b) (map2 (p, x_2. if fst p >= x_2 then 0 else if x_2 == mx || snd p == L then z_1 else 0) (shift1R (scanl (s, x_3. (max(fst s, x_3), snd s + 1)) (-1e300, 0) v)) v) E in
-                  let G =
-                    map2 (mu_1, pe_2.
+                  let dv_joint =
+                    map2 (z_2, pe_2.
+                      let dv_i = snd z_2 * z + fst z_2 in
                       let E_joint =
-                        map2 (pe_3, e_2.
-                          let s_i = pe_3 * e_2 in
+                        map2 (pe_3, e_1.
+                          let s_i = pe_3 * e_1 in
                           let b_1 = (s_i + s_i) * -0.5 in
                           let z_i = pe_3 * b_1 in
-                          (-z_i, 1 + s_i * b_1, z_i)) pe_2 (map2 - x mu_1)
+                          (-z_i, 1 + s_i * b_1, z_i)) (snd pe_2) (map2 - x (fst (fst pe_2)))
                       in
-                      ((map (g. fst g) E_joint, map (g_1. snd g_1) E_joint), map (g_2. g_2.2) E_joint)) means h_1
+                      (
+                        map (g. dv_i * g.2) E_joint,
+                        dv_i,
+                        (map (g_1. dv_i * fst g_1) E_joint, map (g_2. dv_i * snd g_2) E_joint)
+                      )) (map2 (a_2, b_2. (a_2, b_2)) (map2 (p, x_2. if fst p >= x_2 then 0 else if x_2 == mx || snd p == L then z_1 else 0) (shift1R (scanl (s, x_3. (max(fst s, x_3), snd s + 1)) (-1e300, 0) v)) v) E) h_1
                   in
                   (
                     mx + log(v87),
                     (
-                      reduce (s_1, t_1. map2 + s_1 t_1) zeros_like(x) (map2 (z_2, g_3. map (s_2. z_2 * s_2) (snd g_3)) dv G),
-                      dv,
-                      map2 (g_4, z_3. (map (s_3. z_3 * s_3) (fst (fst g_4)), map (s_4. z_3 * s_4) (snd (fst g_4)))) G dv
+                      reduce (s_1, t_1. map2 + s_1 t_1) zeros_like(x) (map (g_3. fst g_3) dv_joint),
+                      map (g_4. snd g_4) dv_joint,
+                      map (g_5. g_5.2) dv_joint
                     )
                   )) X
               in
-              let dcomps = reduce (s_5, t_2. map2 (s_6, t_3. (map2 + (fst s_6) (fst t_3), map2 + (snd s_6) (snd t_3))) s_5 t_2) zeros_like(map2 (mu_2, qk_2. (mu_2, qk_2)) means q) (map (g_5. (snd g_5).2) A) in
+              let dcomps = reduce (s_2, t_2. map2 (s_3, t_3. (map2 + (fst s_3) (fst t_3), map2 + (snd s_3) (snd t_3))) s_2 t_2) zeros_like(map2 (mu_1, qk_1. (mu_1, qk_1)) means q) (map (g_6. (snd g_6).2) A) in
               (
-                reduce + 0 (map (g_6. fst g_6) A),
-                reduce (s_7, t_4. map2 + s_7 t_4) zeros_like(alpha) (map (g_7. snd (snd g_7)) A),
-                map (z_4. fst z_4) dcomps,
-                map (z_5. snd z_5) dcomps,
-                map (g_8. fst (snd g_8)) A
+                reduce + 0 (map (g_7. fst g_7) A),
+                reduce (s_4, t_4. map2 + s_4 t_4) zeros_like(alpha) (map (g_8. snd (snd g_8)) A),
+                map (z_3. fst z_3) dcomps,
+                map (z_4. snd z_4) dcomps,
+                map (g_9. fst (snd g_9)) A
               )
         "#]],
     );
