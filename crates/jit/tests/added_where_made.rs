@@ -116,20 +116,28 @@ fn a_branch_inside_the_rows_loop_adds_once() {
     assert!(check_gradient(src, &batch_inputs()));
 }
 
-#[test]
-fn a_layer_with_a_bias_and_an_output_weight_adds_every_gradient_once() {
-    let src = "def f(X: [n][m]real, W: [k][m]real, b: [k]real, v: [k]real, t: [n]real): real = \
-               sum(map2 (x, y. \
-                 let h = map2 (row, c. tanh(dot(row, x) + c)) W b in \
-                 let out = dot(v, h) in (out - y) * (out - y)) X t)";
-    let inputs: Vec<_> = SIZES
+/// A two-layer perceptron's squared error: the hidden layer's rows make `W`'s and `b`'s
+/// gradients, the output weights `v`'s.
+const MLP: &str =
+    "def f(X: [n][m]real, W: [k][m]real, b: [k]real, v: [k]real, t: [n]real): real = \
+    sum(map2 (x, y. \
+      let h = map2 (row, c. tanh(dot(row, x) + c)) W b in \
+      let out = dot(v, h) in (out - y) * (out - y)) X t)";
+
+/// Inputs of [`MLP`] at the sizes `(n, m, k)`.
+fn mlp_inputs(sizes: &[(usize, usize, usize)]) -> Vec<Json> {
+    sizes
         .iter()
         .map(|&(n, m, k)| {
             json!({"X": mat_of(n, m, 0.3), "W": mat_of(k, m, -0.7), "b": vec_of(k, 0.2),
                    "v": vec_of(k, 0.6), "t": vec_of(n, 0.9)})
         })
-        .collect();
-    assert!(check_gradient(src, &inputs));
+        .collect()
+}
+
+#[test]
+fn a_layer_with_a_bias_and_an_output_weight_adds_every_gradient_once() {
+    assert!(check_gradient(MLP, &mlp_inputs(SIZES)));
 }
 
 #[test]
@@ -156,16 +164,5 @@ fn a_batch_of_layers_with_many_rows_adds_them_in_order() {
         .map(|&(n, m, k)| json!({"X": mat_of(n, m, 0.3), "W": mat_of(k, m, -0.7)}))
         .collect();
     assert!(check_gradient(src, &inputs));
-    let mlp = "def f(X: [n][m]real, W: [k][m]real, b: [k]real, v: [k]real, t: [n]real): real = \
-               sum(map2 (x, y. \
-                 let h = map2 (row, c. tanh(dot(row, x) + c)) W b in \
-                 let out = dot(v, h) in (out - y) * (out - y)) X t)";
-    let inputs: Vec<_> = [(3, 17, 9), (2, 8, 33)]
-        .iter()
-        .map(|&(n, m, k)| {
-            json!({"X": mat_of(n, m, 0.3), "W": mat_of(k, m, -0.7), "b": vec_of(k, 0.2),
-                   "v": vec_of(k, 0.6), "t": vec_of(n, 0.9)})
-        })
-        .collect();
-    assert!(check_gradient(mlp, &inputs));
+    assert!(check_gradient(MLP, &mlp_inputs(&[(3, 17, 9), (2, 8, 33)])));
 }

@@ -347,25 +347,18 @@ impl<'a> Translator<'a> {
         // column is not stored.
         let added: Vec<(ExprId, Vec<usize>, Rc<Arr>)> = match into {
             Some(p) if p.adds() => {
-                let (roots, mut leaves) = (Vec::<ExprId>::new(), Vec::new());
-                let roots = match &after.tail {
-                    Tail::Rest(r) => {
-                        added_leaves(arena, *r, p, &mut leaves);
-                        vec![*r]
-                    }
-                    Tail::Components(items, ks) => {
-                        if let Place::Tuple(ps) = p {
-                            for (j, (&item, q)) in items.iter().zip(ps.iter()).enumerate() {
-                                if !ks.contains(&j) {
-                                    added_leaves(arena, item, q, &mut leaves);
-                                }
-                            }
-                        }
-                        let mut all = roots;
-                        all.extend(items.iter().copied());
-                        all
-                    }
+                let roots: Vec<ExprId> = match &after.tail {
+                    Tail::Rest(r) => vec![*r],
+                    Tail::Components(items, _) => items.clone(),
                 };
+                // A folded component is a fold, never a column: no leaf of its own.
+                let leaves =
+                    tail_leaves(arena, &after.tail, p)
+                        .into_iter()
+                        .filter_map(|(e, place)| match place {
+                            Place::AddTo(acc) => Some((e, acc)),
+                            _ => None,
+                        });
                 let mut taken: Vec<Vec<usize>> = paths.clone();
                 taken.extend(redirected.iter().map(|(_, q, _)| q.clone()));
                 let mut out = Vec::new();
@@ -466,17 +459,7 @@ impl<'a> Translator<'a> {
         // result (inside its tuples: a loop body's adjoints beside its value) accumulates
         // where that component goes, as the folds above.
         if let (Some(p), None) = (into, scratch) {
-            let mut leaves = Vec::new();
-            match &after.tail {
-                Tail::Rest(r) => leaf_places(arena, *r, p, &mut leaves),
-                Tail::Components(items, _) => {
-                    if let Place::Tuple(ps) = p {
-                        for (&item, q) in items.iter().zip(ps.iter()) {
-                            leaf_places(arena, item, q, &mut leaves);
-                        }
-                    }
-                }
-            }
+            let leaves = tail_leaves(arena, &after.tail, p);
             let first = folds.len() - after.embedded.len();
             for (j, &e) in after.embedded.iter().enumerate() {
                 let (Node::Reduce(f, ..) | Node::Foldl(f, ..)) = arena[e] else {
@@ -1275,15 +1258,21 @@ fn reads_other_columns_except(
     true
 }
 
-/// The parts of the result `e` written to `p` that add to an accumulator: the components
-/// of its tuples (nested alike in `p`) whose place is a `Place::AddTo`.
-fn added_leaves(arena: &Arena, e: ExprId, p: &Place, out: &mut Vec<(ExprId, Rc<Arr>)>) {
+/// The components of what follows a stored map's folds (see [`leaf_places`]), written to
+/// `p`, each with its place.
+fn tail_leaves(arena: &Arena, tail: &Tail, p: &Place) -> Vec<(ExprId, Place)> {
     let mut leaves = Vec::new();
-    leaf_places(arena, e, p, &mut leaves);
-    out.extend(leaves.into_iter().filter_map(|(e, p)| match p {
-        Place::AddTo(acc) => Some((e, acc)),
-        _ => None,
-    }));
+    match tail {
+        Tail::Rest(r) => leaf_places(arena, *r, p, &mut leaves),
+        Tail::Components(items, _) => {
+            if let Place::Tuple(ps) = p {
+                for (&item, q) in items.iter().zip(ps.iter()) {
+                    leaf_places(arena, item, q, &mut leaves);
+                }
+            }
+        }
+    }
+    leaves
 }
 
 /// The components of the result `e` written to `p`, through its tuples nested alike in
