@@ -149,3 +149,42 @@ fn pads_read_elsewhere_inside_a_peeled_loop_keep_their_test() {
         assert!(check_gradient(src, std::slice::from_ref(&x)), "{src}");
     }
 }
+
+/// The stores of each loop in the IR of `src` that tests no element (a loop body in one
+/// block, which branches back to itself, with no `icmp eq`), and whether it computes on
+/// two lanes.
+fn untested_loops(src: &str) -> Vec<(usize, bool)> {
+    let (prog, func) = unfad_test_support::load(src);
+    let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+    let mut loops = Vec::new();
+    for block in text.split("\nblock").skip(1) {
+        let name = block.split('(').next().unwrap_or_default();
+        let last = block.trim_end().lines().last().unwrap_or_default();
+        let back = format!("block{name}(");
+        let back_edge = last.trim_start().starts_with("brif") && last.contains(&back);
+        if back_edge && !block.contains("icmp eq") {
+            loops.push((block.matches("store ").count(), block.contains("f64x2")));
+        }
+    }
+    loops
+}
+
+/// Arrays of one length written by one fused loop, some of them reading pads (the shape of
+/// a stencil's gradient beside another parameter's): the length of a pad is known from the
+/// sizes, so it is seen to be the others' length, and the fused loop is peeled like a
+/// single map's: its middle writes both arrays, reads the pads in place, without a test,
+/// and pairs.
+#[test]
+fn fused_arrays_that_read_pads_are_peeled() {
+    for src in [
+        "def f(A: [n]real, B: [n]real, w: real) = \
+         (map2 + (scanl (acc, z. z) 0 (shift1L A)) B, map2 * A B)",
+        "def f(A: [n]real, B: [n]real, w: real) = (\
+         map2 + (map2 + (scanl (acc, z. z) 0 (shift1L A)) (scanr (z, acc. z) 0 (shift1R A))) B, \
+         map2 (a, b. a * b * w) A B)",
+    ] {
+        check(src, &inputs(9));
+        assert_eq!(untested_loops(src), [(2, true)], "{src}");
+        assert_eq!(workspace(src, 1000), 0);
+    }
+}

@@ -1047,6 +1047,17 @@ impl<'a> Translator<'a> {
             .collect();
         let holds = no_holds();
         let bodies: Vec<ExprId> = folds.iter().map(|f| f.body).collect();
+        if folds.is_empty() {
+            // Nothing is carried: the iterations where a pad among the arrays is at its end
+            // run apart, and the others read the pads in place, without a test, and pair.
+            let covers: Vec<&Arr> = reads.iter().map(|a| &***a).collect();
+            let paired = reads.iter().all(|a| !a.shape.elem.has_arrays());
+            self.peeled_loop(count, &covers, 0, &reads, &[], paired, &mut |t, i, _| {
+                t.fused_elements(i, arrays, adds)?;
+                Ok(Vec::new())
+            })?;
+            return Ok(Vec::new());
+        }
         let outs = self.blocked_loop(
             count,
             init,
@@ -1072,20 +1083,7 @@ impl<'a> Translator<'a> {
                     t.unbind(f.px);
                     t.flatten(&r?, &mut next)?;
                 }
-                for (a, d) in arrays {
-                    let x = t.elem(a, IntVal::Ssa(i))?;
-                    let dst = t.place_elem(d, IntVal::Ssa(i))?;
-                    t.write(&x, &dst)?;
-                }
-                for (a, d) in &adds.by_index {
-                    let x = t.elem(a, IntVal::Ssa(i))?;
-                    let dst = t.place_elem(d, IntVal::Ssa(i))?;
-                    t.add_val(&x, &dst)?;
-                }
-                for (src, acc) in &adds.sums {
-                    let x = t.elem(src, IntVal::Ssa(i))?;
-                    t.write(&x, &Place::AddTo((*acc).clone()))?;
-                }
+                t.fused_elements(i, arrays, adds)?;
                 Ok(next)
             },
             &mut |t, l, x, y| t.combine_fold(lane_folds[l], x, y),
@@ -1102,6 +1100,31 @@ impl<'a> Translator<'a> {
             at += w;
         }
         Ok(results)
+    }
+
+    /// Element `i` of a [`Translator::fused_loop`]'s arrays written to their destinations,
+    /// then its additions made.
+    fn fused_elements(
+        &mut self,
+        i: Value,
+        arrays: &[(&Rc<Arr>, &Rc<Arr>)],
+        adds: &Additions,
+    ) -> JitResult<()> {
+        for (a, d) in arrays {
+            let x = self.elem(a, IntVal::Ssa(i))?;
+            let dst = self.place_elem(d, IntVal::Ssa(i))?;
+            self.write(&x, &dst)?;
+        }
+        for (a, d) in &adds.by_index {
+            let x = self.elem(a, IntVal::Ssa(i))?;
+            let dst = self.place_elem(d, IntVal::Ssa(i))?;
+            self.add_val(&x, &dst)?;
+        }
+        for (src, acc) in &adds.sums {
+            let x = self.elem(src, IntVal::Ssa(i))?;
+            self.write(&x, &Place::AddTo((*acc).clone()))?;
+        }
+        Ok(())
     }
 
     /// The fold `f`'s function applied to two of its (real) accumulators `x` and `y`.

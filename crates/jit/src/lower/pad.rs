@@ -6,7 +6,8 @@
 //!
 //! Element `i` of a pad is the fill at one end and `A`'s element `i - 1` or `i` elsewhere:
 //! read anywhere, a branch decides ([`Translator::pad_elem`]). The loops that write arrays
-//! to memory instead peel the iterations where some pad they read is at its end
+//! to memory (a fused tuple's too, when it folds nothing) instead peel the iterations where
+//! some pad they read is at its end
 //! ([`Translator::peeled_loop`]): at most a few at each end, with the branches, and between
 //! them the loop proper, which reads every pad's source at a fixed offset, without a test,
 //! and still computes two elements at a time.
@@ -78,8 +79,13 @@ impl<'a> Translator<'a> {
         if super::folds::reads_scan(&src) {
             src = super::expect_arr(self.force(Val::Arr(src))?)?;
         }
-        let len = self.iadd(src.len, 1);
+        // A length known from the sizes is the prologue's value, so that loops over this
+        // view and over other arrays of the same length are seen to be of one length.
         let claim = src.stat().map(|d| d.inc());
+        let len = match claim {
+            Some(d) => self.dim(d),
+            None => self.iadd(src.len, 1),
+        };
         let kind = Kind::Pad(Rc::new(Pad {
             src,
             fill,
