@@ -120,3 +120,21 @@ fn a_convolution_by_slices_accumulates_in_place() {
         "the window's adjoints are not accumulated in place:\n{text}"
     );
 }
+
+/// A row read only for its shape (`map (t. 0) X[0]`, the first accumulator of a sum of
+/// rows, as a user writes it without a `zeros` of a length) gets a zero adjoint: a scatter
+/// of zeros into the gradient, which changes nothing and goes. It copied the n x m
+/// gradient once per such read.
+#[test]
+fn a_row_read_for_its_shape_scatters_nothing() {
+    let src = "def f(X: [n][m]real): real =
+  let mean = map (t. t / real(len(X))) (reduce (a, b. map2 + a b) (map (t. 0) X[0]) X) in
+  let var = map (t. t / real(len(X))) (reduce (a, b. map2 + a b) (map (t. 0) X[0])
+    (map (row. map2 (x, mu. (x - mu) * (x - mu)) row mean) X)) in
+  sum(map (v. log(v + 1)) var)";
+    let (mut prog, func) = load(src);
+    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+    let text = print_func(&prog.arena, &opt);
+    assert!(!text.contains("scatter_add"), "{text}");
+}

@@ -572,13 +572,24 @@ fn scale_accumulation(cx: &mut RuleCx, scalar: ExprId, g: ExprId) -> Option<Expr
 }
 
 /// `scatter_add(Z, iota len(Z), V)` with `V` as long as `Z` zero is `V` (every position
-/// gets its value); and `scatter_add(Z, P, 0)`, adding zeros anywhere, is `Z`.
+/// gets its value); and `scatter_add(Z, P, 0)`, adding zeros anywhere, is `Z`. The zeros
+/// may be a literal of them, `[zeros_like(r)]`: reverse mode gives that to a row read only
+/// for its shape, as in `map (t. 0) X[0]`, a sum's first accumulator.
 pub fn scatter_everywhere(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::ScatterAdd(z, positions, values) = cx.arena()[e] else {
         return None;
     };
     // Adding zeros anywhere changes nothing.
-    if matches!(cx.arena()[values], Node::ZerosLike(_)) {
+    let zero = |n: Node| matches!(n, Node::ZerosLike(_)) || n == Node::Const(0.0);
+    let all_zero = match cx.arena()[values] {
+        Node::ZerosLike(_) => true,
+        Node::Array(items) => {
+            let items = cx.arena().exprs(items);
+            items.iter().all(|&v| zero(cx.arena()[v]))
+        }
+        _ => false,
+    };
+    if all_zero {
         return Some(z);
     }
     let k = iota_operand(cx, positions)?;

@@ -1245,7 +1245,7 @@ fn sum_of_scatters_of_accumulations() {
     );
 }
 
-/// A scatter at every position of zeros is its values.
+/// A scatter at every position of zeros is its values; a scatter of zeros changes nothing.
 #[test]
 fn scatter_everywhere() {
     check(
@@ -1253,6 +1253,21 @@ fn scatter_everywhere() {
         expect![[r#"
             def f(A: [n]real): [n]real =
               map (a. a * a) A
+        "#]],
+    );
+    // Literals of zeros, rows and reals, at positions in and out of the array.
+    check(
+        "def f(M: [n][m]real, B: [m]real) = scatter_add(M, [0, 2], [map (t. 0) B, zeros_like(B)])",
+        expect![[r#"
+            def f(M: [n][m]real, B: [m]real): [n][m]real =
+              M
+        "#]],
+    );
+    check(
+        "def f(A: [n]real) = scatter_add(map (a. a * 2) A, [1, 0], [0, 0])",
+        expect![[r#"
+            def f(A: [n]real): [n]real =
+              map (a. a * 2) A
         "#]],
     );
 }
