@@ -1332,8 +1332,64 @@ fn plain() -> Vec<Program> {
                 glam[0] = smooth;
                 fit + lam * smooth
             },
-            note: "The adjoint of each shift is a scan that only moves elements (`scanl (acc, z. z) 0 A`: a 0, then `A`), read in place as a view by the loop that writes the gradient; the penalty's adjoint per difference, which two such views read at neighbouring positions, is stored once (n reals) and read back. The model counts the scans' moves like any other operation, so it predicts more than is measured.",
-            versus_hand: "The penalty's adjoint per difference (`2 lam t`) is read by two shifts' adjoints, at neighbouring positions, so it is stored (n reals) and read back by the loop that writes the gradient; the hand-written gradient adds it into both neighbours as it computes it, in the one loop that also makes the fit's gradient. The sum of the squared differences runs in a loop of its own over the same shifts (the optimizer leaves the two maps over them apart): four passes over memory where the hand-written gradient makes one, so the ratio moves with the memory bandwidth the shared machine leaves (1.22-1.41 across five runs of the build before eight accumulators, 1.37-1.49 since). The primal is one loop, like the hand-written one.",
+            note: "The adjoint of each shift is a scan that only moves elements (`scanl (acc, z. z) 0 A`: a 0, then `A`), read in place as a view by the loop that writes the gradient; the penalty's adjoint per difference (`2 lam t`, two operations) is computed where each of the two views reads it, at neighbouring positions, rather than stored. The model counts the scans' moves like any other operation, so it predicts more than is measured.",
+            versus_hand: "The gradients of `x` and `y` are written by one loop, whose first and last iterations are run apart (where a shift's adjoint reads its 0) and whose middle reads the shifts' adjoints in place and computes two elements at a time; the penalty's adjoint is computed at both neighbours there, not stored. The value's two sums (the fit over n elements, the penalty over n - 1) run in loops of their own: three passes over memory where the hand-written gradient makes one. Before the pads' lengths were known from the sizes, the two gradients ran apart, one of them with a test per element, and the ratio was 1.4-1.6.",
+        },
+        Program {
+            name: "total_variation",
+            what: "denoising with a smoothed total-variation penalty: sqrt of each squared difference, through shifts",
+            p: 1,
+            family: Family::Plain,
+            source: "def tv(x: [n]real, y: [n]real, lam: real): real =\n  \
+                     sum(map2 (a, b. (a - b) * (a - b)) x y) +\n  \
+                     lam * sum(map2 (u, v. sqrt((u - v) * (u - v) + 1e-6)) (shift1L x) (shift1R x))",
+            sizes: VECTOR,
+            inputs: |s| {
+                vec![
+                    vector(71, s.n, |r| r),
+                    vector(72, s.n, |r| r),
+                    Data::Real(0.5),
+                ]
+            },
+            primal: |d| {
+                let (x, y, lam) = (arr(d, 0), arr(d, 1), real(d, 2));
+                let mut fit = 0.0;
+                for (xi, yi) in x.iter().zip(y) {
+                    fit += (xi - yi) * (xi - yi);
+                }
+                let mut tv = 0.0;
+                for i in 1..x.len() {
+                    let t = x[i] - x[i - 1];
+                    tv += (t * t + 1e-6).sqrt();
+                }
+                fit + lam * tv
+            },
+            gradient: |d, g, _| {
+                let (x, y, lam) = (arr(d, 0), arr(d, 1), real(d, 2));
+                let [gx, gy, glam] = g else {
+                    return f64::NAN;
+                };
+                let n = x.len();
+                let (mut fit, mut tv) = (0.0, 0.0);
+                for i in 0..n {
+                    let r = x[i] - y[i];
+                    fit += r * r;
+                    gx[i] = 2.0 * r;
+                    gy[i] = -2.0 * r;
+                }
+                for i in 1..n {
+                    let t = x[i] - x[i - 1];
+                    let s = (t * t + 1e-6).sqrt();
+                    tv += s;
+                    let c = lam * t / s;
+                    gx[i] += c;
+                    gx[i - 1] -= c;
+                }
+                glam[0] = tv;
+                fit + lam * tv
+            },
+            note: "",
+            versus_hand: "",
         },
         Program {
             name: "second_difference",

@@ -139,6 +139,10 @@ def programs(jnp, lax, nn):
         diffs = x[1:] - x[:-1]
         return fit + lam * jnp.sum(diffs * diffs)
 
+    def total_variation(x, y, lam):
+        d = x[1:] - x[:-1]
+        return jnp.sum((x - y) ** 2) + lam * jnp.sum(jnp.sqrt(d * d + 1e-6))
+
     def second_difference(x):
         t = x[:-2] - 2 * x[1:-1] + x[2:]
         return jnp.sum(t * t)
@@ -185,6 +189,7 @@ def programs(jnp, lax, nn):
         "least_squares": least_squares,
         "row_logsumexp": row_logsumexp,
         "smoothing": smoothing,
+        "total_variation": total_variation,
         "second_difference": second_difference,
         "huber": huber,
         "logistic": logistic,
