@@ -334,17 +334,18 @@ fn nested_fills_and_copies_are_single_loops() {
     );
 }
 
-/// A fold whose accumulator is an array carries its phase and buffer address only: the
-/// length and strides are the same on every iteration and stay out of the loop's state.
+/// A fold whose accumulator is an array added into in place carries its phase only: the
+/// length and strides are the same on every iteration, and so is the buffer's address,
+/// all out of the loop's state; the additions then pair on two lanes (`load.f64x2`).
 #[test]
-fn array_accumulator_carries_only_its_address() {
+fn array_accumulator_added_in_place_carries_only_its_phase() {
     clif(
         "def f(M: [m][n]real, z: [n]real) = reduce (s, r. map2 + s r) z M",
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v93 = load.i64 notrap aligned readonly can_move v1+8
-                v94 = load.i64 notrap aligned readonly can_move v1
+                v82 = load.i64 notrap aligned readonly can_move v1+8
+                v83 = load.i64 notrap aligned readonly can_move v1
                 jump block1
 
             block1:
@@ -352,7 +353,7 @@ fn array_accumulator_carries_only_its_address() {
                 v5 = load.i64 notrap aligned readonly can_move v0+8
                 v6 = load.i64 notrap aligned readonly can_move v2
                 v10 = iconst.i64 0
-                brif.i64 v93, block2(v10), block3  ; v10 = 0
+                brif.i64 v82, block2(v10), block3  ; v10 = 0
 
             block2(v9: i64):
                 v11 = iconst.i64 3
@@ -365,96 +366,75 @@ fn array_accumulator_carries_only_its_address() {
                 store notrap aligned v14, v17
                 v18 = iconst.i64 1
                 v19 = iadd v9, v18  ; v18 = 1
-                v20 = icmp ult v19, v93
+                v20 = icmp ult v19, v82
                 brif v20, block2(v19), block3
 
             block3:
                 v21 = iconst.i64 1
                 v22 = iconst.i8 0
-                v28 = iconst.i64 0
-                brif.i64 v94, block4(v28, v22, v6), block5(v22, v6)  ; v28 = 0, v22 = 0, v22 = 0
+                v26 = iconst.i64 0
+                brif.i64 v83, block4(v26, v22), block5(v22)  ; v26 = 0, v22 = 0, v22 = 0
 
-            block4(v23: i64, v24: i8, v25: i64):
-                v29 = imul v23, v93
-                v30 = iconst.i64 3
-                v31 = ishl v29, v30  ; v30 = 3
-                v32 = iadd.i64 v4, v31
-                v33 = iconst.i64 1
-                v34 = ushr.i64 v93, v33  ; v33 = 1
-                v35 = iconst.i64 -2
-                v36 = band.i64 v93, v35  ; v35 = -2
-                v37 = iconst.i64 1
-                v38 = band.i64 v93, v37  ; v37 = 1
-                v40 = iconst.i64 0
-                brif v34, block6(v40), block7  ; v40 = 0
+            block4(v23: i64, v24: i8):
+                v27 = imul v23, v82
+                v28 = iconst.i64 3
+                v29 = ishl v27, v28  ; v28 = 3
+                v30 = iadd.i64 v4, v29
+                v31 = iconst.i64 1
+                v32 = ushr.i64 v82, v31  ; v31 = 1
+                v33 = iconst.i64 -2
+                v34 = band.i64 v82, v33  ; v33 = -2
+                v35 = iconst.i64 1
+                v36 = band.i64 v82, v35  ; v35 = 1
+                v38 = iconst.i64 0
+                brif v32, block6(v38), block7  ; v38 = 0
 
-            block6(v39: i64):
-                v41 = iconst.i64 1
-                v42 = ishl v39, v41  ; v41 = 1
-                v43 = iconst.i64 3
-                v44 = ishl v42, v43  ; v43 = 3
-                v45 = iadd.i64 v25, v44
-                v46 = load.f64 notrap aligned v45
-                v47 = iconst.i64 3
-                v48 = ishl v42, v47  ; v47 = 3
-                v49 = iadd.i64 v32, v48
-                v50 = load.f64 notrap aligned v49
-                v51 = iconst.i64 3
-                v52 = ishl v42, v51  ; v51 = 3
-                v53 = iadd.i64 v6, v52
-                v54 = fadd v46, v50
-                store notrap aligned v54, v53
-                v55 = iconst.i64 1
-                v56 = iadd v42, v55  ; v55 = 1
-                v57 = iconst.i64 3
-                v58 = ishl v56, v57  ; v57 = 3
-                v59 = iadd.i64 v25, v58
-                v60 = load.f64 notrap aligned v59
-                v61 = iconst.i64 3
-                v62 = ishl v56, v61  ; v61 = 3
-                v63 = iadd.i64 v32, v62
-                v64 = load.f64 notrap aligned v63
-                v65 = iconst.i64 3
-                v66 = ishl v56, v65  ; v65 = 3
-                v67 = iadd.i64 v6, v66
-                v68 = fadd v60, v64
-                store notrap aligned v68, v67
-                v69 = iconst.i64 1
-                v70 = iadd v39, v69  ; v69 = 1
-                v71 = icmp ult v70, v34
-                brif v71, block6(v70), block7
+            block6(v37: i64):
+                v39 = iconst.i64 1
+                v40 = ishl v37, v39  ; v39 = 1
+                v41 = iconst.i64 3
+                v42 = ishl v40, v41  ; v41 = 3
+                v43 = iadd.i64 v6, v42
+                v45 = iconst.i64 3
+                v46 = ishl v40, v45  ; v45 = 3
+                v47 = iadd.i64 v30, v46
+                v84 = load.f64x2 notrap v43
+                v85 = load.f64x2 notrap v47
+                v86 = fadd v84, v85
+                store notrap v86, v43
+                v61 = iconst.i64 1
+                v62 = iadd v37, v61  ; v61 = 1
+                v63 = icmp ult v62, v32
+                brif v63, block6(v62), block7
 
             block7:
-                v73 = iconst.i64 0
-                brif.i64 v38, block8(v73), block9  ; v73 = 0
+                v65 = iconst.i64 0
+                brif.i64 v36, block8(v65), block9  ; v65 = 0
 
-            block8(v72: i64):
-                v74 = iadd.i64 v36, v72
-                v75 = iconst.i64 3
-                v76 = ishl v74, v75  ; v75 = 3
-                v77 = iadd.i64 v25, v76
-                v78 = load.f64 notrap aligned v77
-                v79 = iconst.i64 3
-                v80 = ishl v74, v79  ; v79 = 3
-                v81 = iadd.i64 v32, v80
-                v82 = load.f64 notrap aligned v81
-                v83 = iconst.i64 3
-                v84 = ishl v74, v83  ; v83 = 3
-                v85 = iadd.i64 v6, v84
-                v86 = fadd v78, v82
-                store notrap aligned v86, v85
+            block8(v64: i64):
+                v66 = iadd.i64 v34, v64
+                v67 = iconst.i64 3
+                v68 = ishl v66, v67  ; v67 = 3
+                v69 = iadd.i64 v6, v68
+                v70 = load.f64 notrap aligned v69
+                v71 = iconst.i64 3
+                v72 = ishl v66, v71  ; v71 = 3
+                v73 = iadd.i64 v30, v72
+                v74 = load.f64 notrap aligned v73
+                v75 = fadd v70, v74
+                store notrap aligned v75, v69
                 jump block9
 
             block9:
-                v87 = iconst.i8 1
-                v88 = bxor.i8 v24, v87  ; v87 = 1
-                v89 = iconst.i64 1
-                v90 = iconst.i64 1
-                v91 = iadd.i64 v23, v90  ; v90 = 1
-                v92 = icmp ult v91, v94
-                brif v92, block4(v91, v88, v6), block5(v88, v6)
+                v76 = iconst.i8 1
+                v77 = bxor.i8 v24, v76  ; v76 = 1
+                v78 = iconst.i64 1
+                v79 = iconst.i64 1
+                v80 = iadd.i64 v23, v79  ; v79 = 1
+                v81 = icmp ult v80, v83
+                brif v81, block4(v80, v77), block5(v77)
 
-            block5(v26: i8, v27: i64):
+            block5(v25: i8):
                 return
             }
         "#]],

@@ -160,3 +160,34 @@ fn gradients_of_paired_maps_agree_with_the_interpreter() {
         );
     }
 }
+
+/// A fold whose function adds into its accumulator in place keeps it in one buffer, at
+/// addresses fixed before the loop (not carried from one step to the next): the lanes
+/// pass then tells the store of one element from the load of the next, and the additions
+/// run on two lanes, as a sum of rows written `reduce (a, b. map2 + a b) z X` in a primal.
+#[test]
+fn folds_adding_in_place_run_on_two_lanes() {
+    let mut rng = Rng(530);
+    let inputs: Vec<Json> = [(1, 1), (1, 5), (2, 2), (3, 7), (6, 4), (9, 9)]
+        .iter()
+        .map(|&(n, m)| {
+            let rows: Vec<Json> = (0..n).map(|_| reals(&mut rng, m, true)).collect();
+            json!({"X": rows, "B": reals(&mut rng, m, false)})
+        })
+        .collect();
+    let programs = [
+        "def g(X: [n][m]real, B: [m]real) = reduce (a, b. map2 + a b) (map (t. 0) X[0]) X",
+        "def g(X: [n][m]real, B: [m]real) = foldl (acc, r. map2 (s, x. s + x * x) acc r) B X",
+        "def g(X: [n][m]real, B: [m]real) = \
+         let M = reduce (a, b. map2 + a b) B X in \
+         reduce (a, b. map2 + a b) B (map (r. map2 (x, mu. (x - mu) * (x - mu)) r M) X)",
+        "def g(X: [n][m]real, B: [m]real) = \
+         foldl (p, r. (map2 + (fst p) r, map2 (s, x. s + x * x) (snd p) r)) (B, B) X",
+    ];
+    for src in programs {
+        check(src, &inputs);
+    }
+    let (prog, func) = unfad_test_support::load(programs[0]);
+    let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+    assert!(text.contains("load.f64x2"), "{text}");
+}

@@ -99,7 +99,9 @@ impl<'a> Translator<'a> {
             Self::place_holds(&pb_place, &mut h);
             Holds::from(h)
         };
-        let (fixed, carried) = self.loop_state(&v0, &[&pa_place, &pb_place], &acc_shape)?;
+        let at_base = super::state::same_place(&pa_place, &pb_place);
+        let (fixed, carried) =
+            self.loop_state(&v0, &[&pa_place, &pb_place], &acc_shape, at_base)?;
         let mut init = vec![self.b.ins().iconst(I8, 0)];
         init.extend(carried);
         let out = self.loop_(src.len, false, init, &mut |t, i, cur| {
@@ -285,7 +287,7 @@ impl<'a> Translator<'a> {
         drop(zv);
         let acc_shape = self.an.var_shape(pa)?.clone();
         // Every state is a row of `d`: its strides and inner lengths stay.
-        let (fixed, init) = self.loop_state(&v0, &[&dst], &acc_shape)?;
+        let (fixed, init) = self.loop_state(&v0, &[&dst], &acc_shape, false)?;
         let holds = {
             let mut h = Vec::new();
             Self::holds_of(&v0, &mut h);

@@ -503,7 +503,10 @@ impl<'a> Translator<'a> {
                 None => (zv, no_holds()),
             };
             let places: Vec<&Place> = buffers.iter().flat_map(|(a, b)| [a, b]).collect();
-            let (fixed, carried) = self.loop_state(&start, &places, acc_shape)?;
+            let at_base = buffers
+                .as_ref()
+                .is_some_and(|(a, b)| super::state::same_place(a, b));
+            let (fixed, carried) = self.loop_state(&start, &places, acc_shape, at_base)?;
             accs.push(FoldAcc {
                 buffers,
                 start,

@@ -179,13 +179,14 @@ impl<'a> Translator<'a> {
     }
 
     /// `p`'s lengths and strides in [`Translator::flatten`]'s order for a value of shape `s`
-    /// kept in `p`: `None` for what may differ between values kept there (reals, addresses,
-    /// lengths that are not exact).
-    fn place_slots(&mut self, p: &Place, s: &SShape, out: &mut Vec<Option<IntVal>>) {
+    /// kept in `p`: `None` for what may differ between values kept there (reals, lengths
+    /// that are not exact, and addresses unless `at_base`: every value is kept at `p`'s
+    /// own addresses, not at a row of it).
+    fn place_slots(&mut self, p: &Place, s: &SShape, at_base: bool, out: &mut Vec<Option<IntVal>>) {
         match (p, s) {
             (Place::Tuple(items), SShape::Tuple(ss)) if items.len() == ss.len() => {
                 for (p, s) in items.iter().zip(ss.iter()) {
-                    self.place_slots(p, s, out);
+                    self.place_slots(p, s, at_base, out);
                 }
             }
             (Place::Arr(a), SShape::Arr(sa)) => {
@@ -193,7 +194,7 @@ impl<'a> Translator<'a> {
                 // length when the shape says every state has the same one.
                 out.push(sa.exact.then_some(a.len));
                 if let Kind::Mem { layout, .. } = &a.kind {
-                    layout_slots(layout, out);
+                    layout_slots(layout, at_base, out);
                 }
             }
             // A real or condition, or a place that does not match (then nothing is fixed:
@@ -203,20 +204,32 @@ impl<'a> Translator<'a> {
     }
 
     /// A loop's initial state `v` of shape `s`, kept in `places` on every iteration (none:
-    /// nothing fixed): its fixed slots, and the values the loop carries.
+    /// nothing fixed): its fixed slots, and the values the loop carries. With `at_base`,
+    /// every state is kept at the places' own addresses (a fold updating one buffer in
+    /// place), which are then fixed too: the loop reads and writes the accumulator at
+    /// addresses known before it, which the lanes pass can tell apart.
     pub(super) fn loop_state(
         &mut self,
         v: &Val,
         places: &[&Place],
         s: &SShape,
+        at_base: bool,
     ) -> JitResult<(Fixed, Vec<Value>)> {
         let mut flat = Vec::new();
         self.flatten(v, &mut flat)?;
-        let fixed = if places.is_empty() {
+        let mut fixed = if places.is_empty() {
             Fixed::none(flat.len())
         } else {
-            self.fixed_slots(places, s, flat.len())
+            self.fixed_slots(places, s, at_base, flat.len())
         };
+        if at_base {
+            // An address is fixed only where the initial state already lies at it.
+            for (slot, &v) in fixed.0.iter_mut().zip(&flat) {
+                if matches!(*slot, Some(IntVal::Ssa(w)) if w != v) {
+                    *slot = None;
+                }
+            }
+        }
         let carried = fixed.carried(&flat)?;
         Ok((fixed, carried))
     }
@@ -232,11 +245,11 @@ impl<'a> Translator<'a> {
     /// when each iteration's state is a view of one of `places` (accumulator buffers
     /// allocated alike, or rows of one array): their strides and inner lengths, and the
     /// lengths the shape says are exact. `n` is the number of slots.
-    fn fixed_slots(&mut self, places: &[&Place], s: &SShape, n: usize) -> Fixed {
+    fn fixed_slots(&mut self, places: &[&Place], s: &SShape, at_base: bool, n: usize) -> Fixed {
         let mut all: Option<Vec<Option<IntVal>>> = None;
         for p in places {
             let mut slots = Vec::with_capacity(n);
-            self.place_slots(p, s, &mut slots);
+            self.place_slots(p, s, at_base, &mut slots);
             all = Some(match all {
                 None => slots,
                 Some(prev) if prev.len() == slots.len() => prev
@@ -259,16 +272,45 @@ pub(super) fn ssa_ints(vals: &[Value]) -> Vec<IntVal> {
     vals.iter().map(|&v| IntVal::Ssa(v)).collect()
 }
 
-fn layout_slots(lay: &Layout, out: &mut Vec<Option<IntVal>>) {
+/// A layout's slots in [`Translator::flatten`]'s order: its strides and inner lengths, and
+/// its addresses if `at_base`.
+fn layout_slots(lay: &Layout, at_base: bool, out: &mut Vec<Option<IntVal>>) {
     match lay {
-        Layout::Real { strides, .. } => {
-            out.push(None);
+        Layout::Real { base, strides } => {
+            out.push(at_base.then_some(IntVal::Ssa(*base)));
             out.extend(strides.iter().map(|&s| Some(s)));
         }
-        Layout::Tuple(items) => items.iter().for_each(|l| layout_slots(l, out)),
+        Layout::Tuple(items) => items.iter().for_each(|l| layout_slots(l, at_base, out)),
         Layout::Array { len, elem } => {
             out.push(Some(*len));
-            layout_slots(elem, out);
+            layout_slots(elem, at_base, out);
         }
     }
+}
+
+/// Whether two places are one: the same addresses, leaf by leaf (a fold whose function
+/// updates its accumulator in place gets one buffer as both of its places).
+pub(super) fn same_place(a: &Place, b: &Place) -> bool {
+    fn bases(p: &Place, out: &mut Vec<Value>) -> bool {
+        match p {
+            Place::Tuple(items) => items.iter().all(|q| bases(q, out)),
+            Place::Arr(a) => match &a.kind {
+                Kind::Mem { layout, .. } => {
+                    layout_bases(layout, out);
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+    fn layout_bases(lay: &Layout, out: &mut Vec<Value>) {
+        match lay {
+            Layout::Real { base, .. } => out.push(*base),
+            Layout::Tuple(items) => items.iter().for_each(|l| layout_bases(l, out)),
+            Layout::Array { elem, .. } => layout_bases(elem, out),
+        }
+    }
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    bases(a, &mut x) && bases(b, &mut y) && !x.is_empty() && x == y
 }
