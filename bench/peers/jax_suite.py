@@ -139,6 +139,11 @@ def programs(jnp, lax, nn):
         diffs = x[1:] - x[:-1]
         return fit + lam * jnp.sum(diffs * diffs)
 
+    def column_stats(x):
+        mean = jnp.mean(x, axis=0)
+        var = jnp.mean((x - mean) ** 2, axis=0)
+        return jnp.sum(jnp.log(var + 1))
+
     def total_variation(x, y, lam):
         d = x[1:] - x[:-1]
         return jnp.sum((x - y) ** 2) + lam * jnp.sum(jnp.sqrt(d * d + 1e-6))
@@ -189,6 +194,7 @@ def programs(jnp, lax, nn):
         "least_squares": least_squares,
         "row_logsumexp": row_logsumexp,
         "smoothing": smoothing,
+        "column_stats": column_stats,
         "total_variation": total_variation,
         "second_difference": second_difference,
         "huber": huber,
