@@ -103,6 +103,28 @@ fn arr(d: &[Data], k: usize) -> &[f64] {
     d[k].reals()
 }
 
+/// `sum((x - y)^2)`, the fit of the denoising programs.
+fn squared_distance(x: &[f64], y: &[f64]) -> f64 {
+    let mut fit = 0.0;
+    for (xi, yi) in x.iter().zip(y) {
+        fit += (xi - yi) * (xi - yi);
+    }
+    fit
+}
+
+/// [`squared_distance`], with its gradients with respect to `x` and `y` written to `gx`
+/// and `gy`.
+fn squared_distance_gradient(x: &[f64], y: &[f64], gx: &mut [f64], gy: &mut [f64]) -> f64 {
+    let mut fit = 0.0;
+    for i in 0..x.len() {
+        let r = x[i] - y[i];
+        fit += r * r;
+        gx[i] = 2.0 * r;
+        gy[i] = -2.0 * r;
+    }
+    fit
+}
+
 /// Deterministic noise in [-1, 1) (a hash of `seed` and `i`), so that every run measures
 /// the same inputs.
 pub fn noise(seed: u64, i: usize) -> f64 {
@@ -1299,10 +1321,7 @@ fn plain() -> Vec<Program> {
             },
             primal: |d| {
                 let (x, y, lam) = (arr(d, 0), arr(d, 1), real(d, 2));
-                let mut fit = 0.0;
-                for (xi, yi) in x.iter().zip(y) {
-                    fit += (xi - yi) * (xi - yi);
-                }
+                let fit = squared_distance(x, y);
                 let mut smooth = 0.0;
                 for i in 1..x.len() {
                     let t = x[i] - x[i - 1];
@@ -1315,15 +1334,9 @@ fn plain() -> Vec<Program> {
                 let [gx, gy, glam] = g else {
                     return f64::NAN;
                 };
-                let n = x.len();
-                let (mut fit, mut smooth) = (0.0, 0.0);
-                for i in 0..n {
-                    let r = x[i] - y[i];
-                    fit += r * r;
-                    gx[i] = 2.0 * r;
-                    gy[i] = -2.0 * r;
-                }
-                for i in 1..n {
+                let fit = squared_distance_gradient(x, y, gx, gy);
+                let mut smooth = 0.0;
+                for i in 1..x.len() {
                     let t = x[i] - x[i - 1];
                     smooth += t * t;
                     gx[i] += 2.0 * lam * t;
@@ -1429,10 +1442,7 @@ fn plain() -> Vec<Program> {
             },
             primal: |d| {
                 let (x, y, lam) = (arr(d, 0), arr(d, 1), real(d, 2));
-                let mut fit = 0.0;
-                for (xi, yi) in x.iter().zip(y) {
-                    fit += (xi - yi) * (xi - yi);
-                }
+                let fit = squared_distance(x, y);
                 let mut tv = 0.0;
                 for i in 1..x.len() {
                     let t = x[i] - x[i - 1];
@@ -1445,15 +1455,9 @@ fn plain() -> Vec<Program> {
                 let [gx, gy, glam] = g else {
                     return f64::NAN;
                 };
-                let n = x.len();
-                let (mut fit, mut tv) = (0.0, 0.0);
-                for i in 0..n {
-                    let r = x[i] - y[i];
-                    fit += r * r;
-                    gx[i] = 2.0 * r;
-                    gy[i] = -2.0 * r;
-                }
-                for i in 1..n {
+                let fit = squared_distance_gradient(x, y, gx, gy);
+                let mut tv = 0.0;
+                for i in 1..x.len() {
                     let t = x[i] - x[i - 1];
                     let s = (t * t + 1e-6).sqrt();
                     tv += s;
