@@ -153,7 +153,7 @@ pub(super) fn real_key(x: RealVal) -> RealKey {
 }
 
 /// The base pointers of the leaves of the arrays in `p`.
-fn place_bases(p: &Place, out: &mut Vec<Value>) {
+pub(super) fn place_bases(p: &Place, out: &mut Vec<Value>) {
     match p {
         Place::Reg | Place::Real(_) => {}
         Place::Tuple(ps) => ps.iter().for_each(|p| place_bases(p, out)),

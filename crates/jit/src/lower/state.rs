@@ -291,26 +291,8 @@ fn layout_slots(lay: &Layout, at_base: bool, out: &mut Vec<Option<IntVal>>) {
 /// Whether two places are one: the same addresses, leaf by leaf (a fold whose function
 /// updates its accumulator in place gets one buffer as both of its places).
 pub(super) fn same_place(a: &Place, b: &Place) -> bool {
-    fn bases(p: &Place, out: &mut Vec<Value>) -> bool {
-        match p {
-            Place::Tuple(items) => items.iter().all(|q| bases(q, out)),
-            Place::Arr(a) => match &a.kind {
-                Kind::Mem { layout, .. } => {
-                    layout_bases(layout, out);
-                    true
-                }
-                _ => false,
-            },
-            _ => false,
-        }
-    }
-    fn layout_bases(lay: &Layout, out: &mut Vec<Value>) {
-        match lay {
-            Layout::Real { base, .. } => out.push(*base),
-            Layout::Tuple(items) => items.iter().for_each(|l| layout_bases(l, out)),
-            Layout::Array { elem, .. } => layout_bases(elem, out),
-        }
-    }
     let (mut x, mut y) = (Vec::new(), Vec::new());
-    bases(a, &mut x) && bases(b, &mut y) && !x.is_empty() && x == y
+    super::access::place_bases(a, &mut x);
+    super::access::place_bases(b, &mut y);
+    !x.is_empty() && x == y
 }
