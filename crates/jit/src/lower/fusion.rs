@@ -1052,10 +1052,10 @@ impl<'a> Translator<'a> {
         let bodies: Vec<ExprId> = folds.iter().map(|f| f.body).collect();
         if folds.is_empty() {
             // Nothing is carried: the iterations where a pad among the arrays is at its end
-            // run apart, and the others read the pads in place, without a test, and pair.
-            let covers: Vec<&Arr> = reads.iter().map(|a| &***a).collect();
-            let paired = reads.iter().all(|a| !a.shape.elem.has_arrays());
-            self.peeled_loop(count, &covers, 0, &reads, &[], paired, &mut |t, i, _| {
+            // run apart, and the others read the pads in place, without a test, and pair
+            // where `pairs_well` says (not elements holding arrays).
+            let covers: Vec<&Arr> = reads.iter().map(|a| a.as_ref()).collect();
+            self.peeled_loop(count, &covers, 0, &reads, &[], true, &mut |t, i, _| {
                 t.fused_elements(i, arrays, adds)?;
                 Ok(Vec::new())
             })?;
