@@ -450,13 +450,14 @@ fn result_component_is_computed_in_place() {
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
                 ss0 = explicit_slot 8, align = 8
+                region0 = 1 "kernel tables"
                 gv0 = symbol colocated userextname0
                 sig0 = (f64) -> f64 system_v
                 fn0 = colocated u0:1 sig0
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v318 = load.i64 notrap aligned readonly can_move v1
-                v319 = symbol_value.i64 gv0
+                v308 = load.i64 notrap aligned readonly can_move v1
+                v309 = symbol_value.i64 gv0
                 jump block1
 
             block1:
@@ -464,11 +465,11 @@ fn result_component_is_computed_in_place() {
                 v5 = load.i64 notrap aligned readonly can_move v2
                 v6 = load.i64 notrap aligned readonly can_move v2+8
                 v8 = iconst.i64 1
-                v9 = ushr.i64 v318, v8  ; v8 = 1
+                v9 = ushr.i64 v308, v8  ; v8 = 1
                 v10 = iconst.i64 -2
-                v11 = band.i64 v318, v10  ; v10 = -2
+                v11 = band.i64 v308, v10  ; v10 = -2
                 v12 = iconst.i64 1
-                v13 = band.i64 v318, v12  ; v12 = 1
+                v13 = band.i64 v308, v12  ; v12 = 1
                 v15 = iconst.i64 0
                 brif v9, block2(v15), block3  ; v15 = 0
 
@@ -483,204 +484,206 @@ fn result_component_is_computed_in_place() {
                 v24 = iadd.i64 v5, v23
                 v26 = f64const 0x1.71547652b82fep7
                 v27 = f64const 0x1.8000000000000p52
-                v31 = iconst.i64 0x4338_0000_0000_0000
+                v31 = iconst.i64 0x4337_ffff_fff0_0000
                 v33 = f64const -0x1.62e42ff000000p-8
                 v35 = f64const 0x1.718432a1b0e26p-42
                 v37 = iconst.i64 127
                 v39 = iconst.i64 4
-                v43 = iconst.i64 127
-                v45 = iconst.i64 4
-                v50 = f64const 0x1.0000000000000p-1
-                v51 = f64const 0x1.5555555555555p-3
-                v52 = f64const 0x1.5555555555555p-5
-                v53 = f64const 0x1.1111111111111p-7
-                v60 = iconst.i64 7
-                v62 = iconst.i64 8
-                v66 = iconst.i64 52
-                v70 = iconst.i64 1023
-                v72 = iconst.i64 52
-                v76 = f64const 0x1.6300000000000p9
-                v78 = f64const +Inf
-                v80 = f64const -0x1.7500000000000p9
-                v82 = f64const 0.0
-                v320 = load.f64x2 notrap v20
-                v329 = splat.f64x2 v26  ; v26 = 0x1.71547652b82fep7
-                v330 = splat.f64x2 v27  ; v27 = 0x1.8000000000000p52
-                v331 = fma v320, v329, v330
-                v345 = fsub v331, v330
-                v332 = bitcast.i64x2 little v331
-                v333 = splat.i64x2 v31  ; v31 = 0x4338_0000_0000_0000
-                v334 = isub v332, v333
+                v45 = f64const 0x1.0000000000000p-1
+                v46 = f64const 0x1.5555555555555p-3
+                v47 = f64const 0x1.5555555555555p-5
+                v48 = f64const 0x1.1111111111111p-7
+                v55 = iconst.i64 7
+                v57 = iconst.i64 8
+                v61 = iconst.i64 52
+                v65 = iconst.i64 1023
+                v67 = iconst.i64 52
+                v71 = f64const 0x1.6300000000000p9
+                v73 = f64const +Inf
+                v75 = f64const -0x1.7500000000000p9
+                v77 = f64const 0.0
+                v310 = load.f64x2 notrap v20
+                v319 = splat.f64x2 v26  ; v26 = 0x1.71547652b82fep7
+                v320 = splat.f64x2 v27  ; v27 = 0x1.8000000000000p52
+                v321 = fma v310, v319, v320
+                v345 = fsub v321, v320
+                v322 = bitcast.i64x2 little v321
+                v323 = splat.i64x2 v31  ; v31 = 0x4337_ffff_fff0_0000
+                v324 = isub v322, v323
                 v347 = splat.f64x2 v33  ; v33 = -0x1.62e42ff000000p-8
-                v348 = fma v345, v347, v320
+                v348 = fma v345, v347, v310
                 v346 = splat.f64x2 v35  ; v35 = 0x1.718432a1b0e26p-42
                 v349 = fma v345, v346, v348
-                v335 = splat.i64x2 v37  ; v37 = 127
-                v336 = band v334, v335
-                v337 = ishl v336, v39  ; v39 = 4
-                v328 = splat.i64x2 v319
-                v338 = iadd v328, v337
-                v339 = extractlane v338, 0
-                v340 = extractlane v338, 1
-                v341 = load.f64 notrap aligned readonly can_move v339
-                v342 = load.f64 notrap aligned readonly can_move v340
-                v343 = splat.f64x2 v341
-                v344 = insertlane v343, v342, 1
-                v360 = splat.i64x2 v43  ; v43 = 127
-                v361 = band v334, v360
-                v362 = ishl v361, v45  ; v45 = 4
-                v359 = splat.i64x2 v319
-                v363 = iadd v359, v362
-                v364 = extractlane v363, 0
-                v365 = extractlane v363, 1
-                v366 = load.f64 notrap aligned readonly can_move v364+8
-                v367 = load.f64 notrap aligned readonly can_move v365+8
-                v368 = splat.f64x2 v366
-                v369 = insertlane v368, v367, 1
+                v325 = splat.i64x2 v37  ; v37 = 127
+                v326 = band v324, v325
+                v327 = ishl v326, v39  ; v39 = 4
+                v318 = splat.i64x2 v309
+                v328 = iadd v318, v327
+                v329 = extractlane v328, 0
+                v330 = extractlane v328, 1
+                v331 = load.f64x2 notrap readonly can_move region0 v329
+                v332 = load.f64x2 notrap readonly can_move region0 v330
+                v333 = bitcast.i8x16 little v331
+                v334 = bitcast.i8x16 little v332
+                v335 = shuffle v333, v334, 0x17161514131211100706050403020100
+                v336 = bitcast.f64x2 little v335
+                v337 = extractlane v328, 0
+                v338 = extractlane v328, 1
+                v339 = load.f64x2 notrap readonly can_move region0 v337
+                v340 = load.f64x2 notrap readonly can_move region0 v338
+                v341 = bitcast.i8x16 little v339
+                v342 = bitcast.i8x16 little v340
+                v343 = shuffle v341, v342, 0x17161514131211100706050403020100
+                v344 = bitcast.f64x2 little v343
+                v359 = bitcast.i8x16 little v339
+                v360 = bitcast.i8x16 little v340
+                v361 = shuffle v359, v360, 0x1f1e1d1c1b1a19180f0e0d0c0b0a0908
+                v362 = bitcast.f64x2 little v361
                 v353 = fmul v349, v349
-                v355 = splat.f64x2 v50  ; v50 = 0x1.0000000000000p-1
-                v354 = splat.f64x2 v51  ; v51 = 0x1.5555555555555p-3
-                v351 = splat.f64x2 v52  ; v52 = 0x1.5555555555555p-5
-                v350 = splat.f64x2 v53  ; v53 = 0x1.1111111111111p-7
+                v355 = splat.f64x2 v45  ; v45 = 0x1.0000000000000p-1
+                v354 = splat.f64x2 v46  ; v46 = 0x1.5555555555555p-3
+                v351 = splat.f64x2 v47  ; v47 = 0x1.5555555555555p-5
+                v350 = splat.f64x2 v48  ; v48 = 0x1.1111111111111p-7
                 v356 = fma v349, v354, v355
                 v352 = fma v349, v350, v351
                 v357 = fma v352, v353, v356
                 v358 = fma v357, v353, v349
-                v370 = fma v344, v358, v369
-                v371 = fadd v344, v370
-                v377 = sshr v334, v60  ; v60 = 7
-                v373 = sshr v334, v62  ; v62 = 8
-                v378 = isub v377, v373
-                v372 = bitcast.i64x2 little v371
-                v374 = ishl v373, v66  ; v66 = 52
-                v375 = iadd v372, v374
-                v376 = bitcast.f64x2 little v375
-                v379 = splat.i64x2 v70  ; v70 = 1023
-                v380 = iadd v378, v379
-                v381 = ishl v380, v72  ; v72 = 52
-                v382 = bitcast.f64x2 little v381
-                v383 = fmul v376, v382
-                v325 = splat.f64x2 v76  ; v76 = 0x1.6300000000000p9
-                v326 = fcmp gt v320, v325
-                v327 = splat.f64x2 v78  ; v78 = +Inf
-                v384 = bitcast.f64x2 little v326
-                v385 = bitselect v384, v327, v383
-                v322 = splat.f64x2 v80  ; v80 = -0x1.7500000000000p9
-                v323 = fcmp lt v320, v322
-                v324 = splat.f64x2 v82  ; v82 = 0.0
-                v386 = bitcast.f64x2 little v323
-                v387 = bitselect v386, v324, v385
-                v321 = fcmp ne v320, v320
-                v388 = bitcast.f64x2 little v321
-                v389 = bitselect v388, v320, v387
-                store notrap v389, v24
-                v155 = iconst.i64 1
-                v156 = iadd v14, v155  ; v155 = 1
-                v157 = icmp ult v156, v9
-                brif v157, block2(v156), block3
+                v363 = fma v344, v358, v362
+                v364 = fadd v336, v363
+                v370 = ushr v324, v55  ; v55 = 7
+                v366 = ushr v324, v57  ; v57 = 8
+                v371 = isub v370, v366
+                v365 = bitcast.i64x2 little v364
+                v367 = ishl v366, v61  ; v61 = 52
+                v368 = iadd v365, v367
+                v369 = bitcast.f64x2 little v368
+                v372 = splat.i64x2 v65  ; v65 = 1023
+                v373 = iadd v371, v372
+                v374 = ishl v373, v67  ; v67 = 52
+                v375 = bitcast.f64x2 little v374
+                v376 = fmul v369, v375
+                v315 = splat.f64x2 v71  ; v71 = 0x1.6300000000000p9
+                v316 = fcmp gt v310, v315
+                v317 = splat.f64x2 v73  ; v73 = +Inf
+                v377 = bitcast.f64x2 little v316
+                v378 = bitselect v377, v317, v376
+                v312 = splat.f64x2 v75  ; v75 = -0x1.7500000000000p9
+                v313 = fcmp lt v310, v312
+                v314 = splat.f64x2 v77  ; v77 = 0.0
+                v379 = bitcast.f64x2 little v313
+                v380 = bitselect v379, v314, v378
+                v311 = fcmp ne v310, v310
+                v381 = bitcast.f64x2 little v311
+                v382 = bitselect v381, v310, v380
+                store notrap v382, v24
+                v145 = iconst.i64 1
+                v146 = iadd v14, v145  ; v145 = 1
+                v147 = icmp ult v146, v9
+                brif v147, block2(v146), block3
 
             block3:
-                v159 = iconst.i64 0
-                brif.i64 v13, block4(v159), block5  ; v159 = 0
+                v149 = iconst.i64 0
+                brif.i64 v13, block4(v149), block5  ; v149 = 0
 
-            block4(v158: i64):
-                v160 = iadd.i64 v11, v158
-                v161 = iconst.i64 3
-                v162 = ishl v160, v161  ; v161 = 3
-                v163 = iadd.i64 v4, v162
-                v164 = load.f64 notrap aligned v163
-                v165 = iconst.i64 3
-                v166 = ishl v160, v165  ; v165 = 3
-                v167 = iadd.i64 v5, v166
-                v168 = call fn0(v164)
-                store notrap aligned v168, v167
+            block4(v148: i64):
+                v150 = iadd.i64 v11, v148
+                v151 = iconst.i64 3
+                v152 = ishl v150, v151  ; v151 = 3
+                v153 = iadd.i64 v4, v152
+                v154 = load.f64 notrap aligned v153
+                v155 = iconst.i64 3
+                v156 = ishl v150, v155  ; v155 = 3
+                v157 = iadd.i64 v5, v156
+                v158 = call fn0(v154)
+                store notrap aligned v158, v157
                 jump block5
 
             block5:
-                v169 = f64const 0.0
-                v170 = iconst.i64 3
-                v171 = ushr.i64 v318, v170  ; v170 = 3
-                v172 = f64const -0.0
-                v390 = splat.f64x2 v172  ; v172 = -0.0
-                v173 = scalar_to_vector.f64x2 v169  ; v169 = 0.0
-                v174 = insertlane v173, v172, 1  ; v172 = -0.0
-                v192 = iconst.i64 0
-                brif v171, block6(v192, v169, v174, v390, v390, v390), block7(v169, v174, v390, v390, v390)  ; v192 = 0, v169 = 0.0, v169 = 0.0
+                v159 = f64const 0.0
+                v160 = iconst.i64 3
+                v161 = ushr.i64 v308, v160  ; v160 = 3
+                v162 = f64const -0.0
+                v383 = splat.f64x2 v162  ; v162 = -0.0
+                v163 = scalar_to_vector.f64x2 v159  ; v159 = 0.0
+                v164 = insertlane v163, v162, 1  ; v162 = -0.0
+                v182 = iconst.i64 0
+                brif v161, block6(v182, v159, v164, v383, v383, v383), block7(v159, v164, v383, v383, v383)  ; v182 = 0, v159 = 0.0, v159 = 0.0
 
-            block6(v181: i64, v182: f64, v183: f64x2, v184: f64x2, v185: f64x2, v186: f64x2):
-                v193 = iconst.i64 3
-                v194 = ishl v181, v193  ; v193 = 3
-                v196 = iconst.i64 3
-                v197 = ishl v194, v196  ; v196 = 3
-                v198 = iadd.i64 v5, v197
-                v391 = load.f64x2 notrap v198
-                v392 = fadd v183, v391
-                v210 = iconst.i64 2
-                v211 = iadd v194, v210  ; v210 = 2
-                v212 = iconst.i64 3
-                v213 = ishl v211, v212  ; v212 = 3
-                v214 = iadd.i64 v5, v213
-                v393 = load.f64x2 notrap v214
-                v394 = fadd v184, v393
-                v226 = iconst.i64 4
-                v227 = iadd v194, v226  ; v226 = 4
-                v228 = iconst.i64 3
-                v229 = ishl v227, v228  ; v228 = 3
-                v230 = iadd.i64 v5, v229
-                v395 = load.f64x2 notrap v230
-                v396 = fadd v185, v395
-                v242 = iconst.i64 6
-                v243 = iadd v194, v242  ; v242 = 6
-                v244 = iconst.i64 3
-                v245 = ishl v243, v244  ; v244 = 3
-                v246 = iadd.i64 v5, v245
-                v397 = load.f64x2 notrap v246
-                v398 = fadd v186, v397
-                v265 = iconst.i64 1
-                v266 = iadd v181, v265  ; v265 = 1
-                v267 = icmp ult v266, v171
-                brif v267, block6(v266, v182, v392, v394, v396, v398), block7(v182, v392, v394, v396, v398)
+            block6(v171: i64, v172: f64, v173: f64x2, v174: f64x2, v175: f64x2, v176: f64x2):
+                v183 = iconst.i64 3
+                v184 = ishl v171, v183  ; v183 = 3
+                v186 = iconst.i64 3
+                v187 = ishl v184, v186  ; v186 = 3
+                v188 = iadd.i64 v5, v187
+                v384 = load.f64x2 notrap v188
+                v385 = fadd v173, v384
+                v200 = iconst.i64 2
+                v201 = iadd v184, v200  ; v200 = 2
+                v202 = iconst.i64 3
+                v203 = ishl v201, v202  ; v202 = 3
+                v204 = iadd.i64 v5, v203
+                v386 = load.f64x2 notrap v204
+                v387 = fadd v174, v386
+                v216 = iconst.i64 4
+                v217 = iadd v184, v216  ; v216 = 4
+                v218 = iconst.i64 3
+                v219 = ishl v217, v218  ; v218 = 3
+                v220 = iadd.i64 v5, v219
+                v388 = load.f64x2 notrap v220
+                v389 = fadd v175, v388
+                v232 = iconst.i64 6
+                v233 = iadd v184, v232  ; v232 = 6
+                v234 = iconst.i64 3
+                v235 = ishl v233, v234  ; v234 = 3
+                v236 = iadd.i64 v5, v235
+                v390 = load.f64x2 notrap v236
+                v391 = fadd v176, v390
+                v255 = iconst.i64 1
+                v256 = iadd v171, v255  ; v255 = 1
+                v257 = icmp ult v256, v161
+                brif v257, block6(v256, v172, v385, v387, v389, v391), block7(v172, v385, v387, v389, v391)
 
-            block7(v187: f64, v188: f64x2, v189: f64x2, v190: f64x2, v191: f64x2):
-                v268 = stack_addr.i64 ss0
-                store notrap aligned v187, v268
-                v269 = atomic_load.i64 notrap aligned v268
-                v399 = fadd v188, v190
-                v400 = fadd v189, v191
-                v401 = fadd v399, v400
-                v295 = extractlane v401, 0
-                v296 = extractlane v401, 1
-                v297 = fadd v295, v296
-                v298 = iconst.i64 3
-                v299 = ishl.i64 v171, v298  ; v298 = 3
-                v300 = iconst.i64 7
-                v301 = band.i64 v318, v300  ; v300 = 7
-                v305 = iconst.i64 0
-                brif v301, block8(v305, v297), block9(v297)  ; v305 = 0
+            block7(v177: f64, v178: f64x2, v179: f64x2, v180: f64x2, v181: f64x2):
+                v258 = stack_addr.i64 ss0
+                store notrap aligned v177, v258
+                v259 = atomic_load.i64 notrap aligned v258
+                v392 = fadd v178, v180
+                v393 = fadd v179, v181
+                v394 = fadd v392, v393
+                v285 = extractlane v394, 0
+                v286 = extractlane v394, 1
+                v287 = fadd v285, v286
+                v288 = iconst.i64 3
+                v289 = ishl.i64 v161, v288  ; v288 = 3
+                v290 = iconst.i64 7
+                v291 = band.i64 v308, v290  ; v290 = 7
+                v295 = iconst.i64 0
+                brif v291, block8(v295, v287), block9(v287)  ; v295 = 0
 
-            block8(v302: i64, v303: f64):
-                v306 = iadd.i64 v299, v302
-                v307 = iconst.i64 3
-                v308 = ishl v306, v307  ; v307 = 3
-                v309 = iadd.i64 v5, v308
-                v310 = load.f64 notrap aligned v309
-                v311 = fadd v303, v310
-                v312 = iconst.i64 1
-                v313 = iadd v302, v312  ; v312 = 1
-                v314 = icmp ult v313, v301
-                brif v314, block8(v313, v311), block9(v311)
+            block8(v292: i64, v293: f64):
+                v296 = iadd.i64 v289, v292
+                v297 = iconst.i64 3
+                v298 = ishl v296, v297  ; v297 = 3
+                v299 = iadd.i64 v5, v298
+                v300 = load.f64 notrap aligned v299
+                v301 = fadd v293, v300
+                v302 = iconst.i64 1
+                v303 = iadd v292, v302  ; v302 = 1
+                v304 = icmp ult v303, v291
+                brif v304, block8(v303, v301), block9(v301)
 
-            block9(v304: f64):
-                v315 = stack_addr.i64 ss0
-                store notrap aligned v304, v315
-                v316 = atomic_load.i64 notrap aligned v315
-                v317 = bitcast.f64 v316
-                store notrap aligned v317, v6
+            block9(v294: f64):
+                v305 = stack_addr.i64 ss0
+                store notrap aligned v294, v305
+                v306 = atomic_load.i64 notrap aligned v305
+                v307 = bitcast.f64 v306
+                store notrap aligned v307, v6
                 return
             }
 
             ; the function of the kernel `exp`
             function u0:1(f64) -> f64 system_v {
+                region0 = 1 "kernel tables"
                 gv0 = symbol colocated userextname0
 
             block0(v0: f64):
@@ -690,8 +693,8 @@ fn result_component_is_computed_in_place() {
                 v4 = fma v0, v2, v3  ; v2 = 0x1.71547652b82fep7, v3 = 0x1.8000000000000p52
                 v5 = fsub v4, v3  ; v3 = 0x1.8000000000000p52
                 v6 = bitcast.i64 v4
-                v7 = iconst.i64 0x4338_0000_0000_0000
-                v8 = isub v6, v7  ; v7 = 0x4338_0000_0000_0000
+                v7 = iconst.i64 0x4337_ffff_fff0_0000
+                v8 = isub v6, v7  ; v7 = 0x4337_ffff_fff0_0000
                 v9 = f64const -0x1.62e42ff000000p-8
                 v10 = fma v5, v9, v0  ; v9 = -0x1.62e42ff000000p-8
                 v11 = f64const 0x1.718432a1b0e26p-42
@@ -701,51 +704,46 @@ fn result_component_is_computed_in_place() {
                 v15 = iconst.i64 4
                 v16 = ishl v14, v15  ; v15 = 4
                 v17 = iadd v1, v16
-                v18 = load.f64 notrap aligned readonly can_move v17
-                v19 = iconst.i64 127
-                v20 = band v8, v19  ; v19 = 127
-                v21 = iconst.i64 4
-                v22 = ishl v20, v21  ; v21 = 4
-                v23 = iadd v1, v22
-                v24 = load.f64 notrap aligned readonly can_move v23+8
-                v25 = fmul v12, v12
-                v26 = f64const 0x1.0000000000000p-1
-                v27 = f64const 0x1.5555555555555p-3
-                v28 = f64const 0x1.5555555555555p-5
-                v29 = f64const 0x1.1111111111111p-7
-                v30 = fma v12, v27, v26  ; v27 = 0x1.5555555555555p-3, v26 = 0x1.0000000000000p-1
-                v31 = fma v12, v29, v28  ; v29 = 0x1.1111111111111p-7, v28 = 0x1.5555555555555p-5
-                v32 = fma v31, v25, v30
-                v33 = fma v32, v25, v12
-                v34 = fma v18, v33, v24
-                v35 = fadd v18, v34
-                v36 = iconst.i64 7
-                v37 = sshr v8, v36  ; v36 = 7
-                v38 = iconst.i64 8
-                v39 = sshr v8, v38  ; v38 = 8
-                v40 = isub v37, v39
-                v41 = bitcast.i64 v35
-                v42 = iconst.i64 52
-                v43 = ishl v39, v42  ; v42 = 52
-                v44 = iadd v41, v43
+                v18 = load.f64 notrap aligned readonly can_move region0 v17
+                v19 = load.f64 notrap aligned readonly can_move region0 v17+8
+                v20 = fmul v12, v12
+                v21 = f64const 0x1.0000000000000p-1
+                v22 = f64const 0x1.5555555555555p-3
+                v23 = f64const 0x1.5555555555555p-5
+                v24 = f64const 0x1.1111111111111p-7
+                v25 = fma v12, v22, v21  ; v22 = 0x1.5555555555555p-3, v21 = 0x1.0000000000000p-1
+                v26 = fma v12, v24, v23  ; v24 = 0x1.1111111111111p-7, v23 = 0x1.5555555555555p-5
+                v27 = fma v26, v20, v25
+                v28 = fma v27, v20, v12
+                v29 = fma v18, v28, v19
+                v30 = fadd v18, v29
+                v31 = iconst.i64 7
+                v32 = ushr v8, v31  ; v31 = 7
+                v33 = iconst.i64 8
+                v34 = ushr v8, v33  ; v33 = 8
+                v35 = isub v32, v34
+                v36 = bitcast.i64 v30
+                v37 = iconst.i64 52
+                v38 = ishl v34, v37  ; v37 = 52
+                v39 = iadd v36, v38
+                v40 = bitcast.f64 v39
+                v41 = iconst.i64 1023
+                v42 = iadd v35, v41  ; v41 = 1023
+                v43 = iconst.i64 52
+                v44 = ishl v42, v43  ; v43 = 52
                 v45 = bitcast.f64 v44
-                v46 = iconst.i64 1023
-                v47 = iadd v40, v46  ; v46 = 1023
-                v48 = iconst.i64 52
-                v49 = ishl v47, v48  ; v48 = 52
-                v50 = bitcast.f64 v49
-                v51 = fmul v45, v50
-                v52 = f64const 0x1.6300000000000p9
-                v53 = fcmp gt v0, v52  ; v52 = 0x1.6300000000000p9
-                v54 = f64const +Inf
-                v55 = select v53, v54, v51  ; v54 = +Inf
-                v56 = f64const -0x1.7500000000000p9
-                v57 = fcmp lt v0, v56  ; v56 = -0x1.7500000000000p9
-                v58 = f64const 0.0
-                v59 = select v57, v58, v55  ; v58 = 0.0
-                v60 = fcmp ne v0, v0
-                v61 = select v60, v0, v59
-                return v61
+                v46 = fmul v40, v45
+                v47 = f64const 0x1.6300000000000p9
+                v48 = fcmp gt v0, v47  ; v47 = 0x1.6300000000000p9
+                v49 = f64const +Inf
+                v50 = select v48, v49, v46  ; v49 = +Inf
+                v51 = f64const -0x1.7500000000000p9
+                v52 = fcmp lt v0, v51  ; v51 = -0x1.7500000000000p9
+                v53 = f64const 0.0
+                v54 = select v52, v53, v50  ; v53 = 0.0
+                v55 = fcmp ne v0, v0
+                v56 = select v55, v0, v54
+                return v56
             }
         "#]],
     );
@@ -862,11 +860,12 @@ fn exp_is_an_inline_kernel() {
         "def f(x: real) = exp(x)",
         expect![[r#"
             function u0:0(i64, i64, i64, i64) system_v {
+                region0 = 1 "kernel tables"
                 gv0 = symbol colocated userextname0
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v68 = symbol_value.i64 gv0
-                v7 -> v68
+                v63 = symbol_value.i64 gv0
+                v7 -> v63
                 jump block1
 
             block1:
@@ -878,8 +877,8 @@ fn exp_is_an_inline_kernel() {
                 v10 = fma v6, v8, v9  ; v8 = 0x1.71547652b82fep7, v9 = 0x1.8000000000000p52
                 v11 = fsub v10, v9  ; v9 = 0x1.8000000000000p52
                 v12 = bitcast.i64 v10
-                v13 = iconst.i64 0x4338_0000_0000_0000
-                v14 = isub v12, v13  ; v13 = 0x4338_0000_0000_0000
+                v13 = iconst.i64 0x4337_ffff_fff0_0000
+                v14 = isub v12, v13  ; v13 = 0x4337_ffff_fff0_0000
                 v15 = f64const -0x1.62e42ff000000p-8
                 v16 = fma v11, v15, v6  ; v15 = -0x1.62e42ff000000p-8
                 v17 = f64const 0x1.718432a1b0e26p-42
@@ -889,51 +888,46 @@ fn exp_is_an_inline_kernel() {
                 v21 = iconst.i64 4
                 v22 = ishl v20, v21  ; v21 = 4
                 v23 = iadd.i64 v7, v22
-                v24 = load.f64 notrap aligned readonly can_move v23
-                v25 = iconst.i64 127
-                v26 = band v14, v25  ; v25 = 127
-                v27 = iconst.i64 4
-                v28 = ishl v26, v27  ; v27 = 4
-                v29 = iadd.i64 v7, v28
-                v30 = load.f64 notrap aligned readonly can_move v29+8
-                v31 = fmul v18, v18
-                v32 = f64const 0x1.0000000000000p-1
-                v33 = f64const 0x1.5555555555555p-3
-                v34 = f64const 0x1.5555555555555p-5
-                v35 = f64const 0x1.1111111111111p-7
-                v36 = fma v18, v33, v32  ; v33 = 0x1.5555555555555p-3, v32 = 0x1.0000000000000p-1
-                v37 = fma v18, v35, v34  ; v35 = 0x1.1111111111111p-7, v34 = 0x1.5555555555555p-5
-                v38 = fma v37, v31, v36
-                v39 = fma v38, v31, v18
-                v40 = fma v24, v39, v30
-                v41 = fadd v24, v40
-                v42 = iconst.i64 7
-                v43 = sshr v14, v42  ; v42 = 7
-                v44 = iconst.i64 8
-                v45 = sshr v14, v44  ; v44 = 8
-                v46 = isub v43, v45
-                v47 = bitcast.i64 v41
-                v48 = iconst.i64 52
-                v49 = ishl v45, v48  ; v48 = 52
-                v50 = iadd v47, v49
+                v24 = load.f64 notrap aligned readonly can_move region0 v23
+                v25 = load.f64 notrap aligned readonly can_move region0 v23+8
+                v26 = fmul v18, v18
+                v27 = f64const 0x1.0000000000000p-1
+                v28 = f64const 0x1.5555555555555p-3
+                v29 = f64const 0x1.5555555555555p-5
+                v30 = f64const 0x1.1111111111111p-7
+                v31 = fma v18, v28, v27  ; v28 = 0x1.5555555555555p-3, v27 = 0x1.0000000000000p-1
+                v32 = fma v18, v30, v29  ; v30 = 0x1.1111111111111p-7, v29 = 0x1.5555555555555p-5
+                v33 = fma v32, v26, v31
+                v34 = fma v33, v26, v18
+                v35 = fma v24, v34, v25
+                v36 = fadd v24, v35
+                v37 = iconst.i64 7
+                v38 = ushr v14, v37  ; v37 = 7
+                v39 = iconst.i64 8
+                v40 = ushr v14, v39  ; v39 = 8
+                v41 = isub v38, v40
+                v42 = bitcast.i64 v36
+                v43 = iconst.i64 52
+                v44 = ishl v40, v43  ; v43 = 52
+                v45 = iadd v42, v44
+                v46 = bitcast.f64 v45
+                v47 = iconst.i64 1023
+                v48 = iadd v41, v47  ; v47 = 1023
+                v49 = iconst.i64 52
+                v50 = ishl v48, v49  ; v49 = 52
                 v51 = bitcast.f64 v50
-                v52 = iconst.i64 1023
-                v53 = iadd v46, v52  ; v52 = 1023
-                v54 = iconst.i64 52
-                v55 = ishl v53, v54  ; v54 = 52
-                v56 = bitcast.f64 v55
-                v57 = fmul v51, v56
-                v58 = f64const 0x1.6300000000000p9
-                v59 = fcmp gt v6, v58  ; v58 = 0x1.6300000000000p9
-                v60 = f64const +Inf
-                v61 = select v59, v60, v57  ; v60 = +Inf
-                v62 = f64const -0x1.7500000000000p9
-                v63 = fcmp lt v6, v62  ; v62 = -0x1.7500000000000p9
-                v64 = f64const 0.0
-                v65 = select v63, v64, v61  ; v64 = 0.0
-                v66 = fcmp ne v6, v6
-                v67 = select v66, v6, v65
-                store notrap aligned v67, v5
+                v52 = fmul v46, v51
+                v53 = f64const 0x1.6300000000000p9
+                v54 = fcmp gt v6, v53  ; v53 = 0x1.6300000000000p9
+                v55 = f64const +Inf
+                v56 = select v54, v55, v52  ; v55 = +Inf
+                v57 = f64const -0x1.7500000000000p9
+                v58 = fcmp lt v6, v57  ; v57 = -0x1.7500000000000p9
+                v59 = f64const 0.0
+                v60 = select v58, v59, v56  ; v59 = 0.0
+                v61 = fcmp ne v6, v6
+                v62 = select v61, v6, v60
+                store notrap aligned v62, v5
                 return
             }
         "#]],

@@ -191,3 +191,47 @@ fn folds_adding_in_place_run_on_two_lanes() {
     let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
     assert!(text.contains("load.f64x2"), "{text}");
 }
+
+/// A table read by a kernel on two lanes (`exp`'s `2^(j/128)`, held in two columns) is
+/// read a row per lane: one 16-byte load at each lane's row, and a shuffle per column,
+/// not a load and a move between lanes per real. The values are the interpreter's, at
+/// every row of the table and at the kernels' edges.
+#[test]
+fn kernel_tables_are_read_a_row_per_lane() {
+    let mut rng = Rng(531);
+    let mut inputs = inputs(532, true);
+    // Every row of the table: `x` at each multiple of ln 2 / 128 around 0 and near the
+    // ends of the range, where the row and exponent come from the last bits of `k`.
+    for base in [0.0, 700.0, -740.0] {
+        let xs: Vec<Json> = (0..260)
+            .map(|j| json!(base + (j as f64 - 130.0) * std::f64::consts::LN_2 / 128.0))
+            .collect();
+        inputs.push(json!({"A": xs.clone(), "B": reals(&mut rng, xs.len(), false)}));
+    }
+    let programs = [
+        "def g(A: [n]real, B: [n]real) = sum(map (x. exp(x)) A)",
+        "def g(A: [n]real, B: [n]real) = map2 (x, y. tanh(x) * sigmoid(y) + exp(x - y)) A B",
+    ];
+    for src in programs {
+        check(src, &inputs);
+    }
+    let (prog, func) = unfad_test_support::load(programs[0]);
+    let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+    let rows = text
+        .lines()
+        .filter(|l| l.contains("load.f64x2") && l.contains("region0"))
+        .count();
+    // The second column: bytes 8..16 of each row.
+    let second = text
+        .lines()
+        .filter(|l| l.contains("shuffle") && l.contains("0x1f1e1d1c1b1a19180f0e0d0c0b0a0908"))
+        .count();
+    let reals = text
+        .lines()
+        .filter(|l| l.contains("load.f64 ") && l.contains("region0"))
+        .count();
+    // Two lanes of two copies in the blocked reduction's loop: four rows, the second
+    // column of each pair of rows shuffled out of the loads that gave the first; the
+    // scalar tail reads its row's two reals.
+    assert_eq!((rows, second, reals), (4, 2, 2), "{text}");
+}

@@ -56,6 +56,10 @@ pub trait Arith {
     fn shl(&mut self, a: Self::Int, n: u32) -> Self::Int;
     /// `a >> n`, arithmetic (the sign is copied in), for `n < 64`.
     fn sshr(&mut self, a: Self::Int, n: u32) -> Self::Int;
+    /// `a >> n`, logical (zeros shifted in), for `n < 64`. On two lanes of x86-64 this is
+    /// one instruction, where the arithmetic shift of 64-bit lanes takes five: kernels
+    /// shift a biased, non-negative integer instead ([`round_product_biased`]).
+    fn ushr(&mut self, a: Self::Int, n: u32) -> Self::Int;
     fn ieq(&mut self, a: Self::Int, b: Self::Int) -> Self::Mask;
 
     /// The real at `column` of row `i mod t.rows()` of the table `t` ([`Table::get`]):
@@ -131,24 +135,37 @@ pub(crate) const SHIFTER: f64 = 6755399441055744.0;
 pub(crate) fn round_to_int<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int) {
     let shifter = a.real(SHIFTER);
     let t = a.add(x, shifter);
-    unshift(a, t, shifter)
+    unshift(a, t, shifter, 0)
 }
 
 /// `x c` rounded to an integer by one multiply-add with [`SHIFTER`], as a real and as an
 /// integer (for `|x c| < 2^51`): the `k` of a reduction modulo `1/c`.
 pub(crate) fn round_product<A: Arith>(a: &mut A, x: A::Real, c: f64) -> (A::Real, A::Int) {
+    round_product_biased(a, x, c, 0)
+}
+
+/// [`round_product`] with `bias` added to the integer, in the same subtraction: `(k, k +
+/// bias)`. With a bias above `|k|` that is a multiple of `2^s`, `(k + bias) >> s` is
+/// `(k >> s) + bias / 2^s` by a logical shift, and the bias vanishes wherever the result
+/// is then shifted left into a real's exponent field (`bias / 2^s` a multiple of `2^12`).
+pub(crate) fn round_product_biased<A: Arith>(
+    a: &mut A,
+    x: A::Real,
+    c: f64,
+    bias: i64,
+) -> (A::Real, A::Int) {
     let c = a.real(c);
     let shifter = a.real(SHIFTER);
     let t = a.mul_add(x, c, shifter);
-    unshift(a, t, shifter)
+    unshift(a, t, shifter, bias)
 }
 
 /// The integer `t - SHIFTER` of a sum `t` rounded by [`SHIFTER`] (`shifter` its value), as
-/// a real and as an integer (the low bits of `t`'s significand).
-fn unshift<A: Arith>(a: &mut A, t: A::Real, shifter: A::Real) -> (A::Real, A::Int) {
+/// a real, and plus `bias` as an integer (the low bits of `t`'s significand).
+fn unshift<A: Arith>(a: &mut A, t: A::Real, shifter: A::Real, bias: i64) -> (A::Real, A::Int) {
     let kf = a.sub(t, shifter);
     let bits = a.to_bits(t);
-    let base = a.int(SHIFTER.to_bits() as i64);
+    let base = a.int((SHIFTER.to_bits() as i64).wrapping_sub(bias));
     (kf, a.isub(bits, base))
 }
 

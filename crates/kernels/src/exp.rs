@@ -7,7 +7,8 @@
 //! `g` a degree-10 polynomial. `2^k` is built from its exponent bits.
 
 use crate::arith::{
-    estrin, fast_two_sum, horner, pow2, round_product, round_to_int, two_sum, Arith, Cmp,
+    estrin, fast_two_sum, horner, pow2, round_product, round_product_biased, round_to_int, two_sum,
+    Arith, Cmp,
 };
 use crate::table::{Table, EXP2_N};
 
@@ -102,17 +103,30 @@ fn clamp<A: Arith>(a: &mut A, x: A::Real, lo: f64, hi: f64) -> A::Real {
 /// `e^x = (yh + yl) 2^e` for `x` in `[-746, 710]`, `yh + yl` to about 2^-60 relative and
 /// `|yl|` at most half an ulp of `yh`: `(yh, yl, e)`, from [`table_parts`] by Fast2Sum
 /// (`|u| < |hi|`).
+///
+/// `e` is biased (a logical shift of [`table_parts`]'s `k`, biased by [`K_BIAS`]): it is
+/// only ever added to and shifted into a real's exponent field, where the bias vanishes.
 fn exp_parts<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real, A::Int) {
     let (hi, u, k) = table_parts(a, x);
     let (yh, yl) = fast_two_sum(a, hi, u);
-    let e = a.sshr(k, 7);
+    let e = a.ushr(k, 7);
     (yh, yl, e)
 }
 
+/// The bias of [`table_parts`]'s `k`: above `|k|` wherever the result means something
+/// (`|k| < 2^18`), so that `k + K_BIAS >= 0` and a logical shift divides it; a multiple of
+/// `2^20`, so that after a shift by 7 or 8 (and a halving, in [`scale`]) the bias left is a
+/// multiple of `2^12`, which vanishes when shifted by 52 into an exponent field (it wraps
+/// out of 64 bits). The results are those of signed shifts of an unbiased `k`, bit for bit.
+const K_BIAS: i64 = 1 << 20;
+
 /// `y 2^k` for `k` in `[-1076, 1024]`, as two factors `2^(k - k/2) * 2^(k/2)`, each a
 /// normal number, so that results near overflow and subnormal results are rounded once.
+/// `k` may carry a non-negative bias that is a multiple of `2^13` (see [`K_BIAS`]): the
+/// halving is a logical shift, and each factor's exponent then carries a multiple of
+/// `2^12`, which [`pow2`]'s shift drops.
 fn scale<A: Arith>(a: &mut A, y: A::Real, k: A::Int) -> A::Real {
-    let k1 = a.sshr(k, 1);
+    let k1 = a.ushr(k, 1);
     let k2 = a.isub(k, k1);
     let s1 = pow2(a, k1);
     let s2 = pow2(a, k2);
@@ -128,14 +142,15 @@ const INV_LN2_N: f64 = 184.6649652337873;
 const EXP_R: [f64; 4] = [0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0];
 
 /// `e^x = 2^e (hi + u)` with `e = k >> 7`, by a table of `2^(j/128)` (Tang's method):
-/// `(hi, u, k)`. `x = (128 e + j) ln2/128 + r` with `k = 128 e + j = round(128 x / ln2)`
+/// `(hi, u, k + K_BIAS)` (see [`K_BIAS`]: the table's row `j` is the same, the bias
+/// being a multiple of 128). `x = (128 e + j) ln2/128 + r` with `k = 128 e + j = round(128 x / ln2)`
 /// and `|r| <= ln2/256`; `e^x = 2^e T_j (1 + p(r))` with `T_j = hi + lo` from
 /// [`Table::Exp2`] and `p(r) = e^r - 1` of degree 5, and `u = hi p + lo` rounded once
 /// (`|u| < 0.006 hi`, so its rounding is below 2^-60 of the result). For any `x` the table
 /// is read inside (the index is reduced to it); the result means something for `x` in
 /// `[-746, 710]`, where `|k| < 2^18`.
 fn table_parts<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real, A::Int) {
-    let (kf, k) = round_product(a, x, INV_LN2_N);
+    let (kf, k) = round_product_biased(a, x, INV_LN2_N, K_BIAS);
     // `k LN2_HI/128` is exact (`|k| < 2^18`, `LN2_HI` has 32 bits).
     let neg_hi = a.real(-LN2_HI / EXP2_N as f64);
     let r = a.mul_add(kf, neg_hi, x);
@@ -166,8 +181,10 @@ pub(crate) fn exp<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let y = a.add(hi, u);
     // `2^e`, `e = k >> 7` in [-1077, 1024] for `x` in [-746, 710], as `2^e1 2^e2` with
     // `e1 = k >> 8` and `e2 = e - e1`, both in [-539, 512]: `y 2^e1` by its exponent bits.
-    let e = a.sshr(k, 7);
-    let e1 = a.sshr(k, 8);
+    // Each carries a bias (`k`'s, shifted: `2^13`, `2^12`, and `2^12` for `e2`) that the
+    // shifts by 52 drop.
+    let e = a.ushr(k, 7);
+    let e1 = a.ushr(k, 8);
     let e2 = a.isub(e, e1);
     let y_bits = a.to_bits(y);
     let e1_bits = a.shl(e1, 52);

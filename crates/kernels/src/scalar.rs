@@ -128,6 +128,10 @@ impl<const FUSED: bool> Arith for Scalar<FUSED> {
         a.wrapping_shr(n)
     }
     #[inline(always)]
+    fn ushr(&mut self, a: i64, n: u32) -> i64 {
+        ((a as u64) >> n) as i64
+    }
+    #[inline(always)]
     fn ieq(&mut self, a: i64, b: i64) -> bool {
         a == b
     }

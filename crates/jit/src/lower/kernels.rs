@@ -9,7 +9,8 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64};
 use cranelift_codegen::ir::{
-    AbiParam, FuncRef, GlobalValue, InstBuilder, MemFlagsData, Signature, Value,
+    AbiParam, AliasRegion, AliasRegionData, FuncRef, Function, GlobalValue, InstBuilder,
+    MemFlagsData, Signature, Value,
 };
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -36,6 +37,10 @@ pub(super) struct Emit<'f, 'a> {
     /// The address of the kernels' tables ([`kernel_tables`]), where the kernel reads
     /// them ([`Kernel::reads_tables`]).
     tables: Option<Value>,
+    /// The address of the row each lookup read, by table and index: a table's columns
+    /// read at one index share it, so the lanes pass sees one pair of addresses and
+    /// reads the row's reals with one load per lane (`lanes.rs`, `table_gather`).
+    rows: Vec<(Table, Value, Value)>,
 }
 
 /// Whether kernels fuse `mul_add` in code for `isa`: exactly when the host has FMA, the
@@ -140,6 +145,9 @@ impl Arith for Emit<'_, '_> {
     fn sshr(&mut self, a: Value, n: u32) -> Value {
         self.b.ins().sshr_imm_u(a, i64::from(n))
     }
+    fn ushr(&mut self, a: Value, n: u32) -> Value {
+        self.b.ins().ushr_imm_u(a, i64::from(n))
+    }
     fn ieq(&mut self, a: Value, b: Value) -> Value {
         self.b.ins().icmp(IntCC::Equal, a, b)
     }
@@ -151,20 +159,50 @@ impl Arith for Emit<'_, '_> {
         let tables = self
             .tables
             .expect("a kernel that reads tables is given their address");
-        let row = self.b.ins().band_imm_u(i, (t.rows() - 1) as i64);
-        let shift = (t.width() * 8).trailing_zeros();
-        let at = self.b.ins().ishl_imm_u(row, i64::from(shift));
-        let addr = self.b.ins().iadd(tables, at);
+        let known = self.rows.iter().find(|r| r.0 == t && r.1 == i).map(|r| r.2);
+        let addr = match known {
+            Some(addr) => addr,
+            None => {
+                let row = self.b.ins().band_imm_u(i, (t.rows() - 1) as i64);
+                let shift = (t.width() * 8).trailing_zeros();
+                let at = self.b.ins().ishl_imm_u(row, i64::from(shift));
+                let addr = self.b.ins().iadd(tables, at);
+                self.rows.push((t, i, addr));
+                addr
+            }
+        };
         let offset = ((t.start() + column) * 8) as i32;
-        self.b.ins().load(F64, table_flags(), addr, offset)
+        let flags = table_flags(self.b.func);
+        self.b.ins().load(F64, flags, addr, offset)
     }
 }
 
 /// The flags of a load from the kernels' tables: aligned, never trapping (the index is
-/// masked into the table), of memory that never changes.
-fn table_flags() -> MemFlagsData {
-    MemFlagsData::trusted().with_readonly().with_can_move()
+/// masked into the table), of memory that never changes, and in an alias region of their
+/// own ([`tables_region`]), which marks the loads of these tables alone: the lanes pass
+/// reads two reals of a row at once there (`lanes.rs`, `table_gather`), which only this
+/// data object's padding makes safe.
+fn table_flags(func: &mut Function) -> MemFlagsData {
+    MemFlagsData::trusted()
+        .with_readonly()
+        .with_can_move()
+        .with_alias_region(Some(tables_region(func)))
 }
+
+/// The alias region of the loads from the kernels' tables in `func` (made at the first).
+pub(crate) fn tables_region(func: &mut Function) -> AliasRegion {
+    func.dfg.alias_regions.insert(AliasRegionData {
+        user_id: TABLES_REGION,
+        description: "kernel tables".into(),
+    })
+}
+
+/// The user id of [`tables_region`].
+pub(crate) const TABLES_REGION: u32 = 1;
+
+/// The bytes after the last table in their data object: a 16-byte load at any of the
+/// tables' reals stays inside it.
+const TABLES_PADDING: usize = 16;
 
 /// The symbol of the data object holding the kernels' tables.
 const TABLES_NAME: &str = "unfad_kernel_tables";
@@ -178,7 +216,8 @@ pub(crate) fn kernel_tables(module: &mut dyn Module) -> JitResult<DataId> {
     let id = module
         .declare_data(TABLES_NAME, Linkage::Local, false, false)
         .map_err(codegen_error)?;
-    let bytes: Vec<u8> = TABLES.iter().flat_map(|b| b.to_ne_bytes()).collect();
+    let mut bytes: Vec<u8> = TABLES.iter().flat_map(|b| b.to_ne_bytes()).collect();
+    bytes.resize(bytes.len() + TABLES_PADDING, 0);
     let mut data = DataDescription::new();
     data.define(bytes.into_boxed_slice());
     data.set_align(16);
@@ -313,7 +352,15 @@ fn emit_kernel(
     // unused beyond the bound): `sin(x)` and `cos(x)` of one `x`, as a rotation or a
     // gradient has them, then share their reduction and polynomials, which Cranelift
     // computes once (the first dominates the second).
-    let v = k.emit(&mut Emit { b, fused, tables }, x);
+    let v = k.emit(
+        &mut Emit {
+            b,
+            fused,
+            tables,
+            rows: Vec::new(),
+        },
+        x,
+    );
     let Some(fallback) = fallback else {
         return v;
     };

@@ -20,7 +20,7 @@
 
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::types::{F64, F64X2, I64, I64X2, I8};
+use cranelift_codegen::ir::types::{F64, F64X2, I64, I64X2, I8, I8X16};
 use cranelift_codegen::ir::{
     Block, Endianness, Function, Inst, InstBuilder, InstructionData, MemFlagsData, Opcode, Type,
     Value, ValueDef,
@@ -28,6 +28,8 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::TargetIsa;
 use target_lexicon::Architecture;
 use unfad_syntax::fast_hash::FastMap as HashMap;
+
+use super::kernels::TABLES_REGION;
 
 /// Whether code for `isa` may compute on two lanes: x86-64 with SSE4.1 (64-bit lane
 /// equality) and AArch64.
@@ -146,6 +148,7 @@ pub(crate) fn pair_lanes(func: &mut Function, roots: &HashMap<Value, Value>) {
         order,
         roots,
         made: HashMap::default(),
+        rows: HashMap::default(),
         linear: HashMap::default(),
         block: None,
     };
@@ -223,6 +226,9 @@ struct Pairing<'f> {
     order: HashMap<Inst, usize>,
     /// The vectors already computed in the current block, by pair.
     made: HashMap<(Value, Value, Lane), Value>,
+    /// The 16-byte loads of the kernels' tables made at a pair of addresses and an offset
+    /// ([`Pairing::table_gather`]), with the position of the instruction they follow.
+    rows: HashMap<(Value, i32), (Value, Value, usize)>,
     linear: HashMap<Value, Linear>,
     roots: &'f HashMap<Value, Value>,
     block: Option<Block>,
@@ -456,6 +462,10 @@ impl Pairing<'_> {
                         return None;
                     }
                     let addrs = self.pair(p0, p1, Lane::Int)?;
+                    let tables = self.func.dfg.alias_regions.get(TABLES_REGION);
+                    if tables.is_some() && flags.alias_region() == tables {
+                        return Some(self.table_gather(addrs, o0.into(), flags, later));
+                    }
                     let mut c = self.at(later);
                     let a0 = c.ins().extractlane(addrs, 0);
                     let a1 = c.ins().extractlane(addrs, 1);
@@ -471,6 +481,61 @@ impl Pairing<'_> {
         };
         self.made.insert((a, b, lane), v);
         Some(v)
+    }
+
+    /// The reals at `offset` from each lane of `addrs` in the kernels' tables, loaded as
+    /// the first lanes of two 16-byte loads, one per address, or, where such loads were
+    /// made at `offset - 8` before `later`, as their second lanes (loads made at `offset`
+    /// itself are read again): a table's two columns
+    /// (`exp`'s `2^(j/128)` in two parts) are then read by two loads and two shuffles, where
+    /// reading each real alone takes four loads and four moves between lanes. The tables
+    /// lie in a data object padded at its end, so that a 16-byte load at any of their
+    /// reals stays inside it (`kernel_tables`).
+    fn table_gather(
+        &mut self,
+        addrs: Value,
+        offset: i32,
+        flags: MemFlagsData,
+        later: Inst,
+    ) -> Value {
+        let here = self.order[&later];
+        let before = |r: Option<&(Value, Value, usize)>| match r {
+            Some(&(w0, w1, at)) if at <= here => Some((w0, w1)),
+            _ => None,
+        };
+        let same = before(self.rows.get(&(addrs, offset)));
+        let lower = before(self.rows.get(&(addrs, offset.wrapping_sub(8))));
+        let (rows, second) = match (same, lower) {
+            (Some(rows), _) => (rows, false),
+            (None, Some(rows)) => (rows, true),
+            (None, None) => {
+                let mut c = self.at(later);
+                let a0 = c.ins().extractlane(addrs, 0);
+                let a1 = c.ins().extractlane(addrs, 1);
+                let vflags = MemFlagsData::new()
+                    .with_alias_region(flags.alias_region())
+                    .with_notrap()
+                    .with_readonly()
+                    .with_can_move();
+                let w0 = c.ins().load(F64X2, vflags, a0, offset);
+                let w1 = c.ins().load(F64X2, vflags, a1, offset);
+                self.rows.insert((addrs, offset), (w0, w1, here));
+                ((w0, w1), false)
+            }
+        };
+        let mut c = self.at(later);
+        let x = c.ins().bitcast(I8X16, little(), rows.0);
+        let y = c.ins().bitcast(I8X16, little(), rows.1);
+        // Bytes 0..8 of each (their first reals) or 8..16 (their second): `punpcklqdq`
+        // and `punpckhqdq` on x86-64.
+        let mask: [u8; 16] = if second {
+            [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31]
+        } else {
+            [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23]
+        };
+        let mask = c.func.dfg.immediates.push(mask.to_vec().into());
+        let v = c.ins().shuffle(x, y, mask);
+        c.ins().bitcast(F64X2, little(), v)
     }
 
     /// The vector `(x0, x1)` of two operands: computed on vectors if they are alike, else
