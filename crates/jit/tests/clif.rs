@@ -157,119 +157,134 @@ fn prod_gradient() {
                 ss0 = explicit_slot 8, align = 8
 
             block0(v0: i64, v1: i64, v2: i64, v3: i64):
-                v94 = load.i64 notrap aligned readonly can_move v1
-                v95 = iconst.i64 1
-                v96 = smax v94, v95  ; v95 = 1
-                v97 = iconst.i64 3
-                v98 = ishl v96, v97  ; v97 = 3
-                v99 = iadd v3, v98
-                v100 = iconst.i64 0
-                v101 = iconst.i64 3
-                v102 = ishl v100, v101  ; v100 = 0, v101 = 3
-                v103 = iadd v3, v102
-                v104 = iconst.i64 -1
-                v105 = iadd v94, v104  ; v104 = -1
-                v106 = iconst.i64 0
-                v107 = smax v105, v106  ; v106 = 0
+                v101 = load.i64 notrap aligned readonly can_move v1
+                v102 = iconst.i64 -1
+                v103 = iadd v101, v102  ; v102 = -1
+                v104 = iconst.i64 0
+                v105 = smax v103, v104  ; v104 = 0
+                v106 = iconst.i64 1
+                v107 = smax v101, v106  ; v106 = 1
                 jump block1
 
             block1:
                 v4 = load.i64 notrap aligned readonly can_move v0
                 v5 = load.i64 notrap aligned readonly can_move v2
-                v10 = iconst.i64 8
-                v11 = iadd v4, v10  ; v10 = 8
-                v12 = iconst.i64 3
-                v13 = ishl.i64 v107, v12  ; v12 = 3
-                v14 = iadd.i64 v103, v13
-                v15 = f64const 0x1.0000000000000p0
-                store notrap aligned v15, v14  ; v15 = 0x1.0000000000000p0
-                v19 = iconst.i64 -1
-                v20 = iadd.i64 v107, v19  ; v19 = -1
-                brif.i64 v107, block2(v20, v15), block3(v15)  ; v15 = 0x1.0000000000000p0, v15 = 0x1.0000000000000p0
+                v7 = iconst.i64 1
+                v8 = umin.i64 v101, v7  ; v7 = 1
+                v10 = iconst.i64 0
+                brif v8, block2(v10), block3  ; v10 = 0
 
-            block2(v16: i64, v17: f64):
-                v21 = iconst.i64 3
-                v22 = ishl v16, v21  ; v21 = 3
-                v23 = iadd.i64 v11, v22
-                v24 = load.f64 notrap aligned v23
-                v25 = iconst.i64 3
-                v26 = ishl v16, v25  ; v25 = 3
-                v27 = iadd.i64 v103, v26
-                v28 = fmul v24, v17
-                store notrap aligned v28, v27
-                v29 = iconst.i64 -1
-                v30 = iadd v16, v29  ; v29 = -1
-                brif v16, block2(v30, v28), block3(v28)
+            block2(v9: i64):
+                v12 = iconst.i64 8
+                v13 = iadd.i64 v4, v12  ; v12 = 8
+                v14 = iconst.i64 3
+                v15 = ishl.i64 v105, v14  ; v14 = 3
+                v16 = iadd.i64 v5, v15
+                v17 = f64const 0x1.0000000000000p0
+                store notrap aligned v17, v16  ; v17 = 0x1.0000000000000p0
+                v21 = iconst.i64 -1
+                v22 = iadd.i64 v105, v21  ; v21 = -1
+                brif.i64 v105, block4(v22, v17), block5(v17)  ; v17 = 0x1.0000000000000p0, v17 = 0x1.0000000000000p0
 
-            block3(v18: f64):
-                v31 = stack_addr.i64 ss0
-                store notrap aligned v18, v31
-                v32 = atomic_load.i64 notrap aligned v31
-                v33 = bitcast.f64 v32
-                v34 = f64const 0x1.0000000000000p0
-                v35 = iconst.i64 1
-                v36 = ushr.i64 v94, v35  ; v35 = 1
-                v37 = iconst.i64 -2
-                v38 = band.i64 v94, v37  ; v37 = -2
-                v39 = iconst.i64 1
-                v40 = band.i64 v94, v39  ; v39 = 1
-                v42 = iconst.i64 0
-                brif v36, block4(v42, v34), block5(v34)  ; v42 = 0, v34 = 0x1.0000000000000p0, v34 = 0x1.0000000000000p0
+            block4(v18: i64, v19: f64):
+                v23 = iconst.i64 3
+                v24 = ishl v18, v23  ; v23 = 3
+                v25 = iadd.i64 v13, v24
+                v26 = load.f64 notrap aligned v25
+                v27 = iconst.i64 3
+                v28 = ishl v18, v27  ; v27 = 3
+                v29 = iadd.i64 v5, v28
+                v30 = fmul v26, v19
+                store notrap aligned v30, v29
+                v31 = iconst.i64 -1
+                v32 = iadd v18, v31  ; v31 = -1
+                brif v18, block4(v32, v30), block5(v30)
 
-            block4(v41: i64, v49: f64):
-                v43 = iconst.i64 1
-                v44 = ishl v41, v43  ; v43 = 1
-                v45 = iconst.i64 3
-                v46 = ishl v44, v45  ; v45 = 3
-                v47 = iadd.i64 v103, v46
-                v50 = iconst.i64 3
-                v51 = ishl v44, v50  ; v50 = 3
-                v52 = iadd.i64 v4, v51
-                v53 = load.f64 notrap aligned v52
-                v54 = fmul v49, v53
-                v55 = iconst.i64 3
-                v56 = ishl v44, v55  ; v55 = 3
-                v57 = iadd.i64 v5, v56
-                v59 = iconst.i64 1
-                v60 = iadd v44, v59  ; v59 = 1
-                v109 = load.f64x2 notrap v47
-                v65 = iconst.i64 3
-                v66 = ishl v60, v65  ; v65 = 3
-                v67 = iadd.i64 v4, v66
-                v68 = load.f64 notrap aligned v67
-                v69 = fmul v54, v68
-                v110 = scalar_to_vector.f64x2 v49
-                v111 = insertlane v110, v54, 1
-                v112 = fmul v109, v111
-                store notrap v112, v57
-                v74 = iconst.i64 1
-                v75 = iadd v41, v74  ; v74 = 1
-                v76 = icmp ult v75, v36
-                brif v76, block4(v75, v69), block5(v69)
+            block5(v20: f64):
+                v33 = stack_addr.i64 ss0
+                store notrap aligned v20, v33
+                v34 = atomic_load.i64 notrap aligned v33
+                v35 = bitcast.f64 v34
+                v37 = umin.i64 v107, v101
+                v38 = isub.i64 v101, v37
+                v40 = iconst.i64 0
+                brif v38, block6(v40), block7  ; v40 = 0
 
-            block5(v108: f64):
-                v78 = iconst.i64 0
-                brif.i64 v40, block6(v78), block7  ; v78 = 0
-
-            block6(v77: i64):
-                v79 = iadd.i64 v38, v77
-                v80 = iconst.i64 3
-                v81 = ishl v79, v80  ; v80 = 3
-                v82 = iadd.i64 v103, v81
-                v83 = load.f64 notrap aligned v82
-                v85 = iconst.i64 3
-                v86 = ishl v79, v85  ; v85 = 3
-                v87 = iadd.i64 v4, v86
-                v88 = load.f64 notrap aligned v87
-                v89 = fmul.f64 v108, v88
-                v90 = iconst.i64 3
-                v91 = ishl v79, v90  ; v90 = 3
-                v92 = iadd.i64 v5, v91
-                v93 = fmul v83, v108
-                store notrap aligned v93, v92
-                jump block7
+            block6(v39: i64):
+                v41 = iadd.i64 v37, v39
+                v42 = iconst.i64 3
+                v43 = ishl v41, v42  ; v42 = 3
+                v44 = iadd.i64 v5, v43
+                v45 = f64const 0.0
+                store notrap aligned v45, v44  ; v45 = 0.0
+                v46 = iconst.i64 1
+                v47 = iadd v39, v46  ; v46 = 1
+                v48 = icmp ult v47, v38
+                brif v48, block6(v47), block7
 
             block7:
+                v49 = umin.i64 v107, v101
+                jump block3
+
+            block3:
+                v50 = f64const 0x1.0000000000000p0
+                v51 = iconst.i64 1
+                v52 = ushr.i64 v101, v51  ; v51 = 1
+                v53 = iconst.i64 -2
+                v54 = band.i64 v101, v53  ; v53 = -2
+                v55 = iconst.i64 1
+                v56 = band.i64 v101, v55  ; v55 = 1
+                v58 = iconst.i64 0
+                brif v52, block8(v58, v50), block9(v50)  ; v58 = 0, v50 = 0x1.0000000000000p0, v50 = 0x1.0000000000000p0
+
+            block8(v57: i64, v65: f64):
+                v59 = iconst.i64 1
+                v60 = ishl v57, v59  ; v59 = 1
+                v61 = iconst.i64 3
+                v62 = ishl v60, v61  ; v61 = 3
+                v63 = iadd.i64 v5, v62
+                v66 = iconst.i64 3
+                v67 = ishl v60, v66  ; v66 = 3
+                v68 = iadd.i64 v4, v67
+                v69 = load.f64 notrap aligned v68
+                v70 = fmul v65, v69
+                v72 = iconst.i64 1
+                v73 = iadd v60, v72  ; v72 = 1
+                v109 = load.f64x2 notrap v63
+                v78 = iconst.i64 3
+                v79 = ishl v73, v78  ; v78 = 3
+                v80 = iadd.i64 v4, v79
+                v81 = load.f64 notrap aligned v80
+                v82 = fmul v70, v81
+                v110 = scalar_to_vector.f64x2 v65
+                v111 = insertlane v110, v70, 1
+                v112 = fmul v109, v111
+                store notrap v112, v63
+                v84 = iconst.i64 1
+                v85 = iadd v57, v84  ; v84 = 1
+                v86 = icmp ult v85, v52
+                brif v86, block8(v85, v82), block9(v82)
+
+            block9(v108: f64):
+                v88 = iconst.i64 0
+                brif.i64 v56, block10(v88), block11  ; v88 = 0
+
+            block10(v87: i64):
+                v89 = iadd.i64 v54, v87
+                v90 = iconst.i64 3
+                v91 = ishl v89, v90  ; v90 = 3
+                v92 = iadd.i64 v5, v91
+                v93 = load.f64 notrap aligned v92
+                v95 = iconst.i64 3
+                v96 = ishl v89, v95  ; v95 = 3
+                v97 = iadd.i64 v4, v96
+                v98 = load.f64 notrap aligned v97
+                v99 = fmul.f64 v108, v98
+                v100 = fmul v93, v108
+                store notrap aligned v100, v92
+                jump block11
+
+            block11:
                 return
             }
         "#]],
@@ -506,14 +521,14 @@ fn result_component_is_computed_in_place() {
                 v319 = splat.f64x2 v26  ; v26 = 0x1.71547652b82fep7
                 v320 = splat.f64x2 v27  ; v27 = 0x1.8000000000000p52
                 v321 = fma v310, v319, v320
-                v345 = fsub v321, v320
+                v341 = fsub v321, v320
                 v322 = bitcast.i64x2 little v321
                 v323 = splat.i64x2 v31  ; v31 = 0x4337_ffff_fff0_0000
                 v324 = isub v322, v323
-                v347 = splat.f64x2 v33  ; v33 = -0x1.62e42ff000000p-8
-                v348 = fma v345, v347, v310
-                v346 = splat.f64x2 v35  ; v35 = 0x1.718432a1b0e26p-42
-                v349 = fma v345, v346, v348
+                v343 = splat.f64x2 v33  ; v33 = -0x1.62e42ff000000p-8
+                v344 = fma v341, v343, v310
+                v342 = splat.f64x2 v35  ; v35 = 0x1.718432a1b0e26p-42
+                v345 = fma v341, v342, v344
                 v325 = splat.i64x2 v37  ; v37 = 127
                 v326 = band v324, v325
                 v327 = ishl v326, v39  ; v39 = 4
@@ -527,55 +542,51 @@ fn result_component_is_computed_in_place() {
                 v334 = bitcast.i8x16 little v332
                 v335 = shuffle v333, v334, 0x17161514131211100706050403020100
                 v336 = bitcast.f64x2 little v335
-                v337 = extractlane v328, 0
-                v338 = extractlane v328, 1
-                v339 = load.f64x2 notrap readonly can_move region0 v337
-                v340 = load.f64x2 notrap readonly can_move region0 v338
-                v341 = bitcast.i8x16 little v339
-                v342 = bitcast.i8x16 little v340
-                v343 = shuffle v341, v342, 0x17161514131211100706050403020100
-                v344 = bitcast.f64x2 little v343
-                v359 = bitcast.i8x16 little v339
-                v360 = bitcast.i8x16 little v340
-                v361 = shuffle v359, v360, 0x1f1e1d1c1b1a19180f0e0d0c0b0a0908
-                v362 = bitcast.f64x2 little v361
-                v353 = fmul v349, v349
-                v355 = splat.f64x2 v45  ; v45 = 0x1.0000000000000p-1
-                v354 = splat.f64x2 v46  ; v46 = 0x1.5555555555555p-3
-                v351 = splat.f64x2 v47  ; v47 = 0x1.5555555555555p-5
-                v350 = splat.f64x2 v48  ; v48 = 0x1.1111111111111p-7
-                v356 = fma v349, v354, v355
-                v352 = fma v349, v350, v351
-                v357 = fma v352, v353, v356
-                v358 = fma v357, v353, v349
-                v363 = fma v344, v358, v362
-                v364 = fadd v336, v363
-                v370 = ushr v324, v55  ; v55 = 7
-                v366 = ushr v324, v57  ; v57 = 8
-                v371 = isub v370, v366
-                v365 = bitcast.i64x2 little v364
-                v367 = ishl v366, v61  ; v61 = 52
-                v368 = iadd v365, v367
-                v369 = bitcast.f64x2 little v368
-                v372 = splat.i64x2 v65  ; v65 = 1023
-                v373 = iadd v371, v372
-                v374 = ishl v373, v67  ; v67 = 52
-                v375 = bitcast.f64x2 little v374
-                v376 = fmul v369, v375
+                v337 = bitcast.i8x16 little v331
+                v338 = bitcast.i8x16 little v332
+                v339 = shuffle v337, v338, 0x17161514131211100706050403020100
+                v340 = bitcast.f64x2 little v339
+                v355 = bitcast.i8x16 little v331
+                v356 = bitcast.i8x16 little v332
+                v357 = shuffle v355, v356, 0x1f1e1d1c1b1a19180f0e0d0c0b0a0908
+                v358 = bitcast.f64x2 little v357
+                v349 = fmul v345, v345
+                v351 = splat.f64x2 v45  ; v45 = 0x1.0000000000000p-1
+                v350 = splat.f64x2 v46  ; v46 = 0x1.5555555555555p-3
+                v347 = splat.f64x2 v47  ; v47 = 0x1.5555555555555p-5
+                v346 = splat.f64x2 v48  ; v48 = 0x1.1111111111111p-7
+                v352 = fma v345, v350, v351
+                v348 = fma v345, v346, v347
+                v353 = fma v348, v349, v352
+                v354 = fma v353, v349, v345
+                v359 = fma v340, v354, v358
+                v360 = fadd v336, v359
+                v366 = ushr v324, v55  ; v55 = 7
+                v362 = ushr v324, v57  ; v57 = 8
+                v367 = isub v366, v362
+                v361 = bitcast.i64x2 little v360
+                v363 = ishl v362, v61  ; v61 = 52
+                v364 = iadd v361, v363
+                v365 = bitcast.f64x2 little v364
+                v368 = splat.i64x2 v65  ; v65 = 1023
+                v369 = iadd v367, v368
+                v370 = ishl v369, v67  ; v67 = 52
+                v371 = bitcast.f64x2 little v370
+                v372 = fmul v365, v371
                 v315 = splat.f64x2 v71  ; v71 = 0x1.6300000000000p9
                 v316 = fcmp gt v310, v315
                 v317 = splat.f64x2 v73  ; v73 = +Inf
-                v377 = bitcast.f64x2 little v316
-                v378 = bitselect v377, v317, v376
+                v373 = bitcast.f64x2 little v316
+                v374 = bitselect v373, v317, v372
                 v312 = splat.f64x2 v75  ; v75 = -0x1.7500000000000p9
                 v313 = fcmp lt v310, v312
                 v314 = splat.f64x2 v77  ; v77 = 0.0
-                v379 = bitcast.f64x2 little v313
-                v380 = bitselect v379, v314, v378
+                v375 = bitcast.f64x2 little v313
+                v376 = bitselect v375, v314, v374
                 v311 = fcmp ne v310, v310
-                v381 = bitcast.f64x2 little v311
-                v382 = bitselect v381, v310, v380
-                store notrap v382, v24
+                v377 = bitcast.f64x2 little v311
+                v378 = bitselect v377, v310, v376
+                store notrap v378, v24
                 v145 = iconst.i64 1
                 v146 = iadd v14, v145  ; v145 = 1
                 v147 = icmp ult v146, v9
@@ -603,11 +614,11 @@ fn result_component_is_computed_in_place() {
                 v160 = iconst.i64 3
                 v161 = ushr.i64 v308, v160  ; v160 = 3
                 v162 = f64const -0.0
-                v383 = splat.f64x2 v162  ; v162 = -0.0
+                v379 = splat.f64x2 v162  ; v162 = -0.0
                 v163 = scalar_to_vector.f64x2 v159  ; v159 = 0.0
                 v164 = insertlane v163, v162, 1  ; v162 = -0.0
                 v182 = iconst.i64 0
-                brif v161, block6(v182, v159, v164, v383, v383, v383), block7(v159, v164, v383, v383, v383)  ; v182 = 0, v159 = 0.0, v159 = 0.0
+                brif v161, block6(v182, v159, v164, v379, v379, v379), block7(v159, v164, v379, v379, v379)  ; v182 = 0, v159 = 0.0, v159 = 0.0
 
             block6(v171: i64, v172: f64, v173: f64x2, v174: f64x2, v175: f64x2, v176: f64x2):
                 v183 = iconst.i64 3
@@ -615,43 +626,43 @@ fn result_component_is_computed_in_place() {
                 v186 = iconst.i64 3
                 v187 = ishl v184, v186  ; v186 = 3
                 v188 = iadd.i64 v5, v187
-                v384 = load.f64x2 notrap v188
-                v385 = fadd v173, v384
+                v380 = load.f64x2 notrap v188
+                v381 = fadd v173, v380
                 v200 = iconst.i64 2
                 v201 = iadd v184, v200  ; v200 = 2
                 v202 = iconst.i64 3
                 v203 = ishl v201, v202  ; v202 = 3
                 v204 = iadd.i64 v5, v203
-                v386 = load.f64x2 notrap v204
-                v387 = fadd v174, v386
+                v382 = load.f64x2 notrap v204
+                v383 = fadd v174, v382
                 v216 = iconst.i64 4
                 v217 = iadd v184, v216  ; v216 = 4
                 v218 = iconst.i64 3
                 v219 = ishl v217, v218  ; v218 = 3
                 v220 = iadd.i64 v5, v219
-                v388 = load.f64x2 notrap v220
-                v389 = fadd v175, v388
+                v384 = load.f64x2 notrap v220
+                v385 = fadd v175, v384
                 v232 = iconst.i64 6
                 v233 = iadd v184, v232  ; v232 = 6
                 v234 = iconst.i64 3
                 v235 = ishl v233, v234  ; v234 = 3
                 v236 = iadd.i64 v5, v235
-                v390 = load.f64x2 notrap v236
-                v391 = fadd v176, v390
+                v386 = load.f64x2 notrap v236
+                v387 = fadd v176, v386
                 v255 = iconst.i64 1
                 v256 = iadd v171, v255  ; v255 = 1
                 v257 = icmp ult v256, v161
-                brif v257, block6(v256, v172, v385, v387, v389, v391), block7(v172, v385, v387, v389, v391)
+                brif v257, block6(v256, v172, v381, v383, v385, v387), block7(v172, v381, v383, v385, v387)
 
             block7(v177: f64, v178: f64x2, v179: f64x2, v180: f64x2, v181: f64x2):
                 v258 = stack_addr.i64 ss0
                 store notrap aligned v177, v258
                 v259 = atomic_load.i64 notrap aligned v258
-                v392 = fadd v178, v180
-                v393 = fadd v179, v181
-                v394 = fadd v392, v393
-                v285 = extractlane v394, 0
-                v286 = extractlane v394, 1
+                v388 = fadd v178, v180
+                v389 = fadd v179, v181
+                v390 = fadd v388, v389
+                v285 = extractlane v390, 0
+                v286 = extractlane v390, 1
                 v287 = fadd v285, v286
                 v288 = iconst.i64 3
                 v289 = ishl.i64 v161, v288  ; v288 = 3

@@ -153,3 +153,60 @@ fn a_sum_of_pairs_of_arrays_accumulates_in_the_results() {
     assert_eq!(workspace_at(alone, &[100, 10, 20]), 0);
     assert!(workspace_at(&again, &[100, 10, 20]) >= 2 * 10 * 20);
 }
+
+/// A scan that a result maps over is written to the result's buffer and mapped there in
+/// place: the suffix products of a product's gradient, a `scanl` cut to the result's
+/// length, a scan beside another component. Length 0 included, where the scan has an
+/// element and the result none.
+#[test]
+fn a_scan_a_result_maps_over_is_kept_in_the_result() {
+    for src in [
+        "def f(A: [n]real, B: [n]real) = \
+         map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A))",
+        "def f(A: [n]real, B: [n]real) = \
+         (reduce * 1 A, map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A)))",
+        "def f(A: [n]real, B: [n]real) = map (s. s * s + 1) (scanl (a, x. a * 0.5 + x) 0 A)",
+        "def f(A: [n]real, B: [n]real) = \
+         map2 (s, c. s * c) (scanl (a, x. a * 0.5 + x) 0 A) (scanl (acc, x. x) 2 B)",
+        "def f(A: [n]real, B: [n]real) = \
+         (map (s. s * s) (scanr (x, a. a * 0.9 + x * x) 1 (shift1L A)), reduce + 0 B)",
+    ] {
+        check(src, &inputs());
+        assert_eq!(workspace(src, 1000), 0, "{src}");
+    }
+}
+
+/// A `let`-bound scan that a component of the result maps over is stored in that
+/// component's buffer when the other components that read it are reals: they are computed
+/// first (the suffix products of a recurrence's gradient, read by the sums of the
+/// gradients of its weights). A spare row holds the scan where the buffer has none.
+#[test]
+fn a_scan_read_by_reals_of_the_result_is_kept_in_the_result() {
+    for src in [
+        "def f(A: [n]real, B: [n]real) = \
+         let S = scanl (a, x. a * 0.5 + x) 0 A in (map (s. s * s) S, reduce + 0 S)",
+        "def f(A: [n]real, B: [n]real) = \
+         let S = scanr * 1 (shift1L A) in let q = reduce + 0 B in \
+         (reduce + 0 (map2 (s, b. s * b * q) S B), map2 (s, b. s * b) S B, \
+         reduce max (-1e300) (map2 + S A))",
+    ] {
+        check(src, &inputs());
+        assert!(workspace(src, 1000) < 8, "{src}");
+    }
+}
+
+/// A scan read again elsewhere keeps a buffer of its own: the result's loop would
+/// overwrite it before the other reads.
+#[test]
+fn a_scan_read_elsewhere_has_a_buffer_of_its_own() {
+    for src in [
+        "def f(A: [n]real, B: [n]real) = \
+         (map (s. s * s) (scanl (a, x. a * 0.5 + x) 0 A), \
+         reduce + 0 (scanl (a, x. a * 0.5 + x) 0 A))",
+        "def f(A: [n]real, B: [n]real) = \
+         let S = scanl (a, x. a * 0.5 + x) 0 A in map2 (s, t. s * t) S (map (s. s + 1) S)",
+    ] {
+        check(src, &inputs());
+        assert!(workspace(src, 1000) >= 1001, "{src}");
+    }
+}

@@ -162,7 +162,7 @@ pub(super) fn place_bases(p: &Place, out: &mut Vec<Value>) {
 }
 
 /// The base pointers of the leaves of the arrays in `v` (in memory).
-fn val_bases(v: &Val, out: &mut Vec<Value>) {
+pub(super) fn val_bases(v: &Val, out: &mut Vec<Value>) {
     match v {
         Val::Real(_) | Val::Bool(_) => {}
         Val::Tuple(vs) => vs.iter().for_each(|v| val_bases(v, out)),
@@ -170,7 +170,7 @@ fn val_bases(v: &Val, out: &mut Vec<Value>) {
     }
 }
 
-fn arr_bases(a: &Arr, out: &mut Vec<Value>) {
+pub(super) fn arr_bases(a: &Arr, out: &mut Vec<Value>) {
     if let Kind::Mem { layout, .. } = &a.kind {
         layout_bases(layout, out);
     }

@@ -261,6 +261,20 @@ impl<'a> Translator<'a> {
         d: &Arr,
         right: bool,
     ) -> JitResult<Val> {
+        self.scan_into_rows(f, z, x, d, right, false)
+    }
+
+    /// [`Translator::scan_into`], where the code that runs it has made sure that `d` has a
+    /// row if `nonempty` (its length is then not checked again).
+    pub(super) fn scan_into_rows(
+        &mut self,
+        f: ExprId,
+        z: ExprId,
+        x: ExprId,
+        d: &Arr,
+        right: bool,
+        nonempty: bool,
+    ) -> JitResult<Val> {
         let (ps, body) = lambda(self.arena, f, 2, "a scan")?;
         let (pa, px) = if right {
             (ps[1], ps[0])
@@ -280,7 +294,9 @@ impl<'a> Translator<'a> {
         let (count, count_dim) = self.min_len(&[(src.len, src.stat()), room]);
         // The first accumulator goes to row 0 (or row `count`, at most `d.len - 1` then): a
         // scan's result is never empty, and `d` must have a row for it.
-        self.check_nonempty(d)?;
+        if !nonempty {
+            self.check_nonempty(d)?;
+        }
         let first = if right { count } else { IntVal::Const(0) };
         let dst = self.place_elem(d, first)?;
         let v0 = self.write(&zv, &dst)?;

@@ -179,6 +179,10 @@ pub(crate) struct Translator<'a> {
     /// Folds already computed in the loop that makes what they fold (see
     /// [`Translator::stored_then_folded`]), by node: their value where the term reads them.
     precomputed: HashMap<ExprId, Val>,
+    /// Scans stored in the buffer of a component of a result (`scan_scratch_place`), with
+    /// the tuple of that result, whose components that are reals and read the buffer are
+    /// computed before the others (`readers_before_writer`).
+    readers_first: Vec<(ExprId, Rc<Arr>)>,
 }
 
 /// A sum of elements of `iota`s and a constant: `terms` are the lengths of the `iota`s (an
@@ -242,6 +246,7 @@ impl<'a> Translator<'a> {
             size_forms: Vec::new(),
             site: unfad_syntax::Span::NONE,
             precomputed: HashMap::default(),
+            readers_first: Vec::new(),
         }
     }
 
@@ -442,6 +447,30 @@ impl<'a> Translator<'a> {
     }
 
     /// `e` written to `p`; returns the value as written.
+    /// The tuple of `items` written to `ps`, one place per item: in one loop where they
+    /// fuse, else each where it goes.
+    fn emit_tuple_into(&mut self, items: &[ExprId], ps: &[Place]) -> JitResult<Val> {
+        if let Some(v) = self.fused_tuple(items, ps)? {
+            return Ok(v);
+        }
+        // Components with arrays first: a scalar's run-time call (`log` of a sum) then
+        // comes after their loops, so that nothing the loops use lives across it (the
+        // register allocator spills such values inside the loops).
+        let mut out: Vec<Option<Val>> = vec![None; items.len()];
+        for arrays in [true, false] {
+            for (k, (&i, p)) in items.iter().zip(ps.iter()).enumerate() {
+                if self.shape(i)?.has_arrays() == arrays {
+                    out[k] = Some(self.emit_into(i, p)?);
+                }
+            }
+        }
+        let items = out
+            .into_iter()
+            .map(|v| v.ok_or_else(|| JitError::Internal("a component was lost".into())))
+            .collect::<JitResult<Vec<_>>>()?;
+        Ok(Val::Tuple(items.into()))
+    }
+
     fn emit_into(&mut self, e: ExprId, p: &Place) -> JitResult<Val> {
         with_stack(|| self.emit_into_node(e, p))
     }
@@ -480,6 +509,25 @@ impl<'a> Translator<'a> {
                         let r = self.emit_into(e2, p)?;
                         self.end_scope(&[x], &r);
                         return Ok(r);
+                    }
+                }
+                // A scan that must be stored, stored where the result that maps over it
+                // goes; the result's reals that read it are computed before that result.
+                if let Scanl(g, ..) | Scanr(g, ..) = arena[e1] {
+                    let right = matches!(arena[e1], Scanr(..));
+                    if !pad::moving(arena, g, right) && !self.an.lazy_ok(x) {
+                        if let Some((d, tuple)) = self.scan_scratch_place(x, e1, e2, p)? {
+                            let sa = shape_arr(&self.an.var_shape(x)?.clone())?;
+                            let place = self.scan_place(&sa, &d)?;
+                            let v = self.emit_into(e1, &Place::Arr(place.clone()))?;
+                            self.bind_let(x, v)?;
+                            self.readers_first.push((tuple, place));
+                            let r = self.emit_into(e2, p);
+                            self.readers_first.pop();
+                            let r = r?;
+                            self.end_scope(&[x], &r);
+                            return Ok(r);
+                        }
                     }
                 }
                 // Sibling folds joined (a fold into every component of a tuple) whose
@@ -534,32 +582,33 @@ impl<'a> Translator<'a> {
                 self.emit_if(e, c, x, y, Some(p))
             }
             (Tuple(l), Place::Tuple(ps)) if l.len() == ps.len() => {
-                if let Some(v) = self.fused_tuple(arena.exprs(l), ps)? {
-                    return Ok(v);
+                // Scans that a component maps over, stored where that component goes.
+                let mut stored = self.scans_in_results(arena.exprs(l), ps)?;
+                // Reals that read a stored scan, before the component that overwrites it.
+                stored.extend(self.readers_before_writer(e, arena.exprs(l), ps)?);
+                let r = self.emit_tuple_into(arena.exprs(l), ps);
+                for s in stored {
+                    self.precomputed.remove(&s);
                 }
-                // Components with arrays first: a scalar's run-time call (`log` of a sum)
-                // then comes after their loops, so that nothing the loops use lives across
-                // it (the register allocator spills such values inside the loops).
-                let items = arena.exprs(l);
-                let mut out: Vec<Option<Val>> = vec![None; items.len()];
-                for arrays in [true, false] {
-                    for (k, (&i, p)) in items.iter().zip(ps.iter()).enumerate() {
-                        if self.shape(i)?.has_arrays() == arrays {
-                            out[k] = Some(self.emit_into(i, p)?);
-                        }
-                    }
-                }
-                let items = out
-                    .into_iter()
-                    .map(|v| v.ok_or_else(|| JitError::Internal("a component was lost".into())))
-                    .collect::<JitResult<Vec<_>>>()?;
-                Ok(Val::Tuple(items.into()))
+                r
             }
             (Map(f, x), Place::Arr(d)) => {
+                let stored = self.scans_in_results(&[e], std::slice::from_ref(p))?;
+                if let Some(&s) = stored.first() {
+                    let v = self.emit_into(e, p);
+                    self.precomputed.remove(&s);
+                    return v;
+                }
                 let src = self.emit_arr(x)?;
                 self.map_into(f, vec![src], d)
             }
             (Map2(f, x, y), Place::Arr(d)) => {
+                let stored = self.scans_in_results(&[e], std::slice::from_ref(p))?;
+                if let Some(&s) = stored.first() {
+                    let v = self.emit_into(e, p);
+                    self.precomputed.remove(&s);
+                    return v;
+                }
                 let a = self.emit_arr(x)?;
                 let b = self.emit_arr(y)?;
                 self.map_into(f, vec![a, b], d)

@@ -20,12 +20,18 @@ use std::rc::Rc;
 
 use unfad_syntax::{ExprId, Node, Var};
 
-use crate::error::{internal, JitResult};
-use crate::shape::SShape;
-use crate::value::{Arr, Kind, Place, Val};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
 
+use crate::error::{internal, JitResult};
+use crate::layout::Dim;
+use crate::shape::{SArr, SShape};
+use crate::value::{Arr, IntVal, Kind, Place, Val};
+
+use super::access::{arr_bases, val_bases};
 use super::fusion::{column_of, leaf_places};
 use super::memory::with_column;
+use super::pad;
 
 use super::Translator;
 
@@ -41,10 +47,115 @@ impl<'a> Translator<'a> {
     /// after it (which could read `x` later or elsewhere); no other component reads them
     /// either; and its place is a buffer of `x`'s shape. `None` otherwise.
     pub(super) fn scratch_place(&self, x: Var, rest: ExprId, p: &Place) -> Option<Rc<Arr>> {
-        let arena = self.arena;
         let SShape::Arr(sa) = self.an.var_shape(x).ok()? else {
             return None;
         };
+        let fits = |place: &Place| -> Option<Rc<Arr>> {
+            match place {
+                Place::Arr(d) if matches!(d.kind, Kind::Mem { .. }) && *d.shape == **sa => {
+                    Some(d.clone())
+                }
+                _ => None,
+            }
+        };
+        self.scratch_place_with(x, rest, p, false, &fits)
+            .map(|(d, _)| d)
+    }
+
+    /// [`Translator::scratch_place`] for `x` bound to a scan that must be stored, where the
+    /// other components of the result may read `x` if they are reals: they are then
+    /// computed before the component whose buffer holds `x` (`readers_first`, see
+    /// [`Translator::readers_before_writer`]). The buffer, and the chain's result (the
+    /// tuple whose components are so ordered).
+    ///
+    /// The scan `scan` (`x`'s value) need not have the buffer's length: its elements have
+    /// the buffer's element shape, and its source fits in the buffer (at most its length
+    /// less one), so the scan fits too wherever the buffer has a row; an empty buffer gets
+    /// a spare row (see [`Translator::scan_place`]).
+    pub(super) fn scan_scratch_place(
+        &self,
+        x: Var,
+        scan: ExprId,
+        rest: ExprId,
+        p: &Place,
+    ) -> JitResult<Option<(Rc<Arr>, ExprId)>> {
+        let (Node::Scanl(_, _, src) | Node::Scanr(_, _, src)) = self.arena[scan] else {
+            return Ok(None);
+        };
+        let (SShape::Arr(sa), SShape::Arr(ss)) = (self.an.var_shape(x)?, self.shape(src)?) else {
+            return Ok(None);
+        };
+        if !sa.exact || !ss.exact {
+            return Ok(None);
+        }
+        let fits = |place: &Place| -> Option<Rc<Arr>> {
+            match place {
+                Place::Arr(d) if matches!(d.kind, Kind::Mem { .. }) && d.shape.elem == sa.elem => {
+                    let room = d.stat()?.dec();
+                    (ss.len.min(room) == Some(ss.len)).then(|| d.clone())
+                }
+                _ => None,
+            }
+        };
+        Ok(self.scratch_place_with(x, rest, p, true, &fits))
+    }
+
+    /// The place of `x`, a scan of shape `sa` (exact) stored in the buffer `d` by
+    /// [`Translator::scan_scratch_place`]: `d` itself, with the scan's length, where `d`
+    /// has at least that many rows, else (`d` is then empty, the scan one row) a spare
+    /// buffer of one row. Its base is given `d`'s root: it is `d` wherever `d` is read or
+    /// written at all.
+    pub(super) fn scan_place(&mut self, sa: &Rc<SArr>, d: &Rc<Arr>) -> JitResult<Rc<Arr>> {
+        let len = self.dim(sa.len);
+        let one = Rc::new(SArr {
+            len: Dim::constant(1),
+            exact: true,
+            elem: sa.elem.clone(),
+        });
+        let spare = self.alloc(&one)?;
+        let full = self.int_value(d.len);
+        let need = self.int_value(len);
+        let c = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, full, need);
+        let mem = |a: &Arr| match &a.kind {
+            Kind::Mem { layout, holds } => Some(Kind::Mem {
+                layout: layout.clone(),
+                holds: holds.clone(),
+            }),
+            _ => None,
+        };
+        let (Some(dk), Some(sk)) = (mem(d), mem(&spare)) else {
+            return internal("a scan's buffer is not in memory");
+        };
+        let here = self.arr(len, sa, Some(sa.len), dk);
+        let spare = self.arr(len, sa, Some(sa.len), sk);
+        let Place::Arr(a) = self.select_place(c, &Place::Arr(here), &Place::Arr(spare))? else {
+            return internal("a selected place is not an array");
+        };
+        let mut bases = Vec::new();
+        arr_bases(d, &mut bases);
+        let mut selected = Vec::new();
+        arr_bases(&a, &mut selected);
+        if let Some(&b) = bases.first() {
+            let root = self.roots.get(&b).copied().unwrap_or(b);
+            for s in selected {
+                self.roots.insert(s, root);
+            }
+        }
+        Ok(a)
+    }
+
+    fn scratch_place_with(
+        &self,
+        x: Var,
+        rest: ExprId,
+        p: &Place,
+        scalar_readers: bool,
+        fits: &dyn Fn(&Place) -> Option<Rc<Arr>>,
+    ) -> Option<(Rc<Arr>, ExprId)> {
+        let arena = self.arena;
         // `x` and the arrays bound after it.
         let mut watched = vec![x];
         let mut cur = rest;
@@ -91,14 +202,6 @@ impl<'a> Translator<'a> {
                     .iter()
                     .all(|&o| arena[o] == Node::Var(x) || !arena.mentions_any(o, &watched))
         };
-        let fits = |place: &Place| -> Option<Rc<Arr>> {
-            match place {
-                Place::Arr(d) if matches!(d.kind, Kind::Mem { .. }) && *d.shape == **sa => {
-                    Some(d.clone())
-                }
-                _ => None,
-            }
-        };
         match (arena[cur], p) {
             (Node::Tuple(l), Place::Tuple(ps)) => {
                 let items = arena.exprs(l);
@@ -106,15 +209,69 @@ impl<'a> Translator<'a> {
                     return None;
                 }
                 let k = items.iter().position(|&item| consumer(item))?;
+                let reals = |item: ExprId| {
+                    scalar_readers && self.an.shape(item).is_ok_and(|s| !s.has_arrays())
+                };
                 let others_apart = items
                     .iter()
                     .enumerate()
-                    .all(|(j, &item)| j == k || !arena.mentions_any(item, &watched));
-                others_apart.then(|| fits(&ps[k])).flatten()
+                    .all(|(j, &item)| j == k || !arena.mentions_any(item, &watched) || reals(item));
+                others_apart
+                    .then(|| fits(&ps[k]))
+                    .flatten()
+                    .map(|d| (d, cur))
             }
-            (_, Place::Arr(_)) if consumer(cur) => fits(p),
+            (_, Place::Arr(_)) if consumer(cur) => fits(p).map(|d| (d, cur)),
             _ => None,
         }
+    }
+
+    /// The components of the tuple `e` (`items`, written to `places`) that are reals and
+    /// read the buffer a scan was stored in for another component (`readers_first`, see
+    /// [`Translator::scan_scratch_place`]), computed now, in one loop where they fuse, and
+    /// recorded as `precomputed` (the caller removes them): the component that overwrites
+    /// the scan comes after them. The components so computed.
+    pub(super) fn readers_before_writer(
+        &mut self,
+        e: ExprId,
+        items: &[ExprId],
+        places: &[Place],
+    ) -> JitResult<Vec<ExprId>> {
+        let Some((tuple, d)) = self.readers_first.last().cloned() else {
+            return Ok(Vec::new());
+        };
+        if tuple != e {
+            return Ok(Vec::new());
+        }
+        let mut first = Vec::new();
+        let mut at = Vec::new();
+        for (&item, place) in items.iter().zip(places) {
+            if !self.shape(item)?.has_arrays()
+                && !self.precomputed.contains_key(&item)
+                && self.may_read_place(item, &d)
+            {
+                first.push(item);
+                at.push(place.clone());
+            }
+        }
+        if first.is_empty() {
+            return Ok(first);
+        }
+        let vals = match self.fused_tuple(&first, &at)? {
+            Some(Val::Tuple(vs)) if vs.len() == first.len() => vs.to_vec(),
+            Some(_) => return internal("a fused tuple of reals made no tuple"),
+            None => {
+                let mut vs = Vec::with_capacity(first.len());
+                for (&item, place) in first.iter().zip(&at) {
+                    vs.push(self.emit_into(item, place)?);
+                }
+                vs
+            }
+        };
+        for (&item, v) in first.iter().zip(vals) {
+            self.precomputed.insert(item, v);
+        }
+        Ok(first)
     }
 
     /// `let x = e1 in rest` written to `p`, when `e1` is a fold that adds arrays in place,
@@ -258,6 +415,197 @@ impl<'a> Translator<'a> {
             .collect();
         Ok(Some((Place::Arr(d), written)))
     }
+}
+
+impl<'a> Translator<'a> {
+    /// The components of a result (`items`, written to `places`) that are `map f S`,
+    /// `map2 f S B` or `map2 f A S` written to a buffer `d`, where `S` is a scan that must
+    /// be stored (`scanl` or `scanr` of a function that is not a move, see `pad.rs`): the
+    /// scan is written to `d` itself, and the map then reads it there (`precomputed`, until
+    /// the caller removes it), element `i` where it writes element `i`. The gradient of a
+    /// product, `map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A))`, then keeps its
+    /// suffix products in the gradient's buffer, as hand-written code does, rather than in
+    /// a workspace of the array's size. Returns the scans so stored.
+    ///
+    /// Only where the scan's elements have `d`'s element shape, a `scanr`'s source fits in
+    /// `d` (its length at most `d`'s less one: a `scanr` cut short would start from the
+    /// wrong end), nothing else of the results reads the scan, and nothing the results
+    /// read may lie in `d`'s buffer ([`Translator::may_read_place`]). A scan always has
+    /// an element, where `d` may have none: the scan is written only if `d` has a row (the
+    /// map then has no element to compute otherwise).
+    pub(super) fn scans_in_results(
+        &mut self,
+        items: &[ExprId],
+        places: &[Place],
+    ) -> JitResult<Vec<ExprId>> {
+        let mut stored = Vec::new();
+        for (k, (&item, place)) in items.iter().zip(places).enumerate() {
+            let Place::Arr(d) = place else {
+                continue;
+            };
+            let Some(scan) = self.scan_to_store(item, d)? else {
+                continue;
+            };
+            let apart = items
+                .iter()
+                .enumerate()
+                .all(|(j, &other)| j == k || !contains(self.arena, other, scan))
+                && items.iter().all(|&other| !self.may_read_place(other, d));
+            if !apart || self.precomputed.contains_key(&scan) {
+                continue;
+            }
+            let (g, z, x, right) = match self.arena[scan] {
+                Node::Scanl(g, z, x) => (g, z, x, false),
+                Node::Scanr(g, z, x) => (g, z, x, true),
+                _ => continue,
+            };
+            let (once, _) = self.min_len(&[(d.len, d.stat()), (IntVal::Const(1), None)]);
+            let dst = d.clone();
+            // The body runs only where `d` has a row.
+            self.at_most_once(once, Vec::new(), &mut |t, _, _| {
+                t.scan_into_rows(g, z, x, &dst, right, true)?;
+                Ok(Vec::new())
+            })?;
+            let view = self.view(d, d.len, d.stat())?;
+            self.precomputed.insert(scan, view);
+            stored.push(scan);
+        }
+        Ok(stored)
+    }
+
+    /// The scan operand of `e`, a `map` or `map2` to be written to `d`, if it may be stored
+    /// in `d` (see [`Translator::scans_in_results`]): of `d`'s element shape, a `scanr`
+    /// whose source fits, read by `e` only as that operand.
+    fn scan_to_store(&self, e: ExprId, d: &Arr) -> JitResult<Option<ExprId>> {
+        let arena = self.arena;
+        if !matches!(d.kind, Kind::Mem { .. }) {
+            return Ok(None);
+        }
+        let (f, operands) = match arena[e] {
+            Node::Map(f, x) => (f, vec![x]),
+            Node::Map2(f, x, y) => (f, vec![x, y]),
+            _ => return Ok(None),
+        };
+        let Some(k) = operands
+            .iter()
+            .position(|&o| matches!(arena[o], Node::Scanl(..) | Node::Scanr(..)))
+        else {
+            return Ok(None);
+        };
+        let scan = operands[k];
+        let (g, x, right) = match arena[scan] {
+            Node::Scanl(g, _, x) => (g, x, false),
+            Node::Scanr(g, _, x) => (g, x, true),
+            _ => return Ok(None),
+        };
+        if pad::moving(arena, g, right) {
+            return Ok(None);
+        }
+        let SShape::Arr(shape) = self.shape(scan)? else {
+            return Ok(None);
+        };
+        if shape.elem != d.shape.elem {
+            return Ok(None);
+        }
+        if right {
+            let SShape::Arr(src) = self.shape(x)? else {
+                return Ok(None);
+            };
+            let room = d.stat().map(|n| n.dec());
+            let fits = matches!((src.exact.then_some(src.len), room),
+                (Some(a), Some(b)) if a.min(b) == Some(a));
+            if !fits {
+                return Ok(None);
+            }
+        }
+        let once_read = operands
+            .iter()
+            .enumerate()
+            .all(|(j, &o)| j == k || !contains(arena, o, scan))
+            && !contains(arena, f, scan);
+        Ok(once_read.then_some(scan))
+    }
+
+    /// Whether evaluating `e` may read memory of `d`'s buffers: whether it mentions a
+    /// variable whose value lies in one of them (a base of the same root), or is computed
+    /// where it is read from such a value or from a function that mentions one.
+    fn may_read_place(&self, e: ExprId, d: &Arr) -> bool {
+        let root = |v: Value| self.roots.get(&v).copied().unwrap_or(v);
+        let mut bases = Vec::new();
+        arr_bases(d, &mut bases);
+        let roots: Vec<Value> = bases.into_iter().map(root).collect();
+        let in_d = |v: &Val| {
+            let mut bs = Vec::new();
+            val_bases(v, &mut bs);
+            bs.into_iter().any(|b| roots.contains(&root(b)))
+        };
+        let mut vars: Vec<Var> = Vec::new();
+        loop {
+            let before = vars.len();
+            for (&var, ent) in self.env.iter() {
+                if !vars.contains(&var) && touches(self.arena, ent.value(), &in_d, &vars) {
+                    vars.push(var);
+                }
+            }
+            if vars.len() == before {
+                break;
+            }
+        }
+        self.arena.mentions_any(e, &vars)
+    }
+}
+
+/// Whether the value `v` lies in memory `in_d` tells of, or is computed where it is read
+/// from such a value or by a function that mentions one of `vars`.
+fn touches(
+    arena: &unfad_syntax::Arena,
+    v: &Val,
+    in_d: &dyn Fn(&Val) -> bool,
+    vars: &[Var],
+) -> bool {
+    if in_d(v) {
+        return true;
+    }
+    match v {
+        Val::Real(_) | Val::Bool(_) => false,
+        Val::Tuple(items) => items.iter().any(|x| touches(arena, x, in_d, vars)),
+        Val::Arr(a) => arr_touches(arena, a, in_d, vars),
+    }
+}
+
+fn arr_touches(
+    arena: &unfad_syntax::Arena,
+    a: &Arr,
+    in_d: &dyn Fn(&Val) -> bool,
+    vars: &[Var],
+) -> bool {
+    let src = |s: &Rc<Arr>| in_d(&Val::Arr(s.clone())) || arr_touches(arena, s, in_d, vars);
+    match &a.kind {
+        Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => false,
+        Kind::Map { f, src: s, .. } => arena.mentions_any(*f, vars) || src(s),
+        Kind::Map2 { f, a, b, .. } => arena.mentions_any(*f, vars) || src(a) || src(b),
+        Kind::Scan(scan) => {
+            arena.mentions_any(scan.f, vars)
+                || src(&scan.src)
+                || touches(arena, &scan.template, in_d, vars)
+        }
+        Kind::Pad(pad) => src(&pad.src) || touches(arena, &pad.fill, in_d, vars),
+    }
+}
+
+/// Whether the term `sub` occurs in `e` (`e` itself included).
+fn contains(arena: &unfad_syntax::Arena, e: ExprId, sub: ExprId) -> bool {
+    let mut seen = unfad_syntax::fast_hash::FastSet::default();
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if x == sub {
+            return true;
+        }
+        if seen.insert(x) {
+            arena.for_each_child(x, |c| stack.push(c));
+        }
+    }
+    false
 }
 
 /// The shape of the component at `path` of an element of shape `s`.
