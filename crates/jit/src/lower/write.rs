@@ -9,7 +9,9 @@ use cranelift_codegen::ir::{InstBuilder, Value};
 use crate::error::{internal, JitError, JitResult};
 use crate::layout::Dim;
 use crate::shape::SShape;
-use crate::value::{Arr, FillElem, IntVal, Kind, Layout, Place, RealVal, Val};
+use crate::value::{concat_holds, Arr, FillElem, Holds, IntVal, Kind, Layout, Place, RealVal, Val};
+
+use unfad_syntax::{ExprId, Node, Var};
 
 use super::Translator;
 
@@ -289,7 +291,32 @@ impl<'a> Translator<'a> {
             Val::Arr(a) => match a.kind {
                 // An iota is read as often as needed: nothing to compute.
                 Kind::Mem { .. } | Kind::Fill { .. } | Kind::Iota { .. } => Val::Arr(a),
-                Kind::Map { .. } | Kind::Map2 { .. } | Kind::Scan(_) => {
+                Kind::Map { .. } | Kind::Map2 { .. } => {
+                    let copies = copied_columns(self.arena, &a);
+                    if copies.is_empty() {
+                        let p = self.alloc(&a.shape)?;
+                        return self.write_arr(&a, &p);
+                    }
+                    // The columns that copy an array in memory are that array, not stored:
+                    // their elements are written to the sink, then read from the source.
+                    let paths: Vec<Vec<usize>> = copies.iter().map(|(q, ..)| q.clone()).collect();
+                    let p = self.alloc_without(&a.shape, &paths)?;
+                    let Val::Arr(w) = self.write_arr(&a, &p)? else {
+                        return internal("a map was written as no array");
+                    };
+                    let Kind::Mem { layout, holds } = &w.kind else {
+                        return internal("a map was written outside memory");
+                    };
+                    let mut layout = layout.clone();
+                    let mut holds = holds.clone();
+                    for (q, column, kept) in &copies {
+                        layout = super::memory::with_column(&layout, q, column)?;
+                        holds = concat_holds(&holds, kept);
+                    }
+                    let kind = Kind::Mem { layout, holds };
+                    Val::Arr(self.arr(w.len, &w.shape, w.stat(), kind))
+                }
+                Kind::Scan(_) => {
                     let p = self.alloc(&a.shape)?;
                     self.write_arr(&a, &p)?
                 }
@@ -418,4 +445,115 @@ fn fill_layout(fill: &FillElem, dst: &Layout, out: &mut Vec<(Leaf, Value, IntVal
         ) => l1 == l2 && fill_layout(e1, e2, out),
         _ => false,
     }
+}
+
+/// The columns of the elements of `a`, an unevaluated `map` or `map2`, that are copies of
+/// a column of an array in memory: the element's component at a path is a parameter of
+/// the function, or a component of one, whose source holds it in memory (directly, or
+/// through a map that again copies it: a zip), or a tuple of such. Each with the source's
+/// column (its layout) and the buffers that keep it (`holds`). Hoisting makes such maps:
+/// `map2 (m, q. ((m, q), map exp q)) means Q` keeps the rows of `means` and `Q` beside
+/// what it computes, which need not be copied.
+fn copied_columns(arena: &unfad_syntax::Arena, a: &Arr) -> Vec<(Vec<usize>, Layout, Holds)> {
+    let f = match &a.kind {
+        Kind::Map { f, .. } | Kind::Map2 { f, .. } => *f,
+        _ => return Vec::new(),
+    };
+    let Some((_, body)) = arena.lambda_parts(f) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut path = Vec::new();
+    copies_in(arena, a, body, &mut path, &mut out);
+    out
+}
+
+/// The copied columns ([`copied_columns`]) of `a` at `path` (whose component of the
+/// function's result is `e`) and below: the whole component if it is copied, else those
+/// of its items if it is a tuple. The whole element is never one (the map is then a copy).
+fn copies_in(
+    arena: &unfad_syntax::Arena,
+    a: &Arr,
+    e: ExprId,
+    path: &mut Vec<usize>,
+    out: &mut Vec<(Vec<usize>, Layout, Holds)>,
+) {
+    if !path.is_empty() {
+        if let Some((column, holds)) = column_in(arena, a, path) {
+            out.push((path.clone(), column, holds));
+            return;
+        }
+    }
+    if let Node::Tuple(l) = arena[e] {
+        for (k, &item) in arena.exprs(l).iter().enumerate() {
+            path.push(k);
+            copies_in(arena, a, item, path, out);
+            path.pop();
+        }
+    }
+}
+
+/// The parameter `e` is, or is a component of (`π_i ... p`), with the path to that
+/// component (`within`, outermost first).
+fn parameter_of(
+    arena: &unfad_syntax::Arena,
+    params: &[Var],
+    e: ExprId,
+    within: &mut Vec<usize>,
+) -> Option<usize> {
+    match arena[e] {
+        Node::Var(v) => params.iter().position(|&p| p == v),
+        Node::Proj(i, inner) => {
+            let j = parameter_of(arena, params, inner, within)?;
+            within.push(i as usize);
+            Some(j)
+        }
+        _ => None,
+    }
+}
+
+/// The layout of the column at `path` of the elements of `a`, if it lies in memory as it
+/// is: a component of an in-memory array's layout, or, for an unevaluated map, the column
+/// its function copies there from a source (a parameter or a component of one), or a tuple
+/// of such columns.
+fn column_in(arena: &unfad_syntax::Arena, a: &Arr, path: &[usize]) -> Option<(Layout, Holds)> {
+    let (f, srcs): (ExprId, Vec<&Arr>) = match &a.kind {
+        Kind::Mem { layout, holds } => {
+            let mut lay = layout;
+            for &k in path {
+                match lay {
+                    Layout::Tuple(items) => lay = items.get(k)?,
+                    _ => return None,
+                }
+            }
+            return Some((lay.clone(), holds.clone()));
+        }
+        Kind::Map { f, src, .. } => (*f, vec![&**src]),
+        Kind::Map2 { f, a, b, .. } => (*f, vec![&**a, &**b]),
+        _ => return None,
+    };
+    let (params, body) = arena.lambda_parts(f)?;
+    // The function's component at `path`, as far as its result is written as tuples.
+    let mut e = body;
+    let mut rest = path;
+    while let (Node::Tuple(l), Some((&k, tail))) = (arena[e], rest.split_first()) {
+        e = *arena.exprs(l).get(k)?;
+        rest = tail;
+    }
+    if let Node::Tuple(l) = arena[e] {
+        let mut columns = Vec::new();
+        let mut holds: Holds = Vec::new().into();
+        for k in 0..l.len() {
+            let mut sub = path.to_vec();
+            sub.push(k);
+            let (c, h) = column_in(arena, a, &sub)?;
+            columns.push(c);
+            holds = concat_holds(&holds, &h);
+        }
+        return Some((Layout::Tuple(columns.into()), holds));
+    }
+    let mut within = Vec::new();
+    let j = parameter_of(arena, params, e, &mut within)?;
+    within.extend_from_slice(rest);
+    column_in(arena, srcs.get(j)?, &within)
 }
