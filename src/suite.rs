@@ -361,7 +361,7 @@ fn core() -> Vec<Program> {
                 }
                 p
             },
-            note: "The suffix products are stored in the workspace (a backward pass); the prefix products are computed in the loop that multiplies them (a shifted `scanl` read in order), with the value: two passes, as in the hand-written gradient. The model charges the scans' moves as much as the primal's multiplications.",
+            note: "The suffix products are stored in the gradient's buffer (a backward pass), then multiplied there in place by the prefix products, which are computed in that loop (a shifted `scanl` read in order), with the value: two passes and no workspace, as in the hand-written gradient (the suffix products took a workspace of the array's size before `scans_in_results`). The model charges the scans' moves as much as the primal's multiplications.",
             versus_hand: "",
         },
         Program {
@@ -1019,7 +1019,7 @@ fn plain() -> Vec<Program> {
                 }
                 s
             },
-            note: "`exp(q)` of every component is computed for every point, N K D times instead of K D, in the primal and again in the gradient: the optimizer does not hoist work that does not depend on the point out of the map over points yet (issue 17's hoisting). The gradient also stores, per point, the K D contributions to the adjoints of `mu` and `q` and sums them afterwards: only one summed column of a map is folded in the loop that makes it so far.",
+            note: "`exp(q)` is computed once per component, out of the map over points (hoisting), but twice: the primal's loops and the adjoint's each hoist their own copy, K D reals each, which the optimizer does not yet recognise as one. The rows of `mu` and `q` zipped beside them are read where they are (`copied_columns`; they used to be copied, 1000 more reals), and the per-point contributions to the adjoints of `mu` and `q` are added where they are made. The gradient's workspace, 605 reals against the hand-written 300, is the two copies of the exponentials, the components' constants and one point's log-likelihoods and weights.",
             versus_hand: "Per point and component, the gradient's contributions to `mu` and `q` (D reals each) are added into the accumulators where they are made (`Place::AddTo`), in the one loop over the components that also makes the adjoint of `x` (the optimizer's joint loop, reading the posterior weights beside the components), and the posterior weights go through the logsumexp's adjoint as written (a scan for the maximum's adjoint); the hand-written gradient makes one pass with one softmax. The primal computes `exp(q_k)` once per component (hoisted), and squares `exp(q) * (x - mu)` where the hand-written code multiplies by a precomputed `exp(2q)`.",
         },
         Program {
