@@ -252,21 +252,9 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// `scanl f z x` (or `scanr`) written to `d`.
+    /// `scanl f z x` (or `scanr`) written to `d`. `nonempty`: the code that runs this has
+    /// made sure that `d` has a row (its length is then not checked again).
     pub(super) fn scan_into(
-        &mut self,
-        f: ExprId,
-        z: ExprId,
-        x: ExprId,
-        d: &Arr,
-        right: bool,
-    ) -> JitResult<Val> {
-        self.scan_into_rows(f, z, x, d, right, false)
-    }
-
-    /// [`Translator::scan_into`], where the code that runs it has made sure that `d` has a
-    /// row if `nonempty` (its length is then not checked again).
-    pub(super) fn scan_into_rows(
         &mut self,
         f: ExprId,
         z: ExprId,

@@ -446,7 +446,6 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// `e` written to `p`; returns the value as written.
     /// The tuple of `items` written to `ps`, one place per item: in one loop where they
     /// fuse, else each where it goes.
     fn emit_tuple_into(&mut self, items: &[ExprId], ps: &[Place]) -> JitResult<Val> {
@@ -471,6 +470,7 @@ impl<'a> Translator<'a> {
         Ok(Val::Tuple(items.into()))
     }
 
+    /// `e` written to `p`; returns the value as written.
     fn emit_into(&mut self, e: ExprId, p: &Place) -> JitResult<Val> {
         with_stack(|| self.emit_into_node(e, p))
     }
@@ -637,8 +637,8 @@ impl<'a> Translator<'a> {
             (Foldl(f, z, x), Place::Tuple(_)) if arena.accumulations(f).is_some() => {
                 self.emit_fold(e, f, z, x, false, Some(p))
             }
-            (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false),
-            (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true),
+            (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false, false),
+            (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true, false),
             (Array(l), Place::Arr(d)) if d.len == IntVal::Const(l.len() as i64) => {
                 for (j, &item) in arena.exprs(l).iter().enumerate() {
                     let dst = self.place_elem(d, IntVal::Const(j as i64))?;

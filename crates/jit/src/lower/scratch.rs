@@ -463,7 +463,7 @@ impl<'a> Translator<'a> {
             let dst = d.clone();
             // The body runs only where `d` has a row.
             self.at_most_once(once, Vec::new(), &mut |t, _, _| {
-                t.scan_into_rows(g, z, x, &dst, right, true)?;
+                t.scan_into(g, z, x, &dst, right, true)?;
                 Ok(Vec::new())
             })?;
             let view = self.view(d, d.len, d.stat())?;
