@@ -165,6 +165,10 @@ fn a_scan_a_result_maps_over_is_kept_in_the_result() {
          map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A))",
         "def f(A: [n]real, B: [n]real) = \
          (reduce * 1 A, map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A)))",
+        // Read through a map among the result's arrays, element for element (the gradient
+        // of a product of a map: the chain rule's factor applied after).
+        "def f(A: [n]real, B: [n]real) = \
+         map2 (g, b. g * b) (map2 * (scanr * 1 (shift1L A)) (shift1R (scanl * 1 A))) B",
         "def f(A: [n]real, B: [n]real) = map (s. s * s + 1) (scanl (a, x. a * 0.5 + x) 0 A)",
         "def f(A: [n]real, B: [n]real) = \
          map2 (s, c. s * c) (scanl (a, x. a * 0.5 + x) 0 A) (scanl (acc, x. x) 2 B)",
@@ -205,6 +209,10 @@ fn a_scan_read_elsewhere_has_a_buffer_of_its_own() {
          reduce + 0 (scanl (a, x. a * 0.5 + x) 0 A))",
         "def f(A: [n]real, B: [n]real) = \
          let S = scanl (a, x. a * 0.5 + x) 0 A in map2 (s, t. s * t) S (map (s. s + 1) S)",
+        // Read twice by the result itself, through a map and directly.
+        "def f(A: [n]real, B: [n]real) = \
+         map2 (s, t. s * t) (map (s. s + 1) (scanl (a, x. a * 0.5 + x) 0 A)) \
+         (scanl (a, x. a * 0.5 + x) 0 A)",
     ] {
         check(src, &inputs());
         assert!(workspace(src, 1000) >= 1001, "{src}");

@@ -473,26 +473,18 @@ impl<'a> Translator<'a> {
         Ok(stored)
     }
 
-    /// The scan operand of `e`, a `map` or `map2` to be written to `d`, if it may be stored
-    /// in `d` (see [`Translator::scans_in_results`]): of `d`'s element shape, a `scanr`
-    /// whose source fits, read by `e` only as that operand.
+    /// The scan that `e`, a `map` or `map2` to be written to `d`, reads element for element
+    /// (an operand, or one of a map among its operands: [`aligned_scan`]), if it may be
+    /// stored in `d` (see [`Translator::scans_in_results`]): of `d`'s element shape, a
+    /// `scanr` whose source fits, read by `e` only there.
     fn scan_to_store(&self, e: ExprId, d: &Arr) -> JitResult<Option<ExprId>> {
         let arena = self.arena;
         if !matches!(d.kind, Kind::Mem { .. }) {
             return Ok(None);
         }
-        let (f, operands) = match arena[e] {
-            Node::Map(f, x) => (f, vec![x]),
-            Node::Map2(f, x, y) => (f, vec![x, y]),
-            _ => return Ok(None),
-        };
-        let Some(k) = operands
-            .iter()
-            .position(|&o| matches!(arena[o], Node::Scanl(..) | Node::Scanr(..)))
-        else {
+        let Some(scan) = aligned_scan(arena, e, 4) else {
             return Ok(None);
         };
-        let scan = operands[k];
         let (g, x, right) = match arena[scan] {
             Node::Scanl(g, _, x) => (g, x, false),
             Node::Scanr(g, _, x) => (g, x, true),
@@ -518,12 +510,7 @@ impl<'a> Translator<'a> {
                 return Ok(None);
             }
         }
-        let once_read = operands
-            .iter()
-            .enumerate()
-            .all(|(j, &o)| j == k || !contains(arena, o, scan))
-            && !contains(arena, f, scan);
-        Ok(once_read.then_some(scan))
+        Ok((occurrences_of(arena, e, scan) == 1).then_some(scan))
     }
 
     /// Whether evaluating `e` may read memory of `d`'s buffers: whether it mentions a
@@ -591,6 +578,45 @@ fn arr_touches(
         }
         Kind::Pad(pad) => src(&pad.src) || touches(arena, &pad.fill, in_d, vars),
     }
+}
+
+/// A `scanl` or `scanr` that the `map` or `map2` `e` reads element for element: one of its
+/// arrays, or one that a `map` or `map2` among its arrays reads so (index for index, never
+/// through a shift), at most `depth` such maps down.
+fn aligned_scan(arena: &unfad_syntax::Arena, e: ExprId, depth: u32) -> Option<ExprId> {
+    let operands = match arena[e] {
+        Node::Map(_, x) => vec![x],
+        Node::Map2(_, x, y) => vec![x, y],
+        _ => return None,
+    };
+    operands.into_iter().find_map(|o| match arena[o] {
+        Node::Scanl(..) | Node::Scanr(..) => Some(o),
+        Node::Map(..) | Node::Map2(..) if depth > 1 => aligned_scan(arena, o, depth - 1),
+        _ => None,
+    })
+}
+
+/// How many times the term `sub` occurs in the tree of `e` (a shared subterm once per
+/// place it is read), counting at most to 2.
+fn occurrences_of(arena: &unfad_syntax::Arena, e: ExprId, sub: ExprId) -> usize {
+    let mut n = 0;
+    let mut stack = vec![e];
+    let mut budget = 4096;
+    while let Some(x) = stack.pop() {
+        budget -= 1;
+        if budget == 0 {
+            return 2;
+        }
+        if x == sub {
+            n += 1;
+            if n >= 2 {
+                return n;
+            }
+            continue;
+        }
+        arena.for_each_child(x, |c| stack.push(c));
+    }
+    n
 }
 
 /// Whether the term `sub` occurs in `e` (`e` itself included).
