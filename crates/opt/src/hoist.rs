@@ -392,6 +392,16 @@ impl Hoister<'_> {
         if !self.arena.mentions_any(e, &frame.elements) {
             return None;
         }
+        // A term already precomputed for this loop, up to the names of its bound
+        // variables (the value's loop and the adjoint's, joined, each reading `exp(q)`
+        // through a map of its own), is read from the same component.
+        if let Some(&(v, _, _)) = frame
+            .precomputed
+            .iter()
+            .find(|&&(_, t, _)| crate::reuse::same(self.arena, t, e))
+        {
+            return Some(self.arena.var(v));
+        }
         let ty = infer(self.arena, &NoSource, e).ok()?;
         if !matches!(ty, Type::Real | Type::Array(..) | Type::Tuple(_)) {
             return None;

@@ -31,6 +31,7 @@ pub mod folds;
 pub mod hoist;
 pub mod inline;
 pub mod len;
+pub mod reuse;
 pub mod rules;
 pub mod share;
 pub mod siblings;
@@ -62,20 +63,16 @@ pub enum OptError {
 
 /// Optimize `func` to a fixed point and check that the result is first-order.
 pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
-    let f = optimize_before_hoisting(arena, func);
-    // Loops that read a stored loop element by element join it, on the settled term.
-    let joined = consumers::join_consumers(arena, &f);
-    let f = if joined.body == f.body {
-        f
-    } else {
-        // What a consumer computed of an element once, the joint loop's body now reads
-        // once too: such `let`s fuse into their reader.
-        let settled = simplify_to_fixed_point(arena, &joined);
-        let inlined = inline::inline_single_use(arena, &settled);
-        simplify_to_fixed_point(arena, &inlined)
-    };
+    let f = optimize_up_to_hoisting(arena, func);
     // Loop-invariant work last, on the settled term, where the loops are final.
     let hoisted = hoist::hoist_invariants(arena, &f);
+    // Arrays hoisting made twice (once per loop reading them, over different zips) are
+    // made once.
+    let hoisted = if hoisted.body == f.body {
+        hoisted
+    } else {
+        reuse::reuse_precomputed(arena, &hoisted)
+    };
     // One pass tidies what hoisting leaves (bindings of names, projections of the
     // precomputed tuples); the loops themselves are final.
     let f = if hoisted.body == f.body {
@@ -91,8 +88,25 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     Ok(f)
 }
 
-/// The passes of [`optimize`] before [`hoist`], without its checks: the term hoisting
-/// sees (its tests start from it).
+/// The passes of [`optimize`] before [`hoist`]: [`optimize_before_hoisting`], then the
+/// loops that read a stored loop element by element joined to it. The term hoisting sees.
+pub fn optimize_up_to_hoisting(arena: &mut Arena, func: &Func) -> Func {
+    let f = optimize_before_hoisting(arena, func);
+    // Loops that read a stored loop element by element join it, on the settled term.
+    let joined = consumers::join_consumers(arena, &f);
+    if joined.body == f.body {
+        f
+    } else {
+        // What a consumer computed of an element once, the joint loop's body now reads
+        // once too: such `let`s fuse into their reader.
+        let settled = simplify_to_fixed_point(arena, &joined);
+        let inlined = inline::inline_single_use(arena, &settled);
+        simplify_to_fixed_point(arena, &inlined)
+    }
+}
+
+/// The passes of [`optimize`] before [`hoist`] and the joint loops of producers and
+/// consumers ([`consumers`]), without its checks (the tests of hoisting start from it).
 pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
     // The passes build about twice the arena they start from.
     arena.reserve(2 * arena.node_count());

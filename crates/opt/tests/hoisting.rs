@@ -188,6 +188,22 @@ fn terms_of_an_invariant_arrays_elements_are_precomputed_then_hoisted() {
     );
 }
 
+#[test]
+fn a_term_precomputed_twice_for_one_loop_is_one_component() {
+    // Two reads of `exp` of the same row, under other names: one array of exponentials.
+    check_hoisted(
+        "def f(q: [k][m]real, X: [n][m]real) =
+           reduce + 0 (map (x. reduce + 0 (map (qk.
+             reduce + 0 (map2 (qd, xd. exp(qd) * xd) qk x)
+               * reduce + 0 (map2 (qe, xd. exp(qe) - xd) qk x)) q)) X)",
+        expect![[r#"
+            def f(q: [k][m]real, X: [n][m]real): real =
+              reduce + 0 (let h = map (qk. map (qd. exp(qd)) qk) q in
+                 map (x. reduce + 0 (map (pe. reduce + 0 (map2 * pe x) * reduce + 0 (map2 - pe x)) h)) X)
+        "#]],
+    );
+}
+
 /// A term placed before an inner loop keeps what it reads: here it reads the fold's
 /// accumulator, so the loop around it stays in the fold (it once moved out of it, the
 /// accumulator then read where it is not bound).

@@ -1,7 +1,8 @@
 //! The optimized gradients (what `unfad emit --stage optimized` prints) of the three plainly
 //! written programs of issue 17, as a user wrote them. The recurrence's gradient reads
 //! `tanh` from the stored scan (`next`) instead of computing it again; the mixture's
-//! `exp(q)` and `sum(q)` run once per component (`h`, `h_1`), not once per point. The
+//! `exp(q)` and `sum(q)` run once per component (`h`, which the value's loop over the
+//! components and the adjoint's both read: `unfad_opt::reuse`), not once per point. The
 //! sums of array adjoints (`reduce (s, t. map2 + s t) zeros_like(x) (...)`) stay in the
 //! term: the code generator runs each as one accumulator added into in the loop that
 //! makes the summands (see `crates/jit/src/lower/fusion.rs` and its CLIF snapshots).
@@ -111,7 +112,6 @@ fn mixture() {
         expect![[r#"
             def gmm(alpha: [k]real, means: [k][m]real, q: [k][m]real, X: [n][m]real): (real, [k]real, [k][m]real, [k][m]real, [n][m]real) =
               let h = map2 (a, c. (c, map (qd. exp(qd)) (snd c), a + reduce + 0 (snd c))) alpha (map2 (mu, qk. (mu, qk)) means q) in
-              let h_1 = map2 (a_1, b. ((a_1, b), map (e. exp(e)) b)) means q in
               let A =
                 map (x.
                   let v =
@@ -130,17 +130,17 @@ fn mixture() {
                     map2 (z_2, pe_2.
                       let dv_i = snd z_2 * z + fst z_2 in
                       let E_joint =
-                        map2 (pe_3, e_1.
-                          let s_i = pe_3 * e_1 in
-                          let b_1 = (s_i + s_i) * -0.5 in
-                          let z_i = pe_3 * b_1 in
-                          (-z_i, 1 + s_i * b_1, z_i)) (snd pe_2) (map2 - x (fst (fst pe_2)))
+                        map2 (pe_3, e.
+                          let s_i = pe_3 * e in
+                          let b = (s_i + s_i) * -0.5 in
+                          let z_i = pe_3 * b in
+                          (-z_i, 1 + s_i * b, z_i)) (snd pe_2) (map2 - x (fst (fst pe_2)))
                       in
                       (
                         map (g. dv_i * g.2) E_joint,
                         dv_i,
                         (map (g_1. dv_i * fst g_1) E_joint, map (g_2. dv_i * snd g_2) E_joint)
-                      )) (map2 (a_2, b_2. (a_2, b_2)) (map2 (p, x_2. if fst p >= x_2 then 0 else if x_2 == mx || snd p == L then z_1 else 0) (shift1R (scanl (s, x_3. (max(fst s, x_3), snd s + 1)) (-1e300, 0) v)) v) E) h_1
+                      )) (map2 (a_1, b_1. (a_1, b_1)) (map2 (p, x_2. if fst p >= x_2 then 0 else if x_2 == mx || snd p == L then z_1 else 0) (shift1R (scanl (s, x_3. (max(fst s, x_3), snd s + 1)) (-1e300, 0) v)) v) E) h
                   in
                   (
                     mx + log(v87),

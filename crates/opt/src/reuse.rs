@@ -1,0 +1,255 @@
+//! Precomputed arrays read again: a `let`-bound map whose elements an earlier `let`-bound
+//! map of the same chain already holds reads that earlier map instead of computing them.
+//!
+//! Hoisting precomputes a loop-invariant term once per loop that reads it
+//! ([`crate::hoist`]). When the primal's loop and the adjoint's loop both read `exp(q)` of
+//! a mixture's components, but over different zips (`alpha` with `(means, q)` for the
+//! value, `means` with `q` for the adjoint), each gets its own array:
+//!
+//! ```text
+//! let h   = map2 (a, c. (c, map (qd. exp(qd)) (snd c), a + sum(snd c))) alpha (map2 (mu, qk. (mu, qk)) means q) in
+//! let h_1 = map2 (mu_1, b. ((mu_1, b), map (e. exp(e)) b)) means q in ...
+//! ```
+//!
+//! Both are indexed like the arrays they zip. Written over those arrays' elements (each
+//! parameter replaced by the elements it stands for: `c` by `(means[i], q[i])`), every
+//! component of `h_1`'s element is one of `h`'s, up to the names of bound variables. So
+//! `h_1` becomes `map (pe. (pe.0, pe.1)) h`: the exponentials are computed and stored once.
+//!
+//! Exact: each component is read where the same operations computed it. The later map's
+//! arrays must be among the earlier one's (whose `map2`s have then checked their lengths
+//! against each other, so the two are indexed alike), and one of its components must do
+//! work (a zip is not rewritten into a read of a stored array).
+
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
+use unfad_syntax::{alpha_eq, with_stack, Arena, ExprId, Func, Node, Type, Var};
+
+use crate::siblings::{elementwise, every_chain, rechain, unchain, Stmt};
+
+/// Rewrite every `let` chain of `func` so that maps repeating an earlier map's elements
+/// read them from it; `func` itself when nothing changes.
+pub fn reuse_precomputed(arena: &mut Arena, func: &Func) -> Func {
+    let mut leaves: HashMap<Var, Var> = HashMap::default();
+    let mut memo = HashMap::default();
+    let body = every_chain(
+        arena,
+        func.body,
+        1,
+        &mut |a, chain| reuse_in_chain(a, chain, &mut leaves),
+        &mut memo,
+    );
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+/// A `let`-bound map written over the elements of the arrays it zips.
+struct Canonical {
+    /// The arrays (variables) its operands zip.
+    arrays: Vec<Var>,
+    /// Its element's components (the items of its body's tuple, or the body), each with
+    /// the parameters replaced by the placeholders of the arrays' elements.
+    components: Vec<ExprId>,
+}
+
+fn reuse_in_chain(
+    arena: &mut Arena,
+    chain: ExprId,
+    leaves: &mut HashMap<Var, Var>,
+) -> Option<ExprId> {
+    let (mut stmts, tail) = unchain(arena, chain);
+    let candidate = |arena: &Arena, s: &Stmt| match *s {
+        Stmt::One(_, rhs) => elementwise(arena, rhs)
+            .is_some_and(|(_, _, operands)| operands.iter().all(|&o| zips_arrays(arena, o))),
+        Stmt::Many(..) => false,
+    };
+    if stmts.iter().filter(|s| candidate(arena, s)).count() < 2 {
+        return None;
+    }
+    let canon: Vec<Option<Canonical>> = stmts
+        .iter()
+        .map(|s| match *s {
+            Stmt::One(_, rhs) if candidate(arena, s) => canonical(arena, rhs, leaves),
+            _ => None,
+        })
+        .collect();
+    let mut changed = false;
+    for k in 0..stmts.len() {
+        let (Some(later), Stmt::One(var, _)) = (&canon[k], stmts[k]) else {
+            continue;
+        };
+        if !later.components.iter().any(|&c| works(arena, c)) {
+            continue;
+        }
+        for j in 0..k {
+            let Some(earlier) = &canon[j] else { continue };
+            let Stmt::One(h, _) = stmts[j] else { continue };
+            if !later.arrays.iter().all(|a| earlier.arrays.contains(a)) {
+                continue;
+            }
+            let Some(at) = later
+                .components
+                .iter()
+                .map(|&c| earlier.components.iter().position(|&e| same(arena, c, e)))
+                .collect::<Option<Vec<usize>>>()
+            else {
+                continue;
+            };
+            let ty = match arena.var_type(h) {
+                Some(Type::Array(_, elem)) => Some(Type::clone(elem)),
+                _ => None,
+            };
+            let pe = arena.fresh_var("pe", ty);
+            let pv = arena.var(pe);
+            let whole = earlier.components.len() == 1;
+            let items: Vec<ExprId> = at
+                .iter()
+                .map(|&i| if whole { pv } else { arena.proj(i as u32, pv) })
+                .collect();
+            let element = arena.tuple(&items);
+            let f = arena.lambda(&[pe], element);
+            let src = arena.var(h);
+            let read = arena.add(Node::Map(f, src));
+            stmts[k] = Stmt::One(var, read);
+            changed = true;
+            break;
+        }
+    }
+    changed.then(|| rechain(arena, &stmts, tail))
+}
+
+/// `rhs` (a `map` or `map2`) written over the elements of the arrays its operands zip, or
+/// `None` if an operand is not an array variable or a zip of such.
+fn canonical(arena: &mut Arena, rhs: ExprId, leaves: &mut HashMap<Var, Var>) -> Option<Canonical> {
+    let (_, f, operands) = elementwise(arena, rhs)?;
+    let (params, body) = arena.lambda_parts(f)?;
+    let (params, body) = (params.to_vec(), body);
+    let mut arrays = Vec::new();
+    let mut subst = HashMap::default();
+    for (&p, &o) in params.iter().zip(&operands) {
+        let e = element_of(arena, o, leaves, &mut arrays)?;
+        subst.insert(p, e);
+    }
+    let items: Vec<ExprId> = match arena[body] {
+        Node::Tuple(l) => arena.exprs(l).to_vec(),
+        _ => vec![body],
+    };
+    let components = items
+        .into_iter()
+        .map(|c| {
+            let c = arena.subst(c, &subst);
+            projected(arena, c)
+        })
+        .collect();
+    Some(Canonical { arrays, components })
+}
+
+/// The element of `o` at the loop's index, over placeholders of its arrays' elements:
+/// the placeholder of an array variable, a tuple of elements for a zip.
+fn element_of(
+    arena: &mut Arena,
+    o: ExprId,
+    leaves: &mut HashMap<Var, Var>,
+    arrays: &mut Vec<Var>,
+) -> Option<ExprId> {
+    match arena[o] {
+        Node::Var(x) => {
+            let p = *leaves
+                .entry(x)
+                .or_insert_with(|| arena.fresh_var("elem", None));
+            if !arrays.contains(&x) {
+                arrays.push(x);
+            }
+            Some(arena.var(p))
+        }
+        Node::Map2(f, a, b) => {
+            if !zip_function(arena, f) {
+                return None;
+            }
+            let x = element_of(arena, a, leaves, arrays)?;
+            let y = element_of(arena, b, leaves, arrays)?;
+            Some(arena.tuple(&[x, y]))
+        }
+        _ => None,
+    }
+}
+
+/// True if `o` is an array variable or a zip of such (`map2 (x, y. (x, y)) A B`, nested).
+fn zips_arrays(arena: &Arena, o: ExprId) -> bool {
+    match arena[o] {
+        Node::Var(_) => true,
+        Node::Map2(f, a, b) => {
+            zip_function(arena, f) && zips_arrays(arena, a) && zips_arrays(arena, b)
+        }
+        _ => false,
+    }
+}
+
+/// True if `f` is `(x, y. (x, y))`.
+fn zip_function(arena: &Arena, f: ExprId) -> bool {
+    let Some((ps, body)) = arena.lambda_parts(f) else {
+        return false;
+    };
+    let Node::Tuple(l) = arena[body] else {
+        return false;
+    };
+    let items = arena.exprs(l);
+    ps.len() == 2
+        && items.len() == 2
+        && arena[items[0]] == Node::Var(ps[0])
+        && arena[items[1]] == Node::Var(ps[1])
+}
+
+/// `e` with every projection of a tuple replaced by the item it projects.
+fn projected(arena: &mut Arena, e: ExprId) -> ExprId {
+    let mut memo = HashMap::default();
+    projected_rec(arena, e, &mut memo)
+}
+
+fn projected_rec(arena: &mut Arena, e: ExprId, memo: &mut HashMap<ExprId, ExprId>) -> ExprId {
+    let node = arena[e];
+    if matches!(node, Node::Var(_) | Node::Const(_) | Node::Bool(_)) {
+        return e;
+    }
+    if let Some(&r) = memo.get(&e) {
+        return r;
+    }
+    let r = with_stack(|| {
+        if let Node::Proj(i, t) = node {
+            let t = projected_rec(arena, t, memo);
+            if let Node::Tuple(l) = arena[t] {
+                return arena.exprs(l)[i as usize];
+            }
+            return arena.proj(i, t);
+        }
+        let new = arena.map_children(node, |a, c| projected_rec(a, c, memo));
+        arena.rebuild(e, new)
+    });
+    memo.insert(e, r);
+    r
+}
+
+/// True if `e` does work: anything but variables, tuples and projections of them.
+fn works(arena: &Arena, e: ExprId) -> bool {
+    match arena[e] {
+        Node::Var(_) => false,
+        Node::Proj(_, t) => works(arena, t),
+        Node::Tuple(l) => arena.exprs(l).iter().any(|&c| works(arena, c)),
+        _ => true,
+    }
+}
+
+/// Alpha-equivalence of two terms of one scope (their free variables the same).
+pub(crate) fn same(arena: &Arena, a: ExprId, b: ExprId) -> bool {
+    let mut free: HashMap<Var, Var> = HashMap::default();
+    let vars: HashSet<Var> = arena
+        .free_vars(a)
+        .into_iter()
+        .chain(arena.free_vars(b))
+        .collect();
+    for v in vars {
+        free.insert(v, v);
+    }
+    alpha_eq(arena, a, arena, b, &free)
+}
