@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{check, vec_of, workspace_at};
+use common::{check, check_gradient, gradient, vec_of, workspace_at};
 use serde_json::{json, Value as Json};
 
 fn inputs() -> Vec<Json> {
@@ -246,5 +246,63 @@ fn a_stored_map_does_not_copy_the_arrays_it_zips() {
         check(src, &inputs);
         // Only the exponentials: n m reals (the maps are read twice, so stored).
         assert_eq!(workspace_at(src, &[10, 8]), 80, "{src}");
+    }
+}
+
+/// The shift of a scan that drops its last state (`shift1R (scanl ..)`, `shift1L (scanr
+/// ..)`: the adjoints reverse mode makes for scans) is the scan of the source's shift,
+/// written where the shift goes (a result's buffer, or the buffer of the result that maps
+/// over it), with no buffer of its own for the state the shift drops. Where the source
+/// is empty, so is the shift, and the scan (which always has a state) is not run.
+#[test]
+fn a_shifted_scan_is_written_where_its_shift_goes() {
+    for src in [
+        "def f(A: [n]real, B: [n]real) = shift1L (scanr (x, a. a * 0.9 + x) 1 A)",
+        "def f(A: [n]real, B: [n]real) = shift1R (scanl (a, x. a * 0.5 + x * x) 0 A)",
+        "def f(A: [n]real, B: [n]real) = \
+         map (s. s * s) (shift1L (scanr (x, a. a * 0.9 + x) 1 A))",
+        "def f(A: [n]real, B: [n]real) = \
+         map2 (s, b. s * b) (shift1R (scanl (a, x. a * 0.5 + x) 1 A)) B",
+        "def f(A: [n]real, B: [n]real) = \
+         let S = shift1L (scanr (x, a. a * 0.9 + x) 1 A) in \
+         (map2 (s, b. s * b) S B, reduce + 0 S)",
+    ] {
+        check(src, &inputs());
+        assert!(workspace(src, 1000) < 8, "{src}");
+    }
+}
+
+/// The gradients of a moving average and of discounted returns (a `scanl` and a `scanr`
+/// read through a shift, as users write them): reverse mode's scan of the adjoints,
+/// shifted, is written in the buffer of the gradient that maps over it, where it had a
+/// buffer of its own.
+#[test]
+fn a_reverse_pass_over_a_shifted_scan_writes_where_the_gradient_goes() {
+    let inputs: Vec<Json> = [0, 1, 2, 7, 16]
+        .iter()
+        .map(|&n| json!({"x": vec_of(n, 0.3), "y": vec_of(n, 1.7), "beta": 0.8}))
+        .collect();
+    for (src, most) in [
+        (
+            "def f(x: [n]real, y: [n]real, beta: real) = \
+             let s = scanl (a, v. beta * a + (1 - beta) * v) 0 x in \
+             sum(map2 (t, u. (t - u) * (t - u)) (shift1L s) y)",
+            // The states (read at two offsets) and one adjoint array.
+            2 * 1000 + 8,
+        ),
+        (
+            "def f(x: [n]real, y: [n]real, beta: real) = \
+             let g = scanr (r, acc. r + beta * acc) 0 x in \
+             sum(map2 (t, u. (t - u) * (t - u)) (shift1R g) y)",
+            // The returns only.
+            1000 + 8,
+        ),
+    ] {
+        assert!(check_gradient(src, &inputs));
+        let (prog, func) = gradient(src).unwrap();
+        let ws = unfad_jit::compile(&prog.arena, &func)
+            .unwrap()
+            .workspace_len(&[1000]);
+        assert!(ws <= most, "workspace {ws} for {src}");
     }
 }

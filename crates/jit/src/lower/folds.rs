@@ -253,7 +253,11 @@ impl<'a> Translator<'a> {
     }
 
     /// `scanl f z x` (or `scanr`) written to `d`. `nonempty`: the code that runs this has
-    /// made sure that `d` has a row (its length is then not checked again).
+    /// made sure that `d` has a row (its length is then not checked again). `shifted`: the
+    /// scan of `shift1R x` instead (of `shift1L x` for a `scanr`), which is
+    /// `shift1R (scanl f z x)` (`shift1L (scanr f z x)`) wherever `x` has an element: the
+    /// scan without the state its shift drops, written where the shift goes.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn scan_into(
         &mut self,
         f: ExprId,
@@ -262,6 +266,7 @@ impl<'a> Translator<'a> {
         d: &Arr,
         right: bool,
         nonempty: bool,
+        shifted: bool,
     ) -> JitResult<Val> {
         let (ps, body) = lambda(self.arena, f, 2, "a scan")?;
         let (pa, px) = if right {
@@ -271,6 +276,9 @@ impl<'a> Translator<'a> {
         };
         let zv = self.emit(z)?;
         let mut src = self.emit_arr(x)?;
+        if shifted {
+            src = self.shift(&src, right)?;
+        }
         if right && reads_scan(&src) {
             // Read from the last element first: scans computed where they are read cannot.
             src = expect_arr(self.force(Val::Arr(src))?)?;

@@ -513,8 +513,7 @@ impl<'a> Translator<'a> {
                 }
                 // A scan that must be stored, stored where the result that maps over it
                 // goes; the result's reals that read it are computed before that result.
-                if let Scanl(g, ..) | Scanr(g, ..) = arena[e1] {
-                    let right = matches!(arena[e1], Scanr(..));
+                if let Some((g, _, _, right, _)) = scratch::scan_parts(arena, e1) {
                     if !pad::moving(arena, g, right) && !self.an.lazy_ok(x) {
                         if let Some((d, tuple)) = self.scan_scratch_place(x, e1, e2, p)? {
                             let sa = shape_arr(&self.an.var_shape(x)?.clone())?;
@@ -637,8 +636,23 @@ impl<'a> Translator<'a> {
             (Foldl(f, z, x), Place::Tuple(_)) if arena.accumulations(f).is_some() => {
                 self.emit_fold(e, f, z, x, false, Some(p))
             }
-            (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false, false),
-            (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true, false),
+            (Scanl(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, false, false, false),
+            (Scanr(f, z, x), Place::Arr(d)) => self.scan_into(f, z, x, d, true, false, false),
+            // The shift of a scan that drops its last state (`shift1R (scanl ..)`,
+            // `shift1L (scanr ..)`, a reverse pass's adjoints): the scan of the source's
+            // shift, written where the shift goes, if it has a row (otherwise the shift is
+            // empty, and the scan, which always has a state, is not run).
+            (Shift1L(_) | Shift1R(_), Place::Arr(d))
+                if matches!(d.kind, Kind::Mem { .. })
+                    && scratch::scan_parts(arena, e)
+                        .is_some_and(|(g, _, _, right, _)| !pad::moving(arena, g, right))
+                    && self.exactly_as_long(e, d)? =>
+            {
+                let Some((f, z, x, right, _)) = scratch::scan_parts(arena, e) else {
+                    return internal("a shifted scan has no scan");
+                };
+                self.scan_where_a_row(f, z, x, d, right, true)
+            }
             (Array(l), Place::Arr(d)) if d.len == IntVal::Const(l.len() as i64) => {
                 for (j, &item) in arena.exprs(l).iter().enumerate() {
                     let dst = self.place_elem(d, IntVal::Const(j as i64))?;

@@ -79,7 +79,7 @@ impl<'a> Translator<'a> {
         rest: ExprId,
         p: &Place,
     ) -> JitResult<Option<(Rc<Arr>, ExprId)>> {
-        let (Node::Scanl(_, _, src) | Node::Scanr(_, _, src)) = self.arena[scan] else {
+        let Some((_, _, src, _, shifted)) = scan_parts(self.arena, scan) else {
             return Ok(None);
         };
         let (SShape::Arr(sa), SShape::Arr(ss)) = (self.an.var_shape(x)?, self.shape(src)?) else {
@@ -91,13 +91,44 @@ impl<'a> Translator<'a> {
         let fits = |place: &Place| -> Option<Rc<Arr>> {
             match place {
                 Place::Arr(d) if matches!(d.kind, Kind::Mem { .. }) && d.shape.elem == sa.elem => {
-                    let room = d.stat()?.dec();
+                    // A shifted scan has as many rows as its source, a scan one more.
+                    let room = if shifted { d.stat()? } else { d.stat()?.dec() };
                     (ss.len.min(room) == Some(ss.len)).then(|| d.clone())
                 }
                 _ => None,
             }
         };
         Ok(self.scratch_place_with(x, rest, p, true, &fits))
+    }
+
+    /// The scan `(g, z, x)` (see [`scan_parts`]) written to `d`, of the scan's length, if
+    /// `d` has a row (a scan always has a state, the place may have none: a map over the
+    /// scan then has no element, a shifted scan is empty); `d`'s view.
+    pub(super) fn scan_where_a_row(
+        &mut self,
+        g: ExprId,
+        z: ExprId,
+        x: ExprId,
+        d: &Rc<Arr>,
+        right: bool,
+        shifted: bool,
+    ) -> JitResult<Val> {
+        let (once, _) = self.min_len(&[(d.len, d.stat()), (IntVal::Const(1), None)]);
+        let dst = d.clone();
+        self.at_most_once(once, Vec::new(), &mut |t, _, _| {
+            t.scan_into(g, z, x, &dst, right, true, shifted)?;
+            Ok(Vec::new())
+        })?;
+        self.view(d, d.len, d.stat())
+    }
+
+    /// Whether the array `e` is known to have exactly `d`'s length (both static and
+    /// equal), so that `d` whole is its value once written.
+    pub(super) fn exactly_as_long(&self, e: ExprId, d: &Arr) -> JitResult<bool> {
+        Ok(match self.shape(e)? {
+            SShape::Arr(sa) => sa.exact && d.stat() == Some(sa.len),
+            _ => false,
+        })
     }
 
     /// The place of `x`, a scan of shape `sa` (exact) stored in the buffer `d` by
@@ -454,19 +485,10 @@ impl<'a> Translator<'a> {
             if !apart || self.precomputed.contains_key(&scan) {
                 continue;
             }
-            let (g, z, x, right) = match self.arena[scan] {
-                Node::Scanl(g, z, x) => (g, z, x, false),
-                Node::Scanr(g, z, x) => (g, z, x, true),
-                _ => continue,
+            let Some((g, z, x, right, shifted)) = scan_parts(self.arena, scan) else {
+                continue;
             };
-            let (once, _) = self.min_len(&[(d.len, d.stat()), (IntVal::Const(1), None)]);
-            let dst = d.clone();
-            // The body runs only where `d` has a row.
-            self.at_most_once(once, Vec::new(), &mut |t, _, _| {
-                t.scan_into(g, z, x, &dst, right, true)?;
-                Ok(Vec::new())
-            })?;
-            let view = self.view(d, d.len, d.stat())?;
+            let view = self.scan_where_a_row(g, z, x, d, right, shifted)?;
             self.precomputed.insert(scan, view);
             stored.push(scan);
         }
@@ -485,10 +507,8 @@ impl<'a> Translator<'a> {
         let Some(scan) = aligned_scan(arena, e, 4) else {
             return Ok(None);
         };
-        let (g, x, right) = match arena[scan] {
-            Node::Scanl(g, _, x) => (g, x, false),
-            Node::Scanr(g, _, x) => (g, x, true),
-            _ => return Ok(None),
+        let Some((g, _, x, right, shifted)) = scan_parts(arena, scan) else {
+            return Ok(None);
         };
         if pad::moving(arena, g, right) {
             return Ok(None);
@@ -503,7 +523,12 @@ impl<'a> Translator<'a> {
             let SShape::Arr(src) = self.shape(x)? else {
                 return Ok(None);
             };
-            let room = d.stat().map(|n| n.dec());
+            // A shifted `scanr` runs over the source less its first element.
+            let room = if shifted {
+                d.stat()
+            } else {
+                d.stat().map(|n| n.dec())
+            };
             let fits = matches!((src.exact.then_some(src.len), room),
                 (Some(a), Some(b)) if a.min(b) == Some(a));
             if !fits {
@@ -580,6 +605,29 @@ fn arr_touches(
     }
 }
 
+/// The function, start, source and direction of the scan `e` (`scanl f z x`, or `scanr`
+/// if `right`), and whether it is `shifted`: `shift1R (scanl f z x)` or
+/// `shift1L (scanr f z x)`, the scan less the state its shift drops, which is stored as
+/// the scan of the source's shift ([`Translator::scan_into`]).
+pub(super) fn scan_parts(
+    arena: &unfad_syntax::Arena,
+    e: ExprId,
+) -> Option<(ExprId, ExprId, ExprId, bool, bool)> {
+    match arena[e] {
+        Node::Scanl(g, z, x) => Some((g, z, x, false, false)),
+        Node::Scanr(g, z, x) => Some((g, z, x, true, false)),
+        Node::Shift1R(s) => match arena[s] {
+            Node::Scanl(g, z, x) => Some((g, z, x, false, true)),
+            _ => None,
+        },
+        Node::Shift1L(s) => match arena[s] {
+            Node::Scanr(g, z, x) => Some((g, z, x, true, true)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// A `scanl` or `scanr` that the `map` or `map2` `e` reads element for element: one of its
 /// arrays, or one that a `map` or `map2` among its arrays reads so (index for index, never
 /// through a shift), at most `depth` such maps down.
@@ -591,6 +639,7 @@ fn aligned_scan(arena: &unfad_syntax::Arena, e: ExprId, depth: u32) -> Option<Ex
     };
     operands.into_iter().find_map(|o| match arena[o] {
         Node::Scanl(..) | Node::Scanr(..) => Some(o),
+        Node::Shift1L(_) | Node::Shift1R(_) if scan_parts(arena, o).is_some() => Some(o),
         Node::Map(..) | Node::Map2(..) if depth > 1 => aligned_scan(arena, o, depth - 1),
         _ => None,
     })
