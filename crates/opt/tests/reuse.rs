@@ -7,8 +7,8 @@ use expect_test::{expect, Expect};
 use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
 use unfad_opt::hoist::hoist_invariants;
 use unfad_opt::reuse::reuse_precomputed;
-use unfad_syntax::{print_func, Arena, Func};
-use unfad_test_support::load;
+use unfad_syntax::{print_func, Arena, Func, Program};
+use unfad_test_support::{close_json, load};
 use unfad_testgen::{generate, Features};
 
 fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
@@ -18,45 +18,47 @@ fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
     }
 }
 
-/// Hoists each seed's gradient (optimized up to hoisting), then reuses, and compares the
-/// values exactly; returns how many terms the reuse changed.
-fn check(features: &Features, seeds: std::ops::Range<u64>) -> usize {
-    let mut changed = 0;
-    for seed in seeds {
-        let g = generate(seed, features);
-        let (mut prog, func) = load(&g.source);
-        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
-        let all: Vec<usize> = (0..func.params.len()).collect();
-        let rev = unfad_ad::reverse(&mut prog.arena, &func, &all).unwrap();
-        let term = unfad_opt::optimize_up_to_hoisting(&mut prog.arena, &rev);
-        let hoisted = hoist_invariants(&mut prog.arena, &term);
-        let reused = reuse_precomputed(&mut prog.arena, &hoisted);
-        if reused.body == hoisted.body {
-            continue;
-        }
-        changed += 1;
-        let (before, after) = (
-            value(&prog.arena, &hoisted, &args),
-            value(&prog.arena, &reused, &args),
-        );
-        assert_eq!(
-            before,
-            after,
-            "seed {seed}\n{}\nreused:\n{}",
-            print_func(&prog.arena, &hoisted),
-            print_func(&prog.arena, &reused)
-        );
-        unfad_opt::check_types(&mut prog.arena, &reused)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", print_func(&prog.arena, &reused)));
+/// `source`'s gradient, optimized up to hoisting, hoisted, then reused: if the reuse
+/// changed the term, the values before and after are compared exactly on `input` and the
+/// types checked, and the program, its reverse-mode term and the arguments are returned.
+fn reused_gradient(
+    source: &str,
+    input: &serde_json::Value,
+) -> Option<(Program, Func, Vec<Value<f64>>)> {
+    let (mut prog, func) = load(source);
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, input).unwrap();
+    let all: Vec<usize> = (0..func.params.len()).collect();
+    let rev = unfad_ad::reverse(&mut prog.arena, &func, &all).unwrap();
+    let term = unfad_opt::optimize_up_to_hoisting(&mut prog.arena, &rev);
+    let hoisted = hoist_invariants(&mut prog.arena, &term);
+    let reused = reuse_precomputed(&mut prog.arena, &hoisted);
+    if reused.body == hoisted.body {
+        return None;
     }
-    changed
+    let (before, after) = (
+        value(&prog.arena, &hoisted, &args),
+        value(&prog.arena, &reused, &args),
+    );
+    assert_eq!(
+        before,
+        after,
+        "{source}\n{}\nreused:\n{}",
+        print_func(&prog.arena, &hoisted),
+        print_func(&prog.arena, &reused)
+    );
+    unfad_opt::check_types(&mut prog.arena, &reused)
+        .unwrap_or_else(|e| panic!("{e}\n{}", print_func(&prog.arena, &reused)));
+    Some((prog, rev, args))
 }
 
 #[test]
 fn reusing_in_random_gradients_changes_no_value() {
     // The generator's programs rarely hoist the same term for two loops; the test runs
     // them for the values, and the mixtures below for the rewrite.
-    check(&Features::all(), 0..300);
+    for seed in 0..300 {
+        let g = generate(seed, &Features::all());
+        reused_gradient(&g.source, &g.input);
+    }
 }
 
 /// A mixture-like program drawn from `seed`: per point, a reduction over components of a
@@ -135,39 +137,19 @@ fn reusing_in_the_gradients_of_random_mixtures_changes_no_value() {
     let seeds = 0..60u64;
     for seed in seeds.clone() {
         let (src, input) = mixture(seed);
-        let (mut prog, func) = load(&src);
-        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
-        let all: Vec<usize> = (0..func.params.len()).collect();
-        let rev = unfad_ad::reverse(&mut prog.arena, &func, &all).unwrap();
-        let term = unfad_opt::optimize_up_to_hoisting(&mut prog.arena, &rev);
-        let hoisted = hoist_invariants(&mut prog.arena, &term);
-        let reused = reuse_precomputed(&mut prog.arena, &hoisted);
-        if reused.body == hoisted.body {
+        let Some((mut prog, rev, args)) = reused_gradient(&src, &input) else {
             continue;
-        }
+        };
         changed += 1;
-        let (before, after) = (
-            value(&prog.arena, &hoisted, &args),
-            value(&prog.arena, &reused, &args),
-        );
-        assert_eq!(
-            before,
-            after,
-            "seed {seed}: {src}\n{}\nreused:\n{}",
-            print_func(&prog.arena, &hoisted),
-            print_func(&prog.arena, &reused)
-        );
-        unfad_opt::check_types(&mut prog.arena, &reused)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", print_func(&prog.arena, &reused)));
         // The whole optimizer, which reuses after hoisting, keeps the gradient's value.
         let optimized = unfad_opt::optimize(&mut prog.arena, &rev).unwrap();
         let plain = value(&prog.arena, &rev, &args);
         let fast = value(&prog.arena, &optimized, &args);
-        let (p, q): (serde_json::Value, serde_json::Value) = (
-            serde_json::from_str(&plain).unwrap(),
-            serde_json::from_str(&fast).unwrap(),
+        let parse = |s: &str| -> serde_json::Value { serde_json::from_str(s).unwrap() };
+        assert!(
+            close_json(&parse(&plain), &parse(&fast), 1e-9),
+            "seed {seed}: {src}\n{plain}\n{fast}"
         );
-        assert!(close(&p, &q), "seed {seed}: {src}\n{plain}\n{fast}");
     }
     // The rewrite must happen for the test to mean something: it does where the value's
     // loop and the adjoint's stay apart (a log-sum-exp needs its maximum first); a sum
@@ -176,24 +158,6 @@ fn reusing_in_the_gradients_of_random_mixtures_changes_no_value() {
         changed * 6 >= seeds.count(),
         "the reuse changed only {changed} gradients of mixtures"
     );
-}
-
-/// Equal to a relative 1e-9 (the optimizer may reassociate), numbers at any depth.
-fn close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
-    use serde_json::Value as J;
-    match (a, b) {
-        (J::Number(x), J::Number(y)) => {
-            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
-            (x - y).abs() <= 1e-9 * (1.0 + x.abs().max(y.abs()))
-        }
-        (J::Array(x), J::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| close(x, y))
-        }
-        (J::Object(x), J::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| close(v, w)))
-        }
-        _ => a == b,
-    }
 }
 
 /// The term after reuse, or "unchanged".
