@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, UnOp, Var};
 
 /// `func` with the unread columns of its stored maps dropped (the same term if none).
 pub fn drop_unread_columns(arena: &mut Arena, func: &Func) -> Func {
@@ -370,7 +370,7 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
             .any(|&j| elem_items.get(j as usize).is_some_and(Type::has_arrays))
             || lets.iter().all(|&l| match arena[l] {
                 Node::Let(_, e1, _) | Node::LetTuple(_, e1, _) => {
-                    arena.within_operations(e1, &mut { usize::MAX }, &Node::is_arithmetic)
+                    arena.within_operations(e1, &mut { usize::MAX }, &arithmetic_on_sizes)
                 }
                 _ => false,
             }));
@@ -411,6 +411,12 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
         out = arena.let_(v, op, out);
     }
     Some(out)
+}
+
+/// Arithmetic, or a length read as a real (`real(len(X))`, a constant of the loop): what
+/// a column's map may copy of the others' `let`s when its elements are scalars.
+fn arithmetic_on_sizes(n: Node) -> bool {
+    n.is_arithmetic() || matches!(n, Node::Len(_) | Node::Op1(UnOp::ToReal, _))
 }
 
 /// For each of the `lets` before a split map's tuple, how many of the `columns` read

@@ -138,3 +138,24 @@ fn a_row_read_for_its_shape_scatters_nothing() {
     let text = print_func(&prog.arena, &opt);
     assert!(!text.contains("scatter_add"), "{text}");
 }
+
+/// Column statistics: the variances' map of `(log(v + 1), 1 / (v + 1))` with `v` a sum
+/// over `real(len(X))` is split per column (the shared `let` reads a length, which costs
+/// nothing), so that `log` fuses into the value's sum and the reciprocal into the map that
+/// reads it, and the pairs are never stored.
+#[test]
+fn columns_sharing_a_length_split() {
+    let src = "def f(X: [n][m]real): real =
+  let mean = map (t. t / real(len(X))) (reduce (a, b. map2 + a b) (map (t. 0) X[0]) X) in
+  let var = map (t. t / real(len(X))) (reduce (a, b. map2 + a b) (map (t. 0) X[0])
+    (map (row. map2 (x, mu. (x - mu) * (x - mu)) row mean) X)) in
+  sum(map (v. log(v + 1)) var)";
+    let (mut prog, func) = load(src);
+    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+    let text = print_func(&prog.arena, &opt);
+    assert!(
+        !text.contains("(log("),
+        "a map of pairs with `log` remains:\n{text}"
+    );
+}
