@@ -127,16 +127,24 @@ fn a_convolution_by_slices_accumulates_in_place() {
 /// gradient once per such read.
 #[test]
 fn a_row_read_for_its_shape_scatters_nothing() {
-    let src = "def f(X: [n][m]real): real =
+    let text = column_stats_gradient();
+    assert!(!text.contains("scatter_add"), "{text}");
+}
+
+/// Each column's mean and variance, as a user writes them (sums of rows from a row of
+/// zeros made from `X[0]`), and a sum of logarithms of the variances.
+const COLUMN_STATS: &str = "def f(X: [n][m]real): real =
   let mean = map (t. t / real(len(X))) (reduce (a, b. map2 + a b) (map (t. 0) X[0]) X) in
   let var = map (t. t / real(len(X))) (reduce (a, b. map2 + a b) (map (t. 0) X[0])
     (map (row. map2 (x, mu. (x - mu) * (x - mu)) row mean) X)) in
   sum(map (v. log(v + 1)) var)";
-    let (mut prog, func) = load(src);
+
+/// The optimized gradient of [`COLUMN_STATS`], printed.
+fn column_stats_gradient() -> String {
+    let (mut prog, func) = load(COLUMN_STATS);
     let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0]).unwrap();
     let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
-    let text = print_func(&prog.arena, &opt);
-    assert!(!text.contains("scatter_add"), "{text}");
+    print_func(&prog.arena, &opt)
 }
 
 /// Column statistics: the variances' map of `(log(v + 1), 1 / (v + 1))` with `v` a sum
@@ -145,15 +153,7 @@ fn a_row_read_for_its_shape_scatters_nothing() {
 /// reads it, and the pairs are never stored.
 #[test]
 fn columns_sharing_a_length_split() {
-    let src = "def f(X: [n][m]real): real =
-  let mean = map (t. t / real(len(X))) (reduce (a, b. map2 + a b) (map (t. 0) X[0]) X) in
-  let var = map (t. t / real(len(X))) (reduce (a, b. map2 + a b) (map (t. 0) X[0])
-    (map (row. map2 (x, mu. (x - mu) * (x - mu)) row mean) X)) in
-  sum(map (v. log(v + 1)) var)";
-    let (mut prog, func) = load(src);
-    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0]).unwrap();
-    let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
-    let text = print_func(&prog.arena, &opt);
+    let text = column_stats_gradient();
     assert!(
         !text.contains("(log("),
         "a map of pairs with `log` remains:\n{text}"
