@@ -176,16 +176,7 @@ fn zipped(arena: &Arena, e: ExprId) -> Option<Vec<ExprId>> {
     let Node::Map2(f, x, y) = arena[e] else {
         return None;
     };
-    let (ps, body) = arena.lambda_parts(f)?;
-    let Node::Tuple(items) = arena[body] else {
-        return None;
-    };
-    let items = arena.exprs(items);
-    let pair = items.len() == 2
-        && ps.len() == 2
-        && arena[items[0]] == Node::Var(ps[0])
-        && arena[items[1]] == Node::Var(ps[1]);
-    pair.then(|| vec![x, y])
+    crate::siblings::is_zip_function(arena, f).then(|| vec![x, y])
 }
 
 /// `(base, positions' function, values' function, operands)` if `e` is

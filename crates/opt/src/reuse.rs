@@ -24,7 +24,7 @@
 use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::{alpha_eq, with_stack, Arena, ExprId, Func, Node, Type, Var};
 
-use crate::siblings::{elementwise, every_chain, rechain, unchain, Stmt};
+use crate::siblings::{elementwise, every_chain, is_zip_function, rechain, unchain, Stmt};
 
 /// Rewrite every `let` chain of `func` so that maps repeating an earlier map's elements
 /// read them from it; `func` itself when nothing changes.
@@ -164,7 +164,7 @@ fn element_of(
             Some(arena.var(p))
         }
         Node::Map2(f, a, b) => {
-            if !zip_function(arena, f) {
+            if !is_zip_function(arena, f) {
                 return None;
             }
             let x = element_of(arena, a, leaves, arrays)?;
@@ -180,25 +180,10 @@ fn zips_arrays(arena: &Arena, o: ExprId) -> bool {
     match arena[o] {
         Node::Var(_) => true,
         Node::Map2(f, a, b) => {
-            zip_function(arena, f) && zips_arrays(arena, a) && zips_arrays(arena, b)
+            is_zip_function(arena, f) && zips_arrays(arena, a) && zips_arrays(arena, b)
         }
         _ => false,
     }
-}
-
-/// True if `f` is `(x, y. (x, y))`.
-fn zip_function(arena: &Arena, f: ExprId) -> bool {
-    let Some((ps, body)) = arena.lambda_parts(f) else {
-        return false;
-    };
-    let Node::Tuple(l) = arena[body] else {
-        return false;
-    };
-    let items = arena.exprs(l);
-    ps.len() == 2
-        && items.len() == 2
-        && arena[items[0]] == Node::Var(ps[0])
-        && arena[items[1]] == Node::Var(ps[1])
 }
 
 /// `e` with every projection of a tuple replaced by the item it projects.

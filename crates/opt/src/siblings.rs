@@ -153,6 +153,21 @@ pub(crate) fn rechain(arena: &mut Arena, stmts: &[Stmt], tail: ExprId) -> ExprId
     })
 }
 
+/// True if `f` is the zip function `(a, b. (a, b))`.
+pub(crate) fn is_zip_function(arena: &Arena, f: ExprId) -> bool {
+    let Some((ps, body)) = arena.lambda_parts(f) else {
+        return false;
+    };
+    let Node::Tuple(items) = arena[body] else {
+        return false;
+    };
+    let items = arena.exprs(items);
+    ps.len() == 2
+        && items.len() == 2
+        && arena[items[0]] == Node::Var(ps[0])
+        && arena[items[1]] == Node::Var(ps[1])
+}
+
 /// The loop a statement computes: its kind (`map` or `map2`), function and operands.
 pub(crate) fn elementwise(arena: &Arena, e: ExprId) -> Option<(bool, ExprId, Vec<ExprId>)> {
     match arena[e] {

@@ -135,17 +135,7 @@ fn steps_of(cx: &RuleCx, e: ExprId) -> Option<Steps> {
 
 /// `(a, b. (a, b))`.
 pub(super) fn is_zip(cx: &RuleCx, f: ExprId) -> bool {
-    let Some((ps, body)) = cx.arena().lambda_parts(f) else {
-        return false;
-    };
-    let Node::Tuple(items) = cx.arena()[body] else {
-        return false;
-    };
-    let items = cx.arena().exprs(items);
-    ps.len() == 2
-        && items.len() == 2
-        && cx.arena()[items[0]] == Node::Var(ps[0])
-        && cx.arena()[items[1]] == Node::Var(ps[1])
+    crate::siblings::is_zip_function(cx.arena(), f)
 }
 
 /// A part of a step's result that a consumer may compute again: the whole result or one
