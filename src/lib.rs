@@ -4,8 +4,8 @@
 //!
 //! - [`suite`]: the programs, their inputs and hand-written Rust baselines;
 //! - [`native`]: calls of the compiled code with the arguments checked once, not per call;
-//! - [`measure`]: timing (the gradient, and in the same rounds the jvp and the Hessian-vector
-//!   product), the cost model's ratio, fits of time against size;
+//! - [`measure`]: timing (the gradient; then, in rounds of their own, the jvp and the
+//!   Hessian-vector product), the cost model's ratio, fits of time against size;
 //! - [`report`]: the Markdown report and its SVG plot;
 //! - [`gradbench`]: the GradBench tool's own figures for its `gmm` module;
 //! - [`peers`]: JAX beside unfad (`bench/peers/jax_suite.py`), checked against unfad.

@@ -424,7 +424,7 @@ fn against(r: Option<f64>, target: f64) -> String {
 
 /// The section of forward mode and Hessian-vector products (issue 21): for each program
 /// at its largest size (and the other sizes JAX measured), unfad's jvp against its primal
-/// and its Hessian-vector product against its gradient, timed in the same rounds, and
+/// and its Hessian-vector product against its gradient, timed in rounds of their own, and
 /// JAX's `jvp(grad(f))` beside it; the medians and worst ratios and every program above
 /// the targets, computed from the figures.
 pub fn second_order_section(
@@ -442,9 +442,11 @@ pub fn second_order_section(
          gradient) and the native Hessian-vector product (`Engine::compile_hvp`: value, \
          gradient and the Hessian times a direction, by forward mode over the optimized \
          gradient), their compiled functions bound to the arguments and a direction once \
-         (`JvpFn::function`, `HvpFn::function`, `Func::bind`), are sampled in the same rounds \
-         as the primal and the gradient above ({} rounds of at least {} ms): `jvp / primal` \
-         and `hvp / gradient` are medians of the ratios within a round. The direction is \
+         (`JvpFn::function`, `HvpFn::function`, `Func::bind`), are sampled in turn with the \
+         primal and the gradient, in rounds of their own after those above ({} rounds of at \
+         least {} ms; sampled in the same rounds, the Hessian-vector product's large outputs \
+         slowed the primal's calls after it): `jvp / primal` and `hvp / gradient` are medians \
+         of the ratios within a round. The direction is \
          deterministic noise in [-1, 1) shaped like the arguments (`measure::direction`). \
          Targets: the jvp within a small constant of the primal (the issue names none; held \
          here to {JVP_TARGET}x, the textbook constant of dual numbers; the cost model's view \
@@ -619,9 +621,10 @@ impl Report<'_> {
              - Machine: {}, {} core(s); {}; generated {} UTC at commit `{}`.\n\
              - Method: native code called directly (no argument checks), the hand-written \
              Rust baselines (plain loops, `--release`, in `src/suite.rs`) timed in the same \
-             run. The four variants of a measurement (six with the jvp and the Hessian-vector product \
-             of issue 21) are sampled in turn, {} rounds of at \
-             least {} ms each; times are medians, and every ratio is the median of the ratios \
+             run. The four variants of a measurement (unfad's primal and gradient, the hand-written \
+             ones) are sampled in turn, {} rounds of at least {} ms each (then, in rounds of \
+             their own, the jvp and the Hessian-vector product of issue 21 with the primal and \
+             the gradient); times are medians, and every ratio is the median of the ratios \
              taken within a round. The machine is shared, so expect a few percent of noise.\n\
              - Programs and baselines: `src/suite.rs`; harness: `src/measure.rs`; criterion \
              benchmarks of the same: `cargo bench --bench targets`, `cargo bench --bench \

@@ -1,6 +1,6 @@
 //! Regenerates `docs/performance.md` and `docs/performance.svg`: measures every program of
 //! the suite at every size, unfad against the hand-written baselines, and the compile
-//! times of the bundled examples; with each program, in the same rounds, its native jvp
+//! times of the bundled examples; with each program, in rounds of their own, its native jvp
 //! and Hessian-vector product (issue 21).
 //!
 //! `cargo run --release -p unfad-suite --bin perf-report [-- --quick] [--out DIR]`
