@@ -149,6 +149,10 @@ pub(crate) struct Analysis {
     pulls: HashMap<Var, u32>,
     bind_depth: HashMap<Var, u32>,
     deep: HashSet<Var>,
+    /// Variables bound to a map whose elements run loops and read by one light map whose
+    /// elements call a math kernel (`unfad_opt::fission`'s split): stored, so that the
+    /// kernels run two elements at a time rather than in the loop's element one by one.
+    stored_for_pairs: HashSet<Var>,
     /// The `iota`s laid out for the size of their type's formula where it may not be their
     /// length (an int parameter it reads is negative, and its size variable is 0): their
     /// length is checked against it at run time.
@@ -243,8 +247,64 @@ impl Analysis {
     /// Whether the arrays bound to `v` may stay unevaluated: their elements are read at most
     /// once, outside any loop that the binding is not also inside.
     pub fn lazy_ok(&self, v: Var) -> bool {
-        self.pulls.get(&v).copied().unwrap_or(0) <= 1 && !self.deep.contains(&v)
+        self.pulls.get(&v).copied().unwrap_or(0) <= 1
+            && !self.deep.contains(&v)
+            && !self.stored_for_pairs.contains(&v)
     }
+}
+
+/// Whether `let x = e1 in e2` is a map whose elements run loops (`e1`) read by a map of
+/// their results whose function calls a math kernel and runs no loop (`e2`), as
+/// `unfad_opt::fission` writes it.
+fn split_kernel_tail(arena: &Arena, x: Var, e1: ExprId, e2: ExprId) -> bool {
+    let function_of = |e: ExprId| match arena[e] {
+        Node::Map(f, _) | Node::Map2(f, _, _) => Some(f),
+        _ => None,
+    };
+    let reads_x = |e: ExprId| {
+        let is_x = |a: ExprId| arena[a] == Node::Var(x);
+        match arena[e] {
+            Node::Map(_, a) => is_x(a),
+            Node::Map2(_, a, b) => is_x(a) || is_x(b),
+            _ => false,
+        }
+    };
+    let (Some(f1), Some(f2)) = (function_of(e1), function_of(e2)) else {
+        return false;
+    };
+    if !reads_x(e2) {
+        return false;
+    }
+    let mut loops = false;
+    let mut kernels = false;
+    let mut tail_loops = false;
+    let scanned = each_node(arena, f1, &mut |n| {
+        loops |= matches!(n, Node::Reduce(..) | Node::Foldl(..));
+    }) && each_node(arena, f2, &mut |n| match n {
+        Node::Op1(op, _) => kernels |= op.kernel().is_some(),
+        Node::Reduce(..) | Node::Foldl(..) | Node::Map(..) | Node::Map2(..) => tail_loops = true,
+        _ => {}
+    });
+    scanned && loops && kernels && !tail_loops
+}
+
+/// Nodes [`each_node`] visits at most.
+const SCANNED_NODES: usize = 4096;
+
+/// Calls `f` on each node of `e` (a node reached by two paths once per path); false if
+/// `e` has more than [`SCANNED_NODES`] of them (then not all were visited).
+fn each_node(arena: &Arena, e: ExprId, f: &mut impl FnMut(Node)) -> bool {
+    let mut stack = vec![e];
+    let mut seen = 0;
+    while let Some(e) = stack.pop() {
+        seen += 1;
+        if seen > SCANNED_NODES {
+            return false;
+        }
+        f(arena[e]);
+        arena.for_each_child(e, |c| stack.push(c));
+    }
+    true
 }
 
 struct Analyzer<'a> {
@@ -376,6 +436,9 @@ impl Analyzer<'_> {
                 let s1 = self.visit(e1, depth, count, true)?;
                 if s1 == SShape::Real {
                     self.out.scalar_lets.insert(x, e1);
+                }
+                if split_kernel_tail(arena, x, e1, e2) {
+                    self.out.stored_for_pairs.insert(x);
                 }
                 self.bind(x, s1, depth);
                 self.visit(e2, depth, count, true)?

@@ -27,6 +27,7 @@ pub mod cost;
 mod expand;
 use unfad_syntax::fast_hash;
 pub mod first_order;
+pub mod fission;
 pub mod folds;
 pub mod hoist;
 pub mod inline;
@@ -80,8 +81,10 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     } else {
         simplify_while(arena, &hoisted, |_, _, _| false).0
     };
-    // Last: the simplifier would take the joint folds apart again (`folds`).
+    // Last: the simplifier would take the joint folds apart again (`folds`), and fuse the
+    // maps of loops and of kernels again (`fission`).
     let f = folds::join_sibling_folds(arena, &f);
+    let f = fission::split_kernel_tails(arena, &f);
     check_first_order(arena, &f)?;
     check_closed(arena, &f)?;
     check_types(arena, &f)?;

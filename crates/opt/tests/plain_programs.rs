@@ -47,14 +47,18 @@ fn matrix_recurrence() {
            reduce + 0 (map (v. v * v) hT)",
         expect![[r#"
             def f(W: [m][m]real, U: [m]real, b: [m]real, h0: [m]real, xs: [n]real): (real, [m][m]real, [m]real, [m]real, [m]real, [n]real) =
-              let S = scanl (h, x. map2 (row, bi. tanh(reduce + 0 (map2 * row h) + bi)) W (map2 (u, bj. u * x + bj) U b)) h0 xs in
+              let S =
+                scanl (h, x.
+                  let d = map (row. reduce + 0 (map2 * row h)) W in
+                  map2 (e, bi. tanh(e + bi)) d (map2 (u, bj. u * x + bj) U b)) h0 xs
+              in
               let A0 = shift1R S in
               let hT = foldl (acc, x_1. x_1) h0 S in
               let R =
                 scanr (q, t.
                   reduce (s, t_1. map2 + s t_1) zeros_like(U) (map2 (z, p.
                        let z_1 = one_minus_sq(snd p) in
-                       map (e. z * (e * z_1)) (fst p)) t (map2 (a, n. (a, n)) W (snd q)))) (map (v. v + v) hT) (map2 (a_1, b_1. (a_1, b_1)) (map2 (acc_1, x_2. (acc_1, x_2)) A0 xs) (shift1L S))
+                       map (e_1. z * (e_1 * z_1)) (fst p)) t (map2 (a, n. (a, n)) W (snd q)))) (map (v. v + v) hT) (map2 (a_1, b_1. (a_1, b_1)) (map2 (acc_1, x_2. (acc_1, x_2)) A0 xs) (shift1L S))
               in
               let W_1 = shift1L R in
               (
@@ -62,7 +66,7 @@ fn matrix_recurrence() {
                 reduce (s_1, t_2. map2 (s_2, t_3. map2 + s_2 t_3) s_1 t_2) zeros_like(W) (map2 (q_1, w.
                      map2 (n_1, z_2.
                        let z_3 = one_minus_sq(n_1) in
-                       map (e_1. z_2 * (e_1 * z_3)) (fst (fst q_1))) (snd q_1) w) (map2 (a_2, b_2. (a_2, b_2)) (map2 (acc_2, x_3. (acc_2, x_3)) A0 xs) (shift1L S)) W_1),
+                       map (e_2. z_2 * (e_2 * z_3)) (fst (fst q_1))) (snd q_1) w) (map2 (a_2, b_2. (a_2, b_2)) (map2 (acc_2, x_3. (acc_2, x_3)) A0 xs) (shift1L S)) W_1),
                 reduce (s_3, t_4. map2 + s_3 t_4) zeros_like(U) (map2 (q_2, w_1. map2 (n_2, b_3. snd (fst q_2) * (one_minus_sq(n_2) * b_3)) (snd q_2) w_1) (map2 (a_3, b_4. (a_3, b_4)) (map2 (acc_3, x_4. (acc_3, x_4)) A0 xs) (shift1L S)) W_1),
                 reduce (s_4, t_5. map2 + s_4 t_5) zeros_like(U) (map2 (b_5, w_2. map2 (n_3, b_6. one_minus_sq(n_3) * b_6) b_5 w_2) (shift1L S) W_1),
                 snd (foldl (p_1, x_5. if fst p_1 > 0 then p_1 else (1, x_5)) (0, zeros_like(U)) R),

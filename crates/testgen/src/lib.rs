@@ -18,6 +18,9 @@
 
 use serde_json::{json, Value as Json};
 
+pub mod layers;
+pub use layers::layer;
+
 /// Which constructs programs may use.
 #[derive(Clone, Debug)]
 pub struct Features {

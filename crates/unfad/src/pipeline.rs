@@ -147,10 +147,13 @@ impl Pipeline {
     }
 
     /// The entry point as the native primal compiles it. Loop-invariant work moves out of
-    /// the loops, as in gradients. Only that: it changes no value, where the optimizer's
-    /// other rules follow the smooth semantics.
+    /// the loops, and math kernels after a loop split from it into maps of their own
+    /// (`unfad_opt::fission`), as in gradients. Only that: it changes no value, where the
+    /// optimizer's other rules follow the smooth semantics.
     pub fn prepared_primal(&mut self) -> Func {
-        unfad_opt::hoist::hoist_invariants(&mut self.program.arena, &self.source)
+        let arena = &mut self.program.arena;
+        let hoisted = unfad_opt::hoist::hoist_invariants(arena, &self.source);
+        unfad_opt::fission::split_kernel_tails(arena, &hoisted)
     }
 
     /// Optimize any function of this pipeline's arena.

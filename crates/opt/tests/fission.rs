@@ -1,0 +1,215 @@
+//! Kernel tails split from their loops (`unfad_opt::fission`): a map whose element runs a
+//! loop and then a math kernel becomes a map of the loops' results, then a map of the
+//! kernels. It never changes a value, not even in the last bit (every element is computed
+//! by the same operations in the same order).
+
+use expect_test::{expect, Expect};
+use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
+use unfad_opt::fission::split_kernel_tails;
+use unfad_syntax::{print_func, Arena, Func};
+use unfad_test_support::load;
+use unfad_testgen::{generate, layer, Features};
+
+fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
+    match eval_func(arena, f, args) {
+        Ok(v) => value_to_json(&v).to_string(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Split `func` of `source`; if the term changed, its values before and after are
+/// compared exactly on `input` and its types checked. Whether it changed.
+fn split_keeps_values(source: &str, input: &serde_json::Value) -> bool {
+    let (mut prog, func) = load(source);
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, input).unwrap();
+    let split = split_kernel_tails(&mut prog.arena, &func);
+    if split.body == func.body {
+        return false;
+    }
+    let (before, after) = (
+        value(&prog.arena, &func, &args),
+        value(&prog.arena, &split, &args),
+    );
+    assert_eq!(
+        before,
+        after,
+        "{source}\nsplit:\n{}",
+        print_func(&prog.arena, &split)
+    );
+    unfad_opt::check_types(&mut prog.arena, &split)
+        .unwrap_or_else(|e| panic!("{e}\n{}", print_func(&prog.arena, &split)));
+    true
+}
+
+#[test]
+fn splitting_random_programs_changes_no_value() {
+    for seed in 0..300 {
+        let g = generate(seed, &Features::all());
+        split_keeps_values(&g.source, &g.input);
+    }
+}
+
+#[test]
+fn splitting_random_layers_changes_no_value() {
+    let seeds = 0..200u64;
+    let mut changed = 0;
+    for seed in seeds.clone() {
+        let (src, input) = layer(seed);
+        changed += split_keeps_values(&src, &input) as usize;
+    }
+    // The tails without a kernel (`#1 * #2 + b`) stay; most others split.
+    assert!(
+        changed * 2 >= seeds.count(),
+        "only {changed} random layers were split"
+    );
+}
+
+/// The term after splitting, or "unchanged".
+fn split(src: &str) -> String {
+    let (mut prog, func) = load(src);
+    let s = split_kernel_tails(&mut prog.arena, &func);
+    if s.body == func.body {
+        "unchanged".into()
+    } else {
+        print_func(&prog.arena, &s)
+    }
+}
+
+fn check_split(src: &str, expect: Expect) {
+    expect.assert_eq(&split(src));
+}
+
+#[test]
+fn a_layers_tanh_runs_in_a_map_of_its_own() {
+    check_split(
+        "def f(W: [k][m]real, b: [k]real, x: [m]real) =
+           map2 (row, bi. tanh(reduce + 0 (map2 * row x) + bi)) W b",
+        expect![[r#"
+            def f(W: [k][m]real, b: [k]real, x: [m]real): [k]real =
+              let d = map (row. reduce + 0 (map2 * row x)) W in
+              map2 (e, bi. tanh(e + bi)) d b
+        "#]],
+    );
+    // Two loops: their results are a tuple per element; the tail reads the index.
+    check_split(
+        "def f(W: [k][m]real, U: [k][m]real, x: [m]real, h: [m]real, b: [k]real) =
+           map (i. tanh(reduce + 0 (map2 * W[i] h) + reduce + 0 (map2 * U[i] x) + b[i]))
+             (iota len(W))",
+        expect![[r#"
+            def f(W: [k][m]real, U: [k][m]real, x: [m]real, h: [m]real, b: [k]real): [k]real =
+              let d = map (i. (reduce + 0 (map2 * W[i] h), reduce + 0 (map2 * U[i] x))) (iota len(W)) in
+              map2 (i_1, e. tanh(fst e + snd e + b[i_1])) (iota len(W)) d
+        "#]],
+    );
+}
+
+#[test]
+fn a_jvps_value_and_tangent_split_from_their_loops() {
+    // What forward mode makes of `sum(tanh(W x))`: a tuple of reals per row.
+    check_split(
+        "def f(W: [k][m]real, dW: [k][m]real, x: [m]real) =
+           map2 (row, drow.
+             let y = tanh(reduce + 0 (map2 * row x)) in
+             (y, one_minus_sq(y) * reduce + 0 (map2 * drow x))) W dW",
+        expect![[r#"
+            def f(W: [k][m]real, dW: [k][m]real, x: [m]real): [k](real, real) =
+              let d = map2 (row, drow. (reduce + 0 (map2 * row x), reduce + 0 (map2 * drow x))) W dW in
+              map (e.
+                let y = tanh(fst e) in
+                (y, one_minus_sq(y) * snd e)) d
+        "#]],
+    );
+}
+
+#[test]
+fn a_loop_bound_by_a_let_is_named_by_the_split() {
+    check_split(
+        "def f(W: [k][m]real, x: [m]real, c: real) =
+           map (row. let s = reduce + 0 (map2 * row x) in let t = s + c in tanh(t) * s) W",
+        expect![[r#"
+            def f(W: [k][m]real, x: [m]real, c: real): [k]real =
+              let d = map (row. reduce + 0 (map2 * row x)) W in
+              map (e.
+                let t = e + c in
+                tanh(t) * e) d
+        "#]],
+    );
+    // The row and the bias read by index: the row goes with the loop, the bias with the
+    // tail.
+    check_split(
+        "def f(W: [k][m]real, bias: [k]real, x: [m]real) =
+           map (i. let row = W[i] in let b = bias[i] in tanh(reduce + 0 (map2 * row x) + b))
+             (iota len(W))",
+        expect![[r#"
+            def f(W: [k][m]real, bias: [k]real, x: [m]real): [k]real =
+              let d =
+                map (i.
+                  let row = W[i] in
+                  reduce + 0 (map2 * row x)) (iota len(W))
+              in
+              map2 (i_1, e.
+                let b = bias[i_1] in
+                tanh(e + b)) (iota len(W)) d
+        "#]],
+    );
+    // A `let` both read: each side has its copy.
+    check_split(
+        "def f(W: [k][m]real, x: [m]real) =
+           map (i. let row = W[i] in tanh(reduce + 0 (map2 * row x) + row[0]))
+             (iota len(W))",
+        expect![[r#"
+            def f(W: [k][m]real, x: [m]real): [k]real =
+              let d =
+                map (i.
+                  let row = W[i] in
+                  reduce + 0 (map2 * row x)) (iota len(W))
+              in
+              map2 (i_1, e.
+                let row_1 = W[i_1] in
+                tanh(e + row_1[0])) (iota len(W)) d
+        "#]],
+    );
+}
+
+#[test]
+fn maps_without_a_kernel_after_a_loop_stay() {
+    // No kernel in the tail.
+    check_split(
+        "def f(W: [k][m]real, x: [m]real) = map (row. 2 * reduce + 0 (map2 * row x)) W",
+        expect!["unchanged"],
+    );
+    // A kernel, but no loop.
+    check_split(
+        "def f(v: [k]real, b: [k]real) = map2 (a, c. tanh(a + c)) v b",
+        expect!["unchanged"],
+    );
+    // The tail reads both of the map's elements.
+    check_split(
+        "def f(W: [k][m]real, b: [k][m]real, x: [m]real) =
+           map2 (row, br. tanh(reduce + 0 (map2 * row x) + br[0] + row[0])) W b",
+        expect!["unchanged"],
+    );
+    // The element holds an array.
+    check_split(
+        "def f(W: [k][m]real, x: [m]real) =
+           map (row. (tanh(reduce + 0 (map2 * row x)), row)) W",
+        expect!["unchanged"],
+    );
+    // The loop reads none of the map's elements (hoisting's business).
+    check_split(
+        "def f(v: [k]real, x: [m]real) = map (a. tanh(a + reduce + 0 x)) v",
+        expect!["unchanged"],
+    );
+    // A loop reading a `let` of the element that runs a loop itself.
+    check_split(
+        "def f(W: [k][m]real, x: [m]real) =
+           map (row. let r = map (a. a * 2) row in tanh(reduce + 0 (map2 * r x))) W",
+        expect!["unchanged"],
+    );
+    // A loop reading the result of another.
+    check_split(
+        "def f(W: [k][m]real, x: [m]real) =
+           map (row. let s = reduce + 0 row in tanh(reduce + 0 (map (a. a * s) x))) W",
+        expect!["unchanged"],
+    );
+}
