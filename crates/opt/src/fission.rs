@@ -107,6 +107,15 @@ fn tail_of(arena: &Arena, e: ExprId, t: &mut Tail) -> Option<()> {
     }
 }
 
+/// Whether `e` is a scalar loop, a `reduce` or `foldl`, after `let`s (`let A = map2 * row
+/// x in reduce + 0 A`, as the prelude's `sum` inlines).
+fn is_loop(arena: &Arena, mut e: ExprId) -> bool {
+    while let Node::Let(_, _, rest) = arena[e] {
+        e = rest;
+    }
+    matches!(arena[e], Node::Reduce(..) | Node::Foldl(..))
+}
+
 /// Whether `e` has a loop (a `reduce`, `foldl`, map or scan) in it.
 fn runs_loop(arena: &Arena, e: ExprId) -> bool {
     with_stack(|| match arena[e] {
@@ -145,7 +154,7 @@ fn split(arena: &mut Arena, e: ExprId) -> Option<ExprId> {
     let mut named: Vec<(Var, usize)> = Vec::new();
     let mut light: Vec<(Var, ExprId)> = Vec::new();
     for &(v, e1) in &lets {
-        if matches!(arena[e1], Node::Reduce(..) | Node::Foldl(..)) {
+        if is_loop(arena, e1) {
             if t.loops.len() == MAX_LOOPS {
                 return None;
             }

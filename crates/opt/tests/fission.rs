@@ -134,6 +134,20 @@ fn a_loop_bound_by_a_let_is_named_by_the_split() {
                 tanh(t) * e) d
         "#]],
     );
+    // A loop after `let`s of its own, as the prelude's `sum` inlines.
+    check_split(
+        "def f(W: [k][m]real, x: [m]real) =
+           map (row. let s = (let A = map2 * row x in reduce + 0 A) in log1p(exp(s))) W",
+        expect![[r#"
+            def f(W: [k][m]real, x: [m]real): [k]real =
+              let d =
+                map (row.
+                  let A = map2 * row x in
+                  reduce + 0 A) W
+              in
+              map (e. log1p(exp(e))) d
+        "#]],
+    );
     // The row and the bias read by index: the row goes with the loop, the bias with the
     // tail.
     check_split(
