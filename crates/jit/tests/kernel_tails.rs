@@ -81,3 +81,18 @@ fn the_loops_results_are_stored_once_per_point() {
         check_func(&prog.arena, &primal, &input);
     }
 }
+
+#[test]
+fn a_tail_reading_both_elements_runs_over_their_zip() {
+    let src = "def f(W: [k][m]real, bias: [k][m]real, X: [n][m]real, x: [m]real, c: real) =
+      reduce + 0 (map2 (row, br. tanh(reduce + 0 (map2 * row x) + c * real(len(br)) + real(len(row)))) W bias)";
+    let (mut prog, func) = load(src);
+    let primal = split_kernel_tails(&mut prog.arena, &func);
+    assert_ne!(primal.body, func.body, "not split");
+    for mut input in inputs() {
+        // `bias` as rows, like `W`.
+        input["bias"] = input["W"].clone();
+        check_func(&prog.arena, &primal, &input);
+        assert!(check_gradient(src, &[input]));
+    }
+}

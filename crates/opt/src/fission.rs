@@ -22,8 +22,8 @@
 //! whose element is a real (or a tuple of reals: a jvp's value and tangent) are split, whose function's tail (the element's term outside
 //! its loops, after its `let`s: a `let` of a loop names the loop's result, the others are
 //! part of the tail) is arithmetic, indexing and projections only (no branch, no loop),
-//! calls a kernel, and reads at most one of the map's own arrays besides the loops'
-//! results. The loops must read the element; the `let`s they read go with them (copied
+//! and calls a kernel; it runs over the loops' results and the map's arrays it reads (a
+//! zip of the two when it reads both). The loops must read the element; the `let`s they read go with them (copied
 //! when the tail reads them too), and must not read a loop's result. Runs last, on the
 //! final term: the simplifier would fuse the two maps again.
 
@@ -285,8 +285,8 @@ fn split(arena: &mut Arena, e: ExprId) -> Option<ExprId> {
         };
         rest = arena.add(Node::Let(v, e1, rest));
     }
-    // The tail may read at most one of the map's parameters: it then runs over that
-    // parameter's array and `d`, in the order the parameters had.
+    // The tail runs over `d` and the arrays of the map's parameters it reads, in the order
+    // the parameters had (a zip of both when it reads both).
     let used: Vec<usize> = (0..params.len())
         .filter(|&k| arena.mentions_any(rest, &[params[k]]))
         .collect();
@@ -310,6 +310,33 @@ fn split(arena: &mut Arena, e: ExprId) -> Option<ExprId> {
             };
             let g = arena.lambda(&ps, rest);
             arena.add(Node::Map2(g, xs[0], xs[1]))
+        }
+        [0, 1] => {
+            // Both: the tail runs over the zip of the two arrays and `d`.
+            let tys: Vec<Type> = params
+                .iter()
+                .map(|&p| arena.var_type(p).cloned())
+                .collect::<Option<_>>()?;
+            let (a, b) = (
+                arena.fresh_var("a", Some(tys[0].clone())),
+                arena.fresh_var("b", Some(tys[1].clone())),
+            );
+            let (a_ref, b_ref) = (arena.var(a), arena.var(b));
+            let pair = arena.tuple(&[a_ref, b_ref]);
+            let zip_f = arena.lambda(&[a, b], pair);
+            let zip = arena.add(Node::Map2(zip_f, arrays[0], arrays[1]));
+            let p = arena.fresh_var("p", Some(Type::tuple(tys)));
+            let p_ref = arena.var(p);
+            let (first, second) = (
+                arena.add(Node::Proj(0, p_ref)),
+                arena.add(Node::Proj(1, p_ref)),
+            );
+            let rest = arena.subst(
+                rest,
+                &HashMap::from_iter([(params[0], first), (params[1], second)]),
+            );
+            let g = arena.lambda(&[p, dv], rest);
+            arena.add(Node::Map2(g, zip, d_ref))
         }
         _ => return None,
     };

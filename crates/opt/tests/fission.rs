@@ -134,6 +134,16 @@ fn a_loop_bound_by_a_let_is_named_by_the_split() {
                 tanh(t) * e) d
         "#]],
     );
+    // The tail reads both of the map's elements: it runs over their zip.
+    check_split(
+        "def f(W: [k][m]real, b: [k][m]real, x: [m]real) =
+           map2 (row, br. tanh(reduce + 0 (map2 * row x) + br[0] + row[0])) W b",
+        expect![[r#"
+            def f(W: [k][m]real, b: [k][m]real, x: [m]real): [k]real =
+              let d = map (row. reduce + 0 (map2 * row x)) W in
+              map2 (p, e. tanh(e + (snd p)[0] + (fst p)[0])) (map2 (a, b_1. (a, b_1)) W b) d
+        "#]],
+    );
     // A loop after `let`s of its own, as the prelude's `sum` inlines.
     check_split(
         "def f(W: [k][m]real, x: [m]real) =
@@ -195,12 +205,6 @@ fn maps_without_a_kernel_after_a_loop_stay() {
     // A kernel, but no loop.
     check_split(
         "def f(v: [k]real, b: [k]real) = map2 (a, c. tanh(a + c)) v b",
-        expect!["unchanged"],
-    );
-    // The tail reads both of the map's elements.
-    check_split(
-        "def f(W: [k][m]real, b: [k][m]real, x: [m]real) =
-           map2 (row, br. tanh(reduce + 0 (map2 * row x) + br[0] + row[0])) W b",
         expect!["unchanged"],
     );
     // The element holds an array.

@@ -29,6 +29,7 @@ pub fn layer(seed: u64) -> (String, Json) {
         "let s = #1 in let t = s + b in tanh(t) * s",
         "#1 * #2 + b",
         "sin(#1 + c)",
+        "tanh(#1 + b) * real(len(row))",
     ];
     let tail = rng
         .pick(&tails)
