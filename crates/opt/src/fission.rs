@@ -19,11 +19,12 @@
 //! and runs in pairs.
 //!
 //! Exact: every element is computed by the same operations, in the same order. Only maps
-//! whose element is a real (or a tuple of reals: a jvp's value and tangent) are split, whose function's tail (the element's term outside
-//! its loops, after its `let`s: a `let` of a loop names the loop's result, the others are
-//! part of the tail) is arithmetic, indexing and projections only (no branch, no loop),
-//! and calls a kernel; it runs over the loops' results and the map's arrays it reads (a
-//! zip of the two when it reads both). The loops must read the element; the `let`s they read go with them (copied
+//! whose element is a real (or a tuple of reals: a jvp's value and tangent) are split,
+//! whose function's tail (the element's term outside its loops, after its `let`s: a `let`
+//! of a loop names the loop's result, the others are part of the tail) is arithmetic,
+//! indexing and projections only (no branch, no loop) and calls a kernel. The tail runs
+//! over the loops' results and the map's arrays it reads (a zip of the two when it reads
+//! both). The loops must read the element; the `let`s they read go with them (copied
 //! when the tail reads them too), and must not read a loop's result. Runs last, on the
 //! final term: the simplifier would fuse the two maps again.
 
@@ -49,6 +50,7 @@ pub fn split_kernel_tails(arena: &mut Arena, func: &Func) -> Func {
     }
 }
 
+/// `e` with its maps split, innermost first (a node shared in the DAG once).
 fn walk(arena: &mut Arena, e: ExprId, memo: &mut HashMap<ExprId, ExprId>) -> ExprId {
     if let Some(&r) = memo.get(&e) {
         return r;
