@@ -2,18 +2,15 @@
 //! read them (`unfad_opt::columns`) change no value, not even in the last bit: the columns
 //! kept are computed by the same operations.
 
-use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
+mod common;
+
+use common::value;
+
+use unfad_interp::args_from_json;
 use unfad_opt::columns::{drop_unread_columns, split_read_columns};
 use unfad_syntax::{print_func, Arena, Func};
 use unfad_test_support::load;
 use unfad_testgen::{generate, Features};
-
-fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
-    match eval_func(arena, f, args) {
-        Ok(v) => value_to_json(&v).to_string(),
-        Err(e) => format!("error: {e}"),
-    }
-}
 
 /// `pass` applied to the simplified gradients of random programs (`features` over
 /// `seeds`) keeps every value, bit for bit, and the types; returns how many it changed.

@@ -5,18 +5,13 @@
 
 mod common;
 
-use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
+use common::value;
+
+use unfad_interp::args_from_json;
 use unfad_opt::consumers::join_consumers;
-use unfad_syntax::{print_func, Arena, Func};
+use unfad_syntax::{print_func, Func};
 use unfad_test_support::load;
 use unfad_testgen::{generate, Features};
-
-fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
-    match eval_func(arena, f, args) {
-        Ok(v) => value_to_json(&v).to_string(),
-        Err(e) => format!("error: {e}"),
-    }
-}
 
 fn before_and_after(src: &str) -> (unfad_syntax::Program, Func, Func, Func) {
     common::before_and_after(src, join_consumers)

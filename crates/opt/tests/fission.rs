@@ -3,19 +3,16 @@
 //! kernels. It never changes a value, not even in the last bit (every element is computed
 //! by the same operations in the same order).
 
+mod common;
+
+use common::value;
+
 use expect_test::{expect, Expect};
-use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
+use unfad_interp::args_from_json;
 use unfad_opt::fission::split_kernel_tails;
-use unfad_syntax::{print_func, Arena, Func};
+use unfad_syntax::print_func;
 use unfad_test_support::load;
 use unfad_testgen::{generate, layer, Features};
-
-fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
-    match eval_func(arena, f, args) {
-        Ok(v) => value_to_json(&v).to_string(),
-        Err(e) => format!("error: {e}"),
-    }
-}
 
 /// Split `func` of `source`; if the term changed, its values before and after are
 /// compared exactly on `input` and its types checked. Whether it changed.

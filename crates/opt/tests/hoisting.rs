@@ -3,19 +3,16 @@
 //! bit (it computes the same operations on the same operands, fewer times), and it leaves
 //! alone the programs where nothing is invariant.
 
+mod common;
+
+use common::value;
+
 use expect_test::{expect, Expect};
-use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
+use unfad_interp::args_from_json;
 use unfad_opt::hoist::hoist_invariants;
-use unfad_syntax::{print_func, Arena, Func};
+use unfad_syntax::print_func;
 use unfad_test_support::load;
 use unfad_testgen::{generate, Features};
-
-fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
-    match eval_func(arena, f, args) {
-        Ok(v) => value_to_json(&v).to_string(),
-        Err(e) => format!("error: {e}"),
-    }
-}
 
 /// Hoists each seed's program (`gradient`: its reverse derivative, optimized up to
 /// hoisting) and compares the values exactly; returns how many

@@ -3,20 +3,17 @@
 //! a value, not even in the last bit (each component is read where the same operations
 //! computed it).
 
+mod common;
+
+use common::value;
+
 use expect_test::{expect, Expect};
-use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
+use unfad_interp::{args_from_json, Value};
 use unfad_opt::hoist::hoist_invariants;
 use unfad_opt::reuse::reuse_precomputed;
-use unfad_syntax::{print_func, Arena, Func, Program};
+use unfad_syntax::{print_func, Func, Program};
 use unfad_test_support::{close_json, load};
 use unfad_testgen::{generate, Features};
-
-fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
-    match eval_func(arena, f, args) {
-        Ok(v) => value_to_json(&v).to_string(),
-        Err(e) => format!("error: {e}"),
-    }
-}
 
 /// `source`'s gradient, optimized up to hoisting, hoisted, then reused: if the reuse
 /// changed the term, the values before and after are compared exactly on `input` and the

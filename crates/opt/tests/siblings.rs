@@ -3,18 +3,15 @@
 //! computed by the same operations, and each reduction runs over the same elements in the
 //! same order.
 
-use unfad_interp::{args_from_json, eval_func, value_to_json, Value};
+mod common;
+
+use common::value;
+
+use unfad_interp::args_from_json;
 use unfad_opt::siblings::fuse_sibling_loops;
-use unfad_syntax::{print_func, Arena, Func};
+use unfad_syntax::print_func;
 use unfad_test_support::load;
 use unfad_testgen::{generate, Features};
-
-fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
-    match eval_func(arena, f, args) {
-        Ok(v) => value_to_json(&v).to_string(),
-        Err(e) => format!("error: {e}"),
-    }
-}
 
 #[test]
 fn joining_the_loops_of_random_gradients_changes_no_value() {

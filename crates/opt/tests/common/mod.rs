@@ -1,7 +1,21 @@
-//! Set-up shared by the tests of the passes that run on the settled gradient.
+//! Set-up shared by the optimizer's tests: the settled gradient the passes after it run
+//! on, and a term's value as the interpreter prints it.
 
+// Each test file uses some of these.
+#![allow(dead_code)]
+
+use unfad_interp::{eval_func, value_to_json, Value};
 use unfad_syntax::{Arena, Func, Program};
 use unfad_test_support::load;
+
+/// The value of `f` at `args` as JSON text, or the interpreter's error: two terms have the
+/// same value, bit for bit, when these are equal.
+pub fn value(arena: &Arena, f: &Func, args: &[Value<f64>]) -> String {
+    match eval_func(arena, f, args) {
+        Ok(v) => value_to_json(&v).to_string(),
+        Err(e) => format!("error: {e}"),
+    }
+}
 
 /// The gradient of `src` with respect to every parameter holding reals, as `optimize` has
 /// it before joining consumers, hoisting and joining sibling folds; and that term after
