@@ -30,7 +30,7 @@ use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
 use crate::siblings::{
-    bound_by, every_chain, rechain, replace, same_term, share_lets, unchain, Stmt,
+    bound_by, in_every_chain, rechain, replace, same_term, share_lets, unchain, Stmt,
 };
 
 /// Rounds of joining per chain at most (each joins the folds over one array).
@@ -38,32 +38,26 @@ const MAX_ROUNDS: usize = 4;
 
 /// Join the sibling folds of accumulations over the same arrays, in every `let` chain.
 pub fn join_sibling_folds(arena: &mut Arena, func: &Func) -> Func {
-    let mut memo = HashMap::default();
-    let body = every_chain(
-        arena,
-        func.body,
-        MAX_ROUNDS,
-        &mut |a, b| join_once(a, func, b),
-        &mut memo,
-    );
-    Func {
-        body,
-        ..func.clone()
-    }
+    in_every_chain(arena, func, MAX_ROUNDS, &mut |a, b| join_once(a, func, b))
 }
 
-/// The folds of accumulations that `e` computes outright (not under a function, a `let`
-/// or a branch), pushed to `out` once each.
-fn outright_folds(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
+/// The members (as `member` says) that `e` computes outright (not under a function, a
+/// `let` or a branch), pushed to `out` once each. Shared with [`crate::row_sums`].
+pub(crate) fn outright(
+    arena: &Arena,
+    e: ExprId,
+    member: &dyn Fn(&Arena, ExprId) -> bool,
+    out: &mut Vec<ExprId>,
+) {
     with_stack(|| match arena[e] {
-        _ if is_member(arena, e) => {
+        _ if member(arena, e) => {
             if !out.contains(&e) {
                 out.push(e);
             }
         }
         Node::Lambda(..) | Node::Let(..) | Node::LetTuple(..) => {}
-        Node::If(c, _, _) => outright_folds(arena, c, out),
-        _ => arena.for_each_child(e, |c| outright_folds(arena, c, out)),
+        Node::If(c, _, _) => outright(arena, c, member, out),
+        _ => arena.for_each_child(e, |c| outright(arena, c, member, out)),
     })
 }
 
@@ -78,8 +72,35 @@ fn is_member(arena: &Arena, e: ExprId) -> bool {
 
 /// Join the folds over one array in the chain `body`; the new chain, or `None`.
 fn join_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
+    join_groups(
+        arena,
+        body,
+        &is_member,
+        &|arena, a, b| same_over(arena, &over_of(arena, a), &over_of(arena, b)),
+        &mut |arena, members| joint_fold(arena, func, &over_of(arena, members[0]), members),
+        "F",
+    )
+}
+
+/// Builds the joint term of a group of members, and its type (see [`join_groups`]).
+pub(crate) type JointOf<'j> = dyn FnMut(&mut Arena, &[ExprId]) -> Option<(ExprId, Type)> + 'j;
+
+/// Join one group of members of the chain `body` (found by `member`, outright in its
+/// statements and result; grouped with the first by `same`) into the term `joint` builds
+/// (and its type), bound by a new first statement named `name` whose components the
+/// members then read; the new chain, or `None`. The joint term goes before the first
+/// statement that computes a member, and each member must read nothing bound there or
+/// later. Shared with [`crate::row_sums`].
+pub(crate) fn join_groups(
+    arena: &mut Arena,
+    body: ExprId,
+    member: &dyn Fn(&Arena, ExprId) -> bool,
+    same: &dyn Fn(&Arena, ExprId, ExprId) -> bool,
+    joint: &mut JointOf<'_>,
+    name: &str,
+) -> Option<ExprId> {
     let (mut stmts, tail) = unchain(arena, body);
-    // Each fold with the first statement that computes it (`stmts.len()`: the result).
+    // Each member with the first statement that computes it (`stmts.len()`: the result).
     let mut found: Vec<(usize, ExprId)> = Vec::new();
     for at in 0..=stmts.len() {
         let e = if at < stmts.len() {
@@ -88,28 +109,23 @@ fn join_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
             tail
         };
         let mut here = Vec::new();
-        outright_folds(arena, e, &mut here);
-        for fold in here {
-            if !found.iter().any(|&(_, g)| g == fold) {
-                found.push((at, fold));
+        outright(arena, e, member, &mut here);
+        for m in here {
+            if !found.iter().any(|&(_, g)| g == m) {
+                found.push((at, m));
             }
         }
     }
-    // What each runs over: a fold's array, or the operands of a scatter's maps.
-    let overs: Vec<Over> = found.iter().map(|&(_, g)| over_of(arena, g)).collect();
     for k in 0..found.len() {
-        let over = &overs[k];
         let mut group: Vec<(usize, ExprId)> = vec![found[k]];
-        for (j, &(at, g)) in found.iter().enumerate().skip(k + 1) {
-            if same_over(arena, &overs[j], over) {
+        for &(at, g) in found.iter().skip(k + 1) {
+            if same(arena, found[k].1, g) {
                 group.push((at, g));
             }
         }
         if group.len() < 2 {
             continue;
         }
-        // The joint fold goes before the first statement that computes one of them; each
-        // must read nothing bound there or later.
         let first = group.iter().map(|&(at, _)| at).min().unwrap_or(0);
         let mut later: HashSet<Var> = HashSet::default();
         bound_by(arena, &stmts[first..], &mut later);
@@ -117,12 +133,12 @@ fn join_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
         if group.len() < 2 {
             continue;
         }
-        let Some((joint, ty)) = joint_fold(arena, func, over, &group) else {
+        let members: Vec<ExprId> = group.iter().map(|&(_, g)| g).collect();
+        let Some((term, ty)) = joint(arena, &members) else {
             continue;
         };
-        let v = arena.fresh_var("F", Some(ty));
+        let v = arena.fresh_var(name, Some(ty));
         let ve = arena.var(v);
-        let members: Vec<ExprId> = group.iter().map(|&(_, g)| g).collect();
         let reads: Vec<ExprId> = (0..members.len() as u32)
             .map(|i| arena.proj(i, ve))
             .collect();
@@ -133,7 +149,7 @@ fn join_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
             };
         }
         let tail = replace(arena, tail, &members, &reads);
-        stmts.insert(first, Stmt::One(v, joint));
+        stmts.insert(first, Stmt::One(v, term));
         return Some(rechain(arena, &stmts, tail));
     }
     None
@@ -235,7 +251,7 @@ enum Step {
 }
 
 /// `f(args)` for the function `f`: its body with its parameters replaced.
-fn apply(arena: &mut Arena, f: ExprId, args: &[ExprId]) -> Option<ExprId> {
+pub(crate) fn apply(arena: &mut Arena, f: ExprId, args: &[ExprId]) -> Option<ExprId> {
     let (ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b))?;
     if ps.len() != args.len() {
         return None;
@@ -245,11 +261,16 @@ fn apply(arena: &mut Arena, f: ExprId, args: &[ExprId]) -> Option<ExprId> {
 }
 
 /// The type of the accumulator `e` (a member, or a start of one), read off variables:
-/// a fold's accumulator parameter, a variable, zeros like one, a component of one.
-fn type_of(arena: &Arena, e: ExprId) -> Option<Type> {
+/// a fold's accumulator parameter, a variable, zeros like one, a component or an element
+/// of one.
+pub(crate) fn type_of(arena: &Arena, e: ExprId) -> Option<Type> {
     match arena[e] {
         Node::Var(v) => arena.var_type(v).cloned(),
         Node::ZerosLike(x) => type_of(arena, x),
+        Node::Index(a, _) => match type_of(arena, a)? {
+            Type::Array(_, t) => Some((*t).clone()),
+            _ => None,
+        },
         Node::ScatterAdd(base, _, _) => type_of(arena, base),
         Node::Proj(i, x) => match type_of(arena, x)? {
             Type::Tuple(items) => items.get(i as usize).cloned(),
@@ -303,7 +324,7 @@ fn joint_fold(
     arena: &mut Arena,
     func: &Func,
     over: &Over,
-    group: &[(usize, ExprId)],
+    group: &[ExprId],
 ) -> Option<(ExprId, Type)> {
     let (array, operands) = match over {
         Over::Array(a) => (*a, 1),
@@ -331,7 +352,7 @@ fn joint_fold(
     let mut chains = Vec::with_capacity(group.len());
     let mut acc_types = Vec::with_capacity(group.len());
     let mut starts = Vec::with_capacity(group.len());
-    for &(_, g) in group {
+    for &g in group {
         let (steps, z) = chain_of(arena, g, over)?;
         acc_types.push(type_of(arena, g)?);
         starts.push(z);
@@ -365,7 +386,7 @@ fn joint_fold(
     }
     // What the members read from outside: the joint fold may read nothing else.
     let mut outside: HashSet<Var> = HashSet::default();
-    for &(_, g) in group {
+    for &g in group {
         outside.extend(arena.free_vars(g));
     }
     outside.extend(arena.free_vars(array));

@@ -33,6 +33,7 @@ pub mod hoist;
 pub mod inline;
 pub mod len;
 pub mod reuse;
+pub mod row_sums;
 pub mod rules;
 pub mod share;
 pub mod siblings;
@@ -81,9 +82,10 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     } else {
         simplify_while(arena, &hoisted, |_, _, _| false).0
     };
-    // Last: the simplifier would take the joint folds apart again (`folds`), and fuse the
-    // maps of loops and of kernels again (`fission`).
+    // Last: the simplifier would take the joint folds and sums of rows apart again
+    // (`folds`, `row_sums`), and fuse the maps of loops and of kernels again (`fission`).
     let f = folds::join_sibling_folds(arena, &f);
+    let f = row_sums::join_sibling_row_sums(arena, &f);
     let f = fission::split_kernel_tails(arena, &f);
     check_first_order(arena, &f)?;
     check_closed(arena, &f)?;

@@ -42,6 +42,22 @@ pub fn fuse_sibling_loops(arena: &mut Arena, func: &Func) -> Func {
     }
 }
 
+/// `func` with `step` applied to every `let` chain of its body, up to `rounds` times per
+/// chain (see [`every_chain`]).
+pub(crate) fn in_every_chain(
+    arena: &mut Arena,
+    func: &Func,
+    rounds: usize,
+    step: &mut dyn FnMut(&mut Arena, ExprId) -> Option<ExprId>,
+) -> Func {
+    let mut memo = HashMap::default();
+    let body = every_chain(arena, func.body, rounds, step, &mut memo);
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
 /// `e` with `step` applied to every `let` chain in it, up to `rounds` times per chain until
 /// it changes nothing: the chains inside its statements, results and functions' bodies (a
 /// loop's body, per element) first, then its own. `step` gets the whole chain and returns

@@ -5,7 +5,7 @@
 //! exact length analysis that the operand is never longer than the result (see
 //! [`crate::len`]), since `map2` stops at the shorter array.
 
-use unfad_syntax::reduction::{reduce_order, unit, ReduceOrder};
+use unfad_syntax::reduction::{lane_operator, reduce_order, unit, ReduceOrder};
 use unfad_syntax::{with_stack, BinOp, ExprId, Node, Type, UnOp, Var};
 
 use crate::simplify::RuleCx;
@@ -988,6 +988,28 @@ pub fn map_constant_body_operand(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(cx.mk(Node::Map(g, w)))
 }
 
+/// `reduce f z (map (ps. body) operands)` (`map2` for two operands), the rules applied
+/// to the new `map` and to the new `reduce`: what the rules that take a factor out of a
+/// sum leave.
+fn reduce_of_map(
+    cx: &mut RuleCx,
+    f: ExprId,
+    z: ExprId,
+    ps: &[Var],
+    body: ExprId,
+    operands: &[ExprId],
+) -> Option<ExprId> {
+    let h = lam(cx, ps, body);
+    let inner = cx.mk(match operands[..] {
+        [x] => Node::Map(h, x),
+        [x, y] => Node::Map2(h, x, y),
+        _ => return None,
+    });
+    let inner = crate::rules::apply(cx, inner).unwrap_or(inner);
+    let sum = cx.mk(Node::Reduce(f, z, inner));
+    Some(crate::rules::apply(cx, sum).unwrap_or(sum))
+}
+
 /// `reduce + 0 X` with the function `(a, b. a + b)`.
 fn is_sum(cx: &RuleCx, f: ExprId, z: ExprId) -> bool {
     let Some((ps, body)) = lambda(cx, f) else {
@@ -1024,17 +1046,152 @@ pub fn sum_of_scaled(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         Node::Op2(BinOp::Mul, x, c) if constant(cx, c) => (Some(c), x),
         _ => return None,
     };
-    let h = lam(cx, &ps, rest);
-    let inner = cx.mk(match operands[..] {
-        [x] => Node::Map(h, x),
-        [x, y] => Node::Map2(h, x, y),
-        _ => return None,
-    });
-    let inner = crate::rules::apply(cx, inner).unwrap_or(inner);
-    let sum = cx.mk(Node::Reduce(f, z, inner));
-    let sum = crate::rules::apply(cx, sum).unwrap_or(sum);
+    let sum = reduce_of_map(cx, f, z, &ps, rest, &operands)?;
     Some(cx.mk(match factor {
         Some(c) => Node::Op2(BinOp::Mul, c, sum),
         None => Node::Op1(UnOp::Neg, sum),
+    }))
+}
+
+/// The rank `d` of the arrays of reals `f` adds if it is `(s, t. map2 g s t)` (either
+/// order) with `g` the `+` of reals (`d = 1`) or such a function of rank `d - 1`.
+fn row_sum_rank(cx: &RuleCx, f: ExprId) -> Option<usize> {
+    let (ps, body) = lambda(cx, f)?;
+    let [s, t] = ps[..] else {
+        return None;
+    };
+    let a = cx.arena();
+    let Node::Map2(g, x, y) = a[body] else {
+        return None;
+    };
+    let vars = (a[x] == Node::Var(s) && a[y] == Node::Var(t))
+        || (a[x] == Node::Var(t) && a[y] == Node::Var(s));
+    if !vars {
+        return None;
+    }
+    if lane_operator(cx.arena(), g) == Some(BinOp::Add) {
+        Some(1)
+    } else {
+        row_sum_rank(cx, g).map(|d| d + 1)
+    }
+}
+
+/// Whether `h` scales arrays of reals of rank `rank` elementwise by a factor that reads
+/// none of `bound`: `(t. k * t)`, `(t. t * k)` or `(t. -t)` for rank 1, `(r. map g r)`
+/// with `g` such a function of rank `rank - 1` above.
+fn scales(cx: &RuleCx, h: ExprId, rank: usize, bound: &[Var]) -> bool {
+    let Some((ts, body)) = lambda(cx, h) else {
+        return false;
+    };
+    let [t] = ts[..] else {
+        return false;
+    };
+    let a = cx.arena();
+    let is_t = |y: ExprId| a[y] == Node::Var(t);
+    match a[body] {
+        Node::Map(g, r) if rank > 1 => is_t(r) && scales(cx, g, rank - 1, bound),
+        Node::Op1(UnOp::Neg, y) => rank == 1 && is_t(y),
+        Node::Op2(BinOp::Mul, k, y) | Node::Op2(BinOp::Mul, y, k) if rank == 1 && is_t(y) => {
+            !a.mentions_any(k, &[t]) && !a.mentions_any(k, bound)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `e` is an array of reals of rank `rank`.
+fn real_array_of_rank(cx: &mut RuleCx, e: ExprId, rank: usize) -> bool {
+    let Some(mut t) = cx.ty(e) else {
+        return false;
+    };
+    for _ in 0..rank {
+        match t {
+            Type::Array(_, elem) => t = (*elem).clone(),
+            _ => return false,
+        }
+    }
+    t == Type::Real
+}
+
+/// The array version of [`sum_of_scaled`]: a sum of rows from zeros,
+/// `reduce (s, t. map2 + s t) 0 (map (a. lets in map2 * E c) X)`, whose rows are all
+/// scaled by the same `c` (an array, or a real as `map (t. k * t) E`, or negated as
+/// `map (t. -t) E`; `c` depends neither on `a` nor on the `let`s) is the sum of the
+/// unscaled rows, scaled once: `map2 * (reduce (s, t. map2 + s t) 0 (map (a. lets in E)
+/// X)) c`. Rows of higher rank alike (`reduce (s, t. map2 (u, v. map2 + u v) s t)` of
+/// `map (r. map (t. k * t) r) E`, by a real only). The sum of the rows then no longer waits
+/// for the scale and can join the other loops over `X` (the gradient of a column's
+/// variance: the mean's adjoint through the deviations is `c` times a sum of deviations
+/// the variance's pass computes beside it), or be added into where its rows are made (a
+/// batch's mean loss scales every weight's adjoint by `1 / len(X)`). Distributivity, as in
+/// [`sum_of_scaled`]: the same value, rounded differently.
+pub fn sum_of_scaled_rows(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Reduce(f, z, a) = cx.arena()[e] else {
+        return None;
+    };
+    let rank = row_sum_rank(cx, f)?;
+    if !matches!(cx.arena()[z], Node::ZerosLike(_)) {
+        return None;
+    }
+    let (g, operands) = match cx.arena()[a] {
+        Node::Map(g, x) => (g, vec![x]),
+        Node::Map2(g, x, y) => (g, vec![x, y]),
+        _ => return None,
+    };
+    let (ps, body) = lambda(cx, g)?;
+    // The row's `let`s, outermost first, and the variables they bind.
+    let mut lets = Vec::new();
+    let mut bound = ps.clone();
+    let mut row = body;
+    loop {
+        match cx.arena()[row] {
+            Node::Let(x, _, rest) => {
+                bound.push(x);
+                lets.push(row);
+                row = rest;
+            }
+            Node::LetTuple(xs, _, rest) => {
+                bound.extend_from_slice(cx.arena().vars_of(xs));
+                lets.push(row);
+                row = rest;
+            }
+            _ => break,
+        }
+    }
+    let invariant = |cx: &RuleCx, c: ExprId| !cx.arena().mentions_any(c, &bound);
+    // The unscaled row, and how to scale the sum.
+    enum Scale {
+        /// `map2 h sum c`, or `map2 h c sum` when `c` came first.
+        Map2 { h: ExprId, c: ExprId, first: bool },
+        /// `map h sum`.
+        Map(ExprId),
+    }
+    let (unscaled, scale) = match cx.arena()[row] {
+        Node::Map2(h, x, c)
+            if rank == 1
+                && lane_operator(cx.arena(), h) == Some(BinOp::Mul)
+                && invariant(cx, c) =>
+        {
+            (x, Scale::Map2 { h, c, first: false })
+        }
+        Node::Map2(h, c, x)
+            if rank == 1
+                && lane_operator(cx.arena(), h) == Some(BinOp::Mul)
+                && invariant(cx, c) =>
+        {
+            (x, Scale::Map2 { h, c, first: true })
+        }
+        Node::Map(h, x) if scales(cx, h, rank, &bound) => (x, Scale::Map(h)),
+        _ => return None,
+    };
+    if !real_array_of_rank(cx, unscaled, rank) {
+        return None;
+    }
+    // The rows unscaled, under the same `let`s (the old function goes: its binders move).
+    let inner_body = crate::rules::scatter::rewrap(cx, &lets, unscaled);
+    let sum = reduce_of_map(cx, f, z, &ps, inner_body, &operands)?;
+    Some(cx.mk(match scale {
+        Scale::Map2 { h, c, first: false } => Node::Map2(h, sum, c),
+        Scale::Map2 { h, c, first: true } => Node::Map2(h, c, sum),
+        Scale::Map(h) => Node::Map(h, sum),
     }))
 }

@@ -111,6 +111,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             arrays::reduce_tuple_split,
             arrays::foldl_tuple_split,
             arrays::sum_of_scaled,
+            arrays::sum_of_scaled_rows,
             arrays::last_of_scan,
             arrays::last_of_fill,
             literals::last_of_literal,

@@ -76,7 +76,7 @@ fn peel_lets(cx: &RuleCx, mut body: ExprId) -> (Vec<ExprId>, ExprId) {
 
 /// `let`s around `inner`: the chain `lets` (their nodes, outermost first) rebuilt with
 /// `inner` as the innermost body.
-fn rewrap(cx: &mut RuleCx, lets: &[ExprId], inner: ExprId) -> ExprId {
+pub(super) fn rewrap(cx: &mut RuleCx, lets: &[ExprId], inner: ExprId) -> ExprId {
     let mut out = inner;
     for &l in lets.iter().rev() {
         out = match cx.arena()[l] {

@@ -911,6 +911,54 @@ fn sum_of_scaled() {
     );
 }
 
+/// Rows all scaled by one array (or one real, or negated) leave a sum of rows, scaled
+/// once; a scale that depends on the row stays.
+#[test]
+fn sum_of_scaled_rows() {
+    check_rule(
+        arrays::sum_of_scaled_rows,
+        "def f(X: [n][m]real, c: [m]real) =
+           reduce (s, t. map2 + s t) (zeros_like(c)) (map (row. map2 * (map (x. sin(x)) row) c) X)",
+        expect![[r#"
+            def f(X: [n][m]real, c: [m]real): [m]real =
+              map2 * (reduce (s, t. map2 + s t) zeros_like(c) (map (row. map (x. sin(x)) row) X)) c
+        "#]],
+    );
+    check_rule(
+        arrays::sum_of_scaled_rows,
+        "def f(X: [n][m]real, k: real) =
+           reduce (s, t. map2 + s t) (zeros_like(X[0]))
+             (map (row. let r = map (x. x * x) row in map (y. k * y) r) X)",
+        expect![[r#"
+            def f(X: [n][m]real, k: real): [m]real =
+              map (y. k * y) (reduce (s, t. map2 + s t) zeros_like(X[0]) (map (row.
+                    let r = map (x. x * x) row in
+                    r) X))
+        "#]],
+    );
+    check_rule(
+        arrays::sum_of_scaled_rows,
+        "def f(X: [n][m]real) =
+           reduce (s, t. map2 + s t) (zeros_like(X[0])) (map (row. map (y. -y) row) X)",
+        expect![[r#"
+            def f(X: [n][m]real): [m]real =
+              map (y. -y) (reduce (s, t. map2 + s t) zeros_like(X[0]) X)
+        "#]],
+    );
+    check_rule_declines(
+        arrays::sum_of_scaled_rows,
+        "def f(X: [n][m]real) =
+           reduce (s, t. map2 + s t) (zeros_like(X[0])) (map (row. map (y. row[0] * y) row) X)",
+        "the scale reads the row",
+    );
+    check_rule_declines(
+        arrays::sum_of_scaled_rows,
+        "def f(X: [n][m]real, z: [m]real, c: [m]real) =
+           reduce (s, t. map2 + s t) z (map (row. map2 * row c) X)",
+        "the sum does not start from zeros",
+    );
+}
+
 /// The last element of a scan is a fold.
 #[test]
 fn last_of_scan() {
