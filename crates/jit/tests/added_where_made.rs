@@ -166,3 +166,34 @@ fn a_batch_of_layers_with_many_rows_adds_them_in_order() {
     assert!(check_gradient(src, &inputs));
     assert!(check_gradient(MLP, &mlp_inputs(&[(3, 17, 9), (2, 8, 33)])));
 }
+
+/// `examples/mlp.ad`'s form: a dense layer written as a definition, a ReLU by `max`, and
+/// the mean over the batch, which scales every weight's gradient by `1 / len(X)`.
+const MEAN_MLP: &str = "def dense(W: [h][d]real, c: [h]real, x: [d]real): [h]real = \
+      map2 (row, ci. dot(row, x) + ci) W c \
+    def relu(a: real): real = max(0, a) \
+    def mlp(X: [b][d]real, T: [b]real, W1: [h][d]real, b1: [h]real, w2: [h]real, b2: real): real = \
+      let errors = map2 (x, t. \
+          let hidden = map (a. relu(a)) (dense(W1, b1, x)) in \
+          let out = tanh(dot(w2, hidden) + b2) in \
+          (out - t) * (out - t)) X T in \
+      sum(errors) / len(X)";
+
+#[test]
+fn a_batchs_mean_loss_adds_the_scaled_weights_gradients_where_they_are_made() {
+    // The scale `1 / len(X)` is taken out of the sums (`sum_of_scaled_rows`) and the
+    // scaled sums join the per-example loop (`consumers`): no example's matrix of `W1`'s
+    // gradient is stored. Before, the workspace held one per example (b h d reals).
+    let inputs: Vec<_> = [(1, 2, 3), (3, 4, 2), (4, 3, 5)]
+        .iter()
+        .map(|&(b, d, h)| {
+            json!({"X": mat_of(b, d, 0.3), "T": vec_of(b, 0.9), "W1": mat_of(h, d, -0.7),
+                   "b1": vec_of(h, 0.2), "w2": vec_of(h, 0.6), "b2": 0.1})
+        })
+        .collect();
+    assert!(check_gradient(MEAN_MLP, &inputs));
+    // Size variables in order of first appearance: `b`, `d`, `h`.
+    let (b, d, h) = (1000u64, 32u64, 64u64);
+    let ws = gradient_workspace(MEAN_MLP, &[b, d, h]) as u64;
+    assert!(ws < b * h, "workspace {ws} at b = {b}, d = {d}, h = {h}");
+}

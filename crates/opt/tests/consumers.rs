@@ -85,6 +85,51 @@ fn a_residuals_adjoints_are_made_in_the_loop_that_makes_it() {
 }
 
 #[test]
+fn a_batchs_mean_loss_joins_its_scaled_reductions() {
+    // The mean over a batch scales every adjoint by `1 / len(X)`: the weights' adjoints
+    // are scaled sums of the per-example loop's columns (`map (s. dv * s) (reduce ...)`,
+    // `dv * reduce + 0 (...)`). They join as the bare sums do, the scales staying around
+    // them; before, they counted as other reads of the loop, which was then stored whole
+    // (a matrix of the weights' shape per example).
+    // `examples/mlp.ad`: a dense layer written as a definition, a ReLU by `max`.
+    let src = "def dense(W: [h][d]real, c: [h]real, x: [d]real): [h]real =
+           map2 (row, ci. dot(row, x) + ci) W c
+         def relu(a: real): real = max(0, a)
+         def f(X: [b][d]real, T: [b]real, W: [h][d]real, c: [h]real, w2: [h]real): real =
+           let errors = map2 (x, t.
+               let hidden = map (a. relu(a)) (dense(W, c, x)) in
+               let out = tanh(dot(w2, hidden)) in
+               (out - t) * (out - t)) X T in
+           sum(errors) / len(X)";
+    let (mut prog, func, term, joined) = before_and_after(src);
+    let printed = print_func(&prog.arena, &joined);
+    assert_ne!(print_func(&prog.arena, &term), printed);
+    // The weights' adjoints read columns of the joint loop, under their scales
+    // (`map (s. dv * s)`).
+    for marker in ["zeros_like(W)", "zeros_like(c)"] {
+        let line = printed.lines().find(|l| l.contains(marker)).unwrap_or("");
+        assert!(line.contains("_joint"), "`{marker}`: {printed}");
+    }
+    assert!(
+        printed.contains("(reduce (s"),
+        "the weights' sums stay under their scales: {printed}"
+    );
+    unfad_opt::check_types(&mut prog.arena, &joined).unwrap();
+    let input = serde_json::json!({
+        "X": [[1.0, 2.0], [0.25, -1.0], [-0.5, 0.75]],
+        "T": [0.5, -0.25, 0.1],
+        "W": [[0.3, -0.2], [0.1, 0.4], [-0.6, 0.2]],
+        "c": [0.1, -0.3, 0.2],
+        "w2": [0.5, -0.7, 0.3]
+    });
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+    assert_eq!(
+        value(&prog.arena, &term, &args),
+        value(&prog.arena, &joined, &args)
+    );
+}
+
+#[test]
 fn consumers_over_more_arrays_zip_them_into_the_joint_loop() {
     // A dense tanh layer's loss: the layer's outputs `E` map over `W` and `b`, the
     // residuals over `E` and the target `t`, which the joint loop reads too.
