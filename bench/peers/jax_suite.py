@@ -98,6 +98,11 @@ def programs(jnp, lax, nn):
         out = h @ w2
         return jnp.sum((out - y) ** 2)
 
+    def mlp_mean(x, t, w1, b1, w2, b2):
+        h = jnp.maximum(0.0, x @ w1.T + b1)
+        out = jnp.tanh(h @ w2 + b2)
+        return jnp.sum((out - t) ** 2) / x.shape[0]
+
     def softmax_ce(x, w, y):
         z = x @ w.T
         lse = jnp.log(jnp.sum(jnp.exp(z), axis=1, keepdims=True))
@@ -186,6 +191,7 @@ def programs(jnp, lax, nn):
         "neural_layer": neural_layer,
         "row_lse": row_lse,
         "mlp_tanh": mlp_tanh,
+        "mlp_mean": mlp_mean,
         "softmax_ce": softmax_ce,
         "gmm_plain": gmm_plain,
         "matvec_tanh": matvec_tanh,
