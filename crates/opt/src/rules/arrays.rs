@@ -1114,16 +1114,19 @@ fn real_array_of_rank(cx: &mut RuleCx, e: ExprId, rank: usize) -> bool {
 
 /// The array version of [`sum_of_scaled`]: a sum of rows from zeros,
 /// `reduce (s, t. map2 + s t) 0 (map (a. lets in map2 * E c) X)`, whose rows are all
-/// scaled by the same `c` (an array, or a real as `map (t. k * t) E`, or negated as
-/// `map (t. -t) E`; `c` depends neither on `a` nor on the `let`s) is the sum of the
-/// unscaled rows, scaled once: `map2 * (reduce (s, t. map2 + s t) 0 (map (a. lets in E)
-/// X)) c`. Rows of higher rank alike (`reduce (s, t. map2 (u, v. map2 + u v) s t)` of
-/// `map (r. map (t. k * t) r) E`, by a real only). The sum of the rows then no longer waits
-/// for the scale and can join the other loops over `X` (the gradient of a column's
-/// variance: the mean's adjoint through the deviations is `c` times a sum of deviations
-/// the variance's pass computes beside it), or be added into where its rows are made (a
-/// batch's mean loss scales every weight's adjoint by `1 / len(X)`). Distributivity, as in
-/// [`sum_of_scaled`]: the same value, rounded differently.
+/// scaled by the same array `c` (which depends neither on `a` nor on the `let`s) is the
+/// sum of the unscaled rows, scaled once: `map2 * (reduce (s, t. map2 + s t) 0 (map (a.
+/// lets in E) X)) c`. Matrices alike by a real (`reduce (s, t. map2 (u, v. map2 + u v)
+/// s t)` of `map (r. map (t. k * t) r) E`, or negated). The sum then no longer waits for
+/// the scale and can join the other loops over `X` (the gradient of a column's variance:
+/// the mean's adjoint through the deviations is `c` times a sum of deviations the
+/// variance's pass computes beside it), or be added into where its rows are made (a
+/// batch's mean loss scales every weight matrix's adjoint by `1 / len(X)`). Rows of reals
+/// scaled by a real stay: each point's adjoint of its input, a sum over a layer's rows,
+/// is written where the result goes when its rows carry the scale, and taken out, it was
+/// stored to be scaled (a mean loss's perceptron: its gradient's workspace 3000 x 32
+/// reals more). Distributivity, as in [`sum_of_scaled`]: the same value, rounded
+/// differently.
 pub fn sum_of_scaled_rows(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Reduce(f, z, a) = cx.arena()[e] else {
         return None;
@@ -1180,7 +1183,7 @@ pub fn sum_of_scaled_rows(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         {
             (x, Scale::Map2 { h, c, first: true })
         }
-        Node::Map(h, x) if scales(cx, h, rank, &bound) => (x, Scale::Map(h)),
+        Node::Map(h, x) if rank > 1 && scales(cx, h, rank, &bound) => (x, Scale::Map(h)),
         _ => return None,
     };
     if !real_array_of_rank(cx, unscaled, rank) {

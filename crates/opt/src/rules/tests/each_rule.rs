@@ -911,8 +911,8 @@ fn sum_of_scaled() {
     );
 }
 
-/// Rows all scaled by one array (or one real, or negated) leave a sum of rows, scaled
-/// once; a scale that depends on the row stays.
+/// Rows all scaled by one array (or matrices by one real) leave a sum of rows, scaled
+/// once; a scale that depends on the row stays, and so do rows of reals scaled by a real.
 #[test]
 fn sum_of_scaled_rows() {
     check_rule(
@@ -926,29 +926,26 @@ fn sum_of_scaled_rows() {
     );
     check_rule(
         arrays::sum_of_scaled_rows,
-        "def f(X: [n][m]real, k: real) =
-           reduce (s, t. map2 + s t) (zeros_like(X[0]))
-             (map (row. let r = map (x. x * x) row in map (y. k * y) r) X)",
+        "def f(A: [n][k][m]real, w: real) =
+           reduce (s, t. map2 (u, v. map2 + u v) s t) (zeros_like(A[0]))
+             (map (a. let b = map (r. map (x. x * x) r) a in map (r. map (y. w * y) r) b) A)",
         expect![[r#"
-            def f(X: [n][m]real, k: real): [m]real =
-              map (y. k * y) (reduce (s, t. map2 + s t) zeros_like(X[0]) (map (row.
-                    let r = map (x. x * x) row in
-                    r) X))
-        "#]],
-    );
-    check_rule(
-        arrays::sum_of_scaled_rows,
-        "def f(X: [n][m]real) =
-           reduce (s, t. map2 + s t) (zeros_like(X[0])) (map (row. map (y. -y) row) X)",
-        expect![[r#"
-            def f(X: [n][m]real): [m]real =
-              map (y. -y) (reduce (s, t. map2 + s t) zeros_like(X[0]) X)
+            def f(A: [n][k][m]real, w: real): [k][m]real =
+              map (r. map (y. w * y) r) (reduce (s, t. map2 (u, v. map2 + u v) s t) zeros_like(A[0]) (map (a.
+                    let b = map (r_1. map (x. x * x) r_1) a in
+                    b) A))
         "#]],
     );
     check_rule_declines(
         arrays::sum_of_scaled_rows,
+        "def f(X: [n][m]real, k: real) =
+           reduce (s, t. map2 + s t) (zeros_like(X[0])) (map (row. map (y. k * y) row) X)",
+        "rows of reals scaled by a real stay: the sum would be stored to be scaled",
+    );
+    check_rule_declines(
+        arrays::sum_of_scaled_rows,
         "def f(X: [n][m]real) =
-           reduce (s, t. map2 + s t) (zeros_like(X[0])) (map (row. map (y. row[0] * y) row) X)",
+           reduce (s, t. map2 + s t) (zeros_like(X[0])) (map (row. map2 * row row) X)",
         "the scale reads the row",
     );
     check_rule_declines(
