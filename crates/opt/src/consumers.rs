@@ -247,7 +247,7 @@ fn consumer(arena: &Arena, joint: &Joint, c: ExprId, later: &HashSet<Var>) -> bo
 /// Whether `c` only reads a component of its elements (`map (g. g.k) X`): joining only
 /// such loops would rebuild the producer's elements, and a joint loop's own columns are
 /// such loops.
-fn column_read(arena: &Arena, c: ExprId) -> bool {
+pub(crate) fn column_read(arena: &Arena, c: ExprId) -> bool {
     let Node::Map(f, _) = arena[c] else {
         return false;
     };
@@ -386,7 +386,9 @@ fn join_once(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
         }
         // The result's components that are consumers, or reductions of one.
         let mut taken: Vec<(ExprId, usize)> = Vec::new();
-        let mut consumed: Vec<(usize, usize)> = Vec::new();
+        // Each consumed component: its index, its column, and the term of it that reads
+        // the column (the component itself, or the reduction under its scales).
+        let mut consumed: Vec<(usize, usize, ExprId)> = Vec::new();
         for (k, &item) in items.iter().enumerate() {
             if !item_reads[k].iter().any(|v| joint.members.contains_key(v)) {
                 continue;
@@ -408,7 +410,7 @@ fn join_once(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
                 _ => item,
             };
             if let Some(&(_, col)) = taken.iter().find(|(t, _)| *t == c) {
-                consumed.push((k, col));
+                consumed.push((k, col, item));
                 continue;
             }
             // A joined loop's result itself, or a consumer.
@@ -427,7 +429,7 @@ fn join_once(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
                 joint.columns.push(e);
                 let col = joint.columns.len() - 1;
                 taken.push((c, col));
-                consumed.push((k, col));
+                consumed.push((k, col, item));
             }
         }
         if !real {
@@ -448,7 +450,7 @@ fn join_once(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
             }
         }
         for (k, reads) in item_reads.iter().enumerate() {
-            if !consumed.iter().any(|&(c, _)| c == k) {
+            if !consumed.iter().any(|&(c, _, _)| c == k) {
                 escape(reads, &joint, &mut escaped);
             }
         }
@@ -495,9 +497,8 @@ fn join_once(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
             }
         }
         let mut new_items = items.clone();
-        for &(k, col) in &consumed {
+        for &(k, col, item) in &consumed {
             let c = column(arena, col);
-            let item = wrapped_reduction(arena, items[k], &joint).unwrap_or(items[k]);
             let new = match arena[item] {
                 Node::Reduce(op, z, _) => arena.add(Node::Reduce(op, z, c)),
                 Node::Foldl(op, z, _) => arena.add(Node::Foldl(op, z, c)),

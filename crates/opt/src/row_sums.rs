@@ -20,10 +20,11 @@
 //! generator adds it in where the map makes it, so it costs no pass of its own.
 
 use unfad_syntax::fast_hash::FastSet as HashSet;
-use unfad_syntax::reduction::lane_operator;
 use unfad_syntax::{Arena, BinOp, ExprId, Func, Node, Type, Var};
 
+use crate::consumers::column_read;
 use crate::folds::{apply, join_groups, type_of};
+use crate::rules::arrays::row_sum_rank;
 use crate::siblings::{in_every_chain, same_term, share_lets};
 
 /// Rounds of joining per chain at most (each joins the sums over one array).
@@ -32,21 +33,6 @@ const MAX_ROUNDS: usize = 4;
 /// Join the sibling sums of rows over the same arrays, in every `let` chain.
 pub fn join_sibling_row_sums(arena: &mut Arena, func: &Func) -> Func {
     in_every_chain(arena, func, MAX_ROUNDS, &mut |a, b| join_once(a, func, b))
-}
-
-/// Whether `f` is `(s, t. map2 + s t)` (either order of the operands).
-fn is_row_plus(arena: &Arena, f: ExprId) -> bool {
-    let Some((ps, body)) = arena.lambda_parts(f) else {
-        return false;
-    };
-    let [s, t] = ps else {
-        return false;
-    };
-    let pair = (Node::Var(*s), Node::Var(*t));
-    matches!(arena[body], Node::Map2(g, a, b)
-        if s != t
-            && ((arena[a], arena[b]) == pair || (arena[b], arena[a]) == pair)
-            && lane_operator(arena, g) == Some(BinOp::Add))
 }
 
 /// `(start's array, the map's function, its operands)` if `e` is a sum of rows
@@ -58,30 +44,21 @@ fn row_sum(arena: &Arena, e: ExprId) -> Option<(ExprId, ExprId, Vec<ExprId>)> {
     let Node::ZerosLike(like) = arena[z] else {
         return None;
     };
-    if !is_row_plus(arena, f)
+    if row_sum_rank(arena, f) != Some(1)
         || !matches!(type_of(arena, like), Some(Type::Array(_, t)) if *t == Type::Real)
     {
         return None;
     }
-    let (g, operands) = match arena[m] {
-        Node::Map(g, a) => (g, vec![a]),
-        Node::Map2(g, a, b) => (g, vec![a, b]),
-        _ => return None,
-    };
     // A column of a stored map costs no pass of its own: the code generator adds it into
     // the sum where the map makes it.
-    (!is_column(arena, g)).then_some((like, g, operands))
-}
-
-/// Whether `g` is `(x. x)` or a projection of its parameter (`(x. (snd x).0)`).
-fn is_column(arena: &Arena, g: ExprId) -> bool {
-    let Some(([x], mut body)) = arena.lambda_parts(g) else {
-        return false;
-    };
-    while let Node::Proj(_, inner) = arena[body] {
-        body = inner;
+    if column_read(arena, m) {
+        return None;
     }
-    arena[body] == Node::Var(*x)
+    match arena[m] {
+        Node::Map(g, a) => Some((like, g, vec![a])),
+        Node::Map2(g, a, b) => Some((like, g, vec![a, b])),
+        _ => None,
+    }
 }
 
 /// Join the sums over one array (or pair of arrays) in the chain `body`; the new chain,

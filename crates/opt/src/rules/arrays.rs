@@ -6,7 +6,7 @@
 //! [`crate::len`]), since `map2` stops at the shorter array.
 
 use unfad_syntax::reduction::{lane_operator, reduce_order, unit, ReduceOrder};
-use unfad_syntax::{with_stack, BinOp, ExprId, Node, Type, UnOp, Var};
+use unfad_syntax::{with_stack, Arena, BinOp, ExprId, Node, Type, UnOp, Var};
 
 use crate::simplify::RuleCx;
 
@@ -1054,13 +1054,13 @@ pub fn sum_of_scaled(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 }
 
 /// The rank `d` of the arrays of reals `f` adds if it is `(s, t. map2 g s t)` (either
-/// order) with `g` the `+` of reals (`d = 1`) or such a function of rank `d - 1`.
-fn row_sum_rank(cx: &RuleCx, f: ExprId) -> Option<usize> {
-    let (ps, body) = lambda(cx, f)?;
+/// order) with `g` the `+` of reals (`d = 1`) or such a function of rank `d - 1`. Shared
+/// with [`crate::row_sums`].
+pub(crate) fn row_sum_rank(a: &Arena, f: ExprId) -> Option<usize> {
+    let (ps, body) = a.lambda_parts(f)?;
     let [s, t] = ps[..] else {
         return None;
     };
-    let a = cx.arena();
     let Node::Map2(g, x, y) = a[body] else {
         return None;
     };
@@ -1069,10 +1069,10 @@ fn row_sum_rank(cx: &RuleCx, f: ExprId) -> Option<usize> {
     if !vars {
         return None;
     }
-    if lane_operator(cx.arena(), g) == Some(BinOp::Add) {
+    if lane_operator(a, g) == Some(BinOp::Add) {
         Some(1)
     } else {
-        row_sum_rank(cx, g).map(|d| d + 1)
+        row_sum_rank(a, g).map(|d| d + 1)
     }
 }
 
@@ -1131,7 +1131,7 @@ pub fn sum_of_scaled_rows(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Reduce(f, z, a) = cx.arena()[e] else {
         return None;
     };
-    let rank = row_sum_rank(cx, f)?;
+    let rank = row_sum_rank(cx.arena(), f)?;
     if !matches!(cx.arena()[z], Node::ZerosLike(_)) {
         return None;
     }
