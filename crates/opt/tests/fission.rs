@@ -61,19 +61,8 @@ fn splitting_random_layers_changes_no_value() {
     );
 }
 
-/// The term after splitting, or "unchanged".
-fn split(src: &str) -> String {
-    let (mut prog, func) = load(src);
-    let s = split_kernel_tails(&mut prog.arena, &func);
-    if s.body == func.body {
-        "unchanged".into()
-    } else {
-        print_func(&prog.arena, &s)
-    }
-}
-
 fn check_split(src: &str, expect: Expect) {
-    expect.assert_eq(&split(src));
+    expect.assert_eq(&common::after_pass(src, split_kernel_tails));
 }
 
 #[test]

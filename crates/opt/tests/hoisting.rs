@@ -77,19 +77,8 @@ fn hoisting_random_gradients_changes_no_value() {
     );
 }
 
-/// The term after hoisting, or "unchanged".
-fn hoisted(src: &str) -> String {
-    let (mut prog, func) = load(src);
-    let h = hoist_invariants(&mut prog.arena, &func);
-    if h.body == func.body {
-        "unchanged".into()
-    } else {
-        print_func(&prog.arena, &h)
-    }
-}
-
 fn check_hoisted(src: &str, expect: Expect) {
-    expect.assert_eq(&hoisted(src));
+    expect.assert_eq(&common::after_pass(src, hoist_invariants));
 }
 
 #[test]

@@ -157,19 +157,8 @@ fn reusing_in_the_gradients_of_random_mixtures_changes_no_value() {
     );
 }
 
-/// The term after reuse, or "unchanged".
-fn reused(src: &str) -> String {
-    let (mut prog, func) = load(src);
-    let h = reuse_precomputed(&mut prog.arena, &func);
-    if h.body == func.body {
-        "unchanged".into()
-    } else {
-        print_func(&prog.arena, &h)
-    }
-}
-
 fn check_reused(src: &str, expect: Expect) {
-    expect.assert_eq(&reused(src));
+    expect.assert_eq(&common::after_pass(src, reuse_precomputed));
 }
 
 #[test]

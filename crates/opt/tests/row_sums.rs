@@ -105,18 +105,8 @@ fn joining_random_column_statistics_changes_no_value() {
     assert!(joined >= 150, "only {joined} of 200 programs were joined");
 }
 
-fn joined(src: &str) -> String {
-    let (mut prog, func) = load(src);
-    let after = join_sibling_row_sums(&mut prog.arena, &func);
-    if after.body == func.body {
-        "unchanged".into()
-    } else {
-        print_func(&prog.arena, &after)
-    }
-}
-
 fn check(src: &str, expect: Expect) {
-    expect.assert_eq(&joined(src));
+    expect.assert_eq(&common::after_pass(src, join_sibling_row_sums));
 }
 
 #[test]

@@ -32,3 +32,15 @@ pub fn before_and_after(
     let after = pass(&mut prog.arena, &term);
     (prog, func, term, after)
 }
+
+/// The function of `src` after `pass`, printed, or "unchanged" when the pass returns the
+/// same term: what the snapshot tests of one pass compare.
+pub fn after_pass(src: &str, pass: fn(&mut Arena, &Func) -> Func) -> String {
+    let (mut prog, func) = load(src);
+    let after = pass(&mut prog.arena, &func);
+    if after.body == func.body {
+        "unchanged".into()
+    } else {
+        unfad_syntax::print_func(&prog.arena, &after)
+    }
+}
