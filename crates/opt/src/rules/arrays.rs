@@ -1030,11 +1030,7 @@ pub fn sum_of_scaled(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     if !is_sum(cx, f, z) {
         return None;
     }
-    let (g, operands) = match cx.arena()[a] {
-        Node::Map(g, x) => (g, vec![x]),
-        Node::Map2(g, x, y) => (g, vec![x, y]),
-        _ => return None,
-    };
+    let (_, g, operands) = crate::siblings::elementwise(cx.arena(), a)?;
     let (ps, body) = lambda(cx, g)?;
     let constant = |cx: &RuleCx, c: ExprId| {
         let free = cx.arena().free_vars(c);
@@ -1135,11 +1131,7 @@ pub fn sum_of_scaled_rows(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     if !matches!(cx.arena()[z], Node::ZerosLike(_)) {
         return None;
     }
-    let (g, operands) = match cx.arena()[a] {
-        Node::Map(g, x) => (g, vec![x]),
-        Node::Map2(g, x, y) => (g, vec![x, y]),
-        _ => return None,
-    };
+    let (_, g, operands) = crate::siblings::elementwise(cx.arena(), a)?;
     let (ps, body) = lambda(cx, g)?;
     // The row's `let`s, outermost first, and the variables they bind.
     let mut lets = Vec::new();
