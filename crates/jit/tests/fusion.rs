@@ -238,10 +238,10 @@ fn a_component_folded_where_it_is_made_is_never_stored() {
         .map(|&(n, m)| json!({"X": vec_of(n, 0.3), "C": vec_of(m, 1.1)}))
         .collect();
     check(src, &inputs);
-    // G's first components (n) and the accumulator, added into in place (m); the second
-    // components are folded where they are made and point at the stack's sink (never
-    // written); not n * m.
-    assert_eq!(workspace_at(src, &[1000, 10]), 1000 + 10);
+    // The accumulator, added into in place (m): G's first components are written where
+    // the result's first component goes, and the second ones are folded where they are
+    // made and point at the stack's sink (never written); not n * m, nor n.
+    assert_eq!(workspace_at(src, &[1000, 10]), 10);
     // Read again, the folded component must be stored.
     let again = "def f(X: [n]real, C: [m]real) = \
                  let G = map (x. (x * x, map (c. c * exp(x)) C)) X in \
@@ -465,4 +465,43 @@ fn an_element_is_computed_where_its_kept_arrays_go() {
         .collect();
     check(src, &inputs);
     assert_eq!(workspace_at(src, &[100, 30, 10]), 10);
+}
+
+#[test]
+fn a_scaled_sum_of_rows_accumulates_where_it_goes() {
+    // A mean loss's gradient (`unfad_ad::reverse_factored`): the sum of each element's
+    // contributions to a captured array's adjoint, scaled once after the loop. It adds
+    // where the result goes, then the scale runs there in place: no buffer of its own.
+    let src = "def f(X: [n]real, C: [m]real, d: real) = \
+               let G = map (x. (x * x, map (c. c * exp(x)) C)) X in \
+               (map (t. fst t) G, map (s. d * s) (reduce (a, b. map2 + a b) zeros_like(C) (map (t. snd t) G)))";
+    let inputs: Vec<Json> = [(0, 0), (1, 1), (3, 2), (7, 5)]
+        .iter()
+        .map(|&(n, m)| json!({"X": vec_of(n, 0.3), "C": vec_of(m, 1.1), "d": 0.25}))
+        .collect();
+    check(src, &inputs);
+    assert_eq!(workspace_at(src, &[1000, 10]), 0);
+    // Per element, beside another loop over the same rows (a point's adjoint of its own
+    // row and the contributions to a captured matrix's), the scaled sum of rows adds in
+    // the loop the tuple's components share.
+    let per_point = "def f(X: [n][m]real, W: [k][m]real, v: [k]real, d: real) = \
+                     map (x. (map (s. d * s) (reduce (a, b. map2 + a b) zeros_like(x) \
+                     (map2 (row, c. map (w. w * c) row) W v)), map2 (c, row. c * row[0]) v W)) X";
+    let inputs: Vec<Json> = [(0, 1, 1), (1, 1, 1), (3, 2, 4), (4, 5, 3)]
+        .iter()
+        .map(|&(n, m, k)| {
+            let rows = |r: usize, s: f64| -> Vec<Json> {
+                (0..r).map(|i| vec_of(m, s + i as f64)).collect()
+            };
+            json!({"X": rows(n, 0.3), "W": rows(k, -0.7), "v": vec_of(k, 1.3), "d": 0.5})
+        })
+        .collect();
+    check(per_point, &inputs);
+    // A few reals whatever the sizes: no buffer of a row's length for the sum.
+    let (large, small) = (
+        workspace_at(per_point, &[100, 50, 20]),
+        workspace_at(per_point, &[100, 7, 3]),
+    );
+    assert_eq!(large, small);
+    assert!(large < 7, "{large} reals");
 }

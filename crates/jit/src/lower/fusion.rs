@@ -89,6 +89,9 @@ enum Prep {
     Sum {
         src: Rc<Arr>,
         acc: Rc<Arr>,
+        /// A map of each element alone applied to the sum in place after the loop (`map
+        /// (s. c * s) (reduce ...)`, a gradient scaled by the result's constant factor).
+        then: Option<ExprId>,
     },
     /// Not a loop: already written.
     Done(Val),
@@ -232,10 +235,13 @@ impl<'a> Translator<'a> {
                     })
                     .cloned()
                     .collect();
-                (!chosen.is_empty()).then(|| {
-                    let ks: Vec<usize> = chosen.iter().map(|(k, _)| *k).collect();
-                    (items, ks)
-                })
+                // With none chosen, the components are still written one by one if some
+                // are columns of `x`, so that those go straight to their places (a mean's
+                // value and the gradients it scales are folds inside components).
+                // Otherwise the tuple is written whole, its loops fused (`fused_tuple`).
+                let ks: Vec<usize> = chosen.iter().map(|(k, _)| *k).collect();
+                let columns = items.iter().any(|&e| column_of(arena, e, x).is_some());
+                (!ks.is_empty() || columns).then_some((items, ks))
             }
             _ => None,
         };
@@ -465,7 +471,14 @@ impl<'a> Translator<'a> {
                 let (Node::Reduce(f, ..) | Node::Foldl(f, ..)) = arena[e] else {
                     return internal("an embedded fold is not a fold");
                 };
-                let mut places = leaves.iter().filter(|(leaf, _)| *leaf == e);
+                // The fold itself, or a map of each element alone over it (`map (s. c *
+                // s) fold`, a gradient scaled by the result's constant factor), which then
+                // runs in that place after the loop (see `emit_into_node`).
+                let mut places = leaves.iter().filter(|(leaf, _)| {
+                    *leaf == e
+                        || matches!(arena[*leaf], Node::Map(g, r)
+                            if r == e && super::elementwise(arena, g))
+                });
                 let (Some((_, place)), None) = (places.next(), places.next()) else {
                     continue;
                 };
@@ -838,6 +851,18 @@ impl<'a> Translator<'a> {
                     t.an.var_shape(ps[0])?.has_arrays()
                         && sums_elementwise(arena, ps[0], ps[1], body)
                 }
+                (Node::Map(g, r), Place::Arr(d))
+                    if matches!(d.kind, Kind::Mem { .. })
+                        && matches!(arena[r], Node::Reduce(..))
+                        && super::elementwise(arena, g) =>
+                {
+                    let Node::Reduce(f, ..) = arena[r] else {
+                        return Ok(false);
+                    };
+                    let (ps, body) = lambda(arena, f, 2, "a fold")?;
+                    t.an.var_shape(ps[0])?.has_arrays()
+                        && sums_elementwise(arena, ps[0], ps[1], body)
+                }
                 _ => false,
             })
         };
@@ -855,13 +880,22 @@ impl<'a> Translator<'a> {
         for (&e, p) in items.iter().zip(places) {
             preps.push(if adding_like(self, e, p)? {
                 match (arena[e], p) {
-                    (Node::Reduce(_, z, x), Place::Arr(acc)) => {
+                    (Node::Reduce(..) | Node::Map(..), Place::Arr(acc)) => {
+                        // The sum, and the map of its elements (`then`) if scaled.
+                        let (sum, then) = match arena[e] {
+                            Node::Map(g, r) => (r, Some(g)),
+                            _ => (e, None),
+                        };
+                        let Node::Reduce(_, z, x) = arena[sum] else {
+                            return internal("a sum changed its node");
+                        };
                         let zv = self.emit(z)?;
                         self.write(&zv, p)?;
                         let src = self.emit_arr(x)?;
                         Prep::Sum {
                             src,
                             acc: acc.clone(),
+                            then,
                         }
                     }
                     (_, Place::AddTo(d)) => {
@@ -955,13 +989,13 @@ impl<'a> Translator<'a> {
                     self.write(&v, &places[k])?
                 }
                 Prep::Add { a, .. } => self.write(&Val::Arr(a.clone()), &places[k])?,
-                Prep::Sum { src, acc } => {
+                Prep::Sum { src, acc, then } => {
                     let sums = Additions {
                         by_index: Vec::new(),
                         sums: vec![(src, acc)],
                     };
                     self.fused_loop(src.len, &[], &[], &sums)?;
-                    self.view(acc, acc.len, acc.stat())?
+                    self.sum_then(acc, *then)?
                 }
             });
         }
@@ -983,7 +1017,7 @@ impl<'a> Translator<'a> {
         for &k in &group {
             match &preps[k] {
                 Prep::Add { a, d, .. } => additions.by_index.push((a, d)),
-                Prep::Sum { src, acc } => additions.sums.push((src, acc)),
+                Prep::Sum { src, acc, .. } => additions.sums.push((src, acc)),
                 _ => {}
             }
         }
@@ -1004,7 +1038,7 @@ impl<'a> Translator<'a> {
                 }
                 // The accumulator, as an `AddTo` write yields it.
                 Prep::Add { d, .. } => self.view(d, d.len, d.stat())?,
-                Prep::Sum { acc, .. } => self.view(acc, acc.len, acc.stat())?,
+                Prep::Sum { acc, then, .. } => self.sum_then(acc, *then)?,
                 Prep::Done(v) => v.clone(),
             });
         }
@@ -1157,6 +1191,17 @@ impl<'a> Translator<'a> {
 
     /// `map f srcs...` written to `d`: two elements per iteration when they are light
     /// scalars (see [`Translator::paired_loop`]).
+    /// The sum accumulated in `acc`, with the map `then` (if any) applied to it in place:
+    /// each element read, then written (see `elementwise`).
+    fn sum_then(&mut self, acc: &Rc<Arr>, then: Option<ExprId>) -> JitResult<Val> {
+        let sum = self.view(acc, acc.len, acc.stat())?;
+        match (then, sum) {
+            (None, sum) => Ok(sum),
+            (Some(g), Val::Arr(a)) => self.map_into(g, vec![a], acc),
+            (Some(_), _) => internal("a sum of arrays is not an array"),
+        }
+    }
+
     pub(super) fn map_into(&mut self, f: ExprId, srcs: Vec<Rc<Arr>>, d: &Arr) -> JitResult<Val> {
         let mut lens = vec![(d.len, d.stat())];
         lens.extend(srcs.iter().map(|s| (s.len, s.stat())));

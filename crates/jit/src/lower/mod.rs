@@ -598,6 +598,19 @@ impl<'a> Translator<'a> {
                     self.precomputed.remove(&s);
                     return v;
                 }
+                // A map of each element alone over a fold that adds in place (`map (s. c * s)
+                // (reduce (s, t. map2 + s t) zeros A)`, a gradient a constant factor of the
+                // result scales): the fold accumulates where the map goes, and the map then
+                // runs there in place, each element read before it is written.
+                if let Reduce(g, _, _) | Foldl(g, _, _) = arena[x] {
+                    if matches!(d.kind, Kind::Mem { .. })
+                        && self.adds_in_place(g)?
+                        && elementwise(arena, f)
+                    {
+                        let acc = expect_arr(self.emit_into(x, p)?)?;
+                        return self.map_into(f, vec![acc], d);
+                    }
+                }
                 let src = self.emit_arr(x)?;
                 self.map_into(f, vec![src], d)
             }
@@ -676,6 +689,31 @@ impl<'a> Translator<'a> {
                 self.write(&v, p)
             }
         }
+    }
+}
+
+/// Whether the map function `f` makes each element of its result from the same element of
+/// its argument alone: its result is a value without arrays, or a map of such a function
+/// over its parameter (a row's elements each from that row's). Then the map may write over
+/// its argument, element by element.
+pub(super) fn elementwise(arena: &unfad_syntax::Arena, f: ExprId) -> bool {
+    let Some((&[p], body)) = arena.lambda_parts(f) else {
+        return false;
+    };
+    match arena[body] {
+        Node::Map(g, a) if arena[a] == Node::Var(p) => elementwise(arena, g),
+        _ => !arena.mentions_any(body, &[p]) || scalar_result(arena, body, p),
+    }
+}
+
+/// Whether `e`, a function's body over its parameter `p`, is a value without arrays built
+/// from `p` only as a value without arrays: arithmetic and scalar functions of it.
+fn scalar_result(arena: &unfad_syntax::Arena, e: ExprId, p: unfad_syntax::Var) -> bool {
+    match arena[e] {
+        Node::Var(_) | Node::Const(_) => true,
+        Node::Op1(_, x) => scalar_result(arena, x, p),
+        Node::Op2(_, x, y) => scalar_result(arena, x, p) && scalar_result(arena, y, p),
+        _ => !arena.mentions_any(e, &[p]),
     }
 }
 
