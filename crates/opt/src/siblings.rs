@@ -223,14 +223,14 @@ impl Facts {
         };
         let mut folds: Vec<(usize, ExprId)> = items
             .iter()
-            .filter(|&&e| matches!(arena[e], Node::Reduce(..)))
-            .map(|&e| (stmts.len(), e))
+            .filter_map(|&e| scaled_reduction(arena, e))
+            .map(|e| (stmts.len(), e))
             .collect();
         for (k, s) in stmts.iter().enumerate() {
             let Stmt::One(v, rhs) = *s else { continue };
             let component = items
                 .iter()
-                .any(|&e| matches!(arena[e], Node::Var(w) if w == v));
+                .any(|&e| scales(arena, e, &|r| r == Node::Var(v), MAX_SCALES));
             if matches!(arena[rhs], Node::Reduce(..)) && component {
                 folds.push((k, rhs));
             }
@@ -246,6 +246,44 @@ impl Facts {
             .count();
         matches!(self.reads.get(&x), Some(&n) if n > 0 && n == folded)
     }
+}
+
+/// Scalar operations with a variable or a constant around a reduction, at most.
+const MAX_SCALES: usize = 4;
+
+/// Whether `e` is a term that `is` accepts, or scales one: scalar operations with
+/// variables and constants around it (`r / c`, `c * r`, `-r`), at most `depth` deep. A
+/// mean's value is its sum so, once `unfad_ad::reverse_factored` has taken the factor out
+/// of the reverse pass, and the code generator folds the sum in the loop that makes its
+/// operand all the same.
+fn scales(arena: &Arena, e: ExprId, is: &dyn Fn(Node) -> bool, depth: usize) -> bool {
+    let atom = |e: ExprId| matches!(arena[e], Node::Var(_) | Node::Const(_));
+    is(arena[e])
+        || depth > 0
+            && match arena[e] {
+                Node::Op1(_, x) => scales(arena, x, is, depth - 1),
+                Node::Op2(_, x, y) => {
+                    (atom(y) && scales(arena, x, is, depth - 1))
+                        || (atom(x) && scales(arena, y, is, depth - 1))
+                }
+                _ => false,
+            }
+}
+
+/// The reduction `e` is, or that `e` scales (see [`scales`]).
+fn scaled_reduction(arena: &Arena, e: ExprId) -> Option<ExprId> {
+    let atom = |e: ExprId| matches!(arena[e], Node::Var(_) | Node::Const(_));
+    let mut e = e;
+    for _ in 0..=MAX_SCALES {
+        e = match arena[e] {
+            Node::Reduce(..) => return Some(e),
+            Node::Op1(_, x) => x,
+            Node::Op2(_, x, y) if atom(y) => x,
+            Node::Op2(_, x, y) if atom(x) => y,
+            _ => return None,
+        };
+    }
+    None
 }
 
 /// The same term: one node, or equal up to the names of bound variables.

@@ -91,3 +91,37 @@ fn a_sum_the_value_also_reads_joins_the_loop_over_the_same_arrays() {
         value(&prog.arena, &joined, &args)
     );
 }
+
+#[test]
+fn a_means_value_joins_the_loop_of_its_gradient() {
+    // A mean loss, its factor taken out of the reverse pass (`unfad_ad::reverse_factored`):
+    // the value is the sum over the points divided by their number, which the code
+    // generator folds in the loop that makes its terms as it folds a bare sum. The value's
+    // loop over the points joins the gradient's, which then computes each point's hidden
+    // layer once; values do not change.
+    let src = "def loss(X: [n][m]real, y: [n]real, W: [k][m]real, v: [k]real): real =
+           let err = map2 (x, t.
+             let h = map (row. tanh(dot(row, x))) W in
+             let o = dot(v, h) in
+             (o - t) * (o - t)) X y in
+           sum(err) / real(len(X))";
+    let (mut prog, func) = load(src);
+    let rev = unfad_ad::reverse_factored(&mut prog.arena, &func, &[0, 1, 2, 3]).unwrap();
+    let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
+    let joined = fuse_sibling_loops(&mut prog.arena, &term);
+    let printed = print_func(&prog.arena, &joined);
+    // One loop over the points (without the factor out, two: the value's and the
+    // gradient's, each computing the hidden layer).
+    assert_eq!(printed.matches(") X y").count(), 1, "{printed}");
+    let input = serde_json::json!({
+        "X": [[0.5, -1.0], [0.25, 2.0], [1.5, 0.5]],
+        "y": [1.0, -0.5, 0.25],
+        "W": [[0.3, -0.2], [0.1, 0.4], [-0.6, 0.2]],
+        "v": [0.5, -1.5, 2.0]
+    });
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+    assert_eq!(
+        value(&prog.arena, &term, &args),
+        value(&prog.arena, &joined, &args)
+    );
+}
