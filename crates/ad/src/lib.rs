@@ -58,6 +58,9 @@
 //!   transformations `UNF`, `D_ρ`, `UNF^-1`;
 //! - `pipeline`: the top of a run (`∇`, value and gradient, after the request's check),
 //!   calling the rules through `Reverse`;
+//! - [`reverse_factored`] (module `factor`): the weakened route with the result's constant
+//!   factors (`sum(l) / real(len(X))`) taken out of the reverse pass, the gradients scaled
+//!   once after it (reverse mode is linear in its seed): the route `compile_grad` takes;
 //! - [`checks`]: the invariants of generated terms (linear continuations, unique binders).
 //!
 //! Where this crate departs from the paper's figures (typos, and rules that are wrong as
@@ -75,6 +78,7 @@ pub mod derivatives;
 mod direct;
 mod elem;
 pub mod error;
+mod factor;
 mod folds;
 mod forward;
 pub mod ground;
@@ -85,6 +89,7 @@ mod reverse;
 pub mod unf;
 
 pub use error::AdError;
+pub use factor::reverse_factored;
 pub use forward::forward;
 pub use request::RequestError;
 

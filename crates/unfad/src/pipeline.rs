@@ -108,11 +108,22 @@ impl Pipeline {
             .map_err(|e| self.ad_error(e))
     }
 
+    /// [`Pipeline::reverse_weakened`] with the result's constant factors taken out of the
+    /// reverse pass ([`unfad_ad::reverse_factored`]): a mean's `1 / real(len(X))` scales
+    /// the gradients once at the end instead of every contribution inside the loops. The
+    /// route of [`Pipeline::optimized_reverse`].
+    pub fn reverse_factored(&mut self, wrt: &[usize]) -> Result<Func, Error> {
+        self.check_differentiable()?;
+        unfad_ad::reverse_factored(&mut self.program.arena, &self.source, wrt)
+            .map_err(|e| self.ad_error(e))
+    }
+
     /// Value and gradient after partial evaluation and the optimizations: first-order.
-    /// Differentiated by [`Pipeline::reverse_weakened`] (the optimized terms are those of
-    /// [`Pipeline::reverse`]'s, checked on random programs, at a fraction of the cost).
+    /// Differentiated by [`Pipeline::reverse_factored`] (the optimized terms are those of
+    /// [`Pipeline::reverse`]'s up to the rounding of the factors' scaling, checked on
+    /// random programs, at a fraction of the cost).
     pub fn optimized_reverse(&mut self, wrt: &[usize]) -> Result<Func, Error> {
-        let rev = self.reverse_weakened(wrt)?;
+        let rev = self.reverse_factored(wrt)?;
         self.optimize(&rev)
     }
 

@@ -2,6 +2,9 @@
 //! forms (perturbation confusion included), against the API's own Hessian-vector
 //! products, and the errors of derivatives that cannot be taken.
 
+mod common;
+
+use common::{agrees, native_output};
 use unfad::{Arg, Engine};
 use unfad_test_support::close;
 
@@ -167,41 +170,6 @@ fn iterate_while_stops_where_its_condition_fails_in_every_mode() {
     assert_eq!(value(once, &[(-5.0).into()]), [-5.0]);
 }
 
-/// An interpreter value as an argument of the API (arrays of reals flat, row-major).
-fn arg_of<'a>(v: &unfad_interp::Value<f64>, flat: &'a [Vec<f64>], at: &mut usize) -> Arg<'a> {
-    // The buffers were filled in the same order by `buffers_of`.
-    fn go<'a>(v: &unfad_interp::Value<f64>, bufs: &'a [Vec<f64>], at: &mut usize) -> Arg<'a> {
-        use unfad_interp::Value;
-        match v {
-            Value::Real(x) => Arg::Real(*x),
-            Value::Tuple(items) => Arg::tuple(items.iter().map(|x| go(x, bufs, at)).collect()),
-            Value::Array(items) if items.is_empty() => Arg::elements(Vec::new()),
-            Value::Array(items) if items.iter().all(|x| matches!(x, Value::Real(_))) => {
-                let data = &bufs[*at];
-                *at += 1;
-                Arg::from(data.as_slice())
-            }
-            Value::Array(items) => Arg::elements(items.iter().map(|x| go(x, bufs, at)).collect()),
-            _ => Arg::Real(f64::NAN),
-        }
-    }
-    go(v, flat, at)
-}
-
-/// The flat buffers of the arrays of reals in `v`, in the order [`arg_of`] reads them.
-fn buffers_of(v: &unfad_interp::Value<f64>, out: &mut Vec<Vec<f64>>) {
-    use unfad_interp::Value;
-    match v {
-        Value::Tuple(items) => items.iter().for_each(|x| buffers_of(x, out)),
-        Value::Array(items) if items.is_empty() => {}
-        Value::Array(items) if items.iter().all(|x| matches!(x, Value::Real(_))) => {
-            out.push(v.leaves())
-        }
-        Value::Array(items) => items.iter().for_each(|x| buffers_of(x, out)),
-        _ => {}
-    }
-}
-
 #[test]
 fn random_programs_with_derivatives_agree_with_tagged_dual_numbers() {
     use unfad_interp::{args_from_json, gradient_with_derivatives};
@@ -223,18 +191,9 @@ fn random_programs_with_derivatives_agree_with_tagged_dual_numbers() {
         let grad = Engine::new()
             .compile_grad(&g.source)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", g.source));
-        let mut bufs = Vec::new();
-        args.iter().for_each(|a| buffers_of(a, &mut bufs));
-        let mut at = 0;
-        let api_args: Vec<Arg> = args.iter().map(|a| arg_of(a, &bufs, &mut at)).collect();
-        let out = grad
-            .call(&api_args)
+        let out = native_output(&grad, &args)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", g.source));
-        let mut ok = close(out.value, value, 1e-9);
-        for &i in grad.wrt() {
-            let (got, want) = (out.gradient(i), &grads[i]);
-            ok &= got.len() == want.len() && got.iter().zip(want).all(|(x, y)| close(*x, *y, 1e-7));
-        }
+        let ok = agrees(&out, value, &grads, grad.wrt());
         assert!(
             ok,
             "seed {seed}: native {} {:?} vs tagged duals {value} {grads:?}\n{}",

@@ -1,0 +1,118 @@
+//! A result's constant factors, taken out of the reverse pass (`unfad_ad::reverse_factored`,
+//! the route `compile_grad` takes): random programs of the whole Source language, their
+//! results scaled as a user scales a loss (a mean's `/ real(len(A) + 1)`, `0.5 * ...`, a
+//! negation), differentiated natively against the program as written, differentiated by
+//! tagged dual numbers; and the factors are found where they are written.
+
+mod common;
+
+use common::{agrees, native_output};
+use unfad::{Engine, Pipeline};
+
+/// The `k`-th way of scaling a result `r` (the text of a real expression).
+fn scaled(k: u64, r: &str) -> String {
+    match k % 5 {
+        0 => format!("({r}) / real(len(A) + 1)"),
+        1 => format!("0.5 * ({r})"),
+        2 => format!("-(({r}) * 3.0) / real(len(B) + 2)"),
+        3 => format!("let n = real(len(A) + len(B) + 1) in 2.0 * (({r}) / n)"),
+        _ => format!("({r}) * y0"),
+    }
+}
+
+/// The program `src` (its entry point `f` last, its body on the line after the header)
+/// with its result scaled as [`scaled`] says, and `y0`, a parameter that is not
+/// differentiated when asked, added last.
+fn with_scaled_result(k: u64, src: &str) -> Option<String> {
+    let at = src.rfind("def f(")?;
+    let (helpers, entry) = src.split_at(at);
+    let (header, body) = entry.split_once(") =\n")?;
+    Some(format!(
+        "{helpers}{header}, y0: real) =\n  {}\n",
+        scaled(k, body.trim())
+    ))
+}
+
+#[test]
+fn scaled_results_agree_with_tagged_dual_numbers() {
+    use unfad_interp::{args_from_json, gradient_with_derivatives};
+    use unfad_testgen::{generate, Features};
+    let (mut checked, mut factored) = (0, 0);
+    for seed in 0..300 {
+        let g = generate(seed, &Features::all());
+        let Some(src) = with_scaled_result(seed, &g.source) else {
+            panic!("seed {seed}: no entry point found\n{}", g.source);
+        };
+        let mut input = g.input.clone();
+        input["y0"] = serde_json::json!(1.5);
+        let (prog, func) = unfad_test_support::load(&src);
+        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+        let Ok((value, grads)) = gradient_with_derivatives(&prog.arena, &func, &args) else {
+            continue;
+        };
+        // Every parameter but `y0`, which the scale `* y0` then does not depend on.
+        let wrt: Vec<usize> = (0..func.params.len() - 1).collect();
+        let names: Vec<String> = func.param_names(&prog.arena);
+        let wrt_names: Vec<&str> = wrt.iter().map(|&i| names[i].as_str()).collect();
+        let grad = Engine::new()
+            .compile_grad_wrt(&src, None, &wrt_names)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
+        let out = native_output(&grad, &args).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{src}"));
+        let ok = agrees(&out, value, &grads, &wrt);
+        assert!(
+            ok,
+            "seed {seed}: native {} {:?} vs tagged duals {value} {grads:?}\n{src}",
+            out.value,
+            wrt.iter().map(|&i| out.gradient(i)).collect::<Vec<_>>(),
+        );
+        checked += 1;
+        // The factors were taken out: the route's term is not the weakened macro's.
+        let mut p = Pipeline::load(&src, None).unwrap();
+        let weak = p.reverse_weakened(&wrt).unwrap();
+        let fact = p.reverse_factored(&wrt).unwrap();
+        let a = &p.program.arena;
+        factored +=
+            usize::from(unfad_syntax::print_func(a, &weak) != unfad_syntax::print_func(a, &fact));
+    }
+    assert!(checked >= 250, "only {checked} programs checked");
+    assert_eq!(
+        factored, checked,
+        "factors found in {factored} of {checked} programs"
+    );
+}
+
+/// A batch loss as a user writes it, summed or averaged over the batch.
+fn batch_loss(mean: bool) -> String {
+    let total = if mean {
+        "sum(err) / real(len(X))"
+    } else {
+        "sum(err)"
+    };
+    format!(
+        "def loss(X: [n][m]real, y: [n]real, W1: [k][m]real, b1: [k]real, w2: [k]real): real =\n  \
+         let err = map2 (x, t.\n    \
+           let h = map2 (row, b. tanh(dot(row, x) + b)) W1 b1 in\n    \
+           let o = dot(w2, h) in\n    \
+           (o - t) * (o - t)) X y in\n  \
+         {total}"
+    )
+}
+
+#[test]
+fn a_mean_loss_takes_the_workspace_of_its_sum() {
+    // Seeded with `1 / n`, the mean's gradient stored each example's contributions to
+    // `W1`'s (n k m reals) before they were added; with the factor out, it is the sum's
+    // gradient scaled once at the end, where the sums are made.
+    let engine = Engine::new();
+    let sizes = [(2000, 32, 16), (100, 8, 4)];
+    for (n, m, k) in sizes {
+        let size_of = |src: &str| {
+            let g = engine.compile_grad(src).unwrap();
+            // The size variables in order of appearance: n, m, k.
+            g.workspace_len(&[n, m, k])
+        };
+        let (mean, sum) = (size_of(&batch_loss(true)), size_of(&batch_loss(false)));
+        assert_eq!(mean, sum, "n = {n}, m = {m}, k = {k}");
+        assert!(mean < (k * m) as usize, "n = {n}: {mean} reals");
+    }
+}
