@@ -40,6 +40,14 @@ enum Factor {
     Divisor,
     /// `-e`
     Negation,
+    /// `c + e`
+    Plus,
+    /// `e + c`
+    PlusRight,
+    /// `e - c`
+    Minus,
+    /// `c - e`
+    From,
 }
 
 /// What the walk down to the result knows of the variables in scope.
@@ -148,6 +156,27 @@ fn peel(
                 e
             }
         }
+        Node::Op2(op @ (BinOp::Add | BinOp::Sub), x, y) => {
+            if let Some(c) = scope.inactive(a, x, 0) {
+                let f = if op == BinOp::Add {
+                    Factor::Plus
+                } else {
+                    Factor::From
+                };
+                factors.push((f, c));
+                peel(scope, a, y, factors)
+            } else if let Some(c) = scope.inactive(a, y, 0) {
+                let f = if op == BinOp::Add {
+                    Factor::PlusRight
+                } else {
+                    Factor::Minus
+                };
+                factors.push((f, c));
+                peel(scope, a, x, factors)
+            } else {
+                e
+            }
+        }
         Node::Op2(BinOp::Div, x, y) => match scope.inactive(a, y, 0) {
             Some(c) => {
                 factors.push((Factor::Divisor, c));
@@ -177,7 +206,7 @@ pub fn reverse_factored(a: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Fun
     }
     let mut factors = Vec::new();
     let body = peel(&mut scope, a, func.body, &mut factors);
-    if factors.iter().all(|(f, _)| *f == Factor::Negation) {
+    if factors.is_empty() {
         return crate::reverse_weakened(a, func, wrt);
     }
     let inner = Func {
@@ -203,14 +232,24 @@ pub fn reverse_factored(a: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Fun
                 let one = a.constant(1.0);
                 a.op2(BinOp::Div, one, ce)
             }
+            Factor::From => a.constant(-1.0),
+            // A constant added changes no gradient.
+            Factor::Plus | Factor::PlusRight | Factor::Minus => continue,
         };
         d = Some(match d {
             None => df,
             Some(prev) => a.op2(BinOp::Mul, prev, df),
         });
     }
-    let dv = a.fresh_var("d", Some(Type::Real));
-    binds.push((dv, d.expect("at least one factor")));
+    // The gradients' scale, if not 1.
+    let dv = match d {
+        Some(d) => {
+            let dv = a.fresh_var("d", Some(Type::Real));
+            binds.push((dv, d));
+            Some(dv)
+        }
+        None => None,
+    };
 
     // The value as the program computes it, innermost factor first.
     let v = a.fresh_var("v", Some(Type::Real));
@@ -222,6 +261,10 @@ pub fn reverse_factored(a: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Fun
             Factor::Right => a.op2(BinOp::Mul, value, ce),
             Factor::Divisor => a.op2(BinOp::Div, value, ce),
             Factor::Negation => a.op1(UnOp::Neg, value),
+            Factor::Plus => a.op2(BinOp::Add, ce, value),
+            Factor::PlusRight => a.op2(BinOp::Add, value, ce),
+            Factor::Minus => a.op2(BinOp::Sub, value, ce),
+            Factor::From => a.op2(BinOp::Sub, ce, value),
         };
     }
     let gs: Vec<Var> = wrt
@@ -232,10 +275,15 @@ pub fn reverse_factored(a: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Fun
         })
         .collect();
     let mut items = vec![value];
-    let de = a.var(dv);
     for (&g, &i) in gs.iter().zip(wrt) {
         let ge = a.var(g);
-        items.push(ground::scale(a, &tys[i], de, ge)?);
+        items.push(match dv {
+            Some(dv) => {
+                let de = a.var(dv);
+                ground::scale(a, &tys[i], de, ge)?
+            }
+            None => ge,
+        });
     }
     let result = a.tuple(&items);
     let mut pattern = vec![v];

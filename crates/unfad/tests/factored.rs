@@ -1,7 +1,7 @@
 //! A result's constant factors, taken out of the reverse pass (`unfad_ad::reverse_factored`,
 //! the route `compile_grad` takes): random programs of the whole Source language, their
 //! results scaled as a user scales a loss (a mean's `/ real(len(A) + 1)`, `0.5 * ...`, a
-//! negation), differentiated natively against the program as written, differentiated by
+//! negation, a constant added), differentiated natively against the program as written, differentiated by
 //! tagged dual numbers; and the factors are found where they are written.
 
 mod common;
@@ -11,11 +11,13 @@ use unfad::{Engine, Pipeline};
 
 /// The `k`-th way of scaling a result `r` (the text of a real expression).
 fn scaled(k: u64, r: &str) -> String {
-    match k % 5 {
+    match k % 7 {
         0 => format!("({r}) / real(len(A) + 1)"),
         1 => format!("0.5 * ({r})"),
         2 => format!("-(({r}) * 3.0) / real(len(B) + 2)"),
         3 => format!("let n = real(len(A) + len(B) + 1) in 2.0 * (({r}) / n)"),
+        4 => format!("-({r})"),
+        5 => format!("(1.0 - ({r})) / real(len(A) + 3) + y0"),
         _ => format!("({r}) * y0"),
     }
 }
