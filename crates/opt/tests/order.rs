@@ -1,0 +1,89 @@
+//! Statements that do not read a loop move above it (`unfad_opt::order`): the values do
+//! not change, not even in the last bit, and a penalized loss's gradient keeps its
+//! per-point loop's folds right after the loop.
+
+mod common;
+
+use common::value;
+
+use unfad_interp::args_from_json;
+use unfad_opt::order::independent_first;
+use unfad_syntax::print_func;
+use unfad_test_support::load;
+use unfad_testgen::{generate, Features};
+
+#[test]
+fn moving_statements_of_random_gradients_changes_no_value() {
+    let mut changed = 0;
+    for seed in 0..800 {
+        let g = generate(seed, &Features::all());
+        let (mut prog, func) = load(&g.source);
+        let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+        let all: Vec<usize> = (0..func.params.len()).collect();
+        let rev = unfad_ad::reverse(&mut prog.arena, &func, &all).unwrap();
+        let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
+        let moved = independent_first(&mut prog.arena, &term);
+        if moved.body == term.body {
+            continue;
+        }
+        changed += 1;
+        let shown = format!(
+            "seed {seed}\n{}\nmoved:\n{}",
+            print_func(&prog.arena, &term),
+            print_func(&prog.arena, &moved)
+        );
+        assert_eq!(
+            value(&prog.arena, &term, &args),
+            value(&prog.arena, &moved, &args),
+            "{shown}"
+        );
+        unfad_opt::check_types(&mut prog.arena, &moved).unwrap_or_else(|e| panic!("{e}\n{shown}"));
+    }
+    assert!(
+        changed >= 20,
+        "statements moved in only {changed} gradients"
+    );
+}
+
+#[test]
+fn a_penalty_moves_above_the_loop_over_the_points() {
+    // The penalty's sum is a term of the value and the gradient of its weight, so a `let`;
+    // computed after the loop over the points, it stood between that loop and its folds.
+    let src = "def loss(X: [n][m]real, y: [n]real, w: [m]real, lam: real): real =
+           let l = map2 (x, t. let z = dot(w, x) in log(1 + exp(-t * z))) X y in
+           sum(l) + lam * sum(map (v. v * v) w)";
+    let (mut prog, func) = load(src);
+    let rev = unfad_ad::reverse_factored(&mut prog.arena, &func, &[0, 1, 2, 3]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &rev).unwrap();
+    let printed = print_func(&prog.arena, &opt);
+    let penalty = printed.find("(v. v * v) w").expect("the penalty");
+    let points = printed.find(") X y").expect("the loop over the points");
+    assert!(penalty < points, "{printed}");
+    let input = serde_json::json!({
+        "X": [[0.5, -1.0], [0.25, 2.0], [1.5, 0.5]],
+        "y": [1.0, -1.0, 1.0],
+        "w": [0.3, -0.2],
+        "lam": 0.1
+    });
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+    let plain = unfad_ad::reverse(&mut prog.arena, &func, &[0, 1, 2, 3]).unwrap();
+    let (a, b) = (
+        value(&prog.arena, &plain, &args),
+        value(&prog.arena, &opt, &args),
+    );
+    let parse = |s: &str| -> Vec<f64> {
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        fn leaves(v: &serde_json::Value, out: &mut Vec<f64>) {
+            match v {
+                serde_json::Value::Array(items) => items.iter().for_each(|x| leaves(x, out)),
+                x => out.push(x.as_f64().unwrap()),
+            }
+        }
+        let mut out = Vec::new();
+        leaves(&v, &mut out);
+        out
+    };
+    for (x, y) in parse(&a).iter().zip(parse(&b)) {
+        assert!((x - y).abs() <= 1e-12 * (1.0 + x.abs()), "{a}\n{b}");
+    }
+}
