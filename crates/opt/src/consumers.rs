@@ -547,6 +547,15 @@ fn wrapped_reduction(arena: &Arena, e: ExprId, joint: &Joint) -> Option<ExprId> 
                 }
             }
             Node::Map(f, a) if !reads_member(arena, f, joint) => a,
+            // A penalty's gradient added to a scaled sum (`map2 (s, v. d * s + lam * v)
+            // (reduce ...) w`): the side that reads no joined loop is the scale's operand.
+            Node::Map2(f, a, b) if !reads_member(arena, f, joint) => {
+                match (reads_member(arena, a, joint), reads_member(arena, b, joint)) {
+                    (true, false) => a,
+                    (false, true) => b,
+                    _ => return None,
+                }
+            }
             _ => return None,
         };
     }

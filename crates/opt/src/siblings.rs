@@ -221,16 +221,27 @@ impl Facts {
             Node::Tuple(l) => arena.exprs(l).to_vec(),
             _ => vec![tail],
         };
-        let mut folds: Vec<(usize, ExprId)> = items
+        // The terms of the items' scalar arithmetic: a mean's value `r / c`, a penalized
+        // loss `r1 / c + lam * r2`, are their sums to the code generator.
+        let defs: HashMap<Var, ExprId> = stmts
             .iter()
-            .filter_map(|&e| scaled_reduction(arena, e))
-            .map(|e| (stmts.len(), e))
+            .filter_map(|s| match *s {
+                Stmt::One(v, rhs) => Some((v, rhs)),
+                Stmt::Many(..) => None,
+            })
+            .collect();
+        let mut terms = Vec::new();
+        for &e in &items {
+            arithmetic_terms(arena, &defs, e, MAX_SCALES, &mut terms);
+        }
+        let mut folds: Vec<(usize, ExprId)> = terms
+            .iter()
+            .filter(|&&e| matches!(arena[e], Node::Reduce(..)))
+            .map(|&e| (stmts.len(), e))
             .collect();
         for (k, s) in stmts.iter().enumerate() {
             let Stmt::One(v, rhs) = *s else { continue };
-            let component = items
-                .iter()
-                .any(|&e| scales(arena, e, &|r| r == Node::Var(v), MAX_SCALES));
+            let component = terms.iter().any(|&e| arena[e] == Node::Var(v));
             if matches!(arena[rhs], Node::Reduce(..)) && component {
                 folds.push((k, rhs));
             }
@@ -248,42 +259,46 @@ impl Facts {
     }
 }
 
-/// Scalar operations with a variable or a constant around a reduction, at most.
-const MAX_SCALES: usize = 4;
+/// Scalar operations (and variables bound to them) around a reduction, at most.
+const MAX_SCALES: usize = 6;
 
-/// Whether `e` is a term that `is` accepts, or scales one: scalar operations with
-/// variables and constants around it (`r / c`, `c * r`, `-r`), at most `depth` deep. A
-/// mean's value is its sum so, once `unfad_ad::reverse_factored` has taken the factor out
-/// of the reverse pass, and the code generator folds the sum in the loop that makes its
-/// operand all the same.
-fn scales(arena: &Arena, e: ExprId, is: &dyn Fn(Node) -> bool, depth: usize) -> bool {
+/// The terms of the scalar arithmetic `e` is (through at most `depth` operations with a
+/// variable or a constant, negations and functions, and variables bound to them), pushed
+/// onto `out`: `e` itself if it is no such operation. A mean's value `r / c` has the terms `r` and `c`; the
+/// code generator folds a reduction among them in the loop that makes its operand as it
+/// folds a bare one (a mean's, once `unfad_ad::reverse_factored` has taken the factor out
+/// of the reverse pass).
+fn arithmetic_terms(
+    arena: &Arena,
+    defs: &HashMap<Var, ExprId>,
+    e: ExprId,
+    depth: usize,
+    out: &mut Vec<ExprId>,
+) {
     let atom = |e: ExprId| matches!(arena[e], Node::Var(_) | Node::Const(_));
-    is(arena[e])
-        || depth > 0
-            && match arena[e] {
-                Node::Op1(_, x) => scales(arena, x, is, depth - 1),
-                Node::Op2(_, x, y) => {
-                    (atom(y) && scales(arena, x, is, depth - 1))
-                        || (atom(x) && scales(arena, y, is, depth - 1))
-                }
-                _ => false,
+    match arena[e] {
+        Node::Op1(_, x) if depth > 0 => arithmetic_terms(arena, defs, x, depth - 1, out),
+        // An operation with a variable or a constant: a scale, or a term beside another
+        // (a seeded gradient's `r / len(X)`, where the seed scales the adjoints inside the
+        // loops too, stays apart: joined, its scaled columns would be stored).
+        Node::Op2(_, x, y) if depth > 0 && (atom(x) || atom(y)) => {
+            if atom(y) {
+                arithmetic_terms(arena, defs, x, depth - 1, out);
             }
-}
-
-/// The reduction `e` is, or that `e` scales (see [`scales`]).
-fn scaled_reduction(arena: &Arena, e: ExprId) -> Option<ExprId> {
-    let atom = |e: ExprId| matches!(arena[e], Node::Var(_) | Node::Const(_));
-    let mut e = e;
-    for _ in 0..=MAX_SCALES {
-        e = match arena[e] {
-            Node::Reduce(..) => return Some(e),
-            Node::Op1(_, x) => x,
-            Node::Op2(_, x, y) if atom(y) => x,
-            Node::Op2(_, x, y) if atom(x) => y,
-            _ => return None,
-        };
+            if atom(x) {
+                arithmetic_terms(arena, defs, y, depth - 1, out);
+            }
+        }
+        // A variable bound to such arithmetic (`let v = r / c in (v + p, ...)`, before
+        // inlining), through its definition.
+        Node::Var(v) if depth > 0 => match defs.get(&v) {
+            Some(&rhs) if matches!(arena[rhs], Node::Op1(..) | Node::Op2(..)) => {
+                arithmetic_terms(arena, defs, rhs, depth - 1, out)
+            }
+            _ => out.push(e),
+        },
+        _ => out.push(e),
     }
-    None
 }
 
 /// The same term: one node, or equal up to the names of bound variables.
