@@ -200,6 +200,9 @@ fn peel(
 /// its factors. [`crate::reverse_weakened`]'s term itself when the result has no factor
 /// but negations (a seed of -1 costs the optimizer nothing).
 pub fn reverse_factored(a: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
+    if let Some((first, second)) = split_sum(a, func, wrt) {
+        return reverse_of_sum(a, func, wrt, &first, &second);
+    }
     let mut scope = Scope::default();
     for (i, &p) in func.params.iter().enumerate() {
         scope.params.insert(p, wrt.contains(&i));
@@ -294,4 +297,140 @@ pub fn reverse_factored(a: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Fun
     }
     crate::elem::retype(a, body)?;
     Ok(Func { body, ..rev })
+}
+
+/// A statement of the `let` chain that leads to the result.
+#[derive(Clone, Copy)]
+enum Stmt {
+    One(Var, ExprId),
+    Many(unfad_syntax::VarList, ExprId),
+}
+
+/// The statements of the chain of `let`s at the top of `e`, and its tail.
+fn unchain(a: &Arena, mut e: ExprId) -> (Vec<Stmt>, ExprId) {
+    let mut stmts = Vec::new();
+    loop {
+        match a[e] {
+            Node::Let(x, e1, e2) => {
+                stmts.push(Stmt::One(x, e1));
+                e = e2;
+            }
+            Node::LetTuple(xs, e1, e2) => {
+                stmts.push(Stmt::Many(xs, e1));
+                e = e2;
+            }
+            _ => return (stmts, e),
+        }
+    }
+}
+
+/// The statements of `stmts` that `e` needs (reads, or reads through those it reads), in
+/// order.
+fn needed(a: &Arena, stmts: &[Stmt], e: ExprId) -> Vec<usize> {
+    let mut wanted: std::collections::HashSet<Var> = a.free_vars(e).into_iter().collect();
+    let mut out = Vec::new();
+    for (i, s) in stmts.iter().enumerate().rev() {
+        let (bound, rhs): (Vec<Var>, ExprId) = match *s {
+            Stmt::One(x, rhs) => (vec![x], rhs),
+            Stmt::Many(xs, rhs) => (a.vars_of(xs).to_vec(), rhs),
+        };
+        if bound.iter().any(|v| wanted.contains(v)) {
+            wanted.extend(a.free_vars(rhs));
+            out.push(i);
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// `func` with the body `stmts` (those of `keep`) leading to `tail`.
+fn with_body(a: &mut Arena, func: &Func, stmts: &[Stmt], keep: &[usize], tail: ExprId) -> Func {
+    let mut body = tail;
+    for &i in keep.iter().rev() {
+        body = match stmts[i] {
+            Stmt::One(x, rhs) => a.let_(x, rhs, body),
+            Stmt::Many(xs, rhs) => {
+                let xs = a.vars_of(xs).to_vec();
+                a.let_tuple(&xs, rhs, body)
+            }
+        };
+    }
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+/// Whether `func`'s result has a factor to take out ([`peel`] finds one).
+fn has_factor(a: &mut Arena, func: &Func, wrt: &[usize]) -> bool {
+    let mut scope = Scope::default();
+    for (i, &p) in func.params.iter().enumerate() {
+        scope.params.insert(p, wrt.contains(&i));
+    }
+    let mut factors = Vec::new();
+    peel(&mut scope, a, func.body, &mut factors);
+    !factors.is_empty()
+}
+
+/// A result that is the sum `t1 + t2` (or difference, `t1 + -t2`) of terms that share no
+/// statement of the chain leading to them, one of which has a factor to take out (a
+/// mean's loss beside a penalty, `sum(l) / real(len(X)) + lam * sum(w * w)`): the two
+/// functions computing them, each with its statements.
+fn split_sum(a: &mut Arena, func: &Func, wrt: &[usize]) -> Option<(Func, Func)> {
+    let (stmts, tail) = unchain(a, func.body);
+    let (op, t1, t2) = match a[tail] {
+        Node::Op2(op @ (BinOp::Add | BinOp::Sub), x, y) => (op, x, y),
+        _ => return None,
+    };
+    let (n1, n2) = (needed(a, &stmts, t1), needed(a, &stmts, t2));
+    if n1.iter().any(|i| n2.contains(i)) {
+        return None;
+    }
+    let t2 = if op == BinOp::Sub {
+        a.op1(UnOp::Neg, t2)
+    } else {
+        t2
+    };
+    let first = with_body(a, func, &stmts, &n1, t1);
+    let second = with_body(a, func, &stmts, &n2, t2);
+    (has_factor(a, &first, wrt) || has_factor(a, &second, wrt)).then_some((first, second))
+}
+
+/// Value and gradient of `func`, whose result is the sum of those of `first` and
+/// `second`: each differentiated with its own factors taken out, then `(v1 + v2, g1 +̂
+/// h1, ...)`. The value is the program's (`t1 - t2` is `t1 + -t2` in floating point).
+fn reverse_of_sum(
+    a: &mut Arena,
+    func: &Func,
+    wrt: &[usize],
+    first: &Func,
+    second: &Func,
+) -> Result<Func, AdError> {
+    let r1 = reverse_factored(a, first, wrt)?;
+    let r2 = reverse_factored(a, second, wrt)?;
+    let tys = crate::reverse::types_of(a, &func.params)?;
+    let bind = |a: &mut Arena| -> Vec<Var> {
+        let mut vars = vec![a.fresh_var("v", Some(Type::Real))];
+        for &i in wrt {
+            let n = format!("g{}", a.var_name(func.params[i]));
+            vars.push(a.fresh_var(&n, Some(tys[i].clone())));
+        }
+        vars
+    };
+    let (xs, ys) = (bind(a), bind(a));
+    let mut items = Vec::with_capacity(xs.len());
+    for (k, (&x, &y)) in xs.iter().zip(&ys).enumerate() {
+        let (xe, ye) = (a.var(x), a.var(y));
+        let ty = if k == 0 {
+            Type::Real
+        } else {
+            tys[wrt[k - 1]].clone()
+        };
+        items.push(ground::add_hat(a, &ty, xe, ye)?);
+    }
+    let result = a.tuple(&items);
+    let body = a.let_tuple(&ys, r2.body, result);
+    let body = a.let_tuple(&xs, r1.body, body);
+    crate::elem::retype(a, body)?;
+    Ok(Func { body, ..r1 })
 }

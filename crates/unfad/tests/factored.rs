@@ -11,7 +11,9 @@ use unfad::{Engine, Pipeline};
 
 /// The `k`-th way of scaling a result `r` (the text of a real expression).
 fn scaled(k: u64, r: &str) -> String {
-    match k % 7 {
+    match k % 9 {
+        7 => format!("({r}) / real(len(A) + 1) + 0.5 * sum(map (v. v * v) B)"),
+        8 => format!("2.0 * ({r}) - x * y"),
         0 => format!("({r}) / real(len(A) + 1)"),
         1 => format!("0.5 * ({r})"),
         2 => format!("-(({r}) * 3.0) / real(len(B) + 2)"),
@@ -100,6 +102,20 @@ fn batch_loss(mean: bool) -> String {
     )
 }
 
+/// A penalized logistic regression as a user writes it, its loss summed or averaged.
+fn penalized(mean: bool) -> String {
+    let total = if mean {
+        "sum(l) / real(len(X))"
+    } else {
+        "sum(l)"
+    };
+    format!(
+        "def loss(X: [n][m]real, y: [n]real, w: [m]real, b: real, lam: real): real =\n  \
+         let l = map2 (x, t. let z = dot(w, x) + b in log(1 + exp(-t * z))) X y in\n  \
+         {total} + lam * sum(map (v. v * v) w)"
+    )
+}
+
 #[test]
 fn a_mean_loss_takes_the_workspace_of_its_sum() {
     // Seeded with `1 / n`, the mean's gradient stored each example's contributions to
@@ -116,5 +132,12 @@ fn a_mean_loss_takes_the_workspace_of_its_sum() {
         let (mean, sum) = (size_of(&batch_loss(true)), size_of(&batch_loss(false)));
         assert_eq!(mean, sum, "n = {n}, m = {m}, k = {k}");
         assert!(mean < (k * m) as usize, "n = {n}: {mean} reals");
+        // Beside a penalty, the mean's term is differentiated apart (the terms share
+        // nothing), its factor out, and the penalty's gradient added at the end.
+        let sizes = [n, m];
+        let size_of = |src: &str| engine.compile_grad(src).unwrap().workspace_len(&sizes);
+        let (mean, sum) = (size_of(&penalized(true)), size_of(&penalized(false)));
+        assert_eq!(mean, sum, "penalized, n = {n}, m = {m}");
+        assert!(mean <= m as usize, "penalized, n = {n}: {mean} reals");
     }
 }
