@@ -15,8 +15,10 @@
 //! then differ from the seeded macro's by rounding only (`d * (a * b)` against
 //! `(d * a) * b`).
 //!
-//! A factor is an operand of `*`, the divisor of `/`, or a negation, around the result
-//! (after the `let`s that lead to it, at any depth), that is *inactive*: built from
+//! A factor is an operand of `*`, the divisor of `/`, a negation (a negative
+//! log-likelihood, `-sum(l)`: its seed -1 inside the loops cost as much as `1 / n`), or a
+//! term added or subtracted (which scales nothing, or by -1), around the result (after the
+//! `let`s that lead to it, at any depth), that is *inactive*: built from
 //! constants, parameters that are not differentiated (and ints), lengths of arrays whose
 //! length the parameters give, and scalar arithmetic and functions of those, directly or
 //! through `let`-bound variables. It has no loop, so it is computed again at the top,
@@ -197,8 +199,9 @@ fn peel(
 /// result's inactive factors taken out of the reverse pass (see the module's
 /// documentation): `let c1 = .. in let d = .. in let (v, g1, ..., gk) = R in
 /// (v / c1 ..., d ·̂ g1, ..., d ·̂ gk)`, `R` the value and gradient of the result without
-/// its factors. [`crate::reverse_weakened`]'s term itself when the result has no factor
-/// but negations (a seed of -1 costs the optimizer nothing).
+/// its factors. [`crate::reverse_weakened`]'s term itself when the result has no factor.
+/// A sum of two terms that share no statement is differentiated term by term
+/// ([`split_sum`]).
 pub fn reverse_factored(a: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
     if let Some((first, second)) = split_sum(a, func, wrt) {
         return reverse_of_sum(a, func, wrt, &first, &second);

@@ -199,7 +199,8 @@ struct Facts {
     reads: HashMap<Var, usize>,
     /// The reductions the code generator folds in the loop that makes their operand, with
     /// the statement they are in (the number of statements for the result): the result's
-    /// components (the tail, or its tuple's items), and the reductions bound by
+    /// components (the tail, or its tuple's items) or terms of their scalar arithmetic
+    /// (`arithmetic_terms`), and the reductions bound by
     /// statements whose variable is such a component, read elsewhere too or not (a sum
     /// that is the gradient of a scale and also a term of the value; the code generator
     /// folds a `let`-bound reduction of a column whatever reads its result).
@@ -264,10 +265,10 @@ const MAX_SCALES: usize = 6;
 
 /// The terms of the scalar arithmetic `e` is (through at most `depth` operations with a
 /// variable or a constant, negations and functions, and variables bound to them), pushed
-/// onto `out`: `e` itself if it is no such operation. A mean's value `r / c` has the terms `r` and `c`; the
-/// code generator folds a reduction among them in the loop that makes its operand as it
-/// folds a bare one (a mean's, once `unfad_ad::reverse_factored` has taken the factor out
-/// of the reverse pass).
+/// onto `out`: `e` itself if it is no such operation. A mean's value `r / c` has the term
+/// `r`; the code generator folds a reduction among the terms in the loop that makes its
+/// operand as it folds a bare one (a mean's, once `unfad_ad::reverse_factored` has taken
+/// the factor out of the reverse pass).
 fn arithmetic_terms(
     arena: &Arena,
     defs: &HashMap<Var, ExprId>,

@@ -44,3 +44,39 @@ pub fn after_pass(src: &str, pass: fn(&mut Arena, &Func) -> Func) -> String {
         unfad_syntax::print_func(&prog.arena, &after)
     }
 }
+
+/// Run `pass` on the settled gradients of `seeds` random programs (`Features::all()`):
+/// each term it changes must keep its value, bit for bit, and its types. The number of
+/// terms changed, for the caller to check that the pass was exercised.
+pub fn random_gradients_keep_their_values(
+    seeds: u64,
+    pass: fn(&mut Arena, &Func) -> Func,
+) -> usize {
+    use unfad_testgen::{generate, Features};
+    let mut changed = 0;
+    for seed in 0..seeds {
+        let g = generate(seed, &Features::all());
+        let (mut prog, func) = load(&g.source);
+        let (args, _) = unfad_interp::args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+        let all: Vec<usize> = (0..func.params.len()).collect();
+        let rev = unfad_ad::reverse(&mut prog.arena, &func, &all).unwrap();
+        let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
+        let after = pass(&mut prog.arena, &term);
+        if after.body == term.body {
+            continue;
+        }
+        changed += 1;
+        let shown = format!(
+            "seed {seed}\n{}\nafter the pass:\n{}",
+            unfad_syntax::print_func(&prog.arena, &term),
+            unfad_syntax::print_func(&prog.arena, &after)
+        );
+        assert_eq!(
+            value(&prog.arena, &term, &args),
+            value(&prog.arena, &after, &args),
+            "{shown}"
+        );
+        unfad_opt::check_types(&mut prog.arena, &after).unwrap_or_else(|e| panic!("{e}\n{shown}"));
+    }
+    changed
+}
