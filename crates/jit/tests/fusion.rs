@@ -505,3 +505,21 @@ fn a_scaled_sum_of_rows_accumulates_where_it_goes() {
     assert_eq!(large, small);
     assert!(large < 7, "{large} reals");
 }
+
+#[test]
+fn a_scaled_sum_folded_in_its_columns_loop_is_not_summed_again() {
+    // A negated mean log-likelihood beside a prior (GMM): the sums of the per-point loop's
+    // columns are folded in that loop, whose columns are then not kept; the negations
+    // around them must take those sums, not sum the columns again.
+    let src = "def f(X: [n]real, t: [k]real, mu: [k]real) = \
+               let D = map2 (a, m. (a * m, a + m)) t mu in \
+               let L = map (x. (x * x, map (g. fst g) D, map (g. snd g) D)) X in \
+               (reduce + 0 (map (g. fst g) L) + 1, \
+                map (s. -s) (reduce (a, b. map2 + a b) zeros_like(mu) (map (g. g.1) L)), \
+                map (s. -s) (reduce (a, b. map2 + a b) zeros_like(mu) (map (g. g.2) L)))";
+    let inputs: Vec<Json> = [(0, 1), (1, 1), (3, 2), (5, 3)]
+        .iter()
+        .map(|&(n, k)| json!({"X": vec_of(n, 0.3), "t": vec_of(k, 1.1), "mu": vec_of(k, -0.4)}))
+        .collect();
+    check(src, &inputs);
+}

@@ -851,9 +851,12 @@ impl<'a> Translator<'a> {
                     t.an.var_shape(ps[0])?.has_arrays()
                         && sums_elementwise(arena, ps[0], ps[1], body)
                 }
+                // Its sum not computed already (a fold run in the loop of the stored map
+                // whose column it sums, `stored_then_folded`: the column is not kept).
                 (Node::Map(g, r), Place::Arr(d))
                     if matches!(d.kind, Kind::Mem { .. })
                         && matches!(arena[r], Node::Reduce(..))
+                        && !t.precomputed.contains_key(&r)
                         && super::elementwise(arena, g) =>
                 {
                     let Node::Reduce(f, ..) = arena[r] else {
