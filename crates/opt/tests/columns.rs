@@ -4,53 +4,12 @@
 
 mod common;
 
-use common::value;
+use common::keeps_values;
 
-use unfad_interp::args_from_json;
 use unfad_opt::columns::{drop_unread_columns, split_read_columns};
-use unfad_syntax::{print_func, Arena, Func};
+use unfad_syntax::print_func;
 use unfad_test_support::load;
-use unfad_testgen::{generate, Features};
-
-/// `pass` applied to the simplified gradients of random programs (`features` over
-/// `seeds`) keeps every value, bit for bit, and the types; returns how many it changed.
-fn keeps_values(
-    pass: fn(&mut Arena, &Func) -> Func,
-    before: fn(&mut Arena, &Func) -> Func,
-    runs: &[(Features, std::ops::Range<u64>)],
-) -> usize {
-    let mut changed = 0;
-    for (features, seeds) in runs {
-        for seed in seeds.clone() {
-            let g = generate(seed, features);
-            let (mut prog, func) = load(&g.source);
-            let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
-            let types = func.param_types(&prog.arena);
-            let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
-            let rev = unfad_ad::reverse(&mut prog.arena, &func, &wrt).unwrap();
-            let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
-            let term = before(&mut prog.arena, &term);
-            let after = pass(&mut prog.arena, &term);
-            if after.body == term.body {
-                continue;
-            }
-            changed += 1;
-            let shown = format!(
-                "seed {seed}\n{}\nafter:\n{}",
-                print_func(&prog.arena, &term),
-                print_func(&prog.arena, &after)
-            );
-            unfad_opt::check_types(&mut prog.arena, &after)
-                .unwrap_or_else(|e| panic!("{e}\n{shown}"));
-            assert_eq!(
-                value(&prog.arena, &term, &args),
-                value(&prog.arena, &after, &args),
-                "{shown}"
-            );
-        }
-    }
-    changed
-}
+use unfad_testgen::Features;
 
 #[test]
 fn dropping_unread_columns_of_random_gradients_changes_no_value() {

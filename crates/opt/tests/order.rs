@@ -4,16 +4,21 @@
 
 mod common;
 
-use common::{random_gradients_keep_their_values, value};
+use common::{keeps_values, value};
 
 use unfad_interp::args_from_json;
 use unfad_opt::order::independent_first;
 use unfad_syntax::print_func;
 use unfad_test_support::load;
+use unfad_testgen::Features;
 
 #[test]
 fn moving_statements_of_random_gradients_changes_no_value() {
-    let changed = random_gradients_keep_their_values(800, independent_first);
+    let changed = keeps_values(
+        independent_first,
+        |_, f| f.clone(),
+        &[(Features::all(), 0..800)],
+    );
     assert!(
         changed >= 20,
         "statements moved in only {changed} of 800 gradients"

@@ -5,16 +5,21 @@
 
 mod common;
 
-use common::{random_gradients_keep_their_values, value};
+use common::{keeps_values, value};
 
 use unfad_interp::args_from_json;
 use unfad_opt::siblings::fuse_sibling_loops;
 use unfad_syntax::print_func;
 use unfad_test_support::load;
+use unfad_testgen::Features;
 
 #[test]
 fn joining_the_loops_of_random_gradients_changes_no_value() {
-    let changed = random_gradients_keep_their_values(1500, fuse_sibling_loops);
+    let changed = keeps_values(
+        fuse_sibling_loops,
+        |_, f| f.clone(),
+        &[(Features::all(), 0..1500)],
+    );
     // The test means something only if loops are often joined.
     assert!(
         changed >= 40,

@@ -4,9 +4,11 @@
 // Each test file uses some of these.
 #![allow(dead_code)]
 
+use unfad_interp::args_from_json;
 use unfad_interp::{eval_func, value_to_json, Value};
-use unfad_syntax::{Arena, Func, Program};
+use unfad_syntax::{print_func, Arena, Func, Program};
 use unfad_test_support::load;
+use unfad_testgen::{generate, Features};
 
 /// The value of `f` at `args` as JSON text, or the interpreter's error: two terms have the
 /// same value, bit for bit, when these are equal.
@@ -45,38 +47,42 @@ pub fn after_pass(src: &str, pass: fn(&mut Arena, &Func) -> Func) -> String {
     }
 }
 
-/// Run `pass` on the settled gradients of `seeds` random programs (`Features::all()`):
-/// each term it changes must keep its value, bit for bit, and its types. The number of
-/// terms changed, for the caller to check that the pass was exercised.
-pub fn random_gradients_keep_their_values(
-    seeds: u64,
+/// `pass` applied to the simplified gradients of random programs (`features` over
+/// `seeds`) keeps every value, bit for bit, and the types; returns how many it changed.
+pub fn keeps_values(
     pass: fn(&mut Arena, &Func) -> Func,
+    before: fn(&mut Arena, &Func) -> Func,
+    runs: &[(Features, std::ops::Range<u64>)],
 ) -> usize {
-    use unfad_testgen::{generate, Features};
     let mut changed = 0;
-    for seed in 0..seeds {
-        let g = generate(seed, &Features::all());
-        let (mut prog, func) = load(&g.source);
-        let (args, _) = unfad_interp::args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
-        let all: Vec<usize> = (0..func.params.len()).collect();
-        let rev = unfad_ad::reverse(&mut prog.arena, &func, &all).unwrap();
-        let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
-        let after = pass(&mut prog.arena, &term);
-        if after.body == term.body {
-            continue;
+    for (features, seeds) in runs {
+        for seed in seeds.clone() {
+            let g = generate(seed, features);
+            let (mut prog, func) = load(&g.source);
+            let (args, _) = args_from_json::<f64>(&prog.arena, &func, &g.input).unwrap();
+            let types = func.param_types(&prog.arena);
+            let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+            let rev = unfad_ad::reverse(&mut prog.arena, &func, &wrt).unwrap();
+            let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
+            let term = before(&mut prog.arena, &term);
+            let after = pass(&mut prog.arena, &term);
+            if after.body == term.body {
+                continue;
+            }
+            changed += 1;
+            let shown = format!(
+                "seed {seed}\n{}\nafter:\n{}",
+                print_func(&prog.arena, &term),
+                print_func(&prog.arena, &after)
+            );
+            unfad_opt::check_types(&mut prog.arena, &after)
+                .unwrap_or_else(|e| panic!("{e}\n{shown}"));
+            assert_eq!(
+                value(&prog.arena, &term, &args),
+                value(&prog.arena, &after, &args),
+                "{shown}"
+            );
         }
-        changed += 1;
-        let shown = format!(
-            "seed {seed}\n{}\nafter the pass:\n{}",
-            unfad_syntax::print_func(&prog.arena, &term),
-            unfad_syntax::print_func(&prog.arena, &after)
-        );
-        assert_eq!(
-            value(&prog.arena, &term, &args),
-            value(&prog.arena, &after, &args),
-            "{shown}"
-        );
-        unfad_opt::check_types(&mut prog.arena, &after).unwrap_or_else(|e| panic!("{e}\n{shown}"));
     }
     changed
 }
