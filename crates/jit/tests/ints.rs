@@ -137,6 +137,55 @@ fn gathers_and_index_arithmetic() {
     check(src, &inputs);
 }
 
+/// Chains of scatters, as reverse mode makes them for reads of an array at constant
+/// positions: added in place into one buffer, innermost first, each element without a
+/// branch (a position outside the array, at either end or past a short array, adds
+/// nothing; `-0.0` added to `-0.0` stays `-0.0`). Into the zeros of a result, into a new
+/// buffer beside it (the chain's base is an argument), and a chain whose positions are
+/// arrays and whose values are a loop's.
+#[test]
+fn chains_of_scatters_add_in_place_at_constant_positions() {
+    let src = "def f(X: [n]real, a: real, b: real) = \
+               (scatter_add(scatter_add(scatter_add(scatter_add(zeros_like(X), [1], [a]), \
+                  [0], [b]), [3], [a * b]), [1], [-0.0]), \
+                scatter_add(scatter_add(scatter_add(X, [2], [a]), [5], [b]), [0], [-0.0]), \
+                scatter_add(scatter_add(X, [0, 1, 1], map (x. x * a) [b, a, 2.0]), iota 2, [b, b]))";
+    check(
+        src,
+        &[
+            json!({"X": [1.0, -0.0, 3.0, 4.0], "a": 0.25, "b": -1.5}),
+            json!({"X": [-0.0, 2.0], "a": -0.0, "b": 7.0}),
+            json!({"X": [], "a": 1.0, "b": 2.0}),
+        ],
+    );
+}
+
+/// A chain of scatters at constant positions is straight-line code: its function has as
+/// many blocks for 40 scatters as for 4 (long programs read many elements, and every
+/// block costs the register allocator a pass over the values live across it).
+#[test]
+fn a_chain_of_scatters_adds_no_blocks_per_scatter() {
+    let blocks = |k: usize| {
+        let mut e = "zeros_like(X)".to_string();
+        for j in 0..k {
+            e = format!("scatter_add({e}, [{}], [a * {j}.5])", j % 5);
+        }
+        let src = format!("def f(X: [n]real, a: real) = {e}");
+        let (prog, func) = load(&src);
+        let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+        text.lines().filter(|l| l.starts_with("block")).count()
+    };
+    assert_eq!(blocks(4), blocks(40));
+    check(
+        "def f(X: [n]real, a: real) = \
+         scatter_add(scatter_add(scatter_add(zeros_like(X), [4], [a]), [0], [a]), [4], [a])",
+        &[
+            json!({"X": vec_of(5, 0.1), "a": 0.5}),
+            json!({"X": vec_of(3, 0.1), "a": 0.5}),
+        ],
+    );
+}
+
 #[test]
 fn scatter_add_at_depth_one_and_two_with_repeated_positions() {
     let src = "def f(Z: [n]real, I: [m]int, V: [m]real) = scatter_add(Z, I, V)";

@@ -10,6 +10,8 @@ use cranelift_codegen::ir::types::F64;
 use cranelift_codegen::ir::{Block, InstBuilder, Value};
 use unfad_syntax::{BinOp, UnOp};
 
+use unfad_syntax::fast_hash::FastMap as HashMap;
+
 use crate::value::{Arr, IntVal, Kind, Layout, Place, RealVal, Val};
 
 use super::Translator;
@@ -19,8 +21,6 @@ use super::Translator;
 pub(super) enum PureOp {
     /// `base + 8 * i * stride`.
     Addr(Value, IntVal, IntVal),
-    /// A load of a real from an address.
-    Load(Value),
     /// A unary operator applied to a real.
     Unary(UnOp, Value),
     /// A binary operator applied to two reals.
@@ -38,29 +38,39 @@ pub(super) enum RealKey {
 impl<'a> Translator<'a> {
     /// Continue in `blk`: values of other blocks may not dominate it.
     pub(super) fn switch_to(&mut self, blk: Block) {
-        self.numbered.clear();
+        self.forget_block();
         self.b.switch_to_block(blk);
     }
 
-    /// Store `x` at `addr`, forgetting the loads it may change.
+    /// Forget what was numbered and loaded in the current block (another one follows).
+    pub(super) fn forget_block(&mut self) {
+        self.numbered.clear();
+        self.loads.clear();
+    }
+
+    /// Store `x` at `addr`, forgetting the loads it may change: those from its buffer and
+    /// those from unknown buffers, or every load if its own buffer is unknown. Loads are
+    /// kept by the buffer they read, so that a store costs the loads it forgets, not a
+    /// pass over the block's numbered values (long straight-line code has many).
     pub(super) fn store(&mut self, x: Value, addr: Value) {
         self.b.ins().store(self.flags, x, addr, 0);
-        let root = self.roots.get(&addr).copied();
-        let roots = &self.roots;
-        self.numbered.retain(|k, _| match (k, root) {
-            (PureOp::Load(a), Some(r)) => roots.get(a).is_some_and(|ra| *ra != r),
-            (PureOp::Load(_), None) => false,
-            _ => true,
-        });
+        match self.roots.get(&addr).copied() {
+            Some(r) => {
+                self.loads.forget(Some(r));
+                self.loads.forget(None);
+            }
+            None => self.loads.clear(),
+        }
     }
 
     /// A real loaded from `addr` (once per block while nothing may have changed it).
     pub(super) fn load(&mut self, addr: Value) -> Value {
-        if let Some(&v) = self.numbered.get(&PureOp::Load(addr)) {
+        if let Some(v) = self.loads.get(addr) {
             return v;
         }
         let v = self.b.ins().load(F64, self.flags, addr, 0);
-        self.numbered.insert(PureOp::Load(addr), v);
+        let root = self.roots.get(&addr).copied();
+        self.loads.insert(addr, v, root);
         v
     }
 
@@ -104,6 +114,8 @@ impl<'a> Translator<'a> {
     fn give_root(&mut self, bases: Vec<Value>, group: Option<Value>) {
         if let Some(rep) = group {
             self.roots.extend(bases.into_iter().map(|b| (b, rep)));
+            // Loads are kept by the root their address had (see `Loads`).
+            self.loads.clear();
         }
     }
 
@@ -181,5 +193,39 @@ fn layout_bases(l: &Layout, out: &mut Vec<Value>) {
         Layout::Real { base, .. } => out.push(*base),
         Layout::Tuple(ls) => ls.iter().for_each(|l| layout_bases(l, out)),
         Layout::Array { elem, .. } => layout_bases(elem, out),
+    }
+}
+
+/// The reals loaded in the current block, by address, each listed under the buffer (root)
+/// its address had when it was loaded (`None`: unknown). A store forgets the loads of its
+/// buffer and of unknown ones. An address's root may change (buffers made one to the
+/// alias analysis, `give_root`): every load is forgotten then.
+#[derive(Default)]
+pub(super) struct Loads {
+    value: HashMap<Value, Value>,
+    by_root: HashMap<Option<Value>, Vec<Value>>,
+}
+
+impl Loads {
+    fn get(&self, addr: Value) -> Option<Value> {
+        self.value.get(&addr).copied()
+    }
+
+    fn insert(&mut self, addr: Value, v: Value, root: Option<Value>) {
+        self.value.insert(addr, v);
+        self.by_root.entry(root).or_default().push(addr);
+    }
+
+    fn forget(&mut self, root: Option<Value>) {
+        if let Some(addrs) = self.by_root.remove(&root) {
+            for a in addrs {
+                self.value.remove(&a);
+            }
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.value.clear();
+        self.by_root.clear();
     }
 }

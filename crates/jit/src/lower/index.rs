@@ -14,7 +14,7 @@ use std::rc::Rc;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
-use unfad_syntax::{Addition, BinOp, Branch, ExprId, Var};
+use unfad_syntax::{Addition, Arena, BinOp, Branch, ExprId, Node, Var};
 
 use crate::error::{internal, JitError, JitResult};
 use crate::layout::Dim;
@@ -193,7 +193,10 @@ impl<'a> Translator<'a> {
     /// written out), then for `k` from 0 to `min(len is, len vs) - 1`, in order, `vs[k]`
     /// added leaf by leaf (`old + v`, as the interpreter's `add_at`) to the element at the
     /// position `is[k]`: an int (an element of the array) or a tuple of ints (`(i, j)` an
-    /// element of its row `i`, and so on down).
+    /// element of its row `i`, and so on down). A chain of scatters (`z` one in turn, as
+    /// reverse mode makes for the reads of an array) is one buffer, the innermost scatter's
+    /// operand copied once and every scatter added in place, innermost first (see
+    /// [`scatter_chain`]).
     pub(super) fn emit_scatter_add(
         &mut self,
         e: ExprId,
@@ -202,24 +205,27 @@ impl<'a> Translator<'a> {
         vs: ExprId,
     ) -> JitResult<Val> {
         let sa = shape_arr(&self.shape(e)?)?;
-        let zv = self.emit_arr(z)?;
+        let (base, levels) = scatter_chain(self.arena, z, is, vs);
+        let zv = self.emit_arr(base)?;
         let dst = self.alloc(&sa)?;
-        self.scatter_add_into(zv, is, vs, &dst)
+        self.scatter_add_into(zv, &levels, &dst)
     }
 
-    /// `scatter_add(z, is, vs)` written to the in-memory array `dst`, `z` being the value
-    /// `zv` (see [`Translator::emit_scatter_add`]). Nothing `is` and `vs` read may live in
+    /// The scatters `levels` (innermost first, see [`scatter_chain`]) written to the
+    /// in-memory array `dst`, their base being the value `zv` (see
+    /// [`Translator::emit_scatter_add`]). Nothing the positions and values read may live in
     /// `dst` (a fill or a new buffer is written there first).
     pub(super) fn scatter_add_into(
         &mut self,
         zv: Rc<Arr>,
-        is: ExprId,
-        vs: ExprId,
+        levels: &[(ExprId, ExprId)],
         dst: &Arr,
     ) -> JitResult<Val> {
         let target = expect_arr(self.write_arr(&zv, dst)?)?;
         drop(zv);
-        self.scatter_in_place(&target, is, vs)?;
+        for &(is, vs) in levels {
+            self.scatter_in_place(&target, is, vs)?;
+        }
         Ok(Val::Arr(target))
     }
 
@@ -525,6 +531,21 @@ impl<'a> Translator<'a> {
                 let zero = self.b.ins().iconst(I64, 0);
                 body(self, zero, &[])?;
             }
+            // One real at a position checked at run time: added without a branch, at the
+            // element's address or, outside the array, at a stack slot nothing reads (a
+            // chain of reverse mode's scatters is straight-line code then).
+            Some(ok) if rest.is_empty() && matches!(v, Val::Real(_)) => {
+                let p = self.place_elem(&a, k)?;
+                let Place::Real(at) = p else {
+                    return Err(JitError::Type(
+                        "`scatter_add` adds a real to an element that is not one".into(),
+                    ));
+                };
+                let slot = self.discard_slot();
+                let nowhere = self.b.ins().stack_addr(I64, slot, 0);
+                let addr = self.b.ins().select(ok, at, nowhere);
+                self.add_to_place(&Place::Real(addr), &v)?;
+            }
             Some(ok) => {
                 let once = self.b.ins().uextend(I64, ok);
                 self.at_most_once(IntVal::Ssa(once), Vec::new(), &mut body)?;
@@ -626,4 +647,24 @@ impl<'a> Translator<'a> {
             )),
         }
     }
+}
+
+/// The scatters of `scatter_add(z, is, vs)` and of the scatters it adds to, down to the
+/// first operand that is not one: that base, and the positions and values of each scatter,
+/// innermost (applied first) first. The chain adds in place into one buffer: an inner
+/// scatter's sum is not made apart (a term that reads it elsewhere makes its own).
+pub(super) fn scatter_chain(
+    arena: &Arena,
+    z: ExprId,
+    is: ExprId,
+    vs: ExprId,
+) -> (ExprId, Vec<(ExprId, ExprId)>) {
+    let mut levels = vec![(is, vs)];
+    let mut base = z;
+    while let Node::ScatterAdd(z2, is2, vs2) = arena[base] {
+        levels.push((is2, vs2));
+        base = z2;
+    }
+    levels.reverse();
+    (base, levels)
 }

@@ -453,7 +453,7 @@ impl<'a> Translator<'a> {
         if fallback.is_some() {
             // Another block: what was numbered in the one before is forgotten, as at
             // every switch.
-            self.numbered.clear();
+            self.forget_block();
         }
         Ok(r)
     }

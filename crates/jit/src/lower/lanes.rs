@@ -159,13 +159,36 @@ pub(crate) fn pair_lanes(func: &mut Function, roots: &HashMap<Value, Value>) {
     for (block, list) in stores {
         p.block = Some(block);
         p.made.clear();
+        // Each store pairs with the first later one, not yet paired, at the real right
+        // before or after its own (`adjacent`); only those are tried, found by address
+        // (the linear combination's terms and its constant plus the offset), so that a
+        // block of many stores costs a pass over them, not one per pair.
+        let places: Vec<Option<(Vec<(Value, i64)>, i64)>> =
+            list.iter().map(|&s| p.store_place(s)).collect();
+        let mut at: HashMap<(&[(Value, i64)], i64), Vec<usize>> = HashMap::default();
+        for (i, place) in places.iter().enumerate() {
+            if let Some((terms, pos)) = place {
+                at.entry((terms.as_slice(), *pos)).or_default().push(i);
+            }
+        }
         let mut done = vec![false; list.len()];
+        let mut near = Vec::new();
         for i in 0..list.len() {
-            for j in i + 1..list.len() {
-                if done[i] || done[j] {
-                    continue;
+            let Some((terms, pos)) = &places[i] else {
+                continue;
+            };
+            near.clear();
+            for step in [8i64, -8] {
+                if let Some(js) = at.get(&(terms.as_slice(), pos.wrapping_add(step))) {
+                    near.extend(js.iter().copied().filter(|&j| j > i));
                 }
-                if p.pair_stores(list[i], list[j]) {
+            }
+            near.sort_unstable();
+            for &j in &near {
+                if done[i] {
+                    break;
+                }
+                if !done[j] && p.pair_stores(list[i], list[j]) {
                     done[i] = true;
                     done[j] = true;
                     touched.push(block);
@@ -809,6 +832,31 @@ impl Pairing<'_> {
             flags = flags.with_readonly();
         }
         flags
+    }
+
+    /// Where the store `s` writes, as the terms of its address's linear combination (in
+    /// their canonical order) and the constant plus the offset: two stores write adjacent
+    /// reals (`adjacent`) exactly when their terms are equal and their positions 8 apart.
+    fn store_place(&mut self, s: Inst) -> Option<(Vec<(Value, i64)>, i64)> {
+        let InstructionData::Store {
+            args: [_, addr],
+            offset,
+            ..
+        } = self.func.dfg.insts[s]
+        else {
+            return None;
+        };
+        let l = self.linear_of(addr, 8);
+        let mut terms: Vec<(Value, i64)> = Vec::with_capacity(l.terms.len());
+        for (v, k) in l.terms {
+            match terms.iter_mut().find(|t| t.0 == v) {
+                Some(t) => t.1 = t.1.wrapping_add(k),
+                None => terms.push((v, k)),
+            }
+        }
+        terms.retain(|t| t.1 != 0);
+        terms.sort_by_key(|t| t.0);
+        Some((terms, l.constant.wrapping_add(i64::from(offset))))
     }
 
     /// Whether the real at `q` (address, offset) is the one right after the real at `p`.

@@ -54,6 +54,29 @@ impl<'a> Translator<'a> {
             if n <= 0 {
                 return Ok(init);
             }
+            // Once, as straight-line code: no blocks (a scatter of one element, a literal
+            // of one). Long programs make many such loops, and every block costs the
+            // register allocator a pass over the values live across it.
+            if n == 1 {
+                let zero = self.b.ins().iconst(I64, 0);
+                self.frames.push(Vec::new());
+                self.counters.push((!rev).then_some(zero));
+                let out = body(self, zero, &init);
+                self.counters.pop();
+                let pinned = self.frames.pop();
+                let out = out?;
+                drop(pinned);
+                let out_types: Vec<Type> =
+                    out.iter().map(|&v| self.b.func.dfg.value_type(v)).collect();
+                let types: Vec<Type> = init
+                    .iter()
+                    .map(|&v| self.b.func.dfg.value_type(v))
+                    .collect();
+                if out_types != types {
+                    return internal("a loop body changes the types it carries");
+                }
+                return Ok(out);
+            }
         }
         if init.len() >= MAX_BLOCK_PARAMS {
             return unsupported("a loop carrying this many values");
@@ -145,6 +168,19 @@ impl<'a> Translator<'a> {
             });
         }
         Ok(relayed)
+    }
+
+    /// A stack slot of one real that what must be written nowhere goes to (nothing reads
+    /// it): the element of a scatter whose position is outside its array.
+    pub(super) fn discard_slot(&mut self) -> StackSlot {
+        if let Some(s) = self.discard {
+            return s;
+        }
+        let s =
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        self.discard = Some(s);
+        s
     }
 
     /// The stack slot loop results pass through.

@@ -115,6 +115,8 @@ pub(crate) struct Translator<'a> {
     /// Loads, additions and the run-time functions are not merged by Cranelift across the
     /// fused loop bodies of tuple components; this merges them.
     numbered: HashMap<PureOp, Value>,
+    /// The reals loaded in the current block (see [`access::Loads`]).
+    loads: access::Loads,
     /// See [`Translator::force_read_twice`].
     force_read_twice: bool,
     /// See [`Translator::force_eager_scans`].
@@ -148,6 +150,8 @@ pub(crate) struct Translator<'a> {
     roots: HashMap<Value, Value>,
     /// A stack slot of one real that loop results pass through (see `loop_`).
     relay: Option<StackSlot>,
+    /// A stack slot of one real that writes to nowhere go to (see `discard_slot`).
+    discard: Option<StackSlot>,
     /// The counter of each loop being built, innermost last (`None` for one counting
     /// down): where a [`Scan`](crate::value::Scan) may be read.
     counters: Vec<Option<Value>>,
@@ -227,6 +231,7 @@ impl<'a> Translator<'a> {
             externs: HashMap::default(),
             flags: MemFlagsData::trusted(),
             numbered: HashMap::default(),
+            loads: access::Loads::default(),
             force_read_twice: false,
             eager_scans: false,
             in_place: Vec::new(),
@@ -238,6 +243,7 @@ impl<'a> Translator<'a> {
             retry: None,
             roots: HashMap::default(),
             relay: None,
+            discard: None,
             counters: Vec::new(),
             status: None,
             iota_elements: HashMap::default(),
@@ -628,11 +634,14 @@ impl<'a> Translator<'a> {
             // Reverse mode's accumulation into zeros: written where it goes, the zeros first
             // (a fill reads nothing, so nothing the loop reads lives in the destination).
             (ScatterAdd(z, is, vs), Place::Arr(d))
-                if matches!(arena[z], ZerosLike(_) | OnesLike(_))
-                    && matches!(d.kind, Kind::Mem { .. }) =>
+                if matches!(
+                    arena[index::scatter_chain(arena, z, is, vs).0],
+                    ZerosLike(_) | OnesLike(_)
+                ) && matches!(d.kind, Kind::Mem { .. }) =>
             {
-                let zv = self.emit_arr(z)?;
-                self.scatter_add_into(zv, is, vs, d)
+                let (base, levels) = index::scatter_chain(arena, z, is, vs);
+                let zv = self.emit_arr(base)?;
+                self.scatter_add_into(zv, &levels, d)
             }
             // A fold that updates its arrays in place, added into where its result goes.
             (Reduce(f, z, x), Place::Arr(_) | Place::Tuple(_)) if self.adds_in_place(f)? => {

@@ -174,6 +174,8 @@ impl<'a> Translator<'a> {
             for s in selected {
                 self.roots.insert(s, root);
             }
+            // Loads are kept by the root their address had (see `access::Loads`).
+            self.loads.clear();
         }
         Ok(a)
     }
