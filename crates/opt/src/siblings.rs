@@ -340,6 +340,22 @@ pub(crate) fn contains_scatter(arena: &Arena, e: ExprId) -> bool {
 fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
     let (mut stmts, tail) = unchain(arena, body);
     let facts = Facts::of(arena, &stmts, tail);
+    // The statements whose loop may join an earlier one: the loops (`elementwise`), and
+    // among them those only folded. A reduction reading `v` comes after `v`'s statement,
+    // so whether `v` is only folded does not depend on which earlier statement asks (see
+    // `folds` below): found once, not once per statement, which made a long chain of
+    // loops quadratic.
+    let all_folds: Vec<ExprId> = facts.folds.iter().map(|&(_, r)| r).collect();
+    let loops: Vec<(usize, bool)> = stmts
+        .iter()
+        .enumerate()
+        .filter_map(|(k, s)| match *s {
+            Stmt::One(v, rhs) if elementwise(arena, rhs).is_some() => {
+                Some((k, facts.only_folded(arena, v, &all_folds)))
+            }
+            _ => None,
+        })
+        .collect();
     for i in 0..stmts.len() {
         let Stmt::One(x, rhs) = stmts[i] else {
             continue;
@@ -361,10 +377,6 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
         if matches!(arena[gbody], Node::Proj(..)) {
             continue;
         }
-        // What the later statements bind: a merged loop may read none of it.
-        let mut later: HashSet<Var> = HashSet::default();
-        later.insert(x);
-        bound_by(arena, &stmts[i + 1..], &mut later);
         // Reductions the code generator folds in the loop that makes their operand: the
         // result's components, and `let`s of them the result reads as a component. Only
         // those move (elsewhere, the joint loop's column would be stored, then reduced).
@@ -385,15 +397,15 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
         }
         // A later statement's loop joins if it is only folded so, or if the statement's
         // own loop is (a stored loop that other loops read is left to fuse into those).
-        for s in &stmts[i + 1..] {
-            if let Stmt::One(v, rhs) = *s {
-                if elementwise(arena, rhs).is_some()
-                    && (base_reduced || facts.only_folded(arena, v, &folds))
-                {
-                    found.push(rhs);
-                }
+        let first_later = loops.partition_point(|&(k, _)| k <= i);
+        for &(k, folded) in &loops[first_later..] {
+            if base_reduced || folded {
+                found.push(stmts[k].rhs());
             }
         }
+        // What the later statements bind: a merged loop may read none of it (found when
+        // there is a loop to check).
+        let mut later: Option<HashSet<Var>> = None;
         let mut merged: Vec<ExprId> = Vec::new();
         for m in found {
             if merged.contains(&m) || m == rhs {
@@ -416,6 +428,12 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
             if ps.len() != params.len() {
                 continue;
             }
+            let later = later.get_or_insert_with(|| {
+                let mut later = HashSet::default();
+                later.insert(x);
+                bound_by(arena, &stmts[i + 1..], &mut later);
+                later
+            });
             if arena.free_vars(m).iter().any(|v| later.contains(v)) || contains_scatter(arena, m) {
                 continue;
             }

@@ -173,15 +173,17 @@ impl Simplifier<'_> {
     /// (otherwise the next pass would drop them, one link of the chain per pass). Binders
     /// are unique, so a mention is a use.
     pub(super) fn sweep_dead(&mut self, chain: &mut Vec<Binding>, tail: ExprId) {
-        let mut needed = ByVar::with_room(0);
+        // A set, not a table by variable: a chain in a loop's body is short, and a table
+        // grown to the arena's variables for each made long programs quadratic.
+        let mut needed: crate::fast_hash::FastSet<Var> = Default::default();
         let mut seen = crate::fast_hash::FastSet::default();
         let mut stack = Vec::new();
-        let mut mark = |arena: &Arena, e: ExprId, needed: &mut ByVar<()>| {
+        let mut mark = |arena: &Arena, e: ExprId, needed: &mut crate::fast_hash::FastSet<Var>| {
             stack.push(e);
             while let Some(x) = stack.pop() {
                 if seen.insert(x) {
                     if let Node::Var(v) = arena[x] {
-                        needed.insert(v, ());
+                        needed.insert(v);
                     }
                     arena.for_each_child(x, |c| stack.push(c));
                 }
@@ -191,8 +193,8 @@ impl Simplifier<'_> {
         let mut keep = vec![true; chain.len()];
         for (k, b) in chain.iter().enumerate().rev() {
             let (used, rhs) = match b {
-                Binding::One(x, r) => (needed.get(x).is_some(), *r),
-                Binding::Many(xs, r) => (xs.iter().any(|x| needed.get(x).is_some()), *r),
+                Binding::One(x, r) => (needed.contains(x), *r),
+                Binding::Many(xs, r) => (xs.iter().any(|x| needed.contains(x)), *r),
             };
             if used {
                 mark(self.arena, rhs, &mut needed);
