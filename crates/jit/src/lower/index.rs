@@ -467,29 +467,30 @@ impl<'a> Translator<'a> {
     /// from 0 to `min(len is, len vs) - 1` in order (positions outside add nothing).
     fn scatter_in_place(&mut self, target: &Rc<Arr>, is: ExprId, vs: ExprId) -> JitResult<()> {
         let target = target.clone();
+        // Literals of positions and values (reverse mode's adjoint of a read, `[i]` and
+        // `[v]`): each pair added as it is computed, in order, the literals never stored.
+        if let (Node::Array(il), Node::Array(vl)) = (self.arena[is], self.arena[vs]) {
+            let items: Vec<(ExprId, ExprId)> = self
+                .arena
+                .exprs(il)
+                .iter()
+                .copied()
+                .zip(self.arena.exprs(vl).iter().copied())
+                .collect();
+            for (i, v) in items {
+                let path = position_path(self.emit(i)?)?;
+                let v = self.emit(v)?;
+                self.add_at_path(&target, &path, &v)?;
+            }
+            return Ok(());
+        }
         let is = self.emit_arr(is)?;
         let vs = self.emit_arr(vs)?;
         let (count, _) = self.min_len(&[(is.len, is.stat()), (vs.len, vs.stat())]);
         self.loop_(count, false, Vec::new(), &mut |t, k, _| {
             let at = t.elem(&is, IntVal::Ssa(k))?;
             let v = t.elem(&vs, IntVal::Ssa(k))?;
-            let path: Vec<RealVal> = match at {
-                Val::Real(i) => vec![i],
-                Val::Tuple(items) => items
-                    .iter()
-                    .map(|i| match i {
-                        Val::Real(i) => Ok(*i),
-                        _ => Err(JitError::Type(
-                            "a position of `scatter_add` holds a non-int".into(),
-                        )),
-                    })
-                    .collect::<JitResult<_>>()?,
-                _ => {
-                    return Err(JitError::Type(
-                        "a position of `scatter_add` is not an int or a tuple of ints".into(),
-                    ))
-                }
-            };
+            let path = position_path(at)?;
             t.add_at_path(&target, &path, &v)?;
             Ok(Vec::new())
         })?;
@@ -667,4 +668,23 @@ pub(super) fn scatter_chain(
     }
     levels.reverse();
     (base, levels)
+}
+
+/// A position of `scatter_add` as one index per level: an int, or a tuple of ints.
+fn position_path(at: Val) -> JitResult<Vec<RealVal>> {
+    match at {
+        Val::Real(i) => Ok(vec![i]),
+        Val::Tuple(items) => items
+            .iter()
+            .map(|i| match i {
+                Val::Real(i) => Ok(*i),
+                _ => Err(JitError::Type(
+                    "a position of `scatter_add` holds a non-int".into(),
+                )),
+            })
+            .collect(),
+        _ => Err(JitError::Type(
+            "a position of `scatter_add` is not an int or a tuple of ints".into(),
+        )),
+    }
 }

@@ -106,6 +106,9 @@ impl Linear {
     }
 }
 
+/// The stores at one address a store tries to pair with (see `pair_lanes`).
+const TRIES: usize = 4;
+
 /// Replace every pack in `func` by the vector computation of its two lanes (see the
 /// module's documentation).
 ///
@@ -160,27 +163,39 @@ pub(crate) fn pair_lanes(func: &mut Function, roots: &HashMap<Value, Value>) {
         p.block = Some(block);
         p.made.clear();
         // Each store pairs with the first later one, not yet paired, at the real right
-        // before or after its own (`adjacent`); only those are tried, found by address
-        // (the linear combination's terms and its constant plus the offset), so that a
-        // block of many stores costs a pass over them, not one per pair.
+        // before or after its own (`adjacent`), found by address (the linear
+        // combination's terms and its constant plus the offset): a block of many stores
+        // costs a pass over them, not one per pair. At most `TRIES` stores at each of the
+        // two addresses are tried (many stores to one address are a scratch buffer
+        // written over and over, where the first later one pairs if any does); a cursor
+        // per address skips those before the store asking, and those paired, once.
         let places: Vec<Option<(Vec<(Value, i64)>, i64)>> =
             list.iter().map(|&s| p.store_place(s)).collect();
-        let mut at: HashMap<(&[(Value, i64)], i64), Vec<usize>> = HashMap::default();
+        let mut at: HashMap<(&[(Value, i64)], i64), (Vec<usize>, usize)> = HashMap::default();
         for (i, place) in places.iter().enumerate() {
             if let Some((terms, pos)) = place {
-                at.entry((terms.as_slice(), *pos)).or_default().push(i);
+                at.entry((terms.as_slice(), *pos)).or_default().0.push(i);
             }
         }
         let mut done = vec![false; list.len()];
-        let mut near = Vec::new();
         for i in 0..list.len() {
             let Some((terms, pos)) = &places[i] else {
                 continue;
             };
-            near.clear();
+            let mut near: Vec<usize> = Vec::with_capacity(2 * TRIES);
             for step in [8i64, -8] {
-                if let Some(js) = at.get(&(terms.as_slice(), pos.wrapping_add(step))) {
-                    near.extend(js.iter().copied().filter(|&j| j > i));
+                if let Some((js, cursor)) = at.get_mut(&(terms.as_slice(), pos.wrapping_add(step)))
+                {
+                    while *cursor < js.len() && (js[*cursor] <= i || done[js[*cursor]]) {
+                        *cursor += 1;
+                    }
+                    near.extend(
+                        js[*cursor..]
+                            .iter()
+                            .copied()
+                            .filter(|&j| !done[j])
+                            .take(TRIES),
+                    );
                 }
             }
             near.sort_unstable();
