@@ -3,12 +3,13 @@
 //! optimizer, native code), and the stages of one example file.
 //!
 //! ```text
-//! cargo run --release -p unfad --example compile_scaling -- [--paper] [--no-jit] [N ...]
+//! cargo run --release -p unfad --example compile_scaling -- [--paper] [--no-jit] [--shape S] [N ...]
 //! cargo run --release -p unfad --example compile_scaling -- [--paper] --file examples/gmm.ad
 //! ```
 //!
 //! The program of length `N` is `let x_i = sin(x_{i-1}) * 0.5 + x_{i-1}` for `i = 1..N`,
-//! one real in, one out. Each `N` runs in a child process of its own, so that its peak
+//! one real in, one out; `--shape` picks another kind of statement (`SHAPES`: two
+//! variables updated in turn, array statements, reads of a weight vector). Each `N` runs in a child process of its own, so that its peak
 //! memory (`VmHWM`) is its own. `--paper` differentiates with the paper's macro
 //! ([`Pipeline::reverse`], continuations over the whole context) instead of the route
 //! `compile_grad` takes ([`Pipeline::optimized_reverse`]); `--no-jit` stops before the
@@ -22,19 +23,76 @@ use std::time::Instant;
 
 use unfad::pipeline::Pipeline;
 
-/// The straight-line program of `n` statements.
-fn chain(n: usize) -> String {
-    let mut s = String::from("def f(x0: real): real =\n");
-    for i in 1..=n {
-        s.push_str(&format!(
-            "  let x{i} = sin(x{}) * 0.5 + x{} in\n",
-            i - 1,
-            i - 1
-        ));
+/// The straight-line program of `n` statements of the kind `shape` (see [`SHAPES`]).
+fn program(shape: &str, n: usize) -> String {
+    let mut s = String::new();
+    match shape {
+        "pair" => {
+            s.push_str("def f(a0: real, b0: real): real =\n");
+            let (mut a, mut b) = ("a0".to_string(), "b0".to_string());
+            for i in 1..=n {
+                if i % 2 == 1 {
+                    s.push_str(&format!("  let a{i} = {a} * {b} + 0.1 in\n"));
+                    a = format!("a{i}");
+                } else {
+                    s.push_str(&format!("  let b{i} = tanh({a}) - 0.5 * {b} in\n"));
+                    b = format!("b{i}");
+                }
+            }
+            s.push_str(&format!("  {a} + {b}\n"));
+        }
+        "loops" => {
+            s.push_str("def f(v0: [m]real, w: [m]real): real =\n");
+            for i in 1..=n {
+                let p = i - 1;
+                s.push_str(&format!(
+                    "  let v{i} = map2 (s, t. s * 0.5 + sin(t * s)) v{p} w in\n"
+                ));
+            }
+            s.push_str(&format!("  sum(v{n})\n"));
+        }
+        "reads" => {
+            s.push_str("def f(x0: real, w: [m]real): real =\n");
+            for i in 1..=n {
+                let p = i - 1;
+                s.push_str(&format!(
+                    "  let x{i} = x{p} * 0.9 + exp(-x{p} * x{p}) * w[{}] in\n",
+                    i % 8
+                ));
+            }
+            s.push_str(&format!("  x{n}\n"));
+        }
+        _ => {
+            s.push_str("def f(x0: real): real =\n");
+            for i in 1..=n {
+                let p = i - 1;
+                s.push_str(&format!("  let x{i} = sin(x{p}) * 0.5 + x{p} in\n"));
+            }
+            s.push_str(&format!("  x{n}\n"));
+        }
     }
-    s.push_str(&format!("  x{n}\n"));
     s
 }
+
+/// The kinds of straight-line programs, and what their statements are.
+const SHAPES: &[(&str, &str)] = &[
+    (
+        "chain",
+        "`let x_i = sin(x_{i-1}) * 0.5 + x_{i-1}` (the default)",
+    ),
+    (
+        "pair",
+        "two variables updated in turn: `a * b + 0.1`, `tanh(a) - 0.5 * b`",
+    ),
+    (
+        "loops",
+        "array statements: `let v_i = map2 (s, t. s * 0.5 + sin(t * s)) v_{i-1} w`",
+    ),
+    (
+        "reads",
+        "reads of a weight vector: `x * 0.9 + exp(-x * x) * w[i % 8]`",
+    ),
+];
 
 /// The peak resident memory of this process so far, in MB (Linux; 0 elsewhere).
 fn peak_mb() -> f64 {
@@ -137,14 +195,30 @@ fn header(what: &str) {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    const USAGE: &str = "usage: compile_scaling [--paper] [--no-jit] [--shape S] [N ...]\n       \
+                         compile_scaling [--paper] [--no-jit] --file PATH\n\
+                         shapes: chain (default), pair, loops, reads";
     let paper = args.iter().any(|a| a == "--paper");
     let jit = !args.iter().any(|a| a == "--no-jit");
-    let rest: Vec<&String> = args
-        .iter()
-        .filter(|a| *a != "--paper" && *a != "--no-jit")
-        .collect();
-    const USAGE: &str = "usage: compile_scaling [--paper] [--no-jit] [N ...]\n       \
-                         compile_scaling [--paper] [--no-jit] --file PATH";
+    let mut shape = "chain".to_string();
+    let mut rest: Vec<&String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--paper" | "--no-jit" => {}
+            "--shape" => match it.next() {
+                Some(s) if SHAPES.iter().any(|(name, _)| name == s) => shape = s.clone(),
+                _ => {
+                    eprintln!("`--shape` takes one of:");
+                    for (name, what) in SHAPES {
+                        eprintln!("  {name}: {what}");
+                    }
+                    std::process::exit(2);
+                }
+            },
+            _ => rest.push(a),
+        }
+    }
     if rest
         .iter()
         .any(|a| a.starts_with('-') && *a != "--one" && *a != "--file")
@@ -161,7 +235,7 @@ fn main() {
     match rest.as_slice() {
         [flag, n] if *flag == "--one" => {
             let n = length(n);
-            row(&n.to_string(), &compile(&chain(n), paper, jit));
+            row(&n.to_string(), &compile(&program(&shape, n), paper, jit));
         }
         [flag, path] if *flag == "--file" => {
             let src = std::fs::read_to_string(path).unwrap_or_else(|e| {
@@ -189,6 +263,7 @@ fn main() {
             for n in lengths {
                 let mut cmd = Command::new(&me);
                 cmd.arg("--one").arg(n.to_string());
+                cmd.arg("--shape").arg(&shape);
                 if paper {
                     cmd.arg("--paper");
                 }
