@@ -166,8 +166,9 @@ pub(crate) fn pair_lanes(func: &mut Function, roots: &HashMap<Value, Value>) {
         // before or after its own (`adjacent`), found by address (the linear
         // combination's terms and its constant plus the offset): a block of many stores
         // costs a pass over them, not one per pair. At most `TRIES` stores at each of the
-        // two addresses are tried (many stores to one address are a scratch buffer
-        // written over and over, where the first later one pairs if any does); a cursor
+        // two addresses are tried: many stores to one address are a scratch buffer
+        // written over and over, where a store past the first few later ones rarely pairs
+        // (those between write its buffer), and trying them all was quadratic. A cursor
         // per address skips those before the store asking, and those paired, once.
         let places: Vec<Option<(Vec<(Value, i64)>, i64)>> =
             list.iter().map(|&s| p.store_place(s)).collect();

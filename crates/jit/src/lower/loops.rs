@@ -50,6 +50,10 @@ impl<'a> Translator<'a> {
         init: Vec<Value>,
         body: &mut Body<'_, 'a>,
     ) -> JitResult<Vec<Value>> {
+        let types: Vec<Type> = init
+            .iter()
+            .map(|&v| self.b.func.dfg.value_type(v))
+            .collect();
         if let IntVal::Const(n) = count {
             if n <= 0 {
                 return Ok(init);
@@ -59,32 +63,12 @@ impl<'a> Translator<'a> {
             // register allocator a pass over the values live across it.
             if n == 1 {
                 let zero = self.b.ins().iconst(I64, 0);
-                self.frames.push(Vec::new());
-                self.counters.push((!rev).then_some(zero));
-                let out = body(self, zero, &init);
-                self.counters.pop();
-                let pinned = self.frames.pop();
-                let out = out?;
-                drop(pinned);
-                let out_types: Vec<Type> =
-                    out.iter().map(|&v| self.b.func.dfg.value_type(v)).collect();
-                let types: Vec<Type> = init
-                    .iter()
-                    .map(|&v| self.b.func.dfg.value_type(v))
-                    .collect();
-                if out_types != types {
-                    return internal("a loop body changes the types it carries");
-                }
-                return Ok(out);
+                return self.iteration(zero, rev, &init, &types, body);
             }
         }
         if init.len() >= MAX_BLOCK_PARAMS {
             return unsupported("a loop carrying this many values");
         }
-        let types: Vec<Type> = init
-            .iter()
-            .map(|&v| self.b.func.dfg.value_type(v))
-            .collect();
         let body_b = self.b.create_block();
         let exit_b = self.b.create_block();
         let i = self.b.append_block_param(body_b, I64);
@@ -115,17 +99,7 @@ impl<'a> Translator<'a> {
             }
         }
         self.switch_to(body_b);
-        self.frames.push(Vec::new());
-        self.counters.push((!rev).then_some(i));
-        let out = body(self, i, &params);
-        self.counters.pop();
-        let pinned = self.frames.pop();
-        let out = out?;
-        drop(pinned);
-        let out_types: Vec<Type> = out.iter().map(|&v| self.b.func.dfg.value_type(v)).collect();
-        if out_types != types {
-            return internal("a loop body changes the types it carries");
-        }
+        let out = self.iteration(i, rev, &params, &types, body)?;
         let mut next = Vec::with_capacity(out.len() + 1);
         if once {
             self.b.ins().jump(exit_b, &blockargs(&out));
@@ -181,6 +155,30 @@ impl<'a> Translator<'a> {
                 .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
         self.discard = Some(s);
         s
+    }
+
+    /// One iteration of a loop's `body` at index `i`, carrying `params` (of `types`): the
+    /// values it pins last until it ends, and it returns values of the same types.
+    fn iteration(
+        &mut self,
+        i: Value,
+        rev: bool,
+        params: &[Value],
+        types: &[Type],
+        body: &mut Body<'_, 'a>,
+    ) -> JitResult<Vec<Value>> {
+        self.frames.push(Vec::new());
+        self.counters.push((!rev).then_some(i));
+        let out = body(self, i, params);
+        self.counters.pop();
+        let pinned = self.frames.pop();
+        let out = out?;
+        drop(pinned);
+        let out_types: Vec<Type> = out.iter().map(|&v| self.b.func.dfg.value_type(v)).collect();
+        if out_types != types {
+            return internal("a loop body changes the types it carries");
+        }
+        Ok(out)
     }
 
     /// The stack slot loop results pass through.
