@@ -109,6 +109,13 @@ impl Linear {
 /// The stores at one address a store tries to pair with (see `pair_lanes`).
 const TRIES: usize = 4;
 
+/// Where a store writes: its address's linear combination's terms (in canonical order) and
+/// its constant plus the store's offset (`Pairing::store_place`).
+type StorePlace = (Vec<(Value, i64)>, i64);
+
+/// A store's address as a key: the terms and the position (see [`StorePlace`]).
+type AddressKey<'p> = (&'p [(Value, i64)], i64);
+
 /// Replace every pack in `func` by the vector computation of its two lanes (see the
 /// module's documentation).
 ///
@@ -170,9 +177,9 @@ pub(crate) fn pair_lanes(func: &mut Function, roots: &HashMap<Value, Value>) {
         // written over and over, where a store past the first few later ones rarely pairs
         // (those between write its buffer), and trying them all was quadratic. A cursor
         // per address skips those before the store asking, and those paired, once.
-        let places: Vec<Option<(Vec<(Value, i64)>, i64)>> =
-            list.iter().map(|&s| p.store_place(s)).collect();
-        let mut at: HashMap<(&[(Value, i64)], i64), (Vec<usize>, usize)> = HashMap::default();
+        let places: Vec<Option<StorePlace>> = list.iter().map(|&s| p.store_place(s)).collect();
+        // Per address, the stores there (in order) and the cursor.
+        let mut at: HashMap<AddressKey, (Vec<usize>, usize)> = HashMap::default();
         for (i, place) in places.iter().enumerate() {
             if let Some((terms, pos)) = place {
                 at.entry((terms.as_slice(), *pos)).or_default().0.push(i);
@@ -853,7 +860,7 @@ impl Pairing<'_> {
     /// Where the store `s` writes, as the terms of its address's linear combination (in
     /// their canonical order) and the constant plus the offset: two stores write adjacent
     /// reals (`adjacent`) exactly when their terms are equal and their positions 8 apart.
-    fn store_place(&mut self, s: Inst) -> Option<(Vec<(Value, i64)>, i64)> {
+    fn store_place(&mut self, s: Inst) -> Option<StorePlace> {
         let InstructionData::Store {
             args: [_, addr],
             offset,
