@@ -147,14 +147,15 @@ impl<'a> Translator<'a> {
     /// A stack slot of one real that what must be written nowhere goes to (nothing reads
     /// it): the element of a scatter whose position is outside its array.
     pub(super) fn discard_slot(&mut self) -> StackSlot {
-        if let Some(s) = self.discard {
-            return s;
-        }
-        let s =
-            self.b
-                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        let s = self.discard.unwrap_or_else(|| self.real_slot());
         self.discard = Some(s);
         s
+    }
+
+    /// A new stack slot of one real (eight bytes, aligned to eight).
+    fn real_slot(&mut self) -> StackSlot {
+        self.b
+            .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3))
     }
 
     /// One iteration of a loop's `body` at index `i`, carrying `params` (of `types`): the
@@ -183,12 +184,7 @@ impl<'a> Translator<'a> {
 
     /// The stack slot loop results pass through.
     fn relay_slot(&mut self) -> StackSlot {
-        if let Some(s) = self.relay {
-            return s;
-        }
-        let s =
-            self.b
-                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        let s = self.relay.unwrap_or_else(|| self.real_slot());
         self.relay = Some(s);
         s
     }
