@@ -25,10 +25,9 @@ use unfad::pipeline::Pipeline;
 
 /// The straight-line program of `n` statements of the kind `shape` (see [`SHAPES`]).
 fn program(shape: &str, n: usize) -> String {
-    let mut s = String::new();
     match shape {
         "pair" => {
-            s.push_str("def f(a0: real, b0: real): real =\n");
+            let mut s = String::from("def f(a0: real, b0: real): real =\n");
             let (mut a, mut b) = ("a0".to_string(), "b0".to_string());
             for i in 1..=n {
                 if i % 2 == 1 {
@@ -39,39 +38,42 @@ fn program(shape: &str, n: usize) -> String {
                     b = format!("b{i}");
                 }
             }
-            s.push_str(&format!("  {a} + {b}\n"));
+            s + &format!("  {a} + {b}\n")
         }
-        "loops" => {
-            s.push_str("def f(v0: [m]real, w: [m]real): real =\n");
-            for i in 1..=n {
-                let p = i - 1;
-                s.push_str(&format!(
-                    "  let v{i} = map2 (s, t. s * 0.5 + sin(t * s)) v{p} w in\n"
-                ));
-            }
-            s.push_str(&format!("  sum(v{n})\n"));
-        }
-        "reads" => {
-            s.push_str("def f(x0: real, w: [m]real): real =\n");
-            for i in 1..=n {
-                let p = i - 1;
-                s.push_str(&format!(
-                    "  let x{i} = x{p} * 0.9 + exp(-x{p} * x{p}) * w[{}] in\n",
-                    i % 8
-                ));
-            }
-            s.push_str(&format!("  x{n}\n"));
-        }
-        _ => {
-            s.push_str("def f(x0: real): real =\n");
-            for i in 1..=n {
-                let p = i - 1;
-                s.push_str(&format!("  let x{i} = sin(x{p}) * 0.5 + x{p} in\n"));
-            }
-            s.push_str(&format!("  x{n}\n"));
-        }
+        "loops" => chain_of(
+            "def f(v0: [m]real, w: [m]real): real =",
+            n,
+            |i, p| format!("let v{i} = map2 (s, t. s * 0.5 + sin(t * s)) v{p} w"),
+            &format!("sum(v{n})"),
+        ),
+        "reads" => chain_of(
+            "def f(x0: real, w: [m]real): real =",
+            n,
+            |i, p| format!("let x{i} = x{p} * 0.9 + exp(-x{p} * x{p}) * w[{}]", i % 8),
+            &format!("x{n}"),
+        ),
+        _ => chain_of(
+            "def f(x0: real): real =",
+            n,
+            |i, p| format!("let x{i} = sin(x{p}) * 0.5 + x{p}"),
+            &format!("x{n}"),
+        ),
     }
-    s
+}
+
+/// `header`, then statement `i` (reading statement `p = i - 1`'s variable) for `i = 1..n`,
+/// then `result`.
+fn chain_of(
+    header: &str,
+    n: usize,
+    statement: impl Fn(usize, usize) -> String,
+    result: &str,
+) -> String {
+    let mut s = format!("{header}\n");
+    for i in 1..=n {
+        s.push_str(&format!("  {} in\n", statement(i, i - 1)));
+    }
+    s + &format!("  {result}\n")
 }
 
 /// The kinds of straight-line programs, and what their statements are.
