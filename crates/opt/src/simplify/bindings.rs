@@ -3,9 +3,9 @@
 //! inlined at its only use), `let` chains with let-floating and tuple splitting, the
 //! sweep of dead bindings, and the scopes rules simplify sub-terms in.
 
-use unfad_syntax::{Arena, ExprId, Node, Var};
+use unfad_syntax::{Arena, ExprId, Kids, Node, Var};
 
-use super::Simplifier;
+use super::{Simplifier, Vars};
 
 /// What a variable stands for during the pass.
 #[derive(Copy, Clone, Debug)]
@@ -52,7 +52,7 @@ impl<T: Clone> ByVar<T> {
 /// A binding emitted by the pass.
 pub(super) enum Binding {
     One(Var, ExprId),
-    Many(Vec<Var>, ExprId),
+    Many(Vars, ExprId),
 }
 
 impl Simplifier<'_> {
@@ -143,7 +143,7 @@ impl Simplifier<'_> {
                     cur = body;
                 }
                 Node::LetTuple(xs, rhs, body) => {
-                    let xs = self.arena.vars_of(xs).to_vec();
+                    let xs: Vars = self.arena.vars_of(xs).into();
                     self.bind_tuple(&xs, rhs, &mut out);
                     cur = body;
                 }
@@ -229,7 +229,7 @@ impl Simplifier<'_> {
             }
             Node::LetTuple(ys, a, b) => {
                 self.fired();
-                let ys = self.arena.vars_of(ys).to_vec();
+                let ys: Vars = self.arena.vars_of(ys).into();
                 self.bind_tuple(&ys, a, out);
                 self.bind_one(x, b, out);
             }
@@ -262,14 +262,14 @@ impl Simplifier<'_> {
             }
             Node::LetTuple(ys, a, b) => {
                 self.fired();
-                let ys = self.arena.vars_of(ys).to_vec();
+                let ys: Vars = self.arena.vars_of(ys).into();
                 self.bind_tuple(&ys, a, out);
                 self.bind_tuple(xs, b, out);
             }
             Node::Tuple(l) if l.len() == xs.len() => {
                 // `let (x, y) = (a, b)` is `let x = a in let y = b`.
                 self.fired();
-                let items = self.arena.exprs(l).to_vec();
+                let items: Kids = self.arena.exprs(l).into();
                 for (&x, &i) in xs.iter().zip(&items) {
                     self.bind_one(x, i, out);
                 }
@@ -280,7 +280,7 @@ impl Simplifier<'_> {
                 match self.arena[r] {
                     Node::Tuple(l) if l.len() == xs.len() => {
                         self.fired();
-                        let items = self.arena.exprs(l).to_vec();
+                        let items: Kids = self.arena.exprs(l).into();
                         for (&x, &i) in xs.iter().zip(&items) {
                             if self.uses(x) > 0 {
                                 self.bind_value(x, i, out);
@@ -297,7 +297,7 @@ impl Simplifier<'_> {
                         }
                     }
                     _ => {
-                        let new: Vec<Var> = xs.iter().map(|&x| self.bind_var(x)).collect();
+                        let new: Vars = xs.iter().map(|&x| self.bind_var(x)).collect();
                         out.push(Binding::Many(new, r));
                     }
                 }
@@ -316,7 +316,7 @@ impl Simplifier<'_> {
                     r = b;
                 }
                 Node::LetTuple(ys, a, b) => {
-                    out.push(Binding::Many(self.arena.vars_of(ys).to_vec(), a));
+                    out.push(Binding::Many(self.arena.vars_of(ys).into(), a));
                     r = b;
                 }
                 _ => return r,
@@ -351,8 +351,8 @@ impl Simplifier<'_> {
                 return;
             };
             self.fired();
-            let items = self.arena.exprs(l).to_vec();
-            let mut parts = Vec::new();
+            let items: Kids = self.arena.exprs(l).into();
+            let mut parts = Kids::new();
             for (i, &item) in items.iter().enumerate() {
                 if self.is_trivial(item) {
                     parts.push(item);

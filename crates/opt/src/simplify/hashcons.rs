@@ -2,7 +2,10 @@
 //! and the CSE table of the expressions bound by the enclosing `let`s (keyed so that folds
 //! and scans of one operator section are one key, whatever the names of their binders).
 
-use unfad_syntax::{ExprId, Node, Var};
+use std::hash::{Hash, Hasher};
+
+use unfad_syntax::fast_hash::FastHasher;
+use unfad_syntax::{Arena, ExprId, Node, Var};
 
 use super::Simplifier;
 
@@ -50,8 +53,9 @@ impl KeyKids {
     }
 }
 
-impl Simplifier<'_> {
-    pub(super) fn key(&self, node: &Node) -> Key {
+impl Key {
+    /// The key of `node`, whose lists are in `arena`.
+    fn of(arena: &Arena, node: &Node) -> Key {
         use Node::*;
         let k = |tag: u8, op: u32, bits: u64, kids: KeyKids| Key {
             tag,
@@ -61,13 +65,10 @@ impl Simplifier<'_> {
         };
         let id = |e: ExprId| e.index() as u32;
         let list = |l: unfad_syntax::ExprList, first: &[u32]| {
-            KeyKids::chain(first, self.arena.exprs(l).iter().map(|e| e.index() as u32))
+            KeyKids::chain(first, arena.exprs(l).iter().map(|e| e.index() as u32))
         };
         let vlist = |l: unfad_syntax::VarList, first: &[u32]| {
-            KeyKids::chain(
-                first,
-                self.arena.vars_of(l).iter().map(|v| v.index() as u32),
-            )
+            KeyKids::chain(first, arena.vars_of(l).iter().map(|v| v.index() as u32))
         };
         let few = |items: &[u32]| KeyKids::few(items);
         match *node {
@@ -114,6 +115,21 @@ impl Simplifier<'_> {
         }
     }
 
+    fn hash(&self) -> u64 {
+        let mut h = FastHasher::default();
+        Hash::hash(self, &mut h);
+        // The low bits of the fast hash depend on few bits of the key, and the table
+        // takes its buckets from the low bits: keys differing in high bits of their ids
+        // (millions of nodes) fell into one long run of buckets. A final mix (that of
+        // splitmix64) spreads every bit of the key over the whole hash.
+        let mut x = h.finish();
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+}
+
+impl Simplifier<'_> {
     /// The node, hash-consed: structurally equal nodes built in a pass are one id.
     pub(super) fn mk(&mut self, node: Node) -> ExprId {
         // Normalise through the arena first (`-c` is a constant).
@@ -133,12 +149,49 @@ impl Simplifier<'_> {
         if self.light {
             return self.arena.add_at(node, at);
         }
-        let key = self.key(&node);
-        if let Some(&e) = self.hashcons.get(&key) {
+        // Variables and constants, most of the nodes a pass makes and nearly always made
+        // before, have tables of their own: one slot per variable of the arena, and the
+        // few constants of a program.
+        match node {
+            Node::Var(v) => {
+                let i = v.index();
+                if i >= self.var_nodes.len() {
+                    self.var_nodes.resize(i + 1 + i / 2, None);
+                }
+                if let Some(e) = self.var_nodes[i] {
+                    return e;
+                }
+                let e = self.arena.add_at(node, at);
+                self.var_nodes[i] = Some(e);
+                return e;
+            }
+            Node::Const(c) => {
+                if let Some(&e) = self.const_nodes.get(&c.to_bits()) {
+                    return e;
+                }
+                let e = self.arena.add_at(node, at);
+                self.const_nodes.insert(c.to_bits(), e);
+                return e;
+            }
+            _ => {}
+        }
+        // The table holds ids only, each entry's key made again from its node when it
+        // is compared or moved: a tenth of the memory of keys kept beside the ids, and
+        // the table of a long program's pass (millions of nodes) then misses the caches
+        // less, which was the largest cost of a pass.
+        let key = Key::of(self.arena, &node);
+        let hash = key.hash();
+        let arena = &*self.arena;
+        if let Some(&e) = self
+            .hashcons
+            .find(hash, |&e| Key::of(arena, &arena[e]) == key)
+        {
             return e;
         }
         let e = self.arena.add_at(node, at);
-        self.hashcons.insert(key, e);
+        let arena = &*self.arena;
+        self.hashcons
+            .insert_unique(hash, e, |&e| Key::of(arena, &arena[e]).hash());
         e
     }
 

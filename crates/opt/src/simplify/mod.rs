@@ -35,7 +35,6 @@ mod shapes;
 pub use rule_cx::RuleCx;
 
 use bindings::{Binding, ByVar, Sub};
-use hashcons::Key;
 use occurrences::{occurrences_and_binders, Occurrences};
 use shapes::Parts;
 
@@ -44,6 +43,9 @@ use unfad_syntax::typeck::{infer, NoSource};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Kids, Node, Type, Var};
 
 use crate::len::{exact, Len, Shape};
+
+/// A few variables (a lambda's parameters, a tuple's binders) without a heap allocation.
+type Vars = smallvec::SmallVec<[Var; 4]>;
 
 /// How many times the rules rewrite one node at most in a pass (each rewrite of the node
 /// tries every rule again on the result).
@@ -63,7 +65,11 @@ pub struct Simplifier<'a> {
     /// Occurrences of the input's variables and which of them it binds (only their
     /// occurrence counts are known).
     occ: Occurrences,
-    hashcons: HashMap<Key, ExprId>,
+    hashcons: hashbrown::HashTable<ExprId>,
+    /// The hash-consed `Var` node of each variable, and `Const` node of each constant's
+    /// bits (apart from `hashcons`, see [`Simplifier::mk`]).
+    var_nodes: Vec<Option<ExprId>>,
+    const_nodes: HashMap<u64, ExprId>,
     /// CSE: expression (hash-consed) -> variable bound to it, for bindings in scope.
     avail: HashMap<ExprId, Var>,
     avail_log: Vec<ExprId>,
@@ -112,7 +118,9 @@ impl<'a> Simplifier<'a> {
             arena,
             subst: ByVar::with_room(vars),
             occ,
-            hashcons: HashMap::with_capacity_and_hasher(room, Default::default()),
+            hashcons: hashbrown::HashTable::with_capacity(room),
+            var_nodes: Vec::new(),
+            const_nodes: HashMap::default(),
             avail: HashMap::default(),
             avail_log: Vec::new(),
             canon_vars: Vec::new(),
@@ -430,8 +438,8 @@ impl<'a> Simplifier<'a> {
         let Node::Lambda(ps, body) = self.arena[f] else {
             return self.simplify(f);
         };
-        let params = self.arena.vars_of(ps).to_vec();
-        let mut new_params = Vec::new();
+        let params: Vars = self.arena.vars_of(ps).into();
+        let mut new_params = Vars::new();
         for (i, &p) in params.iter().enumerate() {
             let q = self.bind_var(p);
             let shape = param_shapes.get(i).cloned().unwrap_or(Shape::Unknown);
@@ -460,7 +468,7 @@ impl<'a> Simplifier<'a> {
             Node::Lambda(..) => f,
             _ => self.simplify(f),
         };
-        let args = self.arena.exprs(l).to_vec();
+        let args: Kids = self.arena.exprs(l).into();
         let m = self.mark();
         let mut out = self.chain();
         // Let normalisation in function position: `(let x = e1 in f)(args)` is
@@ -468,7 +476,7 @@ impl<'a> Simplifier<'a> {
         let lam = self.peel(lam, &mut out);
         let Node::Lambda(ps, body) = self.arena[lam] else {
             // Not a lambda: rebuild the application (the first-order check reports it).
-            let args: Vec<ExprId> = args.iter().map(|&a| self.simplify(a)).collect();
+            let args: Kids = args.iter().map(|&a| self.simplify(a)).collect();
             let list = self.arena.expr_list(&args);
             let app = self.mk(Node::App(lam, list));
             self.pop_to(m);
@@ -476,7 +484,7 @@ impl<'a> Simplifier<'a> {
         };
         // `(fun (x1..xn) -> e)(e1..en)` is `let x1 = e1 in ... let xn = en in e`.
         self.fired();
-        let params = self.arena.vars_of(ps).to_vec();
+        let params: Vars = self.arena.vars_of(ps).into();
         for (&p, &a) in params.iter().zip(&args) {
             let r = self.simplify(a);
             self.bind_value(p, r, &mut out);

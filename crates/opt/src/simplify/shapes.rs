@@ -13,7 +13,14 @@ pub(super) type Parts = Vec<Option<ExprId>>;
 impl Simplifier<'_> {
     /// Record the shape of variable `v` (an administrative pass keeps none).
     pub(super) fn set_shape(&mut self, v: Var, shape: Shape) {
-        if !self.light {
+        if self.light {
+            return;
+        }
+        // A variable without an entry is of unknown shape (every real): most bindings of
+        // a long program are reals, and their entries would only grow the table.
+        if shape == Shape::Unknown {
+            self.shapes.remove(&v);
+        } else {
             self.shapes.insert(v, shape);
         }
     }
@@ -37,8 +44,22 @@ impl Simplifier<'_> {
     /// [`Simplifier::shape_of`] with the shapes `env` of the parameters of the functions
     /// being walked through (innermost last).
     pub(super) fn shape_in(&self, e: ExprId, env: &mut Vec<(Var, Shape)>) -> Shape {
-        // Outside functions a term's shape depends on nothing but the term: memoized.
-        if env.is_empty() {
+        // Outside functions a term's shape depends on nothing but the term: memoized,
+        // where finding it walks further than the node (scalar operations, variables and
+        // constants are answered at once, and most nodes are those).
+        let walks = !matches!(
+            self.arena[e],
+            Node::Var(_)
+                | Node::Const(_)
+                | Node::Bool(_)
+                | Node::Op1(..)
+                | Node::Op2(..)
+                | Node::Cmp(..)
+                | Node::Not(_)
+                | Node::And(..)
+                | Node::Or(..)
+        );
+        if env.is_empty() && walks {
             if let Some(s) = self.shape_memo.borrow().get(&e) {
                 return s.clone();
             }
