@@ -9,24 +9,28 @@
 
 use std::rc::Rc;
 
-use unfad_syntax::fast_hash::FastMap as HashMap;
 use unfad_syntax::{with_stack, Arena, ExprId, Node, Var};
 
 /// The memo of free variables, filled on demand (a node's set needs its children's).
 #[derive(Default)]
 pub(crate) struct FreeVars {
-    sets: HashMap<ExprId, Rc<[Var]>>,
+    /// By node index (the arena's nodes are numbered densely): a table lookup per node
+    /// asked for, without hashing, since the macro asks for millions in a long program.
+    sets: Vec<Option<Rc<[Var]>>>,
 }
 
 impl FreeVars {
     /// The free variables of `e` that derivatives flow through, sorted and without
     /// repeats.
     pub(crate) fn of(&mut self, a: &Arena, e: ExprId) -> Rc<[Var]> {
-        if let Some(s) = self.sets.get(&e) {
+        if let Some(Some(s)) = self.sets.get(e.index()) {
             return s.clone();
         }
         let set = with_stack(|| self.compute(a, e));
-        self.sets.insert(e, set.clone());
+        if e.index() >= self.sets.len() {
+            self.sets.resize(a.node_count().max(e.index() + 1), None);
+        }
+        self.sets[e.index()] = Some(set.clone());
         set
     }
 
@@ -47,18 +51,29 @@ impl FreeVars {
                     let rhs = self.of(a, e1);
                     union(rhs.iter().chain(body.iter()).copied(), &xs)
                 } else {
-                    union(body.iter().copied(), &xs)
+                    // The body's set as it is (no binder in it): shared, not copied.
+                    body
                 }
             }
             node => {
                 let bound = a.binders(node);
-                let mut children = Vec::new();
+                let mut children: smallvec::SmallVec<[ExprId; 4]> = smallvec::SmallVec::new();
                 a.for_each_child(e, |c| children.push(c));
-                let mut all = Vec::new();
+                let mut sets: smallvec::SmallVec<[Rc<[Var]>; 4]> = smallvec::SmallVec::new();
                 for c in children {
-                    all.extend_from_slice(&self.of(a, c));
+                    let s = self.of(a, c);
+                    if !s.is_empty() {
+                        sets.push(s);
+                    }
                 }
-                union(all, &bound)
+                match sets.len() {
+                    0 => Rc::from([]),
+                    // One child's set with no binder of the node in it: shared.
+                    1 if !bound.iter().any(|x| sets[0].binary_search(x).is_ok()) => {
+                        sets.pop().expect("one set")
+                    }
+                    _ => union(sets.iter().flat_map(|s| s.iter().copied()), &bound),
+                }
             }
         }
     }
