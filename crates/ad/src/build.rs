@@ -109,6 +109,9 @@ pub struct Run {
     /// The direct macro's continuations take only the adjoints of the variables live
     /// after their subterm, not of all of Γ (see `direct`).
     pub(crate) weakened: bool,
+    /// The free variables of the Source subterms, for every continuation of the run
+    /// (the macro of each loop body included): one memo, filled once.
+    pub(crate) free: std::cell::RefCell<crate::live::FreeVars>,
 }
 
 impl Run {

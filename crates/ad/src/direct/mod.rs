@@ -46,7 +46,6 @@ use crate::derivatives::{binary_partials, unary_partial};
 use crate::error::AdError;
 use crate::folds::FoldKind;
 use crate::ground::{add_hat, zero};
-use crate::live::FreeVars;
 use crate::reverse::{adjoint_name, types_of, Reverse};
 
 /// The direct pipeline.
@@ -73,7 +72,6 @@ impl Reverse for Direct<'_> {
             adjoint_names: HashMap::default(),
             live: Vec::new(),
             domains: HashMap::default(),
-            free: FreeVars::default(),
         };
         for &g in gamma {
             m.push(g);
@@ -121,8 +119,6 @@ struct Macro<'a, 'n> {
     /// takes first, in order (its other arguments, such as the adjoint `z` of a value,
     /// are passed explicitly).
     domains: HashMap<Var, Vec<Var>>,
-    /// The free variables of the subterms (weakened runs only).
-    free: FreeVars,
 }
 
 /// The adjoints a continuation holds while it adds a subterm's contributions: one term
@@ -288,7 +284,7 @@ impl Macro<'_, '_> {
         if !self.names.weakened {
             return std::rc::Rc::from([]);
         }
-        self.free.of(self.a, e)
+        self.names.free.borrow_mut().of(self.a, e)
     }
 
     /// `D(e)` for a continuation whose domain is `live`.
