@@ -56,7 +56,7 @@ const MAX_JOINED_LETS: usize = 6;
 /// `func` with the consumers of its `let`-bound loops joined to them (the same term if
 /// none).
 pub fn join_consumers(arena: &mut Arena, func: &Func) -> Func {
-    let mut memo = HashMap::default();
+    let mut memo = unfad_syntax::ExprMemo::for_arena(arena);
     let body = every_chain(arena, func.body, MAX_ROUNDS, &mut join_once, &mut memo);
     Func {
         body,

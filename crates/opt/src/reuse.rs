@@ -30,7 +30,7 @@ use crate::siblings::{elementwise, every_chain, is_zip_function, rechain, unchai
 /// read them from it; `func` itself when nothing changes.
 pub fn reuse_precomputed(arena: &mut Arena, func: &Func) -> Func {
     let mut leaves: HashMap<Var, Var> = HashMap::default();
-    let mut memo = HashMap::default();
+    let mut memo = unfad_syntax::ExprMemo::for_arena(arena);
     let body = every_chain(
         arena,
         func.body,

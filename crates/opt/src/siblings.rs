@@ -18,7 +18,7 @@
 
 use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::typeck::{infer, NoSource};
-use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+use unfad_syntax::{with_stack, Arena, ExprId, ExprMemo, Func, Node, Type, Var};
 
 use crate::expand::{expand, replace_expansion, Memo};
 use crate::simplify::Simplifier;
@@ -28,7 +28,7 @@ const MAX_ROUNDS: usize = 8;
 
 /// Compute the reductions of loops over the same arrays as a statement's loop in that loop.
 pub fn fuse_sibling_loops(arena: &mut Arena, func: &Func) -> Func {
-    let mut memo = HashMap::default();
+    let mut memo = ExprMemo::for_arena(arena);
     let body = every_chain(
         arena,
         func.body,
@@ -50,7 +50,7 @@ pub(crate) fn in_every_chain(
     rounds: usize,
     step: &mut dyn FnMut(&mut Arena, ExprId) -> Option<ExprId>,
 ) -> Func {
-    let mut memo = HashMap::default();
+    let mut memo = ExprMemo::for_arena(arena);
     let body = every_chain(arena, func.body, rounds, step, &mut memo);
     Func {
         body,
@@ -67,9 +67,9 @@ pub(crate) fn every_chain(
     e: ExprId,
     rounds: usize,
     step: &mut dyn FnMut(&mut Arena, ExprId) -> Option<ExprId>,
-    memo: &mut HashMap<ExprId, ExprId>,
+    memo: &mut ExprMemo,
 ) -> ExprId {
-    if let Some(&r) = memo.get(&e) {
+    if let Some(r) = memo.get(e) {
         return r;
     }
     let r = with_stack(|| {

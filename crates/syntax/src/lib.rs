@@ -41,7 +41,7 @@ pub use program::{Def, Func, Program, PRELUDE};
 pub use span::{SourceId, Span};
 pub use term::{
     alpha_eq, with_stack, Accumulation, Accumulations, Addition, Arena, Branch, DefId, Derivative,
-    ExprId, ExprList, Kids, Node, Var, VarList,
+    ExprId, ExprList, ExprMemo, Kids, Node, Var, VarList,
 };
 pub use types::{At, Size, SizeBindings, Type};
 

@@ -48,6 +48,40 @@ impl ExprId {
     }
 }
 
+/// A map from nodes to nodes with a slot per node of an arena: what a pass that rebuilds a
+/// term keeps of the nodes it has rebuilt. A hash table of millions of entries (a long
+/// program's term) cost more in its lookups and growth than the rest of such a pass.
+#[derive(Default)]
+pub struct ExprMemo {
+    slots: Vec<u32>,
+}
+
+impl ExprMemo {
+    const NONE: u32 = u32::MAX;
+
+    /// Slots for the nodes of `arena` (nodes made later grow the table).
+    pub fn for_arena(arena: &Arena) -> ExprMemo {
+        ExprMemo {
+            slots: vec![Self::NONE; arena.node_count()],
+        }
+    }
+
+    pub fn get(&self, e: ExprId) -> Option<ExprId> {
+        match self.slots.get(e.index()) {
+            Some(&r) if r != Self::NONE => Some(ExprId(r)),
+            _ => None,
+        }
+    }
+
+    pub fn insert(&mut self, e: ExprId, r: ExprId) {
+        if e.index() >= self.slots.len() {
+            let n = e.index() + 1;
+            self.slots.resize(n + n / 2, Self::NONE);
+        }
+        self.slots[e.index()] = r.0;
+    }
+}
+
 impl Var {
     pub fn index(self) -> usize {
         self.0 as usize

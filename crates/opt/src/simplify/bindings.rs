@@ -173,17 +173,20 @@ impl Simplifier<'_> {
     /// (otherwise the next pass would drop them, one link of the chain per pass). Binders
     /// are unique, so a mention is a use.
     pub(super) fn sweep_dead(&mut self, chain: &mut Vec<Binding>, tail: ExprId) {
-        // A set, not a table by variable: a chain in a loop's body is short, and a table
-        // grown to the arena's variables for each made long programs quadratic.
-        let mut needed: crate::fast_hash::FastSet<Var> = Default::default();
-        let mut seen = crate::fast_hash::FastSet::default();
+        // Sets, not tables by variable and node: a chain in a loop's body is short, and
+        // tables grown to the arena's size for each made long programs quadratic. A chain
+        // long beside the arena (a straight-line program's) takes tables all the same,
+        // whose cost its length pays for.
+        let dense = 64 * chain.len() >= self.arena.node_count();
+        let mut needed = Marks::new(dense, self.arena.var_count());
+        let mut seen = Marks::new(dense, self.arena.node_count());
         let mut stack = Vec::new();
-        let mut mark = |arena: &Arena, e: ExprId, needed: &mut crate::fast_hash::FastSet<Var>| {
+        let mut mark = |arena: &Arena, e: ExprId, needed: &mut Marks| {
             stack.push(e);
             while let Some(x) = stack.pop() {
-                if seen.insert(x) {
+                if seen.insert(x.index()) {
                     if let Node::Var(v) = arena[x] {
-                        needed.insert(v);
+                        needed.insert(v.index());
                     }
                     arena.for_each_child(x, |c| stack.push(c));
                 }
@@ -193,8 +196,8 @@ impl Simplifier<'_> {
         let mut keep = vec![true; chain.len()];
         for (k, b) in chain.iter().enumerate().rev() {
             let (used, rhs) = match b {
-                Binding::One(x, r) => (needed.contains(x), *r),
-                Binding::Many(xs, r) => (xs.iter().any(|x| needed.contains(x)), *r),
+                Binding::One(x, r) => (needed.contains(x.index()), *r),
+                Binding::Many(xs, r) => (xs.iter().any(|x| needed.contains(x.index())), *r),
             };
             if used {
                 mark(self.arena, rhs, &mut needed);
@@ -397,5 +400,47 @@ impl Simplifier<'_> {
         self.make_available(r, x2);
         self.defs.insert(x2, r);
         out.push(Binding::One(x2, r));
+    }
+}
+
+/// A set of indices (of nodes or variables): hashed, or a bit per index where most
+/// indices will be in it.
+enum Marks {
+    Hashed(crate::fast_hash::FastSet<usize>),
+    Bits(Vec<u64>),
+}
+
+impl Marks {
+    fn new(dense: bool, size: usize) -> Marks {
+        if dense {
+            Marks::Bits(vec![0; size.div_ceil(64)])
+        } else {
+            Marks::Hashed(Default::default())
+        }
+    }
+
+    /// Add `i`; whether it was new.
+    fn insert(&mut self, i: usize) -> bool {
+        match self {
+            Marks::Hashed(set) => set.insert(i),
+            Marks::Bits(bits) => {
+                if i / 64 >= bits.len() {
+                    bits.resize(i / 64 + 1, 0);
+                }
+                let (w, b) = (i / 64, 1u64 << (i % 64));
+                let new = bits[w] & b == 0;
+                bits[w] |= b;
+                new
+            }
+        }
+    }
+
+    fn contains(&self, i: usize) -> bool {
+        match self {
+            Marks::Hashed(set) => set.contains(&i),
+            Marks::Bits(bits) => bits
+                .get(i / 64)
+                .is_some_and(|w| w & (1u64 << (i % 64)) != 0),
+        }
     }
 }
