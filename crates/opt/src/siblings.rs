@@ -356,6 +356,26 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
             _ => None,
         })
         .collect();
+    // The loops by their operands (the variables among them): a loop joins only loops
+    // over the same operands, and checking every later loop of a long chain of loops,
+    // one statement after another, was quadratic.
+    let operand_key = |arena: &Arena, rhs: ExprId| -> Option<Vec<Option<Var>>> {
+        let (_, _, ops) = elementwise(arena, rhs)?;
+        Some(
+            ops.iter()
+                .map(|&o| match arena[o] {
+                    Node::Var(v) => Some(v),
+                    _ => None,
+                })
+                .collect(),
+        )
+    };
+    let mut by_operands: HashMap<Vec<Option<Var>>, Vec<usize>> = HashMap::default();
+    for (p, &(k, _)) in loops.iter().enumerate() {
+        if let Some(key) = operand_key(arena, stmts[k].rhs()) {
+            by_operands.entry(key).or_default().push(p);
+        }
+    }
     for i in 0..stmts.len() {
         let Stmt::One(x, rhs) = stmts[i] else {
             continue;
@@ -398,7 +418,12 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
         // A later statement's loop joins if it is only folded so, or if the statement's
         // own loop is (a stored loop that other loops read is left to fuse into those).
         let first_later = loops.partition_point(|&(k, _)| k <= i);
-        for &(k, folded) in &loops[first_later..] {
+        let same_operands: &[usize] = operand_key(arena, rhs)
+            .and_then(|key| by_operands.get(&key))
+            .map_or(&[], Vec::as_slice);
+        let later_same = same_operands.partition_point(|&p| p < first_later);
+        for &p in &same_operands[later_same..] {
+            let (k, folded) = loops[p];
             if base_reduced || folded {
                 found.push(stmts[k].rhs());
             }
