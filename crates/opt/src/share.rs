@@ -43,6 +43,7 @@ pub fn share_elementwise(arena: &mut Arena, func: &Func) -> Func {
         placeholders: HashMap::default(),
         made: HashSet::default(),
         terms: HashMap::default(),
+        offers: HashMap::default(),
     };
     let body = sh.scope(&mut cx, func.body);
     Func {
@@ -62,6 +63,20 @@ struct Sharer {
     /// What the expansion of each loop met found, by its node (a loop the rounds leave
     /// alone keeps its id, and is not expanded again).
     terms: HashMap<ExprId, LoopTerms>,
+    /// What each statement offers to share, by its expression: the rounds of a chain
+    /// change few statements, and finding the offers of all of them again each round
+    /// made a long chain of loops cost several passes over it.
+    offers: HashMap<ExprId, std::rc::Rc<[Offer]>>,
+}
+
+/// A term one statement's loops could share: its key, the arrays it reads, the loop it is
+/// in, its size, and for a loop, the occurrence as written (see [`Candidate`]).
+struct Offer {
+    key: ExprId,
+    arrays: Vec<Var>,
+    loop_node: ExprId,
+    size: usize,
+    written: Option<(ExprId, Vec<Var>, Vec<Option<Var>>)>,
 }
 
 /// The expansion of a loop's body: its dear terms that may be shared (each as its
@@ -115,9 +130,6 @@ struct Candidate {
     /// The arrays whose elements it reads.
     arrays: Vec<Var>,
     statements: Vec<usize>,
-    /// The loops it occurs in.
-    loops: Vec<ExprId>,
-    size: usize,
     /// For a loop, one occurrence as written, with the parameters of its loop and their
     /// arrays.
     written: Option<(ExprId, Vec<Var>, Vec<Option<Var>>)>,
@@ -404,56 +416,96 @@ impl Sharer {
 
     /// The largest non-linear term of the elements of the same arrays that loops of two
     /// statements or more compute.
-    fn best(&mut self, cx: &mut RuleCx, stmts: &[Stmt]) -> Option<Candidate> {
-        let mut found: HashMap<ExprId, Candidate> = HashMap::default();
-        for (k, st) in stmts.iter().enumerate() {
-            if matches!(st, Stmt::One(v, _) if self.made.contains(v)) {
-                continue;
-            }
-            let mut loops = Vec::new();
-            self.strict_loops(cx, st.expr(), &mut loops);
-            // Variables bound inside the statement are not in scope before it.
-            let local = bound_inside(cx.arena(), st.expr());
-            for l in loops {
-                for (key, t, is_loop) in self.loop_terms(cx, &l).shareable.clone() {
-                    let free = cx.arena().free_vars(key);
-                    if free.iter().any(|v| local.contains(v)) {
-                        continue;
-                    }
-                    let arrays: Vec<Var> = l
-                        .vars
-                        .iter()
-                        .flatten()
-                        .copied()
-                        .filter(|o| free.contains(&self.placeholders[o]))
-                        .collect();
-                    if arrays.is_empty() {
-                        continue;
-                    }
-                    let written = is_loop.then(|| (t, l.params.clone(), l.vars.clone()));
-                    let c = found.entry(key).or_insert_with(|| Candidate {
-                        key,
-                        arrays,
-                        statements: Vec::new(),
-                        loops: Vec::new(),
-                        size: cx.arena().tree_size(key),
-                        written,
-                    });
-                    if !c.statements.contains(&k) {
-                        c.statements.push(k);
-                    }
-                    if !c.loops.contains(&l.node) {
-                        c.loops.push(l.node);
-                    }
+    /// The offers of the statement whose expression is `e` (found once, see
+    /// [`Sharer::offers`]): the shareable terms of its loops outside function arguments
+    /// and branches, which read the arrays of their loop and nothing bound inside `e`.
+    fn offers_of(&mut self, cx: &mut RuleCx, e: ExprId) -> std::rc::Rc<[Offer]> {
+        if let Some(o) = self.offers.get(&e) {
+            return o.clone();
+        }
+        let mut loops = Vec::new();
+        self.strict_loops(cx, e, &mut loops);
+        // Variables bound inside the statement are not in scope before it.
+        let local = bound_inside(cx.arena(), e);
+        let mut out = Vec::new();
+        for l in loops {
+            for (key, t, is_loop) in self.loop_terms(cx, &l).shareable.clone() {
+                let free = cx.arena().free_vars(key);
+                if free.iter().any(|v| local.contains(v)) {
+                    continue;
                 }
+                let arrays: Vec<Var> = l
+                    .vars
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .filter(|o| free.contains(&self.placeholders[o]))
+                    .collect();
+                if arrays.is_empty() {
+                    continue;
+                }
+                out.push(Offer {
+                    key,
+                    arrays,
+                    loop_node: l.node,
+                    size: cx.arena().tree_size(key),
+                    written: is_loop.then(|| (t, l.params.clone(), l.vars.clone())),
+                });
             }
         }
-        found
+        let out: std::rc::Rc<[Offer]> = out.into();
+        self.offers.insert(e, out.clone());
+        out
+    }
+
+    fn best(&mut self, cx: &mut RuleCx, stmts: &[Stmt]) -> Option<Candidate> {
+        /// A term's occurrences so far: where its first offer is (statement, offer), the
+        /// statements and loops it occurs in. The winner alone becomes a [`Candidate`].
+        struct Seen {
+            first: (usize, usize),
+            statements: Vec<usize>,
+            loops: Vec<ExprId>,
+            size: usize,
+            written: bool,
+        }
+        let mut offers = Vec::with_capacity(stmts.len());
+        let mut found: HashMap<ExprId, Seen> = HashMap::default();
+        for (k, st) in stmts.iter().enumerate() {
+            if matches!(st, Stmt::One(v, _) if self.made.contains(v)) {
+                offers.push(std::rc::Rc::from([]));
+                continue;
+            }
+            let of_k = self.offers_of(cx, st.expr());
+            for (i, o) in of_k.iter().enumerate() {
+                let c = found.entry(o.key).or_insert_with(|| Seen {
+                    first: (k, i),
+                    statements: Vec::new(),
+                    loops: Vec::new(),
+                    size: o.size,
+                    written: o.written.is_some(),
+                });
+                if !c.statements.contains(&k) {
+                    c.statements.push(k);
+                }
+                if !c.loops.contains(&o.loop_node) {
+                    c.loops.push(o.loop_node);
+                }
+            }
+            offers.push(of_k);
+        }
+        let best = found
             .into_values()
             // A loop in loops of one statement too: the code generator runs those loops as
             // one, but not the loops inside them.
-            .filter(|c| c.statements.len() >= 2 || (c.written.is_some() && c.loops.len() >= 2))
-            .max_by_key(|c| (c.size, std::cmp::Reverse(c.statements[0])))
+            .filter(|c| c.statements.len() >= 2 || (c.written && c.loops.len() >= 2))
+            .max_by_key(|c| (c.size, std::cmp::Reverse(c.statements[0])))?;
+        let o = &offers[best.first.0][best.first.1];
+        Some(Candidate {
+            key: o.key,
+            arrays: o.arrays.clone(),
+            statements: best.statements,
+            written: o.written.clone(),
+        })
     }
 
     /// Make the loops of the statements from `c`'s first one on read its term from an
