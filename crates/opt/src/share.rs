@@ -44,6 +44,7 @@ pub fn share_elementwise(arena: &mut Arena, func: &Func) -> Func {
         made: HashSet::default(),
         terms: HashMap::default(),
         offers: HashMap::default(),
+        no_offers: std::rc::Rc::from([]),
     };
     let body = sh.scope(&mut cx, func.body);
     Func {
@@ -67,6 +68,7 @@ struct Sharer {
     /// change few statements, and finding the offers of all of them again each round
     /// made a long chain of loops cost several passes over it.
     offers: HashMap<ExprId, std::rc::Rc<[Offer]>>,
+    no_offers: std::rc::Rc<[Offer]>,
 }
 
 /// A term one statement's loops could share: its key, the arrays it reads, the loop it is
@@ -425,6 +427,11 @@ impl Sharer {
         }
         let mut loops = Vec::new();
         self.strict_loops(cx, e, &mut loops);
+        if loops.is_empty() {
+            // No loop (most statements of straight-line code): nothing to offer, found
+            // again at no cost rather than kept.
+            return self.no_offers.clone();
+        }
         // Variables bound inside the statement are not in scope before it.
         let local = bound_inside(cx.arena(), e);
         let mut out = Vec::new();
@@ -472,7 +479,7 @@ impl Sharer {
         let mut found: HashMap<ExprId, Seen> = HashMap::default();
         for (k, st) in stmts.iter().enumerate() {
             if matches!(st, Stmt::One(v, _) if self.made.contains(v)) {
-                offers.push(std::rc::Rc::from([]));
+                offers.push(self.no_offers.clone());
                 continue;
             }
             let of_k = self.offers_of(cx, st.expr());
