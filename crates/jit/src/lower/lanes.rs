@@ -74,14 +74,15 @@ impl Lane {
 /// A linear combination of values plus a constant: an address, to tell adjacent ones.
 #[derive(Clone, PartialEq, Debug, Default)]
 struct Linear {
-    terms: Vec<(Value, i64)>,
+    /// Inline: an address has a few terms, and the pass makes one per value it looks at.
+    terms: Terms,
     constant: i64,
 }
 
 impl Linear {
     fn atom(v: Value) -> Self {
         Linear {
-            terms: vec![(v, 1)],
+            terms: smallvec::smallvec![(v, 1)],
             constant: 0,
         }
     }
@@ -111,7 +112,10 @@ const TRIES: usize = 4;
 
 /// Where a store writes: its address's linear combination's terms (in canonical order) and
 /// its constant plus the store's offset (`Pairing::store_place`).
-type StorePlace = (Vec<(Value, i64)>, i64);
+type StorePlace = (Terms, i64);
+
+/// The terms of a [`Linear`].
+type Terms = smallvec::SmallVec<[(Value, i64); 3]>;
 
 /// A store's address as a key: the terms and the position (see [`StorePlace`]).
 type AddressKey<'p> = (&'p [(Value, i64)], i64);
@@ -870,7 +874,7 @@ impl Pairing<'_> {
             return None;
         };
         let l = self.linear_of(addr, 8);
-        let mut terms: Vec<(Value, i64)> = Vec::with_capacity(l.terms.len());
+        let mut terms = Terms::with_capacity(l.terms.len());
         for (v, k) in l.terms {
             match terms.iter_mut().find(|t| t.0 == v) {
                 Some(t) => t.1 = t.1.wrapping_add(k),
@@ -913,7 +917,7 @@ impl Pairing<'_> {
                 opcode: Opcode::Iconst,
                 imm,
             } => Linear {
-                terms: Vec::new(),
+                terms: Terms::new(),
                 constant: imm.bits(),
             },
             InstructionData::Binary {
