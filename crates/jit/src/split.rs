@@ -140,7 +140,8 @@ fn split_where(
     }
     // The nodes each statement adds to those of the statements before it (and the tail's
     // components', last), so that a prefix's size is a sum.
-    let mut seen = HashSet::default();
+    // A flag per node of the arena: the term of a long program has millions.
+    let mut seen = vec![false; arena.node_count()];
     let stmt_sizes: Vec<usize> = stmts
         .iter()
         .map(|s| new_nodes(arena, rhs(arena, s.node), &mut seen))
@@ -322,11 +323,14 @@ fn rhs(arena: &Arena, e: ExprId) -> ExprId {
 }
 
 /// The nodes of `e`'s DAG not in `seen` (which they are added to).
-fn new_nodes(arena: &Arena, e: ExprId, seen: &mut HashSet<ExprId>) -> usize {
+fn new_nodes(arena: &Arena, e: ExprId, seen: &mut Vec<bool>) -> usize {
     let mut count = 0;
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
-        if seen.insert(x) {
+        if x.index() >= seen.len() {
+            seen.resize(arena.node_count().max(x.index() + 1), false);
+        }
+        if !std::mem::replace(&mut seen[x.index()], true) {
             count += 1;
             arena.for_each_child(x, |c| stack.push(c));
         }
@@ -421,7 +425,7 @@ pub(crate) fn chunks(arena: &mut Arena, func: &Func) -> Option<Chunks> {
     if stmts.len() < 2 {
         return None;
     }
-    let mut seen = HashSet::default();
+    let mut seen = vec![false; arena.node_count()];
     let sizes: Vec<usize> = stmts
         .iter()
         .map(|s| new_nodes(arena, rhs(arena, s.node), &mut seen))
