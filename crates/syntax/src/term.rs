@@ -1281,6 +1281,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_expr_memo_answers_what_was_inserted_also_for_nodes_made_after_it() {
+        let mut a = Arena::new();
+        let x = a.constant(1.0);
+        let y = a.constant(2.0);
+        let mut memo = ExprMemo::for_arena(&a);
+        assert_eq!(memo.get(x), None);
+        memo.insert(x, y);
+        assert_eq!(memo.get(x), Some(y));
+        assert_eq!(memo.get(y), None);
+        // Nodes made after the memo: its table grows.
+        let later: Vec<ExprId> = (0..100).map(|i| a.constant(i as f64 + 10.0)).collect();
+        assert_eq!(memo.get(later[99]), None);
+        memo.insert(later[99], x);
+        memo.insert(later[3], later[4]);
+        assert_eq!(memo.get(later[99]), Some(x));
+        assert_eq!(memo.get(later[3]), Some(later[4]));
+        assert_eq!(memo.get(later[50]), None);
+        assert_eq!(memo.get(x), Some(y));
+        // The first node is id 0: a slot, not the empty marker.
+        let mut fresh = ExprMemo::default();
+        let first = ExprId(0);
+        fresh.insert(first, first);
+        assert_eq!(fresh.get(first), Some(first));
+    }
+
+    #[test]
     fn negated_constants_fold_at_construction() {
         let mut a = Arena::new();
         let two = a.constant(2.0);

@@ -344,3 +344,59 @@ impl Simplifier<'_> {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use unfad_syntax::{Arena, BinOp, Func, Node, Type};
+
+    use super::Simplifier;
+
+    /// Within a pass, structurally equal nodes are one id, whichever table holds them
+    /// (variables, constants by bits, every other node by its key, lists by content), and
+    /// different nodes are different ids, also when their ids differ only in high bits.
+    #[test]
+    fn equal_nodes_of_a_pass_are_one_id_and_different_ones_are_not() {
+        let mut arena = Arena::new();
+        let xs: Vec<_> = (0..6)
+            .map(|i| arena.fresh_var(&format!("x{i}"), Some(Type::Real)))
+            .collect();
+        let body = arena.var(xs[0]);
+        let func = Func {
+            name: "f".into(),
+            params: xs.clone(),
+            body,
+            ret: Type::Real,
+        };
+        let mut s = Simplifier::new(&mut arena, &func);
+        let v: Vec<_> = xs.iter().map(|&x| s.var(x)).collect();
+        assert_eq!(s.var(xs[2]), v[2]);
+        assert_ne!(v[1], v[2]);
+        // Constants by their bits: -0 and +0 apart, a NaN equal to itself.
+        let zero = s.constant(0.0);
+        assert_eq!(s.constant(0.0), zero);
+        assert_ne!(s.constant(-0.0), zero);
+        assert_eq!(s.constant(f64::NAN), s.constant(f64::NAN));
+        // A tuple of more than three items (its key's children out of line).
+        let t1 = s.tuple(&v);
+        let t2 = s.tuple(&v);
+        assert_eq!(t1, t2);
+        let mut swapped = v.clone();
+        swapped.swap(4, 5);
+        assert_ne!(s.tuple(&swapped), t1);
+        // Many operations over the same operands: each one id, all distinct.
+        let mut made = Vec::new();
+        for i in 0..2000 {
+            let c = s.constant(i as f64);
+            let a = s.mk(Node::Op2(BinOp::Mul, v[i % 6], c));
+            made.push(a);
+        }
+        for (i, &a) in made.iter().enumerate() {
+            let c = s.constant(i as f64);
+            assert_eq!(s.mk(Node::Op2(BinOp::Mul, v[i % 6], c)), a);
+        }
+        let mut sorted = made.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), made.len());
+    }
+}
