@@ -416,8 +416,6 @@ impl Sharer {
         }
     }
 
-    /// The largest non-linear term of the elements of the same arrays that loops of two
-    /// statements or more compute.
     /// The offers of the statement whose expression is `e` (found once, see
     /// [`Sharer::offers`]): the shareable terms of its loops outside function arguments
     /// and branches, which read the arrays of their loop and nothing bound inside `e`.
@@ -465,6 +463,8 @@ impl Sharer {
         out
     }
 
+    /// The largest non-linear term of the elements of the same arrays that loops of two
+    /// statements or more compute.
     fn best(&mut self, cx: &mut RuleCx, stmts: &[Stmt]) -> Option<Candidate> {
         /// A term's occurrences so far: where its first offer is (statement, offer), the
         /// statements and loops it occurs in. The winner alone becomes a [`Candidate`].
