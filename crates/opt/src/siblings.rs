@@ -359,21 +359,21 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
     // The loops by their operands (the variables among them): a loop joins only loops
     // over the same operands, and checking every later loop of a long chain of loops,
     // one statement after another, was quadratic.
-    let operand_key = |arena: &Arena, rhs: ExprId| -> Option<Vec<Option<Var>>> {
-        let (_, _, ops) = elementwise(arena, rhs)?;
-        Some(
-            ops.iter()
-                .map(|&o| match arena[o] {
-                    Node::Var(v) => Some(v),
-                    _ => None,
-                })
-                .collect(),
-        )
+    let operand_key = |arena: &Arena, ops: &[ExprId]| -> Vec<Option<Var>> {
+        ops.iter()
+            .map(|&o| match arena[o] {
+                Node::Var(v) => Some(v),
+                _ => None,
+            })
+            .collect()
     };
     let mut by_operands: HashMap<Vec<Option<Var>>, Vec<usize>> = HashMap::default();
     for (p, &(k, _)) in loops.iter().enumerate() {
-        if let Some(key) = operand_key(arena, stmts[k].rhs()) {
-            by_operands.entry(key).or_default().push(p);
+        if let Some((_, _, ops)) = elementwise(arena, stmts[k].rhs()) {
+            by_operands
+                .entry(operand_key(arena, &ops))
+                .or_default()
+                .push(p);
         }
     }
     for i in 0..stmts.len() {
@@ -418,8 +418,8 @@ fn merge_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
         // A later statement's loop joins if it is only folded so, or if the statement's
         // own loop is (a stored loop that other loops read is left to fuse into those).
         let first_later = loops.partition_point(|&(k, _)| k <= i);
-        let same_operands: &[usize] = operand_key(arena, rhs)
-            .and_then(|key| by_operands.get(&key))
+        let same_operands: &[usize] = by_operands
+            .get(&operand_key(arena, &operands))
             .map_or(&[], Vec::as_slice);
         let later_same = same_operands.partition_point(|&p| p < first_later);
         for &p in &same_operands[later_same..] {
