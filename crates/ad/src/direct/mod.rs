@@ -770,6 +770,20 @@ impl Macro<'_, '_> {
         let (x1, x2, y2) = (self.a.var(ops.value(0)), self.a.var(ops.value(1)), ops.last);
         let value = self.a.op2(op, x1, x2);
         let k = self.cont(&Type::Real, |m, mut dx, z| {
+            if op == unfad_syntax::BinOp::Div {
+                // `∂1 = 1 / x2` and `∂2 = -x1 / (x2 x2)` times `z`, as `t = z / x2` and
+                // `-(q t)` with `q = x1 / x2`, the quotient (which sharing finds in the
+                // primal): one division per quotient in the gradient where there were
+                // two, and no square of `x2` to overflow or underflow where the quotient
+                // does not.
+                let t = crate::build::div(m.a, z, x2);
+                let q = m.a.op2(op, x1, x2);
+                let qt = crate::build::mul(m.a, q, t);
+                let dy = m.a.op1(unfad_syntax::UnOp::Neg, qt);
+                dx.set(ops.value(0), t);
+                dx.set(ops.value(1), dy);
+                return m.call(y2, dx, &[]);
+            }
             let (p1, p2) = binary_partials(m.a, op, x1, x2);
             dx.set(ops.value(0), crate::build::mul(m.a, p1, z));
             dx.set(ops.value(1), crate::build::mul(m.a, p2, z));

@@ -274,7 +274,7 @@ fn binary_operator() {
            let (v3, Y3) = (y, (fun (dx_2: real, dy_2: real, dv2: real, z_1: real) -> Y2(dx_2, dy_2 + z_1, dv2))) in
            (
              v2 / v3,
-             (fun (dx_3: real, dy_3: real, z_2: real) -> Y3(dx_3, dy_3, 1 / v3 * z_2, -v2 / (v3 * v3) * z_2))
+             (fun (dx_3: real, dy_3: real, z_2: real) -> Y3(dx_3, dy_3, z_2 / v3, -(v2 / v3 * (z_2 / v3))))
            )))(0, 0, 1)
     "#]],
     );
