@@ -57,7 +57,9 @@ pub enum Partial {
     OneMinusSquare,
     /// `sigmoid'(x) = s * (1 - s)`, from the result `s = sigmoid(x)`.
     Logistic,
-    /// `sqrt'(x) = 0.5 / s`, from the result `s = sqrt(x)`.
+    /// `sqrt'(x) = 0.5 / s`, from the result `s = sqrt(x)`, computed as `0.5 * (1 / s)`
+    /// (the same but where `1 / s` is subnormal), so that native code shares the division
+    /// with a quotient by `s`.
     HalfReciprocal,
     /// `log1p'(x) = 1 / (1 + x)`, at the argument.
     ReciprocalOnePlus,
@@ -132,7 +134,7 @@ impl Partial {
             Partial::OnePlusSquare => 1.0 + x * x,
             Partial::OneMinusSquare => 1.0 - x * x,
             Partial::Logistic => x * (1.0 - x),
-            Partial::HalfReciprocal => 0.5 / x,
+            Partial::HalfReciprocal => 0.5 * (1.0 / x),
             Partial::ReciprocalOnePlus => 1.0 / (1.0 + x),
             Partial::ReciprocalOnePlusSquare => 1.0 / (1.0 + x * x),
             Partial::ReciprocalSqrtOneMinusSquare => 1.0 / (1.0 - x * x).sqrt(),

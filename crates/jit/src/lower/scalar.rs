@@ -115,7 +115,13 @@ impl<'a> Translator<'a> {
                 let rest = self.binary(BinOp::Sub, one, x)?;
                 self.binary(BinOp::Mul, x, rest)?
             }
-            Partial::HalfReciprocal => self.binary(BinOp::Div, Const(0.5), x)?,
+            // `0.5 * (1 / x)`: the reciprocal is the one a quotient by the same `x` needs
+            // (`1 / sqrt(d)`, or the partials of `a / sqrt(d)`), and Cranelift computes it
+            // once for both.
+            Partial::HalfReciprocal => {
+                let r = self.binary(BinOp::Div, one, x)?;
+                self.binary(BinOp::Mul, Const(0.5), r)?
+            }
             Partial::ReciprocalOnePlus => {
                 let d = self.binary(BinOp::Add, one, x)?;
                 self.binary(BinOp::Div, one, d)?
