@@ -156,7 +156,10 @@ pub fn fold_boolean(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(cx.mk(Node::Bool(r)))
 }
 
-/// `(1 / a) * b` and `b * (1 / a)` are `b / a` (one operation instead of two).
+/// `(1 / a) * b` and `b * (1 / a)` are `b / a` (one operation instead of two), unless `b`
+/// is a reciprocal too: `(1 / a) * (1 / a)` (a quotient's adjoint at the seed 1, `-q t`
+/// with `q = t = 1 / a`) is one division and a product, where `(1 / a) / a` would be two
+/// divisions, the dearer operation.
 pub fn reciprocal_times(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Op2(BinOp::Mul, x, y) = cx.arena()[e] else {
         return None;
@@ -165,6 +168,9 @@ pub fn reciprocal_times(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         Node::Op2(BinOp::Div, one, a) if is(cx, one, 1.0) => Some(a),
         _ => None,
     };
+    if reciprocal(cx, x).is_some() && reciprocal(cx, y).is_some() {
+        return None;
+    }
     if let Some(a) = reciprocal(cx, x) {
         return Some(cx.mk(Node::Op2(BinOp::Div, y, a)));
     }

@@ -187,6 +187,17 @@ fn reciprocal_times() {
     );
 }
 
+/// A product of two reciprocals stays a product: one division then serves both (a
+/// quotient's adjoint at the seed 1), where a quotient would divide twice.
+#[test]
+fn reciprocal_times_declines_on_two_reciprocals() {
+    check_rule_declines(
+        algebraic::reciprocal_times,
+        "def f(x: real) = (1 / x) * (1 / x)",
+        "`(1 / x) / x` would divide twice",
+    );
+}
+
 /// The length of a bound map is its operand's: the map is then read only where it is used.
 #[test]
 fn len_of_bound_map() {
@@ -467,6 +478,33 @@ fn map_small_iota() {
         literals::map_small_iota,
         "def f(x: [n]real) = map (i. x[i]) (iota 3)",
         "a read of an array of any length stays in a loop",
+    );
+}
+
+/// Zeros added elementwise to an array as long as the literal are that array, on either
+/// side; zeros multiplied are not.
+#[test]
+fn add_zero_literal() {
+    check_rule(
+        literals::add_zero_literal,
+        "def f(A: [n][2]real) = map2 + [0, 0] (reduce (s, t. map2 + s t) [0, 0] A)",
+        expect![[r#"
+            def f(A: [n][2]real): [2]real =
+              reduce (s, t. map2 + s t) [0, 0] A
+        "#]],
+    );
+    check_rule(
+        literals::add_zero_literal,
+        "def f(A: [n][3]real) = map2 (a, b. a + b) (reduce (s, t. map2 + s t) [0, 0, 0] A) [0, 0, 0]",
+        expect![[r#"
+            def f(A: [n][3]real): [3]real =
+              reduce (s, t. map2 + s t) [0, 0, 0] A
+        "#]],
+    );
+    check_rule_declines(
+        literals::add_zero_literal,
+        "def f(A: [n][2]real) = map2 * [0, 0] (reduce (s, t. map2 + s t) [0, 0] A)",
+        "a product with zeros is not the other operand",
     );
 }
 
