@@ -4,7 +4,7 @@
 //! back into the literal's components.
 
 use unfad_syntax::reduction::{blocked_fold, reduce_order, unit, ReduceOrder};
-use unfad_syntax::{ExprId, Node, Type, Var};
+use unfad_syntax::{BinOp, ExprId, Node, Type, Var};
 
 use crate::simplify::RuleCx;
 
@@ -488,4 +488,43 @@ pub fn scatter_into_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     }
     let l = cx.arena_mut().expr_list(&items);
     Some(cx.mk(Node::Array(l)))
+}
+
+/// `map2 + [0, ..., 0] B` and `map2 + B [0, ..., 0]` are `B` when `B` has as many
+/// elements as the literal: the adjoint of a short row (a point's coordinates read by
+/// position) starts as such a literal, and a sum of rows added to it (the row's adjoint
+/// from a loop over other points) is then that sum itself, a reduction the rules and
+/// passes over reductions see (a sibling loop's, here). As `0 + e -> e`, this follows the
+/// smooth semantics (`0 + -0` is `+0`).
+pub fn add_zero_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Map2(f, a, b) = cx.arena()[e] else {
+        return None;
+    };
+    let (ps, body) = params_and_body(cx, f)?;
+    let Node::Op2(BinOp::Add, x, y) = cx.arena()[body] else {
+        return None;
+    };
+    let (p0, p1) = (Node::Var(*ps.first()?), Node::Var(*ps.get(1)?));
+    let (vx, vy) = (cx.arena()[x], cx.arena()[y]);
+    if !((vx == p0 && vy == p1) || (vx == p1 && vy == p0)) {
+        return None;
+    }
+    let zeros = |cx: &RuleCx, l: ExprId| {
+        matches!(cx.arena()[l], Node::Array(_))
+            && literal(cx, l).is_some_and(|items| {
+                items
+                    .iter()
+                    .all(|&i| matches!(cx.arena()[i], Node::Const(c) if c == 0.0))
+            })
+    };
+    let (lit, other) = if zeros(cx, a) {
+        (a, b)
+    } else if zeros(cx, b) {
+        (b, a)
+    } else {
+        return None;
+    };
+    let k = literal(cx, lit)?.len();
+    let n = cx.len_of(other)?.as_constant()?;
+    (n == k as u64).then_some(other)
 }

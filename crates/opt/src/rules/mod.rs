@@ -100,6 +100,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             scans::scan_next_element,
             steps::scan_next_in_consumer,
             literals::map_literal,
+            literals::add_zero_literal,
             scatter::add_scatter,
         ],
         Node::Reduce(..) | Node::Foldl(..) => &[
