@@ -218,10 +218,17 @@ impl Facts {
         for (v, n) in arena.occurrences(tail) {
             *reads.entry(v).or_insert(0) += n;
         }
-        let items: Vec<ExprId> = match arena[tail] {
-            Node::Tuple(l) => arena.exprs(l).to_vec(),
-            _ => vec![tail],
-        };
+        // The result's components, through nested tuples (an element's value beside its
+        // adjoints `(v, (dp, dq))`: the code generator folds a reduction at any depth of
+        // the result's tuples).
+        let mut items: Vec<ExprId> = Vec::new();
+        let mut pending = vec![tail];
+        while let Some(e) = pending.pop() {
+            match arena[e] {
+                Node::Tuple(l) => pending.extend(arena.exprs(l).iter().rev()),
+                _ => items.push(e),
+            }
+        }
         // The terms of the items' scalar arithmetic: a mean's value `r / c`, a penalized
         // loss `r1 / c + lam * r2`, are their sums to the code generator.
         let defs: HashMap<Var, ExprId> = stmts

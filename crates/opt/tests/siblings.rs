@@ -105,3 +105,45 @@ fn a_means_value_joins_the_loop_of_its_gradient() {
         value(&prog.arena, &joined, &args)
     );
 }
+
+/// Points as rows read by position, interacting with other points: per point, the value,
+/// the point's adjoint (a sum of rows over the other points) and the rows of the other
+/// points' adjoint all come from one loop over them, which computes each distance once.
+/// The point's sum is a component of a nested tuple of the element (`(v, (dp, dQ))`),
+/// and its unit a literal of zeros that the rules drop (`add_zero_literal`).
+#[test]
+fn a_sum_in_a_nested_component_joins_the_loop_over_the_same_points() {
+    let src = "def repel(P: [n][2]real, Q: [m][2]real): real =
+  sum(map (p. sum(map (q. 1 / sqrt((p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]) + 0.01)) Q)) P)";
+    let (mut prog, func) = load(src);
+    let rev = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0, 1]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &rev).unwrap();
+    let printed = print_func(&prog.arena, &opt);
+    assert_eq!(printed.matches("sqrt(").count(), 1, "{printed}");
+    assert_eq!(printed.matches(") Q").count(), 1, "{printed}");
+    let input = serde_json::json!({"P": [[0.5, -1.25], [2.0, 0.75]], "Q": [[1.0, 0.0], [-0.5, 2.0], [1.5, 0.25]]});
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+    let plain = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
+    // The same gradient as the simplified one, to rounding (the division's adjoint reads
+    // the quotient, the other passes compute each number as before).
+    let numbers = |f: &unfad_syntax::Func| {
+        let text = value(&prog.arena, f, &args);
+        let mut out = Vec::new();
+        flatten(&serde_json::from_str(&text).expect(&text), &mut out);
+        out
+    };
+    let (a, b) = (numbers(&plain), numbers(&opt));
+    let close = |x: &f64, y: &f64| (x - y).abs() <= 1e-12 * (1.0 + x.abs());
+    assert!(
+        a.len() == 11 && a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| close(x, y)),
+        "{a:?}\n{b:?}"
+    );
+}
+
+fn flatten(v: &serde_json::Value, out: &mut Vec<f64>) {
+    match v {
+        serde_json::Value::Array(items) => items.iter().for_each(|i| flatten(i, out)),
+        serde_json::Value::Number(n) => out.push(n.as_f64().unwrap()),
+        other => panic!("not a number: {other}"),
+    }
+}
