@@ -68,7 +68,7 @@ fn narrow(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<(ExprI
     } = tuple_map(arena, rhs)?;
     let mut read = BTreeSet::new();
     let all = readers(arena, rest, x, &mut |r| {
-        read.extend(r);
+        read.extend(r.read);
         true
     });
     if !all || read.len() >= items.len() || read.is_empty() {
@@ -165,10 +165,17 @@ fn tuple_map(arena: &Arena, rhs: ExprId) -> Option<TupleMap> {
     })
 }
 
+/// What [`readers`] tells its caller of one loop over the array: the components of the
+/// elements it reads, and whether it is a bare projection (`map (g. g.j) X`, `map (g.
+/// fst (g.j)) X`), a loop that computes nothing of its own.
+struct Reader {
+    read: BTreeSet<u32>,
+    bare: bool,
+}
+
 /// Whether every occurrence of `x` in `e` is the array of a `map` (or either array of a
-/// `map2`) whose element is only projected, and `found` accepts the components each such
-/// loop reads.
-fn readers(arena: &Arena, e: ExprId, x: Var, found: &mut dyn FnMut(BTreeSet<u32>) -> bool) -> bool {
+/// `map2`) whose element is only projected, and `found` accepts each such loop.
+fn readers(arena: &Arena, e: ExprId, x: Var, found: &mut dyn FnMut(Reader) -> bool) -> bool {
     with_stack(|| {
         let is_x = |c: ExprId| arena[c] == Node::Var(x);
         let over_x = match arena[e] {
@@ -185,8 +192,10 @@ fn readers(arena: &Arena, e: ExprId, x: Var, found: &mut dyn FnMut(BTreeSet<u32>
                     return false;
                 };
                 let mut read = BTreeSet::new();
+                let bare =
+                    matches!(arena[e], Node::Map(..)) && projection_of(arena, body, ps[which]);
                 projected(arena, body, ps[which], &mut read)
-                    && found(read)
+                    && found(Reader { read, bare })
                     && readers(arena, body, x, found)
                     && arena
                         .children(e)
@@ -201,6 +210,17 @@ fn readers(arena: &Arena, e: ExprId, x: Var, found: &mut dyn FnMut(BTreeSet<u32>
                 .all(|c| readers(arena, c, x, found)),
         }
     })
+}
+
+/// Whether `e` is `g` projected, once or more (`g.1`, `fst (g.2)`).
+fn projection_of(arena: &Arena, e: ExprId, g: Var) -> bool {
+    let mut e = e;
+    let mut depth = 0;
+    while let Node::Proj(_, inner) = arena[e] {
+        e = inner;
+        depth += 1;
+    }
+    depth > 0 && arena[e] == Node::Var(g)
 }
 
 /// Whether every occurrence of `g` in `e` is projected (`g.j`), the `j`s going into `read`.
@@ -335,9 +355,14 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
     } = tuple_map(arena, rhs)?;
     // Each loop over `x` reads one column.
     let mut columns = BTreeSet::new();
+    // The columns some loop computes with, beyond projecting them.
+    let mut computed = BTreeSet::new();
     let one_each = readers(arena, rest, x, &mut |r| {
-        let one = r.len() == 1;
-        columns.extend(r);
+        let one = r.read.len() == 1;
+        if !r.bare {
+            computed.extend(r.read.iter().copied());
+        }
+        columns.extend(r.read);
         one
     });
     if !one_each {
@@ -362,10 +387,15 @@ fn split(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId>
     let Type::Tuple(elem_items) = &*elem else {
         return None;
     };
-    // An array per element is worth any few operations copied; scalars are worth copies
-    // of arithmetic only (a kernel copied costs more than a real stored and read back).
+    // An array per element that a loop computes with is worth any few operations copied
+    // (the column's map fuses into that loop, and the array is never stored). One only
+    // projected out (`map (g. g.j) X`, a component of the result or the operand of a sum
+    // of arrays) is written where it goes as the stored map makes it, and copying
+    // the shared `let`s would only compute them again (a distance's square root, once per
+    // component of the point's adjoint). Scalars are worth copies of arithmetic only (a
+    // kernel copied costs more than a real stored and read back).
     let worth = columns.len() >= 2
-        && (columns
+        && (computed
             .iter()
             .any(|&j| elem_items.get(j as usize).is_some_and(Type::has_arrays))
             || lets.iter().all(|&l| match arena[l] {

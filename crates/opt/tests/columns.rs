@@ -115,3 +115,18 @@ fn columns_sharing_a_length_split() {
         "a map of pairs with `log` remains:\n{text}"
     );
 }
+
+/// A point's adjoint beside its value, each read by a loop that only projects it (the
+/// value summed, the adjoint the gradient's rows): the map stays one, and the distance's
+/// square root is computed once per point, not once per column.
+#[test]
+fn columns_only_projected_stay_in_one_map() {
+    let src =
+        "def f(Q: [m][2]real): real = sum(map (q. 1 / sqrt(q[0] * q[0] + q[1] * q[1] + 0.01)) Q)";
+    let (mut prog, func) = load(src);
+    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+    let text = print_func(&prog.arena, &opt);
+    assert_eq!(text.matches("sqrt(").count(), 1, "{text}");
+    assert_eq!(text.matches(") Q").count(), 1, "{text}");
+}
