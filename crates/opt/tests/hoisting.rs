@@ -238,3 +238,23 @@ fn work_on_a_read_moves_out_of_loops_that_run() {
         "#]],
     );
 }
+
+/// A per-feature term read by position inside the loop over the rows, over `iota len(x)`
+/// of the row `x`: the row's length is the parameter's (`len_of_known_length`), so the
+/// inner loop's operand does not change from row to row, and the gradient computes
+/// `log(sig[j])` once per feature, before the loop over the rows.
+#[test]
+fn a_per_feature_term_of_a_row_loop_over_its_positions_moves_out_of_the_rows() {
+    let src = "def gnll(X: [n][d]real, mu: [d]real, sig: [d]real): real =
+  sum(map (x. sum(map (j. log(sig[j]) + (x[j] - mu[j]) * (x[j] - mu[j]) / (2 * sig[j] * sig[j])) (iota len(x)))) X)";
+    let (mut prog, func) = load(src);
+    let rev = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0, 1, 2]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &rev).unwrap();
+    let text = print_func(&prog.arena, &opt);
+    assert_eq!(text.matches("log(").count(), 1, "{text}");
+    let line = text.lines().find(|l| l.contains("log(")).unwrap();
+    assert!(
+        line.starts_with("  let ") && line.contains("(iota len(mu))"),
+        "log is not computed per feature before the rows' loop:\n{text}"
+    );
+}

@@ -739,15 +739,19 @@ fn cheap(cx: &RuleCx, e: ExprId, budget: &mut usize) -> bool {
     }
 }
 
-/// `len(e)` of a term exactly as long as a parameter `P` is `len(P)`.
+/// `len(e)` of a term exactly as long as a parameter `P` is `len(P)`: of a loop's element
+/// too (`len(x)` of a row `x` of `X: [n][d]real`, when `mu: [d]real` is a parameter),
+/// which then does not change from one iteration to the next, and a loop over `iota
+/// len(x)` inside the loop over `X` computes what reads only `mu` and its index once
+/// (hoisting).
 pub fn len_of_known_length(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Len(a) = cx.arena()[e] else {
         return None;
     };
-    if matches!(cx.arena()[a], Node::Var(_)) {
+    let p = cx.array_param_of_len(a)?;
+    if cx.arena()[a] == Node::Var(p) {
         return None;
     }
-    let p = cx.array_param_of_len(a)?;
     let ep = cx.var(p);
     Some(cx.mk(Node::Len(ep)))
 }

@@ -1188,6 +1188,24 @@ fn len_of_known_length() {
     );
 }
 
+/// The length of a loop's element known to be a parameter's is that parameter's, so that
+/// it does not change from one iteration to the next; a parameter's own length stays.
+#[test]
+fn len_of_known_length_of_an_element() {
+    check(
+        "def f(X: [n][d]real, mu: [d]real) = map (x. sum(map (j. x[j] * log(mu[j])) (iota len(x)))) X",
+        expect![[r#"
+            def f(X: [n][d]real, mu: [d]real): [n]real =
+              map (x. reduce + 0 (map (j. x[j] * log(mu[j])) (iota len(mu)))) X
+        "#]],
+    );
+    check_rule_declines(
+        arrays::len_of_known_length,
+        "def f(mu: [d]real) = len(mu)",
+        "a parameter is its own witness",
+    );
+}
+
 /// The length of a fill is its operand's.
 #[test]
 fn len_of_constant_array() {
