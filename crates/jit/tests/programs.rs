@@ -32,6 +32,100 @@ fn every_unary_operator() {
     check(src, &inputs);
 }
 
+/// `max` and `min` (IEEE maximum and minimum, the canonical NaN) against the interpreter's
+/// `fmax` and `fmin`, bit for bit, on every pair of special values: elementwise (two lanes
+/// and the scalar tail) and as reductions (blocked, several accumulators) over arrays
+/// holding them in every order, signed zeros and NaN included.
+#[test]
+fn max_and_min_equal_the_interpreter_on_special_values() {
+    use unfad_syntax::ops::{fmax, fmin};
+    let specials = [
+        0.0,
+        -0.0,
+        f64::NAN,
+        -f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1.0,
+        -1.0,
+        5e-324,
+        -5e-324,
+        f64::MAX,
+        f64::MIN,
+    ];
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for &x in &specials {
+        for &y in &specials {
+            a.push(x);
+            b.push(y);
+        }
+    }
+    let n = a.len();
+    let (prog, func) = load(
+        "def f(A: [n]real, B: [n]real) = (map2 max A B, map2 min A B, map2 (x, y. max(y, x)) A B)",
+    );
+    let compiled = unfad_jit::compile(&prog.arena, &func).unwrap();
+    let (mut hi, mut lo, mut swapped) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    let mut ws = vec![0.0; compiled.workspace_len(&[n as u64])];
+    compiled
+        .call(
+            &[&a, &b],
+            &[n as u64],
+            &mut [&mut hi, &mut lo, &mut swapped],
+            &mut ws,
+        )
+        .unwrap();
+    for k in 0..n {
+        for (got, want, what) in [
+            (hi[k], fmax(a[k], b[k]), "max"),
+            (lo[k], fmin(a[k], b[k]), "min"),
+            (swapped[k], fmax(b[k], a[k]), "max swapped"),
+        ] {
+            assert!(
+                got.to_bits() == want.to_bits(),
+                "{what}({:e}, {:e}): native {got:e} ({:#x}), interpreter {want:e} ({:#x})",
+                a[k],
+                b[k],
+                got.to_bits(),
+                want.to_bits()
+            );
+        }
+    }
+    // Reductions: each window of the pairs' first operands, from every start, so that
+    // the zeros and NaNs fall into every accumulator and into the remainder.
+    let (prog, func) = load("def f(A: [n]real) = (reduce max (-1e300) A, reduce min 1e300 A, reduce max (-0) A, reduce min 0 A)");
+    let compiled = unfad_jit::compile(&prog.arena, &func).unwrap();
+    for start in 0..a.len() {
+        for len in [1, 3, 8, 9, 17, 40] {
+            let xs: Vec<f64> = a.iter().cycle().skip(start).take(len).copied().collect();
+            let mut out = [0.0; 4];
+            let mut ws = vec![0.0; compiled.workspace_len(&[len as u64])];
+            {
+                let (o0, rest) = out.split_at_mut(1);
+                let (o1, rest) = rest.split_at_mut(1);
+                let (o2, o3) = rest.split_at_mut(1);
+                compiled
+                    .call(&[&xs], &[len as u64], &mut [o0, o1, o2, o3], &mut ws)
+                    .unwrap();
+            }
+            let want = [
+                xs.iter().fold(-1e300, |m, &x| fmax(m, x)),
+                xs.iter().fold(1e300, |m, &x| fmin(m, x)),
+                xs.iter().fold(-0.0, |m, &x| fmax(m, x)),
+                xs.iter().fold(0.0, |m, &x| fmin(m, x)),
+            ];
+            for (got, want) in out.iter().zip(want) {
+                assert!(
+                    got.to_bits() == want.to_bits(),
+                    "over {xs:?}: native {got:e} ({:#x}), left fold {want:e} ({:#x})",
+                    got.to_bits(),
+                    want.to_bits()
+                );
+            }
+        }
+    }
+}
+
 /// The inline math kernels against the interpreter's twin (`UnOp::eval`), bit for bit, on
 /// special values and a few thousand points spread over many binades of both signs.
 #[test]

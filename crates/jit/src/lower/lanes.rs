@@ -625,7 +625,10 @@ impl Pairing<'_> {
     ) -> Option<Value> {
         use Opcode as O;
         Some(match (op, lane) {
-            (O::Fadd | O::Fsub | O::Fmul | O::Fdiv | O::Fmin | O::Fmax, Lane::Real)
+            (
+                O::Fadd | O::Fsub | O::Fmul | O::Fdiv | O::Fmin | O::Fmax | O::Band | O::Bor,
+                Lane::Real,
+            )
             | (O::Iadd | O::Isub | O::Band | O::Bor | O::Bxor, Lane::Int)
             | (O::Band | O::Bor | O::Bxor, Lane::Mask) => {
                 let x = self.operand(x0, x1, lane, later);
