@@ -117,6 +117,8 @@ impl<'a> Translator<'a> {
                 Node::Not(x) => go(arena, x, budget),
                 Node::Let(_, x, y) => go(arena, x, budget) && go(arena, y, budget),
                 Node::Bool(_) => true,
+                // The length of a named array: known, or one load.
+                Node::Len(a) => matches!(arena[a], Node::Var(_)),
                 _ => false,
             }
         }
