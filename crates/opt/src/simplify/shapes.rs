@@ -2,7 +2,7 @@
 //! pass knows them, and what rules ask of them: whether one array is never longer than
 //! another, a parameter as long as a term, the constant components of array elements.
 
-use unfad_syntax::{with_stack, ExprId, Node, Var};
+use unfad_syntax::{with_stack, BinOp, ExprId, Node, Var};
 
 use super::Simplifier;
 use crate::len::{Len, Shape};
@@ -122,9 +122,28 @@ impl Simplifier<'_> {
             Node::Index(a, _) => self.shape_in(a, env).elem(),
             Node::ScatterAdd(z, _, _) => self.shape_in(z, env),
             Node::Iota(k) => {
+                // A whole constant, or the length of an array plus or minus one (`iota
+                // (len(x) - 1)`, the positions of a difference): `max(len + c, 0)`, as an
+                // `iota` of a negative size is empty.
+                let whole = |e: ExprId| match self.arena[e] {
+                    Node::Const(c) if c.fract() == 0.0 && c.abs() < 1e15 => Some(c as i64),
+                    _ => None,
+                };
                 let len = match self.arena[k] {
                     Node::Const(c) if c >= 0.0 && c.fract() == 0.0 => Some(Len::constant(c as u64)),
                     Node::Len(a) => self.shape_in(a, env).len(),
+                    Node::Op2(op @ (BinOp::Add | BinOp::Sub), x, y) => {
+                        match (self.arena[x], whole(y), whole(x), self.arena[y]) {
+                            (Node::Len(a), Some(c), _, _) => {
+                                let c = if op == BinOp::Sub { -c } else { c };
+                                self.shape_in(a, env).len().map(|l| l.step(c))
+                            }
+                            (_, _, Some(c), Node::Len(a)) if op == BinOp::Add => {
+                                self.shape_in(a, env).len().map(|l| l.step(c))
+                            }
+                            _ => None,
+                        }
+                    }
                     _ => None,
                 };
                 Shape::array(len, Shape::Unknown)
