@@ -402,7 +402,7 @@ fn core() -> Vec<Program> {
                 }
                 m + s.ln()
             },
-            note: "The optimizer computes `exp(x - m)` once for the sum, the adjoint of `m` and the softmax (one loop stores and sums it), and the adjoint of `m`'s sum becomes a product with the sum; the maximum's adjoint has its own rule, computed in the last loop with the running maximum and index. Three passes, as in the hand-written gradient, whose last one only scales: the bookkeeping the adjoint of `reduce max` needs to be exact on ties and NaN (the first element attaining the maximum) costs little beside `exp`, while the model charges it and the stores like the primal's work.",
+            note: "The optimizer computes `exp(x - m)` once for the sum, the adjoint of `m` and the softmax (one loop stores and sums it), and the adjoint of `m`'s sum becomes a product with the sum; the maximum's adjoint has its own rule: a reduction finds the first position holding the maximum (exact on ties and NaN), and the last loop compares each position with it. Four passes where the hand-written gradient makes three, the last one only scaling: the position's reduction is cheap beside `exp`, while the model charges it and the stores like the primal's work.",
             versus_hand: "",
         },
         Program {

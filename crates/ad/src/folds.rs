@@ -45,10 +45,12 @@
 //! `acc >= x` (ties included, see [`crate::derivatives`]) and to the element otherwise, so
 //! the whole adjoint goes to the last step that took its element, or to `y0` if none did.
 //! Without NaN the maximum only grows and grows strictly at those steps, so that step is
-//! the one whose element beats the maximum before it and equals the result `m`; with a NaN
-//! anywhere (`m` is NaN) every step after it takes its element, so it is the last step. One
-//! pass over the maxima before each step gives the adjoint (`extremum_adjoint`), where
-//! the general form multiplies 0/1 factors in a `scanr`.
+//! the one whose element beats the maximum before it and equals the result `m`: the first
+//! element equal to `m`, unless `y0` is `m`; with a NaN anywhere (`m` is NaN) every step
+//! after it takes its element, so it is the last step. A reduction finds that position
+//! and a map puts the adjoint there (`extremum_adjoint`), where the general form multiplies
+//! 0/1 factors in a `scanr` (and a scan of the maxima before each step would wait for one
+//! maximum per element).
 //!
 //! **Other accumulators: a reverse scan.** For tuples or arrays the paper's `A3 = scanr
 //! tilde-* 1 A1` multiplies Jacobians (matrices of size `|T| x |T|` at every step), which
@@ -354,36 +356,26 @@ fn operator_section(a: &Arena, fold: &Fold) -> Option<BinOp> {
 }
 
 /// The backward pass of `reduce max y0 A` (or `min`, or `foldl`) with value `m`, for the
-/// adjoint `z` (see the module docs), with `acc_i` the maximum before step `i`:
+/// adjoint `z` (see the module docs). Without NaN the whole adjoint goes to `y0` if it is
+/// `m`, else to the first element equal to `m`: the maximum grows strictly there and never
+/// again (ties keep the accumulator); with a NaN, to the last step:
 /// ```text
 /// let L = if m == m then -2 else len(A) - 1 in       -- the last step, if m is NaN
+/// let K = reduce min (len(A))                        -- the first element equal to m
+///           (map2 (x, i. if x == m then i else len(A)) A (iota len(A))) in
+/// let k = if y0 == m then -1 else if m == m then K else len(A) - 1 in    -- ints
 /// ȳ0 = if y0 == m || L == -1 then z else 0
-/// Ā  = map2 (p, x. if fst p >= x then 0               -- the accumulator kept it
-///                  else if x == m || snd p == L then z else 0)
-///           (shift1R (scanl (s, x. (max(fst s, x), snd s + 1)) (y0, 0) A)) A
+/// Ā  = map2 (x, i. if i == k then z else 0) A (iota len(A))
 /// ```
+/// `K` is a reduction (blocked, on two lanes) and `Ā` a map, where following the maxima
+/// before each step was a scan, one dependent maximum per element.
 fn extremum_adjoint(
     a: &mut Arena,
     fold: &Fold,
-    op: BinOp,
+    _op: BinOp,
     m: ExprId,
     z: ExprId,
 ) -> Result<FoldAdjoint, AdError> {
-    // The accumulator keeps the derivative on ties (the first operand's, `derivatives`).
-    let keeps = if op == BinOp::Max {
-        CmpOp::Ge
-    } else {
-        CmpOp::Le
-    };
-    // `if x == m || i == L then z else 0`: the step that made the extremum, found by its
-    // value unless the extremum is NaN, by its index `L` if it is.
-    let share = |a: &mut Arena, x: ExprId, i: ExprId, l: ExprId| {
-        let by_value = build::cmp(a, CmpOp::Eq, x, m);
-        let by_index = build::cmp(a, CmpOp::Eq, i, l);
-        let won = a.add(Node::Or(by_value, by_index));
-        let zero = build::num(a, 0.0);
-        build::if_(a, won, z, zero)
-    };
     let mut bindings = Vec::new();
     let defined = build::cmp(a, CmpOp::Eq, m, m);
     let never = build::num(a, -2.0);
@@ -392,31 +384,50 @@ fn extremum_adjoint(
     let last = build::sub(a, n, one);
     let l_e = build::if_(a, defined, never, last);
     let l = bind(a, &mut bindings, "L", l_e)?;
-    let before_first = build::num(a, -1.0);
-    let init = share(a, fold.init, before_first, l);
-    // (acc_i, i) before every step
-    let state = Type::tuple(vec![Type::Real, Type::Real]);
-    let step = build::lambda(a, &[("s", state.clone()), ("x", Type::Real)], |a, p| {
-        let acc = a.proj(0, p[0]);
-        let next = a.op2(op, acc, p[1]);
-        let i = a.proj(1, p[0]);
-        let one = build::num(a, 1.0);
-        let i1 = build::add(a, i, one);
-        build::tuple(a, &[next, i1])
-    })?;
-    let zero = build::num(a, 0.0);
-    let start = build::tuple(a, &[fold.init, zero])?;
-    let scan = a.add(Node::Scanl(step, start, fold.array));
-    let before = a.add(Node::Shift1R(scan));
-    let g = build::lambda(a, &[("p", state), ("x", Type::Real)], |a, p| {
-        let acc = a.proj(0, p[0]);
-        let kept = build::cmp(a, keeps, acc, p[1]);
-        let i = a.proj(1, p[0]);
-        let won = share(a, p[1], i, l);
+    // ȳ0: `y0` is the extremum, or it is NaN and `A` empty.
+    let init = {
+        let by_value = build::cmp(a, CmpOp::Eq, fold.init, m);
+        let before_first = build::num(a, -1.0);
+        let by_index = build::cmp(a, CmpOp::Eq, before_first, l);
+        let won = a.add(Node::Or(by_value, by_index));
         let zero = build::num(a, 0.0);
-        Ok(build::if_(a, kept, zero, won))
+        build::if_(a, won, z, zero)
+    };
+    // The first position holding `m` (`len(A)` if none), an int: the map that reads it
+    // compares ints, two positions per instruction.
+    let positions = |a: &mut Arena| {
+        let len = a.add(Node::Len(fold.array));
+        a.add(Node::Iota(len))
+    };
+    let first = build::lambda(a, &[("x", Type::Real), ("i", Type::Int)], |a, p| {
+        let hit = build::cmp(a, CmpOp::Eq, p[0], m);
+        let none = a.add(Node::Len(fold.array));
+        Ok(build::if_(a, hit, p[1], none))
     })?;
-    let array = map2(a, g, before, fold.array);
+    let iota = positions(a);
+    let marks = map2(a, first, fold.array, iota);
+    let min = section(a, BinOp::Min);
+    let none = a.add(Node::Len(fold.array));
+    let k_e = build::reduce(a, min, none, marks);
+    let k_first = bind(a, &mut bindings, "K", k_e)?;
+    let k_e = {
+        let y0_won = build::cmp(a, CmpOp::Eq, fold.init, m);
+        let nobody = build::num(a, -1.0);
+        let defined = build::cmp(a, CmpOp::Eq, m, m);
+        let len = a.add(Node::Len(fold.array));
+        let one = build::num(a, 1.0);
+        let last = build::sub(a, len, one);
+        let in_a = build::if_(a, defined, k_first, last);
+        build::if_(a, y0_won, nobody, in_a)
+    };
+    let k = bind(a, &mut bindings, "k", k_e)?;
+    let g = build::lambda(a, &[("x", Type::Real), ("i", Type::Int)], |a, p| {
+        let won = build::cmp(a, CmpOp::Eq, p[1], k);
+        let zero = build::num(a, 0.0);
+        Ok(build::if_(a, won, z, zero))
+    })?;
+    let iota = positions(a);
+    let array = map2(a, g, fold.array, iota);
     Ok(FoldAdjoint {
         bindings,
         init,

@@ -129,10 +129,11 @@ fn mixture() {
                   let v87 = reduce + 0 E in
                   let z = 1 / v87 in
                   let z_1 = z * -v87 + 1 in
-                  let L = if mx == mx then -2 else len(alpha) - 1 in
+                  let K = reduce min len(alpha) (map2 (x_2, i. if x_2 == mx then i else len(alpha)) v (iota len(alpha))) in
+                  let k = if -1e300 == mx then -1 else if mx == mx then K else len(alpha) - 1 in
                   let dv_joint =
                     map2 (z_2, pe_2.
-                      let dv_i = snd z_2 * z + fst z_2 in
+                      let dv_i = snd z_2 * z + (if fst z_2 == k then z_1 else 0) in
                       let E_joint =
                         map2 (pe_3, e.
                           let s_i = pe_3 * e in
@@ -144,21 +145,21 @@ fn mixture() {
                         map (g. dv_i * g.2) E_joint,
                         dv_i,
                         (map (g_1. dv_i * fst g_1) E_joint, map (g_2. dv_i * snd g_2) E_joint)
-                      )) (map2 (a_1, b_1. (a_1, b_1)) (map2 (p, x_2. if fst p >= x_2 then 0 else if x_2 == mx || snd p == L then z_1 else 0) (shift1R (scanl (s, x_3. (max(fst s, x_3), snd s + 1)) (-1e300, 0) v)) v) E) h
+                      )) (map2 (a_1, b_1. (a_1, b_1)) (iota len(alpha)) E) h
                   in
                   (
                     mx + log(v87),
                     (
-                      reduce (s_1, t_1. map2 + s_1 t_1) zeros_like(x) (map (g_3. fst g_3) dv_joint),
+                      reduce (s, t_1. map2 + s t_1) zeros_like(x) (map (g_3. fst g_3) dv_joint),
                       map (g_4. snd g_4) dv_joint,
                       map (g_5. g_5.2) dv_joint
                     )
                   )) X
               in
-              let dcomps = reduce (s_2, t_2. map2 (s_3, t_3. (map2 + (fst s_3) (fst t_3), map2 + (snd s_3) (snd t_3))) s_2 t_2) zeros_like(map2 (mu_1, qk_1. (mu_1, qk_1)) means q) (map (g_6. (snd g_6).2) A) in
+              let dcomps = reduce (s_1, t_2. map2 (s_2, t_3. (map2 + (fst s_2) (fst t_3), map2 + (snd s_2) (snd t_3))) s_1 t_2) zeros_like(map2 (mu_1, qk_1. (mu_1, qk_1)) means q) (map (g_6. (snd g_6).2) A) in
               (
                 reduce + 0 (map (g_7. fst g_7) A),
-                reduce (s_4, t_4. map2 + s_4 t_4) zeros_like(alpha) (map (g_8. snd (snd g_8)) A),
+                reduce (s_3, t_4. map2 + s_3 t_4) zeros_like(alpha) (map (g_8. snd (snd g_8)) A),
                 map (z_3. fst z_3) dcomps,
                 map (z_4. snd z_4) dcomps,
                 map (g_9. fst (snd g_9)) A
