@@ -84,6 +84,7 @@ mod forward;
 pub mod ground;
 mod live;
 mod pipeline;
+mod reads;
 pub mod request;
 mod reverse;
 pub mod unf;
@@ -119,15 +120,20 @@ pub fn reverse(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, Ad
 /// [`reverse`]'s and is linear in the program where [`reverse`]'s is O(nodes × |Γ|),
 /// quadratic for a straight-line program: this is the route `compile_grad` takes.
 /// [`reverse`] keeps the paper's form, for printing and for comparison.
+///
+/// Positions of an array read several times in one scope are bound once first
+/// (`reads.rs`), so that their adjoints reach the array's by one `scatter_add` each.
 pub fn reverse_weakened(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
     let run = Run::weakened();
-    pipeline::reverse_with(&mut direct::Direct { names: &run }, arena, func, wrt)
+    let func = reads::share_repeated_reads(arena, func)?;
+    pipeline::reverse_with(&mut direct::Direct { names: &run }, arena, &func, wrt)
 }
 
 /// [`gradient`] with weakened continuations (see [`reverse_weakened`]).
 pub fn gradient_weakened(arena: &mut Arena, func: &Func, wrt: &[usize]) -> Result<Func, AdError> {
     let run = Run::weakened();
-    pipeline::gradient_with(&mut direct::Direct { names: &run }, arena, func, wrt)
+    let func = reads::share_repeated_reads(arena, func)?;
+    pipeline::gradient_with(&mut direct::Direct { names: &run }, arena, &func, wrt)
 }
 
 /// The paper's `∇ = π2 D^ρ_{Γ;Y}(e)(0_Γ, 1)` by the direct macro: the body evaluates to
