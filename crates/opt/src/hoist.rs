@@ -320,15 +320,24 @@ impl Hoister<'_> {
     /// in: the read is cheap (a row is a view), but unlike the other operations it can
     /// fail, so it may move only out of loops that run at least once, where the program
     /// reads it anyway (and an index out of bounds stops it at the same read).
+    ///
+    /// A read at the loop's own element, where the loop runs over an array that does not
+    /// change (`let s = sig[j]` over `iota len(mu)`, bound once by reverse mode's sharing
+    /// of repeated reads), stands for its read too: work on it (`log(s)`) is then
+    /// precomputed per element of that array, as `log(sig[j])` is.
     fn alias_read(&self, rhs: ExprId, dr: Deps) -> bool {
-        if !matches!(self.arena[rhs], Node::Index(..))
-            || !is_read(self.arena, rhs)
-            || dr.level() >= self.depth
-        {
+        if !matches!(self.arena[rhs], Node::Index(..)) || !is_read(self.arena, rhs) {
+            return false;
+        }
+        let plain = highest(dr.plain);
+        if plain >= self.depth || (dr.level() >= self.depth && highest(dr.elem) != self.depth) {
             return false;
         }
         // The loops deeper than the read's own level: frames[k] is the loop of depth k + 1.
-        self.frames.iter().skip(dr.level() as usize).all(|f| f.runs)
+        self.frames
+            .iter()
+            .skip(dr.level().min(self.depth) as usize)
+            .all(|f| f.runs)
     }
 
     /// What a variable bound where it stays, to a term of deps `d`, depends on. Bound in
