@@ -157,9 +157,10 @@ pub fn fold_boolean(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 }
 
 /// `(1 / a) * b` and `b * (1 / a)` are `b / a` (one operation instead of two), unless `b`
-/// is a reciprocal too: `(1 / a) * (1 / a)` (a quotient's adjoint at the seed 1, `-q t`
-/// with `q = t = 1 / a`) is one division and a product, where `(1 / a) / a` would be two
-/// divisions, the dearer operation.
+/// is a reciprocal too, or a quotient by `a`: `(1 / a) * (1 / a)` and `(x / a) * (1 / a)`
+/// (a quotient's adjoint, `-q t` with `q = x / a` and `t = z / a`, at `z = 1`) are one
+/// division beside the quotient and a product, where `(x / a) / a` would divide again,
+/// the dearer operation.
 pub fn reciprocal_times(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Op2(BinOp::Mul, x, y) = cx.arena()[e] else {
         return None;
@@ -168,8 +169,19 @@ pub fn reciprocal_times(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         Node::Op2(BinOp::Div, one, a) if is(cx, one, 1.0) => Some(a),
         _ => None,
     };
-    if reciprocal(cx, x).is_some() && reciprocal(cx, y).is_some() {
-        return None;
+    let divides_by = |cx: &RuleCx, t: ExprId, a: ExprId| match cx.arena()[t] {
+        Node::Op2(BinOp::Div, n, d) => d == a || cx.arena()[d] == cx.arena()[a] || is(cx, n, 1.0),
+        _ => false,
+    };
+    if let Some(a) = reciprocal(cx, x) {
+        if divides_by(cx, y, a) {
+            return None;
+        }
+    }
+    if let Some(a) = reciprocal(cx, y) {
+        if divides_by(cx, x, a) {
+            return None;
+        }
     }
     if let Some(a) = reciprocal(cx, x) {
         return Some(cx.mk(Node::Op2(BinOp::Div, y, a)));

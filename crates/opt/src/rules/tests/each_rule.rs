@@ -187,14 +187,28 @@ fn reciprocal_times() {
     );
 }
 
-/// A product of two reciprocals stays a product: one division then serves both (a
-/// quotient's adjoint at the seed 1), where a quotient would divide twice.
+/// A product of two reciprocals, or of a quotient by `x` and `1 / x`, stays a product:
+/// one division then serves both (a quotient's adjoint), where a quotient would divide
+/// again; a quotient by another denominator still becomes one.
 #[test]
 fn reciprocal_times_declines_on_two_reciprocals() {
     check_rule_declines(
         algebraic::reciprocal_times,
         "def f(x: real) = (1 / x) * (1 / x)",
         "`(1 / x) / x` would divide twice",
+    );
+    check_rule_declines(
+        algebraic::reciprocal_times,
+        "def f(x: real, y: real) = (y / x) * (1 / x)",
+        "`(y / x) / x` would divide again",
+    );
+    check_rule(
+        algebraic::reciprocal_times,
+        "def f(x: real, y: real, w: real) = (y / w) * (1 / x)",
+        expect![[r#"
+            def f(x: real, y: real, w: real): real =
+              y / w / x
+        "#]],
     );
 }
 
