@@ -261,8 +261,8 @@ fn conditional_with_let_bound_condition() {
               if b then
                 (y, x)
               else
-                let G = if !b || x < 1 then (cos(y), 0) else (0, 1) in
-                (snd G, fst G)
+                let b_1 = !b || x < 1 in
+                ((if b_1 then 0 else 1), (if b_1 then cos(y) else 0))
         "#]],
     );
     agrees(src, r#"{"x": 0.5, "y": 0.25}"#);

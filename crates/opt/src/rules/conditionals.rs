@@ -1,6 +1,6 @@
 //! Conditionals: known conditions are folded by the walk; these rules handle the rest.
 
-use unfad_syntax::{ExprId, Node};
+use unfad_syntax::{ExprId, Node, Var};
 
 use crate::simplify::RuleCx;
 
@@ -63,15 +63,26 @@ pub fn push_into_if(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 }
 
 /// `if c then (a1, ..., ak) else (b1, ..., bk)` is `(if c then a1 else b1, ...)` for a
-/// trivial `c`: each component can then simplify (and be bound) on its own.
+/// trivial `c` (or one comparison of trivial terms): each component can then simplify (and be bound) on its own. A branch may
+/// bind a few scalar operations before its tuple (`let i = j - 1 in (1, scatter_add(...,
+/// [i], ...))`, the adjoint of a read at a neighbour's position): they are copied into
+/// each component, where those that do not read them drop them. Reverse mode makes such
+/// conditionals of a constant adjoint beside an array's; split, the constant is known
+/// outside the conditional and the array's additions become conditional scatters into
+/// one accumulator, instead of an array per element added up.
 pub fn split_tuple_branches(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::If(c, a, b) = cx.arena()[e] else {
         return None;
     };
+    let (lets_a, a) = scalar_lets(cx, a)?;
+    let (lets_b, b) = scalar_lets(cx, b)?;
     let (Node::Tuple(la), Node::Tuple(lb)) = (cx.arena()[a], cx.arena()[b]) else {
         return None;
     };
-    if la.len() != lb.len() || !cx.is_trivial(c) {
+    // The condition is copied into each component: a name, or one comparison of names.
+    let cheap = cx.is_trivial(c)
+        || matches!(cx.arena()[c], Node::Cmp(_, x, y) if cx.is_trivial(x) && cx.is_trivial(y));
+    if la.len() != lb.len() || !cheap {
         return None;
     }
     let (xs, ys) = (cx.arena().exprs(la).to_vec(), cx.arena().exprs(lb).to_vec());
@@ -79,9 +90,45 @@ pub fn split_tuple_branches(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         .iter()
         .zip(&ys)
         .map(|(&x, &y)| {
+            if lets_a.is_empty() && lets_b.is_empty() {
+                let i = cx.mk(Node::If(c, x, y));
+                return crate::rules::apply(cx, i).unwrap_or(i);
+            }
+            let x = rewrap(cx, &lets_a, x);
+            let y = rewrap(cx, &lets_b, y);
             let i = cx.mk(Node::If(c, x, y));
             crate::rules::apply(cx, i).unwrap_or(i)
         })
         .collect();
     Some(cx.tuple(&parts))
+}
+
+/// The `let`s of scalar arithmetic (at most a few operations each, no arrays) before the
+/// term `e` ends in, and that term; `None` if some `let` does more.
+fn scalar_lets(cx: &RuleCx, mut e: ExprId) -> Option<(Vec<(Var, ExprId)>, ExprId)> {
+    let mut lets = Vec::new();
+    while let Node::Let(v, rhs, body) = cx.arena()[e] {
+        let light = cx.arena().within_operations(rhs, &mut { 3 }, &|n| {
+            matches!(
+                n,
+                Node::Op1(..) | Node::Op2(..) | Node::Index(..) | Node::Len(_)
+            )
+        });
+        if !light {
+            return None;
+        }
+        lets.push((v, rhs));
+        e = body;
+    }
+    Some((lets, e))
+}
+
+/// `e` with the variables of `lets` replaced by their terms (each component gets its own
+/// copy of the few operations, so that no variable is bound twice).
+fn rewrap(cx: &mut RuleCx, lets: &[(Var, ExprId)], e: ExprId) -> ExprId {
+    let mut out = e;
+    for &(v, rhs) in lets.iter().rev() {
+        out = cx.simplify_with(out, &[(v, rhs)]);
+    }
+    out
 }

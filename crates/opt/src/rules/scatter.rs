@@ -112,6 +112,9 @@ type Entries = (Option<ExprId>, Vec<(ExprId, ExprId)>);
 fn entries(cx: &mut RuleCx, t: ExprId, in_branch: bool) -> Option<Entries> {
     match cx.arena()[t] {
         Node::ZerosLike(_) => Some((None, Vec::new())),
+        // In a branch, an array named by a variable adds nothing of its own: it is what
+        // is left (the same in both branches, or the branch is not understood).
+        Node::Var(_) if in_branch => Some((Some(t), Vec::new())),
         Node::ScatterAdd(base, positions, values) => {
             let (Node::Array(pl), Node::Array(vl)) = (cx.arena()[positions], cx.arena()[values])
             else {
@@ -148,9 +151,14 @@ fn entries(cx: &mut RuleCx, t: ExprId, in_branch: bool) -> Option<Entries> {
         Node::If(c, a, b) => {
             let (ra, ea) = entries(cx, a, true)?;
             let (rb, eb) = entries(cx, b, true)?;
-            if ra.is_some() || rb.is_some() {
-                return None;
-            }
+            // Both branches add to the same array, a variable (`if c then scatter_add(G,
+            // ..) else G`, the adjoints of reads under two conditions): that array is
+            // what is left, the branches' additions conditional.
+            let rest = match (ra, rb) {
+                (None, None) => None,
+                (Some(x), Some(y)) if x == y || cx.arena()[x] == cx.arena()[y] => Some(x),
+                _ => return None,
+            };
             let n = ea.len().max(eb.len());
             let mut out = Vec::with_capacity(n);
             for k in 0..n {
@@ -169,7 +177,7 @@ fn entries(cx: &mut RuleCx, t: ExprId, in_branch: bool) -> Option<Entries> {
                 let v = cx.mk(Node::If(c, va, vb));
                 out.push((p, v));
             }
-            Some((None, out))
+            Some((rest, out))
         }
         _ => None,
     }
@@ -663,7 +671,11 @@ pub fn scatter_row(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 }
 
 /// `map2 +̂ X (scatter_add(0_A, P, V))` (either order) is `scatter_add(X, P, V)`: adding
-/// an array that is zero but at some positions adds at those positions only.
+/// an array that is zero but at some positions adds at those positions only; so for a
+/// chain of scatters into zeros, rebuilt on `X`. And `map2 +̂ X (if c then B else 0_A)`
+/// is `if c then map2 +̂ X B else X`: a read's adjoint made only where a condition holds
+/// (a neighbour's, `x[j - 1]` where `j >= 1`) then adds in place where it holds, instead
+/// of an array of zeros added elsewhere.
 pub fn add_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::Map2(f, x, y) = cx.arena()[e] else {
         return None;
@@ -672,23 +684,51 @@ pub fn add_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     if !is_array_sum(cx, f) {
         return None;
     }
-    let scatter = |cx: &RuleCx, v: ExprId| match cx.arena()[v] {
-        Node::ScatterAdd(base, p, vals) if matches!(cx.arena()[base], Node::ZerosLike(_)) => {
-            Some((base, p, vals))
+    // The chain's additions, innermost first, and its zeros.
+    let scatter = |cx: &RuleCx, v: ExprId| {
+        let mut adds = Vec::new();
+        let mut at = v;
+        while let Node::ScatterAdd(base, p, vals) = cx.arena()[at] {
+            adds.push((p, vals));
+            at = base;
         }
+        (!adds.is_empty() && matches!(cx.arena()[at], Node::ZerosLike(_))).then(|| {
+            adds.reverse();
+            (at, adds)
+        })
+    };
+    let zeros = |cx: &RuleCx, v: ExprId| matches!(cx.arena()[v], Node::ZerosLike(_));
+    let conditional = |cx: &RuleCx, v: ExprId| match cx.arena()[v] {
+        Node::If(c, b, z) if zeros(cx, z) => Some((c, b, z)),
         _ => None,
     };
-    let (other, (base, p, vals)) = match (scatter(cx, x), scatter(cx, y)) {
-        (_, Some(sc)) => (x, sc),
-        (Some(sc), None) => (y, sc),
+    if let Some((other, (base, adds))) = match (scatter(cx, x), scatter(cx, y)) {
+        (_, Some(sc)) => Some((x, sc)),
+        (Some(sc), None) => Some((y, sc)),
+        (None, None) => None,
+    } {
+        // `map2` stops at the shorter array: the result keeps `other`'s length only if
+        // the scatter's target is not shorter.
+        if !cx.not_longer(other, base) {
+            return None;
+        }
+        let mut out = other;
+        for (p, vals) in adds {
+            out = cx.mk(Node::ScatterAdd(out, p, vals));
+        }
+        return Some(out);
+    }
+    let (other, (c, b, z)) = match (conditional(cx, x), conditional(cx, y)) {
+        (_, Some(cd)) => (x, cd),
+        (Some(cd), None) => (y, cd),
         (None, None) => return None,
     };
-    // `map2` stops at the shorter array: the result keeps `other`'s length only if the
-    // scatter's target is not shorter.
-    if !cx.not_longer(other, base) {
+    if !cx.not_longer(other, z) {
         return None;
     }
-    Some(cx.mk(Node::ScatterAdd(other, p, vals)))
+    let sum = cx.mk(Node::Map2(f, other, b));
+    let sum = crate::rules::apply(cx, sum).unwrap_or(sum);
+    Some(cx.mk(Node::If(c, sum, other)))
 }
 
 /// `foldl (acc, x. lets in scatter_add(acc, [p1, ...], [v1, ...])) Z X`, each element adding

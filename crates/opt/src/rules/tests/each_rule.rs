@@ -331,6 +331,16 @@ fn split_tuple_branches() {
               (if b then x else y) * (if b then 1 else 2)
         "#]],
     );
+    // A comparison of names as the condition, and a branch binding a few scalar
+    // operations before its tuple: the constant component is known outside.
+    check_rule(
+        conditionals::split_tuple_branches,
+        "def f(x: [n]real, j: int) = if j >= 1 then (let i = j - 1 in (1, x[i] * 2)) else (1, 0)",
+        expect![[r#"
+            def f(x: [n]real, j: int): (real, real) =
+              ((if j >= 1 then 1 else 1), (if j >= 1 then x[j - 1] * 2 else 0))
+        "#]],
+    );
 }
 
 // ---- tuples -----------------------------------------------------------------
@@ -1410,6 +1420,30 @@ fn add_scatter() {
         expect![[r#"
             def f(A: [n]real, B: [n]real): [n]real =
               scatter_add(A, iota len(A), B)
+        "#]],
+    );
+}
+
+/// A chain of scatters into zeros added to an array is the chain rebuilt on that array;
+/// an array added only where a condition holds is added in that branch.
+#[test]
+fn add_scatter_of_a_chain_or_under_a_condition() {
+    check_rule(
+        scatter::add_scatter,
+        "def f(A: [n]real, B: [n]real) =
+           map2 + A (scatter_add(scatter_add(zeros_like(A), iota len(A), B), iota len(A), B))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              scatter_add(scatter_add(A, iota len(A), B), iota len(A), B)
+        "#]],
+    );
+    check_rule(
+        scatter::add_scatter,
+        "def f(A: [n]real, B: [n]real, c: real) =
+           map2 + A (if c > 0 then B else zeros_like(A))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real, c: real): [n]real =
+              if c > 0 then map2 + A B else A
         "#]],
     );
 }
