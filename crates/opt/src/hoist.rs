@@ -40,6 +40,7 @@ pub fn hoist_invariants(arena: &mut Arena, func: &Func) -> Func {
         frames: Vec::new(),
         moved: 0,
         aliases: HashMap::default(),
+        iotas: Default::default(),
     };
     let (body, _) = h.walk(func.body);
     if h.moved == 0 {
@@ -144,6 +145,8 @@ struct Hoister<'a> {
     /// Variables bound to another name for a value (see [`is_alias`]), with what they
     /// stand for, already walked.
     aliases: HashMap<Var, (ExprId, Deps)>,
+    /// Variables bound to an `iota` (positions: see `rebuild_precomputed`).
+    iotas: unfad_syntax::fast_hash::FastSet<Var>,
 }
 
 /// A variable, or a projection of one: another name for a value, which the walk
@@ -214,6 +217,9 @@ impl Hoister<'_> {
             },
             Node::Let(x, rhs, body) => {
                 let (rhs, dr) = self.walk(rhs);
+                if let Node::Iota(_) = self.arena[rhs] {
+                    self.iotas.insert(x);
+                }
                 if is_alias(self.arena, rhs) || self.alias_read(rhs, dr) {
                     // `let q = snd c`: the body reads `snd c` (what it depends on shows).
                     self.aliases.insert(x, (rhs, dr));
@@ -649,12 +655,24 @@ impl Hoister<'_> {
         if !(1..=2).contains(&used.len()) {
             return None;
         }
+        // A `map` over positions (`iota`) whose body still reads the position keeps them
+        // as its first operand, beside the new array of the precomputed terms alone: the
+        // code generator knows an `iota`'s element in bounds and its neighbours adjacent,
+        // which an index stored in a tuple of the new array would hide from it.
+        let over_positions = matches!(node, Node::Map(..))
+            && used.len() == 1
+            && self.arena.mentions_any(body, &[params[used[0]]])
+            && match self.arena[operands[element_of[used[0]].unwrap_or(0)].0] {
+                Node::Iota(_) => true,
+                Node::Var(v) => self.iotas.contains(&v),
+                _ => false,
+            };
         // The components of the new array's elements: the used parameters the body
         // still reads, then the precomputed terms.
         let kept: Vec<usize> = used
             .iter()
             .copied()
-            .filter(|&i| self.arena.mentions_any(body, &[params[i]]))
+            .filter(|&i| !over_positions && self.arena.mentions_any(body, &[params[i]]))
             .collect();
         let mut items: Vec<ExprId> = kept.iter().map(|&i| self.arena.var(params[i])).collect();
         let mut item_types: Vec<Type> = kept
@@ -716,6 +734,22 @@ impl Hoister<'_> {
             subst.insert(v, c);
         }
         let new_body = self.arena.subst(body, &subst);
+        if over_positions {
+            // `map2 (j, pe. body) (iota k) (map (j. terms) (iota k))`.
+            let op = operands[element_of[used[0]].unwrap_or(0)];
+            let f = self.arena.lambda(&[params[used[0]], t], new_body);
+            let new_ops = [op, (pre, pre_deps)];
+            let node_deps = new_ops
+                .iter()
+                .fold(body_deps.outside(d), |acc, &(_, od)| acc.union(od));
+            let considered = self.consider_all(&new_ops, node_deps, true);
+            let [a, b] = considered.as_slice() else {
+                return None;
+            };
+            let out = self.arena.add(Node::Map2(f, a.0, b.0));
+            let deps = body_deps.outside(d).union(a.1).union(b.1);
+            return Some((out, deps));
+        }
         // The loop's parameters and operands, with those of the used parameters replaced
         // by the one new element and array.
         let mut new_params: Vec<Var> = Vec::new();

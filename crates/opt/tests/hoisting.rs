@@ -257,4 +257,7 @@ fn a_per_feature_term_of_a_row_loop_over_its_positions_moves_out_of_the_rows() {
         line.starts_with("  let ") && line.contains("(iota len(mu))"),
         "log is not computed per feature before the rows' loop:\n{text}"
     );
+    // The loops over the features keep their positions (`map2 (j, pe. ..) (iota ..) h`),
+    // not positions stored beside the precomputed terms and read back (`x[fst pe]`).
+    assert!(!text.contains("[fst pe"), "{text}");
 }
