@@ -63,10 +63,11 @@ pub fn push_into_if(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
 }
 
 /// `if c then (a1, ..., ak) else (b1, ..., bk)` is `(if c then a1 else b1, ...)` for a
-/// trivial `c` (or one comparison of trivial terms): each component can then simplify (and be bound) on its own. A branch may
-/// bind a few scalar operations before its tuple (`let i = j - 1 in (1, scatter_add(...,
-/// [i], ...))`, the adjoint of a read at a neighbour's position): they are copied into
-/// each component, where those that do not read them drop them. Reverse mode makes such
+/// trivial `c` (or one comparison of trivial terms): each component can then simplify
+/// (and be bound) on its own. A branch may bind a few scalar operations before its tuple
+/// (`let i = j - 1 in (1, scatter_add(..., [i], ...))`, the adjoint of a read at a
+/// neighbour's position): they are substituted into the components that read them, in
+/// the same branch. Reverse mode makes such
 /// conditionals of a constant adjoint beside an array's; split, the constant is known
 /// outside the conditional and the array's additions become conditional scatters into
 /// one accumulator, instead of an array per element added up.
@@ -90,12 +91,8 @@ pub fn split_tuple_branches(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         .iter()
         .zip(&ys)
         .map(|(&x, &y)| {
-            if lets_a.is_empty() && lets_b.is_empty() {
-                let i = cx.mk(Node::If(c, x, y));
-                return crate::rules::apply(cx, i).unwrap_or(i);
-            }
-            let x = rewrap(cx, &lets_a, x);
-            let y = rewrap(cx, &lets_b, y);
+            let x = substitute(cx, &lets_a, x);
+            let y = substitute(cx, &lets_b, y);
             let i = cx.mk(Node::If(c, x, y));
             crate::rules::apply(cx, i).unwrap_or(i)
         })
@@ -124,8 +121,9 @@ fn scalar_lets(cx: &RuleCx, mut e: ExprId) -> Option<(Vec<(Var, ExprId)>, ExprId
 }
 
 /// `e` with the variables of `lets` replaced by their terms (each component gets its own
-/// copy of the few operations, so that no variable is bound twice).
-fn rewrap(cx: &mut RuleCx, lets: &[(Var, ExprId)], e: ExprId) -> ExprId {
+/// copy of the few operations, so that no variable is bound twice); `e` itself when
+/// there are none.
+fn substitute(cx: &mut RuleCx, lets: &[(Var, ExprId)], e: ExprId) -> ExprId {
     let mut out = e;
     for &(v, rhs) in lets.iter().rev() {
         out = cx.simplify_with(out, &[(v, rhs)]);
