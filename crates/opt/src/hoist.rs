@@ -15,7 +15,10 @@
 //! of its array in a loop of its own, `map (qd. exp(qd)) (snd c)`, and the loop reads that
 //! array's element instead (*element precomputation*). The new array depends on `c` only,
 //! so it is in turn precomputed for every component, and that array, invariant in the map
-//! over points, is hoisted before it: `exp` runs K·D times instead of N·K·D.
+//! over points, is hoisted before it: `exp` runs K·D times instead of N·K·D. Over
+//! positions (`iota`) the loop keeps the positions beside the new array when its body
+//! still reads them (`map2 (j, pe. ..) (iota k) h`): an index stored in the new array's
+//! tuples would hide from the code generator that it is an `iota`'s element.
 //!
 //! Nothing moves out of a conditional branch or a short-circuit operand (it would be
 //! computed when the program does not compute it), and nothing is precomputed for a loop
