@@ -118,8 +118,9 @@ pub struct FoldTape {
 /// The forward pass's arrays: none for an extremum, the accumulators and the partial
 /// derivatives at every step for the other folds.
 enum Recorded {
-    /// `max` or `min` of the elements and the unit: its adjoint needs only the value.
-    Extremum(BinOp),
+    /// `max` or `min` of the elements and the unit: its adjoint needs only the value (the
+    /// first position holding it, whichever the operator).
+    Extremum,
     /// A sum of reals: every element and the unit get the adjoint of the result.
     Sum,
     Steps(StepTape),
@@ -192,9 +193,9 @@ pub fn fold_tape(
         };
         let value_e = a.add(node);
         let (value, recorded) = match op {
-            Some(op @ (BinOp::Max | BinOp::Min)) => {
+            Some(BinOp::Max | BinOp::Min) => {
                 let m = bind(a, &mut bindings, "M", value_e)?;
-                (m, Recorded::Extremum(op))
+                (m, Recorded::Extremum)
             }
             _ => (value_e, Recorded::Sum),
         };
@@ -272,7 +273,7 @@ pub fn fold_adjoint(
     z: ExprId,
 ) -> Result<FoldAdjoint, AdError> {
     let tape = match &tape.recorded {
-        Recorded::Extremum(op) => return extremum_adjoint(a, fold, *op, tape.value, z),
+        Recorded::Extremum => return extremum_adjoint(a, fold, tape.value, z),
         Recorded::Sum => {
             // ȳ0 = z, Ā = map (b. z) A
             let spread = build::lambda(a, &[("b", Type::Real)], |_, _| Ok(z))?;
@@ -372,7 +373,6 @@ fn operator_section(a: &Arena, fold: &Fold) -> Option<BinOp> {
 fn extremum_adjoint(
     a: &mut Arena,
     fold: &Fold,
-    _op: BinOp,
     m: ExprId,
     z: ExprId,
 ) -> Result<FoldAdjoint, AdError> {

@@ -108,7 +108,7 @@ struct Reads {
 fn scope(arena: &mut Arena, e: ExprId) -> Result<ExprId, AdError> {
     let mut found = Found::default();
     collect(arena, e, true, &mut found);
-    let mut shared: Vec<(Key, ExprId)> = found
+    let shared: Vec<(Key, ExprId)> = found
         .reads
         .into_iter()
         .filter(|(_, r)| {
@@ -122,7 +122,7 @@ fn scope(arena: &mut Arena, e: ExprId) -> Result<ExprId, AdError> {
         return Ok(body);
     }
     let mut lets = Vec::with_capacity(shared.len());
-    for (_, read) in &mut shared {
+    for (_, read) in &shared {
         let ty = retype(arena, *read)?;
         let name = match arena[base_var(arena, *read)] {
             Node::Var(v) => format!("{}_at", arena.var_name(v)),

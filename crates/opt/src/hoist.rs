@@ -662,10 +662,11 @@ impl Hoister<'_> {
         // as its first operand, beside the new array of the precomputed terms alone: the
         // code generator knows an `iota`'s element in bounds and its neighbours adjacent,
         // which an index stored in a tuple of the new array would hide from it.
+        let first_op = operands[element_of[used[0]].unwrap_or(0)];
         let over_positions = matches!(node, Node::Map(..))
             && used.len() == 1
             && self.arena.mentions_any(body, &[params[used[0]]])
-            && match self.arena[operands[element_of[used[0]].unwrap_or(0)].0] {
+            && match self.arena[first_op.0] {
                 Node::Iota(_) => true,
                 Node::Var(v) => self.iotas.contains(&v),
                 _ => false,
@@ -739,9 +740,8 @@ impl Hoister<'_> {
         let new_body = self.arena.subst(body, &subst);
         if over_positions {
             // `map2 (j, pe. body) (iota k) (map (j. terms) (iota k))`.
-            let op = operands[element_of[used[0]].unwrap_or(0)];
             let f = self.arena.lambda(&[params[used[0]], t], new_body);
-            let new_ops = [op, (pre, pre_deps)];
+            let new_ops = [first_op, (pre, pre_deps)];
             let node_deps = new_ops
                 .iter()
                 .fold(body_deps.outside(d), |acc, &(_, od)| acc.union(od));

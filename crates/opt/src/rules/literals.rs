@@ -509,22 +509,19 @@ pub fn add_zero_literal(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     if !((vx == p0 && vy == p1) || (vx == p1 && vy == p0)) {
         return None;
     }
+    // The number of zeros, if `l` is a literal of them.
     let zeros = |cx: &RuleCx, l: ExprId| {
-        matches!(cx.arena()[l], Node::Array(_))
-            && literal(cx, l).is_some_and(|items| {
-                items
-                    .iter()
-                    .all(|&i| matches!(cx.arena()[i], Node::Const(c) if c == 0.0))
-            })
+        let items = literal(cx, l).filter(|_| matches!(cx.arena()[l], Node::Array(_)))?;
+        items
+            .iter()
+            .all(|&i| matches!(cx.arena()[i], Node::Const(c) if c == 0.0))
+            .then_some(items.len())
     };
-    let (lit, other) = if zeros(cx, a) {
-        (a, b)
-    } else if zeros(cx, b) {
-        (b, a)
-    } else {
-        return None;
+    let (k, other) = match (zeros(cx, a), zeros(cx, b)) {
+        (Some(k), _) => (k, b),
+        (None, Some(k)) => (k, a),
+        (None, None) => return None,
     };
-    let k = literal(cx, lit)?.len();
     let n = cx.len_of(other)?.as_constant()?;
     (n == k as u64).then_some(other)
 }

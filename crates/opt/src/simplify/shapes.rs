@@ -122,9 +122,9 @@ impl Simplifier<'_> {
             Node::Index(a, _) => self.shape_in(a, env).elem(),
             Node::ScatterAdd(z, _, _) => self.shape_in(z, env),
             Node::Iota(k) => {
-                // A whole constant, or the length of an array plus or minus one (`iota
-                // (len(x) - 1)`, the positions of a difference): `max(len + c, 0)`, as an
-                // `iota` of a negative size is empty.
+                // A whole constant, or the length of an array plus or minus a whole
+                // constant `c` (`iota (len(x) - 1)`, the positions of a difference):
+                // `max(len + c, 0)`, as an `iota` of a negative size is empty.
                 let whole = |e: ExprId| match self.arena[e] {
                     Node::Const(c) if c.fract() == 0.0 && c.abs() < 1e15 => Some(c as i64),
                     _ => None,
