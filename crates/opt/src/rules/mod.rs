@@ -138,6 +138,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             scatter::scatter_everywhere,
             scatter::scatter_row,
             literals::scatter_into_literal,
+            scatter::contiguous_scatter,
         ],
         Node::Index(..) => &[literals::index_of_literal, arrays::index_of_cheap_map],
         Node::Array(..) => &[literals::literal_eta],

@@ -10,7 +10,7 @@
 //! in the blocked order of the `reduce`: the same sum, rounded differently (the paper's
 //! smooth semantics, like the algebraic rules).
 
-use unfad_syntax::{BinOp, ExprId, Node, Var};
+use unfad_syntax::{BinOp, ExprId, Node, Size, Type, Var};
 
 use crate::simplify::RuleCx;
 
@@ -612,6 +612,159 @@ pub fn scatter_everywhere(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         return Some(values);
     }
     None
+}
+
+/// How far past the scatter's values [`contiguous_scatter`] pads with zeros at most, at
+/// either end (each zero is a scan, fused by the code generator into the loop over `Z`).
+const MAX_PAD: u32 = 3;
+
+/// `scatter_add(Z, iota m, V)` and `scatter_add(Z, map (i. i + c) (iota m), V)`, with `Z`
+/// and `V` arrays of reals and `c` a small integer literal (of either sign), is `map2 +̂ Z
+/// V'`, where `V'` is `V` moved by `c` places: `c` zeros before it (`scanl (acc, v. v) 0`
+/// per zero) or its first `-c` elements dropped (`shift1L`), and zeros after it until it
+/// is at least as long as `Z`, its last ones dropped (`shift1R`) down to `Z`'s formal size
+/// (`map2`'s operands have one). A read's adjoint at contiguous positions, `x[i + 1]` over
+/// `i < len(x) - 1`, is then one elementwise pass fused with its neighbours' (a stencil
+/// written by position differentiates as one written with `shift1L`), where a scatter is
+/// a loop of its own adding one element at a time. Positions outside `Z` add nothing in
+/// both forms: `map2` stops at the shorter array, and the padding only makes `V'` longer.
+/// Not into a component of a tuple variable, a fold's accumulator of several arrays, which
+/// the scatter adds into in place where `map2` would split the fold in one per component
+/// (a pass over the fold's array each).
+pub fn contiguous_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::ScatterAdd(z, positions, values) = cx.arena()[e] else {
+        return None;
+    };
+    // A component of a tuple (a fold's accumulator of several arrays) is added into in
+    // place by the scatter; as `map2`, the fold would split into one pass per component.
+    let accumulator = match cx.arena()[z] {
+        Node::Var(_) => true,
+        Node::Proj(_, t) => matches!(cx.arena()[t], Node::Var(_)),
+        _ => false,
+    };
+    if accumulator {
+        return None;
+    }
+    // The positions: `iota m`, or `i + c` (`c + i`, `i - c`) over it.
+    let (offset, iota) = if iota_operand(cx, positions).is_some() {
+        (0i64, positions)
+    } else {
+        let Node::Map(f, iota) = cx.arena()[positions] else {
+            return None;
+        };
+        iota_operand(cx, iota)?;
+        let (ps, body) = lambda(cx, f)?;
+        let [i] = ps[..] else {
+            return None;
+        };
+        let literal = |x: ExprId| match cx.arena()[x] {
+            Node::Const(c) if c.fract() == 0.0 && c.abs() <= f64::from(MAX_PAD) => Some(c as i64),
+            _ => None,
+        };
+        let var = |x: ExprId| cx.arena()[x] == Node::Var(i);
+        match cx.arena()[body] {
+            Node::Op2(BinOp::Add, x, y) if var(x) => (literal(y)?, iota),
+            Node::Op2(BinOp::Add, x, y) if var(y) => (literal(x)?, iota),
+            Node::Op2(BinOp::Sub, x, y) if var(x) => (-literal(y)?, iota),
+            _ => return None,
+        }
+    };
+    // One value per position.
+    if cx.len_of(values)? != cx.len_of(iota)? {
+        return None;
+    }
+    // The formal sizes, found without inferring the types of the values (whose binders
+    // would be typed out of their context): `Z` an array of reals (so the values are
+    // reals too) and the positions' `iota`.
+    let z_size = real_array_size(cx, z)?;
+    let iota_node = match cx.arena()[iota] {
+        Node::Var(v) => cx.definition(v)?,
+        _ => iota,
+    };
+    let Some(Type::Array(mut size, _)) = cx.ty(iota_node) else {
+        return None;
+    };
+    if size.var != z_size.var {
+        return None;
+    }
+    let mut moved = values;
+    for _ in 0..(-offset).max(0) {
+        moved = cx.mk(Node::Shift1L(moved));
+        size = size.plus(-1);
+    }
+    let keep_last = |cx: &mut RuleCx, left: bool| {
+        let (v, acc) = (
+            cx.fresh("v", Some(Type::Real)),
+            cx.fresh("acc", Some(Type::Real)),
+        );
+        let params = if left { [acc, v] } else { [v, acc] };
+        let l = cx.arena_mut().var_list(&params);
+        let body = cx.var(v);
+        cx.mk(Node::Lambda(l, body))
+    };
+    let zero = cx.constant(0.0);
+    for _ in 0..offset.max(0) {
+        let f = keep_last(cx, true);
+        moved = cx.mk(Node::Scanl(f, zero, moved));
+        size = size.plus(1);
+    }
+    let mut pads = 0;
+    while !cx.not_longer(z, moved) {
+        if pads == MAX_PAD {
+            return None;
+        }
+        let f = keep_last(cx, false);
+        moved = cx.mk(Node::Scanr(f, zero, moved));
+        size = size.plus(1);
+        pads += 1;
+    }
+    // `map2` takes arrays of one formal size: the values past `Z`'s go (`shift1R`), as
+    // long as what is left is not shorter than `Z` at run time.
+    if size.offset < z_size.offset || size.offset - z_size.offset > 2 * i64::from(MAX_PAD) {
+        return None;
+    }
+    for _ in 0..size.offset - z_size.offset {
+        moved = cx.mk(Node::Shift1R(moved));
+    }
+    if !cx.not_longer(z, moved) {
+        return None;
+    }
+    let (s, t) = (
+        cx.fresh("s", Some(Type::Real)),
+        cx.fresh("t", Some(Type::Real)),
+    );
+    let l = cx.arena_mut().var_list(&[s, t]);
+    let (vs, vt) = (cx.var(s), cx.var(t));
+    let sum = cx.mk(Node::Op2(BinOp::Add, vs, vt));
+    let plus = cx.mk(Node::Lambda(l, sum));
+    let out = cx.mk(Node::Map2(plus, z, moved));
+    Some(crate::rules::apply(cx, out).unwrap_or(out))
+}
+
+/// The formal size of `z` if it is an array of reals whose type is known without
+/// inferring a term with binders: a variable of known type, `zeros_like` of one, or such an
+/// array plus another (`map2 +̂`, as [`contiguous_scatter`] leaves a chain of scatters) or
+/// with another's reals in its place (`map2 (s, t. t)`).
+fn real_array_size(cx: &mut RuleCx, z: ExprId) -> Option<Size> {
+    match cx.arena()[z] {
+        Node::Var(v) => match cx.arena().var_type(v) {
+            Some(Type::Array(size, elem)) if **elem == Type::Real => Some(size.clone()),
+            _ => None,
+        },
+        Node::ZerosLike(a) => real_array_size(cx, a),
+        Node::Map2(f, a, _) if is_array_sum(cx, f) => real_array_size(cx, a),
+        // `map2 (s, t. t) A B`, what adding `B` to zeros leaves: `B` cut to `A`'s length.
+        Node::Map2(f, a, _) => {
+            let (ps, body) = lambda(cx, f)?;
+            match cx.arena()[body] {
+                Node::Var(p) if ps.contains(&p) && cx.arena().var_type(p) == Some(&Type::Real) => {
+                    real_array_size(cx, a)
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// The operand of `iota`, seen through a `let`-bound variable.

@@ -1448,6 +1448,65 @@ fn add_scatter_of_a_chain_or_under_a_condition() {
     );
 }
 
+/// A scatter at contiguous positions of an array of reals is its values moved into place
+/// (zeros before them, or their first elements dropped, and zeros after) and added.
+#[test]
+fn contiguous_scatter() {
+    check_rule(
+        scatter::contiguous_scatter,
+        "def f(A: [n]real, B: [n]real) =
+           scatter_add(map2 + A B, map (i. i + 1) (iota (len(A) - 1)), shift1L B)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              map2 + (map2 + A B) (scanl (acc, v. v) 0 (shift1L B))
+        "#]],
+    );
+    check_rule(
+        scatter::contiguous_scatter,
+        "def f(A: [n]real, B: [n]real) =
+           scatter_add(zeros_like(A), iota (len(A) - 2), shift1L (shift1L B))",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              map2 (s, t. t) zeros_like(A) (scanr (v, acc. v) 0 (scanr (v_1, acc_1. v_1) 0 (shift1L (shift1L B))))
+        "#]],
+    );
+    check_rule(
+        scatter::contiguous_scatter,
+        "def f(A: [n]real, B: [n]real) =
+           scatter_add(zeros_like(A), map (i. i - 1) (iota len(A)), B)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              map2 (s, t. t) zeros_like(A) (scanr (v, acc. v) 0 (shift1L B))
+        "#]],
+    );
+    // Positions past the end add nothing.
+    check_rule(
+        scatter::contiguous_scatter,
+        "def f(A: [n]real, B: [n]real) =
+           scatter_add(map2 + A B, map (i. 2 + i) (iota len(A)), B)",
+        expect![[r#"
+            def f(A: [n]real, B: [n]real): [n]real =
+              map2 + (map2 + A B) (shift1R (shift1R (scanl (acc, v. v) 0 (scanl (acc_1, v_1. v_1) 0 B))))
+        "#]],
+    );
+    check_rule_declines(
+        scatter::contiguous_scatter,
+        "def f(A: [n]real, B: [n]real) =
+           scatter_add(zeros_like(A), map (i. 2 * i) (iota len(A)), B)",
+        "positions two apart are not contiguous",
+    );
+    check_rule_declines(
+        scatter::contiguous_scatter,
+        "def f(M: [n][m]real) = scatter_add(zeros_like(M), iota len(M), M)",
+        "rows are added by the scatter in place",
+    );
+    check_rule_declines(
+        scatter::contiguous_scatter,
+        "def f(A: [n]real, B: [n]real) = scatter_add(A, iota len(A), B)",
+        "a variable may be a fold's accumulator, added into in place",
+    );
+}
+
 /// A fold adding one value per element at a computed position is a scatter of them all.
 #[test]
 fn fold_of_scatters() {
