@@ -453,3 +453,65 @@ fn sizes_computed_from_other_sizes() {
         [0.0, 1.0]
     );
 }
+
+/// A scatter at contiguous positions `k + j` adds its window inside the array as a map adds,
+/// two elements at a time; positions outside add nothing: windows wholly before the array,
+/// across either end, inside it and past it, of odd and even lengths.
+#[test]
+fn contiguous_scatters_add_the_window_inside_the_array() {
+    let src = "def f(x: [n]real, v: [m]real, k: int): [n]real =
+                 scatter_add(map (a. a * 2) x, map (j. k + j) (iota len(v)), map (t. t * t + 1) v)";
+    let x: Vec<f64> = (0..8).map(|i| i as f64 * 0.5 - 1.0).collect();
+    for m in [5, 6] {
+        let v: Vec<f64> = (0..m).map(|i| 0.25 * i as f64 - 0.3).collect();
+        for k in -8i64..=10 {
+            let mut want: Vec<f64> = x.iter().map(|a| a * 2.0).collect();
+            for (j, t) in v.iter().enumerate() {
+                let at = k + j as i64;
+                if (0..x.len() as i64).contains(&at) {
+                    want[at as usize] += t * t + 1.0;
+                }
+            }
+            let args = [
+                Arg::from(x.as_slice()),
+                Arg::from(v.as_slice()),
+                Arg::from(k as f64),
+            ];
+            assert_eq!(value(src, &args), want, "m = {m}, k = {k}");
+        }
+    }
+    // Rows side by side in one buffer: a position outside a row must not reach the next.
+    let rows = "def f(M: [p][n]real, v: [m]real, k: int): [p][n]real =
+                  map (r. scatter_add(map (a. a * 2) r, map (j. k + j) (iota len(v)), map (t. t * t + 1) v)) M";
+    let v: Vec<f64> = (0..5).map(|i| 0.25 * i as f64 - 0.3).collect();
+    for k in -8i64..=10 {
+        let m: Vec<Vec<f64>> = (0..3)
+            .map(|r| x.iter().map(|a| a + r as f64).collect())
+            .collect();
+        let flat: Vec<f64> = m.concat();
+        let mut want = Vec::new();
+        for row in &m {
+            let mut w: Vec<f64> = row.iter().map(|a| a * 2.0).collect();
+            for (j, t) in v.iter().enumerate() {
+                let at = k + j as i64;
+                if (0..w.len() as i64).contains(&at) {
+                    w[at as usize] += t * t + 1.0;
+                }
+            }
+            want.extend(w);
+        }
+        let args = [
+            Arg::array(&flat, &[3, x.len()]),
+            Arg::from(v.as_slice()),
+            Arg::from(k as f64),
+        ];
+        assert_eq!(value(rows, &args), want, "rows, k = {k}");
+    }
+    // The adjoint of a window read in a loop, `A[i + j]`, is such a scatter.
+    check_gradient(
+        "def f(A: [n]real, k: int): real =
+           sum(map (i. let s = sum(map (j. A[j] * A[i + j]) (iota k)) in s * s) (iota (len(A) - k + 1)))",
+        &[0.5, -1.25, 2.0, 0.75, 3.5, -0.5, 1.5],
+        3.0,
+    );
+}

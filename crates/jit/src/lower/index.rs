@@ -487,11 +487,100 @@ impl<'a> Translator<'a> {
         let is = self.emit_arr(is)?;
         let vs = self.emit_arr(vs)?;
         let (count, _) = self.min_len(&[(is.len, is.stat()), (vs.len, vs.stat())]);
+        if let Some(start) = self.contiguous_start(&is, &target, &vs)? {
+            return self.add_window(&target, start, count, &vs);
+        }
         self.loop_(count, false, Vec::new(), &mut |t, k, _| {
             let at = t.elem(&is, IntVal::Ssa(k))?;
             let v = t.elem(&vs, IntVal::Ssa(k))?;
             let path = position_path(at)?;
             t.add_at_path(&target, &path, &v)?;
+            Ok(Vec::new())
+        })?;
+        Ok(())
+    }
+
+    /// The first position of `is` when its positions are contiguous, `start + j` at `j` (an
+    /// `iota`, or `p + j` over one with `p` free of `j`: a read `x[p + j]` in a loop over
+    /// `j`), and the scatter adds reals into an array of reals: the positions are then a
+    /// window of `target` ([`Translator::add_window`]). `None` otherwise.
+    fn contiguous_start(&mut self, is: &Arr, target: &Arr, vs: &Arr) -> JitResult<Option<RealVal>> {
+        if !matches!(target.shape.elem, SShape::Real) || !matches!(vs.shape.elem, SShape::Real) {
+            return Ok(None);
+        }
+        match &is.kind {
+            Kind::Iota { start } => Ok(Some(RealVal::Const(*start as f64))),
+            Kind::Map { f, src, .. } => {
+                let Kind::Iota { start } = src.kind else {
+                    return Ok(None);
+                };
+                let Some((ps, body)) = self.arena.lambda_parts(*f) else {
+                    return Ok(None);
+                };
+                let [j] = ps[..] else {
+                    return Ok(None);
+                };
+                let Node::Op2(BinOp::Add, a, b) = self.arena[body] else {
+                    return Ok(None);
+                };
+                let other = match (self.arena[a], self.arena[b]) {
+                    (Node::Var(v), _) if v == j => b,
+                    (_, Node::Var(v)) if v == j => a,
+                    _ => return Ok(None),
+                };
+                if self.arena.mentions_any(other, &[j]) {
+                    return Ok(None);
+                }
+                let Val::Real(p) = self.emit(other)? else {
+                    return Ok(None);
+                };
+                Ok(Some(self.binary(
+                    BinOp::Add,
+                    p,
+                    RealVal::Const(start as f64),
+                )?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `target[k + j] += vs[j]` for every `j < count` with `k + j` inside `target`, `k` the
+    /// int `start` (positions are ints, whole numbers): the window of a contiguous scatter
+    /// ([`Translator::contiguous_start`]) added as a map adds, two elements per iteration
+    /// ([`Translator::paired_loop`]), where a scatter tests and adds one position at a
+    /// time. The positions outside `target` add nothing, as `scatter_add`'s, and their
+    /// values are not computed.
+    fn add_window(
+        &mut self,
+        target: &Rc<Arr>,
+        start: RealVal,
+        count: IntVal,
+        vs: &Rc<Arr>,
+    ) -> JitResult<()> {
+        let k = match self.exact_int(start) {
+            Some(k) => k,
+            None => {
+                let x = self.real_value(start);
+                self.b.ins().fcvt_to_sint_sat(I64, x)
+            }
+        };
+        let len = self.int_value(target.len);
+        let count = self.int_value(count);
+        // From `max(0, -k)` to `min(count, len - k)`.
+        let zero = self.b.ins().iconst(I64, 0);
+        let minus_k = self.b.ins().ineg(k);
+        let lo = self.b.ins().smax(zero, minus_k);
+        let room = self.b.ins().isub(len, k);
+        let hi = self.b.ins().smin(count, room);
+        let n = self.b.ins().isub(hi, lo);
+        let n = self.b.ins().smax(n, zero);
+        let (target, vs) = (target.clone(), vs.clone());
+        self.paired_loop(IntVal::Ssa(n), Vec::new(), &[&vs], &[], &mut |t, i, _| {
+            let j = t.b.ins().iadd(lo, i);
+            let at = t.b.ins().iadd(k, j);
+            let v = t.elem(&vs, IntVal::Ssa(j))?;
+            let p = t.place_elem(&target, IntVal::Ssa(at))?;
+            t.add_to_place(&p, &v)?;
             Ok(Vec::new())
         })?;
         Ok(())
