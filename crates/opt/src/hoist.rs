@@ -34,6 +34,11 @@ use unfad_syntax::{with_stack, Arena, ExprId, Func, Kids, Node, Type, Var};
 
 /// Move loop-invariant work of `func` out of its loops; `func` itself when nothing moves.
 pub fn hoist_invariants(arena: &mut Arena, func: &Func) -> Func {
+    let params = func
+        .params
+        .iter()
+        .filter_map(|&p| Some((p, arena.var_type(p)?.clone())))
+        .collect();
     let mut h = Hoister {
         arena,
         vars: HashMap::default(),
@@ -44,6 +49,8 @@ pub fn hoist_invariants(arena: &mut Arena, func: &Func) -> Func {
         moved: 0,
         aliases: HashMap::default(),
         iotas: Default::default(),
+        params,
+        rows: HashMap::default(),
     };
     let (body, _) = h.walk(func.body);
     if h.moved == 0 {
@@ -150,6 +157,11 @@ struct Hoister<'a> {
     aliases: HashMap<Var, (ExprId, Deps)>,
     /// Variables bound to an `iota` (positions: see `rebuild_precomputed`).
     iotas: unfad_syntax::fast_hash::FastSet<Var>,
+    /// The function's parameters and their declared types, whose sizes are exact.
+    params: Vec<(Var, Type)>,
+    /// Loop elements that are rows of a parameter, with a parameter exactly as long as
+    /// each row (see [`Hoister::row_length`]).
+    rows: HashMap<Var, Var>,
 }
 
 /// A variable, or a projection of one: another name for a value, which the walk
@@ -204,6 +216,29 @@ fn does_work(arena: &Arena, e: ExprId) -> bool {
 impl Hoister<'_> {
     fn walk(&mut self, e: ExprId) -> (ExprId, Deps) {
         with_stack(|| self.walk_inner(e))
+    }
+
+    /// A parameter exactly as long as each row of `a`, if `a` is a parameter whose rows
+    /// are arrays: `mu: [d]real` for the rows of `X: [n][d]real`. Declared sizes are exact
+    /// (the arguments bind them), so `len(x)` of a row `x` is `len(mu)`, which no loop
+    /// changes: a loop over `iota len(x)` inside the loop over `X` is then invariant, and
+    /// what it computes from `mu` and its positions alone is computed once (the primal's
+    /// `log(sig[j])` of a Gaussian log-likelihood, as the optimizer finds it for the
+    /// gradient with `len_of_known_length`).
+    fn row_length(&self, a: ExprId) -> Option<Var> {
+        let Node::Var(x) = self.arena[a] else {
+            return None;
+        };
+        let (_, Type::Array(_, row)) = self.params.iter().find(|(p, _)| *p == x)? else {
+            return None;
+        };
+        let Type::Array(size, _) = &**row else {
+            return None;
+        };
+        self.params.iter().find_map(|(p, t)| match t {
+            Type::Array(s, _) if s == size => Some(*p),
+            _ => None,
+        })
     }
 
     fn var_deps(&self, v: Var) -> Deps {
@@ -278,6 +313,21 @@ impl Hoister<'_> {
                 let out = self.arena.rebuild(e, Node::LetTuple(xs, rhs, body));
                 (out, dr.union(db2))
             }
+            Node::Len(a) => match self.arena[a] {
+                Node::Var(x) if self.rows.contains_key(&x) => {
+                    // `len(x)` of a row is the length of a parameter: the same in every
+                    // iteration (see `row_length`).
+                    let p = self.rows[&x];
+                    let p = self.arena.add(Node::Var(p));
+                    self.moved += 1;
+                    (self.arena.add(Node::Len(p)), Deps::default())
+                }
+                _ => {
+                    let (a, d) = self.walk(a);
+                    let new = self.arena.rebuild(e, Node::Len(a));
+                    (new, d)
+                }
+            },
             Node::Lambda(..) => {
                 // Only loops' functions are walked (a first-order term has no other):
                 // this one stays as it is, and so does everything around it.
@@ -510,6 +560,9 @@ impl Hoister<'_> {
                 Some(i) => {
                     self.vars.insert(p, operands[*i].1.union(Deps::at(d, true)));
                     elements.push(p);
+                    if let Some(q) = self.row_length(operand_ids[*i]) {
+                        self.rows.insert(p, q);
+                    }
                 }
                 None => {
                     self.vars.insert(p, Deps::at(d, false));

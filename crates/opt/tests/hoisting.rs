@@ -261,3 +261,30 @@ fn a_per_feature_term_of_a_row_loop_over_its_positions_moves_out_of_the_rows() {
     // not positions stored beside the precomputed terms and read back (`x[fst pe]`).
     assert!(!text.contains("[fst pe"), "{text}");
 }
+
+/// `len(x)` of a row of a parameter is the length of a parameter as long as its rows, so a
+/// loop over a row's positions is invariant in the loop over rows: what it computes from
+/// other parameters and the positions alone is computed once, for every position.
+#[test]
+fn a_loop_over_a_rows_positions_precomputes_what_reads_only_parameters() {
+    check_hoisted(
+        "def f(X: [n][d]real, mu: [d]real, sig: [d]real) =
+           sum(map (x. sum(map (j. log(sig[j]) + (x[j] - mu[j]) * (x[j] - mu[j])) (iota len(x)))) X)",
+        expect![[r#"
+            def f(X: [n][d]real, mu: [d]real, sig: [d]real): real =
+              let A =
+                let h = map (j. log(sig[j])) (iota len(mu)) in
+                map (x.
+                  let A_1 = map2 (j, pe. pe + (x[j] - mu[j]) * (x[j] - mu[j])) (iota len(mu)) h in
+                  reduce + 0 A_1) X
+              in
+              reduce + 0 A
+        "#]],
+    );
+    // No parameter as long as the rows: nothing to name the length by.
+    check_hoisted(
+        "def f(X: [n][d]real, s: [n]real) =
+           sum(map (x. sum(map (j. log(s[j]) * x[j]) (iota len(x)))) X)",
+        expect!["unchanged"],
+    );
+}
