@@ -301,10 +301,14 @@ fn elem_type(arena: &Arena, e: ExprId) -> Option<Type> {
     }
 }
 
-/// The type of `e` when it is a typed variable or a tuple of such terms.
+/// The type of `e` when it is a typed variable, a constant or a tuple of such terms. A
+/// constant is a real (reverse mode's adjoint beside a position, `(1, i)`; a whole-number
+/// literal read as an int is the same value in generated terms, whose checks take ints and
+/// reals alike).
 fn param_tuple_type(arena: &Arena, e: ExprId) -> Option<Type> {
     match arena[e] {
         Node::Var(v) => arena.var_type(v).cloned(),
+        Node::Const(_) => Some(Type::Real),
         Node::Tuple(items) => {
             let items: Vec<ExprId> = arena.exprs(items).to_vec();
             let types = items

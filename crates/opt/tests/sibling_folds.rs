@@ -139,3 +139,27 @@ fn folds_over_different_arrays_stay_apart() {
     assert!(before.matches("foldl (acc").count() >= 2, "{before}");
     assert!(!after.contains("let F ="), "{before}\n{after}");
 }
+
+/// A convolution written by position: each element's square adds into the adjoints of the
+/// signal (a window) and of the weights, two folds over the positions paired with their
+/// adjoint, a constant (`(1, i)`). They join, and the window's dot product is computed
+/// once per position for both.
+#[test]
+fn folds_over_positions_beside_a_constant_adjoint_join() {
+    let src = "def f(x: [n]real, w: [k]real) =
+                 sum(map (i. let s = sum(map (j. w[j] * x[i + j]) (iota len(w))) in s * s)
+                   (iota (len(x) - len(w) + 1)))";
+    let (prog, func, term, joined) = before_and_after(src);
+    let before = print_func(&prog.arena, &term);
+    let after = print_func(&prog.arena, &joined);
+    assert!(after.contains("let F ="), "{before}\n{after}");
+    assert!(
+        before.matches("reduce + 0 (map (j").count() > after.matches("reduce + 0 (map (j").count(),
+        "{before}\n{after}"
+    );
+    let input = serde_json::json!({"x": [0.5, -1.0, 2.0, 0.25, 1.5, -0.75], "w": [0.7, -0.4, 0.2]});
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+    let b = value(&prog.arena, &term, &args).unwrap();
+    let a = value(&prog.arena, &joined, &args).unwrap();
+    assert!(close(&b, &a), "{b:?}\n{a:?}");
+}
