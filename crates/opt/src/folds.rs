@@ -301,14 +301,10 @@ fn elem_type(arena: &Arena, e: ExprId) -> Option<Type> {
     }
 }
 
-/// The type of `e` when it is a typed variable, a constant or a tuple of such terms. A
-/// constant is a real (reverse mode's adjoint beside a position, `(1, i)`; a whole-number
-/// literal read as an int is the same value in generated terms, whose checks take ints and
-/// reals alike).
+/// The type of `e` when it is a typed variable or a tuple of such terms.
 fn param_tuple_type(arena: &Arena, e: ExprId) -> Option<Type> {
     match arena[e] {
         Node::Var(v) => arena.var_type(v).cloned(),
-        Node::Const(_) => Some(Type::Real),
         Node::Tuple(items) => {
             let items: Vec<ExprId> = arena.exprs(items).to_vec();
             let types = items
@@ -343,8 +339,18 @@ fn joint_fold(
         }
     };
     // Types are read off the variables (inferring a term out of its context would record
-    // sizes of its own for its nodes).
-    let elem_ty = elem_type(arena, array)?;
+    // sizes of its own for its nodes): the array's, or a member fold's element's, where
+    // the array's elements hold a constant (reverse mode's `map (i. (1, i))`, a position
+    // beside its adjoint: a real or an int, as the fold reads it).
+    let elem_ty = elem_type(arena, array).or_else(|| {
+        group.iter().find_map(|&g| match arena[g] {
+            Node::Foldl(f, _, _) => match arena.lambda_parts(f)? {
+                (&[_, e], _) => arena.var_type(e).cloned(),
+                _ => None,
+            },
+            _ => None,
+        })
+    })?;
     let x = arena.fresh_var("x", Some(elem_ty));
     let xe = arena.var(x);
     // What a scatter's maps read per step: the element, or its two components.
