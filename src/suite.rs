@@ -1820,6 +1820,108 @@ fn plain() -> Vec<Program> {
             note: "",
             versus_hand: "Each output's inner product of 16 taps runs as a short blocked reduction on two lanes, with no bounds test: the sizes show `i + j <= len(x) - 1` for `i` below `len(x) - len(w) + 1` and `j` below `len(w)`. The gradient adds each window's adjoint into `x`'s in place (a fold of scatters, whose positions the sizes also show in bounds), but stores the outputs and their adjoints (2n reals), which the hand-written gradient keeps in registers.",
         },
+        Program {
+            name: "rosenbrock",
+            what: "the Rosenbrock function written by position, x[i] and x[i + 1]",
+            p: 1,
+            family: Family::Plain,
+            source: "def rosenbrock(x: [n]real): real =\n  \
+                     sum(map (i. 100 * (x[i + 1] - x[i] * x[i]) * (x[i + 1] - x[i] * x[i]) + (1 - x[i]) * (1 - x[i]))\n    \
+                     (iota (len(x) - 1)))",
+            sizes: VECTOR,
+            inputs: |s| vec![vector(91, s.n, |r| r)],
+            primal: |d| {
+                let x = arr(d, 0);
+                let mut s = 0.0;
+                for i in 0..x.len().saturating_sub(1) {
+                    let a = x[i + 1] - x[i] * x[i];
+                    let b = 1.0 - x[i];
+                    s += 100.0 * a * a + b * b;
+                }
+                s
+            },
+            gradient: |d, g, _| {
+                let x = arr(d, 0);
+                let gx = &mut g[0];
+                let mut s = 0.0;
+                if let Some(first) = gx.first_mut() {
+                    *first = 0.0;
+                }
+                for i in 0..x.len().saturating_sub(1) {
+                    let a = x[i + 1] - x[i] * x[i];
+                    let b = 1.0 - x[i];
+                    s += 100.0 * a * a + b * b;
+                    gx[i] += -400.0 * a * x[i] - 2.0 * b;
+                    gx[i + 1] = 200.0 * a;
+                }
+                s
+            },
+            note: "",
+            versus_hand: "The adjoints of the reads `x[i]` and `x[i + 1]` are two arrays of contiguous positions (one scatter per position read, `unfad_ad::reads`), each moved into place (a zero before the second) and added elementwise (`contiguous_scatter`), in one loop computing two elements at a time; the value's sum runs in a loop of its own, and each of the three loops computes `x[i + 1] - x[i]^2` again, where the hand-written gradient makes one pass.",
+        },
+        Program {
+            name: "gauss_nll",
+            what: "a diagonal Gaussian's negative log-likelihood of the rows, by position: log(sig[j]) + (x[j] - mu[j])^2 / (2 sig[j]^2)",
+            p: 2,
+            family: Family::Plain,
+            source: "def gauss_nll(X: [n][m]real, mu: [m]real, sig: [m]real): real =\n  \
+                     sum(map (x. sum(map (j. log(sig[j]) + (x[j] - mu[j]) * (x[j] - mu[j]) / (2 * sig[j] * sig[j]))\n    \
+                     (iota len(x)))) X)",
+            sizes: MATRIX,
+            inputs: |s| {
+                vec![
+                    matrix(92, s.n, s.m, |r| r),
+                    vector(93, s.m, |r| 0.5 * r),
+                    vector(94, s.m, |r| 1.5 + 0.5 * r),
+                ]
+            },
+            primal: |d| {
+                let (x, mu, sig) = (arr(d, 0), arr(d, 1), arr(d, 2));
+                let m = mu.len().max(1);
+                let n = x.len() / m;
+                let inv: Vec<f64> = sig.iter().map(|s| 1.0 / (2.0 * s * s)).collect();
+                let mut s = n as f64 * sig.iter().map(|v| v.ln()).sum::<f64>();
+                for row in x.chunks_exact(m) {
+                    for j in 0..m {
+                        let r = row[j] - mu[j];
+                        s += r * r * inv[j];
+                    }
+                }
+                s
+            },
+            gradient: |d, g, scratch| {
+                let (x, mu, sig) = (arr(d, 0), arr(d, 1), arr(d, 2));
+                let m = mu.len().max(1);
+                let n = x.len() / m;
+                scratch.clear();
+                scratch.resize(3 * m, 0.0);
+                let (inv, sums) = scratch.split_at_mut(m);
+                let (sum_r, sum_rr) = sums.split_at_mut(m);
+                for j in 0..mu.len() {
+                    inv[j] = 1.0 / (2.0 * sig[j] * sig[j]);
+                }
+                let [gx, gmu, gsig] = g else {
+                    return f64::NAN;
+                };
+                for (row, grow) in x.chunks_exact(m).zip(gx.chunks_exact_mut(m)) {
+                    for j in 0..m {
+                        let r = row[j] - mu[j];
+                        sum_r[j] += r;
+                        sum_rr[j] += r * r;
+                        grow[j] = 2.0 * r * inv[j];
+                    }
+                }
+                let mut s = 0.0;
+                for j in 0..mu.len() {
+                    s += n as f64 * sig[j].ln() + sum_rr[j] * inv[j];
+                    gmu[j] = -2.0 * inv[j] * sum_r[j];
+                    gsig[j] = n as f64 / sig[j] - sum_rr[j] / (sig[j] * sig[j] * sig[j]);
+                }
+                s
+            },
+            note: "",
+            versus_hand: "The loop over a row's positions is invariant in the loop over rows (`len(x)` of a row is `len(mu)`), so the value's `log(sig[j])` and `2 sig[j]^2` are computed once per position, in the primal and the gradient alike; the adjoints of `mu` and `sig` are accumulated over the rows in place, in one fold over the rows that adds its rows two reals at a time (`add_window`). What is left is division: per element the gradient divides five times (the value's and `X`'s by `2 sig[j]^2`, `mu`'s once, `sig`'s twice by `2 sig[j]^2` computed again in the fold, whose body's positions are a `let` of `iota len(mu)` that hoisting keeps in the loop), where the hand-written gradient multiplies by `1 / (2 sig[j]^2)` computed once per position; a division by an invariant is not turned into a multiplication by its reciprocal, which would round differently, and three passes over `X` (the value, `X`'s gradient, the fold) where it makes one.",
+        },
     ]
 }
 

@@ -177,6 +177,14 @@ def programs(jnp, lax, nn):
         y = sum(w[j] * x[j : j + m] for j in range(k))
         return jnp.sum(y * y)
 
+    def rosenbrock(x):
+        a = x[1:] - x[:-1] * x[:-1]
+        b = 1 - x[:-1]
+        return jnp.sum(100 * a * a + b * b)
+
+    def gauss_nll(x, mu, sig):
+        return jnp.sum(jnp.log(sig) + (x - mu) * (x - mu) / (2 * sig * sig))
+
     return {
         "intro": intro,
         "scalar": scalar,
@@ -207,6 +215,8 @@ def programs(jnp, lax, nn):
         "logistic": logistic,
         "matmul_fit": matmul_fit,
         "conv1d": conv1d,
+        "rosenbrock": rosenbrock,
+        "gauss_nll": gauss_nll,
     }
 
 
