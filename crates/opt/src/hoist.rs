@@ -241,12 +241,30 @@ impl Hoister<'_> {
         })
     }
 
+    /// The parameter as long as `a`, if `a` is a loop element that is a row of a
+    /// parameter (see [`Hoister::row_length`]).
+    fn row_of(&self, a: ExprId) -> Option<Var> {
+        match self.arena[a] {
+            Node::Var(x) => self.rows.get(&x).copied(),
+            _ => None,
+        }
+    }
+
     fn var_deps(&self, v: Var) -> Deps {
         self.vars.get(&v).copied().unwrap_or_default()
     }
 
     fn walk_inner(&mut self, e: ExprId) -> (ExprId, Deps) {
         let node = self.arena[e];
+        // `len(x)` of a row is the length of a parameter: the same in every iteration (see
+        // `row_length`).
+        if let Node::Len(a) = node {
+            if let Some(p) = self.row_of(a) {
+                let p = self.arena.add(Node::Var(p));
+                self.moved += 1;
+                return (self.arena.add(Node::Len(p)), Deps::default());
+            }
+        }
         match node {
             Node::Const(_) | Node::Bool(_) => (e, Deps::default()),
             Node::Var(v) => match self.aliases.get(&v) {
@@ -313,21 +331,6 @@ impl Hoister<'_> {
                 let out = self.arena.rebuild(e, Node::LetTuple(xs, rhs, body));
                 (out, dr.union(db2))
             }
-            Node::Len(a) => match self.arena[a] {
-                Node::Var(x) if self.rows.contains_key(&x) => {
-                    // `len(x)` of a row is the length of a parameter: the same in every
-                    // iteration (see `row_length`).
-                    let p = self.rows[&x];
-                    let p = self.arena.add(Node::Var(p));
-                    self.moved += 1;
-                    (self.arena.add(Node::Len(p)), Deps::default())
-                }
-                _ => {
-                    let (a, d) = self.walk(a);
-                    let new = self.arena.rebuild(e, Node::Len(a));
-                    (new, d)
-                }
-            },
             Node::Lambda(..) => {
                 // Only loops' functions are walked (a first-order term has no other):
                 // this one stays as it is, and so does everything around it.

@@ -628,15 +628,15 @@ const MAX_PAD: u32 = 3;
 /// written by position differentiates as one written with `shift1L`), where a scatter is
 /// a loop of its own adding one element at a time. Positions outside `Z` add nothing in
 /// both forms: `map2` stops at the shorter array, and the padding only makes `V'` longer.
-/// Not into a component of a tuple variable, a fold's accumulator of several arrays, which
-/// the scatter adds into in place where `map2` would split the fold in one per component
-/// (a pass over the fold's array each).
+/// Not into a variable or a component of one (a fold's accumulator, of one array or of
+/// several), which the scatter adds into in place where `map2` would split a fold of
+/// several in one per component (a pass over the fold's array each).
 pub fn contiguous_scatter(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     let Node::ScatterAdd(z, positions, values) = cx.arena()[e] else {
         return None;
     };
-    // A component of a tuple (a fold's accumulator of several arrays) is added into in
-    // place by the scatter; as `map2`, the fold would split into one pass per component.
+    // A variable or a component of one (a fold's accumulator) is added into in place by
+    // the scatter; as `map2`, a fold of several would split into one pass per component.
     let accumulator = match cx.arena()[z] {
         Node::Var(_) => true,
         Node::Proj(_, t) => matches!(cx.arena()[t], Node::Var(_)),
