@@ -34,6 +34,20 @@ use unfad_syntax::{with_stack, Arena, ExprId, Func, Kids, Node, Type, Var};
 
 /// Move loop-invariant work of `func` out of its loops; `func` itself when nothing moves.
 pub fn hoist_invariants(arena: &mut Arena, func: &Func) -> Func {
+    hoist(arena, func, false)
+}
+
+/// [`hoist_invariants`], and a division in a loop by a term that moves out of it becomes a
+/// multiplication by that term's reciprocal, which moves instead: `(x - mu) / (2 s s)` over
+/// the rows divides once per position, not once per element. A product by a reciprocal is
+/// not always the quotient's nearest real (it may differ in the last bit), so this is for
+/// terms that follow the smooth semantics (the optimizer's gradients), not for the primal,
+/// whose values hoisting keeps bit for bit.
+pub fn hoist_invariants_and_reciprocals(arena: &mut Arena, func: &Func) -> Func {
+    hoist(arena, func, true)
+}
+
+fn hoist(arena: &mut Arena, func: &Func, reciprocals: bool) -> Func {
     let params = func
         .params
         .iter()
@@ -51,6 +65,7 @@ pub fn hoist_invariants(arena: &mut Arena, func: &Func) -> Func {
         iotas: Default::default(),
         params,
         rows: HashMap::default(),
+        reciprocals,
     };
     let (body, _) = h.walk(func.body);
     if h.moved == 0 {
@@ -162,6 +177,9 @@ struct Hoister<'a> {
     /// Loop elements that are rows of a parameter, with a parameter exactly as long as
     /// each row (see [`Hoister::row_length`]).
     rows: HashMap<Var, Var>,
+    /// Divisions by invariant terms become products by their reciprocals (see
+    /// [`hoist_invariants_and_reciprocals`]).
+    reciprocals: bool,
 }
 
 /// A variable, or a projection of one: another name for a value, which the walk
@@ -248,6 +266,41 @@ impl Hoister<'_> {
             Node::Var(x) => self.rows.get(&x).copied(),
             _ => None,
         }
+    }
+
+    /// `a / b` (walked: `walked`) as `a * (1 / b)` with the reciprocal moved out of the
+    /// loop or precomputed, when `b` moves and `a` does not (and the pass may change the
+    /// last bits, `reciprocals`). A constant divisor stays: the code generator multiplies
+    /// by its inverse where that is exact.
+    fn by_reciprocal(
+        &mut self,
+        node: Node,
+        walked: &[(ExprId, Deps)],
+        deps: Deps,
+    ) -> Option<(ExprId, Deps)> {
+        use unfad_syntax::BinOp;
+        if !self.reciprocals || self.depth == 0 {
+            return None;
+        }
+        let Node::Op2(BinOp::Div, _, _) = node else {
+            return None;
+        };
+        let [(a, da), (b, db)] = walked else {
+            return None;
+        };
+        let moves = |h: &Self, d: Deps| d.level() < h.depth || h.precomputable(d);
+        if matches!(self.arena[*b], Node::Const(_)) || !moves(self, *db) || moves(self, *da) {
+            return None;
+        }
+        let one = self.arena.add(Node::Const(1.0));
+        let r = self.arena.add(Node::Op2(BinOp::Div, one, *b));
+        let considered = self.consider_all(&[(*a, *da), (r, *db)], deps, true);
+        let product = self
+            .arena
+            .add(Node::Op2(BinOp::Mul, considered[0].0, considered[1].0));
+        let d = considered[0].1.union(considered[1].1);
+        self.moved += 1;
+        Some((product, d))
     }
 
     fn var_deps(&self, v: Var) -> Deps {
@@ -345,6 +398,9 @@ impl Hoister<'_> {
                 let node_deps = walked
                     .iter()
                     .fold(Deps::default(), |acc, &(_, d)| acc.union(d));
+                if let Some(product) = self.by_reciprocal(node, &walked, node_deps) {
+                    return product;
+                }
                 let considered = self.consider_all(&walked, node_deps, does_work(self.arena, e));
                 self.rebuild_with(e, node, &considered)
             }

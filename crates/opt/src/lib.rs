@@ -68,7 +68,7 @@ pub enum OptError {
 pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     let f = optimize_up_to_hoisting(arena, func);
     // Loop-invariant work last, on the settled term, where the loops are final.
-    let hoisted = hoist::hoist_invariants(arena, &f);
+    let hoisted = hoist::hoist_invariants_and_reciprocals(arena, &f);
     // Arrays hoisting made twice (once per loop reading them, over different zips) are
     // made once.
     let hoisted = if hoisted.body == f.body {

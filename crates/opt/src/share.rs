@@ -842,7 +842,8 @@ mod tests {
                 def f(x: [n]real, m: real): [n]real =
                   let E = map (x_1. exp(x_1 - m)) x in
                   let s = reduce + 0 E in
-                  map (e. e / s) E
+                  let h = 1 / s in
+                  map (e. e * h) E
             "#]],
         );
         // Over two arrays, with `let`s inside the bodies and another name for the term.
@@ -911,7 +912,8 @@ mod tests {
                   map2 (r, w.
                     let E = map (x. exp(x - fst r)) (snd r) in
                     let s = reduce + 0 E in
-                    map (e. w * e / s) E) (map2 (a, x_1. (a, x_1)) c X) d
+                    let h = 1 / s in
+                    map (e. w * e * h) E) (map2 (a, x_1. (a, x_1)) c X) d
             "#]],
         );
     }

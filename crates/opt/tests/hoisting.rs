@@ -288,3 +288,40 @@ fn a_loop_over_a_rows_positions_precomputes_what_reads_only_parameters() {
         expect!["unchanged"],
     );
 }
+
+/// For gradients (smooth semantics), a division by a term that moves out of the loop is a
+/// product by its reciprocal, which moves instead; a division by a term of the loop, or by
+/// a constant, stays. Plain hoisting leaves every division as it is.
+#[test]
+fn gradients_divide_once_per_invariant_divisor() {
+    let src = "def f(X: [n][d]real, s: [d]real, c: real) =
+                 sum(map (x. sum(map2 (a, t. a / t + a / (c * c) + t / a + a / 3) x s)) X)";
+    expect![[r#"
+        def f(X: [n][d]real, s: [d]real, c: real): real =
+          let A =
+            let h = 1 / (c * c) in
+            let h_1 = map (t. (t, 1 / t)) s in
+            map (x.
+              let A_1 = map2 (a, pe. a * snd pe + a * h + fst pe / a + a / 3) x h_1 in
+              reduce + 0 A_1) X
+          in
+          reduce + 0 A
+    "#]]
+    .assert_eq(&common::after_pass(
+        src,
+        unfad_opt::hoist::hoist_invariants_and_reciprocals,
+    ));
+    check_hoisted(
+        src,
+        expect![[r#"
+        def f(X: [n][d]real, s: [d]real, c: real): real =
+          let A =
+            let h = c * c in
+            map (x.
+              let A_1 = map2 (a, t. a / t + a / h + t / a + a / 3) x s in
+              reduce + 0 A_1) X
+          in
+          reduce + 0 A
+    "#]],
+    );
+}

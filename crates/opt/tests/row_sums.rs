@@ -187,8 +187,8 @@ fn a_columns_variance_reads_the_matrix_three_times() {
     expect![[r#"
         def f(X: [n][m]real): (real, [n][m]real) =
           let v5 = X[0] in
-          let h = real(len(X)) in
-          let mean = map (t. t / h) (reduce (a, b. map2 + a b) zeros_like(v5) X) in
+          let h = 1 / real(len(X)) in
+          let mean = map (t. t * h) (reduce (a, b. map2 + a b) zeros_like(v5) X) in
           let S =
             reduce (p, q. (map2 + (fst p) (fst q), map2 + (snd p) (snd q))) (zeros_like(v5), zeros_like(mean)) (map (x.
                  (
@@ -199,10 +199,10 @@ fn a_columns_variance_reads_the_matrix_three_times() {
                  )) X)
           in
           let R = fst S in
-          let c = map (t_1. 1 / (t_1 / h + 1) / h) R in
-          let c_1 = map2 (a_1, b_1. a_1 * b_1 / h) (snd S) c in
+          let c = map (t_1. h / (t_1 * h + 1)) R in
+          let c_1 = map2 (a_1, b_1. a_1 * b_1 * h) (snd S) c in
           (
-            reduce + 0 (map (t_2. log(t_2 / h + 1)) R),
+            reduce + 0 (map (t_2. log(t_2 * h + 1)) R),
             map (a_2.
               map2 + (map2 * (map2 (x_3, mu_2.
                       let v41 = x_3 - mu_2 in
