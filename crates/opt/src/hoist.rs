@@ -274,6 +274,7 @@ impl Hoister<'_> {
     /// by its inverse where that is exact.
     fn by_reciprocal(
         &mut self,
+        e: ExprId,
         node: Node,
         walked: &[(ExprId, Deps)],
         deps: Deps,
@@ -295,12 +296,8 @@ impl Hoister<'_> {
         let one = self.arena.add(Node::Const(1.0));
         let r = self.arena.add(Node::Op2(BinOp::Div, one, *b));
         let considered = self.consider_all(&[(*a, *da), (r, *db)], deps, true);
-        let product = self
-            .arena
-            .add(Node::Op2(BinOp::Mul, considered[0].0, considered[1].0));
-        let d = considered[0].1.union(considered[1].1);
         self.moved += 1;
-        Some((product, d))
+        Some(self.rebuild_with(e, Node::Op2(BinOp::Mul, *a, r), &considered))
     }
 
     fn var_deps(&self, v: Var) -> Deps {
@@ -398,7 +395,7 @@ impl Hoister<'_> {
                 let node_deps = walked
                     .iter()
                     .fold(Deps::default(), |acc, &(_, d)| acc.union(d));
-                if let Some(product) = self.by_reciprocal(node, &walked, node_deps) {
+                if let Some(product) = self.by_reciprocal(e, node, &walked, node_deps) {
                     return product;
                 }
                 let considered = self.consider_all(&walked, node_deps, does_work(self.arena, e));
