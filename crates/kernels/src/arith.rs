@@ -70,6 +70,7 @@ pub trait Arith {
 
 /// The polynomial `c[0] + c[1] z + c[2] z^2 + ...` by Horner's rule with `mul_add`: the
 /// fewest operations, each waiting for the one before (see [`estrin`]).
+#[inline(always)]
 pub(crate) fn horner<A: Arith>(a: &mut A, z: A::Real, c: &[f64]) -> A::Real {
     let (&last, rest) = c.split_last().expect("a polynomial has a coefficient");
     let mut p = a.real(last);
@@ -88,6 +89,7 @@ pub(crate) fn horner<A: Arith>(a: &mut A, z: A::Real, c: &[f64]) -> A::Real {
 /// waits for each result (the latency of an `fma` is about four cycles). Used where the
 /// polynomial is a small correction to the result, so that its slightly larger rounding
 /// error does not show.
+#[inline(always)]
 pub(crate) fn estrin<A: Arith>(a: &mut A, z: A::Real, c: &[f64]) -> A::Real {
     const MAX: usize = 16;
     assert!(
@@ -132,6 +134,7 @@ pub(crate) const SHIFTER: f64 = 6755399441055744.0;
 
 /// `x` rounded to an integer, as a real and as an integer (for `|x| < 2^51`), without an
 /// SSE4.1 rounding instruction.
+#[inline(always)]
 pub(crate) fn round_to_int<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int) {
     let shifter = a.real(SHIFTER);
     let t = a.add(x, shifter);
@@ -140,6 +143,7 @@ pub(crate) fn round_to_int<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int)
 
 /// `x c` rounded to an integer by one multiply-add with [`SHIFTER`], as a real and as an
 /// integer (for `|x c| < 2^51`): the `k` of a reduction modulo `1/c`.
+#[inline(always)]
 pub(crate) fn round_product<A: Arith>(a: &mut A, x: A::Real, c: f64) -> (A::Real, A::Int) {
     round_product_biased(a, x, c, 0)
 }
@@ -148,6 +152,7 @@ pub(crate) fn round_product<A: Arith>(a: &mut A, x: A::Real, c: f64) -> (A::Real
 /// bias)`. With a bias above `|k|` that is a multiple of `2^s`, `(k + bias) >> s` is
 /// `(k >> s) + bias / 2^s` by a logical shift, and the bias vanishes wherever the result
 /// is then shifted left into a real's exponent field (`bias / 2^s` a multiple of `2^12`).
+#[inline(always)]
 pub(crate) fn round_product_biased<A: Arith>(
     a: &mut A,
     x: A::Real,
@@ -162,6 +167,7 @@ pub(crate) fn round_product_biased<A: Arith>(
 
 /// The integer `t - SHIFTER` of a sum `t` rounded by [`SHIFTER`] (`shifter` its value), as
 /// a real, and plus `bias` as an integer (the low bits of `t`'s significand).
+#[inline(always)]
 fn unshift<A: Arith>(a: &mut A, t: A::Real, shifter: A::Real, bias: i64) -> (A::Real, A::Int) {
     let kf = a.sub(t, shifter);
     let bits = a.to_bits(t);
@@ -170,6 +176,7 @@ fn unshift<A: Arith>(a: &mut A, t: A::Real, shifter: A::Real, bias: i64) -> (A::
 }
 
 /// The real `2^k`, for an integer `k` in the normal range `[-1022, 1023]`.
+#[inline(always)]
 pub(crate) fn pow2<A: Arith>(a: &mut A, k: A::Int) -> A::Real {
     let bias = a.int(1023);
     let e = a.iadd(k, bias);
@@ -178,6 +185,7 @@ pub(crate) fn pow2<A: Arith>(a: &mut A, k: A::Int) -> A::Real {
 }
 
 /// The integer `k` (`|k| < 2^51`) as a real.
+#[inline(always)]
 pub(crate) fn int_to_real<A: Arith>(a: &mut A, k: A::Int) -> A::Real {
     let base = a.int(SHIFTER.to_bits() as i64);
     let bits = a.iadd(k, base);
@@ -188,6 +196,7 @@ pub(crate) fn int_to_real<A: Arith>(a: &mut A, k: A::Int) -> A::Real {
 
 /// `x + y = s + err` exactly for `|x| >= |y|` (Fast2Sum, three operations where
 /// [`two_sum`] takes six): `(s, err)`.
+#[inline(always)]
 pub(crate) fn fast_two_sum<A: Arith>(a: &mut A, x: A::Real, y: A::Real) -> (A::Real, A::Real) {
     let s = a.add(x, y);
     let back = a.sub(x, s);
@@ -195,6 +204,7 @@ pub(crate) fn fast_two_sum<A: Arith>(a: &mut A, x: A::Real, y: A::Real) -> (A::R
 }
 
 /// `a + b = s + err` exactly (TwoSum): `(s, err)`.
+#[inline(always)]
 pub(crate) fn two_sum<A: Arith>(a: &mut A, x: A::Real, y: A::Real) -> (A::Real, A::Real) {
     let s = a.add(x, y);
     let yv = a.sub(s, x);

@@ -61,6 +61,7 @@ const TANH_SMALL: f64 = 0.625;
 /// another: exact whether fused or not (`k LN2_HI` is exact, and so is the difference, by
 /// Sterbenz's lemma).
 #[allow(clippy::type_complexity)]
+#[inline(always)]
 fn reduce<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int, A::Real, A::Real) {
     let (kf, k) = round_product(a, x, INV_LN2);
     let neg_ln2_hi = a.real(-LN2_HI);
@@ -74,6 +75,7 @@ fn reduce<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Int, A::Real, A::Real
 /// Estrin's scheme where `r^2 g(r)` is added to 1 (below 0.07 of `exp(r)`, its rounding does
 /// not show, and the chain of dependent operations is half as long as by Horner's rule);
 /// by Horner's rule for `expm1`, where it is up to a sixth of the result.
+#[inline(always)]
 fn tail<A: Arith>(a: &mut A, hi: A::Real, lo: A::Real, added_to_one: bool) -> A::Real {
     let r = a.add(hi, lo);
     let g = if added_to_one {
@@ -91,6 +93,7 @@ fn tail<A: Arith>(a: &mut A, hi: A::Real, lo: A::Real, added_to_one: bool) -> A:
 }
 
 /// `x` clamped to `[lo, hi]`; NaN stays NaN.
+#[inline(always)]
 fn clamp<A: Arith>(a: &mut A, x: A::Real, lo: f64, hi: f64) -> A::Real {
     let hi = a.real(hi);
     let above = a.cmp(Cmp::Gt, x, hi);
@@ -106,6 +109,7 @@ fn clamp<A: Arith>(a: &mut A, x: A::Real, lo: f64, hi: f64) -> A::Real {
 ///
 /// `e` is biased (a logical shift of [`table_parts`]'s `k`, biased by [`K_BIAS`]): it is
 /// only ever added to and shifted into a real's exponent field, where the bias vanishes.
+#[inline(always)]
 fn exp_parts<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real, A::Int) {
     let (hi, u, k) = table_parts(a, x);
     let (yh, yl) = fast_two_sum(a, hi, u);
@@ -125,6 +129,7 @@ const K_BIAS: i64 = 1 << 20;
 /// `k` may carry a non-negative bias that is a multiple of `2^13` (see [`K_BIAS`]): the
 /// halving is a logical shift, and each factor's exponent then carries a multiple of
 /// `2^12`, which [`pow2`]'s shift drops.
+#[inline(always)]
 fn scale<A: Arith>(a: &mut A, y: A::Real, k: A::Int) -> A::Real {
     let k1 = a.ushr(k, 1);
     let k2 = a.isub(k, k1);
@@ -149,6 +154,7 @@ const EXP_R: [f64; 4] = [0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0];
 /// (`|u| < 0.006 hi`, so its rounding is below 2^-60 of the result). For any `x` the table
 /// is read inside (the index is reduced to it); the result means something for `x` in
 /// `[-746, 710]`, where `|k| < 2^18`.
+#[inline(always)]
 fn table_parts<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real, A::Int) {
     let (kf, k) = round_product_biased(a, x, INV_LN2_N, K_BIAS);
     // `k LN2_HI/128` is exact (`|k| < 2^18`, `LN2_HI` has 32 bits).
@@ -176,6 +182,7 @@ fn table_parts<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real, A::Int) {
 /// end (there `k` is out of range); NaN stays NaN ([`crate::Kernel::emit`]). The table
 /// gives a polynomial of degree 5 with four constants, where one on `|r| <= ln2/2` has
 /// degree 12 and eleven: two lanes of it keep more of their constants in registers.
+#[inline(always)]
 pub(crate) fn exp<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let (hi, u, k) = table_parts(a, x);
     let y = a.add(hi, u);
@@ -205,6 +212,7 @@ pub(crate) fn exp<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
 /// `e^x = wh + wl` for `x <= 0`, clamped at `floor`, each part scaled by `2^k`. Above
 /// -708 (`floor` a constant, not a value) every `2^k` is a normal number and one factor
 /// scales both parts; below, results may be subnormal and [`scale`] takes two.
+#[inline(always)]
 fn exp_negative<A: Arith>(a: &mut A, x: A::Real, floor: f64) -> (A::Real, A::Real) {
     let lo = a.real(floor);
     let below = a.cmp(Cmp::Lt, x, lo);
@@ -223,6 +231,7 @@ fn exp_negative<A: Arith>(a: &mut A, x: A::Real, floor: f64) -> (A::Real, A::Rea
 /// that the result is rounded about once; `k = 0` gives `hi + q` with
 /// `hi = x`. Below -40 the result is -1; at `k = 1024` the sum is formed with `2^1023` and
 /// doubled.
+#[inline(always)]
 pub(crate) fn expm1<A: Arith>(a: &mut A, x0: A::Real) -> A::Real {
     let x = clamp(a, x0, -40.0, 710.0);
     let (kf, _, hi, lo) = reduce(a, x);
@@ -257,6 +266,7 @@ pub(crate) fn expm1<A: Arith>(a: &mut A, x0: A::Real) -> A::Real {
 /// `c w / (1 + w) = q + corr` for `w = wh + wl` in `[0, 1]` and `c` 1 or 2: `(q, corr)`,
 /// the quotient of the leading parts and its first-order correction for the low parts and
 /// for the rounding of `1 + wh`.
+#[inline(always)]
 fn ratio<A: Arith>(a: &mut A, wh: A::Real, wl: A::Real, c_value: f64) -> (A::Real, A::Real) {
     let one = a.real(1.0);
     // d + ed = 1 + wh + wl (the rounding error of 1 + wh is exact: 1 >= wh).
@@ -278,6 +288,7 @@ fn ratio<A: Arith>(a: &mut A, wh: A::Real, wl: A::Real, c_value: f64) -> (A::Rea
 }
 
 /// `1 - (q + corr)` for `q` in `[0, 1/2]`, rounded once (`1 - q` is carried exactly).
+#[inline(always)]
 fn one_minus<A: Arith>(a: &mut A, q: A::Real, corr: A::Real) -> A::Real {
     let one = a.real(1.0);
     let nq = a.neg(q);
@@ -287,6 +298,7 @@ fn one_minus<A: Arith>(a: &mut A, q: A::Real, corr: A::Real) -> A::Real {
 }
 
 /// `tanh` of `|x| <= TANH_SMALL` (and any smaller `x`): `x + x^3 T(x^2)`.
+#[inline(always)]
 fn tanh_small<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let z = a.mul(x, x);
     let t = estrin(a, z, &TANH_T);
@@ -297,6 +309,7 @@ fn tanh_small<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
 
 /// `tanh(x)`: the odd polynomial for `|x| < 0.625`, else `1 - 2w/(1 + w)` with
 /// `w = e^(-2|x|)`, and `x`'s sign.
+#[inline(always)]
 pub(crate) fn tanh<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let ax = a.abs(x);
     let small = tanh_small(a, x);
@@ -321,6 +334,7 @@ pub(crate) fn tanh<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
 /// `sigmoid(x) = 1 / (1 + e^-x)`: `1/2 + tanh(x/2)/2` for `|x| < 1`, else `s = w/(1 + w)`
 /// with `w = e^(-|x|)` (never overflows), the result `s` for `x < 0` and `1 - s` for
 /// `x > 0` (`s` as `w - w s` beyond `|x| = 4`).
+#[inline(always)]
 pub(crate) fn sigmoid<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let ax = a.abs(x);
     let half = a.real(0.5);

@@ -30,11 +30,15 @@ mod log;
 mod scalar;
 mod table;
 mod trig;
+mod wide;
 
 pub use arith::{Arith, Cmp};
 pub use scalar::{host_has_fma, Scalar};
 pub use table::{Table, TABLES};
 pub use trig::TRIG_BOUND;
+#[cfg(target_arch = "x86_64")]
+pub use wide::{apply_avx2, apply_avx512};
+pub use wide::{apply_lanes, host_lanes, Lanes};
 
 /// The functions computed by a kernel.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -77,6 +81,7 @@ impl Kernel {
 
     /// The kernel on `x` in the arithmetic `a` (no branch: for `sin` and `cos`, the result
     /// is NaN unless `|x| <= TRIG_BOUND`, see [`Kernel::needs_fallback`]).
+    #[inline(always)]
     pub fn emit<A: Arith>(self, a: &mut A, x: A::Real) -> A::Real {
         let y = self.emit_finite(a, x);
         // A NaN argument is the result, bit for bit: the NaN the arithmetic would make of
@@ -87,6 +92,7 @@ impl Kernel {
         a.select(is_nan, x, y)
     }
 
+    #[inline(always)]
     fn emit_finite<A: Arith>(self, a: &mut A, x: A::Real) -> A::Real {
         match self {
             Kernel::Exp => exp::exp(a, x),

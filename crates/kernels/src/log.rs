@@ -30,6 +30,7 @@ const SQRT_HALF_BITS: i64 = 0x3fe6a09e667f3bcd;
 
 /// `(k as a real, f)` with `x = 2^k (1 + f)`, `1 + f` in `[sqrt(2)/2, sqrt(2))`, for a
 /// positive normal `x`.
+#[inline(always)]
 fn split<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real) {
     let bits = a.to_bits(x);
     // Shifting the bits by `1 - sqrt(2)/2` (in the exponent field's units) moves the
@@ -52,6 +53,7 @@ fn split<A: Arith>(a: &mut A, x: A::Real) -> (A::Real, A::Real) {
 }
 
 /// `k ln2 + log(1 + f) + c`, for a small correction `c`.
+#[inline(always)]
 fn combine<A: Arith>(a: &mut A, k: A::Real, f: A::Real, c: A::Real) -> A::Real {
     let two = a.real(2.0);
     let d = a.add(two, f);
@@ -77,6 +79,7 @@ fn combine<A: Arith>(a: &mut A, k: A::Real, f: A::Real, c: A::Real) -> A::Real {
 
 /// The natural logarithm: subnormal `x` are scaled by `2^54` first; `log(+inf) = +inf`,
 /// `log(±0) = -inf`, and NaN below 0.
+#[inline(always)]
 pub(crate) fn log<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let tiny = a.real(f64::MIN_POSITIVE);
     let subnormal = a.cmp(Cmp::Lt, x, tiny);
@@ -94,6 +97,7 @@ pub(crate) fn log<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
 
 /// The special values of a logarithm of `x` (`at` = the `x` whose logarithm is -inf):
 /// `+inf` at `+inf`, `-inf` at `at`, NaN below it and at NaN.
+#[inline(always)]
 fn special<A: Arith>(a: &mut A, x: A::Real, at: A::Real, y: A::Real) -> A::Real {
     let inf = a.real(f64::INFINITY);
     let is_inf = a.cmp(Cmp::Eq, x, inf);
@@ -110,6 +114,7 @@ fn special<A: Arith>(a: &mut A, x: A::Real, at: A::Real, y: A::Real) -> A::Real 
 
 /// `log(1 + x)`: `u = 1 + x` rounded, `log(u)` as above, plus the correction
 /// `(x - (u - 1)) / u` for the rounding of `u`, added with the low part. `log1p(±0) = ±0`.
+#[inline(always)]
 pub(crate) fn log1p<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let one = a.real(1.0);
     let u = a.add(one, x);

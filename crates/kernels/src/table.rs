@@ -12,6 +12,7 @@ pub enum Table {
 
 impl Table {
     /// The index of the table's first element in [`TABLES`].
+    #[inline(always)]
     pub const fn start(self) -> usize {
         match self {
             Table::Exp2 => 0,
@@ -20,6 +21,7 @@ impl Table {
 
     /// How many rows the table has: a power of two, so that a row index is reduced to
     /// the table by a mask.
+    #[inline(always)]
     pub const fn rows(self) -> usize {
         match self {
             Table::Exp2 => EXP2_N,
@@ -27,6 +29,7 @@ impl Table {
     }
 
     /// How many reals each row holds: a power of two.
+    #[inline(always)]
     pub const fn width(self) -> usize {
         match self {
             Table::Exp2 => 2,
@@ -35,6 +38,7 @@ impl Table {
 
     /// The real at `column` of row `i mod rows`: what [`Arith::lookup`](crate::Arith::lookup)
     /// computes.
+    #[inline(always)]
     pub fn get(self, i: i64, column: usize) -> f64 {
         assert!(column < self.width(), "a column of the table");
         let row = (i as usize) & (self.rows() - 1);

@@ -42,6 +42,7 @@ const COS_C: [f64; 6] = [
 ];
 
 /// `(j, r_hi, r_lo)` with `x = j π/2 + r_hi + r_lo`.
+#[inline(always)]
 fn reduce<A: Arith>(a: &mut A, x: A::Real) -> (A::Int, A::Real, A::Real) {
     let two_over_pi = a.real(TWO_OVER_PI);
     let scaled = a.mul(x, two_over_pi);
@@ -68,6 +69,7 @@ fn reduce<A: Arith>(a: &mut A, x: A::Real) -> (A::Int, A::Real, A::Real) {
 }
 
 /// `(sin r, cos r)` for `r = hi + lo`, `|r| <= π/4`.
+#[inline(always)]
 fn sin_cos<A: Arith>(a: &mut A, hi: A::Real, lo: A::Real) -> (A::Real, A::Real) {
     let z = a.mul(hi, hi);
     let half = a.real(0.5);
@@ -97,6 +99,7 @@ fn sin_cos<A: Arith>(a: &mut A, hi: A::Real, lo: A::Real) -> (A::Real, A::Real) 
 
 /// The value in quadrant `q` (of `j + shift`): `f0` or `f1` as `q` is even or odd, negated
 /// for quadrants 2 and 3; NaN unless `|x| <= TRIG_BOUND`.
+#[inline(always)]
 fn quadrant<A: Arith>(
     a: &mut A,
     x: A::Real,
@@ -125,6 +128,7 @@ fn quadrant<A: Arith>(
 }
 
 /// `sin(x)` for `|x| <= TRIG_BOUND` (NaN elsewhere); `sin(±0) = ±0`.
+#[inline(always)]
 pub(crate) fn sin<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let (j, hi, lo) = reduce(a, x);
     let (s, c) = sin_cos(a, hi, lo);
@@ -135,6 +139,7 @@ pub(crate) fn sin<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
 }
 
 /// `cos(x)` for `|x| <= TRIG_BOUND` (NaN elsewhere).
+#[inline(always)]
 pub(crate) fn cos<A: Arith>(a: &mut A, x: A::Real) -> A::Real {
     let (j, hi, lo) = reduce(a, x);
     let (s, c) = sin_cos(a, hi, lo);
