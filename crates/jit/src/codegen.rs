@@ -227,11 +227,7 @@ pub(crate) fn build_part(
     name: &str,
     long: bool,
 ) -> JitResult<(FuncId, Built)> {
-    let mut build = |ctx: &mut Context, read_twice: bool, eager_scans: bool| {
-        let memory = InMemory {
-            read_twice,
-            eager_scans,
-        };
+    let mut build = |ctx: &mut Context, memory: InMemory| {
         let r = build_with(
             arena, func, own_params, crossing, module, ctx, name, memory, long,
         );
@@ -241,22 +237,28 @@ pub(crate) fn build_part(
         r
     };
     // Lowered as fast as it can be first; a lowering that reads an unevaluated array twice,
-    // or a scan out of order, is redone computing that kind of array into memory, and both
-    // if the second attempt meets the other reason.
-    let (read_twice, eager_scans) = match build(ctx, false, false) {
-        Err(Failure {
-            retry: Some(Retry::ReadTwice),
-            ..
-        }) => (true, false),
-        Err(Failure {
-            retry: Some(Retry::ScanOrder),
-            ..
-        }) => (false, true),
-        r => return r.map_err(|f| f.error),
+    // or a scan out of order, is redone computing that kind of array into memory, and one
+    // whose batched loop could not batch is redone without batches: each reason met adds
+    // its change to the next attempt, until one succeeds or meets no new reason.
+    let mut memory = InMemory {
+        read_twice: false,
+        eager_scans: false,
+        batch: true,
     };
-    match build(ctx, read_twice, eager_scans) {
-        Err(Failure { retry: Some(_), .. }) => build(ctx, true, true).map_err(|f| f.error),
-        r => r.map_err(|f| f.error),
+    loop {
+        match build(ctx, memory) {
+            Err(Failure {
+                retry: Some(why),
+                error,
+            }) => {
+                let next = memory.with(why);
+                if next == memory {
+                    return Err(error);
+                }
+                memory = next;
+            }
+            r => return r.map_err(|f| f.error),
+        }
     }
 }
 
@@ -272,14 +274,37 @@ impl From<JitError> for Failure {
     }
 }
 
-/// What a second lowering computes into memory that the first left unevaluated.
-#[derive(Clone, Copy)]
+/// What a later lowering computes into memory that the first left unevaluated, and
+/// whether loops batch their kernels.
+#[derive(Clone, Copy, PartialEq, Eq)]
 struct InMemory {
     /// The unevaluated arrays read more than once, where they are bound (see
     /// [`Translator::force_read_twice`]).
     read_twice: bool,
     /// Every scan (see [`Translator::force_eager_scans`]).
     eager_scans: bool,
+    /// Loops batch their kernels where the mode allows it (see `lower/batch.rs`).
+    batch: bool,
+}
+
+impl InMemory {
+    /// The lowering to try after one that failed for `why`.
+    fn with(self, why: Retry) -> InMemory {
+        match why {
+            Retry::ReadTwice => InMemory {
+                read_twice: true,
+                ..self
+            },
+            Retry::ScanOrder => InMemory {
+                eager_scans: true,
+                ..self
+            },
+            Retry::NoBatch => InMemory {
+                batch: false,
+                ..self
+            },
+        }
+    }
 }
 
 /// [`build`], computing into memory what `memory` says.
@@ -411,6 +436,9 @@ fn build_with(
     }
     if memory.read_twice {
         t.force_read_twice();
+    }
+    if memory.batch && !long {
+        t.batch_kernels(crate::batching());
     }
     let lowered = (|| {
         let mut it = in_ptrs.iter();

@@ -42,6 +42,9 @@ pub(crate) enum Retry {
     /// A scan computed where it is read was read out of order: lower again with
     /// [`crate::lower::Translator::force_eager_scans`].
     ScanOrder,
+    /// A batched loop could not batch its kernels: lower again without batches (see
+    /// `lower/batch.rs`).
+    NoBatch,
 }
 
 /// How many cells the status of a function takes in its workspace: the code of the stop

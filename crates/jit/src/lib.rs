@@ -231,9 +231,12 @@
 //! assert_eq!(out[0], 32.0);
 //! ```
 
-// Every `unsafe` block of the crate is in `compiled`, the boundary with the native code.
+// Every `unsafe` block of the crate is in its two boundaries with the native code:
+// `compiled` (Rust calls native code) and `batch` (native code calls Rust with a pointer).
 #![deny(unsafe_code)]
 
+#[allow(unsafe_code)]
+mod batch;
 mod codegen;
 #[allow(unsafe_code)]
 mod compiled;
@@ -258,6 +261,53 @@ pub use parallel::{compile_parallel, compile_split_at, compile_whole_unless_long
 pub use text::{asm_text, clif_text, clif_text_parallel};
 
 use codegen::{build, new_module, typed, ENTRY};
+
+/// How native code applies the math kernels in loops whose elements run them (see
+/// `lower/batch.rs`): in batches on the host's widest instance, four to sixteen lanes per
+/// instruction (`Host`, the default: where the host has AVX2 and FMA, else inline); inline
+/// everywhere, two lanes (`Off`); or in batches wherever a loop allows it, on the host's
+/// widest instance or else on a baseline one, in chunks of `chunk` elements (`Forced`:
+/// for tests, so that batches run on any host and chunks end inside small arrays); or so
+/// on the baseline instance even where the host has a wider one (`Portable`, for tests
+/// of the code such hosts run). Every mode computes the same values, bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchMode {
+    Host,
+    Off,
+    Forced { chunk: usize },
+    Portable { chunk: usize },
+}
+
+/// The mode of every later compilation in this process (see [`BatchMode`]).
+pub fn set_batch_mode(mode: BatchMode) {
+    let chunk = |c: usize| c.clamp(1, lower::BATCH_CHUNK);
+    let code = match mode {
+        BatchMode::Host => 0,
+        BatchMode::Off => 1,
+        BatchMode::Forced { chunk: c } => 2 * chunk(c),
+        BatchMode::Portable { chunk: c } => 2 * chunk(c) + 1,
+    };
+    BATCH_MODE.store(code, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The mode [`set_batch_mode`] set: 0 host, 1 off, `2 * chunk` forced, `2 * chunk + 1`
+/// portable.
+static BATCH_MODE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How compilations batch their kernels now, if they do.
+pub(crate) fn batching() -> Option<lower::Batching> {
+    match BATCH_MODE.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => lower::Batching::host(),
+        1 => None,
+        code => Some(lower::Batching {
+            width: match code % 2 {
+                0 => batch::Width::host().unwrap_or(batch::Width::Portable),
+                _ => batch::Width::Portable,
+            },
+            chunk: code / 2,
+        }),
+    }
+}
 use compiled::finish;
 use parallel::{keep_contexts, take_context};
 

@@ -118,7 +118,9 @@ pub(crate) fn symbols() -> impl Iterator<Item = (&'static str, *const u8)> {
         .into_iter()
         .filter_map(fallback)
         .map(|(name, f)| (name, f as *const u8));
-    un.chain(bin).chain(fallbacks)
+    un.chain(bin)
+        .chain(fallbacks)
+        .chain(crate::batch::symbols())
 }
 
 #[cfg(test)]

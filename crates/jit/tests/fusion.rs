@@ -29,6 +29,8 @@ const BLOCKED: usize = 2;
 /// Forward loops in the IR of `src` (each ends with one unsigned compare of its index).
 fn loops(src: &str) -> usize {
     let (prog, func) = unfad_test_support::load(src);
+    // The inline kernels' code (batches would replace it on a host with AVX2).
+    unfad_jit::set_batch_mode(unfad_jit::BatchMode::Off);
     let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
     text.matches("icmp ult").count()
 }
@@ -51,6 +53,8 @@ fn folds_and_maps_share_loads_and_calls() {
     check(src, &inputs_ab(false));
     assert_eq!(loops(src), BLOCKED);
     let (prog, func) = unfad_test_support::load(src);
+    // The inline kernels' code (batches would replace it on a host with AVX2).
+    unfad_jit::set_batch_mode(unfad_jit::BatchMode::Off);
     let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
     // Three calls in an element's code, emitted once per element of an iteration (four
     // when the element computes a transcendental) and once for the remaining elements (calls of the kernels' functions there, which run once per call);
@@ -394,6 +398,8 @@ fn kernels_in_a_loop_of_the_last_rows_stay_inline() {
     // slower). The function calls no kernel.
     let src = "def f(W: [n][m]real) = sum(map (row. sum(map (v. exp(v) * sin(v)) row)) W)";
     let (prog, func) = unfad_test_support::load(src);
+    // The inline kernels' code (batches would replace it on a host with AVX2).
+    unfad_jit::set_batch_mode(unfad_jit::BatchMode::Off);
     let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
     // A kernel's function is in the module only if some code calls it.
     assert!(

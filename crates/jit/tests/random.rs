@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::{check_func, gradient, higher_order};
-use unfad_test_support::load;
+use common::{check_func, check_random_gradients, check_random_primals, gradient, higher_order};
 use unfad_testgen::{generate, Features};
 
 #[test]
@@ -23,12 +22,7 @@ fn random_primal_programs_agree_with_the_interpreter() {
         (Features::all(), 300..500),
         (indexing_any, 500..700),
     ] {
-        for seed in seeds {
-            let g = generate(seed, &features);
-            let (prog, func) = load(&g.source);
-            eprintln!("seed {seed}");
-            check_func(&prog.arena, &func, &g.input);
-        }
+        check_random_primals(&features, seeds);
     }
 }
 
@@ -40,15 +34,7 @@ fn random_gradients_agree_with_the_interpreter() {
         (Features::all(), 150..300),
         (Features::indexing(), 300..500),
     ] {
-        for seed in seeds {
-            let g = generate(seed, &features);
-            let Ok((prog, func)) = gradient(&g.source) else {
-                continue;
-            };
-            eprintln!("gradient, seed {seed}");
-            check_func(&prog.arena, &func, &g.input);
-            checked += 1;
-        }
+        checked += check_random_gradients(&features, seeds);
     }
     eprintln!("{checked} random gradients checked");
     assert!(

@@ -53,7 +53,10 @@ impl<'a> Translator<'a> {
     /// kept by the buffer they read, so that a store costs the loads it forgets, not a
     /// pass over the block's numbered values (long straight-line code has many).
     pub(super) fn store(&mut self, x: Value, addr: Value) {
-        self.b.ins().store(self.flags, x, addr, 0);
+        // A batched loop's collecting pass writes nothing (see `batch`).
+        if !self.collecting_store(addr) {
+            self.b.ins().store(self.flags, x, addr, 0);
+        }
         match self.roots.get(&addr).copied() {
             Some(r) => {
                 self.loads.forget(Some(r));
@@ -69,6 +72,7 @@ impl<'a> Translator<'a> {
             return v;
         }
         let v = self.b.ins().load(F64, self.flags, addr, 0);
+        self.collecting_load(addr, v);
         let root = self.roots.get(&addr).copied();
         self.loads.insert(addr, v, root);
         v

@@ -160,7 +160,8 @@ impl<'a> Translator<'a> {
             }
         }
         let step_shift = copies.trailing_zeros() as i64;
-        let out = self.loop_(iterations, false, state, &mut |t, b, cur| {
+        let batched = self.batches(count, reads, &[]);
+        let mut block = |t: &mut Self, b: Value, cur: &[Value]| {
             let base = t.b.ins().ishl_imm_s(b, step_shift);
             let mut running = cur[..width].to_vec();
             let mut others = cur[width..].to_vec();
@@ -184,7 +185,7 @@ impl<'a> Translator<'a> {
                     t.b.ins().iadd_imm_s(base, j as i64)
                 };
                 t.count_at(i);
-                let mut next = step(t, i, &view)?;
+                let mut next = t.copy_step(j, i, &view, step)?;
                 for (l, lane) in lanes.iter().enumerate() {
                     if paired {
                         accs[l].push(next[lane.at]);
@@ -208,7 +209,12 @@ impl<'a> Translator<'a> {
             }
             running.extend(others);
             Ok(running)
-        })?;
+        };
+        let out = if batched {
+            self.chunked(iterations, copies, state, &replay, &mut block)?
+        } else {
+            self.loop_(iterations, false, state, &mut block)?
+        };
         let mut state = out[..width].to_vec();
         if blocks != IntVal::Const(0) {
             for (l, lane) in lanes.iter().enumerate() {
@@ -378,15 +384,21 @@ impl<'a> Translator<'a> {
             }
         };
         let replay = self.replay_point(reads);
-        let out = self.loop_(pairs, false, init, &mut |t, b, cur| {
+        let batched = self.batches(count, reads, bodies);
+        let mut pair = |t: &mut Self, b: Value, cur: &[Value]| {
             let first = t.b.ins().ishl_imm_s(b, 1);
             t.count_at(first);
-            let mid = step(t, first, cur)?;
+            let mid = t.copy_step(0, first, cur, step)?;
             t.rewind(&replay);
             let second = t.b.ins().iadd_imm_s(first, 1);
             t.count_at(second);
-            step(t, second, &mid)
-        })?;
+            t.copy_step(1, second, &mid, step)
+        };
+        let out = if batched {
+            self.chunked(pairs, 2, init, &replay, &mut pair)?
+        } else {
+            self.loop_(pairs, false, init, &mut pair)?
+        };
         self.rewind(&replay);
         self.at_most_once(rest, out, &mut |t, i, cur| {
             t.remainder_step(done, i, cur, step)

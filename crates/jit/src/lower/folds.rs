@@ -382,6 +382,7 @@ impl<'a> Translator<'a> {
     /// Element `i` of a scan computed where it is read: the accumulator before the step,
     /// or after it; the step itself updates the state for the next element.
     pub(super) fn scan_step(&mut self, scan: &Scan, i: IntVal) -> JitResult<Val> {
+        self.refuse_scan_in_batch()?;
         if scan.read.replace(true) {
             return self.read_twice("a scan computed where it is read");
         }

@@ -419,6 +419,9 @@ impl<'a> Translator<'a> {
     /// many such kernels; the last elements of a loop inside no other), and in the chunks
     /// of a long program.
     pub(super) fn kernel(&mut self, k: Kernel, x: Value) -> JitResult<Value> {
+        if let Some(v) = self.batched_kernel(k, x)? {
+            return Ok(v);
+        }
         // Outside every loop a kernel runs once per call of the function: where there are
         // many such, their hundred instructions each inline cost Cranelift more time than
         // all their calls will (a chain of a hundred `sin`s took 30 ms to compile).

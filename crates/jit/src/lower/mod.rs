@@ -62,6 +62,7 @@ use prologue::PrologueValue;
 use variables::Entry;
 
 mod access;
+mod batch;
 mod blocked;
 mod boundary;
 mod conditionals;
@@ -84,6 +85,7 @@ mod state;
 mod variables;
 mod write;
 
+pub(crate) use batch::{Batching, BATCH_CHUNK};
 pub(crate) use kernels::kernel_functions_text;
 pub(crate) use prologue::SizeValues;
 
@@ -187,6 +189,12 @@ pub(crate) struct Translator<'a> {
     /// the tuple of that result, whose components that are reals and read the buffer are
     /// computed before the others (`readers_before_writer`).
     readers_first: Vec<(ExprId, Rc<Arr>)>,
+    /// How loops batch their kernels, if they do (see [`batch`]).
+    batching: Option<Batching>,
+    /// The pass of the batched loop being emitted.
+    batch: Option<batch::Batch>,
+    /// The batch function, once declared in the function.
+    batch_fn: Option<FuncRef>,
 }
 
 /// A sum of elements of `iota`s and a constant: `terms` are the lengths of the `iota`s (an
@@ -253,7 +261,15 @@ impl<'a> Translator<'a> {
             site: unfad_syntax::Span::NONE,
             precomputed: HashMap::default(),
             readers_first: Vec::new(),
+            batching: None,
+            batch: None,
+            batch_fn: None,
         }
+    }
+
+    /// Batch the math kernels of loops as `b` says (see [`batch`]); off by default.
+    pub fn batch_kernels(&mut self, b: Option<Batching>) {
+        self.batching = b;
     }
 
     /// The builder, for the caller that sets up and finishes the function.

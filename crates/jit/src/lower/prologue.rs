@@ -26,6 +26,9 @@ pub(super) enum PrologueValue {
     /// The address of the sink, the one real on the stack that unkept columns point at
     /// (`Translator::alloc_without`).
     Sink,
+    /// The address of a kernel site's scratch region in a batched loop (`batch`): one
+    /// value for the whole function, so that both passes and both lanes address it alike.
+    BatchSlot(cranelift_codegen::ir::StackSlot),
 }
 
 /// What the prologue must compute, and what a call must check, once the body is lowered.
@@ -213,6 +216,7 @@ impl<'a> Translator<'a> {
                     };
                     self.b.ins().stack_addr(I64, slot, 0)
                 }
+                PrologueValue::BatchSlot(slot) => self.b.ins().stack_addr(I64, *slot, 0),
                 PrologueValue::KernelTables => {
                     let Some(gv) = self.kernel_tables else {
                         return internal("the kernels' tables read but not declared");

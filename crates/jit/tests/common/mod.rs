@@ -301,6 +301,35 @@ pub fn check_gradient(src: &str, inputs: &[Json]) -> bool {
     true
 }
 
+/// [`check_func`] on the random programs of `seeds` drawn with `features`.
+pub fn check_random_primals(features: &unfad_testgen::Features, seeds: std::ops::Range<u64>) {
+    for seed in seeds {
+        let g = unfad_testgen::generate(seed, features);
+        let (prog, func) = load(&g.source);
+        eprintln!("seed {seed}");
+        check_func(&prog.arena, &func, &g.input);
+    }
+}
+
+/// [`check_func`] on the optimized gradients of the random programs of `seeds` drawn with
+/// `features` (those reverse mode or the optimizer can make); how many were checked.
+pub fn check_random_gradients(
+    features: &unfad_testgen::Features,
+    seeds: std::ops::Range<u64>,
+) -> usize {
+    let mut checked = 0;
+    for seed in seeds {
+        let g = unfad_testgen::generate(seed, features);
+        let Ok((prog, func)) = gradient(&g.source) else {
+            continue;
+        };
+        eprintln!("gradient, seed {seed}");
+        check_func(&prog.arena, &func, &g.input);
+        checked += 1;
+    }
+    checked
+}
+
 /// A small deterministic generator (xorshift64*), for the tests' random inputs.
 pub struct Rng(pub u64);
 

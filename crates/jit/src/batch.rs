@@ -1,0 +1,210 @@
+//! The functions native code calls to apply a math kernel to a buffer of reals in place
+//! (`lower/batch.rs` makes the calls): the kernels on four, eight or sixteen lanes at a
+//! time ([`unfad_kernels::apply_lanes`]), where the code Cranelift emits has two. With
+//! `compiled.rs` this is the crate's unsafe boundary: `compiled.rs` is where Rust calls
+//! native code, this module where native code calls Rust with a pointer.
+//!
+//! Each function takes the kernel's index in [`Kernel::ALL`], the buffer's address and its
+//! length in reals. The native code passes a region of its own stack frame (a stack slot
+//! of [`crate::lower::BATCH_CHUNK`] reals per kernel site) and a length it has clamped to
+//! that region, so the slice is valid and nothing else refers to it during the call.
+//! Every instance computes, lane by lane, what the scalar twin computes
+//! ([`Kernel::eval`]), so results equal the interpreter's bit for bit whichever runs.
+
+use unfad_kernels::{apply_lanes, host_has_fma, Kernel};
+
+/// The instance the native code's batches run on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Width {
+    /// Sixteen lanes: two AVX-512 registers per operation.
+    Avx512,
+    /// Eight lanes: two AVX2 registers per operation (two independent chains of
+    /// operations hide each one's latency; four lanes alone ran about 1.3 times slower).
+    Avx2,
+    /// Four lanes compiled for the baseline (SSE2, `mul_add` fused as the host decides):
+    /// for tests on hosts without AVX2, which check the batching machinery itself.
+    Portable,
+}
+
+impl Width {
+    /// The widest instance this host runs, if it is wider than the JIT's own code: AVX2
+    /// and FMA at least.
+    pub(crate) fn host() -> Option<Width> {
+        match unfad_kernels::host_lanes() {
+            Some(8) => Some(Width::Avx512),
+            Some(4) => Some(Width::Avx2),
+            _ => None,
+        }
+    }
+
+    /// The symbol of the function running this instance.
+    pub(crate) fn symbol(self) -> &'static str {
+        match self {
+            Width::Avx512 => "unfad_batch_avx512",
+            Width::Avx2 => "unfad_batch_avx2",
+            Width::Portable => "unfad_batch_portable",
+        }
+    }
+}
+
+/// The kernel with index `k` in [`Kernel::ALL`], and the buffer `ptr[..n]`.
+///
+/// # Safety
+///
+/// `ptr` points to `n` reals that nothing else reads or writes during the call.
+// SAFETY: a contract on the caller, stated above; every caller is a batch function, whose
+// caller, the native code, passes a region of its own stack of at least `n` reals.
+unsafe fn parts<'b>(k: u64, ptr: *mut f64, n: u64) -> Option<(Kernel, &'b mut [f64])> {
+    let kernel = *Kernel::ALL.get(usize::try_from(k).ok()?)?;
+    if ptr.is_null() || n == 0 {
+        return None;
+    }
+    let n = usize::try_from(n).ok()?;
+    // SAFETY: the caller's contract: `n` reals at `ptr`, ours alone for the call.
+    Some((kernel, unsafe { std::slice::from_raw_parts_mut(ptr, n) }))
+}
+
+/// Kernel `k` on `ptr[..n]` in place, sixteen lanes at a time (AVX-512).
+extern "C" fn unfad_batch_avx512(k: u64, ptr: *mut f64, n: u64) {
+    // SAFETY: the native code passes a stack region of its own of at least `n` reals
+    // (see the module's documentation).
+    if let Some((kernel, xs)) = unsafe { parts(k, ptr, n) } {
+        avx512(kernel, xs);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx512(kernel: Kernel, xs: &mut [f64]) {
+    // SAFETY: the JIT calls the batch function only where `Width::host` found AVX-512 (F
+    // and DQ) and FMA on this host.
+    unsafe { unfad_kernels::apply_avx512(kernel, xs) }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx2(kernel: Kernel, xs: &mut [f64]) {
+    // SAFETY: the JIT calls the batch function only where `Width::host` found AVX2 and
+    // FMA on this host.
+    unsafe { unfad_kernels::apply_avx2(kernel, xs) }
+}
+
+/// Elsewhere no host has these instances ([`Width::host`] is `None`).
+#[cfg(not(target_arch = "x86_64"))]
+fn avx512(kernel: Kernel, xs: &mut [f64]) {
+    apply_lanes::<4, true>(kernel, xs)
+}
+
+/// Elsewhere no host has these instances ([`Width::host`] is `None`).
+#[cfg(not(target_arch = "x86_64"))]
+fn avx2(kernel: Kernel, xs: &mut [f64]) {
+    apply_lanes::<4, true>(kernel, xs)
+}
+
+/// Kernel `k` on `ptr[..n]` in place, eight lanes at a time (AVX2).
+extern "C" fn unfad_batch_avx2(k: u64, ptr: *mut f64, n: u64) {
+    // SAFETY: the native code passes a stack region of its own of at least `n` reals
+    // (see the module's documentation).
+    if let Some((kernel, xs)) = unsafe { parts(k, ptr, n) } {
+        avx2(kernel, xs);
+    }
+}
+
+/// Kernel `k` on `ptr[..n]` in place, four lanes at a time in baseline code.
+extern "C" fn unfad_batch_portable(k: u64, ptr: *mut f64, n: u64) {
+    // SAFETY: the native code passes a stack region of its own of at least `n` reals
+    // (see the module's documentation).
+    if let Some((kernel, xs)) = unsafe { parts(k, ptr, n) } {
+        apply(Width::Portable, kernel, xs);
+    }
+}
+
+/// Kernel `k` on `xs` in place by the instance `w`, as the native code's batches run it.
+/// `w` must be [`Width::Portable`] or one that [`Width::host`] allows.
+pub(crate) fn apply(w: Width, k: Kernel, xs: &mut [f64]) {
+    match (w, host_has_fma()) {
+        (Width::Portable, true) => apply_lanes::<4, true>(k, xs),
+        (Width::Portable, false) => apply_lanes::<4, false>(k, xs),
+        (Width::Avx2, _) => avx2(k, xs),
+        (Width::Avx512, _) => avx512(k, xs),
+    }
+}
+
+/// The index of `k` in [`Kernel::ALL`], which the batch functions take.
+pub(crate) fn index(k: Kernel) -> u64 {
+    Kernel::ALL.iter().position(|&x| x == k).unwrap_or(0) as u64
+}
+
+/// The batch functions, for registration with the JIT.
+pub(crate) fn symbols() -> [(&'static str, *const u8); 3] {
+    type Batch = extern "C" fn(u64, *mut f64, u64);
+    [
+        (
+            Width::Avx512.symbol(),
+            unfad_batch_avx512 as Batch as *const u8,
+        ),
+        (Width::Avx2.symbol(), unfad_batch_avx2 as Batch as *const u8),
+        (
+            Width::Portable.symbol(),
+            unfad_batch_portable as Batch as *const u8,
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The batch functions compute what the scalar twin computes, on every width the host
+    /// has: random reals of many magnitudes, the special values, and every length up to a
+    /// few groups (the padded last group).
+    #[test]
+    fn batches_equal_the_scalar_twin_bit_for_bit() {
+        let mut s = 0x243f6a8885a308d3u64;
+        let mut xs: Vec<f64> = (0..4000)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let m = (s >> 11) as f64 / (1u64 << 53) as f64;
+                let e = (s % 48) as i32 - 24;
+                if s & 1 == 0 {
+                    m * 2f64.powi(e)
+                } else {
+                    -m * 2f64.powi(e)
+                }
+            })
+            .collect();
+        xs.extend([
+            0.0,
+            -0.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            5e-324,
+            709.8,
+            -745.1,
+            7e6,
+            -1e300,
+        ]);
+        let widths = [Width::Portable]
+            .into_iter()
+            .chain(Width::host())
+            .chain((Width::host() == Some(Width::Avx512)).then_some(Width::Avx2));
+        for w in widths {
+            for k in Kernel::ALL {
+                for len in [1, 3, 8, 17, 31, xs.len()] {
+                    let mut ys = xs[..len].to_vec();
+                    apply(w, k, &mut ys);
+                    for (x, y) in xs.iter().zip(&ys) {
+                        let want = k.eval(*x);
+                        assert_eq!(
+                            y.to_bits(),
+                            want.to_bits(),
+                            "{}({x:e}) by {w:?}: {y:e}, the interpreter {want:e}",
+                            k.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
