@@ -294,8 +294,30 @@ pub fn set_batch_mode(mode: BatchMode) {
 /// portable.
 static BATCH_MODE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// How compilations batch their kernels now, if they do.
+/// How compilations batch their kernels now, if they do: as [`set_batch_mode`] set, or
+/// else as the environment variable `UNFAD_BATCH` says (`off`, `host`, or `forced:N` and
+/// `portable:N` with `N` elements per chunk), read once, or else the host's.
 pub(crate) fn batching() -> Option<lower::Batching> {
+    static FROM_ENV: std::sync::Once = std::sync::Once::new();
+    FROM_ENV.call_once(|| {
+        let Ok(v) = std::env::var("UNFAD_BATCH") else {
+            return;
+        };
+        let chunk = |s: &str| s.parse::<usize>().ok();
+        let mode = match v.split_once(':') {
+            None if v == "off" => Some(BatchMode::Off),
+            None if v == "host" => Some(BatchMode::Host),
+            Some(("forced", n)) => chunk(n).map(|chunk| BatchMode::Forced { chunk }),
+            Some(("portable", n)) => chunk(n).map(|chunk| BatchMode::Portable { chunk }),
+            _ => None,
+        };
+        // Only where no mode was set yet: a program's own choice comes first.
+        if let Some(mode) = mode {
+            if BATCH_MODE.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+                set_batch_mode(mode);
+            }
+        }
+    });
     match BATCH_MODE.load(std::sync::atomic::Ordering::Relaxed) {
         0 => lower::Batching::host(),
         1 => None,
@@ -305,6 +327,7 @@ pub(crate) fn batching() -> Option<lower::Batching> {
                 _ => batch::Width::Portable,
             },
             chunk: code / 2,
+            nested: true,
         }),
     }
 }

@@ -155,18 +155,17 @@ fn gradients_of_kernel_heavy_losses_agree_in_batches() {
     }
 }
 
-/// The code of the function itself (the kernels' functions, printed after it, apart).
+/// The code of the function itself (the kernels' functions and the batch function's
+/// trampoline, printed after it, apart).
 fn function_text(src: &str) -> String {
     let (prog, func) = load(src);
     let text = unfad_jit::clif_text(&prog.arena, &func).unwrap();
-    text.split("; the function of the kernel")
-        .next()
-        .unwrap_or("")
-        .to_string()
+    text.split("\n; the ").next().unwrap_or("").to_string()
 }
 
-/// The batch function's signature (kernel, address, length), which only batches use.
-const BATCH_SIGNATURE: &str = "(i64, i64, i64) system_v";
+/// The signature of the batch function's trampoline (kernel, address, length, every
+/// register preserved), which only batches call.
+const BATCH_SIGNATURE: &str = "(i64, i64, i64) preserve_all";
 
 #[test]
 fn loops_of_kernels_call_the_batch_function_and_inline_none() {

@@ -283,6 +283,7 @@ pub(crate) fn kernel_functions_text(module: &mut dyn Module) -> JitResult<String
             ));
         }
     }
+    text.push_str(&super::batch::trampolines_text(module)?);
     Ok(text)
 }
 
