@@ -8,12 +8,14 @@
 //!   Hessian-vector product), the cost model's ratio, fits of time against size;
 //! - [`report`]: the Markdown report and its SVG plot;
 //! - [`gradbench`]: the GradBench tool's own figures for its `gmm` module;
-//! - [`peers`]: JAX beside unfad (`bench/peers/jax_suite.py`), checked against unfad.
+//! - [`peers`]: JAX beside unfad (`bench/peers/jax_suite.py`), checked against unfad;
+//! - [`batches`]: the math kernels in batches against inline, in one process.
 
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 
+pub mod batches;
 pub mod gradbench;
 pub mod measure;
 pub mod native;

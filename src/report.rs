@@ -7,12 +7,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use plotters::prelude::*;
 
+use crate::batches::{BatchRow, KernelRow};
 use crate::gradbench::GmmFigures;
 use crate::measure::{fit, Budget, Measured, Point, SafetyRow, SecondOrder, StreamingRow};
 use crate::peers::{
     hvp_agreed, Jax, JaxHvpRow, AGREEMENT, INSTALL, MAX_SECONDS_PER_PROGRAM, SCRIPT,
 };
 use crate::suite::{Family, Program, Size};
+use unfad_jit::BATCH_CHUNK;
 
 /// The command that regenerates the report.
 pub const COMMAND: &str = "cargo run --release -p unfad-suite --bin perf-report";
@@ -135,6 +137,10 @@ pub struct Report<'a> {
     /// JAX's figures at each program's largest size (`bench/peers/jax_suite.py`), or why
     /// there are none (the JAX column then reads "—").
     pub jax: Result<Jax, String>,
+    /// Each math kernel's loop with batches off and on (issue 18), or why not measured.
+    pub kernel_loops: Result<Vec<KernelRow>, String>,
+    /// The programs that run kernels, batches off and on (none when not measured).
+    pub batches: &'a [BatchRow],
     /// Seconds the measurements took.
     pub seconds: f64,
 }
@@ -239,6 +245,105 @@ fn gradbench_section(s: &mut String, g: &Result<GmmFigures, String>) {
 pub const ABSENT: &str = "—";
 
 /// Why JAX was not measured ("" when it was).
+/// The section on the math kernels in batches (issue 18): each kernel's loop, then the
+/// programs that run kernels, batches off against on, timed in turn in one process.
+pub fn batches_section(
+    s: &mut String,
+    kernels: &Result<Vec<KernelRow>, String>,
+    rows: &[BatchRow],
+) {
+    let lanes = crate::batches::host_lanes();
+    let _ = writeln!(
+        s,
+        "## Math kernels in batches (issue 18)\n\n\
+         A loop whose elements run math kernels runs in chunks of {} elements: a first pass \
+         writes each kernel's argument to the stack, one call per kernel applies the kernel \
+         to the whole chunk on the host's widest vectors (the kernels' definitions compiled \
+         by rustc for AVX2 or AVX-512, every lane the scalar twin's operations: the results \
+         are the same bit for bit, checked here on every program), and a second pass reads \
+         the values back (`unfad_jit`'s `lower/batch.rs`). Where the host has no vectors \
+         wider than two lanes, or a loop runs inside another with a count not known to be \
+         large, the kernels stay inline on two lanes. {}. Batches off (`BatchMode::Off`) \
+         against on (the default), compiled and timed in turn in one process; the speedup is \
+         the median of the ratios `off / on` within a round.\n",
+        BATCH_CHUNK,
+        match lanes {
+            Some(l) => format!("This host's batches compute {l} reals at once"),
+            None => "This host has no wider vectors: both columns time the same code".into(),
+        }
+    );
+    match kernels {
+        Ok(k) => {
+            let _ = writeln!(
+                s,
+                "Each kernel alone, `reduce + 0 (map (a. f(a)) x)` over {} reals in [-5, 5] \
+                 (`log(a * a + 0.5)` and `log1p(a * a)` for the logarithms), per element:\n\n\
+                 | kernel | inline | batched | speedup |\n|---|---:|---:|---:|",
+                crate::batches::KERNEL_ELEMENTS
+            );
+            for r in k {
+                let _ = writeln!(
+                    s,
+                    "| `{}` | {:.2} ns | {:.2} ns | {} |",
+                    r.kernel,
+                    r.inline_ns,
+                    r.batched_ns,
+                    x(r.speedup)
+                );
+            }
+            let _ = writeln!(s);
+        }
+        Err(e) => {
+            let _ = writeln!(s, "The kernels' loops were not measured: {e}\n");
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "The suite's programs that run a kernel, at their largest size:\n\n\
+         | program | size | primal: inline | batched | speedup | value+grad: inline | batched | speedup |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for r in rows {
+        let (g_off, g_on, g_x) = match (r.gradient, r.gradient_speedup) {
+            (Some((a, b)), Some(q)) => (ns(a), ns(b), x(q)),
+            _ => ("-".into(), "-".into(), "-".into()),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.name,
+            r.size.label(),
+            ns(r.primal.0),
+            ns(r.primal.1),
+            x(r.primal_speedup),
+            g_off,
+            g_on,
+            g_x
+        );
+    }
+    let mut p: Vec<f64> = rows.iter().map(|r| r.primal_speedup).collect();
+    let mut g: Vec<f64> = rows.iter().filter_map(|r| r.gradient_speedup).collect();
+    p.sort_by(f64::total_cmp);
+    g.sort_by(f64::total_cmp);
+    let med = |v: &[f64]| v.get(v.len() / 2).copied().unwrap_or(f64::NAN);
+    let _ = writeln!(
+        s,
+        "\nSpeedup over the inline kernels: primal median {}, range {} to {}; value and \
+         gradient median {}, range {} to {}. The machine is shared and a program's time \
+         moves by a few percent from run to run (more for one whose loops are short), so \
+         ratios near 1 are the same code's noise.\n",
+        x(med(&p)),
+        x(*p.first().unwrap_or(&f64::NAN)),
+        x(*p.last().unwrap_or(&f64::NAN)),
+        x(med(&g)),
+        x(*g.first().unwrap_or(&f64::NAN)),
+        x(*g.last().unwrap_or(&f64::NAN)),
+    );
+}
+
 fn jax_absence(jax: &Result<Jax, String>) -> &str {
     jax.as_ref()
         .err()
@@ -645,6 +750,7 @@ impl Report<'_> {
         self.plain(&mut s);
         jax_section(&mut s, self.programs, self.measured, &self.jax, self.budget);
         self.streaming(&mut s);
+        self.batches(&mut s);
         if let Some(second) = second {
             second_order_section(&mut s, self.measured, second, &self.jax, self.budget);
         }
@@ -713,6 +819,11 @@ impl Report<'_> {
             );
         }
         let _ = writeln!(s);
+    }
+
+    /// The math kernels in batches against inline (issue 18).
+    pub fn batches(&self, s: &mut String) {
+        batches_section(s, &self.kernel_loops, self.batches);
     }
 
     fn safety(&self, s: &mut String) {

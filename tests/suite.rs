@@ -142,6 +142,13 @@ fn the_report_has_every_table_and_the_plot() {
             .collect::<Vec<_>>(),
         [("dot", false), ("recurrence", true)]
     );
+    // The kernels in batches: measured (each kernel, and a program that runs one), with
+    // results checked equal bit for bit between the two modes.
+    let kernel_loops = unfad_suite::batches::measure_kernels(Budget::QUICK);
+    let lse = progs.iter().find(|p| p.name == "logsumexp").unwrap();
+    assert!(unfad_suite::batches::runs_kernels(lse));
+    let batches =
+        vec![unfad_suite::batches::measure_batches(lse, Size::n(1000), Budget::QUICK).unwrap()];
     let report = Report {
         machine: Machine::detect(),
         budget: Budget::QUICK,
@@ -155,6 +162,8 @@ fn the_report_has_every_table_and_the_plot() {
             ("JAX jit(value_and_grad)".into(), None),
         ]),
         jax: Err("JAX not installed (No module named 'jax')".into()),
+        kernel_loops,
+        batches: &batches,
         seconds: 1.0,
     };
     let md = report.markdown();
@@ -170,6 +179,9 @@ fn the_report_has_every_table_and_the_plot() {
         "| unfad from Python: f(A, B) | 1.50 µs |",
         "| JAX jit(value_and_grad) | not installed |",
         "| recurrence | 10 |",
+        "## Math kernels in batches (issue 18)",
+        "| `tanh` |",
+        "| logsumexp | 1000 |",
     ] {
         assert!(md.contains(want), "missing {want:?}:\n{md}");
     }

@@ -7,7 +7,8 @@
 //!
 //! `--only NAME,...` measures those programs at their largest size (and at the sizes JAX
 //! is also measured at) and prints the figures without writing the report (a quick look while working on one program); `--compile`
-//! prints the compile times of the examples alone, `--gradbench` the GradBench gmm figures.
+//! prints the compile times of the examples alone, `--gradbench` the GradBench gmm figures,
+//! `--batches` the section on the math kernels in batches.
 //!
 //! JAX is measured beside unfad (`bench/peers/jax_suite.py`, at each program's largest
 //! size) when `UNFAD_PYTHON` names a Python with JAX installed; `--no-jax` leaves it out.
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use unfad::Engine;
+use unfad_suite::batches::{measure_batches, measure_kernels, runs_kernels, BatchRow, KernelRow};
 use unfad_suite::gradbench::{gmm_input, measure_gmm, GmmFigures, GMM_SIZE};
 use unfad_suite::measure::{
     measure_program_with_second_order, measure_safety, measure_streaming, Budget, Measured,
@@ -26,7 +28,8 @@ use unfad_suite::measure::{
 };
 use unfad_suite::peers::{measure_jax, Jax, JaxHvpRow, EXTRA_POINTS};
 use unfad_suite::report::{
-    jax_section, second_order_section, CompileRow, Machine, Report, SecondOrderFigures,
+    batches_section, jax_section, second_order_section, CompileRow, Machine, Report,
+    SecondOrderFigures,
 };
 use unfad_suite::suite::{programs, Program, Size};
 
@@ -66,6 +69,14 @@ fn run() -> Result<(), String> {
                 }
                 return Ok(());
             }
+            "--batches" => {
+                let progs = programs();
+                let (kernels, rows) = batch_figures(&progs, budget)?;
+                let mut s = String::new();
+                batches_section(&mut s, &kernels, &rows);
+                println!("{s}");
+                return Ok(());
+            }
             "--gradbench" => {
                 eprintln!("{:?}", gradbench_gmm(budget));
                 return Ok(());
@@ -77,7 +88,7 @@ fn run() -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,..., --no-jax, --compile, --gradbench)"
+                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,..., --no-jax, --compile, --gradbench, --batches)"
                 ))
             }
         }
@@ -163,6 +174,7 @@ fn run() -> Result<(), String> {
     let safety = safety_costs(&progs, budget)?;
     let streaming = streaming_costs(&progs, budget)?;
     let python = python_door();
+    let (kernel_loops, batches) = batch_figures(&progs, budget)?;
     let report = Report {
         machine: Machine::detect(),
         budget,
@@ -173,6 +185,8 @@ fn run() -> Result<(), String> {
         streaming: &streaming,
         python,
         jax,
+        kernel_loops,
+        batches: &batches,
         seconds: start.elapsed().as_secs_f64(),
     };
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -188,6 +202,23 @@ fn run() -> Result<(), String> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The kernels' loops (or why they were not measured) and the programs' rows.
+type BatchFigures = (Result<Vec<KernelRow>, String>, Vec<BatchRow>);
+
+/// Each math kernel's loop, and every program of the suite that runs a kernel at its
+/// largest size, with batches off and on (issue 18).
+fn batch_figures(progs: &[Program], budget: Budget) -> Result<BatchFigures, String> {
+    eprintln!("kernels in batches");
+    let kernels = measure_kernels(budget);
+    let mut rows = Vec::new();
+    for p in progs.iter().filter(|p| runs_kernels(p)) {
+        let size = *p.sizes.last().ok_or("a program without sizes")?;
+        eprintln!("batches {} {}", p.name, size.label());
+        rows.push(measure_batches(p, size, budget).map_err(|e| format!("{}: {e}", p.name))?);
+    }
+    Ok((kernels, rows))
 }
 
 /// The suite's program `name`.

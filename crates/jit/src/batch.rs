@@ -37,6 +37,15 @@ impl Width {
         }
     }
 
+    /// The reals the instance computes at once.
+    pub(crate) fn lanes(self) -> usize {
+        match self {
+            Width::Avx512 => 16,
+            Width::Avx2 => 8,
+            Width::Portable => 4,
+        }
+    }
+
     /// The symbol of the function running this instance.
     pub(crate) fn symbol(self) -> &'static str {
         match self {

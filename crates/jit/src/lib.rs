@@ -203,6 +203,17 @@
 //! a function's live ranges, so this is what keeps the JIT's time linear in the program
 //! (docs/compile-scaling.md).
 //!
+//! # Math kernels in batches
+//!
+//! Cranelift's vectors have two lanes. Where the host has AVX2 and FMA (or AVX-512), a
+//! loop whose light elements run math kernels runs in chunks: the elements' code once to
+//! write every kernel's argument to the stack, a call per kernel that applies it to the
+//! chunk on eight (sixteen) lanes, compiled by rustc from the same kernel definitions
+//! (`unfad_kernels::Lanes`), and the elements' code again reading the values back. Each
+//! lane performs the scalar twin's operations, so the results are unchanged, bit for bit.
+//! [`BatchMode`] chooses (the host's by default; off; forced for tests), and
+//! `lower/batch.rs` says which loops batch and which kernels stay inline.
+//!
 //! # What is not done
 //!
 //! `foldl` and the scans run in the term's order, one element after another; only the
@@ -288,6 +299,16 @@ pub fn set_batch_mode(mode: BatchMode) {
         BatchMode::Portable { chunk: c } => 2 * chunk(c) + 1,
     };
     BATCH_MODE.store(code, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The elements of a chunk of a batched loop (see [`BatchMode`]).
+pub const BATCH_CHUNK: usize = lower::BATCH_CHUNK;
+
+/// How many reals the host's batches compute at once (see [`BatchMode`]): 16 with AVX-512,
+/// 8 with AVX2 (two registers per value), or `None` where the host has no instance wider
+/// than the JIT's own two lanes and `Host` batches nothing.
+pub fn host_batch_lanes() -> Option<usize> {
+    batch::Width::host().map(batch::Width::lanes)
 }
 
 /// The mode [`set_batch_mode`] set: 0 host, 1 off, `2 * chunk` forced, `2 * chunk + 1`

@@ -26,7 +26,13 @@
 //! Only loops of light elements (no loop inside, see `pairs_well` and `blocked_loop`)
 //! batch, never one inside a batched loop, and never one whose elements step a scan
 //! computed where it is read (its state lives in the builder's variables, which the first
-//! pass would advance).
+//! pass would advance). On the host's instance a loop inside another loop batches only
+//! when its count is known to be large ([`NESTED_ELEMENTS`]): a call per run of a short
+//! inner loop cost more than it gained (see [`Translator::batches`]).
+//!
+//! The batch function is called through a function of the module in the `preserve_all`
+//! convention ([`trampoline`]), which saves and restores what the host convention lets the
+//! callee clobber, so the loop around the call keeps its values in registers.
 
 use std::rc::Rc;
 
