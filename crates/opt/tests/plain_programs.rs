@@ -19,6 +19,25 @@ fn check(src: &str, expect: Expect) {
     expect.assert_eq(&print_func(&prog.arena, &opt));
 }
 
+/// A log-sum-exp written stably (its maximum subtracted): the maximum's adjoint, `1 + (1 /
+/// s) * -s` in reverse mode's term, is zero (`reciprocal_product`), so the gradient is the
+/// softmax alone, without the pass finding the maximum's position (`reduce min` over
+/// `iota`) that the adjoint would have been added at.
+#[test]
+fn stable_log_sum_exp() {
+    check(
+        "def f(x: [n]real): real = let m = reduce max (-1e300) x in m + log(reduce + 0 (map (a. exp(a - m)) x))",
+        expect![[r#"
+            def f(x: [n]real): (real, [n]real) =
+              let M = reduce max (-1e300) x in
+              let E = map (x_1. exp(x_1 - M)) x in
+              let v8 = reduce + 0 E in
+              let z = 1 / v8 in
+              (M + log(v8), map (e. e * z) E)
+        "#]],
+    );
+}
+
 #[test]
 fn recurrence() {
     check(
@@ -128,15 +147,12 @@ fn mixture() {
                   let E = map (x_1. exp(x_1 - mx)) v in
                   let v87 = reduce + 0 E in
                   let z = 1 / v87 in
-                  let z_1 = z * -v87 + 1 in
-                  let K = reduce min len(alpha) (map2 (x_2, i. if x_2 == mx then i else len(alpha)) v (iota len(alpha))) in
-                  let k = if -1e300 == mx then -1 else if mx == mx then K else len(alpha) - 1 in
                   let dv_joint =
-                    map2 (z_2, pe_2.
-                      let dv_i = snd z_2 * z + (if fst z_2 == k then z_1 else 0) in
+                    map2 (e, pe_2.
+                      let dv_i = e * z in
                       let E_joint =
-                        map2 (pe_3, e.
-                          let s_i = pe_3 * e in
+                        map2 (pe_3, e_1.
+                          let s_i = pe_3 * e_1 in
                           let b = (s_i + s_i) * -0.5 in
                           let z_i = pe_3 * b in
                           (-z_i, 1 + s_i * b, z_i)) (snd pe_2) (map2 - x (fst (fst pe_2)))
@@ -145,7 +161,7 @@ fn mixture() {
                         map (g. dv_i * g.2) E_joint,
                         dv_i,
                         (map (g_1. dv_i * fst g_1) E_joint, map (g_2. dv_i * snd g_2) E_joint)
-                      )) (map2 (a_1, b_1. (a_1, b_1)) (iota len(alpha)) E) h
+                      )) E h
                   in
                   (
                     mx + log(v87),
@@ -160,8 +176,8 @@ fn mixture() {
               (
                 reduce + 0 (map (g_7. fst g_7) A),
                 reduce (s_3, t_4. map2 + s_3 t_4) zeros_like(alpha) (map (g_8. snd (snd g_8)) A),
-                map (z_3. fst z_3) dcomps,
-                map (z_4. snd z_4) dcomps,
+                map (z_1. fst z_1) dcomps,
+                map (z_2. snd z_2) dcomps,
                 map (g_9. fst (snd g_9)) A
               )
         "#]],

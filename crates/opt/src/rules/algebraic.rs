@@ -156,6 +156,43 @@ pub fn fold_boolean(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(cx.mk(Node::Bool(r)))
 }
 
+/// `(1 / a) * a` is 1 and `(1 / a) * -a` is -1, either way round, the reciprocal seen
+/// through the `let` binding it: exact in the reals, the smooth semantics the rules assume
+/// (IEEE rounds the product to within an ulp of 1, and makes NaN where `a` is 0 or
+/// infinite). Reverse mode makes `1 + (1 / s) * -s` wherever a log-sum-exp subtracts its
+/// maximum `m` (`m + log(s)` with `s = sum(exp(x - m))`): the adjoint of `m`, zero in the
+/// reals, and with it zero the pass that finds the maximum's position for it goes.
+pub fn reciprocal_product(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Op2(BinOp::Mul, x, y) = cx.arena()[e] else {
+        return None;
+    };
+    let reciprocal = |cx: &RuleCx, t: ExprId| {
+        let t = match cx.arena()[t] {
+            Node::Var(v) => cx.definition(v).unwrap_or(t),
+            _ => t,
+        };
+        match cx.arena()[t] {
+            Node::Op2(BinOp::Div, one, a) if is(cx, one, 1.0) => Some(a),
+            _ => None,
+        }
+    };
+    let same = |cx: &RuleCx, a: ExprId, b: ExprId| a == b || cx.arena()[a] == cx.arena()[b];
+    for (r, other) in [(x, y), (y, x)] {
+        let Some(a) = reciprocal(cx, r) else {
+            continue;
+        };
+        if same(cx, other, a) {
+            return Some(cx.constant(1.0));
+        }
+        if let Node::Op1(UnOp::Neg, b) = cx.arena()[other] {
+            if same(cx, b, a) {
+                return Some(cx.constant(-1.0));
+            }
+        }
+    }
+    None
+}
+
 /// `(1 / a) * b` and `b * (1 / a)` are `b / a` (one operation instead of two), unless `b`
 /// is a reciprocal too, or a quotient by `a`: `(1 / a) * (1 / a)` and `(x / a) * (1 / a)`
 /// (a quotient's adjoint, `-q t` with `q = x / a` and `t = z / a`, at `z = 1`) are one

@@ -49,6 +49,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             algebraic::zero_minus,
             algebraic::times_minus_one,
             algebraic::zero_divided,
+            algebraic::reciprocal_product,
             algebraic::reciprocal_times,
             algebraic::logistic_quotients,
             conditionals::push_into_if,

@@ -187,6 +187,39 @@ fn reciprocal_times() {
     );
 }
 
+#[test]
+fn reciprocal_product() {
+    check_rule(
+        algebraic::reciprocal_product,
+        "def f(x: real) = (1 / x) * x",
+        expect![[r#"
+            def f(x: real): real =
+              1
+        "#]],
+    );
+    check_rule(
+        algebraic::reciprocal_product,
+        "def f(x: real) = x * (1 / x)",
+        expect![[r#"
+            def f(x: real): real =
+              1
+        "#]],
+    );
+    check_rule(
+        algebraic::reciprocal_product,
+        "def f(x: real) = (1 / x) * -x",
+        expect![[r#"
+            def f(x: real): real =
+              -1
+        "#]],
+    );
+    check_rule_declines(
+        algebraic::reciprocal_product,
+        "def f(x: real, y: real) = (1 / x) * y",
+        "`y` is not `x`",
+    );
+}
+
 /// A product of two reciprocals, or of a quotient by `x` and `1 / x`, stays a product:
 /// one division then serves both (a quotient's adjoint), where a quotient would divide
 /// again; a quotient by another denominator still becomes one.
