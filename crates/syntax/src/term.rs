@@ -1201,9 +1201,9 @@ pub fn alpha_eq(a1: &Arena, e1: ExprId, a2: &Arena, e2: ExprId, free: &HashMap<V
 
 fn alpha_rec(a1: &Arena, e1: ExprId, a2: &Arena, e2: ExprId, env: &mut HashMap<Var, Var>) -> bool {
     use Node::{
-        And, App, Array, Bool, Call, Cmp, Const, Foldl, If, Lambda, Len, Let, LetTuple, Map, Map2,
-        Not, OnesLike, Op1, Op2, Or, Proj, Reduce, Scanl, Scanr, Shift1L, Shift1R, Tuple,
-        ZerosLike,
+        And, App, Array, Bool, Call, Cmp, Const, Foldl, If, Index, Iota, Lambda, Len, Let,
+        LetTuple, Map, Map2, Not, OnesLike, Op1, Op2, Or, Proj, Reduce, Scanl, Scanr, ScatterAdd,
+        Shift1L, Shift1R, Tuple, ZerosLike,
     };
     with_stack(|| {
         let (n1, n2) = (a1[e1], a2[e2]);
@@ -1260,8 +1260,16 @@ fn alpha_rec(a1: &Arena, e1: ExprId, a2: &Arena, e2: ExprId, env: &mut HashMap<V
             | (ZerosLike(a), ZerosLike(c))
             | (OnesLike(a), OnesLike(c))
             | (Shift1L(a), Shift1L(c))
-            | (Shift1R(a), Shift1R(c)) => alpha_rec(a1, a, a2, c, env),
+            | (Shift1R(a), Shift1R(c))
+            | (Iota(a), Iota(c)) => alpha_rec(a1, a, a2, c, env),
+            (Index(a, b), Index(c, d)) => {
+                alpha_rec(a1, a, a2, c, env) && alpha_rec(a1, b, a2, d, env)
+            }
+            (Node::Derivative(k1, a, l1), Node::Derivative(k2, c, l2)) => {
+                k1 == k2 && alpha_rec(a1, a, a2, c, env) && list_eq(l1, l2, env)
+            }
             (If(a, b, c), If(d, e, f))
+            | (ScatterAdd(a, b, c), ScatterAdd(d, e, f))
             | (Map2(a, b, c), Map2(d, e, f))
             | (Reduce(a, b, c), Reduce(d, e, f))
             | (Foldl(a, b, c), Foldl(d, e, f))
@@ -1279,6 +1287,37 @@ fn alpha_rec(a1: &Arena, e1: ExprId, a2: &Arena, e2: ExprId, env: &mut HashMap<V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alpha_equivalence_sees_through_indexing_positions_and_scatters() {
+        let mut a = Arena::new();
+        let s = a.fresh_var("s", None);
+        let n = a.fresh_var("n", None);
+        // `map (j. s[j]) (iota n)`, built twice with different bound variables.
+        let mut positions_read = |a: &mut Arena| {
+            let j = a.fresh_var("j", None);
+            let (sv, jv, nv) = (a.var(s), a.var(j), a.var(n));
+            let read = a.add(Node::Index(sv, jv));
+            let f = a.lambda(&[j], read);
+            let iota = a.add(Node::Iota(nv));
+            a.add(Node::Map(f, iota))
+        };
+        let (e1, e2) = (positions_read(&mut a), positions_read(&mut a));
+        let free: HashMap<Var, Var> = [(s, s), (n, n)].into_iter().collect();
+        assert!(alpha_eq(&a, e1, &a, e2, &free));
+        let sv = a.var(s);
+        let (sc1, sc2) = (
+            a.add(Node::ScatterAdd(sv, e1, e1)),
+            a.add(Node::ScatterAdd(sv, e2, e2)),
+        );
+        assert!(alpha_eq(&a, sc1, &a, sc2, &free));
+        // A different array read is a different term.
+        let nv = a.var(n);
+        let other = a.add(Node::Index(nv, nv));
+        let sv = a.var(s);
+        let read = a.add(Node::Index(sv, nv));
+        assert!(!alpha_eq(&a, other, &a, read, &free));
+    }
 
     #[test]
     fn an_expr_memo_answers_what_was_inserted_also_for_nodes_made_after_it() {
