@@ -213,6 +213,14 @@ fn runs_at_least_once(arena: &Arena, e: ExprId) -> bool {
     }
 }
 
+/// The values precomputed for a loop's elements: reals, and arrays and tuples of them.
+/// Not ints: index arithmetic is cheap where it is, and an int made of lengths and
+/// literals (`len(A) - 1`) is an int only by its context, which a precomputed tuple of
+/// positions would not give it when printed and read again.
+fn precomputed_type(t: &Type) -> bool {
+    matches!(t, Type::Real | Type::Array(..) | Type::Tuple(_)) && !t.has_ints()
+}
+
 /// A term that does work worth moving (see the module docs).
 fn does_work(arena: &Arena, e: ExprId) -> bool {
     use unfad_syntax::UnOp;
@@ -300,6 +308,16 @@ impl Hoister<'_> {
         Some(self.rebuild_with(e, Node::Op2(BinOp::Mul, *a, r), &considered))
     }
 
+    /// The type of `e`: the one the type checker recorded, where it did (an int made of
+    /// lengths and literals, `len(A) - 1`, is an int only by the context it was checked
+    /// in, and inferred alone it is a real), else inferred.
+    fn type_of(&mut self, e: ExprId) -> Option<Type> {
+        match self.arena.type_of(e) {
+            Some(t) => Some(t.clone()),
+            None => infer(self.arena, &NoSource, e).ok(),
+        }
+    }
+
     fn var_deps(&self, v: Var) -> Deps {
         self.vars.get(&v).copied().unwrap_or_default()
     }
@@ -326,7 +344,10 @@ impl Hoister<'_> {
                 if let Node::Iota(_) = self.arena[rhs] {
                     self.iotas.insert(x);
                 }
-                if is_alias(self.arena, rhs) || self.alias_read(rhs, dr) {
+                if is_alias(self.arena, rhs)
+                    || self.alias_read(rhs, dr)
+                    || self.invariant_positions(rhs, dr)
+                {
                     // `let q = snd c`: the body reads `snd c` (what it depends on shows).
                     self.aliases.insert(x, (rhs, dr));
                     self.moved += 1;
@@ -335,6 +356,14 @@ impl Hoister<'_> {
                 if let Some(k) = self.hoist_target(rhs, dr) {
                     self.pending[k as usize].push(Binding::One(x, rhs, dr));
                     self.vars.insert(x, Deps::at(k - 1, false));
+                    self.moved += 1;
+                    return self.walk(body);
+                }
+                if self.precomputable_term(rhs, dr) {
+                    // `let v126 = 2 * sig[j] * sig[j]` over positions: the body reads the
+                    // term itself, so that what it is part of (`a / v126`) is precomputed
+                    // whole where it qualifies, rather than the binding alone.
+                    self.aliases.insert(x, (rhs, dr));
                     self.moved += 1;
                     return self.walk(body);
                 }
@@ -455,6 +484,26 @@ impl Hoister<'_> {
             .all(|f| f.runs)
     }
 
+    /// Whether `let v = iota k` stands for its positions wherever `v` is read: `k` does not
+    /// change in the innermost loop. The positions are a view (no work, no memory), so
+    /// nothing is lost by naming them again; and a loop over them then shows that it runs
+    /// over an array that does not change, so that what it computes from its positions
+    /// alone is precomputed outside the loop around it: a fold over the rows whose body
+    /// binds `let v8 = iota len(mu)` and scatters `map (j. .. / (2 sig[j] sig[j])) v8`
+    /// into its accumulator divides once per position, not once per element.
+    fn invariant_positions(&self, rhs: ExprId, dr: Deps) -> bool {
+        let Node::Iota(n) = self.arena[rhs] else {
+            return false;
+        };
+        let of_param = match self.arena[n] {
+            Node::Len(a) => {
+                matches!(self.arena[a], Node::Var(p) if self.params.iter().any(|(q, _)| *q == p))
+            }
+            _ => false,
+        };
+        of_param && self.depth > 0 && dr.level() < self.depth
+    }
+
     /// What a variable bound where it stays, to a term of deps `d`, depends on. Bound in
     /// a loop's body, it is new in every iteration: terms that read it stay in the loop.
     /// Bound in a conditional branch, nothing moves out of the branch anyway, and the
@@ -506,6 +555,21 @@ impl Hoister<'_> {
         d.plain & between == 0
     }
 
+    /// Whether [`Hoister::precompute`] would take `e` (deps `d`): it does work, reads the
+    /// innermost loop's elements and nothing else that changes, and is a real (a `let` of
+    /// an array or a tuple stays bound where it is: it may be read in ways a precomputed
+    /// array's element is not, shifted or indexed).
+    fn precomputable_term(&mut self, e: ExprId, d: Deps) -> bool {
+        let reads_elements = self
+            .frames
+            .last()
+            .is_some_and(|f| self.arena.mentions_any(e, &f.elements));
+        does_work(self.arena, e)
+            && self.precomputable(d)
+            && reads_elements
+            && self.type_of(e) == Some(Type::Real)
+    }
+
     /// Precompute `e` for the innermost loop's elements, if it qualifies: the variable
     /// that stands for its value in the body.
     fn precompute(&mut self, e: ExprId, d: Deps) -> Option<ExprId> {
@@ -526,8 +590,8 @@ impl Hoister<'_> {
         {
             return Some(self.arena.var(v));
         }
-        let ty = infer(self.arena, &NoSource, e).ok()?;
-        if !matches!(ty, Type::Real | Type::Array(..) | Type::Tuple(_)) {
+        let ty = self.type_of(e)?;
+        if !precomputed_type(&ty) {
             return None;
         }
         let v = self.arena.fresh_var("pre", Some(ty));
@@ -549,7 +613,7 @@ impl Hoister<'_> {
         let parent_moves_alike = parent_works && parent.level() == level;
         if !parent_moves_alike {
             if let Some(k) = self.hoist_target(c, d) {
-                let ty = infer(self.arena, &NoSource, c).ok();
+                let ty = self.type_of(c);
                 let v = self.arena.fresh_var("h", ty);
                 self.pending[k as usize].push(Binding::One(v, c, d));
                 self.vars.insert(v, Deps::at(k - 1, false));

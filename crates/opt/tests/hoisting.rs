@@ -325,3 +325,40 @@ fn gradients_divide_once_per_invariant_divisor() {
     "#]],
     );
 }
+
+/// A fold over the rows whose body binds its positions (`let js = iota len(mu)`, as reverse
+/// mode writes the accumulation of a per-position adjoint) still loops over an array that
+/// does not change: the positions stand for themselves, and what the body computes from
+/// them alone is precomputed once per position, a `let` of it included (`v`), so that for
+/// gradients no division is left in the fold.
+#[test]
+fn a_fold_binding_its_positions_precomputes_per_position_work() {
+    let src = "def f(X: [n][d]real, mu: [d]real, s: [d]real) =
+                 sum(foldl (acc, x.
+                   let js = iota len(mu) in
+                   scatter_add(acc, js, map (j.
+                     let v = 2 * s[j] * s[j] in
+                     (x[j] - mu[j]) / v / v) js)) zeros_like(mu) X)";
+    expect![[r#"
+        def f(X: [n][d]real, mu: [d]real, s: [d]real): real =
+          let A =
+            let h = map (j. 1 / (2 * s[j] * s[j])) (iota len(mu)) in
+            foldl (acc, x. scatter_add(acc, iota len(mu), map2 (j, pe. (x[j] - mu[j]) * pe * pe) (iota len(mu)) h)) zeros_like(mu) X
+          in
+          reduce + 0 A
+    "#]].assert_eq(&common::after_pass(
+        src,
+        unfad_opt::hoist::hoist_invariants_and_reciprocals,
+    ));
+    check_hoisted(
+        src,
+        expect![[r#"
+            def f(X: [n][d]real, mu: [d]real, s: [d]real): real =
+              let A =
+                let h = map (j. 2 * s[j] * s[j]) (iota len(mu)) in
+                foldl (acc, x. scatter_add(acc, iota len(mu), map2 (j, pe. (x[j] - mu[j]) / pe / pe) (iota len(mu)) h)) zeros_like(mu) X
+              in
+              reduce + 0 A
+        "#]],
+    );
+}
