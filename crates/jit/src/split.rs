@@ -248,9 +248,9 @@ fn split_where(
     })
 }
 
-/// `rest` (the part after the cut) with the shifts among `before` (the statements before
-/// the cut) that it reads bound again at its start, and its free variables. A shift is a
-/// view of the array it shifts: taken again after the cut, it costs nothing, where crossing
+/// `rest` (the part after the cut) with the shifts and positions (`iota`) among `before`
+/// (the statements before the cut) that it reads bound again at its start, and its free
+/// variables. A shift is a view of the array it shifts: taken again after the cut, it costs nothing, where crossing
 /// it would store a copy of the array beside the array (which crosses anyway when the
 /// rest reads it, as a reverse pass reads a scan's states and their shift).
 fn with_views(
@@ -259,10 +259,15 @@ fn with_views(
     mut rest: ExprId,
 ) -> Option<(ExprId, HashSet<Var>)> {
     let is_view = |arena: &Arena, s: &Stmt| match arena[s.node] {
-        Node::Let(_, r, _) => matches!(
-            arena[r],
-            Node::Shift1L(x) | Node::Shift1R(x) if matches!(arena[x], Node::Var(_))
-        ),
+        Node::Let(_, r, _) => match arena[r] {
+            Node::Shift1L(x) | Node::Shift1R(x) => matches!(arena[x], Node::Var(_)),
+            // Positions are never in memory: crossing, they would be stored, and every
+            // loop over them after the cut would read its indices back and test each read
+            // they make (a Hessian-vector product's `let A = iota len(mu)`, read by the
+            // loops of both parts).
+            Node::Iota(_) => true,
+            _ => false,
+        },
         _ => false,
     };
     loop {

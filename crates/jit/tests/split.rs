@@ -124,6 +124,33 @@ fn a_shift_of_a_crossing_array_is_taken_again_after_the_cut() {
     }
 }
 
+/// Positions bound before the cut are bound again after it: never in memory, they do not
+/// cross (crossing, they would be stored, and the loops after the cut would read their
+/// indices back and test every read made at them).
+#[test]
+fn positions_bound_before_the_cut_are_bound_again_after_it() {
+    let src = "def f(A: [n]real, s: [n]real) =
+                 let P = iota len(A) in
+                 let t = reduce + 0 (map (j. A[j] * s[j]) P) in
+                 let u = reduce + 0 (map (j. A[j] * t + s[j]) P) in
+                 (t, map (j. A[j] * u + s[j]) P)";
+    let (mut prog, func) = load(src);
+    let compiled = compile_split_at(&mut prog.arena, &func, 2, false).unwrap();
+    assert_eq!(compiled.parts(), 2);
+    let ws = compiled.workspace_len(&[1000]);
+    assert!(ws < 500, "workspace {ws}: the positions crossed the cut");
+    for n in [0, 1, 5] {
+        let a: Vec<f64> = (0..n).map(|i| 0.5 - 0.25 * i as f64).collect();
+        let s: Vec<f64> = (0..n).map(|i| 1.0 + i as f64).collect();
+        check_compiled(
+            &prog.arena,
+            &func,
+            &compiled,
+            &serde_json::json!({ "A": a, "s": s }),
+        );
+    }
+}
+
 #[test]
 fn small_functions_are_compiled_whole() {
     let (mut prog, func) = gradient("def f(A: [n]real) = let s = sum(A) in s * s").unwrap();
