@@ -73,13 +73,74 @@ unsafe fn parts<'b>(k: u64, ptr: *mut f64, n: u64) -> Option<(Kernel, &'b mut [f
     Some((kernel, unsafe { std::slice::from_raw_parts_mut(ptr, n) }))
 }
 
-/// Kernel `k` on `ptr[..n]` in place, sixteen lanes at a time (AVX-512).
+/// Kernel `k` on `ptr[..n]` in place, sixteen lanes at a time (AVX-512), or eight (AVX2)
+/// where this host runs that kernel faster so ([`prefers_avx2`]).
 extern "C" fn unfad_batch_avx512(k: u64, ptr: *mut f64, n: u64) {
     // SAFETY: the native code passes a stack region of its own of at least `n` reals
     // (see the module's documentation).
     if let Some((kernel, xs)) = unsafe { parts(k, ptr, n) } {
-        avx512(kernel, xs);
+        if prefers_avx2(kernel) {
+            avx2(kernel, xs);
+        } else {
+            avx512(kernel, xs);
+        }
     }
+}
+
+/// Per kernel (by index in [`Kernel::ALL`]), whether [`prefers_avx2`] chose AVX2.
+static PREFER_AVX2: [std::sync::OnceLock<bool>; Kernel::ALL.len()] =
+    [const { std::sync::OnceLock::new() }; Kernel::ALL.len()];
+
+/// Whether, on this AVX-512 host, kernel `k` runs faster on eight lanes of AVX2 than on
+/// sixteen of AVX-512: measured once per process, the first time it is asked (the JIT
+/// asks when it emits a batch of `k`, so that no run pays for it). Which wins depends on
+/// the processor, not on the kernel alone: where AVX-512 is two 256-bit halves and a
+/// gather is slow (AMD Zen 4), the kernels that read tables (`exp`, `tanh`, `sigmoid`) ran
+/// 1.4-2.4x slower on sixteen lanes, whose code gathers, than on eight, whose code loads
+/// each lane's entry; the others ran faster. Both instances compute the scalar twin's
+/// operations lane by lane, so the choice changes no result, only the time.
+pub(crate) fn prefers_avx2(k: Kernel) -> bool {
+    let i = usize::try_from(index(k)).unwrap_or(0);
+    *PREFER_AVX2[i].get_or_init(|| measure_prefers_avx2(k))
+}
+
+/// The race behind [`prefers_avx2`]: both instances on one chunk of reals of many
+/// magnitudes, in turn, the fastest of several trials each (about 50 µs in all).
+fn measure_prefers_avx2(k: Kernel) -> bool {
+    if Width::host() != Some(Width::Avx512) {
+        return false;
+    }
+    let base: Vec<f64> = (0..crate::lower::BATCH_CHUNK)
+        .map(|i| {
+            let u = (i as f64 * 0.618_033_988_749_895).fract();
+            // Positive for the logarithms, spread over the range the others reduce.
+            if matches!(k, Kernel::Log | Kernel::Log1p) {
+                0.5 + 8.0 * u
+            } else {
+                -8.0 + 16.0 * u
+            }
+        })
+        .collect();
+    let mut buf = base.clone();
+    let mut time = |wide: bool| {
+        let start = std::time::Instant::now();
+        for _ in 0..8 {
+            buf.copy_from_slice(&base);
+            if wide {
+                avx512(k, &mut buf);
+            } else {
+                avx2(k, &mut buf);
+            }
+            std::hint::black_box(&mut buf);
+        }
+        start.elapsed()
+    };
+    let (mut narrow, mut wide) = (std::time::Duration::MAX, std::time::Duration::MAX);
+    for _ in 0..5 {
+        narrow = narrow.min(time(false));
+        wide = wide.min(time(true));
+    }
+    narrow < wide
 }
 
 #[cfg(target_arch = "x86_64")]

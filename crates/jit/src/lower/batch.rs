@@ -360,6 +360,10 @@ impl<'a> Translator<'a> {
                 let f = t.batch_function(batching.width)?;
                 let n = t.b.ins().imul_imm_s(len, copies as i64);
                 for (s, kernel) in calls {
+                    if batching.width == Width::Avx512 {
+                        // Measured now, once per process, rather than in a run.
+                        crate::batch::prefers_avx2(kernel);
+                    }
                     let at = t.prologue_value(PrologueValue::BatchSlot(batch.slots[s]));
                     let k = t.b.ins().iconst(I64, calls::index(kernel) as i64);
                     t.b.ins().call(f, &[k, at, n]);
