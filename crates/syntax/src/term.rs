@@ -1294,7 +1294,7 @@ mod tests {
         let s = a.fresh_var("s", None);
         let n = a.fresh_var("n", None);
         // `map (j. s[j]) (iota n)`, built twice with different bound variables.
-        let mut positions_read = |a: &mut Arena| {
+        let positions_read = |a: &mut Arena| {
             let j = a.fresh_var("j", None);
             let (sv, jv, nv) = (a.var(s), a.var(j), a.var(n));
             let read = a.add(Node::Index(sv, jv));
