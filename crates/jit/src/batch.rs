@@ -277,4 +277,26 @@ mod tests {
             }
         }
     }
+
+    /// The batch function of AVX-512 hosts computes the scalar twin's results whichever
+    /// instance its race chose for a kernel, and the choice is made once: asked again, it
+    /// answers the same. Elsewhere there is nothing to choose.
+    #[test]
+    fn the_chosen_instance_is_fixed_per_kernel_and_computes_the_scalar_twin() {
+        for k in Kernel::ALL {
+            let first = prefers_avx2(k);
+            assert_eq!(prefers_avx2(k), first, "{}", k.name());
+            if Width::host() != Some(Width::Avx512) {
+                assert!(!first, "{}: no AVX-512, nothing to prefer", k.name());
+                continue;
+            }
+            let xs: Vec<f64> = (0..300).map(|i| -9.0 + 0.061 * i as f64).collect();
+            let mut ys = xs.clone();
+            // `ys` holds `ys.len()` reals that nothing else touches during the call.
+            unfad_batch_avx512(index(k), ys.as_mut_ptr(), ys.len() as u64);
+            for (x, y) in xs.iter().zip(&ys) {
+                assert_eq!(y.to_bits(), k.eval(*x).to_bits(), "{}({x})", k.name());
+            }
+        }
+    }
 }
