@@ -18,7 +18,11 @@
 //! over points, is hoisted before it: `exp` runs K·D times instead of N·K·D. Over
 //! positions (`iota`) the loop keeps the positions beside the new array when its body
 //! still reads them (`map2 (j, pe. ..) (iota k) h`): an index stored in the new array's
-//! tuples would hide from the code generator that it is an `iota`'s element.
+//! tuples would hide from the code generator that it is an `iota`'s element. Positions a
+//! loop's body binds (`let v = iota len(mu)`, reverse mode's scatter positions in a fold
+//! over rows) stand for themselves when their length does not change in the loop, and a
+//! real `let` of work on positions alone is read as its term, so that what it is part of
+//! is precomputed whole. Ints are never precomputed.
 //!
 //! Nothing moves out of a conditional branch or a short-circuit operand (it would be
 //! computed when the program does not compute it), and nothing is precomputed for a loop
