@@ -50,11 +50,12 @@ use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::{Arena, BinOp, ExprId, Node, Partial, UnOp};
 
 use crate::batch::{self as calls, Width};
-use crate::error::{internal, JitError, JitResult, Retry};
+use crate::error::{internal, JitResult, Retry};
 use crate::value::{Arr, IntVal, Kind};
 
 use super::blocked::{Replay, Step};
 use super::folds::reads_scan;
+use super::kernels::{codegen_error, local_function};
 use super::prologue::PrologueValue;
 use super::Translator;
 
@@ -583,20 +584,10 @@ fn trampoline_name(width: Width) -> String {
 /// through its inner loops: a softmax's gradient ran 1.3 times slower than without
 /// batches. Declared and compiled at its first use in the module.
 fn trampoline(module: &mut dyn Module, width: Width) -> JitResult<FuncId> {
-    let name = trampoline_name(width);
-    if let Some(FuncOrDataId::Func(id)) = module.get_name(&name) {
-        return Ok(id);
-    }
     let sig = batch_signature(CallConv::PreserveAll);
-    let id = module
-        .declare_function(&name, Linkage::Local, &sig)
-        .map_err(codegen_error)?;
-    let mut ctx = module.make_context();
-    build_trampoline(module, width, id, &mut ctx)?;
-    module
-        .define_function(id, &mut ctx)
-        .map_err(codegen_error)?;
-    Ok(id)
+    local_function(module, &trampoline_name(width), &sig, &mut |m, id, ctx| {
+        build_trampoline(m, width, id, ctx)
+    })
 }
 
 /// The trampoline `id` of `width` (see [`trampoline`]), built into `ctx`.
@@ -641,10 +632,6 @@ pub(crate) fn trampolines_text(module: &mut dyn Module) -> JitResult<String> {
         }
     }
     Ok(text)
-}
-
-fn codegen_error(e: cranelift_module::ModuleError) -> JitError {
-    JitError::Codegen(e.to_string())
 }
 
 /// Whether computing an element of `a` runs a kernel (the functions of the maps it reads).

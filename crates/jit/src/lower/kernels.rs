@@ -253,15 +253,32 @@ fn kernel_function_name(k: Kernel) -> String {
 /// bit; a call costs a few nanoseconds more, the inline kernel a hundred instructions to
 /// compile per use.
 pub(crate) fn kernel_function(module: &mut dyn Module, k: Kernel) -> JitResult<FuncId> {
-    let name = kernel_function_name(k);
-    if let Some(FuncOrDataId::Func(id)) = module.get_name(&name) {
+    let sig = unary_signature(module);
+    local_function(module, &kernel_function_name(k), &sig, &mut |m, id, ctx| {
+        build_kernel_function(m, k, id, ctx)
+    })
+}
+
+/// The module's own function `name` of signature `sig`: declared, built by `build` and
+/// compiled at the first call, found by its name at every later one.
+pub(super) fn local_function(
+    module: &mut dyn Module,
+    name: &str,
+    sig: &Signature,
+    build: &mut dyn FnMut(
+        &mut dyn Module,
+        FuncId,
+        &mut cranelift_codegen::Context,
+    ) -> JitResult<()>,
+) -> JitResult<FuncId> {
+    if let Some(FuncOrDataId::Func(id)) = module.get_name(name) {
         return Ok(id);
     }
     let id = module
-        .declare_function(&name, Linkage::Local, &unary_signature(module))
+        .declare_function(name, Linkage::Local, sig)
         .map_err(codegen_error)?;
     let mut ctx = module.make_context();
-    build_kernel_function(module, k, id, &mut ctx)?;
+    build(module, id, &mut ctx)?;
     module
         .define_function(id, &mut ctx)
         .map_err(codegen_error)?;
@@ -287,7 +304,7 @@ pub(crate) fn kernel_functions_text(module: &mut dyn Module) -> JitResult<String
     Ok(text)
 }
 
-fn codegen_error(e: cranelift_module::ModuleError) -> JitError {
+pub(super) fn codegen_error(e: cranelift_module::ModuleError) -> JitError {
     JitError::Codegen(e.to_string())
 }
 
