@@ -564,26 +564,28 @@ impl Hoister<'_> {
     /// an array or a tuple stays bound where it is: it may be read in ways a precomputed
     /// array's element is not, shifted or indexed).
     fn precomputable_term(&mut self, e: ExprId, d: Deps) -> bool {
-        let reads_elements = self
-            .frames
-            .last()
-            .is_some_and(|f| self.arena.mentions_any(e, &f.elements));
+        self.qualifies(e, d) && self.type_of(e) == Some(Type::Real)
+    }
+
+    /// Whether `e` (deps `d`) does work and reads the innermost loop's elements and nothing
+    /// else that changes ([`Hoister::precomputable`]): what [`Hoister::precompute`] takes,
+    /// but for its type.
+    fn qualifies(&self, e: ExprId, d: Deps) -> bool {
         does_work(self.arena, e)
             && self.precomputable(d)
-            && reads_elements
-            && self.type_of(e) == Some(Type::Real)
+            && self
+                .frames
+                .last()
+                .is_some_and(|f| self.arena.mentions_any(e, &f.elements))
     }
 
     /// Precompute `e` for the innermost loop's elements, if it qualifies: the variable
     /// that stands for its value in the body.
     fn precompute(&mut self, e: ExprId, d: Deps) -> Option<ExprId> {
-        if !does_work(self.arena, e) || !self.precomputable(d) {
+        if !self.qualifies(e, d) {
             return None;
         }
         let frame = self.frames.last()?;
-        if !self.arena.mentions_any(e, &frame.elements) {
-            return None;
-        }
         // A term already precomputed for this loop, up to the names of its bound
         // variables (the value's loop and the adjoint's, joined, each reading `exp(q)`
         // through a map of its own), is read from the same component.
