@@ -21,8 +21,8 @@
 //! against each other, so the two are indexed alike), and one of its components must do
 //! work (a zip is not rewritten into a read of a stored array).
 
-use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
-use unfad_syntax::{alpha_eq, with_stack, Arena, ExprId, Func, Node, Type, Var};
+use unfad_syntax::fast_hash::FastMap as HashMap;
+use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
 use crate::siblings::{elementwise, every_chain, is_zip_function, rechain, unchain, Stmt};
 
@@ -225,16 +225,8 @@ fn works(arena: &Arena, e: ExprId) -> bool {
     }
 }
 
-/// Alpha-equivalence of two terms of one scope (their free variables the same).
+/// Alpha-equivalence of two terms of one scope (their free variables the same): the
+/// siblings pass's test ([`crate::siblings::same_term`]).
 pub(crate) fn same(arena: &Arena, a: ExprId, b: ExprId) -> bool {
-    let mut free: HashMap<Var, Var> = HashMap::default();
-    let vars: HashSet<Var> = arena
-        .free_vars(a)
-        .into_iter()
-        .chain(arena.free_vars(b))
-        .collect();
-    for v in vars {
-        free.insert(v, v);
-    }
-    alpha_eq(arena, a, arena, b, &free)
+    crate::siblings::same_term(arena, a, b)
 }
