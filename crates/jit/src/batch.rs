@@ -1,6 +1,8 @@
 //! The functions native code calls to apply a math kernel to a buffer of reals in place
-//! (`lower/batch.rs` makes the calls): the kernels on four, eight or sixteen lanes at a
-//! time ([`unfad_kernels::apply_lanes`]), where the code Cranelift emits has two. With
+//! (`lower/batch.rs` makes the calls): the kernels on four or eight lanes at a time, in
+//! AVX2 or AVX-512 registers ([`unfad_kernels::apply_avx2`], [`unfad_kernels::apply_avx512`];
+//! [`unfad_kernels::apply_lanes`] on four where the host has neither), where the code
+//! Cranelift emits has two. With
 //! `compiled.rs` this is the crate's unsafe boundary: `compiled.rs` is where Rust calls
 //! native code, this module where native code calls Rust with a pointer.
 //!
@@ -16,10 +18,9 @@ use unfad_kernels::{apply_lanes, host_has_fma, Kernel};
 /// The instance the native code's batches run on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Width {
-    /// Sixteen lanes: two AVX-512 registers per operation.
+    /// Eight lanes: one AVX-512 register per value.
     Avx512,
-    /// Eight lanes: two AVX2 registers per operation (two independent chains of
-    /// operations hide each one's latency; four lanes alone ran about 1.3 times slower).
+    /// Four lanes: one AVX2 register per value.
     Avx2,
     /// Four lanes compiled for the baseline (SSE2, `mul_add` fused as the host decides):
     /// for tests on hosts without AVX2, which check the batching machinery itself.
@@ -40,8 +41,8 @@ impl Width {
     /// The reals the instance computes at once.
     pub(crate) fn lanes(self) -> usize {
         match self {
-            Width::Avx512 => 16,
-            Width::Avx2 => 8,
+            Width::Avx512 => 8,
+            Width::Avx2 => 4,
             Width::Portable => 4,
         }
     }
@@ -73,7 +74,7 @@ unsafe fn parts<'b>(k: u64, ptr: *mut f64, n: u64) -> Option<(Kernel, &'b mut [f
     Some((kernel, unsafe { std::slice::from_raw_parts_mut(ptr, n) }))
 }
 
-/// Kernel `k` on `ptr[..n]` in place, sixteen lanes at a time (AVX-512), or eight (AVX2)
+/// Kernel `k` on `ptr[..n]` in place, eight lanes at a time (AVX-512), or four (AVX2)
 /// where this host runs that kernel faster so ([`prefers_avx2`]).
 extern "C" fn unfad_batch_avx512(k: u64, ptr: *mut f64, n: u64) {
     // SAFETY: the native code passes a stack region of its own of at least `n` reals
@@ -91,13 +92,13 @@ extern "C" fn unfad_batch_avx512(k: u64, ptr: *mut f64, n: u64) {
 static PREFER_AVX2: [std::sync::OnceLock<bool>; Kernel::ALL.len()] =
     [const { std::sync::OnceLock::new() }; Kernel::ALL.len()];
 
-/// Whether, on this AVX-512 host, kernel `k` runs faster on eight lanes of AVX2 than on
-/// sixteen of AVX-512: measured once per process, the first time it is asked (the JIT
+/// Whether, on this AVX-512 host, kernel `k` runs faster on four lanes of AVX2 than on
+/// eight of AVX-512: measured once per process, the first time it is asked (the JIT
 /// asks when it emits a batch of `k`, so that no run pays for it). Which wins depends on
 /// the processor, not on the kernel alone: where AVX-512 is two 256-bit halves and a
 /// gather is slow (AMD Zen 4), the kernels that read tables (`exp`, `tanh`, `sigmoid`) ran
-/// 1.4-2.4x slower on sixteen lanes, whose code gathers, than on eight, whose code loads
-/// each lane's entry; the others ran faster. Both instances compute the scalar twin's
+/// 1.4-2.4x slower on AVX-512, whose code gathers, than on AVX2, whose code loads each
+/// lane's entry; the others ran faster (on an Intel Xeon, AVX-512 won every kernel). Both instances compute the scalar twin's
 /// operations lane by lane, so the choice changes no result, only the time.
 pub(crate) fn prefers_avx2(k: Kernel) -> bool {
     let i = usize::try_from(index(k)).unwrap_or(0);

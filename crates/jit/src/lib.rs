@@ -208,8 +208,8 @@
 //! Cranelift's vectors have two lanes. Where the host has AVX2 and FMA (or AVX-512), a
 //! loop whose light elements run math kernels runs in chunks: the elements' code once to
 //! write every kernel's argument to the stack, a call per kernel that applies it to the
-//! chunk on eight (sixteen) lanes, compiled by rustc from the same kernel definitions
-//! (`unfad_kernels::Lanes`), and the elements' code again reading the values back. Each
+//! chunk on four (eight) lanes, compiled by rustc from the same kernel definitions on the
+//! AVX2 (AVX-512) registers, and the elements' code again reading the values back. Each
 //! lane performs the scalar twin's operations, so the results are unchanged, bit for bit.
 //! [`BatchMode`] chooses (the host's by default; off; forced for tests), and
 //! `lower/batch.rs` says which loops batch and which kernels stay inline.
@@ -304,8 +304,8 @@ pub fn set_batch_mode(mode: BatchMode) {
 /// The elements of a chunk of a batched loop (see [`BatchMode`]).
 pub const BATCH_CHUNK: usize = lower::BATCH_CHUNK;
 
-/// How many reals the host's batches compute at once (see [`BatchMode`]): 16 with AVX-512,
-/// 8 with AVX2 (two registers per value), or `None` where the host has no instance wider
+/// How many reals the host's batches compute at once (see [`BatchMode`]): 8 with AVX-512,
+/// 4 with AVX2 (a register per value), or `None` where the host has no instance wider
 /// than the JIT's own two lanes and `Host` batches nothing.
 pub fn host_batch_lanes() -> Option<usize> {
     batch::Width::host().map(batch::Width::lanes)

@@ -7,11 +7,11 @@
 //! computes what [`Kernel::eval_with`] computes, bit for bit (the same IEEE operations,
 //! rounded once each; `mul_add` fused exactly when `FUSED`). Rust never reassociates or
 //! contracts floating-point operations, so the compiler may only choose how to lay the
-//! lanes out in registers. Compiled for a host with wide vectors
-//! ([`apply_avx2`], [`apply_avx512`]: the kernels are inlined into those functions, whose
-//! target features then apply to all of their code), the lanes become one vector
-//! instruction per operation, four or eight reals at a time, where the JIT's Cranelift
-//! code has two.
+//! lanes out in registers. It runs where no x86-64 vector instance does (the JIT's
+//! portable batches, and the tests on any host); on AVX2 and AVX-512, native code's batches
+//! run the instances on the vector registers themselves (`x86.rs`, [`crate::apply_avx2`],
+//! [`crate::apply_avx512`]): compiled for 8 and 16 lanes, rustc kept these arrays in
+//! memory and ran the kernels at a third to half their speed.
 
 use crate::arith::{Arith, Cmp};
 use crate::table::Table;
@@ -21,6 +21,17 @@ use crate::Kernel;
 /// `mul_add` is fused when `FUSED`.
 #[derive(Copy, Clone, Debug, Default)]
 pub struct Lanes<const L: usize, const FUSED: bool>;
+
+/// `f` on each lane of `a` (a loop rustc inlines: `[T; L]::map` it left out of line, a
+/// call per operation whose lanes went through the stack).
+#[inline(always)]
+fn each<T: Copy, U: Copy + Default, const L: usize>(a: [T; L], f: impl Fn(T) -> U) -> [U; L] {
+    let mut r = [U::default(); L];
+    for k in 0..L {
+        r[k] = f(a[k]);
+    }
+    r
+}
 
 /// `f` on each lane of `a` and `b`.
 #[inline(always)]
@@ -83,11 +94,11 @@ impl<const L: usize, const FUSED: bool> Arith for Lanes<L, FUSED> {
     }
     #[inline(always)]
     fn neg(&mut self, a: [f64; L]) -> [f64; L] {
-        a.map(|x| -x)
+        each(a, |x| -x)
     }
     #[inline(always)]
     fn abs(&mut self, a: [f64; L]) -> [f64; L] {
-        a.map(f64::abs)
+        each(a, f64::abs)
     }
     #[inline(always)]
     fn cmp(&mut self, op: Cmp, a: [f64; L], b: [f64; L]) -> [bool; L] {
@@ -110,11 +121,11 @@ impl<const L: usize, const FUSED: bool> Arith for Lanes<L, FUSED> {
     }
     #[inline(always)]
     fn to_bits(&mut self, a: [f64; L]) -> [i64; L] {
-        a.map(|x| x.to_bits() as i64)
+        each(a, |x| x.to_bits() as i64)
     }
     #[inline(always)]
     fn bits_to_real(&mut self, i: [i64; L]) -> [f64; L] {
-        i.map(|x| f64::from_bits(x as u64))
+        each(i, |x| f64::from_bits(x as u64))
     }
     #[inline(always)]
     fn iadd(&mut self, a: [i64; L], b: [i64; L]) -> [i64; L] {
@@ -134,15 +145,15 @@ impl<const L: usize, const FUSED: bool> Arith for Lanes<L, FUSED> {
     }
     #[inline(always)]
     fn shl(&mut self, a: [i64; L], n: u32) -> [i64; L] {
-        a.map(|x| x.wrapping_shl(n))
+        each(a, |x| x.wrapping_shl(n))
     }
     #[inline(always)]
     fn sshr(&mut self, a: [i64; L], n: u32) -> [i64; L] {
-        a.map(|x| x.wrapping_shr(n))
+        each(a, |x| x.wrapping_shr(n))
     }
     #[inline(always)]
     fn ushr(&mut self, a: [i64; L], n: u32) -> [i64; L] {
-        a.map(|x| ((x as u64) >> n) as i64)
+        each(a, |x| ((x as u64) >> n) as i64)
     }
     #[inline(always)]
     fn ieq(&mut self, a: [i64; L], b: [i64; L]) -> [bool; L] {
@@ -150,7 +161,7 @@ impl<const L: usize, const FUSED: bool> Arith for Lanes<L, FUSED> {
     }
     #[inline(always)]
     fn lookup(&mut self, t: Table, i: [i64; L], column: usize) -> [f64; L] {
-        i.map(|x| t.get(x, column))
+        each(i, |x| t.get(x, column))
     }
 }
 
@@ -228,33 +239,6 @@ pub fn apply_lanes<const L: usize, const FUSED: bool>(k: Kernel, xs: &mut [f64])
         Kernel::Sin => groups::<L, FUSED>(Kernel::Sin, xs),
         Kernel::Cos => groups::<L, FUSED>(Kernel::Cos, xs),
     }
-}
-
-/// [`apply_lanes`] on eight lanes with `mul_add` fused, compiled for AVX2 and FMA: one
-/// 256-bit instruction per operation, two registers per value (two independent chains
-/// hide each operation's latency: four lanes alone ran about 1.3 times slower).
-///
-/// # Safety
-///
-/// The host has AVX2 and FMA ([`host_lanes`] is 4 or more): on another the instructions
-/// do not exist.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-pub fn apply_avx2(k: Kernel, xs: &mut [f64]) {
-    apply_lanes::<8, true>(k, xs)
-}
-
-/// [`apply_lanes`] on sixteen lanes with `mul_add` fused, compiled for AVX-512 (F and DQ)
-/// and FMA: one 512-bit instruction per operation, two registers per value.
-///
-/// # Safety
-///
-/// The host has AVX-512 F and DQ and FMA ([`host_lanes`] is 8): on another the
-/// instructions do not exist.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,fma")]
-pub fn apply_avx512(k: Kernel, xs: &mut [f64]) {
-    apply_lanes::<16, true>(k, xs)
 }
 
 /// How many lanes the host's widest instance computes on: 8 with AVX-512 (F and DQ) and

@@ -3,7 +3,7 @@
 //! elements' code with every kernel's argument written to a scratch region of the stack
 //! instead of the kernel (its value a placeholder, its stores left out); one call per
 //! kernel site then applies the kernel to the whole chunk's arguments in place, on four
-//! to sixteen lanes at a time (`crate::batch`, where Cranelift's code has two); the
+//! or eight lanes at a time (`crate::batch`, where Cranelift's code has two); the
 //! second pass (*read*) runs the elements' code again, each kernel's value read from the
 //! scratch region. Cranelift removes what the first pass computes that no argument needs.
 //!
