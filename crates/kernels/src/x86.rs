@@ -19,7 +19,7 @@ use core::arch::x86_64::*;
 
 use crate::arith::{Arith, Cmp};
 use crate::table::{Table, TABLES};
-use crate::Kernel;
+use crate::{Kernel, Scalar};
 
 /// [`Arith`] on AVX2 and FMA registers, four reals each.
 #[derive(Copy, Clone, Debug, Default)]
@@ -405,6 +405,35 @@ fn apply<A: Registers + Default>(k: Kernel, xs: &mut [f64]) {
     }
 }
 
+/// The scalar twin with `mul_add` fused, [`Kernel::emit`] on [`Scalar`]`::<true>`
+/// compiled for FMA (the fallback of `sin` and `cos` is the caller's), if the host has
+/// FMA: the same operations, each `mul_add` an instruction rather than a call of libm's
+/// `fma`.
+#[inline]
+pub(crate) fn fused_twin(k: Kernel, x: f64) -> Option<f64> {
+    static HAS_FMA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*HAS_FMA.get_or_init(|| is_x86_feature_detected!("fma")) {
+        return None;
+    }
+    // SAFETY: the host has FMA, checked above.
+    Some(unsafe { twin_fma(k, x) })
+}
+
+/// [`fused_twin`]'s code, compiled for FMA.
+#[target_feature(enable = "fma")]
+fn twin_fma(k: Kernel, x: f64) -> f64 {
+    match k {
+        Kernel::Exp => Kernel::Exp.emit(&mut Scalar::<true>, x),
+        Kernel::Log => Kernel::Log.emit(&mut Scalar::<true>, x),
+        Kernel::Tanh => Kernel::Tanh.emit(&mut Scalar::<true>, x),
+        Kernel::Sigmoid => Kernel::Sigmoid.emit(&mut Scalar::<true>, x),
+        Kernel::Log1p => Kernel::Log1p.emit(&mut Scalar::<true>, x),
+        Kernel::Expm1 => Kernel::Expm1.emit(&mut Scalar::<true>, x),
+        Kernel::Sin => Kernel::Sin.emit(&mut Scalar::<true>, x),
+        Kernel::Cos => Kernel::Cos.emit(&mut Scalar::<true>, x),
+    }
+}
+
 /// Kernel `k` on every real of `xs` in place, four at a time in AVX2 registers: each
 /// result is [`Kernel::eval_with`]`(true, x)`, bit for bit.
 ///
@@ -499,6 +528,20 @@ mod tests {
                         k.name()
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_twin_compiled_for_fma_computes_what_the_twin_computes_with_libm_fma() {
+        for k in Kernel::ALL {
+            for x in points() {
+                let Some(y) = fused_twin(k, x) else {
+                    eprintln!("skipped: the host has no FMA");
+                    return;
+                };
+                let want = k.emit(&mut Scalar::<true>, x);
+                assert_eq!(y.to_bits(), want.to_bits(), "{}({x:e})", k.name());
             }
         }
     }
