@@ -336,7 +336,7 @@ impl Registers for Avx512 {
 
 /// Kernel `k` on `xs` in place, a register at a time; the last `len mod LANES` padded
 /// with zeros to a whole register (a lane computes alone: the padding changes no other
-/// lane). Inlined with `k` a constant (see [`apply`]), so that each kernel has a loop of
+/// lane). Inlined with `k` a constant (see `instance!`), so that each kernel has a loop of
 /// its own, compiled with the caller's target features.
 #[inline(always)]
 fn groups<A: Registers + Default>(k: Kernel, xs: &mut [f64]) {
@@ -388,21 +388,60 @@ fn fallback(k: Kernel, v: &[f64], r: &mut [f64]) {
     }
 }
 
-/// Kernel `k` applied in place to every real of `xs` on the instance `A`: each result is
-/// [`Kernel::eval_with`]`(true, x)`, bit for bit.
-#[inline(always)]
-fn apply<A: Registers + Default>(k: Kernel, xs: &mut [f64]) {
-    // The kernel a constant in each arm: one loop per kernel, the choice made once.
-    match k {
-        Kernel::Exp => groups::<A>(Kernel::Exp, xs),
-        Kernel::Log => groups::<A>(Kernel::Log, xs),
-        Kernel::Tanh => groups::<A>(Kernel::Tanh, xs),
-        Kernel::Sigmoid => groups::<A>(Kernel::Sigmoid, xs),
-        Kernel::Log1p => groups::<A>(Kernel::Log1p, xs),
-        Kernel::Expm1 => groups::<A>(Kernel::Expm1, xs),
-        Kernel::Sin => groups::<A>(Kernel::Sin, xs),
-        Kernel::Cos => groups::<A>(Kernel::Cos, xs),
-    }
+/// A function `$apply(k, xs)` running kernel `k` over `xs` on the instance `$instance`,
+/// compiled for `$features`: one function of its own per kernel, the kernel a constant in
+/// each, the choice made once per call. Apart, because in a debug build (no stack slots
+/// shared) the eight kernels' temporaries in one frame overflowed a test thread's 2 MiB
+/// stack.
+macro_rules! instance {
+    ($(#[$doc:meta])* $apply:ident, $instance:ty, $features:literal) => {
+        $(#[$doc])*
+        #[target_feature(enable = $features)]
+        pub fn $apply(k: Kernel, xs: &mut [f64]) {
+            #[target_feature(enable = $features)]
+            fn exp(xs: &mut [f64]) {
+                groups::<$instance>(Kernel::Exp, xs)
+            }
+            #[target_feature(enable = $features)]
+            fn log(xs: &mut [f64]) {
+                groups::<$instance>(Kernel::Log, xs)
+            }
+            #[target_feature(enable = $features)]
+            fn tanh(xs: &mut [f64]) {
+                groups::<$instance>(Kernel::Tanh, xs)
+            }
+            #[target_feature(enable = $features)]
+            fn sigmoid(xs: &mut [f64]) {
+                groups::<$instance>(Kernel::Sigmoid, xs)
+            }
+            #[target_feature(enable = $features)]
+            fn log1p(xs: &mut [f64]) {
+                groups::<$instance>(Kernel::Log1p, xs)
+            }
+            #[target_feature(enable = $features)]
+            fn expm1(xs: &mut [f64]) {
+                groups::<$instance>(Kernel::Expm1, xs)
+            }
+            #[target_feature(enable = $features)]
+            fn sin(xs: &mut [f64]) {
+                groups::<$instance>(Kernel::Sin, xs)
+            }
+            #[target_feature(enable = $features)]
+            fn cos(xs: &mut [f64]) {
+                groups::<$instance>(Kernel::Cos, xs)
+            }
+            match k {
+                Kernel::Exp => exp(xs),
+                Kernel::Log => log(xs),
+                Kernel::Tanh => tanh(xs),
+                Kernel::Sigmoid => sigmoid(xs),
+                Kernel::Log1p => log1p(xs),
+                Kernel::Expm1 => expm1(xs),
+                Kernel::Sin => sin(xs),
+                Kernel::Cos => cos(xs),
+            }
+        }
+    };
 }
 
 /// The scalar twin with `mul_add` fused, [`Kernel::emit`] on [`Scalar`]`::<true>`
@@ -434,29 +473,31 @@ fn twin_fma(k: Kernel, x: f64) -> f64 {
     }
 }
 
-/// Kernel `k` on every real of `xs` in place, four at a time in AVX2 registers: each
-/// result is [`Kernel::eval_with`]`(true, x)`, bit for bit.
-///
-/// # Safety
-///
-/// The host has AVX2 and FMA ([`crate::host_lanes`] is 4 or more): on another the
-/// instructions do not exist.
-#[target_feature(enable = "avx2,fma")]
-pub fn apply_avx2(k: Kernel, xs: &mut [f64]) {
-    apply::<Avx2>(k, xs)
-}
+instance!(
+    /// Kernel `k` on every real of `xs` in place, four at a time in AVX2 registers: each
+    /// result is [`Kernel::eval_with`]`(true, x)`, bit for bit.
+    ///
+    /// # Safety
+    ///
+    /// The host has AVX2 and FMA ([`crate::host_lanes`] is 4 or more): on another the
+    /// instructions do not exist.
+    apply_avx2,
+    Avx2,
+    "avx2,fma"
+);
 
-/// Kernel `k` on every real of `xs` in place, eight at a time in AVX-512 registers: each
-/// result is [`Kernel::eval_with`]`(true, x)`, bit for bit.
-///
-/// # Safety
-///
-/// The host has AVX-512 F and DQ and FMA ([`crate::host_lanes`] is 8): on another the
-/// instructions do not exist.
-#[target_feature(enable = "avx512f,avx512dq,fma")]
-pub fn apply_avx512(k: Kernel, xs: &mut [f64]) {
-    apply::<Avx512>(k, xs)
-}
+instance!(
+    /// Kernel `k` on every real of `xs` in place, eight at a time in AVX-512 registers:
+    /// each result is [`Kernel::eval_with`]`(true, x)`, bit for bit.
+    ///
+    /// # Safety
+    ///
+    /// The host has AVX-512 F and DQ and FMA ([`crate::host_lanes`] is 8): on another the
+    /// instructions do not exist.
+    apply_avx512,
+    Avx512,
+    "avx512f,avx512dq,fma"
+);
 
 #[cfg(test)]
 mod tests {
