@@ -262,7 +262,7 @@ pub fn batches_section(
          by rustc for AVX2 or AVX-512, every lane the scalar twin's operations: the results \
          are the same bit for bit, checked here on every program), and a second pass reads \
          the values back (`unfad_jit`'s `lower/batch.rs`). Where the host has no vectors \
-         wider than two lanes, or a loop runs inside another for fewer than 32 elements, the \
+         wider than two lanes, or a loop runs inside another for fewer than 16 elements, the \
          kernels stay inline on two lanes (an inner loop whose count is known at run time \
          only, a row's length, is emitted both ways, and the count chooses). {}. Batches off (`BatchMode::Off`) \
          against on (the default), compiled and timed in turn in one process; the speedup is \

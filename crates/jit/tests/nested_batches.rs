@@ -13,7 +13,7 @@ use unfad_jit::{host_batch_lanes, set_batch_mode, BatchMode};
 use unfad_test_support::load;
 
 /// Row lengths below the threshold, at it, above it, and past a chunk of 256 elements.
-const ROWS: [usize; 8] = [1, 5, 31, 32, 33, 100, 257, 300];
+const ROWS: [usize; 9] = [1, 5, 15, 16, 17, 33, 100, 257, 300];
 
 /// The batch function's trampoline signature, which only batched loops call.
 const BATCH_SIGNATURE: &str = "(i64, i64, i64) preserve_all";
