@@ -172,3 +172,28 @@ impl Kernel {
         }
     }
 }
+
+/// What the tests of the wide instances share.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// `count` reals from the xorshift sequence started at `seed`: uniform mantissas, both
+    /// signs, exponents over the `binades` binades centred on 1.
+    pub fn random_reals(seed: u64, count: usize, binades: u64) -> Vec<f64> {
+        let mut s = seed;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        (0..count)
+            .map(|_| {
+                let r = next();
+                let mag = (r >> 11) as f64 / (1u64 << 53) as f64;
+                let e = (next() % binades) as i32 - (binades / 2) as i32;
+                let sign = if r & 1 == 0 { 1.0 } else { -1.0 };
+                sign * mag * 2f64.powi(e)
+            })
+            .collect()
+    }
+}

@@ -216,7 +216,7 @@ fn with_fallback<const L: usize, const FUSED: bool>(
 /// lane of every group (it may, the function being pure), three times the kernel's time.
 #[cold]
 #[inline(never)]
-fn fallback(k: Kernel, v: &[f64], r: &mut [f64]) {
+pub(crate) fn fallback(k: Kernel, v: &[f64], r: &mut [f64]) {
     for (r, &x) in r.iter_mut().zip(v) {
         if k.needs_fallback(x) {
             *r = k.std(x);
@@ -272,22 +272,7 @@ mod tests {
 
     /// Random reals over many binades, both signs, and the special values.
     fn points() -> Vec<f64> {
-        let mut s = 0x9e3779b97f4a7c15u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
-        let mut v: Vec<f64> = (0..3000)
-            .map(|_| {
-                let r = next();
-                let mag = (r >> 11) as f64 / (1u64 << 53) as f64;
-                let e = (next() % 40) as i32 - 20;
-                let sign = if r & 1 == 0 { 1.0 } else { -1.0 };
-                sign * mag * 2f64.powi(e)
-            })
-            .collect();
+        let mut v = crate::testing::random_reals(0x9e3779b97f4a7c15, 3000, 40);
         v.extend([
             0.0,
             -0.0,

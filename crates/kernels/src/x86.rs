@@ -19,6 +19,7 @@ use core::arch::x86_64::*;
 
 use crate::arith::{Arith, Cmp};
 use crate::table::{Table, TABLES};
+use crate::wide::fallback;
 use crate::{Kernel, Scalar};
 
 /// [`Arith`] on AVX2 and FMA registers, four reals each.
@@ -376,18 +377,6 @@ fn with_fallback<A: Registers>(k: Kernel, a: &mut A, v: &[f64]) -> A::Real {
     A::load(&out)
 }
 
-/// The standard library's value in the lanes of `r` whose argument in `v` needs it. Out of
-/// line and cold, as in [`crate::wide`].
-#[cold]
-#[inline(never)]
-fn fallback(k: Kernel, v: &[f64], r: &mut [f64]) {
-    for (r, &x) in r.iter_mut().zip(v) {
-        if k.needs_fallback(x) {
-            *r = k.std(x);
-        }
-    }
-}
-
 /// A function `$apply(k, xs)` running kernel `k` over `xs` on the instance `$instance`,
 /// compiled for `$features`: one function of its own per kernel, the kernel a constant in
 /// each, the choice made once per call. Apart, because in a debug build (no stack slots
@@ -450,8 +439,7 @@ macro_rules! instance {
 /// `fma`.
 #[inline]
 pub(crate) fn fused_twin(k: Kernel, x: f64) -> Option<f64> {
-    static HAS_FMA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if !*HAS_FMA.get_or_init(|| is_x86_feature_detected!("fma")) {
+    if !crate::host_has_fma() {
         return None;
     }
     // SAFETY: the host has FMA, checked above.
@@ -461,16 +449,7 @@ pub(crate) fn fused_twin(k: Kernel, x: f64) -> Option<f64> {
 /// [`fused_twin`]'s code, compiled for FMA.
 #[target_feature(enable = "fma")]
 fn twin_fma(k: Kernel, x: f64) -> f64 {
-    match k {
-        Kernel::Exp => Kernel::Exp.emit(&mut Scalar::<true>, x),
-        Kernel::Log => Kernel::Log.emit(&mut Scalar::<true>, x),
-        Kernel::Tanh => Kernel::Tanh.emit(&mut Scalar::<true>, x),
-        Kernel::Sigmoid => Kernel::Sigmoid.emit(&mut Scalar::<true>, x),
-        Kernel::Log1p => Kernel::Log1p.emit(&mut Scalar::<true>, x),
-        Kernel::Expm1 => Kernel::Expm1.emit(&mut Scalar::<true>, x),
-        Kernel::Sin => Kernel::Sin.emit(&mut Scalar::<true>, x),
-        Kernel::Cos => Kernel::Cos.emit(&mut Scalar::<true>, x),
-    }
+    k.emit(&mut Scalar::<true>, x)
 }
 
 instance!(
@@ -506,22 +485,7 @@ mod tests {
     /// Reals over many binades, both signs, every kernel's special values, and the
     /// arguments of `sin` and `cos` beyond their reduction (the fallback lanes).
     fn points() -> Vec<f64> {
-        let mut s = 0x2545f4914f6cdd1du64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
-        let mut v: Vec<f64> = (0..20000)
-            .map(|_| {
-                let r = next();
-                let mag = (r >> 11) as f64 / (1u64 << 53) as f64;
-                let e = (next() % 60) as i32 - 30;
-                let sign = if r & 1 == 0 { 1.0 } else { -1.0 };
-                sign * mag * 2f64.powi(e)
-            })
-            .collect();
+        let mut v = crate::testing::random_reals(0x2545f4914f6cdd1d, 20000, 60);
         v.extend([
             0.0,
             -0.0,

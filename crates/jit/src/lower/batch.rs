@@ -317,17 +317,24 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// `run(self, batched)` for a loop of `count` elements, `count` known at run time only
-    /// ([`Batches::ByCount`]): batched where `count` is at least [`NESTED_ELEMENTS`],
-    /// inline elsewhere. Both loops are emitted, each from the bindings of `replay`, and
-    /// what follows starts from them again (neither loop's values reach it but the state
-    /// `run` returns, which both loops make of the same types).
+    /// `run(self, batched)` for a loop of `count` elements as `batches` says
+    /// ([`Translator::batches`]). For [`Batches::ByCount`] (`count` known at run time
+    /// only): batched where `count` is at least [`NESTED_ELEMENTS`], inline elsewhere;
+    /// both loops are emitted, each from the bindings of `replay`, and what follows starts
+    /// from them again (neither loop's values reach it but the state `run` returns, which
+    /// both loops make of the same types).
     pub(super) fn by_count(
         &mut self,
+        batches: Batches,
         count: IntVal,
         replay: &Replay,
         run: &mut dyn FnMut(&mut Self, bool) -> JitResult<Vec<Value>>,
     ) -> JitResult<Vec<Value>> {
+        match batches {
+            Batches::No => return run(self, false),
+            Batches::Yes => return run(self, true),
+            Batches::ByCount => {}
+        }
         let n = self.int_value(count);
         let long = self
             .b

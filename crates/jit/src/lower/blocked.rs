@@ -39,7 +39,6 @@ use unfad_syntax::{BinOp, ExprId, Node, UnOp, Var};
 use crate::error::{internal, JitResult};
 use crate::value::{Arr, IntVal, Kind, Layout, Pad, Val};
 
-use super::batch::Batches;
 use super::lanes;
 use super::variables::Entry;
 use super::Translator;
@@ -211,17 +210,13 @@ impl<'a> Translator<'a> {
             running.extend(others);
             Ok(running)
         };
-        let out = match batched {
-            Batches::Yes => self.chunked(iterations, copies, state, &replay, &mut block)?,
-            Batches::No => self.loop_(iterations, false, state, &mut block)?,
-            Batches::ByCount => self.by_count(count, &replay, &mut |t, batched| {
-                if batched {
-                    t.chunked(iterations, copies, state.clone(), &replay, &mut block)
-                } else {
-                    t.loop_(iterations, false, state.clone(), &mut block)
-                }
-            })?,
-        };
+        let out = self.by_count(batched, count, &replay, &mut |t, batched| {
+            if batched {
+                t.chunked(iterations, copies, state.clone(), &replay, &mut block)
+            } else {
+                t.loop_(iterations, false, state.clone(), &mut block)
+            }
+        })?;
         let mut state = out[..width].to_vec();
         if blocks != IntVal::Const(0) {
             for (l, lane) in lanes.iter().enumerate() {
@@ -401,17 +396,13 @@ impl<'a> Translator<'a> {
             t.count_at(second);
             t.copy_step(1, second, &mid, step)
         };
-        let out = match batched {
-            Batches::Yes => self.chunked(pairs, 2, init, &replay, &mut pair)?,
-            Batches::No => self.loop_(pairs, false, init, &mut pair)?,
-            Batches::ByCount => self.by_count(count, &replay, &mut |t, batched| {
-                if batched {
-                    t.chunked(pairs, 2, init.clone(), &replay, &mut pair)
-                } else {
-                    t.loop_(pairs, false, init.clone(), &mut pair)
-                }
-            })?,
-        };
+        let out = self.by_count(batched, count, &replay, &mut |t, batched| {
+            if batched {
+                t.chunked(pairs, 2, init.clone(), &replay, &mut pair)
+            } else {
+                t.loop_(pairs, false, init.clone(), &mut pair)
+            }
+        })?;
         self.rewind(&replay);
         self.at_most_once(rest, out, &mut |t, i, cur| {
             t.remainder_step(done, i, cur, step)
