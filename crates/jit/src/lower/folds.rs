@@ -84,10 +84,10 @@ impl<'a> Translator<'a> {
             })?;
             return self.rebuild(&zv, &acc_shape, &mut ssa_ints(&out).iter(), &holds);
         }
-        let (pa_place, pb_place) = match into {
+        let (pa_place, pb_place, mixed) = match into {
             // Added into where the result goes: no buffer of its own, no copy at the end.
-            Some(p) => (p.clone(), p.clone()),
-            None => self.acc_places(pa, body, &acc_shape)?,
+            Some(p) => (p.clone(), p.clone(), false),
+            None => self.acc_places(pa, body, &acc_shape, true)?,
         };
         // Every state lies in one of the two buffers: `write` leaves its arrays there.
         let group = self.group_roots(&[&pa_place, &pb_place]);
@@ -99,7 +99,9 @@ impl<'a> Translator<'a> {
             Self::place_holds(&pb_place, &mut h);
             Holds::from(h)
         };
-        let at_base = super::state::same_place(&pa_place, &pb_place);
+        // (Mixed places: the components in one buffer stay at its address, the others'
+        // addresses alternate and are carried.)
+        let at_base = mixed || super::state::same_place(&pa_place, &pb_place);
         let (fixed, carried) =
             self.loop_state(&v0, &[&pa_place, &pb_place], &acc_shape, at_base)?;
         let mut init = vec![self.b.ins().iconst(I8, 0)];
@@ -115,7 +117,13 @@ impl<'a> Translator<'a> {
             let xi = t.elem(&src, IntVal::Ssa(i))?;
             t.bind(pa, acc)?;
             t.bind(px, xi)?;
-            let nv = t.emit(body).and_then(|r| t.write(&r, &other));
+            // Components updated in place are computed where they are (a scatter adds
+            // into its own buffer); the others go to the other buffer.
+            let nv = if mixed {
+                t.emit_into(body, &other)
+            } else {
+                t.emit(body).and_then(|r| t.write(&r, &other))
+            };
             t.unbind(pa);
             t.unbind(px);
             let nv = nv?;
@@ -150,18 +158,101 @@ impl<'a> Translator<'a> {
     /// ([`Translator::in_place_update`], as the adjoints' sums `map2 + s t` do). One
     /// buffer then holds the accumulator from the first element to the last, as the
     /// accumulators of hand-written code do.
+    ///
+    /// A tuple accumulator some of whose components are updated in place and others not
+    /// (reverse mode's joint backward fold: the adjoint of the accumulator, made anew at
+    /// every step, beside the adjoints of the arrays the steps read, added into at a few
+    /// positions) gets, if `mixed` allows, one buffer for each component that
+    /// [`Translator::own_update`] allows and two for the others; the third result is then
+    /// true, and the fold's function must be computed into the second place (see
+    /// [`Translator::emit_fold`]).
     pub(super) fn acc_places(
         &mut self,
         pa: Var,
         body: ExprId,
         acc_shape: &crate::shape::SShape,
-    ) -> JitResult<(Place, Place)> {
+        mixed: bool,
+    ) -> JitResult<(Place, Place, bool)> {
         let first = self.acc_place(acc_shape)?;
         if self.in_place_update(pa, &mut Vec::new(), body)? {
-            return Ok((first.clone(), first));
+            return Ok((first.clone(), first, false));
+        }
+        let own = if mixed {
+            self.own_updates(pa, body)?
+        } else {
+            None
+        };
+        if let (Some(own), Place::Tuple(firsts), crate::shape::SShape::Tuple(shapes)) =
+            (&own, &first, acc_shape)
+        {
+            let mut seconds = Vec::with_capacity(firsts.len());
+            for (k, (p, s)) in firsts.iter().zip(shapes.iter()).enumerate() {
+                seconds.push(if own[k] {
+                    p.clone()
+                } else {
+                    self.acc_place(s)?
+                });
+            }
+            return Ok((first, Place::Tuple(seconds.into()), true));
         }
         let second = self.acc_place(acc_shape)?;
-        Ok((first, second))
+        Ok((first, second, false))
+    }
+
+    /// For a fold's function `(acc, x. lets in (e_0, ..., e_m))` over a tuple accumulator:
+    /// which components may stay in one buffer, `None` if none holding arrays may. Component
+    /// `k` may if `e_k` updates it where it is ([`Translator::own_update`]) and nothing
+    /// else reads it: no `let`, no other component (so that writing it early or late
+    /// changes nothing that is read).
+    fn own_updates(&self, pa: Var, body: ExprId) -> JitResult<Option<Vec<bool>>> {
+        let arena = self.arena;
+        let mut lets = Vec::new();
+        let mut inner = body;
+        while let Node::Let(_, e1, rest) = arena[inner] {
+            lets.push(e1);
+            inner = rest;
+        }
+        let Node::Tuple(l) = arena[inner] else {
+            return Ok(None);
+        };
+        let items = arena.exprs(l);
+        let crate::shape::SShape::Tuple(shapes) = self.an.var_shape(pa)? else {
+            return Ok(None);
+        };
+        if shapes.len() != items.len() {
+            return Ok(None);
+        }
+        let mut own = vec![false; items.len()];
+        for (k, &item) in items.iter().enumerate() {
+            if !shapes[k].has_arrays() || !self.own_update(pa, k as u32, item)? {
+                continue;
+            }
+            let read_elsewhere = lets
+                .iter()
+                .any(|&e| reads_component(arena, e, pa, k as u32))
+                || items
+                    .iter()
+                    .enumerate()
+                    .any(|(j, &e)| j != k && reads_component(arena, e, pa, k as u32));
+            own[k] = !read_elsewhere;
+        }
+        Ok(own.contains(&true).then_some(own))
+    }
+
+    /// Whether `e` computes component `k` of the accumulator `acc` where that component
+    /// is: as [`Translator::in_place_update`] allows, or as a chain of scatters onto it
+    /// whose positions and values do not read it (each addition then changes only the
+    /// position it adds to, after its value is computed).
+    fn own_update(&self, acc: Var, k: u32, e: ExprId) -> JitResult<bool> {
+        let arena = self.arena;
+        if let Node::ScatterAdd(z, is, vs) = arena[e] {
+            let (base, levels) = super::index::scatter_chain(arena, z, is, vs);
+            return Ok(is_component(arena, base, acc, &[k])
+                && levels.iter().all(|&(is, vs)| {
+                    !reads_component(arena, is, acc, k) && !reads_component(arena, vs, acc, k)
+                }));
+        }
+        self.in_place_update(acc, &mut vec![k], e)
     }
 
     /// True if `e`, written over the component at `path` of the accumulator `acc`, reads
@@ -433,6 +524,22 @@ pub(super) fn reads_scan(a: &Arr) -> bool {
 }
 
 /// True if `e` is `acc` projected along `path` (`acc` itself for an empty path).
+/// Whether `e` may read component `k` of the tuple `acc`: it mentions `acc` other than
+/// as `acc.j` for `j != k`.
+fn reads_component(arena: &unfad_syntax::Arena, e: ExprId, acc: Var, k: u32) -> bool {
+    if !arena.mentions_any(e, &[acc]) {
+        return false;
+    }
+    match arena[e] {
+        Node::Proj(j, inner) if arena[inner] == Node::Var(acc) => j == k,
+        Node::Var(v) => v == acc,
+        _ => arena
+            .children(e)
+            .into_iter()
+            .any(|c| reads_component(arena, c, acc, k)),
+    }
+}
+
 fn is_component(arena: &unfad_syntax::Arena, e: ExprId, acc: Var, path: &[u32]) -> bool {
     match (arena[e], path.split_last()) {
         (Node::Var(v), None) => v == acc,

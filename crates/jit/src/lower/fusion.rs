@@ -502,7 +502,12 @@ impl<'a> Translator<'a> {
             let zv = self.emit(*z)?;
             let buffers = match result_places.get(s).cloned().flatten() {
                 Some(p) if acc_shape.has_arrays() => Some((p.clone(), p)),
-                _ if acc_shape.has_arrays() => Some(self.acc_places(*pa, *body, acc_shape)?),
+                // (A fold fused into a loop writes its function's result whole: no mixed
+                // places.)
+                _ if acc_shape.has_arrays() => {
+                    let (a, b, _) = self.acc_places(*pa, *body, acc_shape, false)?;
+                    Some((a, b))
+                }
                 _ => None,
             };
             let (start, holds) = match &buffers {

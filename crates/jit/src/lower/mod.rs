@@ -659,6 +659,23 @@ impl<'a> Translator<'a> {
                 let zv = self.emit_arr(base)?;
                 self.scatter_add_into(zv, &levels, d)
             }
+            // Scatters onto an array that is already where they go (a fold's accumulator
+            // updated in place, see `Translator::acc_places`): added there, no copy.
+            (ScatterAdd(z, is, vs), Place::Arr(d))
+                if matches!(d.kind, Kind::Mem { .. })
+                    && is_view(arena, index::scatter_chain(arena, z, is, vs).0) =>
+            {
+                let (base, levels) = index::scatter_chain(arena, z, is, vs);
+                let zv = self.emit_arr(base)?;
+                if write::in_place(&zv, d) {
+                    return self.scatter_add_into(zv, &levels, d);
+                }
+                // Elsewhere: in a buffer of its own, as `emit_scatter_add` makes it.
+                let sa = shape_arr(&self.shape(e)?)?;
+                let tmp = self.alloc(&sa)?;
+                let v = self.scatter_add_into(zv, &levels, &tmp)?;
+                self.write(&v, p)
+            }
             // A fold that updates its arrays in place, added into where its result goes.
             (Reduce(f, z, x), Place::Arr(_) | Place::Tuple(_)) if self.adds_in_place(f)? => {
                 self.emit_fold(e, f, z, x, true, Some(p))
@@ -739,6 +756,15 @@ fn scalar_result(arena: &unfad_syntax::Arena, e: ExprId, p: unfad_syntax::Var) -
         Node::Op1(_, x) => scalar_result(arena, x, p),
         Node::Op2(_, x, y) => scalar_result(arena, x, p) && scalar_result(arena, y, p),
         _ => !arena.mentions_any(e, &[p]),
+    }
+}
+
+/// Whether `e` is a variable or a projection of one: a value that emitting only names.
+fn is_view(arena: &unfad_syntax::Arena, e: ExprId) -> bool {
+    match arena[e] {
+        Node::Var(_) => true,
+        Node::Proj(_, inner) => is_view(arena, inner),
+        _ => false,
     }
 }
 
