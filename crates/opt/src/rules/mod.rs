@@ -108,6 +108,7 @@ pub fn apply(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             steps::scan_next_in_consumer,
             scatter::sum_of_scatters,
             scatter::fold_of_scatters,
+            scatter::fold_adds_in_place,
             arrays::fold_constant_array,
             arrays::count_ones,
             arrays::reduce_tuple_split,

@@ -405,6 +405,94 @@ fn onto(cx: &mut RuleCx, t: ExprId, acc: ExprId) -> Option<ExprId> {
     Some(cx.mk(node))
 }
 
+/// The zeros that the additions `t` (as [`onto`] takes them) start from, into `out`;
+/// false if `t` has another form.
+fn zero_bases(cx: &RuleCx, t: ExprId, out: &mut Vec<ExprId>) -> bool {
+    match cx.arena()[t] {
+        Node::ZerosLike(_) => {
+            out.push(t);
+            true
+        }
+        Node::ScatterAdd(base, _, _) | Node::Let(_, _, base) => zero_bases(cx, base, out),
+        Node::Foldl(g, base, _) if cx.arena().accumulation(g).is_some() => {
+            zero_bases(cx, base, out)
+        }
+        Node::If(_, x, y) => zero_bases(cx, x, out) && zero_bases(cx, y, out),
+        _ => false,
+    }
+}
+
+/// A `foldl` whose step adds to a component of its accumulator an array that is zero
+/// but at some positions, `foldl (st, x. lets in (..., map2 +̂ st.k T, ...)) (..., Z_k, ...)
+/// X` with `T` scatters into zeros at least as long as `Z_k`, adds at those positions
+/// only: the component becomes `T`'s additions made onto `st.k` ([`onto`]), which the
+/// code generator makes in place. (Every step then keeps `st.k` as long as `Z_k`, so
+/// `map2`, which stops at the shorter operand, kept it so too.) Reverse mode's joint
+/// backward fold accumulates the adjoints of the arrays its steps read this way. An
+/// accumulator that is one array (`map2 +̂ st T`) alike.
+pub fn fold_adds_in_place(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let Node::Foldl(f, z, x) = cx.arena()[e] else {
+        return None;
+    };
+    let (ps, body) = lambda(cx, f)?;
+    let [st, _] = ps[..] else {
+        return None;
+    };
+    let (lets, inner) = peel_lets(cx, body);
+    let (items, tuple) = match cx.arena()[inner] {
+        Node::Tuple(l) => (cx.arena().exprs(l).to_vec(), true),
+        _ => (vec![inner], false),
+    };
+    let starts: Vec<ExprId> = match (cx.arena()[z], tuple) {
+        (Node::Tuple(l), true) => cx.arena().exprs(l).to_vec(),
+        (_, true) => (0..items.len())
+            .map(|k| cx.mk(Node::Proj(k as u32, z)))
+            .collect(),
+        (_, false) => vec![z],
+    };
+    if starts.len() != items.len() {
+        return None;
+    }
+    let mut changed = false;
+    let mut new_items = items.clone();
+    for (k, &item) in items.iter().enumerate() {
+        let Node::Map2(g, a, b) = cx.arena()[item] else {
+            continue;
+        };
+        if !is_array_sum(cx, g) {
+            continue;
+        }
+        let path: &[u32] = if tuple { &[k as u32] } else { &[] };
+        let (own, t) = if is_component(cx, a, (st, path)) {
+            (a, b)
+        } else if is_component(cx, b, (st, path)) {
+            (b, a)
+        } else {
+            continue;
+        };
+        let mut bases = Vec::new();
+        if !zero_bases(cx, t, &mut bases) || !bases.iter().all(|&w| cx.not_longer(starts[k], w)) {
+            continue;
+        }
+        if let Some(added) = onto(cx, t, own) {
+            new_items[k] = added;
+            changed = true;
+        }
+    }
+    if !changed {
+        return None;
+    }
+    let inner = if tuple {
+        cx.tuple(&new_items)
+    } else {
+        new_items[0]
+    };
+    let body = rewrap(cx, &lets, inner);
+    let l = cx.arena_mut().var_list(&ps);
+    let g = cx.mk(Node::Lambda(l, body));
+    Some(cx.mk(Node::Foldl(g, z, x)))
+}
+
 /// If `f` is `(s. c * s)` (or `s * c`, `-s`) with `c` free of `s`, wrapped in `depth`
 /// levels of `map` (`(r. map (s. c * s) r)` for depth 1): the scalar function inside.
 fn linear_scalar(cx: &RuleCx, f: ExprId, depth: usize) -> Option<ExprId> {

@@ -1481,6 +1481,50 @@ fn add_scatter_of_a_chain_or_under_a_condition() {
     );
 }
 
+/// A fold that adds to a component of its accumulator an array that is zeros but at a
+/// few positions adds at those positions, onto the component (in place); the other
+/// components stay as they are.
+#[test]
+fn fold_adds_in_place() {
+    check_rule(
+        scatter::fold_adds_in_place,
+        "def f(A: [n]real, h: real) =
+           foldl (st, i. (fst st * A[i], map2 + (snd st) (scatter_add(zeros_like(A), [i], [fst st]))))
+             (h, zeros_like(A)) (iota len(A))",
+        expect![[r#"
+            def f(A: [n]real, h: real): (real, [n]real) =
+              foldl (st, i. (fst st * A[i], scatter_add(snd st, [i], [fst st]))) (h, zeros_like(A)) (iota len(A))
+        "#]],
+    );
+    // An accumulator that is one array, the sum written the other way round.
+    check_rule(
+        scatter::fold_adds_in_place,
+        "def f(A: [n]real) =
+           foldl (s, i. map2 + (scatter_add(zeros_like(A), [i], [A[i] * A[i]])) s) zeros_like(A) (iota len(A))",
+        expect![[r#"
+            def f(A: [n]real): [n]real =
+              foldl (s, i. scatter_add(s, [i], [A[i] * A[i]])) zeros_like(A) (iota len(A))
+        "#]],
+    );
+}
+
+/// A sum that adds to another component than its own is no update of that component, and
+/// one that adds a whole array is no scatter.
+#[test]
+fn fold_adds_in_place_declines() {
+    check_rule_declines(
+        scatter::fold_adds_in_place,
+        "def f(A: [n]real) =
+           foldl (st, i. (fst st, map2 + (fst st) (scatter_add(zeros_like(A), [i], [1])))) (A, A) (iota len(A))",
+        "the scatters add to the other component",
+    );
+    check_rule_declines(
+        scatter::fold_adds_in_place,
+        "def f(A: [n]real) = foldl (s, i. map2 + s A) A (iota len(A))",
+        "a whole array is added",
+    );
+}
+
 /// A scatter at contiguous positions of an array of reals is its values moved into place
 /// (zeros before them, or their first elements dropped, and zeros after) and added.
 #[test]
