@@ -63,8 +63,17 @@
 //! ȳ0 = first(R), Ā = map2 (q, t. J^T_y e[q.0, q.1] · t) Q W, c̄ = Σ map2 (... J^T_c ...) Q W
 //! ```
 //! (with captured reals, `Ā` and their `c̄` come from one pass per step, as above).
-//! The language has no indexing, so `first` is a left fold keeping the first element
-//! (see [`crate::elem::first`]).
+//! (`first` is a left fold keeping the first element, see [`crate::elem::first`]: the
+//! paper's language has no indexing.)
+//!
+//! **One joint backward fold.** The reverse scan computes the body's reverse pass once per
+//! step in `R` and again per step for each captured array (whose adjoints get passes of
+//! their own, see [`shared_captures`]). Where the step captures an array and runs a
+//! sequential loop of its own (an LSTM's scan over its layers), each pass reruns that
+//! loop and the optimizer cannot read it back from the stored states; there the backward
+//! pass is one left fold over the steps from the last, carrying the accumulator's
+//! adjoint, the elements' and the captures' ([`joint_backward`]): one reverse pass per
+//! step, and no array of adjoints stored.
 //!
 //! **Scans.** `scanl` returns every `acc_i`, so its adjoint `Z` adds `Z_i` to each `s_i`:
 //! `s_n = Z_n`, `s_{i-1} = Z_{i-1} +̂ J^T_acc · s_i`, a `scanr` over `(acc_{i-1}, a_i,
@@ -481,6 +490,10 @@ fn reverse_fold(
     z: ExprId,
 ) -> Result<FoldAdjoint, AdError> {
     let mut bindings = Vec::new();
+    if joint(a, rev, fold) {
+        let seeded = Seeded::Once(z);
+        return joint_backward(a, rev, fold, &tape.acc_ty, seeded, tape.a0, bindings);
+    }
     let q_e = elementwise(a, &[tape.a0, fold.array], &["acc", "x"], build::tuple)?;
 
     let q = bind(a, &mut bindings, "Q", q_e)?;
@@ -490,6 +503,189 @@ fn reverse_fold(
         vjp(a, rev, fold.f, fold.captures, &args, t, Wrt::Param(0), &[])
     })?;
     backward_scan(a, rev, fold, &tape.acc_ty, step, z, q, bindings)
+}
+
+/// Whether the backward pass of `fold` is one joint fold ([`joint_backward`]): when the
+/// function captures an array and runs a sequential loop of its own (a `foldl` or a scan,
+/// such as an LSTM's layers in the step over the characters). The reverse scan makes each
+/// captured array's adjoint by a pass of its own, each computing every step, inner loop
+/// included, again; and the optimizer reads a step's result back from the stored states
+/// only when the step is a map or a tuple of maps (`unfad_opt`'s `rules::steps`). For
+/// other folds the reverse scan's passes are those the optimizer simplifies best: a sum's
+/// adjoint is constant, a recurrence's layer (`map (i. tanh(dot(W[i], h) + ...))`) reads
+/// its next state back, and each captured matrix's adjoint is one sum of outer products.
+fn joint(a: &Arena, rev: &dyn Reverse, fold: &Fold) -> bool {
+    let arrays = |t: &Type| t.has_arrays() && t.has_reals();
+    !rev.names().paper_rules_only
+        && fold
+            .captures
+            .iter()
+            .any(|c| a.var_type(c.var).is_some_and(arrays))
+        && runs_a_sequential_loop(a, fold.f)
+}
+
+/// Whether `e` holds a `foldl`, `scanl` or `scanr`.
+fn runs_a_sequential_loop(a: &Arena, e: ExprId) -> bool {
+    unfad_syntax::with_stack(|| match a[e] {
+        Node::Foldl(..) | Node::Scanl(..) | Node::Scanr(..) => true,
+        _ => a
+            .children(e)
+            .into_iter()
+            .any(|c| runs_a_sequential_loop(a, c)),
+    })
+}
+
+/// Where the adjoints of a fold's or scan's accumulators come from: the adjoint `z` of a
+/// fold's result alone, or, for `scanl`, the adjoints `Z` of all its accumulators (`Z_n` is
+/// the seed of the last step, and `Z_k` is added to the adjoint of accumulator `k`).
+#[derive(Copy, Clone)]
+enum Seeded {
+    Once(ExprId),
+    Every { last: ExprId, before: ExprId },
+}
+
+/// The backward pass as one left fold over the steps, from the last to the first, that
+/// carries the adjoint of the accumulator together with the adjoints of the elements and
+/// of the captured variables, each step's reverse pass made once:
+/// ```text
+/// B = foldl (st, i.
+///       let k = len(A) - 1 - i in
+///       let acc = A0[k] in let x = A[k] in
+///       let g = J^T_(acc, x, c1, ..., cm) e[acc, x] · st.0 in
+///       (g.0 [+̂ Z[k] for scanl], scatter_add(st.1, [k], [g.1]), st.2 +̂ g.2, ...))
+///     (z, 0_A, 0_c1, ...) (iota len(A))
+/// ȳ0 = B.0, Ā = B.1, c̄j = B.(j + 1)
+/// ```
+/// The reverse scan (`R = scanr ...`, then a pass per capture over `Q` and `shift1L R`)
+/// computes the body's reverse pass once for the accumulators' adjoints and again for
+/// every other adjoint, and stores every step's adjoint; here the elements' adjoints are
+/// added at their positions and the captures' summed as the steps go (in place, see
+/// `unfad_jit`'s folds). Elements and captures without reals (ints) get no component.
+fn joint_backward(
+    a: &mut Arena,
+    rev: &mut dyn Reverse,
+    fold: &Fold,
+    acc_ty: &Type,
+    seeded: Seeded,
+    a0: ExprId,
+    mut bindings: Vec<(Var, ExprId)>,
+) -> Result<FoldAdjoint, AdError> {
+    let arr_ty = type_of_atom(a, fold.array)?;
+    let elem_ty = elem_type(a, fold.array)?;
+    let elems = elem_ty.has_reals();
+    let cap_tys = fold
+        .captures
+        .iter()
+        .map(|c| {
+            a.var_type(c.var)
+                .cloned()
+                .ok_or_else(|| AdError::Internal("a captured variable has no type".into()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let caps: Vec<usize> = (0..cap_tys.len())
+        .filter(|&j| cap_tys[j].has_reals())
+        .collect();
+    // The state: the accumulator's adjoint, then the elements', then the captures'.
+    let mut tys = vec![acc_ty.clone()];
+    let mut start = vec![match seeded {
+        Seeded::Once(z) => z,
+        Seeded::Every { last, .. } => last,
+    }];
+    let mut targets = vec![Wrt::Param(0)];
+    if elems {
+        tys.push(arr_ty.clone());
+        start.push(ground::zero(a, &arr_ty, fold.array)?);
+        targets.push(Wrt::Param(1));
+    }
+    for &j in &caps {
+        tys.push(cap_tys[j].clone());
+        start.push(ground::zero(a, &cap_tys[j], fold.captures[j].value)?);
+        targets.push(Wrt::Capture(j));
+    }
+    let single = tys.len() == 1;
+    let st_ty = if single {
+        acc_ty.clone()
+    } else {
+        Type::tuple(tys.clone())
+    };
+    let start = if single {
+        start[0]
+    } else {
+        build::tuple(a, &start)?
+    };
+    let step = build::lambda(a, &[("st", st_ty), ("i", Type::Int)], |a, p| {
+        let (st, i) = (p[0], p[1]);
+        let part =
+            |a: &mut Arena, e: ExprId, j: usize| if single { e } else { a.proj(j as u32, e) };
+        let mut lets = Vec::new();
+        let n = a.add(Node::Len(fold.array));
+        let one = build::num(a, 1.0);
+        let last = build::sub(a, n, one);
+        let k_e = build::sub(a, last, i);
+        let k = bind(a, &mut lets, "k", k_e)?;
+        let acc_e = a.add(Node::Index(a0, k));
+        let acc = bind(a, &mut lets, "acc", acc_e)?;
+        let x_e = a.add(Node::Index(fold.array, k));
+        let x = bind(a, &mut lets, "x", x_e)?;
+        let t = part(a, st, 0);
+        let g_e = vjp_many(a, rev, fold.f, fold.captures, &[acc, x], t, &targets)?;
+        let g = bind(a, &mut lets, "g", g_e)?;
+        let got = |a: &mut Arena, j: usize| if single { g } else { a.proj(j as u32, g) };
+        let mut items = Vec::with_capacity(tys.len());
+        let back = got(a, 0);
+        items.push(match seeded {
+            Seeded::Once(_) => back,
+            Seeded::Every { before, .. } => {
+                let zk = a.add(Node::Index(before, k));
+                ground::add_hat_shared(a, acc_ty, zk, back)?
+            }
+        });
+        for (j, ty) in tys.iter().enumerate().skip(1) {
+            let old = part(a, st, j);
+            let new = got(a, j);
+            items.push(if elems && j == 1 {
+                let at = a.expr_list(&[k]);
+                let at = a.add(Node::Array(at));
+                let value = a.expr_list(&[new]);
+                let value = a.add(Node::Array(value));
+                a.add(Node::ScatterAdd(old, at, value))
+            } else {
+                ground::add_hat_shared(a, ty, old, new)?
+            });
+        }
+        let result = if single {
+            items[0]
+        } else {
+            build::tuple(a, &items)?
+        };
+        Ok(wrap_lets(a, &lets, result))
+    })?;
+    let n = a.add(Node::Len(fold.array));
+    let steps = a.add(Node::Iota(n));
+    let b_e = a.add(Node::Foldl(step, start, steps));
+    let b = bind(a, &mut bindings, "B", b_e)?;
+    let got = |a: &mut Arena, j: usize| if single { b } else { a.proj(j as u32, b) };
+    let init = got(a, 0);
+    let array = if elems {
+        got(a, 1)
+    } else {
+        elementwise(a, &[fold.array], &["x"], |a, p| {
+            ground::zero(a, &elem_ty, p[0])
+        })?
+    };
+    let mut captures = Vec::with_capacity(cap_tys.len());
+    for (j, ty) in cap_tys.iter().enumerate() {
+        captures.push(match caps.iter().position(|&c| c == j) {
+            Some(pos) => got(a, 1 + usize::from(elems) + pos),
+            None => ground::zero(a, ty, fold.captures[j].value)?,
+        });
+    }
+    Ok(FoldAdjoint {
+        bindings,
+        init,
+        array,
+        captures,
+    })
 }
 
 /// The end of a backward pass by a reverse scan: the accumulators' adjoints
@@ -661,6 +857,16 @@ pub fn scanl_adjoint(
         &["acc", "x", "z"],
         build::tuple,
     )?;
+    if joint(a, rev, fold) {
+        let zero = ground::zero(a, &acc_ty, fold.init)?;
+        let last = last(a, z, zero)?;
+        let last = bind(a, &mut bindings, "Zn", last)?;
+        let seeded = Seeded::Every {
+            last,
+            before: z_before,
+        };
+        return joint_backward(a, rev, fold, &acc_ty, seeded, before, bindings);
+    }
     let q = bind(a, &mut bindings, "Q", q_e)?;
     // R = scanr (q, t. q.2 +̂ J^T_acc e[q.0, q.1] · t) last(Z) Q = [s_0, ..., s_n]
     let step = step_fun(a, q, &acc_ty, |a, qe, t| {

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{check, mat_of, vec_of, workspace_at};
+use common::{check, check_gradient, mat_of, vec_of, workspace_at};
 use serde_json::json;
 
 /// Folds over positions with a scatter into a component of the accumulator, and the same
@@ -68,4 +68,39 @@ fn a_component_added_into_in_place_has_one_buffer() {
         in_place + n as usize <= read_elsewhere,
         "workspace {in_place} in place, {read_elsewhere} otherwise"
     );
+}
+
+/// Gradients of folds whose step captures arrays and runs a loop of its own: reverse
+/// mode's joint backward fold (`unfad_ad`'s `folds::joint_backward`), whose components for
+/// the arrays' adjoints are added into in place. Over positions (the elements, ints, get
+/// no adjoint) and over rows (each row's adjoint added at its position).
+#[test]
+fn gradients_of_folds_reading_captured_arrays_equal_the_interpreter() {
+    let programs = [
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
+         reduce + 0 (foldl (h, t. foldl (g, w. map2 (v, wi. tanh(v * wi + X[t][0])) g w) h W) h0 (iota len(X)))",
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
+         let L = foldl (acc, t. let S = scanl (g, w. map2 (v, wi. sigmoid(v * wi) + X[t][1]) g w) acc W in \
+           S[len(W)]) h0 (iota len(X)) in reduce + 0 (map (v. v * v) L)",
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
+         reduce + 0 (foldl (h, x. foldl (g, w. map2 (a, b. tanh(a * b)) g w) (map2 + h x) W) h0 X)",
+    ];
+    for src in programs {
+        let (prog, func) = common::gradient(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+        let shown = unfad_syntax::print_func(&prog.arena, &func);
+        assert!(
+            shown.contains("let B ="),
+            "{src}: no joint backward fold:\n{shown}"
+        );
+        let mut inputs = Vec::new();
+        for n in [1, 3, 20] {
+            inputs.push(json!({
+                "W": mat_of(3, 4, 0.31),
+                "X": mat_of(n, 4, 0.17),
+                "h0": vec_of(4, 0.6),
+            }));
+        }
+        eprintln!("{src}");
+        assert!(check_gradient(src, &inputs), "{src}: no gradient");
+    }
 }

@@ -57,6 +57,128 @@ fn walk(arena: &mut Arena, e: ExprId, rewrite: &LetRewrite) -> ExprId {
     })
 }
 
+/// `func` with the unread components of its folds' accumulators dropped: `let B = foldl
+/// (st, x. lets in (e_0, ..., e_m)) (z_0, ..., z_m) A in rest`, where `rest` reads `B`
+/// only through projections and some components are read neither by `rest` nor by the
+/// components kept (nor by the `let`s of the step, which every component is taken to
+/// need), keeps only those: each step computes what is read, no more. Reverse mode's joint
+/// backward fold carries the adjoint of every array the steps read, the parameters not
+/// asked for among them; their accumulation would otherwise run at every step. Exact:
+/// the kept components are computed as before.
+pub fn drop_unread_fold_state(arena: &mut Arena, func: &Func) -> Func {
+    let body = walk(arena, func.body, &|arena, _, x, rhs, rest| {
+        narrow_fold(arena, x, rhs, rest)
+    });
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+/// `let x = rhs in rest` for [`drop_unread_fold_state`]: the narrower fold bound to a new
+/// variable and `rest` reading it (`None` when nothing changes).
+fn narrow_fold(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<ExprId> {
+    let Node::Foldl(f, z, over) = arena[rhs] else {
+        return None;
+    };
+    let (ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b))?;
+    let [st, elem] = ps[..] else {
+        return None;
+    };
+    let mut lets = Vec::new();
+    let mut inner = body;
+    while let Node::Let(_, _, b) | Node::LetTuple(_, _, b) = arena[inner] {
+        lets.push(inner);
+        inner = b;
+    }
+    let Node::Tuple(l) = arena[inner] else {
+        return None;
+    };
+    let items = arena.exprs(l).to_vec();
+    let Node::Tuple(zl) = arena[z] else {
+        return None;
+    };
+    let starts = arena.exprs(zl).to_vec();
+    let Some(Type::Tuple(tys)) = arena.var_type(st).cloned() else {
+        return None;
+    };
+    if starts.len() != items.len() || tys.len() != items.len() {
+        return None;
+    }
+    // What `rest` reads, then what the step needs for it, to a fixed point.
+    let mut read = BTreeSet::new();
+    if !projected(arena, rest, x, &mut read) {
+        return None;
+    }
+    for &l in &lets {
+        let (Node::Let(_, e1, _) | Node::LetTuple(_, e1, _)) = arena[l] else {
+            return None;
+        };
+        if !projected(arena, e1, st, &mut read) {
+            return None;
+        }
+    }
+    let mut reads = Vec::with_capacity(items.len());
+    for &item in &items {
+        let mut r = BTreeSet::new();
+        if !projected(arena, item, st, &mut r) {
+            return None;
+        }
+        reads.push(r);
+    }
+    loop {
+        let more: BTreeSet<u32> = read
+            .iter()
+            .filter_map(|&k| reads.get(k as usize))
+            .flatten()
+            .copied()
+            .collect();
+        if more.is_subset(&read) {
+            break;
+        }
+        read.extend(more);
+    }
+    // (Nothing read: the fold is dead, and goes with its `let`.)
+    if read.is_empty()
+        || read.len() >= items.len()
+        || read.iter().any(|&k| k as usize >= items.len())
+    {
+        return None;
+    }
+    let kept: Vec<u32> = read.into_iter().collect();
+    let pick = |v: &[ExprId]| -> Vec<ExprId> { kept.iter().map(|&k| v[k as usize]).collect() };
+    let new_tys: Vec<Type> = kept.iter().map(|&k| tys[k as usize].clone()).collect();
+    let new_ty = if kept.len() == 1 {
+        new_tys[0].clone()
+    } else {
+        Type::tuple(new_tys)
+    };
+    let (new_items, new_starts) = (pick(&items), pick(&starts));
+    let (step_result, start) = if kept.len() == 1 {
+        (new_items[0], new_starts[0])
+    } else {
+        (arena.tuple(&new_items), arena.tuple(&new_starts))
+    };
+    let mut step = step_result;
+    for &l in lets.iter().rev() {
+        step = match arena[l] {
+            Node::Let(v, e1, _) => arena.let_(v, e1, step),
+            Node::LetTuple(vs, e1, _) => arena.add(Node::LetTuple(vs, e1, step)),
+            _ => step,
+        };
+    }
+    let name = arena.var_name(st).to_string();
+    let st2 = arena.fresh_var(&name, Some(new_ty.clone()));
+    let step = reproject(arena, step, st, st2, &kept);
+    let g = arena.lambda(&[st2, elem], step);
+    let g = arena.copy_fresh(g);
+    let fold = arena.add(Node::Foldl(g, start, over));
+    let name = arena.var_name(x).to_string();
+    let x2 = arena.fresh_var(&name, Some(new_ty));
+    let rest = reproject(arena, rest, x, x2, &kept);
+    Some(arena.let_(x2, fold, rest))
+}
+
 /// `let x = rhs in rest` with `rhs` a map of tuples some of whose components `rest` never
 /// reads: the narrower map and `rest` reading it (`None` when nothing changes).
 fn narrow(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<(ExprId, ExprId)> {

@@ -151,6 +151,7 @@ pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
     // Columns of stored maps nothing reads go (what they computed, then, too); those that
     // different loops read, one each, become maps of their own that fuse into the loops.
     let narrowed = columns::drop_unread_columns(arena, &f);
+    let narrowed = columns::drop_unread_fold_state(arena, &narrowed);
     let split = columns::split_read_columns(arena, &narrowed);
     if narrowed.body == f.body && split.body == f.body {
         return f;

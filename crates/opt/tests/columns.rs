@@ -6,7 +6,7 @@ mod common;
 
 use common::keeps_values;
 
-use unfad_opt::columns::{drop_unread_columns, split_read_columns};
+use unfad_opt::columns::{drop_unread_columns, drop_unread_fold_state, split_read_columns};
 use unfad_syntax::print_func;
 use unfad_test_support::load;
 use unfad_testgen::Features;
@@ -19,6 +19,71 @@ fn dropping_unread_columns_of_random_gradients_changes_no_value() {
     assert!(
         changed >= 20,
         "columns were dropped in only {changed} gradients"
+    );
+}
+
+/// Dropping the components of folds' accumulators that nothing reads
+/// (`drop_unread_fold_state`) changes no value either: the components kept are computed by
+/// the same operations. Random gradients (against every parameter) rarely leave one unread,
+/// so recurrences whose steps loop over captured arrays are also differentiated against
+/// each parameter alone, which leaves the others' adjoints unread.
+#[test]
+fn dropping_unread_fold_state_changes_no_value() {
+    let runs = [(Features::all(), 0..500), (Features::indexing(), 500..1000)];
+    keeps_values(drop_unread_fold_state, |_, f| f.clone(), &runs);
+    let programs = [
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) =
+           reduce + 0 (foldl (h, t. foldl (g, w. map2 (v, wi. tanh(v * wi + X[t][0])) g w) h W) h0 (iota len(X)))",
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) =
+           reduce + 0 (foldl (h, x. foldl (g, w. map2 (a, b. tanh(a * b)) g w) (map2 + h x) W) h0 X)",
+    ];
+    let input = serde_json::json!({
+        "W": [[0.5, -0.4, 0.3], [0.9, 0.2, -0.7]],
+        "X": [[0.1, 0.2, -0.3], [0.6, -0.5, 0.4], [-0.2, 0.8, 0.1]],
+        "h0": [0.3, -0.6, 0.9],
+    });
+    let mut changed = 0;
+    for src in programs {
+        for wrt in 0..3 {
+            let (mut prog, func) = load(src);
+            let (args, _) =
+                unfad_interp::args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+            let rev = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[wrt]).unwrap();
+            let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
+            let after = drop_unread_fold_state(&mut prog.arena, &term);
+            if after.body == term.body {
+                continue;
+            }
+            changed += 1;
+            unfad_opt::check_types(&mut prog.arena, &after).unwrap();
+            assert_eq!(
+                common::value(&prog.arena, &term, &args),
+                common::value(&prog.arena, &after, &args),
+                "{src}, against parameter {wrt}\n{}",
+                print_func(&prog.arena, &after)
+            );
+        }
+    }
+    assert!(
+        changed >= 4,
+        "fold state was dropped in only {changed} gradients"
+    );
+}
+
+/// A recurrence over positions differentiated against its weights only: the joint
+/// backward fold carries no adjoint for the inputs it reads (`X`) nor for the initial
+/// state, which no result reads.
+#[test]
+fn a_gradient_against_some_parameters_carries_no_other_adjoint() {
+    let src = "def f(W: [m][m]real, X: [n][m]real, h0: [m]real): real =
+  reduce + 0 (foldl (h, t. map2 (row, xi. tanh(reduce + 0 (map2 * row h) + xi)) W X[t]) h0 (iota len(X)))";
+    let (mut prog, func) = load(src);
+    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0]).unwrap();
+    let opt = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+    let text = print_func(&prog.arena, &opt);
+    assert!(
+        text.contains("zeros_like(W)") && !text.contains("zeros_like(X)"),
+        "the adjoint of `X` is still carried:\n{text}"
     );
 }
 

@@ -292,3 +292,77 @@ fn literal_sizes() {
         r#"{"A": [], "x": 2}"#,
     );
 }
+
+/// [`check`] for programs outside UNF's core Source (`foldl`, scans, indexing): the
+/// direct macro, its weakened continuations (the route `compile_grad` takes) and the
+/// gradient `∇`, against forward mode (finite differences checked against it first).
+fn check_direct(src: &str, input: &str) {
+    let (mut prog, func) = load(src);
+    let a = args(&prog.arena, &func, input);
+    let (v0, g0) = forward_gradient(&prog.arena, &func, &a).unwrap();
+    let fd = fd_gradient(&prog.arena, &func, &a, 1e-6).unwrap();
+    for (i, (g, d)) in g0.iter().zip(&fd).enumerate() {
+        for (x, y) in g.iter().zip(d) {
+            assert!(
+                close(*x, *y, 1e-5),
+                "oracles disagree on parameter {i}: {x} vs {y}"
+            );
+        }
+    }
+    let all: Vec<usize> = (0..func.params.len()).collect();
+    let mut subsets = vec![all.clone()];
+    subsets.extend(all.iter().rev().map(|&i| vec![i]));
+    for wrt in subsets {
+        for (name, pipeline) in [
+            ("direct", reverse as Pipeline),
+            ("weakened", crate::reverse_weakened),
+        ] {
+            let rev = pipeline(&mut prog.arena, &func, &wrt).unwrap_or_else(|e| panic!("{e}"));
+            assert_well_formed(&mut prog.arena, &rev);
+            let (v, g) = eval_reverse(&prog.arena, &rev, &a);
+            assert!(close(v, v0, 1e-12), "{name}: value {v} vs {v0}");
+            for (k, &i) in wrt.iter().enumerate() {
+                for (x, y) in g[k].iter().zip(&g0[i]) {
+                    assert!(
+                        close(*x, *y, 1e-12),
+                        "{name}: gradient of parameter {i}: {:?} vs forward {:?}\n{src}",
+                        g[k],
+                        g0[i]
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Folds and scans whose step captures arrays and runs a loop of its own take the joint
+/// backward fold (`folds::joint_backward`): the accumulator's adjoint, the elements' and
+/// the captured arrays' carried together, from the last step to the first. Over positions
+/// and over rows, the captured arrays read whole and by index, at 0, 1 and several steps.
+#[test]
+fn folds_whose_steps_capture_arrays_and_loop() {
+    let programs = [
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
+         reduce + 0 (foldl (h, t. foldl (g, w. map2 (v, wi. tanh(v * wi + X[t][0])) g w) h W) h0 (iota len(X)))",
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
+         let L = foldl (acc, t. let S = scanl (g, w. map2 (v, wi. sigmoid(v * wi) + X[t][1]) g w) acc W in \
+           S[len(W)]) h0 (iota len(X)) in reduce + 0 (map (v. v * v) L)",
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
+         reduce + 0 (foldl (h, x. foldl (g, w. map2 (a, b. tanh(a * b)) g w) (map2 + h x) W) h0 X)",
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
+         let S = scanl (h, x. foldl (g, w. map2 (a, b. sin(a * b + x[0])) g w) h W) h0 X in \
+         reduce + 0 (map (h. reduce + 0 (map2 * h h)) S)",
+    ];
+    let w = "[[0.5, -0.4, 0.3], [0.9, 0.2, -0.7]]";
+    let rows = [
+        "[]",
+        "[[0.1, 0.2, -0.3]]",
+        "[[0.1, 0.2, -0.3], [0.6, -0.5, 0.4], [-0.2, 0.8, 0.1]]",
+    ];
+    for src in programs {
+        for x in rows {
+            let input = format!(r#"{{"W": {w}, "X": {x}, "h0": [0.3, -0.6, 0.9]}}"#);
+            check_direct(src, &input);
+        }
+    }
+}
