@@ -70,7 +70,9 @@
 //! step in `R` and again per step for each captured array (whose adjoints get passes of
 //! their own, see [`shared_captures`]). Where the step captures an array and runs a
 //! sequential loop of its own (an LSTM's scan over its layers), each pass reruns that
-//! loop and the optimizer cannot read it back from the stored states; there the backward
+//! loop and the optimizer cannot read it back from the stored states; where it reads the
+//! captured arrays only at its element's positions, each pass reruns the step for one
+//! slice of an adjoint. There the backward
 //! pass is one left fold over the steps from the last, carrying the accumulator's
 //! adjoint, the elements' and the captures' ([`joint_backward`]): one reverse pass per
 //! step, and no array of adjoints stored.
@@ -514,14 +516,46 @@ fn reverse_fold(
 /// other folds the reverse scan's passes are those the optimizer simplifies best: a sum's
 /// adjoint is constant, a recurrence's layer (`map (i. tanh(dot(W[i], h) + ...))`) reads
 /// its next state back, and each captured matrix's adjoint is one sum of outer products.
+///
+/// Also when every captured array is read only at positions that depend on the step's
+/// element (`W[t]` in a fold over `t`, an LSTM's layer reading `weights[i]`): each step
+/// then adds to a slice of the array's adjoint, and a pass per capture would compute
+/// every step again for that slice.
 fn joint(a: &Arena, rev: &dyn Reverse, fold: &Fold) -> bool {
     let arrays = |t: &Type| t.has_arrays() && t.has_reals();
-    !rev.names().paper_rules_only
-        && fold
-            .captures
-            .iter()
-            .any(|c| a.var_type(c.var).is_some_and(arrays))
-        && runs_a_sequential_loop(a, fold.f)
+    let captured: Vec<Var> = fold
+        .captures
+        .iter()
+        .filter(|c| a.var_type(c.var).is_some_and(arrays))
+        .map(|c| c.var)
+        .collect();
+    if rev.names().paper_rules_only || captured.is_empty() {
+        return false;
+    }
+    if runs_a_sequential_loop(a, fold.f) {
+        return true;
+    }
+    let Some((ps, body)) = a.lambda_parts(fold.f) else {
+        return false;
+    };
+    let Some(&x) = ps.get(1) else {
+        return false;
+    };
+    captured.iter().all(|&c| read_per_step(a, body, c, x))
+}
+
+/// Whether every occurrence of `c` in `e` is indexed, `c[i]`, at a position `i` that
+/// mentions the element `x` (or is its length).
+fn read_per_step(a: &Arena, e: ExprId, c: Var, x: Var) -> bool {
+    unfad_syntax::with_stack(|| match a[e] {
+        Node::Index(base, i) if a[base] == Node::Var(c) => {
+            a.mentions_any(i, &[x]) && read_per_step(a, i, c, x)
+        }
+        // Its length is no read.
+        Node::Len(inner) if a[inner] == Node::Var(c) => true,
+        Node::Var(v) => v != c,
+        _ => a.children(e).into_iter().all(|k| read_per_step(a, k, c, x)),
+    })
 }
 
 /// Whether `e` holds a `foldl`, `scanl` or `scanr`.

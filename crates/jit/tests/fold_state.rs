@@ -70,13 +70,16 @@ fn a_component_added_into_in_place_has_one_buffer() {
     );
 }
 
-/// Gradients of folds whose step captures arrays and runs a loop of its own: reverse
+/// Gradients of folds whose step captures arrays and runs a loop of its own (or reads
+/// them at its element's positions only): reverse
 /// mode's joint backward fold (`unfad_ad`'s `folds::joint_backward`), whose components for
 /// the arrays' adjoints are added into in place. Over positions (the elements, ints, get
 /// no adjoint) and over rows (each row's adjoint added at its position).
 #[test]
 fn gradients_of_folds_reading_captured_arrays_equal_the_interpreter() {
     let programs = [
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
+         reduce + 0 (foldl (h, t. map2 (v, w. tanh(v * w + X[t][2])) h W[t % len(W)]) h0 (iota len(X)))",
         "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
          reduce + 0 (foldl (h, t. foldl (g, w. map2 (v, wi. tanh(v * wi + X[t][0])) g w) h W) h0 (iota len(X)))",
         "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \

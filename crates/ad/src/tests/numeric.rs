@@ -335,13 +335,16 @@ fn check_direct(src: &str, input: &str) {
     }
 }
 
-/// Folds and scans whose step captures arrays and runs a loop of its own take the joint
+/// Folds and scans whose step captures arrays and runs a loop of its own, or reads them
+/// at positions of its element only (`W[t]`), take the joint
 /// backward fold (`folds::joint_backward`): the accumulator's adjoint, the elements' and
 /// the captured arrays' carried together, from the last step to the first. Over positions
 /// and over rows, the captured arrays read whole and by index, at 0, 1 and several steps.
 #[test]
 fn folds_whose_steps_capture_arrays_and_loop() {
     let programs = [
+        "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
+         reduce + 0 (foldl (h, t. map2 (v, w. tanh(v * w + X[t][2])) h W[t % len(W)]) h0 (iota len(X)))",
         "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \
          reduce + 0 (foldl (h, t. foldl (g, w. map2 (v, wi. tanh(v * wi + X[t][0])) g w) h W) h0 (iota len(X)))",
         "def f(W: [k][m]real, X: [n][m]real, h0: [m]real) = \

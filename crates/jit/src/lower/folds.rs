@@ -120,7 +120,10 @@ impl<'a> Translator<'a> {
             // Components updated in place are computed where they are (a scatter adds
             // into its own buffer); the others go to the other buffer.
             let nv = if mixed {
-                t.emit_into(body, &other)
+                t.own_accumulators.push(pa);
+                let nv = t.emit_into(body, &other);
+                t.own_accumulators.pop();
+                nv
             } else {
                 t.emit(body).and_then(|r| t.write(&r, &other))
             };

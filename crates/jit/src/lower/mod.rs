@@ -189,6 +189,10 @@ pub(crate) struct Translator<'a> {
     /// the tuple of that result, whose components that are reals and read the buffer are
     /// computed before the others (`readers_before_writer`).
     readers_first: Vec<(ExprId, Rc<Arr>)>,
+    /// The accumulators of the folds being emitted with mixed places
+    /// (`Translator::acc_places`), whose components a scatter onto them may add into
+    /// where they are: nothing else in the step reads those components.
+    own_accumulators: Vec<Var>,
     /// How loops batch their kernels, if they do (see [`batch`]).
     batching: Option<Batching>,
     /// The pass of the batched loop being emitted.
@@ -261,6 +265,7 @@ impl<'a> Translator<'a> {
             site: unfad_syntax::Span::NONE,
             precomputed: HashMap::default(),
             readers_first: Vec::new(),
+            own_accumulators: Vec::new(),
             batching: None,
             batch: None,
             batch_fn: None,
@@ -663,7 +668,8 @@ impl<'a> Translator<'a> {
             // updated in place, see `Translator::acc_places`): added there, no copy.
             (ScatterAdd(z, is, vs), Place::Arr(d))
                 if matches!(d.kind, Kind::Mem { .. })
-                    && is_view(arena, index::scatter_chain(arena, z, is, vs).0) =>
+                    && root_var(arena, index::scatter_chain(arena, z, is, vs).0)
+                        .is_some_and(|v| self.own_accumulators.contains(&v)) =>
             {
                 let (base, levels) = index::scatter_chain(arena, z, is, vs);
                 let zv = self.emit_arr(base)?;
@@ -759,12 +765,12 @@ fn scalar_result(arena: &unfad_syntax::Arena, e: ExprId, p: unfad_syntax::Var) -
     }
 }
 
-/// Whether `e` is a variable or a projection of one: a value that emitting only names.
-fn is_view(arena: &unfad_syntax::Arena, e: ExprId) -> bool {
+/// The variable `e` is, or is a projection of (a value that emitting only names).
+fn root_var(arena: &unfad_syntax::Arena, e: ExprId) -> Option<Var> {
     match arena[e] {
-        Node::Var(_) => true,
-        Node::Proj(_, inner) => is_view(arena, inner),
-        _ => false,
+        Node::Var(v) => Some(v),
+        Node::Proj(_, inner) => root_var(arena, inner),
+        _ => None,
     }
 }
 
