@@ -72,10 +72,10 @@
 //! sequential loop of its own (an LSTM's scan over its layers), each pass reruns that
 //! loop and the optimizer cannot read it back from the stored states; where it reads the
 //! captured arrays only at its element's positions, each pass reruns the step for one
-//! slice of an adjoint. There the backward
-//! pass is one left fold over the steps from the last, carrying the accumulator's
-//! adjoint, the elements' and the captures' ([`joint_backward`]): one reverse pass per
-//! step, and no array of adjoints stored.
+//! slice of an adjoint. There the backward pass is one left fold over the steps from the
+//! last, carrying the accumulator's adjoint, the elements' and the captures'
+//! ([`joint_backward`]): one reverse pass per step, and no array of adjoints stored.
+//! (`scanr` keeps its forward scan of adjoints.)
 //!
 //! **Scans.** `scanl` returns every `acc_i`, so its adjoint `Z` adds `Z_i` to each `s_i`:
 //! `s_n = Z_n`, `s_{i-1} = Z_{i-1} +̂ J^T_acc · s_i`, a `scanr` over `(acc_{i-1}, a_i,
