@@ -880,17 +880,11 @@ pub fn scanl_adjoint(
 ) -> Result<FoldAdjoint, AdError> {
     let acc_ty = type_of_atom(a, fold.init)?;
     let mut bindings = Vec::new();
-    // Q = [(acc_{i-1}, a_i, Z_{i-1})]
+    // The states before each step and the adjoints of those states.
     let before = a.add(Node::Shift1R(scan));
     let z_before = a.add(Node::Shift1R(z));
     let before = bind(a, &mut bindings, "S0", before)?;
     let z_before = bind(a, &mut bindings, "Z0", z_before)?;
-    let q_e = elementwise(
-        a,
-        &[before, fold.array, z_before],
-        &["acc", "x", "z"],
-        build::tuple,
-    )?;
     if joint(a, rev, fold) {
         let zero = ground::zero(a, &acc_ty, fold.init)?;
         let last = last(a, z, zero)?;
@@ -901,6 +895,13 @@ pub fn scanl_adjoint(
         };
         return joint_backward(a, rev, fold, &acc_ty, seeded, before, bindings);
     }
+    // Q = [(acc_{i-1}, a_i, Z_{i-1})]
+    let q_e = elementwise(
+        a,
+        &[before, fold.array, z_before],
+        &["acc", "x", "z"],
+        build::tuple,
+    )?;
     let q = bind(a, &mut bindings, "Q", q_e)?;
     // R = scanr (q, t. q.2 +̂ J^T_acc e[q.0, q.1] · t) last(Z) Q = [s_0, ..., s_n]
     let step = step_fun(a, q, &acc_ty, |a, qe, t| {

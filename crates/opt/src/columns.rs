@@ -159,14 +159,7 @@ fn narrow_fold(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<E
     } else {
         (arena.tuple(&new_items), arena.tuple(&new_starts))
     };
-    let mut step = step_result;
-    for &l in lets.iter().rev() {
-        step = match arena[l] {
-            Node::Let(v, e1, _) => arena.let_(v, e1, step),
-            Node::LetTuple(vs, e1, _) => arena.add(Node::LetTuple(vs, e1, step)),
-            _ => step,
-        };
-    }
+    let step = rewrap_lets(arena, &lets, step_result);
     let name = arena.var_name(st).to_string();
     let st2 = arena.fresh_var(&name, Some(new_ty.clone()));
     let step = reproject(arena, step, st, st2, &kept);
@@ -234,16 +227,10 @@ fn map_of(
     arena: &mut Arena,
     ps: &[Var],
     lets: &[ExprId],
-    mut body: ExprId,
+    body: ExprId,
     operands: &[ExprId],
 ) -> Option<ExprId> {
-    for &l in lets.iter().rev() {
-        body = match arena[l] {
-            Node::Let(v, e1, _) => arena.let_(v, e1, body),
-            Node::LetTuple(vs, e1, _) => arena.add(Node::LetTuple(vs, e1, body)),
-            _ => body,
-        };
-    }
+    let body = rewrap_lets(arena, lets, body);
     let f = arena.lambda(ps, body);
     let f = arena.copy_fresh(f);
     match *operands {
@@ -251,6 +238,18 @@ fn map_of(
         [a, b] => Some(arena.add(Node::Map2(f, a, b))),
         _ => None,
     }
+}
+
+/// `body` under the `let`s `lets` (nodes of an old body, outermost first), rebuilt.
+fn rewrap_lets(arena: &mut Arena, lets: &[ExprId], mut body: ExprId) -> ExprId {
+    for &l in lets.iter().rev() {
+        body = match arena[l] {
+            Node::Let(v, e1, _) => arena.let_(v, e1, body),
+            Node::LetTuple(vs, e1, _) => arena.add(Node::LetTuple(vs, e1, body)),
+            _ => body,
+        };
+    }
+    body
 }
 
 /// A `map` or `map2` whose function's body is a tuple under `let`s.

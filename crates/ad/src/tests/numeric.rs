@@ -11,6 +11,23 @@ use crate::{gradient, gradient_via_unf, reverse, reverse_via_unf};
 /// Differentiate `src` with respect to every parameter (and to each one alone) with both
 /// pipelines, and compare with the oracles at `input`.
 fn check(src: &str, input: &str) {
+    check_with(
+        src,
+        input,
+        &[("direct", reverse), ("via UNF", reverse_via_unf)],
+        &[("direct", gradient), ("via UNF", gradient_via_unf)],
+    );
+}
+
+/// Differentiate `src` with respect to every parameter and to each one alone, by the
+/// value-and-gradient pipelines `reverses` and the gradient pipelines `gradients`, and
+/// compare with forward mode at `input` (finite differences checked against it first).
+fn check_with(
+    src: &str,
+    input: &str,
+    reverses: &[(&str, Pipeline)],
+    gradients: &[(&str, Pipeline)],
+) {
     let (mut prog, func) = load(src);
     let a = args(&prog.arena, &func, input);
     let (v0, g0) = forward_gradient(&prog.arena, &func, &a).unwrap();
@@ -27,10 +44,7 @@ fn check(src: &str, input: &str) {
     let mut subsets = vec![all.clone()];
     subsets.extend(all.iter().rev().map(|&i| vec![i]));
     for wrt in subsets {
-        for (name, pipeline) in [
-            ("direct", reverse as Pipeline),
-            ("via UNF", reverse_via_unf),
-        ] {
+        for &(name, pipeline) in reverses {
             let rev = pipeline(&mut prog.arena, &func, &wrt).unwrap_or_else(|e| panic!("{e}"));
             assert_well_formed(&mut prog.arena, &rev);
             let (v, g) = eval_reverse(&prog.arena, &rev, &a);
@@ -47,10 +61,7 @@ fn check(src: &str, input: &str) {
                 }
             }
         }
-        for (name, pipeline) in [
-            ("direct", gradient as Pipeline),
-            ("via UNF", gradient_via_unf),
-        ] {
+        for &(name, pipeline) in gradients {
             let grad = pipeline(&mut prog.arena, &func, &wrt).unwrap_or_else(|e| panic!("{e}"));
             assert_well_formed(&mut prog.arena, &grad);
             let out = eval_func(&prog.arena, &grad, &a).unwrap();
@@ -293,51 +304,20 @@ fn literal_sizes() {
     );
 }
 
-/// [`check`] for programs outside UNF's core Source (`foldl`, scans, indexing): the
-/// direct macro, its weakened continuations (the route `compile_grad` takes) and the
-/// gradient `∇`, against forward mode (finite differences checked against it first).
+/// [`check`] for programs outside UNF's core Source (`foldl`, scans, indexing): the direct
+/// macro and its weakened continuations (the route `compile_grad` takes).
 fn check_direct(src: &str, input: &str) {
-    let (mut prog, func) = load(src);
-    let a = args(&prog.arena, &func, input);
-    let (v0, g0) = forward_gradient(&prog.arena, &func, &a).unwrap();
-    let fd = fd_gradient(&prog.arena, &func, &a, 1e-6).unwrap();
-    for (i, (g, d)) in g0.iter().zip(&fd).enumerate() {
-        for (x, y) in g.iter().zip(d) {
-            assert!(
-                close(*x, *y, 1e-5),
-                "oracles disagree on parameter {i}: {x} vs {y}"
-            );
-        }
-    }
-    let all: Vec<usize> = (0..func.params.len()).collect();
-    let mut subsets = vec![all.clone()];
-    subsets.extend(all.iter().rev().map(|&i| vec![i]));
-    for wrt in subsets {
-        for (name, pipeline) in [
-            ("direct", reverse as Pipeline),
-            ("weakened", crate::reverse_weakened),
-        ] {
-            let rev = pipeline(&mut prog.arena, &func, &wrt).unwrap_or_else(|e| panic!("{e}"));
-            assert_well_formed(&mut prog.arena, &rev);
-            let (v, g) = eval_reverse(&prog.arena, &rev, &a);
-            assert!(close(v, v0, 1e-12), "{name}: value {v} vs {v0}");
-            for (k, &i) in wrt.iter().enumerate() {
-                for (x, y) in g[k].iter().zip(&g0[i]) {
-                    assert!(
-                        close(*x, *y, 1e-12),
-                        "{name}: gradient of parameter {i}: {:?} vs forward {:?}\n{src}",
-                        g[k],
-                        g0[i]
-                    );
-                }
-            }
-        }
-    }
+    check_with(
+        src,
+        input,
+        &[("direct", reverse), ("weakened", crate::reverse_weakened)],
+        &[],
+    );
 }
 
 /// Folds and scans whose step captures arrays and runs a loop of its own, or reads them
-/// at positions of its element only (`W[t]`), take the joint
-/// backward fold (`folds::joint_backward`): the accumulator's adjoint, the elements' and
+/// at positions of its element only (`W[t]`), take the joint backward fold
+/// (`folds::joint_backward`): the accumulator's adjoint, the elements' and
 /// the captured arrays' carried together, from the last step to the first. Over positions
 /// and over rows, the captured arrays read whole and by index, at 0, 1 and several steps.
 #[test]
