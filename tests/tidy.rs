@@ -23,9 +23,10 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// kernels applied to a buffer of its stack, on the host's widest vectors); and the
 /// kernels' x86-64 instances, whose vector intrinsics are `unsafe` to call outside the
 /// functions compiled for their instructions.
-const UNSAFE_BOUNDARY: [&str; 3] = [
+const UNSAFE_BOUNDARY: [&str; 4] = [
     "crates/jit/src/compiled.rs",
     "crates/jit/src/batch.rs",
+    "crates/jit/src/routines.rs",
     "crates/kernels/src/x86.rs",
 ];
 

@@ -242,8 +242,9 @@
 //! assert_eq!(out[0], 32.0);
 //! ```
 
-// Every `unsafe` block of the crate is in its two boundaries with the native code:
-// `compiled` (Rust calls native code) and `batch` (native code calls Rust with a pointer).
+// Every `unsafe` block of the crate is in its three boundaries with the native code:
+// `compiled` (Rust calls native code), `batch` and `routines` (native code calls Rust with
+// pointers).
 #![deny(unsafe_code)]
 
 #[allow(unsafe_code)]
@@ -256,6 +257,8 @@ pub mod fault;
 mod layout;
 mod lower;
 mod parallel;
+#[allow(unsafe_code)]
+mod routines;
 mod runtime;
 mod shape;
 pub mod split;
@@ -299,6 +302,34 @@ pub fn set_batch_mode(mode: BatchMode) {
         BatchMode::Portable { chunk: c } => 2 * chunk(c) + 1,
     };
     BATCH_MODE.store(code, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether later compilations in this process call the vector routines (see
+/// `lower/routines.rs`) where their batches are on: true unless turned off here or by the
+/// environment variable `UNFAD_ROUTINES=off` (read once). For measurements: both settings
+/// compute the same values, bit for bit.
+pub fn set_vector_routines(on: bool) {
+    ROUTINES.store(u8::from(on) + 1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// 0 unset, 1 off, 2 on (see [`set_vector_routines`]).
+static ROUTINES: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether compilations call the vector routines now (see [`set_vector_routines`]).
+pub(crate) fn vector_routines() -> bool {
+    match ROUTINES.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            let on = std::env::var("UNFAD_ROUTINES").map_or(true, |v| v != "off");
+            let _ = ROUTINES.compare_exchange(
+                0,
+                u8::from(on) + 1,
+                std::sync::atomic::Ordering::Relaxed,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            ROUTINES.load(std::sync::atomic::Ordering::Relaxed) == 2
+        }
+        v => v == 2,
+    }
 }
 
 /// The elements of a chunk of a batched loop (see [`BatchMode`]).

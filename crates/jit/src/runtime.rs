@@ -121,6 +121,7 @@ pub(crate) fn symbols() -> impl Iterator<Item = (&'static str, *const u8)> {
     un.chain(bin)
         .chain(fallbacks)
         .chain(crate::batch::symbols())
+        .chain(crate::routines::symbols())
 }
 
 #[cfg(test)]

@@ -78,6 +78,7 @@ mod memory;
 mod pad;
 mod prologue;
 mod read;
+mod routines;
 mod scalar;
 mod scratch;
 mod shift;

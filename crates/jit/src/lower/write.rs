@@ -55,12 +55,20 @@ impl<'a> Translator<'a> {
         // Reals two per iteration, as a map's (the lanes pass makes them vector loads,
         // additions and stores); rows one loop each.
         let paired = !p.shape.elem.has_arrays();
-        self.peeled_loop(count, &[a], 0, &[a], &[], paired, &mut |t, i, _| {
-            let x = t.elem(a, IntVal::Ssa(i))?;
-            let dst = t.place_elem(p, IntVal::Ssa(i))?;
-            t.add_val(&x, &dst)
-        })?;
-        Ok(())
+        let mut inline = |t: &mut Self| {
+            t.peeled_loop(count, &[a], 0, &[a], &[], paired, &mut |t, i, _| {
+                let x = t.elem(a, IntVal::Ssa(i))?;
+                let dst = t.place_elem(p, IntVal::Ssa(i))?;
+                t.add_val(&x, &dst)
+            })?;
+            Ok(())
+        };
+        // Rows of reals on the host's widest vectors (`routines.rs`).
+        match self.routine_update(a, p, count) {
+            Some(u) if matches!(count, IntVal::Const(_)) => self.call_routine(&u, a, count),
+            Some(u) => self.routine_by_count(&u, a, count, &mut inline),
+            None => inline(self),
+        }
     }
 
     /// Add `v` into the place `p` (see [`Translator::add_into`]).
