@@ -63,11 +63,42 @@ pub fn host_lanes() -> Option<usize> {
     unfad_jit::host_batch_lanes()
 }
 
+/// What a row compares: one switch of the JIT, off against on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Switch {
+    /// The math kernels in batches (`BatchMode::Off` against `BatchMode::Host`).
+    Batches,
+    /// The vector routines of in-place row updates (`unfad_jit::set_vector_routines`),
+    /// batches on in both.
+    Routines,
+}
+
+impl Switch {
+    fn set(self, on: bool) {
+        match self {
+            Switch::Batches => set_batch_mode(if on { BatchMode::Host } else { BatchMode::Off }),
+            Switch::Routines => unfad_jit::set_vector_routines(on),
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Switch::Batches => "batches",
+            Switch::Routines => "routines",
+        }
+    }
+}
+
 /// `f` compiled with batches off, then on (the host's mode, as every other figure).
 fn both<T>(f: impl Fn() -> Result<T, String>) -> Result<(T, T), String> {
-    set_batch_mode(BatchMode::Off);
+    switched(Switch::Batches, f)
+}
+
+/// `f` compiled with `switch` off, then on (the default, as every other figure).
+fn switched<T>(switch: Switch, f: impl Fn() -> Result<T, String>) -> Result<(T, T), String> {
+    switch.set(false);
     let off = f();
-    set_batch_mode(BatchMode::Host);
+    switch.set(true);
     Ok((off?, f()?))
 }
 
@@ -144,18 +175,32 @@ pub fn runs_kernels(p: &Program) -> bool {
 
 /// `p`'s primal and gradient at `size`, batches off against on.
 pub fn measure_batches(p: &Program, size: Size, budget: Budget) -> Result<BatchRow, String> {
+    measure_switch(Switch::Batches, p, size, budget)
+}
+
+/// `p`'s primal and gradient at `size`, `switch` off against on, the results checked
+/// equal bit for bit.
+pub fn measure_switch(
+    switch: Switch,
+    p: &Program,
+    size: Size,
+    budget: Budget,
+) -> Result<BatchRow, String> {
     let args = (p.inputs)(size);
     let sizes = |v: &str| size.var(v);
-    let (f_off, f_on) = both(|| Engine::new().compile(p.source).map_err(|e| e.to_string()))?;
+    let what = switch.what();
+    let (f_off, f_on) = switched(switch, || {
+        Engine::new().compile(p.source).map_err(|e| e.to_string())
+    })?;
     let mut off = Native::primal(&f_off, &args, &sizes)?;
     let mut on = Native::primal(&f_on, &args, &sizes)?;
     off.run()?;
     on.run()?;
     if !same_outputs(&off, &on) {
-        return Err(format!("{}: batches changed the primal's value", p.name));
+        return Err(format!("{}: {what} changed the primal's value", p.name));
     }
     let (p_off, p_on, primal_speedup) = in_turn(&mut off, &mut on, budget)?;
-    let grads = both(|| {
+    let grads = switched(switch, || {
         Engine::new()
             .compile_grad(p.source)
             .map_err(|e| e.to_string())
@@ -167,7 +212,7 @@ pub fn measure_batches(p: &Program, size: Size, budget: Budget) -> Result<BatchR
             off.run()?;
             on.run()?;
             if !same_outputs(&off, &on) {
-                return Err(format!("{}: batches changed the gradient", p.name));
+                return Err(format!("{}: {what} changed the gradient", p.name));
             }
             let (g_off, g_on, speedup) = in_turn(&mut off, &mut on, budget)?;
             (Some((g_off, g_on)), Some(speedup))

@@ -8,7 +8,9 @@
 //! `--only NAME,...` measures those programs at their largest size (and at the sizes JAX
 //! is also measured at) and prints the figures without writing the report (a quick look while working on one program); `--compile`
 //! prints the compile times of the examples alone, `--gradbench` the GradBench gmm figures,
-//! `--batches` the section on the math kernels in batches.
+//! `--batches` the section on the math kernels in batches, `--routines` every program at
+//! every size with the vector routines of row updates off and on (`unfad_jit`'s
+//! `lower/routines.rs`), timed in turn, results checked equal bit for bit.
 //!
 //! JAX is measured beside unfad (`bench/peers/jax_suite.py`, at each program's largest
 //! size) when `UNFAD_PYTHON` names a Python with JAX installed; `--no-jax` leaves it out.
@@ -20,7 +22,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use unfad::Engine;
-use unfad_suite::batches::{measure_batches, measure_kernels, runs_kernels, BatchRow, KernelRow};
+use unfad_suite::batches::{
+    measure_batches, measure_kernels, measure_switch, runs_kernels, BatchRow, KernelRow, Switch,
+};
 use unfad_suite::gradbench::{gmm_input, measure_gmm, GmmFigures, GMM_SIZE};
 use unfad_suite::measure::{
     measure_program_with_second_order, measure_safety, measure_streaming, Budget, Measured,
@@ -77,6 +81,29 @@ fn run() -> Result<(), String> {
                 println!("{s}");
                 return Ok(());
             }
+            "--routines" => {
+                // Every program at every size: the routines must not cost where they do
+                // not pay (short rows, rows known at run time only).
+                println!("| program | size | primal: off | on | speedup | value+grad: off | on | speedup |\n|---|---:|---:|---:|---:|---:|---:|---:|");
+                for p in &programs() {
+                    for &size in p.sizes.iter() {
+                        let r = measure_switch(Switch::Routines, p, size, budget)?;
+                        let (g_off, g_on) = r.gradient.unwrap_or((f64::NAN, f64::NAN));
+                        println!(
+                            "| {} | {} | {:.0} ns | {:.0} ns | {:.2}x | {:.0} ns | {:.0} ns | {:.2}x |",
+                            r.name,
+                            size.label(),
+                            r.primal.0,
+                            r.primal.1,
+                            r.primal_speedup,
+                            g_off,
+                            g_on,
+                            r.gradient_speedup.unwrap_or(f64::NAN)
+                        );
+                    }
+                }
+                return Ok(());
+            }
             "--gradbench" => {
                 eprintln!("{:?}", gradbench_gmm(budget));
                 return Ok(());
@@ -88,7 +115,7 @@ fn run() -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,..., --no-jax, --compile, --gradbench, --batches)"
+                    "unknown argument `{other}` (--quick, --out DIR, --only NAME,..., --no-jax, --compile, --gradbench, --batches, --routines)"
                 ))
             }
         }
