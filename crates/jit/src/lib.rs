@@ -312,23 +312,16 @@ pub fn set_vector_routines(on: bool) {
     ROUTINES.store(u8::from(on) + 1, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// 0 unset, 1 off, 2 on (see [`set_vector_routines`]).
+/// 0 unset (the environment decides), 1 off, 2 on (see [`set_vector_routines`]).
 static ROUTINES: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 /// Whether compilations call the vector routines now (see [`set_vector_routines`]).
 pub(crate) fn vector_routines() -> bool {
+    static FROM_ENV: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     match ROUTINES.load(std::sync::atomic::Ordering::Relaxed) {
-        0 => {
-            let on = std::env::var("UNFAD_ROUTINES").map_or(true, |v| v != "off");
-            let _ = ROUTINES.compare_exchange(
-                0,
-                u8::from(on) + 1,
-                std::sync::atomic::Ordering::Relaxed,
-                std::sync::atomic::Ordering::Relaxed,
-            );
-            ROUTINES.load(std::sync::atomic::Ordering::Relaxed) == 2
-        }
-        v => v == 2,
+        1 => false,
+        2 => true,
+        _ => *FROM_ENV.get_or_init(|| std::env::var("UNFAD_ROUTINES").map_or(true, |v| v != "off")),
     }
 }
 

@@ -335,11 +335,25 @@ impl<'a> Translator<'a> {
             Batches::Yes => return run(self, true),
             Batches::ByCount => {}
         }
+        self.split_by_count(count, NESTED_ELEMENTS, replay, run)
+    }
+
+    /// `run(self, true)` where `count` (known at run time only) is at least `at_least`,
+    /// `run(self, false)` elsewhere: both are emitted, each from the bindings of `replay`,
+    /// and what follows starts from them again (neither branch's values reach it but the
+    /// state `run` returns, which both make of the same types).
+    pub(super) fn split_by_count(
+        &mut self,
+        count: IntVal,
+        at_least: i64,
+        replay: &Replay,
+        run: &mut dyn FnMut(&mut Self, bool) -> JitResult<Vec<Value>>,
+    ) -> JitResult<Vec<Value>> {
         let n = self.int_value(count);
         let long = self
             .b
             .ins()
-            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, NESTED_ELEMENTS);
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, at_least);
         let batched = self.b.create_block();
         let inline = self.b.create_block();
         let join = self.b.create_block();

@@ -19,7 +19,6 @@
 
 use std::rc::Rc;
 
-use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{F64, I64};
 use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, Signature, Value};
 use cranelift_codegen::isa::CallConv;
@@ -40,7 +39,6 @@ pub(super) const MIN_ROUTINE: i64 = 12;
 
 /// A row update that a routine makes (see [`Translator::routine_update`]).
 pub(super) struct Update {
-    routine: Routine,
     width: Width,
     dst: Value,
     src: Value,
@@ -68,11 +66,6 @@ impl<'a> Translator<'a> {
             _ => return None,
         };
         Some(Update {
-            routine: if scale.is_some() {
-                Routine::Axpy
-            } else {
-                Routine::Add
-            },
             width: batching.width,
             dst,
             src,
@@ -95,7 +88,12 @@ impl<'a> Translator<'a> {
             None => None,
         };
         let n = self.int_value(count);
-        let f = self.routine_function(u.routine, u.width)?;
+        let routine = if u.scale.is_some() {
+            Routine::Axpy
+        } else {
+            Routine::Add
+        };
+        let f = self.routine_function(routine, u.width)?;
         let mut args = vec![u.dst, u.src];
         args.extend(scale);
         args.push(n);
@@ -106,9 +104,8 @@ impl<'a> Translator<'a> {
     }
 
     /// `u` where its count, known at run time only, is at least [`MIN_ROUTINE`], and
-    /// `inline` (the loop the routine replaces) elsewhere: both are emitted from the
-    /// same bindings, and what follows starts from them again, as for
-    /// [`Translator::by_count`].
+    /// `inline` (the loop the routine replaces) elsewhere, as
+    /// [`Translator::split_by_count`] emits them.
     pub(super) fn routine_by_count(
         &mut self,
         u: &Update,
@@ -117,23 +114,14 @@ impl<'a> Translator<'a> {
         inline: &mut dyn FnMut(&mut Self) -> JitResult<()>,
     ) -> JitResult<()> {
         let replay = self.replay_point(&[a]);
-        let n = self.int_value(count);
-        let long = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, MIN_ROUTINE);
-        let by_routine = self.b.create_block();
-        let by_loop = self.b.create_block();
-        let join = self.b.create_block();
-        self.b.ins().brif(long, by_routine, &[], by_loop, &[]);
-        self.switch_to(by_routine);
-        self.call_routine(u, a, count)?;
-        self.b.ins().jump(join, &[]);
-        self.rewind(&replay);
-        self.switch_to(by_loop);
-        inline(self)?;
-        self.b.ins().jump(join, &[]);
-        self.switch_to(join);
+        self.split_by_count(count, MIN_ROUTINE, &replay, &mut |t, long| {
+            if long {
+                t.call_routine(u, a, count)?;
+            } else {
+                inline(t)?;
+            }
+            Ok(Vec::new())
+        })?;
         Ok(())
     }
 
