@@ -4,16 +4,26 @@
 //! `batch.rs` this is the crate's unsafe boundary: native code calls Rust with pointers.
 //!
 //! - `add`: `dst[e] = dst[e] + src[e]`;
-//! - `axpy`: `dst[e] = dst[e] + s * src[e]`.
+//! - `axpy`: `dst[e] = dst[e] + s * src[e]`;
+//! - `scale`: `dst[e] = s * src[e]`;
+//! - `dots`: `out[i] = reduce + z (map2 * W[i] x)` for each row `W[i]` of a matrix, the
+//!   sum in the blocked order that `unfad_syntax::reduction` defines.
 //!
-//! Each element is one addition (after one multiplication for `axpy`), the accumulator's
-//! element first, as the native code's own loop computes it: the elements are
-//! independent, so any vector width gives the same bits, and nothing is fused (no FMA).
+//! In `add` and `axpy` each element is one addition (after one multiplication for `axpy`),
+//! the accumulator's element first, as the native code's own loop computes it, and in
+//! `scale` one multiplication: the elements are independent, so any vector width gives the
+//! same bits, and nothing is fused (no FMA). `dots` computes each product alone and adds it to the accumulator its index
+//! falls to: element `e < 8·q` to accumulator `e mod 8` (accumulator 0 starting at `z`, the
+//! others at `-0`), the eight combined by the reduction's tree, the rest added in order.
+//! One AVX-512 register holds a row's eight accumulators (two AVX2 registers, four each),
+//! so the lanes compute what the native code's blocked loop and the interpreter compute;
+//! four rows run side by side, so that their additions do not wait for one another.
 //!
-//! The native code passes the addresses of `n` reals each that its own loop would have
-//! read and written (its lengths come from the shape analysis, as for every access it
-//! makes). `dst` and `src` are the same array, or do not overlap; a partial overlap,
-//! which the lowering never makes, is computed element by element in order.
+//! The native code passes the addresses of the reals its own loop would have read and
+//! written (its lengths come from the shape analysis, as for every access it makes). In
+//! `add`, `axpy` and `scale`, `dst` and `src` are the same array, or do not overlap; a partial
+//! overlap, which the lowering never makes, is computed element by element in order. The
+//! rows `dots` writes are a fresh array, apart from the matrix and the vector it reads.
 
 use crate::batch::Width;
 
@@ -22,6 +32,8 @@ use crate::batch::Width;
 pub(crate) enum Routine {
     Add,
     Axpy,
+    Scale,
+    Dots,
 }
 
 impl Routine {
@@ -34,6 +46,12 @@ impl Routine {
             (Routine::Axpy, Width::Avx512) => "unfad_axpy_avx512",
             (Routine::Axpy, Width::Avx2) => "unfad_axpy_avx2",
             (Routine::Axpy, Width::Portable) => "unfad_axpy_portable",
+            (Routine::Scale, Width::Avx512) => "unfad_scale_avx512",
+            (Routine::Scale, Width::Avx2) => "unfad_scale_avx2",
+            (Routine::Scale, Width::Portable) => "unfad_scale_portable",
+            (Routine::Dots, Width::Avx512) => "unfad_dots_avx512",
+            (Routine::Dots, Width::Avx2) => "unfad_dots_avx2",
+            (Routine::Dots, Width::Portable) => "unfad_dots_portable",
         }
     }
 }
@@ -49,6 +67,36 @@ impl Routine {
 // SAFETY: a contract on the caller, stated above; every caller is a routine, whose caller,
 // the native code, passes the rows its own loop would have read and written.
 unsafe fn update(w: Width, dst: *mut f64, src: *const f64, s: Option<f64>, n: u64) {
+    // SAFETY: the caller's contract.
+    unsafe { elementwise::<true>(w, dst, src, s, n) }
+}
+
+/// `dst[..n] = s * src[..n]`: as [`update`] without the addition.
+///
+/// # Safety
+///
+/// As for [`update`].
+// SAFETY: a contract on the caller, stated above (the routine's instances keep it).
+unsafe fn scale(w: Width, dst: *mut f64, src: *const f64, s: f64, n: u64) {
+    // SAFETY: the caller's contract.
+    unsafe { elementwise::<false>(w, dst, src, Some(s), n) }
+}
+
+/// `dst[e] = dst[e] + s * src[e]` (`ADD`; `+ src[e]` without `s`) or `dst[e] = s *
+/// src[e]`, for `e < n`: on `w`'s vectors where the two arrays are one or apart, element by
+/// element in order otherwise.
+///
+/// # Safety
+///
+/// As for [`update`].
+// SAFETY: a contract on the caller, stated above; its callers `update` and `scale` keep it.
+unsafe fn elementwise<const ADD: bool>(
+    w: Width,
+    dst: *mut f64,
+    src: *const f64,
+    s: Option<f64>,
+    n: u64,
+) {
     let Ok(n) = usize::try_from(n) else {
         return;
     };
@@ -62,8 +110,8 @@ unsafe fn update(w: Width, dst: *mut f64, src: *const f64, s: Option<f64>, n: u6
         // each element is read before it is written, by one lane.
         unsafe {
             match s {
-                Some(s) => vector::<true>(w, dst, src, s, n),
-                None => vector::<false>(w, dst, src, 0.0, n),
+                Some(s) => vector::<ADD, true>(w, dst, src, s, n),
+                None => vector::<ADD, false>(w, dst, src, 0.0, n),
             }
         }
     } else {
@@ -71,39 +119,108 @@ unsafe fn update(w: Width, dst: *mut f64, src: *const f64, s: Option<f64>, n: u6
             // SAFETY: the caller's contract: `e < n` is inside both arrays.
             unsafe {
                 let x = *src.add(e);
-                let v = *dst.add(e);
-                *dst.add(e) = v + s.map_or(x, |s| s * x);
+                let t = s.map_or(x, |s| s * x);
+                *dst.add(e) = if ADD { *dst.add(e) + t } else { t };
             }
         }
     }
 }
 
-/// `dst[e] = dst[e] + s * src[e]` (`SCALED`) or `dst[e] + src[e]`, for `e < n`, on `w`'s
-/// vectors: whole vectors, then one masked vector for the rest (rows of tens of reals, the
-/// common case, would leave an unrolled loop's tail to run element by element).
+/// `dst[e] = dst[e] + s * src[e]` (`ADD` and `SCALED`), `dst[e] + src[e]` (`ADD`) or `s *
+/// src[e]` (`SCALED`), for `e < n`, on `w`'s vectors: whole vectors, then one masked
+/// vector for the rest (rows of tens of reals, the common case, would leave an unrolled
+/// loop's tail to run element by element).
 ///
 /// # Safety
 ///
 /// As for [`update`], with the arrays one or apart.
 // SAFETY: a contract on the caller, stated above; its one caller, `update`, keeps it.
-unsafe fn vector<const SCALED: bool>(w: Width, dst: *mut f64, src: *const f64, s: f64, n: usize) {
+unsafe fn vector<const ADD: bool, const SCALED: bool>(
+    w: Width,
+    dst: *mut f64,
+    src: *const f64,
+    s: f64,
+    n: usize,
+) {
     match w {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the caller's contract, and `w` is allowed here: AVX-512 was found.
-        Width::Avx512 => unsafe { x86::avx512::<SCALED>(dst, src, s, n) },
+        Width::Avx512 => unsafe { x86::avx512::<ADD, SCALED>(dst, src, s, n) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above: AVX2 was found.
-        Width::Avx2 => unsafe { x86::avx2::<SCALED>(dst, src, s, n) },
+        Width::Avx2 => unsafe { x86::avx2::<ADD, SCALED>(dst, src, s, n) },
         _ => {
             for e in 0..n {
                 // SAFETY: the caller's contract: `e < n` is inside both arrays.
                 unsafe {
                     let x = *src.add(e);
                     let t = if SCALED { s * x } else { x };
-                    *dst.add(e) = *dst.add(e) + t;
+                    *dst.add(e) = if ADD { *dst.add(e) + t } else { t };
                 }
             }
         }
+    }
+}
+
+/// The rows `W[i]` (`W[i][e]` at `w + i·stride + e`, `e < m`) and the vector `x` (`m`
+/// reals) that [`dots`] reads.
+#[derive(Clone, Copy)]
+struct Rows {
+    w: *const f64,
+    stride: usize,
+    x: *const f64,
+    m: usize,
+}
+
+/// `out[i] = reduce + z (map2 * W[i] x)` for `i < n`, in the blocked order (see the
+/// module's documentation), on `w`'s vectors.
+///
+/// # Safety
+///
+/// `out` points to `n` reals that nothing else reads or writes during the call; for every
+/// `i < n`, the `m` reals of row `i` and the `m` reals of `x` are readable; and `wd` is
+/// [`Width::Portable`] or one that [`Width::host`] allows.
+// SAFETY: a contract on the caller, stated above; its callers are the routine's instances,
+// whose caller, the native code, passes the rows its own loop would have read.
+unsafe fn dots(wd: Width, out: *mut f64, rows: Rows, n: usize, z: f64) {
+    let k = unfad_syntax::reduction::ACCUMULATORS;
+    let blocked = rows.m / k * k;
+    let mut i = 0;
+    if blocked > 0 {
+        match wd {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the caller's contract, and AVX-512 was found.
+            Width::Avx512 => i = unsafe { x86::dots_avx512(out, rows, n, z) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the caller's contract, and AVX2 was found.
+            Width::Avx2 => i = unsafe { x86::dots_avx2(out, rows, n, z) },
+            _ => {}
+        }
+    }
+    // The rows the vectors left (all of them on the portable instance or for rows shorter
+    // than a block): the same order, one accumulator at a time.
+    while i < n {
+        // SAFETY: the caller's contract: row `i < n` and `x` hold `m` reals each.
+        unsafe {
+            let row = rows.w.add(i * rows.stride);
+            let mut acc = z;
+            if blocked > 0 {
+                let mut accs = [-0.0f64; 8];
+                accs[0] = z;
+                for b in (0..blocked).step_by(k) {
+                    for (j, a) in accs.iter_mut().enumerate() {
+                        *a += *row.add(b + j) * *rows.x.add(b + j);
+                    }
+                }
+                let [a0, a1, a2, a3, a4, a5, a6, a7] = accs;
+                acc = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7));
+            }
+            for e in blocked..rows.m {
+                acc += *row.add(e) * *rows.x.add(e);
+            }
+            *out.add(i) = acc;
+        }
+        i += 1;
     }
 }
 
@@ -121,21 +238,27 @@ mod x86 {
     /// As for [`super::vector`], on a host with AVX-512F.
     // SAFETY: a contract on the caller, stated above; `vector` calls it for `Avx512` only.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn avx512<const SCALED: bool>(
+    pub(super) unsafe fn avx512<const ADD: bool, const SCALED: bool>(
         dst: *mut f64,
         src: *const f64,
         s: f64,
         n: usize,
     ) {
         let c = _mm512_set1_pd(s);
-        let step =
-            |d: __m512d, x: __m512d| _mm512_add_pd(d, if SCALED { _mm512_mul_pd(c, x) } else { x });
+        let step = |d: __m512d, x: __m512d| {
+            let t = if SCALED { _mm512_mul_pd(c, x) } else { x };
+            if ADD {
+                _mm512_add_pd(d, t)
+            } else {
+                t
+            }
+        };
         let mut e = 0;
         while e + 8 <= n {
             // SAFETY: `e + 8 <= n`: the 8 reals at `e` are inside both arrays.
             unsafe {
                 let x = _mm512_loadu_pd(src.add(e));
-                let d = _mm512_loadu_pd(dst.add(e));
+                let d = if ADD { _mm512_loadu_pd(dst.add(e)) } else { x };
                 _mm512_storeu_pd(dst.add(e), step(d, x));
             }
             e += 8;
@@ -147,10 +270,128 @@ mod x86 {
             // arrays (masked-off lanes do not fault).
             unsafe {
                 let x = _mm512_maskz_loadu_pd(k, src.add(e));
-                let d = _mm512_maskz_loadu_pd(k, dst.add(e));
+                let d = if ADD {
+                    _mm512_maskz_loadu_pd(k, dst.add(e))
+                } else {
+                    x
+                };
                 _mm512_mask_storeu_pd(dst.add(e), k, step(d, x));
             }
         }
+    }
+
+    /// [`super::dots`] on AVX-512 vectors, four rows at a time: for every row `i` of the
+    /// rows it computes, `out[i]`; returns how many rows (a multiple of four) it computed.
+    ///
+    /// # Safety
+    ///
+    /// As for [`super::dots`], with rows of at least 8 reals, on a host with AVX-512F.
+    // SAFETY: a contract on the caller, stated above; `dots` calls it for `Avx512` only.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn dots_avx512(out: *mut f64, rows: super::Rows, n: usize, z: f64) -> usize {
+        let blocked = rows.m / 8 * 8;
+        let start = _mm512_set_pd(-0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0, z);
+        let mut i = 0;
+        while i + 4 <= n {
+            // SAFETY: rows `i .. i + 4` are below `n`, and every load is of 8 reals at
+            // `b + 8 <= blocked <= m` inside a row and inside `x`.
+            unsafe {
+                let r = |k: usize| rows.w.add((i + k) * rows.stride);
+                let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
+                let (mut a0, mut a1, mut a2, mut a3) = (start, start, start, start);
+                let mut b = 0;
+                while b < blocked {
+                    let x = _mm512_loadu_pd(rows.x.add(b));
+                    a0 = _mm512_add_pd(a0, _mm512_mul_pd(_mm512_loadu_pd(r0.add(b)), x));
+                    a1 = _mm512_add_pd(a1, _mm512_mul_pd(_mm512_loadu_pd(r1.add(b)), x));
+                    a2 = _mm512_add_pd(a2, _mm512_mul_pd(_mm512_loadu_pd(r2.add(b)), x));
+                    a3 = _mm512_add_pd(a3, _mm512_mul_pd(_mm512_loadu_pd(r3.add(b)), x));
+                    b += 8;
+                }
+                for (k, (a, row)) in [(a0, r0), (a1, r1), (a2, r2), (a3, r3)]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let half =
+                        _mm256_add_pd(_mm512_castpd512_pd256(a), _mm512_extractf64x4_pd::<1>(a));
+                    *out.add(i + k) = tail(tree(half), row, rows, blocked);
+                }
+            }
+            i += 4;
+        }
+        i
+    }
+
+    /// [`super::dots`] on AVX2 vectors, four rows at a time, each row's accumulators
+    /// `0..4` in one register and `4..8` in another (see [`dots_avx512`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`super::dots`], with rows of at least 8 reals, on a host with AVX2.
+    // SAFETY: a contract on the caller, stated above; `dots` calls it for `Avx2` only.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn dots_avx2(out: *mut f64, rows: super::Rows, n: usize, z: f64) -> usize {
+        let blocked = rows.m / 8 * 8;
+        let low = _mm256_set_pd(-0.0, -0.0, -0.0, z);
+        let high = _mm256_set1_pd(-0.0);
+        let mut i = 0;
+        while i + 4 <= n {
+            // SAFETY: as in `dots_avx512`: loads of 4 reals at `b` and `b + 4`, with
+            // `b + 8 <= blocked <= m`.
+            unsafe {
+                let r = |k: usize| rows.w.add((i + k) * rows.stride);
+                let rs = [r(0), r(1), r(2), r(3)];
+                let mut lo = [low; 4];
+                let mut hi = [high; 4];
+                let mut b = 0;
+                while b < blocked {
+                    let x0 = _mm256_loadu_pd(rows.x.add(b));
+                    let x1 = _mm256_loadu_pd(rows.x.add(b + 4));
+                    for k in 0..4 {
+                        lo[k] =
+                            _mm256_add_pd(lo[k], _mm256_mul_pd(_mm256_loadu_pd(rs[k].add(b)), x0));
+                        hi[k] = _mm256_add_pd(
+                            hi[k],
+                            _mm256_mul_pd(_mm256_loadu_pd(rs[k].add(b + 4)), x1),
+                        );
+                    }
+                    b += 8;
+                }
+                for k in 0..4 {
+                    let half = _mm256_add_pd(lo[k], hi[k]);
+                    *out.add(i + k) = tail(tree(half), rs[k], rows, blocked);
+                }
+            }
+            i += 4;
+        }
+        i
+    }
+
+    /// The last two levels of the reduction's tree on `(c_0, c_1, c_2, c_3)` (the first
+    /// level's sums `acc_j + acc_{j+4}`): `(c_0 + c_2) + (c_1 + c_3)`.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    fn tree(half: __m256d) -> f64 {
+        let q = _mm_add_pd(
+            _mm256_castpd256_pd128(half),
+            _mm256_extractf128_pd::<1>(half),
+        );
+        _mm_cvtsd_f64(q) + _mm_cvtsd_f64(_mm_unpackhi_pd(q, q))
+    }
+
+    /// `acc` with the products of the row's elements from `from` to `m` added in order.
+    ///
+    /// # Safety
+    ///
+    /// `row` and `rows.x` hold `rows.m` reals.
+    // SAFETY: a contract on the caller, stated above; both callers pass a row below `n`.
+    #[inline]
+    unsafe fn tail(mut acc: f64, row: *const f64, rows: super::Rows, from: usize) -> f64 {
+        for e in from..rows.m {
+            // SAFETY: the caller's contract: `e < m`.
+            unsafe { acc += *row.add(e) * *rows.x.add(e) };
+        }
+        acc
     }
 
     /// [`super::vector`] on AVX2 vectors of 4 reals.
@@ -160,21 +401,27 @@ mod x86 {
     /// As for [`super::vector`], on a host with AVX2.
     // SAFETY: a contract on the caller, stated above; `vector` calls it for `Avx2` only.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn avx2<const SCALED: bool>(
+    pub(super) unsafe fn avx2<const ADD: bool, const SCALED: bool>(
         dst: *mut f64,
         src: *const f64,
         s: f64,
         n: usize,
     ) {
         let c = _mm256_set1_pd(s);
-        let step =
-            |d: __m256d, x: __m256d| _mm256_add_pd(d, if SCALED { _mm256_mul_pd(c, x) } else { x });
+        let step = |d: __m256d, x: __m256d| {
+            let t = if SCALED { _mm256_mul_pd(c, x) } else { x };
+            if ADD {
+                _mm256_add_pd(d, t)
+            } else {
+                t
+            }
+        };
         let mut e = 0;
         while e + 4 <= n {
             // SAFETY: `e + 4 <= n`: the 4 reals at `e` are inside both arrays.
             unsafe {
                 let x = _mm256_loadu_pd(src.add(e));
-                let d = _mm256_loadu_pd(dst.add(e));
+                let d = if ADD { _mm256_loadu_pd(dst.add(e)) } else { x };
                 _mm256_storeu_pd(dst.add(e), step(d, x));
             }
             e += 4;
@@ -192,7 +439,11 @@ mod x86 {
             // arrays (masked-off lanes do not fault).
             unsafe {
                 let x = _mm256_maskload_pd(src.add(e), k);
-                let d = _mm256_maskload_pd(dst.add(e), k);
+                let d = if ADD {
+                    _mm256_maskload_pd(dst.add(e), k)
+                } else {
+                    x
+                };
                 _mm256_maskstore_pd(dst.add(e), k, step(d, x));
             }
         }
@@ -200,7 +451,7 @@ mod x86 {
 }
 
 macro_rules! instances {
-    ($($add:ident, $axpy:ident => $w:expr;)*) => {$(
+    ($($add:ident, $axpy:ident, $scale:ident, $dots:ident => $w:expr;)*) => {$(
         /// `dst[..n] += src[..n]` (see the module's documentation).
         extern "C" fn $add(dst: *mut f64, src: *const f64, n: u64) {
             // SAFETY: the native code passes `n` reals at each address, which its own
@@ -213,21 +464,46 @@ macro_rules! instances {
             // SAFETY: as for the addition above.
             unsafe { update($w, dst, src, Some(s), n) }
         }
+
+        /// `dst[..n] = s * src[..n]` (see the module's documentation).
+        extern "C" fn $scale(dst: *mut f64, src: *const f64, s: f64, n: u64) {
+            // SAFETY: as for the addition above.
+            unsafe { scale($w, dst, src, s, n) }
+        }
+
+        /// `out[i] = reduce + z (map2 * W[i] x)` for `i < n`, row `i` of `W` at
+        /// `w + i·stride`, rows and `x` of `m` reals (see the module's documentation).
+        extern "C" fn $dots(out: *mut f64, w: *const f64, stride: u64, x: *const f64, m: u64, n: u64, z: f64) {
+            let (Ok(stride), Ok(m), Ok(n)) = (usize::try_from(stride), usize::try_from(m), usize::try_from(n)) else {
+                return;
+            };
+            if n == 0 || out.is_null() || (m > 0 && (w.is_null() || x.is_null())) {
+                return;
+            }
+            // SAFETY: the native code passes a fresh destination of `n` reals, and the
+            // rows and vector its own loop would have read.
+            unsafe { dots($w, out, Rows { w, stride, x, m }, n, z) }
+        }
     )*};
 }
 
 instances! {
-    unfad_add_avx512, unfad_axpy_avx512 => Width::Avx512;
-    unfad_add_avx2, unfad_axpy_avx2 => Width::Avx2;
-    unfad_add_portable, unfad_axpy_portable => Width::Portable;
+    unfad_add_avx512, unfad_axpy_avx512, unfad_scale_avx512, unfad_dots_avx512 => Width::Avx512;
+    unfad_add_avx2, unfad_axpy_avx2, unfad_scale_avx2, unfad_dots_avx2 => Width::Avx2;
+    unfad_add_portable, unfad_axpy_portable, unfad_scale_portable, unfad_dots_portable => Width::Portable;
 }
 
+/// The signature of the `dots` instances.
+type DotsFn = extern "C" fn(*mut f64, *const f64, u64, *const f64, u64, u64, f64);
+
 /// The routines, for registration with the JIT.
-pub(crate) fn symbols() -> [(&'static str, *const u8); 6] {
+pub(crate) fn symbols() -> [(&'static str, *const u8); 12] {
     type Add = extern "C" fn(*mut f64, *const f64, u64);
     type Axpy = extern "C" fn(*mut f64, *const f64, f64, u64);
     let add = |w: Width, f: Add| (Routine::Add.symbol(w), f as *const u8);
     let axpy = |w: Width, f: Axpy| (Routine::Axpy.symbol(w), f as *const u8);
+    let scale = |w: Width, f: Axpy| (Routine::Scale.symbol(w), f as *const u8);
+    let dots = |w: Width, f: DotsFn| (Routine::Dots.symbol(w), f as *const u8);
     [
         add(Width::Avx512, unfad_add_avx512),
         add(Width::Avx2, unfad_add_avx2),
@@ -235,6 +511,12 @@ pub(crate) fn symbols() -> [(&'static str, *const u8); 6] {
         axpy(Width::Avx512, unfad_axpy_avx512),
         axpy(Width::Avx2, unfad_axpy_avx2),
         axpy(Width::Portable, unfad_axpy_portable),
+        scale(Width::Avx512, unfad_scale_avx512),
+        scale(Width::Avx2, unfad_scale_avx2),
+        scale(Width::Portable, unfad_scale_portable),
+        dots(Width::Avx512, unfad_dots_avx512),
+        dots(Width::Avx2, unfad_dots_avx2),
+        dots(Width::Portable, unfad_dots_portable),
     ]
 }
 
@@ -263,14 +545,17 @@ mod tests {
                 .collect()
         };
         for w in widths {
-            let (add, axpy): (extern "C" fn(*mut f64, *const f64, u64), _) = match w {
-                Width::Avx512 => (
-                    unfad_add_avx512,
-                    unfad_axpy_avx512 as extern "C" fn(*mut f64, *const f64, f64, u64),
-                ),
-                Width::Avx2 => (unfad_add_avx2, unfad_axpy_avx2),
-                Width::Portable => (unfad_add_portable, unfad_axpy_portable),
-            };
+            type Scaled = extern "C" fn(*mut f64, *const f64, f64, u64);
+            let (add, axpy, scale): (extern "C" fn(*mut f64, *const f64, u64), Scaled, Scaled) =
+                match w {
+                    Width::Avx512 => (unfad_add_avx512, unfad_axpy_avx512, unfad_scale_avx512),
+                    Width::Avx2 => (unfad_add_avx2, unfad_axpy_avx2, unfad_scale_avx2),
+                    Width::Portable => (
+                        unfad_add_portable,
+                        unfad_axpy_portable,
+                        unfad_scale_portable,
+                    ),
+                };
             for n in [0usize, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1001] {
                 let d0 = reals(n as u64 + 1, n);
                 let x = reals(n as u64 + 77, n);
@@ -279,6 +564,15 @@ mod tests {
                 axpy(d.as_mut_ptr(), x.as_ptr(), s, n as u64);
                 let mut e = d0.clone();
                 add(e.as_mut_ptr(), x.as_ptr(), n as u64);
+                let mut sc = d0.clone();
+                scale(sc.as_mut_ptr(), x.as_ptr(), s, n as u64);
+                for j in 0..n {
+                    assert_eq!(
+                        sc[j].to_bits(),
+                        (s * x[j]).to_bits(),
+                        "{w:?} scale n={n} at {j}"
+                    );
+                }
                 for j in 0..n {
                     assert_eq!(
                         d[j].to_bits(),
@@ -314,6 +608,66 @@ mod tests {
                     }
                     for j in 0..n {
                         assert_eq!(d[j].to_bits(), want[j].to_bits(), "{w:?} overlap n={n}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every `dots` instance the host runs computes each row's sum of products in the
+    /// blocked order the interpreter follows (`reduction::blocked_fold`), bit for bit, for
+    /// row counts around four and row lengths around the block, with a padded row stride
+    /// and an initial value other than zero.
+    #[test]
+    fn the_dots_routines_sum_in_the_reductions_order() {
+        let widths = [Width::Portable]
+            .into_iter()
+            .chain(Width::host())
+            .chain((Width::host() == Some(Width::Avx512)).then_some(Width::Avx2));
+        let mut seed = 12345u64;
+        let mut real = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            ((seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2f64.powi((seed % 30) as i32 - 15)
+        };
+        for w in widths {
+            let dots: DotsFn = match w {
+                Width::Avx512 => unfad_dots_avx512,
+                Width::Avx2 => unfad_dots_avx2,
+                Width::Portable => unfad_dots_portable,
+            };
+            for n in [0usize, 1, 3, 4, 5, 8, 11] {
+                for m in [0usize, 1, 7, 8, 9, 15, 16, 17, 32, 33, 100] {
+                    for (stride, z) in [(m, 0.0), (m + 3, -2.5)] {
+                        let wm: Vec<f64> = (0..n * stride).map(|_| real()).collect();
+                        let x: Vec<f64> = (0..m).map(|_| real()).collect();
+                        let mut out = vec![f64::NAN; n];
+                        dots(
+                            out.as_mut_ptr(),
+                            wm.as_ptr(),
+                            stride as u64,
+                            x.as_ptr(),
+                            m as u64,
+                            n as u64,
+                            z,
+                        );
+                        for i in 0..n {
+                            let products: Vec<f64> =
+                                (0..m).map(|e| wm[i * stride + e] * x[e]).collect();
+                            let want = unfad_syntax::reduction::blocked_fold(
+                                z,
+                                || -0.0,
+                                &products,
+                                |a, b| Ok::<f64, ()>(a + b),
+                            )
+                            .unwrap();
+                            assert_eq!(
+                                out[i].to_bits(),
+                                want.to_bits(),
+                                "{w:?} n={n} m={m} stride={stride} row {i}"
+                            );
+                        }
                     }
                 }
             }

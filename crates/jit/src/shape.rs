@@ -253,6 +253,25 @@ impl Analysis {
     }
 }
 
+/// Whether `let x = e1 in e2` is a map of dot products of rows with one vector (`e1`) read
+/// by a map (`e2`), as `unfad_opt::fission` takes them out of the map's elements: stored,
+/// so that one routine computes the products for the rows at once (`lower/routines.rs`).
+fn dots_then_map(arena: &Arena, x: Var, e1: ExprId, e2: ExprId) -> bool {
+    let Node::Map(f, _) = arena[e1] else {
+        return false;
+    };
+    let Some(([row], body)) = arena.lambda_parts(f) else {
+        return false;
+    };
+    let is_x = |a: ExprId| arena[a] == Node::Var(x);
+    unfad_syntax::reduction::dot_with_row(arena, *row, body).is_some()
+        && match arena[e2] {
+            Node::Map(_, a) => is_x(a),
+            Node::Map2(_, a, b) => is_x(a) || is_x(b),
+            _ => false,
+        }
+}
+
 /// Whether `let x = e1 in e2` is a map whose elements run loops (`e1`) read by a map of
 /// their results whose function calls a math kernel and runs no loop (`e2`), as
 /// `unfad_opt::fission` writes it.
@@ -437,7 +456,13 @@ impl Analyzer<'_> {
                 if s1 == SShape::Real {
                     self.out.scalar_lets.insert(x, e1);
                 }
-                if split_kernel_tail(arena, x, e1, e2) {
+                // The map reading `x` is the body, or bound by a `let` there (the split
+                // was bound by one: `unfad_opt::fission` unnests it).
+                let reader = match arena[e2] {
+                    Let(_, r, _) => r,
+                    _ => e2,
+                };
+                if split_kernel_tail(arena, x, e1, reader) || dots_then_map(arena, x, e1, reader) {
                     self.out.stored_for_pairs.insert(x);
                 }
                 self.bind(x, s1, depth);

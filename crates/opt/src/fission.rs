@@ -18,6 +18,19 @@
 //! such a `let` from being computed where it is read), so that the second map is light
 //! and runs in pairs.
 //!
+//! The same holds for a dot product of a parameter's row with a vector bound outside the
+//! map, wherever it is in an element that computes more (a gradient's element, which also
+//! writes rows of adjoints; a loss's `max(0, dot(row, x) + c)`):
+//!
+//! ```text
+//! map (row. let v = tanh(reduce + 0 (map2 * row x)) in (v, map (a. a * v) x)) W
+//! ```
+//!
+//! becomes `let d = map (row. reduce + 0 (map2 * row x)) W in map2 (row, e. let v =
+//! tanh(e) in (v, map (a. a * v) x)) W d` ([`split_dot`]), a map of dot products that the
+//! code generator computes for four rows at a time on the host's widest vectors, where one
+//! row's sum would wait on the latency of its additions.
+//!
 //! Exact: every element is computed by the same operations, in the same order. Only maps
 //! whose element is a real (or a tuple of reals: a jvp's value and tangent) are split,
 //! whose function's tail (the element's term outside its loops, after its `let`s: a `let`
@@ -28,9 +41,11 @@
 //! when the tail reads them too), and must not read a loop's result. Runs last, on the
 //! final term: the simplifier would fuse the two maps again.
 
-use unfad_syntax::fast_hash::FastMap as HashMap;
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::typeck::{infer, NoSource};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
+
+use unfad_syntax::reduction::dot_with_row;
 
 use crate::siblings::replace;
 
@@ -43,7 +58,7 @@ const MAX_TAIL: usize = 64;
 /// Split the kernel tails of `func`'s maps from their loops; `func` itself when none is.
 pub fn split_kernel_tails(arena: &mut Arena, func: &Func) -> Func {
     let mut memo = HashMap::default();
-    let body = walk(arena, func.body, &mut memo);
+    let body = walk(arena, func.body, &mut memo, &mut HashSet::default());
     Func {
         body,
         ..func.clone()
@@ -51,15 +66,40 @@ pub fn split_kernel_tails(arena: &mut Arena, func: &Func) -> Func {
 }
 
 /// `e` with its maps split, innermost first (a node shared in the DAG once).
-fn walk(arena: &mut Arena, e: ExprId, memo: &mut HashMap<ExprId, ExprId>) -> ExprId {
+/// `made` collects the variables that bind the splits' maps of loops.
+fn walk(
+    arena: &mut Arena,
+    e: ExprId,
+    memo: &mut HashMap<ExprId, ExprId>,
+    made: &mut HashSet<Var>,
+) -> ExprId {
     if let Some(&r) = memo.get(&e) {
         return r;
     }
     let out = with_stack(|| {
         let node = arena[e];
-        let new = arena.map_children(node, |a, c| walk(a, c, memo));
+        let new = arena.map_children(node, |a, c| walk(a, c, memo, made));
         let rebuilt = arena.rebuild(e, new);
-        split(arena, rebuilt).unwrap_or(rebuilt)
+        // A split bound by a `let` is unnested (`let x = (let d = .. in t) in rest` becomes
+        // `let d = .. in let x = t in rest`; binders are unique): the code generator reads
+        // the columns of a map bound by a `let` where they are folded.
+        if let Node::Let(x, e1, rest) = arena[rebuilt] {
+            if let Node::Let(d, dm, t) = arena[e1] {
+                if made.contains(&d) {
+                    let inner = arena.add(Node::Let(x, t, rest));
+                    return arena.add(Node::Let(d, dm, inner));
+                }
+            }
+        }
+        match split(arena, rebuilt).or_else(|| split_dot(arena, rebuilt)) {
+            Some(r) => {
+                if let Node::Let(d, ..) = arena[r] {
+                    made.insert(d);
+                }
+                r
+            }
+            None => rebuilt,
+        }
     });
     memo.insert(e, out);
     out
@@ -109,6 +149,71 @@ fn tail_of(arena: &Arena, e: ExprId, t: &mut Tail) -> Option<()> {
     }
 }
 
+/// The function, its parameters and body, and the arrays of `e` if it is a map or `map2`.
+fn map_parts(arena: &Arena, e: ExprId) -> Option<(ExprId, Vec<Var>, ExprId, Vec<ExprId>)> {
+    let (f, arrays) = match arena[e] {
+        Node::Map(f, a) => (f, vec![a]),
+        Node::Map2(f, a, b) => (f, vec![a, b]),
+        _ => return None,
+    };
+    let (params, body) = arena.lambda_parts(f)?;
+    Some((f, params.to_vec(), body, arrays))
+}
+
+/// `e` with a dot product taken out of its function (see the module's documentation), if
+/// `e` is a map whose element computes one of a parameter's row with a vector bound
+/// outside the map, and more than that. The first such product found is taken (the others
+/// stay); the element may be of any type.
+fn split_dot(arena: &mut Arena, e: ExprId) -> Option<ExprId> {
+    let (f, params, body, arrays) = map_parts(arena, e)?;
+    if params.len() == 1 && dot_with_row(arena, params[0], body).is_some() {
+        // Already a map of dot products.
+        return None;
+    }
+    let outside = arena.free_vars(f);
+    let (dot, k) = find_dot(arena, body, &params, &outside)?;
+    let ty = arena.var_type(params[k]).cloned();
+    let name = arena.var_name(params[k]).to_string();
+    let row = arena.fresh_var(&name, ty);
+    let row_ref = arena.var(row);
+    let element = arena.subst(dot, &HashMap::from_iter([(params[k], row_ref)]));
+    let fd = arena.lambda(&[row], element);
+    let dots = arena.add(Node::Map(fd, arrays[k]));
+    let Ok(d_ty) = infer(arena, &NoSource, dots) else {
+        return None;
+    };
+    let d = arena.fresh_var("d", Some(d_ty));
+    let dv = arena.fresh_var("e", Some(Type::Real));
+    let dv_ref = arena.var(dv);
+    let rest = replace(arena, body, &[dot], &[dv_ref]);
+    let tails = over_params(arena, &params, &arrays, d, dv, rest)?;
+    Some(arena.add(Node::Let(d, dots, tails)))
+}
+
+/// The first dot product in `e` of a row of one of `params` (its index returned) with a
+/// variable of `outside` (bound outside the map), its initial value a constant or such a
+/// variable.
+fn find_dot(arena: &Arena, e: ExprId, params: &[Var], outside: &[Var]) -> Option<(ExprId, usize)> {
+    with_stack(|| {
+        for (k, &p) in params.iter().enumerate() {
+            if let Some((x, z)) = dot_with_row(arena, p, e) {
+                let z_ok = match arena[z] {
+                    Node::Const(_) => true,
+                    Node::Var(v) => outside.contains(&v),
+                    _ => false,
+                };
+                if z_ok && outside.contains(&x) {
+                    return Some((e, k));
+                }
+            }
+        }
+        arena
+            .children(e)
+            .iter()
+            .find_map(|&c| find_dot(arena, c, params, outside))
+    })
+}
+
 /// Whether `e` is a scalar loop, a `reduce` or `foldl`, after `let`s (`let A = map2 * row
 /// x in reduce + 0 A`, as the prelude's `sum` inlines).
 fn is_loop(arena: &Arena, mut e: ExprId) -> bool {
@@ -133,13 +238,7 @@ fn runs_loop(arena: &Arena, e: ExprId) -> bool {
 
 /// `e` split, if it is a map of the kind the module splits.
 fn split(arena: &mut Arena, e: ExprId) -> Option<ExprId> {
-    let (f, arrays) = match arena[e] {
-        Node::Map(f, a) => (f, vec![a]),
-        Node::Map2(f, a, b) => (f, vec![a, b]),
-        _ => return None,
-    };
-    let (params, body) = arena.lambda_parts(f)?;
-    let params = params.to_vec();
+    let (_, params, body, arrays) = map_parts(arena, e)?;
     // The element's `let`s: those binding a loop outright give the loop's result a name;
     // the others are part of the tail.
     let mut lets = Vec::new();
@@ -287,6 +386,21 @@ fn split(arena: &mut Arena, e: ExprId) -> Option<ExprId> {
         };
         rest = arena.add(Node::Let(v, e1, rest));
     }
+    let tails = over_params(arena, &params, &arrays, d, dv, rest)?;
+    Some(arena.add(Node::Let(d, loops_map, tails)))
+}
+
+/// `rest` (the element's term, which reads the element `dv` of `d`) mapped over `d` and the
+/// arrays of the map's parameters it still reads, in the order the parameters had (a zip
+/// of both when it reads both): the map that follows the split.
+fn over_params(
+    arena: &mut Arena,
+    params: &[Var],
+    arrays: &[ExprId],
+    d: Var,
+    dv: Var,
+    rest: ExprId,
+) -> Option<ExprId> {
     // The tail runs over `d` and the arrays of the map's parameters it reads, in the order
     // the parameters had (a zip of both when it reads both).
     let used: Vec<usize> = (0..params.len())
@@ -342,5 +456,5 @@ fn split(arena: &mut Arena, e: ExprId) -> Option<ExprId> {
         }
         _ => return None,
     };
-    Some(arena.add(Node::Let(d, loops_map, tails)))
+    Some(tails)
 }

@@ -183,9 +183,9 @@ fn a_loop_bound_by_a_let_is_named_by_the_split() {
 
 #[test]
 fn maps_without_a_kernel_after_a_loop_stay() {
-    // No kernel in the tail.
+    // No kernel in the tail (and the loop no dot product).
     check_split(
-        "def f(W: [k][m]real, x: [m]real) = map (row. 2 * reduce + 0 (map2 * row x)) W",
+        "def f(W: [k][m]real) = map (row. 2 * reduce + 0 (map (a. a * a) row)) W",
         expect!["unchanged"],
     );
     // A kernel, but no loop.
@@ -195,8 +195,8 @@ fn maps_without_a_kernel_after_a_loop_stay() {
     );
     // The element holds an array.
     check_split(
-        "def f(W: [k][m]real, x: [m]real) =
-           map (row. (tanh(reduce + 0 (map2 * row x)), row)) W",
+        "def f(W: [k][m]real) =
+           map (row. (tanh(reduce + 0 (map (a. a * a) row)), row)) W",
         expect!["unchanged"],
     );
     // The loop reads none of the map's elements (hoisting's business).
@@ -214,6 +214,62 @@ fn maps_without_a_kernel_after_a_loop_stay() {
     check_split(
         "def f(W: [k][m]real, x: [m]real) =
            map (row. let s = reduce + 0 row in tanh(reduce + 0 (map (a. a * s) x))) W",
+        expect!["unchanged"],
+    );
+}
+
+#[test]
+fn dot_products_leave_the_maps_that_compute_more() {
+    // No kernel, and an element that holds arrays (a gradient's): the dot product goes.
+    check_split(
+        "def f(W: [k][m]real, x: [m]real) =
+           map (row. let v = 2 * reduce + 0 (map2 * row x) in (v, map (a. a * v) row)) W",
+        expect![[r#"
+            def f(W: [k][m]real, x: [m]real): [k](real, [m]real) =
+              let d = map (row. reduce + 0 (map2 * row x)) W in
+              map2 (row_1, e.
+                let v = 2 * e in
+                (v, map (a. a * v) row_1)) W d
+        "#]],
+    );
+    // Over two arrays, from a variable, the vector first: the rest reads both (a zip).
+    check_split(
+        "def f(W: [k][m]real, b: [k]real, x: [m]real, c: real) =
+           map2 (row, bi. max(0, reduce + c (map2 * x row) + bi) * row[0]) W b",
+        expect![[r#"
+            def f(W: [k][m]real, b: [k]real, x: [m]real, c: real): [k]real =
+              let d = map (row. reduce + c (map2 * x row)) W in
+              map2 (p, e. max(0, e + snd p) * (fst p)[0]) (map2 (a, b_1. (a, b_1)) W b) d
+        "#]],
+    );
+    // The vector is the element of an enclosing map: bound outside the inner one.
+    check_split(
+        "def f(X: [n][m]real, W: [k][m]real) =
+           map (x. map (row. max(0, reduce + 0 (map2 * row x)))  W) X",
+        expect![[r#"
+            def f(X: [n][m]real, W: [k][m]real): [n][k]real =
+              map (x.
+                let d = map (row. reduce + 0 (map2 * row x)) W in
+                map (e. max(0, e)) d) X
+        "#]],
+    );
+}
+
+#[test]
+fn dot_products_stay_where_they_are_the_map() {
+    // Already a map of dot products.
+    check_split(
+        "def f(W: [k][m]real, x: [m]real) = map (row. reduce + 0 (map2 * row x)) W",
+        expect!["unchanged"],
+    );
+    // The vector is bound in the element.
+    check_split(
+        "def f(W: [k][m]real) = map (row. let r = map (a. a + 1) row in 2 * reduce + 0 (map2 * row r)) W",
+        expect!["unchanged"],
+    );
+    // The initial value is computed in the element.
+    check_split(
+        "def f(W: [k][m]real, x: [m]real) = map (row. 2 * reduce + (row[0] * 3) (map2 * row x)) W",
         expect!["unchanged"],
     );
 }

@@ -102,11 +102,12 @@ fn matvec_tanh() {
            reduce + 0 (map (row. tanh(reduce + 0 (map2 * row x))) W)",
         expect![[r#"
             def f(W: [n][m]real, x: [m]real): (real, [n][m]real, [m]real) =
+              let d = map (row. reduce + 0 (map2 * row x)) W in
               let v3 =
-                map (row.
-                  let v6 = reduce + 0 (map2 * row x) in
+                map2 (row_1, e.
+                  let v6 = e in
                   let z = one_minus_sq(tanh(v6)) in
-                  (tanh(v6), (map (a. a * z) x, map (a_1. a_1 * z) row))) W
+                  (tanh(v6), (map (a. a * z) x, map (a_1. a_1 * z) row_1))) W d
               in
               (
                 reduce + 0 (map (g. fst g) v3),

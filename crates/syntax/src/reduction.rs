@@ -24,7 +24,7 @@
 //! (the first element that reaches the maximum takes the derivative), while the native code
 //! runs them blocked as well, for speed.
 
-use crate::{Arena, BinOp, ExprId, Node};
+use crate::{Arena, BinOp, ExprId, Node, Var};
 
 /// How many independent accumulators a blocked `reduce` keeps (a power of two): eight,
 /// so that on two lanes four vectors of partial sums hide the addition's latency of
@@ -54,6 +54,39 @@ pub fn lane_operator(arena: &Arena, f: ExprId) -> Option<BinOp> {
             let pair = (Node::Var(*p), Node::Var(*q));
             (p != q && ((a, b) == pair || (b, a) == pair)).then_some(op)
         }
+        _ => None,
+    }
+}
+
+/// `(x, z)` if `body` is the dot product `reduce + z (map2 * row x)` (or `map2 * x row`,
+/// the products and the sum in either order) with `x` a variable other than `row`: the
+/// shape that the code generator computes for the rows of a matrix at once, and that
+/// `unfad_opt::fission` takes out of the maps that compute more.
+pub fn dot_with_row(arena: &Arena, row: Var, body: ExprId) -> Option<(Var, ExprId)> {
+    let Node::Reduce(g, z, a) = arena[body] else {
+        return None;
+    };
+    if lane_operator(arena, g) != Some(BinOp::Add) {
+        return None;
+    }
+    let Node::Map2(h, p, q) = arena[a] else {
+        return None;
+    };
+    let (hs, hb) = arena.lambda_parts(h)?;
+    let [u, v] = hs else {
+        return None;
+    };
+    let Node::Op2(BinOp::Mul, l, r) = arena[hb] else {
+        return None;
+    };
+    let (l, r) = (arena[l], arena[r]);
+    let pair = (Node::Var(*u), Node::Var(*v));
+    if u == v || ((l, r) != pair && (r, l) != pair) {
+        return None;
+    }
+    match (arena[p], arena[q]) {
+        (Node::Var(a), Node::Var(b)) if a == row && b != row => Some((b, z)),
+        (Node::Var(a), Node::Var(b)) if b == row && a != row => Some((a, z)),
         _ => None,
     }
 }

@@ -1097,10 +1097,19 @@ impl<'a> Translator<'a> {
             // run apart, and the others read the pads in place, without a test, and pair
             // where `pairs_well` says (not elements holding arrays).
             let covers: Vec<&Arr> = reads.iter().map(|a| a.as_ref()).collect();
-            self.peeled_loop(count, &covers, 0, &reads, &[], true, &mut |t, i, _| {
-                t.fused_elements(i, arrays, adds)?;
-                Ok(Vec::new())
-            })?;
+            let mut fused = |t: &mut Self| {
+                t.peeled_loop(count, &covers, 0, &reads, &[], true, &mut |t, i, _| {
+                    t.fused_elements(i, arrays, adds)?;
+                    Ok(Vec::new())
+                })?;
+                Ok(())
+            };
+            // Rows scaled into rows and added to accumulators, one routine each rather than
+            // one loop (`routines.rs`): a matrix-vector product's gradient per row.
+            match self.routine_rows(count, arrays, adds) {
+                Some(calls) => self.rows_by_routine(&calls, count, &reads, &mut fused)?,
+                None => fused(self)?,
+            }
             return Ok(Vec::new());
         }
         let outs = self.blocked_loop(
@@ -1214,6 +1223,13 @@ impl<'a> Translator<'a> {
         let mut lens = vec![(d.len, d.stat())];
         lens.extend(srcs.iter().map(|s| (s.len, s.stat())));
         let (count, dim) = self.min_len(&lens);
+        // Dot products of a matrix's rows with one vector: one routine call
+        // (`routines.rs`).
+        if let Some(u) = self.routine_dots(f, &srcs, d)? {
+            self.call_dots(&u, f, d, count)?;
+            self.pad(d, count, dim)?;
+            return self.view(d, count, dim);
+        }
         let (ps, body) = lambda(self.arena, f, srcs.len(), "map")?;
         let reads: Vec<&Rc<Arr>> = srcs.iter().collect();
         // An element that is an array (a loop of its own) is not paired.

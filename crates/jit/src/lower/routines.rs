@@ -11,11 +11,18 @@
 //! would (`p[e] + c * src[e]`, in that order, unfused), so the results are the same bit
 //! for bit, and the interpreter needs no twin.
 //!
+//! A map of dot products, `map (row. reduce + z (map2 * row x)) W` written to a row of
+//! reals, with `W` a matrix of reals in memory (rows at a fixed stride) and `x` a row of
+//! reals bound outside the map, is one call of `dots` ([`Translator::routine_dots`]): a
+//! linear layer's outputs, a matrix-vector product. The routine sums in the blocked order
+//! of the native loop and the interpreter, on one vector register per row and four rows at
+//! once, where the native loop's single row waits on the latency of its additions.
+//!
 //! Routines run where kernels batch (the host has vectors wider than two lanes, or a test
 //! forces batches: [`Translator::batch_kernels`]), outside a batched loop's passes, and on
 //! rows of at least [`MIN_ROUTINE`] reals: where the length is known at run time only,
 //! both the call and the loop it replaces are emitted, and the length chooses
-//! ([`Translator::routine_by_count`]).
+//! ([`Translator::rows_by_routine`]).
 
 use std::rc::Rc;
 
@@ -23,11 +30,13 @@ use cranelift_codegen::ir::types::{F64, I64};
 use cranelift_codegen::ir::{AbiParam, FuncRef, InstBuilder, Signature, Value};
 use cranelift_codegen::isa::CallConv;
 use cranelift_module::{Linkage, Module};
+use unfad_syntax::reduction::dot_with_row;
 use unfad_syntax::{Arena, BinOp, ExprId, Node, Var};
 
 use crate::batch::Width;
 use crate::error::{internal, JitResult};
 use crate::routines::Routine;
+use crate::shape::{lambda, SShape};
 use crate::value::{Arr, IntVal, Kind, Layout, Val};
 
 use super::kernels::codegen_error;
@@ -42,15 +51,151 @@ pub(super) struct Update {
     width: Width,
     dst: Value,
     src: Value,
-    /// The scale of `axpy`, bound outside the map.
+    /// The scale of `axpy` or `scale`, bound outside the map.
     scale: Option<Var>,
+    /// Whether the row is written (`scale`) rather than added to.
+    write: bool,
+}
+
+/// The shortest known row length of a map of dot products computed by `dots`: shorter
+/// rows are no block of the reduction, so the native loop folds them as the routine would.
+const MIN_DOTS: i64 = unfad_syntax::reduction::ACCUMULATORS as i64;
+
+/// A map of dot products that `dots` computes (see [`Translator::routine_dots`]).
+pub(super) struct Dots {
+    width: Width,
+    /// The matrix's first row and the distance between rows, in reals.
+    w: Value,
+    stride: IntVal,
+    /// The vector, and the length of each dot product (the shorter of a row and it).
+    x: Value,
+    m: IntVal,
+    /// The reduction's initial value.
+    z: Zero,
+}
+
+/// The initial value of the dot products' reduction: a constant, or a real variable.
+enum Zero {
+    Const(f64),
+    Var(Var),
 }
 
 impl<'a> Translator<'a> {
+    /// The call of `dots` that computes `map f srcs` into `d`, if `f` is `(row. reduce + z
+    /// (map2 * row x))` (products and sum in either order) with `z` a constant or a real
+    /// variable and `x` a row of reals in memory, both bound outside, the source a matrix
+    /// of reals in memory with rows of consecutive reals, `d` a row of reals in memory, and
+    /// routines run here (see the module's documentation). Emits at most the length of the
+    /// products (a minimum of two lengths known at run time only) and records no use.
+    pub(super) fn routine_dots(
+        &mut self,
+        f: ExprId,
+        srcs: &[Rc<Arr>],
+        d: &Arr,
+    ) -> JitResult<Option<Dots>> {
+        let Some(batching) = self.batching.filter(|_| crate::vector_routines()) else {
+            return Ok(None);
+        };
+        let ([src], Some(_)) = (srcs, row(d)) else {
+            return Ok(None);
+        };
+        if self.batch.is_some() || matches!(src.len, IntVal::Const(n) if n < 2) {
+            return Ok(None);
+        }
+        let arena = self.arena;
+        let (ps, body) = lambda(arena, f, 1, "map")?;
+        let Some((x, z)) = dot_with_row(arena, ps[0], body) else {
+            return Ok(None);
+        };
+        let z = match arena[z] {
+            Node::Const(c) => Zero::Const(c),
+            Node::Var(v) if v != ps[0] => match self.env.get(&v).map(|e| e.value()) {
+                Some(Val::Real(_)) => Zero::Var(v),
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let Some(Val::Arr(xa)) = self.env.get(&x).map(|e| e.value().clone()) else {
+            return Ok(None);
+        };
+        let Some(xb) = row(&xa) else {
+            return Ok(None);
+        };
+        let (Kind::Mem { layout, .. }, SShape::Arr(rows)) = (&src.kind, &src.shape.elem) else {
+            return Ok(None);
+        };
+        let Layout::Array { len, elem } = layout else {
+            return Ok(None);
+        };
+        let (Layout::Real { base, strides }, SShape::Real) = (&**elem, &rows.elem) else {
+            return Ok(None);
+        };
+        let [stride, IntVal::Const(1)] = strides[..] else {
+            return Ok(None);
+        };
+        let row_len = (*len, rows.exact.then_some(rows.len));
+        if matches!((row_len.0, xa.len), (IntVal::Const(a), IntVal::Const(b)) if a.min(b) < MIN_DOTS)
+        {
+            return Ok(None);
+        }
+        let (m, _) = self.min_len(&[row_len, (xa.len, xa.stat())]);
+        Ok(Some(Dots {
+            width: batching.width,
+            w: *base,
+            stride,
+            x: xb,
+            m,
+            z,
+        }))
+    }
+
+    /// The call of `dots` writing `count` dot products to `d` (the uses of the map's
+    /// function `f` accounted for).
+    pub(super) fn call_dots(
+        &mut self,
+        u: &Dots,
+        f: ExprId,
+        d: &Arr,
+        count: IntVal,
+    ) -> JitResult<()> {
+        let Some(out) = row(d) else {
+            return internal("a map of dot products lost its destination");
+        };
+        let z = match u.z {
+            Zero::Const(c) => self.b.ins().f64const(c),
+            Zero::Var(v) => match self.env.get(&v).map(|e| e.value().clone()) {
+                Some(Val::Real(r)) => self.real_value(r),
+                _ => return internal("a dot product's initial value is not a real"),
+            },
+        };
+        let stride = self.int_value(u.stride);
+        let m = self.int_value(u.m);
+        let n = self.int_value(count);
+        let fr = self.routine_function(Routine::Dots, u.width)?;
+        self.b.ins().call(fr, &[out, u.w, stride, u.x, m, n, z]);
+        self.loads.clear();
+        // The function's code is not emitted: its uses of `x` and `z` are spent here.
+        let (_, body) = lambda(self.arena, f, 1, "map")?;
+        self.skip(body);
+        Ok(())
+    }
+
     /// The routine that adds the elements of `a` into `p`, if they are rows that it
     /// updates and routines run here (see the module's documentation); `count` is the
     /// number of elements added. Emits nothing and records no read.
     pub(super) fn routine_update(&self, a: &Arr, p: &Arr, count: IntVal) -> Option<Update> {
+        self.routine_row(a, p, count, false)
+    }
+
+    /// The routine that writes the elements of `a` to `p` (`scale`), if `a` is an
+    /// unevaluated `map (x. c * x)` of a row in memory and `p` a row, and routines run here.
+    pub(super) fn routine_write(&self, a: &Arr, p: &Arr, count: IntVal) -> Option<Update> {
+        self.routine_row(a, p, count, true)
+            .filter(|u| u.scale.is_some())
+    }
+
+    /// [`Translator::routine_update`] or, if `write`, [`Translator::routine_write`].
+    fn routine_row(&self, a: &Arr, p: &Arr, count: IntVal, write: bool) -> Option<Update> {
         let batching = self.batching.filter(|_| crate::vector_routines())?;
         if self.batch.is_some() || matches!(count, IntVal::Const(n) if n < MIN_ROUTINE) {
             return None;
@@ -70,6 +215,7 @@ impl<'a> Translator<'a> {
             dst,
             src,
             scale,
+            write,
         })
     }
 
@@ -88,10 +234,10 @@ impl<'a> Translator<'a> {
             None => None,
         };
         let n = self.int_value(count);
-        let routine = if u.scale.is_some() {
-            Routine::Axpy
-        } else {
-            Routine::Add
+        let routine = match (u.write, u.scale.is_some()) {
+            (true, _) => Routine::Scale,
+            (false, true) => Routine::Axpy,
+            (false, false) => Routine::Add,
         };
         let f = self.routine_function(routine, u.width)?;
         let mut args = vec![u.dst, u.src];
@@ -103,20 +249,59 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
-    /// `u` where its count, known at run time only, is at least [`MIN_ROUTINE`], and
-    /// `inline` (the loop the routine replaces) elsewhere, as
-    /// [`Translator::split_by_count`] emits them.
-    pub(super) fn routine_by_count(
-        &mut self,
-        u: &Update,
-        a: &Rc<Arr>,
+    /// The routines that make a fused loop's writes and additions of rows (`arrays` written,
+    /// `adds` added by index), if each is one ([`Translator::routine_write`],
+    /// [`Translator::routine_update`]) and there are no sums.
+    pub(super) fn routine_rows(
+        &self,
         count: IntVal,
+        arrays: &[(&Rc<Arr>, &Rc<Arr>)],
+        adds: &super::fusion::Additions,
+    ) -> Option<Vec<(Update, Rc<Arr>)>> {
+        if !adds.sums.is_empty() {
+            return None;
+        }
+        let writes = arrays
+            .iter()
+            .map(|(a, d)| self.routine_write(a, d, count).map(|u| (u, Rc::clone(a))));
+        let updates = adds
+            .by_index
+            .iter()
+            .map(|(a, d)| self.routine_update(a, d, count).map(|u| (u, Rc::clone(a))));
+        let calls: Vec<(Update, Rc<Arr>)> = writes.chain(updates).collect::<Option<_>>()?;
+        // One loop per row instead of one for all changes nothing where no row written is
+        // one read (the lowering writes fresh rows and accumulators; a row computed in place
+        // would be one).
+        let written = |v: Value| calls.iter().any(|(u, _)| u.dst == v);
+        if calls.iter().any(|(u, _)| written(u.src)) {
+            return None;
+        }
+        Some(calls)
+    }
+
+    /// The calls of `calls` (each routine with the array it reads), where `count` (known
+    /// at run time only) is at least [`MIN_ROUTINE`], and `inline` (the loop they replace)
+    /// elsewhere, as [`Translator::split_by_count`] emits them; the calls alone for a known
+    /// count.
+    pub(super) fn rows_by_routine(
+        &mut self,
+        calls: &[(Update, Rc<Arr>)],
+        count: IntVal,
+        reads: &[&Rc<Arr>],
         inline: &mut dyn FnMut(&mut Self) -> JitResult<()>,
     ) -> JitResult<()> {
-        let replay = self.replay_point(&[a]);
+        if let IntVal::Const(_) = count {
+            for (u, a) in calls {
+                self.call_routine(u, a, count)?;
+            }
+            return Ok(());
+        }
+        let replay = self.replay_point(reads);
         self.split_by_count(count, MIN_ROUTINE, &replay, &mut |t, long| {
             if long {
-                t.call_routine(u, a, count)?;
+                for (u, a) in calls {
+                    t.call_routine(u, a, count)?;
+                }
             } else {
                 inline(t)?;
             }
@@ -175,12 +360,20 @@ fn scale_of(arena: &Arena, f: ExprId) -> Option<Var> {
     }
 }
 
-/// The routine's parameters: `(dst, src, [s,] n)`.
+/// The routine's parameters: `(dst, src, [s,] n)`, or those of `dots`.
 fn signature(routine: Routine, cc: CallConv) -> Signature {
     let mut sig = Signature::new(cc);
     sig.params.push(AbiParam::new(I64));
     sig.params.push(AbiParam::new(I64));
-    if routine == Routine::Axpy {
+    if routine == Routine::Dots {
+        // `(out, w, stride, x, m, n, z)`.
+        for _ in 0..4 {
+            sig.params.push(AbiParam::new(I64));
+        }
+        sig.params.push(AbiParam::new(F64));
+        return sig;
+    }
+    if matches!(routine, Routine::Axpy | Routine::Scale) {
         sig.params.push(AbiParam::new(F64));
     }
     sig.params.push(AbiParam::new(I64));

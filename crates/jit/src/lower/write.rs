@@ -65,8 +65,7 @@ impl<'a> Translator<'a> {
         };
         // Rows of reals on the host's widest vectors (`routines.rs`).
         match self.routine_update(a, p, count) {
-            Some(u) if matches!(count, IntVal::Const(_)) => self.call_routine(&u, a, count),
-            Some(u) => self.routine_by_count(&u, a, count, &mut inline),
+            Some(u) => self.rows_by_routine(&[(u, a.clone())], count, &[a], &mut inline),
             None => inline(self),
         }
     }
