@@ -263,13 +263,17 @@ fn dots_then_map(arena: &Arena, x: Var, e1: ExprId, e2: ExprId) -> bool {
     let Some(([row], body)) = arena.lambda_parts(f) else {
         return false;
     };
+    unfad_syntax::reduction::dot_with_row(arena, *row, body).is_some() && maps_over(arena, e2, x)
+}
+
+/// Whether `e` is a map or `map2` with `x` among its arrays.
+fn maps_over(arena: &Arena, e: ExprId, x: Var) -> bool {
     let is_x = |a: ExprId| arena[a] == Node::Var(x);
-    unfad_syntax::reduction::dot_with_row(arena, *row, body).is_some()
-        && match arena[e2] {
-            Node::Map(_, a) => is_x(a),
-            Node::Map2(_, a, b) => is_x(a) || is_x(b),
-            _ => false,
-        }
+    match arena[e] {
+        Node::Map(_, a) => is_x(a),
+        Node::Map2(_, a, b) => is_x(a) || is_x(b),
+        _ => false,
+    }
 }
 
 /// Whether `let x = e1 in e2` is a map whose elements run loops (`e1`) read by a map of
@@ -280,18 +284,10 @@ fn split_kernel_tail(arena: &Arena, x: Var, e1: ExprId, e2: ExprId) -> bool {
         Node::Map(f, _) | Node::Map2(f, _, _) => Some(f),
         _ => None,
     };
-    let reads_x = |e: ExprId| {
-        let is_x = |a: ExprId| arena[a] == Node::Var(x);
-        match arena[e] {
-            Node::Map(_, a) => is_x(a),
-            Node::Map2(_, a, b) => is_x(a) || is_x(b),
-            _ => false,
-        }
-    };
     let (Some(f1), Some(f2)) = (function_of(e1), function_of(e2)) else {
         return false;
     };
-    if !reads_x(e2) {
+    if !maps_over(arena, e2, x) {
         return false;
     }
     let mut loops = false;

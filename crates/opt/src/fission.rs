@@ -171,7 +171,7 @@ fn split_dot(arena: &mut Arena, e: ExprId) -> Option<ExprId> {
         return None;
     }
     let outside = arena.free_vars(f);
-    let (dot, k) = find_dot(arena, body, &params, &outside)?;
+    let (dot, k) = find_dot(arena, body, &params, &outside, &mut HashSet::default())?;
     let ty = arena.var_type(params[k]).cloned();
     let name = arena.var_name(params[k]).to_string();
     let row = arena.fresh_var(&name, ty);
@@ -192,8 +192,17 @@ fn split_dot(arena: &mut Arena, e: ExprId) -> Option<ExprId> {
 
 /// The first dot product in `e` of a row of one of `params` (its index returned) with a
 /// variable of `outside` (bound outside the map), its initial value a constant or such a
-/// variable.
-fn find_dot(arena: &Arena, e: ExprId, params: &[Var], outside: &[Var]) -> Option<(ExprId, usize)> {
+/// variable. `seen` holds the nodes searched already (a node shared in the DAG once).
+fn find_dot(
+    arena: &Arena,
+    e: ExprId,
+    params: &[Var],
+    outside: &[Var],
+    seen: &mut HashSet<ExprId>,
+) -> Option<(ExprId, usize)> {
+    if !seen.insert(e) {
+        return None;
+    }
     with_stack(|| {
         for (k, &p) in params.iter().enumerate() {
             if let Some((x, z)) = dot_with_row(arena, p, e) {
@@ -210,7 +219,7 @@ fn find_dot(arena: &Arena, e: ExprId, params: &[Var], outside: &[Var]) -> Option
         arena
             .children(e)
             .iter()
-            .find_map(|&c| find_dot(arena, c, params, outside))
+            .find_map(|&c| find_dot(arena, c, params, outside, seen))
     })
 }
 
