@@ -6,6 +6,8 @@
 //! - `add`: `dst[e] = dst[e] + src[e]`;
 //! - `axpy`: `dst[e] = dst[e] + s * src[e]`;
 //! - `scale`: `dst[e] = s * src[e]`;
+//! - `axpy2` and `scale2`: the same with `s * (src[e] * r)` for `s * src[e]` (a chain rule's
+//!   two factors, as reverse mode writes `z * (a * g)`);
 //! - `dots`: `out[i] = reduce + z (map2 * W[i] x)` for each row `W[i]` of a matrix, the
 //!   sum in the blocked order that `unfad_syntax::reduction` defines.
 //!
@@ -33,7 +35,29 @@ pub(crate) enum Routine {
     Add,
     Axpy,
     Scale,
+    Axpy2,
+    Scale2,
     Dots,
+}
+
+/// The factors of a row update's elements: none (`src[e]`), one (`s * src[e]`), or two
+/// (`s * (src[e] * r)`), applied in that order.
+#[derive(Clone, Copy, Debug)]
+enum Factors {
+    None,
+    One(f64),
+    Two(f64, f64),
+}
+
+impl Factors {
+    /// The term for the element `x`.
+    fn apply(self, x: f64) -> f64 {
+        match self {
+            Factors::None => x,
+            Factors::One(s) => s * x,
+            Factors::Two(s, r) => s * (x * r),
+        }
+    }
 }
 
 impl Routine {
@@ -49,6 +73,12 @@ impl Routine {
             (Routine::Scale, Width::Avx512) => "unfad_scale_avx512",
             (Routine::Scale, Width::Avx2) => "unfad_scale_avx2",
             (Routine::Scale, Width::Portable) => "unfad_scale_portable",
+            (Routine::Axpy2, Width::Avx512) => "unfad_axpy2_avx512",
+            (Routine::Axpy2, Width::Avx2) => "unfad_axpy2_avx2",
+            (Routine::Axpy2, Width::Portable) => "unfad_axpy2_portable",
+            (Routine::Scale2, Width::Avx512) => "unfad_scale2_avx512",
+            (Routine::Scale2, Width::Avx2) => "unfad_scale2_avx2",
+            (Routine::Scale2, Width::Portable) => "unfad_scale2_portable",
             (Routine::Dots, Width::Avx512) => "unfad_dots_avx512",
             (Routine::Dots, Width::Avx2) => "unfad_dots_avx2",
             (Routine::Dots, Width::Portable) => "unfad_dots_portable",
@@ -66,25 +96,25 @@ impl Routine {
 /// [`Width::Portable`] or one that [`Width::host`] allows.
 // SAFETY: a contract on the caller, stated above; every caller is a routine, whose caller,
 // the native code, passes the rows its own loop would have read and written.
-unsafe fn update(w: Width, dst: *mut f64, src: *const f64, s: Option<f64>, n: u64) {
+unsafe fn update(w: Width, dst: *mut f64, src: *const f64, f: Factors, n: u64) {
     // SAFETY: the caller's contract.
-    unsafe { elementwise::<true>(w, dst, src, s, n) }
+    unsafe { elementwise::<true>(w, dst, src, f, n) }
 }
 
-/// `dst[..n] = s * src[..n]`: as [`update`] without the addition.
+/// `dst[..n] = s * src[..n]` (or `s * (src * r)`): as [`update`] without the addition.
 ///
 /// # Safety
 ///
 /// As for [`update`].
 // SAFETY: a contract on the caller, stated above (the routine's instances keep it).
-unsafe fn scale(w: Width, dst: *mut f64, src: *const f64, s: f64, n: u64) {
+unsafe fn scale(w: Width, dst: *mut f64, src: *const f64, f: Factors, n: u64) {
     // SAFETY: the caller's contract.
-    unsafe { elementwise::<false>(w, dst, src, Some(s), n) }
+    unsafe { elementwise::<false>(w, dst, src, f, n) }
 }
 
-/// `dst[e] = dst[e] + s * src[e]` (`ADD`; `+ src[e]` without `s`) or `dst[e] = s *
-/// src[e]`, for `e < n`: on `w`'s vectors where the two arrays are one or apart, element by
-/// element in order otherwise.
+/// `dst[e] = dst[e] + t` (`ADD`) or `dst[e] = t`, `t` the element's term (`f.apply`), for
+/// `e < n`: on `w`'s vectors where the two arrays are one or apart, element by element in
+/// order otherwise.
 ///
 /// # Safety
 ///
@@ -94,7 +124,7 @@ unsafe fn elementwise<const ADD: bool>(
     w: Width,
     dst: *mut f64,
     src: *const f64,
-    s: Option<f64>,
+    f: Factors,
     n: u64,
 ) {
     let Ok(n) = usize::try_from(n) else {
@@ -109,9 +139,10 @@ unsafe fn elementwise<const ADD: bool>(
         // SAFETY: the caller's contract; the arrays are one or apart (tested above), so
         // each element is read before it is written, by one lane.
         unsafe {
-            match s {
-                Some(s) => vector::<ADD, true>(w, dst, src, s, n),
-                None => vector::<ADD, false>(w, dst, src, 0.0, n),
+            match f {
+                Factors::None => vector::<ADD, 0>(w, dst, src, (0.0, 0.0), n),
+                Factors::One(s) => vector::<ADD, 1>(w, dst, src, (s, 0.0), n),
+                Factors::Two(s, r) => vector::<ADD, 2>(w, dst, src, (s, r), n),
             }
         }
     } else {
@@ -119,15 +150,16 @@ unsafe fn elementwise<const ADD: bool>(
             // SAFETY: the caller's contract: `e < n` is inside both arrays.
             unsafe {
                 let x = *src.add(e);
-                let t = s.map_or(x, |s| s * x);
+                let t = f.apply(x);
                 *dst.add(e) = if ADD { *dst.add(e) + t } else { t };
             }
         }
     }
 }
 
-/// `dst[e] = dst[e] + s * src[e]` (`ADD` and `SCALED`), `dst[e] + src[e]` (`ADD`) or `s *
-/// src[e]` (`SCALED`), for `e < n`, on `w`'s vectors: whole vectors, then one masked
+/// `dst[e] = dst[e] + t` (`ADD`) or `dst[e] = t`, `t` the element times `FACTORS` factors
+/// (`src[e]`, `s * src[e]`, `s * (src[e] * r)` for `(s, r)`), for `e < n`, on `w`'s
+/// vectors: whole vectors, then one masked
 /// vector for the rest (rows of tens of reals, the common case, would leave an unrolled
 /// loop's tail to run element by element).
 ///
@@ -135,26 +167,30 @@ unsafe fn elementwise<const ADD: bool>(
 ///
 /// As for [`update`], with the arrays one or apart.
 // SAFETY: a contract on the caller, stated above; its one caller, `update`, keeps it.
-unsafe fn vector<const ADD: bool, const SCALED: bool>(
+unsafe fn vector<const ADD: bool, const FACTORS: u8>(
     w: Width,
     dst: *mut f64,
     src: *const f64,
-    s: f64,
+    (s, r): (f64, f64),
     n: usize,
 ) {
     match w {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the caller's contract, and `w` is allowed here: AVX-512 was found.
-        Width::Avx512 => unsafe { x86::avx512::<ADD, SCALED>(dst, src, s, n) },
+        Width::Avx512 => unsafe { x86::avx512::<ADD, FACTORS>(dst, src, (s, r), n) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above: AVX2 was found.
-        Width::Avx2 => unsafe { x86::avx2::<ADD, SCALED>(dst, src, s, n) },
+        Width::Avx2 => unsafe { x86::avx2::<ADD, FACTORS>(dst, src, (s, r), n) },
         _ => {
             for e in 0..n {
                 // SAFETY: the caller's contract: `e < n` is inside both arrays.
                 unsafe {
                     let x = *src.add(e);
-                    let t = if SCALED { s * x } else { x };
+                    let t = match FACTORS {
+                        0 => x,
+                        1 => s * x,
+                        _ => s * (x * r),
+                    };
                     *dst.add(e) = if ADD { *dst.add(e) + t } else { t };
                 }
             }
@@ -238,15 +274,19 @@ mod x86 {
     /// As for [`super::vector`], on a host with AVX-512F.
     // SAFETY: a contract on the caller, stated above; `vector` calls it for `Avx512` only.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn avx512<const ADD: bool, const SCALED: bool>(
+    pub(super) unsafe fn avx512<const ADD: bool, const FACTORS: u8>(
         dst: *mut f64,
         src: *const f64,
-        s: f64,
+        (s, r): (f64, f64),
         n: usize,
     ) {
-        let c = _mm512_set1_pd(s);
+        let (c, q) = (_mm512_set1_pd(s), _mm512_set1_pd(r));
         let step = |d: __m512d, x: __m512d| {
-            let t = if SCALED { _mm512_mul_pd(c, x) } else { x };
+            let t = match FACTORS {
+                0 => x,
+                1 => _mm512_mul_pd(c, x),
+                _ => _mm512_mul_pd(c, _mm512_mul_pd(x, q)),
+            };
             if ADD {
                 _mm512_add_pd(d, t)
             } else {
@@ -401,15 +441,19 @@ mod x86 {
     /// As for [`super::vector`], on a host with AVX2.
     // SAFETY: a contract on the caller, stated above; `vector` calls it for `Avx2` only.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn avx2<const ADD: bool, const SCALED: bool>(
+    pub(super) unsafe fn avx2<const ADD: bool, const FACTORS: u8>(
         dst: *mut f64,
         src: *const f64,
-        s: f64,
+        (s, r): (f64, f64),
         n: usize,
     ) {
-        let c = _mm256_set1_pd(s);
+        let (c, q) = (_mm256_set1_pd(s), _mm256_set1_pd(r));
         let step = |d: __m256d, x: __m256d| {
-            let t = if SCALED { _mm256_mul_pd(c, x) } else { x };
+            let t = match FACTORS {
+                0 => x,
+                1 => _mm256_mul_pd(c, x),
+                _ => _mm256_mul_pd(c, _mm256_mul_pd(x, q)),
+            };
             if ADD {
                 _mm256_add_pd(d, t)
             } else {
@@ -451,24 +495,36 @@ mod x86 {
 }
 
 macro_rules! instances {
-    ($($add:ident, $axpy:ident, $scale:ident, $dots:ident => $w:expr;)*) => {$(
+    ($($add:ident, $axpy:ident, $scale:ident, $axpy2:ident, $scale2:ident, $dots:ident => $w:expr;)*) => {$(
         /// `dst[..n] += src[..n]` (see the module's documentation).
         extern "C" fn $add(dst: *mut f64, src: *const f64, n: u64) {
             // SAFETY: the native code passes `n` reals at each address, which its own
             // loop would have read and written (see the module's documentation).
-            unsafe { update($w, dst, src, None, n) }
+            unsafe { update($w, dst, src, Factors::None, n) }
         }
 
         /// `dst[..n] += s * src[..n]` (see the module's documentation).
         extern "C" fn $axpy(dst: *mut f64, src: *const f64, s: f64, n: u64) {
             // SAFETY: as for the addition above.
-            unsafe { update($w, dst, src, Some(s), n) }
+            unsafe { update($w, dst, src, Factors::One(s), n) }
         }
 
         /// `dst[..n] = s * src[..n]` (see the module's documentation).
         extern "C" fn $scale(dst: *mut f64, src: *const f64, s: f64, n: u64) {
             // SAFETY: as for the addition above.
-            unsafe { scale($w, dst, src, s, n) }
+            unsafe { scale($w, dst, src, Factors::One(s), n) }
+        }
+
+        /// `dst[..n] += s * (src[..n] * r)` (see the module's documentation).
+        extern "C" fn $axpy2(dst: *mut f64, src: *const f64, s: f64, r: f64, n: u64) {
+            // SAFETY: as for the addition above.
+            unsafe { update($w, dst, src, Factors::Two(s, r), n) }
+        }
+
+        /// `dst[..n] = s * (src[..n] * r)` (see the module's documentation).
+        extern "C" fn $scale2(dst: *mut f64, src: *const f64, s: f64, r: f64, n: u64) {
+            // SAFETY: as for the addition above.
+            unsafe { scale($w, dst, src, Factors::Two(s, r), n) }
         }
 
         /// `out[i] = reduce + z (map2 * W[i] x)` for `i < n`, row `i` of `W` at
@@ -488,21 +544,27 @@ macro_rules! instances {
 }
 
 instances! {
-    unfad_add_avx512, unfad_axpy_avx512, unfad_scale_avx512, unfad_dots_avx512 => Width::Avx512;
-    unfad_add_avx2, unfad_axpy_avx2, unfad_scale_avx2, unfad_dots_avx2 => Width::Avx2;
-    unfad_add_portable, unfad_axpy_portable, unfad_scale_portable, unfad_dots_portable => Width::Portable;
+    unfad_add_avx512, unfad_axpy_avx512, unfad_scale_avx512, unfad_axpy2_avx512, unfad_scale2_avx512,
+        unfad_dots_avx512 => Width::Avx512;
+    unfad_add_avx2, unfad_axpy_avx2, unfad_scale_avx2, unfad_axpy2_avx2, unfad_scale2_avx2,
+        unfad_dots_avx2 => Width::Avx2;
+    unfad_add_portable, unfad_axpy_portable, unfad_scale_portable, unfad_axpy2_portable,
+        unfad_scale2_portable, unfad_dots_portable => Width::Portable;
 }
 
 /// The signature of the `dots` instances.
 type DotsFn = extern "C" fn(*mut f64, *const f64, u64, *const f64, u64, u64, f64);
 
 /// The routines, for registration with the JIT.
-pub(crate) fn symbols() -> [(&'static str, *const u8); 12] {
+pub(crate) fn symbols() -> [(&'static str, *const u8); 18] {
     type Add = extern "C" fn(*mut f64, *const f64, u64);
     type Axpy = extern "C" fn(*mut f64, *const f64, f64, u64);
     let add = |w: Width, f: Add| (Routine::Add.symbol(w), f as *const u8);
     let axpy = |w: Width, f: Axpy| (Routine::Axpy.symbol(w), f as *const u8);
     let scale = |w: Width, f: Axpy| (Routine::Scale.symbol(w), f as *const u8);
+    type Two = extern "C" fn(*mut f64, *const f64, f64, f64, u64);
+    let axpy2 = |w: Width, f: Two| (Routine::Axpy2.symbol(w), f as *const u8);
+    let scale2 = |w: Width, f: Two| (Routine::Scale2.symbol(w), f as *const u8);
     let dots = |w: Width, f: DotsFn| (Routine::Dots.symbol(w), f as *const u8);
     [
         add(Width::Avx512, unfad_add_avx512),
@@ -514,6 +576,12 @@ pub(crate) fn symbols() -> [(&'static str, *const u8); 12] {
         scale(Width::Avx512, unfad_scale_avx512),
         scale(Width::Avx2, unfad_scale_avx2),
         scale(Width::Portable, unfad_scale_portable),
+        axpy2(Width::Avx512, unfad_axpy2_avx512),
+        axpy2(Width::Avx2, unfad_axpy2_avx2),
+        axpy2(Width::Portable, unfad_axpy2_portable),
+        scale2(Width::Avx512, unfad_scale2_avx512),
+        scale2(Width::Avx2, unfad_scale2_avx2),
+        scale2(Width::Portable, unfad_scale2_portable),
         dots(Width::Avx512, unfad_dots_avx512),
         dots(Width::Avx2, unfad_dots_avx2),
         dots(Width::Portable, unfad_dots_portable),
@@ -556,6 +624,12 @@ mod tests {
                         unfad_scale_portable,
                     ),
                 };
+            type Two = extern "C" fn(*mut f64, *const f64, f64, f64, u64);
+            let (axpy2, scale2): (Two, Two) = match w {
+                Width::Avx512 => (unfad_axpy2_avx512, unfad_scale2_avx512),
+                Width::Avx2 => (unfad_axpy2_avx2, unfad_scale2_avx2),
+                Width::Portable => (unfad_axpy2_portable, unfad_scale2_portable),
+            };
             for n in [0usize, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1001] {
                 let d0 = reals(n as u64 + 1, n);
                 let x = reals(n as u64 + 77, n);
@@ -566,6 +640,20 @@ mod tests {
                 add(e.as_mut_ptr(), x.as_ptr(), n as u64);
                 let mut sc = d0.clone();
                 scale(sc.as_mut_ptr(), x.as_ptr(), s, n as u64);
+                let r = 3.0625e2;
+                let mut d2 = d0.clone();
+                axpy2(d2.as_mut_ptr(), x.as_ptr(), s, r, n as u64);
+                let mut s2 = d0.clone();
+                scale2(s2.as_mut_ptr(), x.as_ptr(), s, r, n as u64);
+                for j in 0..n {
+                    let t = s * (x[j] * r);
+                    assert_eq!(
+                        d2[j].to_bits(),
+                        (d0[j] + t).to_bits(),
+                        "{w:?} axpy2 n={n} at {j}"
+                    );
+                    assert_eq!(s2[j].to_bits(), t.to_bits(), "{w:?} scale2 n={n} at {j}");
+                }
                 for j in 0..n {
                     assert_eq!(
                         sc[j].to_bits(),

@@ -37,6 +37,11 @@ const PROGRAMS: &[&str] = &[
     // Dot products from a variable's value, the vector first.
     "def f(W: [n][m]real, x: [m]real, c: real) = \
        let d = map (row. reduce (a, b. a + b) c (map2 (u, v. u * v) x row)) W in sum(map (e. e * e) d)",
+    // A ReLU layer under a tanh, averaged over a batch: each unit's rows (of `W`'s and of
+    // `X`'s adjoints) are scaled by two factors, the chain rule's `z * (a * g)`.
+    "def f(X: [n][m]real, W: [k][m]real, Y: [n][k]real) = sum(map2 (x, y. \
+       let h = map (row. max(0, dot(row, x))) W in \
+       let o = tanh(sum(map2 * h y)) in o * o) X Y) / real(len(X))",
 ];
 
 /// The input of `src`'s parameters at `n` rows of `m` reals (and `k` = 3 classes).
@@ -145,6 +150,24 @@ fn a_fused_loop_of_row_updates_runs_as_routines() {
         .filter(|l| l.contains(" = ") && l.contains(AXPY))
         .count();
     assert!(declared >= 2, "not both row routines in\n{on}");
+}
+
+/// The signature of `axpy2(dst, src, s, r, n)` and `scale2`: `s * (src[e] * r)`.
+const TWO_FACTORS: &str = "(i64, i64, f64, f64, i64) system_v";
+
+#[test]
+fn rows_scaled_by_two_factors_run_by_routine() {
+    forced();
+    let on = gradient_clif(PROGRAMS[6], true);
+    let off = gradient_clif(PROGRAMS[6], false);
+    assert!(
+        on.contains(TWO_FACTORS),
+        "no two-factor row update in\n{on}"
+    );
+    assert!(
+        !off.contains(TWO_FACTORS),
+        "a routine's call with routines off in\n{off}"
+    );
 }
 
 #[test]

@@ -5,11 +5,14 @@
 //! The update is the addition of an array into an accumulator in memory
 //! ([`Translator::add_into`]), when both are rows of reals in consecutive memory and the
 //! array added is either in memory too (`add`) or an unevaluated `map (x. c * x) src` of a
-//! row in memory by a real `c` bound outside the map (`axpy`): the adjoint of a matrix
+//! row in memory by a real `c` bound outside the map (`axpy`), or `map (x. c * (x * r))
+//! src` with `r` bound outside too (`axpy2`: the chain rule's two factors, as reverse mode
+//! writes a unit's `z * (a * g)` in a perceptron's gradient): the adjoint of a matrix
 //! product adds one such scaled row per element, and the rows of `W` and `X` in a linear
 //! layer's gradient are the usual case. The routine computes each element as the loop
-//! would (`p[e] + c * src[e]`, in that order, unfused), so the results are the same bit
-//! for bit, and the interpreter needs no twin.
+//! would (`p[e] + c * src[e]`, `p[e] + c * (src[e] * r)`, in that order, unfused), so the
+//! results are the same bit for bit, and the interpreter needs no twin. A row written
+//! rather than added to is `scale` (`scale2`).
 //!
 //! A map of dot products, `map (row. reduce + z (map2 * row x)) W` written to a row of
 //! reals, with `W` a matrix of reals in memory (rows at a fixed stride) and `x` a row of
@@ -53,6 +56,8 @@ pub(super) struct Update {
     src: Value,
     /// The scale of `axpy` or `scale`, bound outside the map.
     scale: Option<Var>,
+    /// The inner factor of `axpy2` or `scale2` (`s * (x * r)`, `r` bound outside too).
+    inner: Option<Var>,
     /// Whether the row is written (`scale`) rather than added to.
     write: bool,
 }
@@ -201,12 +206,13 @@ impl<'a> Translator<'a> {
             return None;
         }
         let dst = row(p)?;
-        let (src, scale) = match &a.kind {
-            Kind::Mem { .. } => (row(a)?, None),
+        let real = |c: Var| matches!(self.env.get(&c).map(|e| e.value()), Some(Val::Real(_)));
+        let (src, scale, inner) = match &a.kind {
+            Kind::Mem { .. } => (row(a)?, None, None),
             Kind::Map { f, src, .. } => {
-                let c = scale_of(self.arena, *f)?;
-                let real = matches!(self.env.get(&c).map(|e| e.value()), Some(Val::Real(_)));
-                (row(src).filter(|_| real)?, Some(c))
+                let (c, r) = factors_of(self.arena, *f)?;
+                let real = real(c) && r.is_none_or(real);
+                (row(src).filter(|_| real)?, Some(c), r)
             }
             _ => return None,
         };
@@ -215,6 +221,7 @@ impl<'a> Translator<'a> {
             dst,
             src,
             scale,
+            inner,
             write,
         })
     }
@@ -226,23 +233,23 @@ impl<'a> Translator<'a> {
                 return self.read_twice("an unevaluated map");
             }
         }
-        let scale = match u.scale {
-            Some(c) => match self.use_var(c)? {
-                Val::Real(c) => Some(self.real_value(c)),
-                _ => return internal("a routine's scale is not a real"),
-            },
-            None => None,
-        };
-        let n = self.int_value(count);
-        let routine = match (u.write, u.scale.is_some()) {
-            (true, _) => Routine::Scale,
-            (false, true) => Routine::Axpy,
-            (false, false) => Routine::Add,
-        };
-        let f = self.routine_function(routine, u.width)?;
         let mut args = vec![u.dst, u.src];
-        args.extend(scale);
+        for c in [u.scale, u.inner].into_iter().flatten() {
+            match self.use_var(c)? {
+                Val::Real(c) => args.push(self.real_value(c)),
+                _ => return internal("a routine's scale is not a real"),
+            }
+        }
+        let n = self.int_value(count);
+        let routine = match (u.write, u.scale.is_some(), u.inner.is_some()) {
+            (true, _, false) => Routine::Scale,
+            (true, _, true) => Routine::Scale2,
+            (false, true, false) => Routine::Axpy,
+            (false, _, true) => Routine::Axpy2,
+            (false, false, false) => Routine::Add,
+        };
         args.push(n);
+        let f = self.routine_function(routine, u.width)?;
         self.b.ins().call(f, &args);
         // The routine wrote the accumulator: what was loaded from it is stale.
         self.loads.clear();
@@ -343,24 +350,41 @@ fn row(a: &Arr) -> Option<Value> {
     }
 }
 
-/// The variable `c` if `f` is `(x. c * x)` or `(x. x * c)` with `c` another variable.
-fn scale_of(arena: &Arena, f: ExprId) -> Option<Var> {
+/// `(c, None)` if `f` is `(x. c * x)` (or `x * c`), `(c, Some(r))` if it is `(x. c * (x *
+/// r))` (the products' operands in either order, the inner product possibly bound by a
+/// `let`), with `c` and `r` variables other than `x`.
+fn factors_of(arena: &Arena, f: ExprId) -> Option<(Var, Option<Var>)> {
     let (ps, body) = arena.lambda_parts(f)?;
     let [x] = ps else {
         return None;
     };
-    let Node::Op2(BinOp::Mul, l, r) = arena[body] else {
-        return None;
-    };
-    match (arena[l], arena[r]) {
-        (Node::Var(c), Node::Var(y)) | (Node::Var(y), Node::Var(c)) if y == *x && c != *x => {
-            Some(c)
+    // `a * b` as (the variable `c`, the other operand), for `c` other than `x`.
+    let product = |e: ExprId| -> Option<(Var, ExprId)> {
+        let Node::Op2(BinOp::Mul, l, r) = arena[e] else {
+            return None;
+        };
+        match (arena[l], arena[r]) {
+            (Node::Var(c), _) if c != *x => Some((c, r)),
+            (_, Node::Var(c)) if c != *x => Some((c, l)),
+            _ => None,
         }
-        _ => None,
+    };
+    let is = |e: ExprId, v: Var| arena[e] == Node::Var(v);
+    // `let s = x * r in c * s`.
+    if let Node::Let(s, e1, e2) = arena[body] {
+        let (r, y) = product(e1)?;
+        let (c, t) = product(e2)?;
+        return (is(y, *x) && is(t, s) && r != s && c != s).then_some((c, Some(r)));
     }
+    let (c, other) = product(body)?;
+    if is(other, *x) {
+        return Some((c, None));
+    }
+    let (r, y) = product(other)?;
+    is(y, *x).then_some((c, Some(r)))
 }
 
-/// The routine's parameters: `(dst, src, [s,] n)`, or those of `dots`.
+/// The routine's parameters: `(dst, src, [s, [r,]] n)`, or those of `dots`.
 fn signature(routine: Routine, cc: CallConv) -> Signature {
     let mut sig = Signature::new(cc);
     sig.params.push(AbiParam::new(I64));
@@ -374,6 +398,10 @@ fn signature(routine: Routine, cc: CallConv) -> Signature {
         return sig;
     }
     if matches!(routine, Routine::Axpy | Routine::Scale) {
+        sig.params.push(AbiParam::new(F64));
+    }
+    if matches!(routine, Routine::Axpy2 | Routine::Scale2) {
+        sig.params.push(AbiParam::new(F64));
         sig.params.push(AbiParam::new(F64));
     }
     sig.params.push(AbiParam::new(I64));
