@@ -560,7 +560,8 @@ pub fn second_order_section(
          {HVP_TARGET}x the gradient's time. Ratios above a target are in bold. `checked`: \
          the jvp's value is the primal's and its tangent the gradient's dot product with the \
          direction; the Hessian-vector product's value and gradient are the gradient's, and \
-         `<d, H d>` matches the central difference of the jvp's tangent along `d`. JAX's \
+         `<d, H d>` matches a difference of the jvp's tangent along `d` (the central one, or \
+         a one-sided one where a kink of the program spoils the other side). JAX's \
          `jax.jit` of `jax.jvp(jax.grad(f, argnums=<every parameter>), args, direction)` is \
          sampled in JAX's rounds with its primal and gradient (section above), in the same \
          direction, and checked against unfad's Hessian-vector product to {AGREEMENT:e} \

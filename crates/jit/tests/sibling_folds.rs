@@ -67,3 +67,84 @@ fn the_joint_folds_components_are_added_where_the_result_goes() {
         "workspace {ws} at m = {m}, n = {n}"
     );
 }
+
+/// Per-position parameters read by index over a matrix's rows: the adjoints of `mu` and
+/// `sig` are one fold over the rows whose step adds a whole row into each.
+const PER_POSITION: &str = "def f(X: [n][m]real, mu: [m]real, sig: [m]real) = \
+    sum(map (x. sum(map (j. log(sig[j]) + (x[j] - mu[j]) * (x[j] - mu[j]) / (2 * sig[j] * sig[j])) \
+    (iota len(x)))) X)";
+
+#[test]
+fn a_steps_windows_into_several_arrays_are_added_in_one_loop() {
+    let src = PER_POSITION;
+    let inputs: Vec<_> = [(1, 1), (3, 2), (4, 7), (2, 16)]
+        .iter()
+        .map(|&(n, m)| {
+            let rows: Vec<_> = (0..n).map(|i| vec_of(m, 0.3 * i as f64 - 0.2)).collect();
+            let sig: Vec<f64> = (0..m).map(|j| 0.5 + 0.1 * j as f64).collect();
+            json!({"X": rows, "mu": vec_of(m, 0.4), "sig": sig})
+        })
+        .collect();
+    assert!(check_gradient(src, &inputs));
+    // The fold's step: one loop of pairs adds into both arrays, where there was one loop
+    // per array: a loop whose body reads and writes back two addresses.
+    let (prog, func) = gradient(src).unwrap();
+    let clif = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+    assert!(
+        most_accumulators_of_one_loop(&clif) >= 2,
+        "no loop adds into both adjoints:\n{clif}"
+    );
+}
+
+/// The most addresses that one loop's body (a block branching back to itself) both loads
+/// and stores to, in the CLIF text `clif`.
+fn most_accumulators_of_one_loop(clif: &str) -> usize {
+    let mut most = 0;
+    let mut block: Vec<&str> = Vec::new();
+    let mut name = "";
+    let flush = |name: &str, block: &[&str]| {
+        let loops = block
+            .iter()
+            .any(|l| l.contains("brif") && l.contains(&format!("{name}(")));
+        if !loops {
+            return 0;
+        }
+        // `vN = load... vA` and `store notrap vX, vA`.
+        let loaded: Vec<&str> = block
+            .iter()
+            .filter(|l| l.contains(" = load."))
+            .filter_map(|l| l.split_whitespace().last())
+            .collect();
+        block
+            .iter()
+            .filter(|l| l.trim_start().starts_with("store"))
+            .filter_map(|l| l.split_whitespace().last())
+            .filter(|a| loaded.contains(a))
+            .count()
+    };
+    for line in clif.lines() {
+        if line.starts_with("block") {
+            most = most.max(flush(name, &block));
+            block.clear();
+            name = line.split('(').next().unwrap_or("").trim_end_matches(':');
+        }
+        block.push(line);
+    }
+    most.max(flush(name, &block))
+}
+
+#[test]
+fn windows_of_other_lengths_are_added_one_loop_each() {
+    // The adjoints of `a` and `b`, read over their own lengths: one fold's step scatters
+    // windows of two lengths, which do not line up.
+    let src = "def f(X: [n][m]real, a: [p]real, b: [q]real) = sum(map (x. \
+        sum(map (j. a[j] * x[j] * a[j]) (iota len(a))) + sum(map (j. tanh(b[j] * x[j])) (iota len(b)))) X)";
+    let inputs: Vec<_> = [(1, 4, 2, 3), (3, 6, 5, 1), (2, 9, 9, 4)]
+        .iter()
+        .map(|&(n, m, p, q)| {
+            let rows: Vec<_> = (0..n).map(|i| vec_of(m, 0.2 * i as f64 + 0.1)).collect();
+            json!({"X": rows, "a": vec_of(p, 0.3), "b": vec_of(q, -0.6)})
+        })
+        .collect();
+    assert!(check_gradient(src, &inputs));
+}

@@ -336,8 +336,11 @@ impl<'a> Translator<'a> {
                         let value = t.emit(e1)?;
                         t.bind_let(v, value)?;
                     }
-                    for (target, adds) in targets.iter().zip(&parts) {
-                        t.branch_into(target, &[], adds)?;
+                    let adds: Vec<&[Addition]> = parts.iter().map(Vec::as_slice).collect();
+                    if !t.joint_windows(&targets, &adds)? {
+                        for (target, adds) in targets.iter().zip(&parts) {
+                            t.branch_into(target, &[], adds)?;
+                        }
                     }
                     Ok(())
                 })();
@@ -390,6 +393,9 @@ impl<'a> Translator<'a> {
             for &(v, e1) in lets {
                 let value = self.emit(e1)?;
                 self.bind_let(v, value)?;
+            }
+            if self.joint_windows(std::slice::from_ref(target), &[adds])? {
+                return Ok(());
             }
             for add in adds {
                 match add {
@@ -486,6 +492,12 @@ impl<'a> Translator<'a> {
         }
         let is = self.emit_arr(is)?;
         let vs = self.emit_arr(vs)?;
+        self.scatter_emitted(&target, &is, &vs)
+    }
+
+    /// [`Translator::scatter_in_place`] of positions and values already emitted.
+    fn scatter_emitted(&mut self, target: &Rc<Arr>, is: &Rc<Arr>, vs: &Rc<Arr>) -> JitResult<()> {
+        let (target, is, vs) = (target.clone(), is.clone(), vs.clone());
         let (count, _) = self.min_len(&[(is.len, is.stat()), (vs.len, vs.stat())]);
         if let Some(start) = self.contiguous_start(&is, &target, &vs)? {
             return self.add_window(&target, start, count, &vs);
@@ -542,6 +554,86 @@ impl<'a> Translator<'a> {
             }
             _ => Ok(None),
         }
+    }
+
+    /// The additions `parts` of one step of a fold into the tuple of arrays `targets`, if
+    /// each is scatters at the positions `iota n` (contiguous from 0, see
+    /// [`Translator::contiguous_start`]), over windows of the same length of arrays of the
+    /// same length: one loop adds every scatter's value at each position (reverse
+    /// mode's adjoints of the reads `mu[j]`, `sig[j]` in a loop over a row's positions `j`:
+    /// one pass over the row where there was one per scatter; their values share what
+    /// they read, `x[j] - mu[j]`). Each element of each array gets the same additions in
+    /// the same order as from one loop per scatter. False, having emitted nothing, if the
+    /// parts are not all such scatters; the scatters one loop each if they are but their
+    /// lengths do not line up.
+    fn joint_windows(&mut self, targets: &[Rc<Arr>], parts: &[&[Addition]]) -> JitResult<bool> {
+        if targets.len() != parts.len() || parts.iter().map(|p| p.len()).sum::<usize>() < 2 {
+            return Ok(false);
+        }
+        let mut scatters = Vec::new();
+        for (target, adds) in targets.iter().zip(parts) {
+            for add in adds.iter() {
+                let &Addition::Scatter { positions, values } = add else {
+                    return Ok(false);
+                };
+                // `iota n`: positions from 0, known before anything is emitted.
+                if !matches!(self.arena[positions], Node::Iota(_)) {
+                    return Ok(false);
+                }
+                scatters.push((target, positions, values));
+            }
+        }
+        let mut emitted = Vec::with_capacity(scatters.len());
+        for (target, positions, values) in scatters {
+            let is = self.emit_arr(positions)?;
+            let vs = self.emit_arr(values)?;
+            emitted.push((target.clone(), is, vs));
+        }
+        // The common start, window length and array length, if there are.
+        let mut common: Option<(f64, IntVal, IntVal)> = None;
+        let mut lined_up = true;
+        for (target, is, vs) in &emitted {
+            // Emits nothing for an `iota`'s positions.
+            let Some(RealVal::Const(start)) = self.contiguous_start(is, target, vs)? else {
+                lined_up = false;
+                break;
+            };
+            let (count, _) = self.min_len(&[(is.len, is.stat()), (vs.len, vs.stat())]);
+            let this = (start, count, target.len);
+            if *common.get_or_insert(this) != this {
+                lined_up = false;
+                break;
+            }
+        }
+        let (Some((start, count, len)), true) = (common, lined_up) else {
+            for (target, is, vs) in &emitted {
+                self.scatter_emitted(target, is, vs)?;
+            }
+            return Ok(true);
+        };
+        let k = self.b.ins().iconst(I64, start as i64);
+        let len = self.int_value(len);
+        let count = self.int_value(count);
+        // From `max(0, -k)` to `min(count, len - k)`, as `add_window`.
+        let zero = self.b.ins().iconst(I64, 0);
+        let minus_k = self.b.ins().ineg(k);
+        let lo = self.b.ins().smax(zero, minus_k);
+        let room = self.b.ins().isub(len, k);
+        let hi = self.b.ins().smin(count, room);
+        let n = self.b.ins().isub(hi, lo);
+        let n = self.b.ins().smax(n, zero);
+        let reads: Vec<&Rc<Arr>> = emitted.iter().map(|(_, _, vs)| vs).collect();
+        self.paired_loop(IntVal::Ssa(n), Vec::new(), &reads, &[], &mut |t, i, _| {
+            let j = t.b.ins().iadd(lo, i);
+            let at = t.b.ins().iadd(k, j);
+            for (target, _, vs) in &emitted {
+                let v = t.elem(vs, IntVal::Ssa(j))?;
+                let p = t.place_elem(target, IntVal::Ssa(at))?;
+                t.add_to_place(&p, &v)?;
+            }
+            Ok(Vec::new())
+        })?;
+        Ok(true)
     }
 
     /// `target[k + j] += vs[j]` for every `j < count` with `k + j` inside `target`, `k` the
