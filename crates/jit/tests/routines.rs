@@ -11,6 +11,7 @@ mod common;
 use common::{check_func, gradient, mat_of, vec_of};
 use serde_json::json;
 use unfad_jit::{set_batch_mode, BatchMode};
+use unfad_test_support::load;
 
 fn forced() {
     set_batch_mode(BatchMode::Forced { chunk: 4 });
@@ -178,4 +179,39 @@ fn rows_shorter_than_a_vector_stay_inline() {
         true,
     );
     assert!(!text.contains(AXPY), "a routine for rows of 4 in\n{text}");
+}
+
+/// Sums of rows written plainly, updating their accumulator in place: a weighted sum of a
+/// matrix's rows per point (`W`'s transpose times `y`) and a column sum.
+const ROW_SUMS: &[&str] = &[
+    "def f(X: [n][m]real, W: [k][m]real, Y: [n][k]real) = sum(map2 (x, y. \
+       let v = reduce (s, t. map2 + s t) zeros_like(x) (map2 (c, row. map (e. c * e) row) y W) in \
+       sum(map2 * v x)) X Y)",
+    "def f(X: [n][m]real, w: [m]real) = \
+       let s = reduce (a, b. map2 + a b) (map (v. 0 * v) w) X in sum(map2 * s w)",
+];
+
+#[test]
+fn primal_sums_of_rows_add_by_routine_and_agree_with_the_interpreter() {
+    forced();
+    let _held = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
+    for src in ROW_SUMS {
+        let (prog, func) = load(src);
+        for m in 0..=21 {
+            for n in [1, 4, 7] {
+                check_func(&prog.arena, &func, &input(src, n, m));
+            }
+        }
+        unfad_jit::set_vector_routines(false);
+        let off = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+        unfad_jit::set_vector_routines(true);
+        let on = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+        let declared =
+            |text: &str| text.contains(AXPY) || text.contains("(i64, i64, i64) system_v");
+        assert!(
+            declared(&on),
+            "no row routine in the primal of {src}:\n{on}"
+        );
+        assert!(!declared(&off), "a routine with routines off:\n{off}");
+    }
 }

@@ -1219,6 +1219,22 @@ impl<'a> Translator<'a> {
         }
     }
 
+    /// Whether `map2 f acc _` written to `d` adds into `d` in place: `f` is `(s, t. s + t)`
+    /// on reals and `acc` is `d`'s own row of reals.
+    fn in_place_sum(&self, f: ExprId, acc: &Arr, d: &Arr) -> bool {
+        let Some((&[s, t], body)) = self.arena.lambda_parts(f) else {
+            return false;
+        };
+        let (Kind::Mem { layout: la, .. }, Kind::Mem { layout: ld, .. }) = (&acc.kind, &d.kind)
+        else {
+            return false;
+        };
+        matches!(self.arena[body], Node::Op2(unfad_syntax::BinOp::Add, x, y)
+            if self.arena[x] == Node::Var(s) && self.arena[y] == Node::Var(t))
+            && matches!(acc.shape.elem, SShape::Real)
+            && la == ld
+    }
+
     pub(super) fn map_into(&mut self, f: ExprId, srcs: Vec<Rc<Arr>>, d: &Arr) -> JitResult<Val> {
         let mut lens = vec![(d.len, d.stat())];
         lens.extend(srcs.iter().map(|s| (s.len, s.stat())));
@@ -1229,6 +1245,28 @@ impl<'a> Translator<'a> {
             self.call_dots(&u, f, d, count)?;
             self.pad(d, count, dim)?;
             return self.view(d, count, dim);
+        }
+        // `map2 + acc row` written over `acc` itself (a sum of rows updating its
+        // accumulator in place, `reduce (s, t. map2 + s t) z X`): the row added by a
+        // routine, as `add_into` adds it (`routines.rs`).
+        if let [acc, added] = &srcs[..] {
+            if self.in_place_sum(f, acc, d) {
+                if let Some(u) = self.routine_update(added, d, count) {
+                    let (_, body) = lambda(self.arena, f, 2, "map2")?;
+                    self.skip(body);
+                    let mut inline = |t: &mut Self| {
+                        t.peeled_loop(count, &[added], 0, &[added], &[], true, &mut |t, i, _| {
+                            let x = t.elem(added, IntVal::Ssa(i))?;
+                            let dst = t.place_elem(d, IntVal::Ssa(i))?;
+                            t.add_val(&x, &dst)
+                        })?;
+                        Ok(())
+                    };
+                    self.rows_by_routine(&[(u, added.clone())], count, &[added], &mut inline)?;
+                    self.pad(d, count, dim)?;
+                    return self.view(d, count, dim);
+                }
+            }
         }
         let (ps, body) = lambda(self.arena, f, srcs.len(), "map")?;
         let reads: Vec<&Rc<Arr>> = srcs.iter().collect();

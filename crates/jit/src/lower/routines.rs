@@ -12,7 +12,10 @@
 //! layer's gradient are the usual case. The routine computes each element as the loop
 //! would (`p[e] + c * src[e]`, `p[e] + c * (src[e] * r)`, in that order, unfused), so the
 //! results are the same bit for bit, and the interpreter needs no twin. A row written
-//! rather than added to is `scale` (`scale2`).
+//! rather than added to is `scale` (`scale2`). A sum of rows that updates its accumulator
+//! in place, `map2 + acc row` written over `acc` (the step of `reduce (s, t. map2 + s t)
+//! z X` where the code generator keeps one accumulator), adds its row the same way
+//! (`fusion.rs`, `map_into`).
 //!
 //! A map of dot products, `map (row. reduce + z (map2 * row x)) W` written to a row of
 //! reals, with `W` a matrix of reals in memory (rows at a fixed stride) and `x` a row of
