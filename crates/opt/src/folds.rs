@@ -82,6 +82,33 @@ fn join_once(arena: &mut Arena, func: &Func, body: ExprId) -> Option<ExprId> {
     )
 }
 
+/// Each member (as `member` says) that the chain `stmts`, `tail` computes outright, with
+/// the first statement that computes it (`stmts.len()`: the result), in order. Shared
+/// with [`crate::one_pass`].
+pub(crate) fn members_by_statement(
+    arena: &Arena,
+    stmts: &[Stmt],
+    tail: ExprId,
+    member: &dyn Fn(&Arena, ExprId) -> bool,
+) -> Vec<(usize, ExprId)> {
+    let mut found: Vec<(usize, ExprId)> = Vec::new();
+    for at in 0..=stmts.len() {
+        let e = if at < stmts.len() {
+            stmts[at].rhs()
+        } else {
+            tail
+        };
+        let mut here = Vec::new();
+        outright(arena, e, member, &mut here);
+        for m in here {
+            if !found.iter().any(|&(_, g)| g == m) {
+                found.push((at, m));
+            }
+        }
+    }
+    found
+}
+
 /// Builds the joint term of a group of members, and its type (see [`join_groups`]).
 pub(crate) type JointOf<'j> = dyn FnMut(&mut Arena, &[ExprId]) -> Option<(ExprId, Type)> + 'j;
 
@@ -100,22 +127,7 @@ pub(crate) fn join_groups(
     name: &str,
 ) -> Option<ExprId> {
     let (mut stmts, tail) = unchain(arena, body);
-    // Each member with the first statement that computes it (`stmts.len()`: the result).
-    let mut found: Vec<(usize, ExprId)> = Vec::new();
-    for at in 0..=stmts.len() {
-        let e = if at < stmts.len() {
-            stmts[at].rhs()
-        } else {
-            tail
-        };
-        let mut here = Vec::new();
-        outright(arena, e, member, &mut here);
-        for m in here {
-            if !found.iter().any(|&(_, g)| g == m) {
-                found.push((at, m));
-            }
-        }
-    }
+    let found = members_by_statement(arena, &stmts, tail, member);
     for k in 0..found.len() {
         let mut group: Vec<(usize, ExprId)> = vec![found[k]];
         for &(at, g) in found.iter().skip(k + 1) {

@@ -32,6 +32,7 @@ pub mod folds;
 pub mod hoist;
 pub mod inline;
 pub mod len;
+pub mod one_pass;
 pub mod order;
 pub mod reuse;
 pub mod row_sums;
@@ -87,6 +88,7 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     // (`folds`, `row_sums`), and fuse the maps of loops and of kernels again (`fission`).
     let f = folds::join_sibling_folds(arena, &f);
     let f = row_sums::join_sibling_row_sums(arena, &f);
+    let f = one_pass::join_row_accumulations(arena, &f);
     let f = fission::split_kernel_tails(arena, &f);
     // The loops' folds right after them, for the code generator.
     let f = order::independent_first(arena, &f);
