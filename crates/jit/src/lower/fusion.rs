@@ -1250,22 +1250,12 @@ impl<'a> Translator<'a> {
         // accumulator in place, `reduce (s, t. map2 + s t) z X`): the row added by a
         // routine, as `add_into` adds it (`routines.rs`).
         if let [acc, added] = &srcs[..] {
-            if self.in_place_sum(f, acc, d) {
-                if let Some(u) = self.routine_update(added, d, count) {
-                    let (_, body) = lambda(self.arena, f, 2, "map2")?;
-                    self.skip(body);
-                    let mut inline = |t: &mut Self| {
-                        t.peeled_loop(count, &[added], 0, &[added], &[], true, &mut |t, i, _| {
-                            let x = t.elem(added, IntVal::Ssa(i))?;
-                            let dst = t.place_elem(d, IntVal::Ssa(i))?;
-                            t.add_val(&x, &dst)
-                        })?;
-                        Ok(())
-                    };
-                    self.rows_by_routine(&[(u, added.clone())], count, &[added], &mut inline)?;
-                    self.pad(d, count, dim)?;
-                    return self.view(d, count, dim);
-                }
+            if self.in_place_sum(f, acc, d) && self.routine_update(added, d, count).is_some() {
+                let (_, body) = lambda(self.arena, f, 2, "map2")?;
+                self.skip(body);
+                self.add_into(added, d)?;
+                self.pad(d, count, dim)?;
+                return self.view(d, count, dim);
             }
         }
         let (ps, body) = lambda(self.arena, f, srcs.len(), "map")?;

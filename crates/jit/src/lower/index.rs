@@ -612,16 +612,7 @@ impl<'a> Translator<'a> {
             return Ok(true);
         };
         let k = self.b.ins().iconst(I64, start as i64);
-        let len = self.int_value(len);
-        let count = self.int_value(count);
-        // From `max(0, -k)` to `min(count, len - k)`, as `add_window`.
-        let zero = self.b.ins().iconst(I64, 0);
-        let minus_k = self.b.ins().ineg(k);
-        let lo = self.b.ins().smax(zero, minus_k);
-        let room = self.b.ins().isub(len, k);
-        let hi = self.b.ins().smin(count, room);
-        let n = self.b.ins().isub(hi, lo);
-        let n = self.b.ins().smax(n, zero);
+        let (lo, n) = self.window(k, len, count);
         let reads: Vec<&Rc<Arr>> = emitted.iter().map(|(_, _, vs)| vs).collect();
         self.paired_loop(IntVal::Ssa(n), Vec::new(), &reads, &[], &mut |t, i, _| {
             let j = t.b.ins().iadd(lo, i);
@@ -656,16 +647,7 @@ impl<'a> Translator<'a> {
                 self.b.ins().fcvt_to_sint_sat(I64, x)
             }
         };
-        let len = self.int_value(target.len);
-        let count = self.int_value(count);
-        // From `max(0, -k)` to `min(count, len - k)`.
-        let zero = self.b.ins().iconst(I64, 0);
-        let minus_k = self.b.ins().ineg(k);
-        let lo = self.b.ins().smax(zero, minus_k);
-        let room = self.b.ins().isub(len, k);
-        let hi = self.b.ins().smin(count, room);
-        let n = self.b.ins().isub(hi, lo);
-        let n = self.b.ins().smax(n, zero);
+        let (lo, n) = self.window(k, target.len, count);
         let (target, vs) = (target.clone(), vs.clone());
         self.paired_loop(IntVal::Ssa(n), Vec::new(), &[&vs], &[], &mut |t, i, _| {
             let j = t.b.ins().iadd(lo, i);
@@ -676,6 +658,21 @@ impl<'a> Translator<'a> {
             Ok(Vec::new())
         })?;
         Ok(())
+    }
+
+    /// The part of a window of `count` positions from `k` inside an array of `len`
+    /// elements: its first position in the window, `max(0, -k)`, and its length, up to
+    /// `min(count, len - k)` (at least 0).
+    fn window(&mut self, k: Value, len: IntVal, count: IntVal) -> (Value, Value) {
+        let len = self.int_value(len);
+        let count = self.int_value(count);
+        let zero = self.b.ins().iconst(I64, 0);
+        let minus_k = self.b.ins().ineg(k);
+        let lo = self.b.ins().smax(zero, minus_k);
+        let room = self.b.ins().isub(len, k);
+        let hi = self.b.ins().smin(count, room);
+        let n = self.b.ins().isub(hi, lo);
+        (lo, self.b.ins().smax(n, zero))
     }
 
     /// Add `v` at the element at `path` (one index per level) of the in-memory array `a`,
