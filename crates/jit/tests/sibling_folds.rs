@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{check_gradient, gradient, vec_of};
+use common::{check_func, check_gradient, gradient, vec_of};
 use serde_json::json;
 use unfad_jit::compile;
 use unfad_syntax::print_func;
@@ -96,9 +96,44 @@ fn a_steps_windows_into_several_arrays_are_added_in_one_loop() {
     );
 }
 
+#[test]
+fn a_rows_blocked_sum_and_its_additions_into_adjoints_share_one_loop() {
+    // After `unfad_opt::one_pass`, each row of `X` sums the value's terms (a blocked
+    // reduction) and adds its rows of `mu`'s and `sig`'s adjoints: the additions go to
+    // distinct positions, so they run in the blocked loop, which computes `x[j] - mu[j]`
+    // once for all of them. Every row length up to two blocks and a tail.
+    let src = PER_POSITION;
+    let inputs: Vec<_> = (0..=19)
+        .map(|m| {
+            let rows: Vec<_> = (0..3).map(|i| vec_of(m, 0.3 * i as f64 - 0.2)).collect();
+            let sig: Vec<f64> = (0..m).map(|j| 0.5 + 0.1 * j as f64).collect();
+            json!({"X": rows, "mu": vec_of(m, 0.4), "sig": sig})
+        })
+        .collect();
+    // By the route `compile_grad` takes (weakened continuations), whose term
+    // `one_pass` joins.
+    let (mut prog, func) = unfad_test_support::load(src);
+    let grad = unfad_ad::reverse_weakened(&mut prog.arena, &func, &[0, 1, 2]).unwrap();
+    let func = unfad_opt::optimize(&mut prog.arena, &grad).unwrap();
+    for input in &inputs {
+        check_func(&prog.arena, &func, input);
+    }
+    let clif = unfad_jit::clif_text(&prog.arena, &func).unwrap();
+    assert!(
+        most_accumulators_of_one_loop_with(&clif, "f64x2") >= 2,
+        "no blocked loop adds into both adjoints:\n{clif}"
+    );
+}
+
 /// The most addresses that one loop's body (a block branching back to itself) both loads
 /// and stores to, in the CLIF text `clif`.
 fn most_accumulators_of_one_loop(clif: &str) -> usize {
+    most_accumulators_of_one_loop_with(clif, "")
+}
+
+/// As [`most_accumulators_of_one_loop`], among the loops whose block parameters' text
+/// contains `params` (`"f64x2"`: the loops carrying a blocked reduction's vectors).
+fn most_accumulators_of_one_loop_with(clif: &str, params: &str) -> usize {
     let mut most = 0;
     let mut block: Vec<&str> = Vec::new();
     let mut name = "";
@@ -106,7 +141,7 @@ fn most_accumulators_of_one_loop(clif: &str) -> usize {
         let loops = block
             .iter()
             .any(|l| l.contains("brif") && l.contains(&format!("{name}(")));
-        if !loops {
+        if !loops || !block.first().is_some_and(|l| l.contains(params)) {
             return 0;
         }
         // `vN = load... vA` and `store notrap vX, vA`.

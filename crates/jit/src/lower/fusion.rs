@@ -969,8 +969,10 @@ impl<'a> Translator<'a> {
                 .collect::<JitResult<Vec<_>>>()?;
             return Ok(Some(Val::Tuple(items.into())));
         };
-        // Additions run in the order of the elements; a blocked fold's loop runs its
-        // elements in blocks of copies, so they then run alone.
+        // A blocked fold's loop runs its elements in blocks of copies, not in order: the
+        // sums of whole rows into one accumulator (whose order the interpreter's must
+        // be) then run alone, while additions by index (each element to its own
+        // position, in any order the same) join it.
         let mut laned = false;
         for p in &preps {
             if let Prep::Fold(f) = p {
@@ -979,7 +981,7 @@ impl<'a> Translator<'a> {
         }
         let group: Vec<usize> = (0..preps.len())
             .filter(|&k| count_of(&preps[k]) == Some(count))
-            .filter(|&k| !(laned && matches!(preps[k], Prep::Add { .. } | Prep::Sum { .. })))
+            .filter(|&k| !(laned && matches!(preps[k], Prep::Sum { .. })))
             .collect();
         let mut out: Vec<Option<Val>> = vec![None; preps.len()];
         for k in 0..preps.len() {
