@@ -88,7 +88,15 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     // (`folds`, `row_sums`), and fuse the maps of loops and of kernels again (`fission`).
     let f = folds::join_sibling_folds(arena, &f);
     let f = row_sums::join_sibling_row_sums(arena, &f);
-    let f = one_pass::join_row_accumulations(arena, &f);
+    let joined = one_pass::join_row_accumulations(arena, &f);
+    // The loops `one_pass` joined bring the arrays hoisted for each into one chain, where
+    // those repeating one another are made once.
+    let f = if joined.body == f.body {
+        f
+    } else {
+        let reused = reuse::reuse_precomputed(arena, &joined);
+        reuse::read_columns_in_place(arena, &reused)
+    };
     let f = fission::split_kernel_tails(arena, &f);
     // The loops' folds right after them, for the code generator.
     let f = order::independent_first(arena, &f);

@@ -29,7 +29,7 @@ use crate::siblings::{elementwise, every_chain, is_zip_function, rechain, unchai
 /// Rewrite every `let` chain of `func` so that maps repeating an earlier map's elements
 /// read them from it; `func` itself when nothing changes.
 pub fn reuse_precomputed(arena: &mut Arena, func: &Func) -> Func {
-    let mut leaves: HashMap<Var, Var> = HashMap::default();
+    let mut leaves = Leaves::default();
     let mut memo = unfad_syntax::ExprMemo::for_arena(arena);
     let body = every_chain(
         arena,
@@ -44,20 +44,42 @@ pub fn reuse_precomputed(arena: &mut Arena, func: &Func) -> Func {
     }
 }
 
+/// The placeholders of the elements a map reads: one per array variable, and one per
+/// length of `iota` (the index, at the loop's position), shared by every map of the term.
+#[derive(Default)]
+struct Leaves {
+    arrays: HashMap<Var, Var>,
+    /// The length expressions, each with its placeholder, compared up to bound names.
+    iotas: Vec<(ExprId, Var)>,
+}
+
+/// What a map's operand zips: an array variable, or `iota` of a length.
+#[derive(Clone, Copy)]
+enum Source {
+    Array(Var),
+    Iota(ExprId),
+}
+
+impl Source {
+    fn same(self, arena: &Arena, other: Source) -> bool {
+        match (self, other) {
+            (Source::Array(a), Source::Array(b)) => a == b,
+            (Source::Iota(n), Source::Iota(m)) => same(arena, n, m),
+            _ => false,
+        }
+    }
+}
+
 /// A `let`-bound map written over the elements of the arrays it zips.
 struct Canonical {
-    /// The arrays (variables) its operands zip.
-    arrays: Vec<Var>,
+    /// The arrays (variables) and index ranges (`iota`) its operands zip.
+    arrays: Vec<Source>,
     /// Its element's components (the items of its body's tuple, or the body), each with
     /// the parameters replaced by the placeholders of the arrays' elements.
     components: Vec<ExprId>,
 }
 
-fn reuse_in_chain(
-    arena: &mut Arena,
-    chain: ExprId,
-    leaves: &mut HashMap<Var, Var>,
-) -> Option<ExprId> {
+fn reuse_in_chain(arena: &mut Arena, chain: ExprId, leaves: &mut Leaves) -> Option<ExprId> {
     let (mut stmts, tail) = unchain(arena, chain);
     let candidate = |arena: &Arena, s: &Stmt| match *s {
         Stmt::One(_, rhs) => elementwise(arena, rhs)
@@ -85,7 +107,11 @@ fn reuse_in_chain(
         for j in 0..k {
             let Some(earlier) = &canon[j] else { continue };
             let Stmt::One(h, _) = stmts[j] else { continue };
-            if !later.arrays.iter().all(|a| earlier.arrays.contains(a)) {
+            if !later
+                .arrays
+                .iter()
+                .all(|&a| earlier.arrays.iter().any(|&b| a.same(arena, b)))
+            {
                 continue;
             }
             let Some(at) = later
@@ -121,7 +147,7 @@ fn reuse_in_chain(
 
 /// `rhs` (a `map` or `map2`) written over the elements of the arrays its operands zip, or
 /// `None` if an operand is not an array variable or a zip of such.
-fn canonical(arena: &mut Arena, rhs: ExprId, leaves: &mut HashMap<Var, Var>) -> Option<Canonical> {
+fn canonical(arena: &mut Arena, rhs: ExprId, leaves: &mut Leaves) -> Option<Canonical> {
     let (_, f, operands) = elementwise(arena, rhs)?;
     let (params, body) = arena.lambda_parts(f)?;
     let (params, body) = (params.to_vec(), body);
@@ -150,16 +176,31 @@ fn canonical(arena: &mut Arena, rhs: ExprId, leaves: &mut HashMap<Var, Var>) -> 
 fn element_of(
     arena: &mut Arena,
     o: ExprId,
-    leaves: &mut HashMap<Var, Var>,
-    arrays: &mut Vec<Var>,
+    leaves: &mut Leaves,
+    arrays: &mut Vec<Source>,
 ) -> Option<ExprId> {
     match arena[o] {
         Node::Var(x) => {
             let p = *leaves
+                .arrays
                 .entry(x)
                 .or_insert_with(|| arena.fresh_var("elem", None));
-            if !arrays.contains(&x) {
-                arrays.push(x);
+            if !arrays.iter().any(|&a| a.same(arena, Source::Array(x))) {
+                arrays.push(Source::Array(x));
+            }
+            Some(arena.var(p))
+        }
+        Node::Iota(n) => {
+            let p = match leaves.iotas.iter().find(|&&(m, _)| same(arena, n, m)) {
+                Some(&(_, p)) => p,
+                None => {
+                    let p = arena.fresh_var("index", None);
+                    leaves.iotas.push((n, p));
+                    p
+                }
+            };
+            if !arrays.iter().any(|&a| a.same(arena, Source::Iota(n))) {
+                arrays.push(Source::Iota(n));
             }
             Some(arena.var(p))
         }
@@ -175,10 +216,11 @@ fn element_of(
     }
 }
 
-/// True if `o` is an array variable or a zip of such (`map2 (x, y. (x, y)) A B`, nested).
+/// True if `o` is an array variable, an `iota`, or a zip of such (`map2 (x, y. (x, y)) A
+/// B`, nested).
 fn zips_arrays(arena: &Arena, o: ExprId) -> bool {
     match arena[o] {
-        Node::Var(_) => true,
+        Node::Var(_) | Node::Iota(_) => true,
         Node::Map2(f, a, b) => {
             is_zip_function(arena, f) && zips_arrays(arena, a) && zips_arrays(arena, b)
         }
@@ -229,4 +271,150 @@ fn works(arena: &Arena, e: ExprId) -> bool {
 /// siblings pass's test ([`crate::siblings::same_term`]).
 pub(crate) fn same(arena: &Arena, a: ExprId, b: ExprId) -> bool {
     crate::siblings::same_term(arena, a, b)
+}
+
+/// Rewrite `func` so that loops reading a map of projections of a stored array (what
+/// [`reuse_precomputed`] leaves: `let h_1 = map (pe. pe.0) h`) read `h` itself, the
+/// projections moved into their bodies; such a map then goes unless something else reads
+/// it. The code generator stores a tuple array's components apart, so the loop reads the
+/// column of `h` in place (one load where two loops read the same column) rather than a
+/// copy of it. `func` itself when nothing changes.
+pub fn read_columns_in_place(arena: &mut Arena, func: &Func) -> Func {
+    let mut columns: HashMap<Var, Column> = HashMap::default();
+    collect_columns(arena, func.body, &mut columns, &mut HashMap::default());
+    if columns.is_empty() {
+        return func.clone();
+    }
+    let mut memo = HashMap::default();
+    let body = columns_rec(arena, func.body, &columns, &mut memo);
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+/// A `let`-bound `map (p. P) h` whose body `P` only projects `p` (or is a tuple of such).
+#[derive(Clone, Copy)]
+struct Column {
+    h: Var,
+    p: Var,
+    projection: ExprId,
+}
+
+fn collect_columns(
+    arena: &Arena,
+    e: ExprId,
+    out: &mut HashMap<Var, Column>,
+    seen: &mut HashMap<ExprId, ()>,
+) {
+    if seen.insert(e, ()).is_some() {
+        return;
+    }
+    if let Node::Let(v, rhs, _) = arena[e] {
+        if let Node::Map(f, src) = arena[rhs] {
+            if let (Node::Var(h), Some((&[p], projection))) = (arena[src], arena.lambda_parts(f)) {
+                if projects_only(arena, projection, p) && !matches!(arena[projection], Node::Var(_))
+                {
+                    out.insert(v, Column { h, p, projection });
+                }
+            }
+        }
+    }
+    with_stack(|| {
+        for c in arena.children(e) {
+            collect_columns(arena, c, out, seen);
+        }
+    });
+}
+
+/// True if `e` is `p`, a projection of one, or a tuple of such.
+fn projects_only(arena: &Arena, e: ExprId, p: Var) -> bool {
+    match arena[e] {
+        Node::Var(v) => v == p,
+        Node::Proj(_, t) => projects_only(arena, t, p),
+        Node::Tuple(l) => arena.exprs(l).iter().all(|&c| projects_only(arena, c, p)),
+        _ => false,
+    }
+}
+
+/// The element function `f` (whose parameter `at` reads the column `c`) made to read
+/// `c.h`'s element instead: a fresh parameter of `h`'s element type, projected where the
+/// old one was read.
+fn reading_whole(arena: &mut Arena, f: ExprId, at: usize, c: Column) -> Option<ExprId> {
+    let (params, body) = arena.lambda_parts(f)?;
+    let (mut params, body) = (params.to_vec(), body);
+    let ty = match arena.var_type(c.h) {
+        Some(Type::Array(_, elem)) => Some(Type::clone(elem)),
+        _ => return None,
+    };
+    let whole = arena.fresh_var("pe", ty);
+    let wv = arena.var(whole);
+    let mut to_whole = HashMap::default();
+    to_whole.insert(c.p, wv);
+    let projected = arena.subst(c.projection, &to_whole);
+    let mut to_projected = HashMap::default();
+    to_projected.insert(params[at], projected);
+    let body = arena.subst(body, &to_projected);
+    params[at] = whole;
+    Some(arena.lambda(&params, body))
+}
+
+fn columns_rec(
+    arena: &mut Arena,
+    e: ExprId,
+    columns: &HashMap<Var, Column>,
+    memo: &mut HashMap<ExprId, ExprId>,
+) -> ExprId {
+    if let Some(&r) = memo.get(&e) {
+        return r;
+    }
+    let r = with_stack(|| {
+        let node = arena[e];
+        let new = arena.map_children(node, |a, c| columns_rec(a, c, columns, memo));
+        let column = |arena: &Arena, x: ExprId| match arena[x] {
+            Node::Var(v) => columns.get(&v).copied(),
+            _ => None,
+        };
+        match new {
+            Node::Map(f, a) => {
+                if let Some(c) = column(arena, a) {
+                    if let Some(g) = reading_whole(arena, f, 0, c) {
+                        let h = arena.var(c.h);
+                        return arena.add(Node::Map(g, h));
+                    }
+                }
+            }
+            Node::Map2(f, a, b) => {
+                let (mut f, mut a, mut b) = (f, a, b);
+                for (at, operand) in [(0, &mut a), (1, &mut b)] {
+                    if let Some(c) = column(arena, *operand) {
+                        if let Some(g) = reading_whole(arena, f, at, c) {
+                            f = g;
+                            *operand = arena.var(c.h);
+                        }
+                    }
+                }
+                return arena.rebuild(e, Node::Map2(f, a, b));
+            }
+            Node::Index(a, i) => {
+                if let Some(c) = column(arena, a) {
+                    let h = arena.var(c.h);
+                    let read = arena.add(Node::Index(h, i));
+                    let mut to_read = HashMap::default();
+                    to_read.insert(c.p, read);
+                    return arena.subst(c.projection, &to_read);
+                }
+            }
+            // The column's binding goes once nothing reads it.
+            Node::Let(v, _, rest)
+                if columns.contains_key(&v) && !arena.mentions_any(rest, &[v]) =>
+            {
+                return rest;
+            }
+            _ => {}
+        }
+        arena.rebuild(e, new)
+    });
+    memo.insert(e, r);
+    r
 }

@@ -114,4 +114,8 @@ fn a_gaussian_losss_gradient_reads_its_matrix_once() {
     // No fold over the rows is left; one map over `X` computes every adjoint's row.
     assert!(!printed.contains("foldl"), "{printed}");
     assert_eq!(printed.matches(") X").count(), 1, "{printed}");
+    // The loops joined had each hoisted `1 / (2 sig[j]^2)`: the copies that repeat another
+    // are made once (`reuse`), and the loop reads that array's column in place.
+    assert!(!printed.contains("map (pe"), "{printed}");
+    assert!(printed.matches("1 / (2 * sig").count() <= 2, "{printed}");
 }

@@ -10,7 +10,7 @@ use common::value;
 use expect_test::{expect, Expect};
 use unfad_interp::{args_from_json, Value};
 use unfad_opt::hoist::hoist_invariants;
-use unfad_opt::reuse::reuse_precomputed;
+use unfad_opt::reuse::{read_columns_in_place, reuse_precomputed};
 use unfad_syntax::{print_func, Func, Program};
 use unfad_test_support::{close_json, load};
 use unfad_testgen::{generate, Features};
@@ -204,5 +204,58 @@ fn maps_that_compute_something_else_or_over_other_arrays_stay() {
            let h1 = map2 (mu1, b. (mu1, b)) means q in
            (h, h1)",
         expect!["unchanged"],
+    );
+}
+
+#[test]
+fn maps_over_the_same_index_range_are_made_once() {
+    // What `one_pass` brings into one chain: the reciprocal hoisted once for each loop
+    // that read it, each a map over `iota len(s)`.
+    check_reused(
+        "def f(s: [m]real) =
+           let h = map (j. (1 / (2 * s[j]), log(s[j]))) (iota len(s)) in
+           let h1 = map (i. 1 / (2 * s[i])) (iota len(s)) in
+           let h2 = map (i. 1 / (2 * s[i])) (iota (len(s) - 1)) in
+           (h, h1, h2)",
+        expect![[r#"
+            def f(s: [m]real): ([m](real, real), [m]real, [m-1]real) =
+              let h = map (j. (1 / (2 * s[j]), log(s[j]))) (iota len(s)) in
+              let h1 = map (pe. fst pe) h in
+              let h2 = map (i. 1 / (2 * s[i])) (iota (len(s) - 1)) in
+              (h, h1, h2)
+        "#]],
+    );
+}
+
+fn check_columns(src: &str, expect: Expect) {
+    expect.assert_eq(&common::after_pass(src, read_columns_in_place));
+}
+
+#[test]
+fn loops_reading_a_column_read_the_stored_array() {
+    // `h1` holds `h`'s first column: the loops read `h` itself, and `h1` goes.
+    check_columns(
+        "def f(s: [m]real, x: [m]real) =
+           let h = map (j. (1 / (2 * s[j]), log(s[j]))) (iota len(s)) in
+           let h1 = map (pe. fst pe) h in
+           (map2 (a, b. a * b) x h1, map (c. c + 1) h1, h1[0])",
+        expect![[r#"
+            def f(s: [m]real, x: [m]real): ([m]real, [m]real, real) =
+              let h = map (j. (1 / (2 * s[j]), log(s[j]))) (iota len(s)) in
+              (map2 (a, pe. a * fst pe) x h, map (pe_1. fst pe_1 + 1) h, fst h[0])
+        "#]],
+    );
+    // Read whole elsewhere (here as the result), the column stays for that reader.
+    check_columns(
+        "def f(s: [m]real, x: [m]real) =
+           let h = map (j. (1 / (2 * s[j]), log(s[j]))) (iota len(s)) in
+           let h1 = map (pe. fst pe) h in
+           (map2 (a, b. a * b) x h1, h1)",
+        expect![[r#"
+            def f(s: [m]real, x: [m]real): ([m]real, [m]real) =
+              let h = map (j. (1 / (2 * s[j]), log(s[j]))) (iota len(s)) in
+              let h1 = map (pe. fst pe) h in
+              (map2 (a, pe_1. a * fst pe_1) x h, h1)
+        "#]],
     );
 }
