@@ -380,7 +380,7 @@ fn columns_rec(
                 if let Some(c) = column(arena, a) {
                     if let Some(g) = reading_whole(arena, f, 0, c) {
                         let h = arena.var(c.h);
-                        return arena.add(Node::Map(g, h));
+                        return arena.rebuild(e, Node::Map(g, h));
                     }
                 }
             }

@@ -969,10 +969,10 @@ impl<'a> Translator<'a> {
                 .collect::<JitResult<Vec<_>>>()?;
             return Ok(Some(Val::Tuple(items.into())));
         };
-        // A blocked fold's loop runs its elements in blocks of copies, not in order: the
-        // sums of whole rows into one accumulator (whose order the interpreter's must
-        // be) then run alone, while additions by index (each element to its own
-        // position, in any order the same) join it.
+        // A blocked fold's loop emits several copies of the element per iteration, which
+        // the lanes pass pairs. Sums of whole rows, every element adding into the same
+        // accumulator, keep a loop of their own; additions by index write each element's
+        // own position, so they join it and share its loads and subexpressions.
         let mut laned = false;
         for p in &preps {
             if let Prep::Fold(f) = p {
