@@ -94,8 +94,14 @@ pub fn optimize(arena: &mut Arena, func: &Func) -> Result<Func, OptError> {
     let f = if joined.body == f.body {
         f
     } else {
+        // Only the maps of projections this reuse makes are left to read in place (those
+        // of the reuse after hoisting fused into their readers).
         let reused = reuse::reuse_precomputed(arena, &joined);
-        reuse::read_columns_in_place(arena, &reused)
+        if reused.body == joined.body {
+            joined
+        } else {
+            reuse::read_columns_in_place(arena, &reused)
+        }
     };
     let f = fission::split_kernel_tails(arena, &f);
     // The loops' folds right after them, for the code generator.

@@ -21,7 +21,7 @@
 //! against each other, so the two are indexed alike), and one of its components must do
 //! work (a zip is not rewritten into a read of a stored array).
 
-use unfad_syntax::fast_hash::FastMap as HashMap;
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, Var};
 
 use crate::siblings::{elementwise, every_chain, is_zip_function, rechain, unchain, Stmt};
@@ -281,7 +281,7 @@ pub(crate) fn same(arena: &Arena, a: ExprId, b: ExprId) -> bool {
 /// copy of it. `func` itself when nothing changes.
 pub fn read_columns_in_place(arena: &mut Arena, func: &Func) -> Func {
     let mut columns: HashMap<Var, Column> = HashMap::default();
-    collect_columns(arena, func.body, &mut columns, &mut HashMap::default());
+    collect_columns(arena, func.body, &mut columns, &mut HashSet::default());
     if columns.is_empty() {
         return func.clone();
     }
@@ -305,9 +305,9 @@ fn collect_columns(
     arena: &Arena,
     e: ExprId,
     out: &mut HashMap<Var, Column>,
-    seen: &mut HashMap<ExprId, ()>,
+    seen: &mut HashSet<ExprId>,
 ) {
-    if seen.insert(e, ()).is_some() {
+    if !seen.insert(e) {
         return;
     }
     if let Node::Let(v, rhs, _) = arena[e] {
