@@ -7,8 +7,13 @@
 //! penalized loss's `let p = reduce + 0 (map (v. v * v) w)`, which is a term of the value
 //! and the gradient of the penalty's weight, left the per-point loop stored whole (n m
 //! reals of a logistic regression's gradient). Such a statement, a reduction or scalar
-//! arithmetic, moves above the loops before it that it does not read. Pure statements
-//! evaluated earlier compute the same values.
+//! arithmetic, moves above the loops before it that it does not read. A fold of a loop's
+//! columns moves further, past any statement it does not read, to right after the loop
+//! (after the folds of that loop already there): a mixture's gradient folds the per-point
+//! contributions to the components' adjoints after the logsumexp of the weights, which
+//! reads nothing of the loop over the points, and the code generator stored every
+//! point's contributions (n k d^2 reals) to fold them after it. Pure statements evaluated
+//! earlier compute the same values.
 
 use unfad_syntax::fast_hash::FastSet as HashSet;
 use unfad_syntax::{Arena, ExprId, Func, Node, Var};
@@ -58,9 +63,43 @@ fn reorder(arena: &mut Arena, body: ExprId) -> Option<ExprId> {
                 }
                 at -= 1;
             }
+            if let Some(to) = after_its_loop(arena, &out, s, &reads) {
+                at = at.min(to);
+            }
         }
         moved |= at < out.len();
         out.insert(at, s);
     }
     moved.then(|| rechain(arena, &out, tail))
+}
+
+/// Where a fold `s` of a loop's result goes when statements it does not read stand
+/// between them: right after the loop, and after the folds of that loop already there
+/// (in their order). `reads`: what `s` reads. `None` unless the last statement of `out`
+/// that binds something `s` reads is a loop (`map` or `map2`) that `s` folds.
+fn after_its_loop(arena: &Arena, out: &[Stmt], s: Stmt, reads: &HashSet<Var>) -> Option<usize> {
+    if !matches!(arena[s.rhs()], Node::Reduce(..) | Node::Foldl(..)) {
+        return None;
+    }
+    let mut bound = HashSet::default();
+    let producer = out.iter().rposition(|before| {
+        bound.clear();
+        bound_by(arena, std::slice::from_ref(before), &mut bound);
+        bound.iter().any(|v| reads.contains(v))
+    })?;
+    elementwise(arena, out[producer].rhs())?;
+    let mut made = HashSet::default();
+    bound_by(arena, &out[producer..=producer], &mut made);
+    // The folds of the same loop already after it keep their place before `s`.
+    let mut to = producer + 1;
+    while to < out.len()
+        && matches!(arena[out[to].rhs()], Node::Reduce(..) | Node::Foldl(..))
+        && arena
+            .free_vars(out[to].rhs())
+            .iter()
+            .any(|v| made.contains(v))
+    {
+        to += 1;
+    }
+    Some(to)
 }

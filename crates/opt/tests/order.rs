@@ -67,3 +67,38 @@ fn a_penalty_moves_above_the_loop_over_the_points() {
         assert!((x - y).abs() <= 1e-12 * (1.0 + x.abs()), "{a}\n{b}");
     }
 }
+
+#[test]
+fn a_fold_of_a_loop_moves_up_to_the_loop_past_what_it_does_not_read() {
+    // `e` is not a loop, so the old rule stopped there; the folds of `G` go right after
+    // `G`, in their order, where the code generator runs them in `G`'s loop.
+    let src = "def f(X: [n]real, a: [k]real) =
+           let G = map (x. (x * x, sin(x))) X in
+           let E = map (t. exp(t)) a in
+           let e = reduce + 0 E in
+           let s = reduce + 0 (map (g. snd g) G) in
+           let r = reduce max 0 (map (g. fst g) G) in
+           (s * e + r, map (g. fst g) G)";
+    let (mut prog, func) = load(src);
+    let moved = independent_first(&mut prog.arena, &func);
+    let printed = print_func(&prog.arena, &moved);
+    let at = |s: &str| {
+        printed
+            .find(s)
+            .unwrap_or_else(|| panic!("{s} in {printed}"))
+    };
+    assert!(
+        at("let G") < at("let s") && at("let s") < at("let r"),
+        "{printed}"
+    );
+    assert!(
+        at("let r") < at("let E") && at("let E") < at("let e"),
+        "{printed}"
+    );
+    let input = serde_json::json!({ "X": [0.5, -1.0, 2.0], "a": [0.25, 1.5] });
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, &input).unwrap();
+    assert_eq!(
+        value(&prog.arena, &func, &args),
+        value(&prog.arena, &moved, &args)
+    );
+}
