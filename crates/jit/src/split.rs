@@ -201,27 +201,19 @@ fn split_where(
         rebuild(arena, &stmts[at..], body, &ty)?
     };
     let (rest, free) = with_views(arena, &stmts[..at], rest)?;
-    let crossing: Vec<Var> = stmts[..at]
+    let bound: Vec<Var> = stmts[..at]
         .iter()
         .flat_map(|s| s.vars.iter().copied())
         .filter(|v| free.contains(v))
         .collect();
-    let types: Vec<Type> = crossing
+    let (rest, crossing, mut results) = crossing_columns(arena, &bound, rest)?;
+    let types: Vec<Type> = results
         .iter()
-        .map(|&v| arena.var_type(v).cloned())
+        .map(|&e| arena.type_of(e).cloned())
         .collect::<Option<_>>()?;
     if crossing.is_empty() || !types.iter().all(Type::is_ground) {
         return None;
     }
-    let mut results: Vec<ExprId> = crossing
-        .iter()
-        .zip(types)
-        .map(|(&v, t)| {
-            let e = arena.var(v);
-            arena.set_type(e, t);
-            e
-        })
-        .collect();
     results.extend(taken.iter().map(|&j| items[j]));
     let (body, ret) = tuple_of(arena, &results)?;
     let body = rebuild(arena, &stmts[..at], body, &ret)?;
@@ -246,6 +238,146 @@ fn split_where(
         result_items: if taken.is_empty() { 0 } else { items.len() },
         taken,
     })
+}
+
+/// What crosses the cut for the variables `bound` before it that `rest` reads: the second
+/// part's parameters, `rest` reading them, and the first part's results that give them.
+/// A variable crosses as itself, except an array of tuples that `rest` reads only as
+/// columns (`map (t. π_q t) x`, a gradient's value and an operand's adjoint, beside a
+/// column the first part folds): then each column read crosses, as an array of its own.
+/// The first part then stores only those columns, and computes the others in the loop
+/// that folds them, as one function would (crossing whole, the per-point contributions to
+/// a mixture's adjoints, folded before the cut, were stored too: n k d^2 reals).
+fn crossing_columns(
+    arena: &mut Arena,
+    bound: &[Var],
+    mut rest: ExprId,
+) -> Option<(ExprId, Vec<Var>, Vec<ExprId>)> {
+    let mut params = Vec::new();
+    let mut results = Vec::new();
+    for &x in bound {
+        let whole = |arena: &mut Arena| {
+            let ty = arena.var_type(x).cloned()?;
+            let e = arena.var(x);
+            arena.set_type(e, ty);
+            Some(e)
+        };
+        let columns = match arena.var_type(x) {
+            Some(Type::Array(_, elem)) if matches!(**elem, Type::Tuple(_)) => {
+                column_reads(arena, rest, x)
+            }
+            _ => None,
+        };
+        let Some(columns) = columns.filter(|c| !c.is_empty()) else {
+            params.push(x);
+            results.push(whole(arena)?);
+            continue;
+        };
+        // One parameter per column read (reads of one column are equal up to the names
+        // of their functions' binders), the first read as the first part's result.
+        let mut by_path: Vec<(Vec<u32>, Var)> = Vec::new();
+        let mut replace: HashMap<ExprId, ExprId> = HashMap::default();
+        for (e, path) in columns {
+            let ty = arena.type_of(e).cloned()?;
+            let v = match by_path.iter().find(|(p, _)| *p == path) {
+                Some(&(_, v)) => v,
+                None => {
+                    let name = format!("{}_col", arena.var_name(x));
+                    let v = arena.fresh_var(&name, Some(ty.clone()));
+                    by_path.push((path, v));
+                    params.push(v);
+                    results.push(e);
+                    v
+                }
+            };
+            let read = arena.var(v);
+            arena.set_type(read, ty);
+            replace.insert(e, read);
+        }
+        rest = replaced(arena, rest, &replace, &mut HashMap::default())?;
+    }
+    Some((rest, params, results))
+}
+
+/// The reads of `x` in `e`, each `map (t. π_q t) x` with its path `q` (not empty), if
+/// `e` reads `x` only so; `None` if it reads `x` otherwise.
+fn column_reads(arena: &Arena, e: ExprId, x: Var) -> Option<Vec<(ExprId, Vec<u32>)>> {
+    let column = |e: ExprId| -> Option<Vec<u32>> {
+        let Node::Map(f, a) = arena[e] else {
+            return None;
+        };
+        if arena[a] != Node::Var(x) {
+            return None;
+        }
+        let (ps, mut body) = arena.lambda_parts(f)?;
+        let [t] = ps else {
+            return None;
+        };
+        let mut path = Vec::new();
+        while let Node::Proj(i, inner) = arena[body] {
+            path.push(i);
+            body = inner;
+        }
+        path.reverse();
+        (arena[body] == Node::Var(*t) && !path.is_empty()).then_some(path)
+    };
+    let mut seen: HashSet<ExprId> = HashSet::default();
+    let mut out = Vec::new();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
+        if let Some(path) = column(e) {
+            out.push((e, path));
+            continue;
+        }
+        if arena[e] == Node::Var(x) {
+            return None;
+        }
+        arena.for_each_child(e, |c| stack.push(c));
+    }
+    Some(out)
+}
+
+/// `e` with the nodes of `replace` replaced (their parents rebuilt, typed as before).
+fn replaced(
+    arena: &mut Arena,
+    e: ExprId,
+    replace: &HashMap<ExprId, ExprId>,
+    memo: &mut HashMap<ExprId, ExprId>,
+) -> Option<ExprId> {
+    if let Some(&r) = replace.get(&e).or_else(|| memo.get(&e)) {
+        return Some(r);
+    }
+    unfad_syntax::with_stack(|| replaced_node(arena, e, replace, memo))
+}
+
+/// [`replaced`] of a node not met before.
+fn replaced_node(
+    arena: &mut Arena,
+    e: ExprId,
+    replace: &HashMap<ExprId, ExprId>,
+    memo: &mut HashMap<ExprId, ExprId>,
+) -> Option<ExprId> {
+    let kids = arena.children(e);
+    let mut new = Vec::with_capacity(kids.len());
+    for &k in kids.iter() {
+        new.push(replaced(arena, k, replace, memo)?);
+    }
+    let out = if new.iter().eq(kids.iter()) {
+        e
+    } else {
+        let ty = arena.type_of(e).cloned()?;
+        let span = arena.span(e);
+        let mut it = new.into_iter();
+        let node = arena.map_children(arena[e], |_, _| it.next().expect("one per child"));
+        let r = arena.add_at(node, span);
+        arena.set_type(r, ty);
+        r
+    };
+    memo.insert(e, out);
+    Some(out)
 }
 
 /// `rest` (the part after the cut) with the shifts and positions (`iota`) among `before`

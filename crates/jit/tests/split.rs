@@ -124,6 +124,40 @@ fn a_shift_of_a_crossing_array_is_taken_again_after_the_cut() {
     }
 }
 
+/// An array of tuples the part after the cut reads only as columns crosses as those
+/// columns: the column that the first part folds (the per-row contributions to an
+/// adjoint, summed) is folded in the loop that makes it and never stored, as in the
+/// function compiled whole.
+#[test]
+fn only_the_columns_read_after_the_cut_cross_it() {
+    let src = "def f(X: [n][m]real, w: [m]real) =
+                 let G = map (x. (reduce + 0 (map2 * x w), (map (a. a * 2) x, map2 * x w))) X in
+                 let s = reduce (s, t. map2 + s t) (map (v. 0) w) (map (g. snd (snd g)) G) in
+                 let c = reduce + 0 s in
+                 (c, map (g. fst g) G, map (g. fst (snd g)) G, s)";
+    let (mut prog, func) = load(src);
+    let compiled = compile_split_at(&mut prog.arena, &func, 2, false).unwrap();
+    assert_eq!(compiled.parts(), 2);
+    // Rows of 50: the columns read after the cut are 51 reals a row, the one folded 50.
+    let ws = compiled.workspace_len(&[100, 50]);
+    assert!(
+        ws < 100 * 51 + 500,
+        "workspace {ws}: the folded column crossed the cut"
+    );
+    for (n, m) in [(0, 3), (1, 1), (4, 3)] {
+        let x: Vec<Vec<f64>> = (0..n)
+            .map(|i| (0..m).map(|j| 0.5 - 0.25 * (i * m + j) as f64).collect())
+            .collect();
+        let w: Vec<f64> = (0..m).map(|j| 1.0 + j as f64).collect();
+        check_compiled(
+            &prog.arena,
+            &func,
+            &compiled,
+            &serde_json::json!({ "X": x, "w": w }),
+        );
+    }
+}
+
 /// Positions bound before the cut are bound again after it: never in memory, they do not
 /// cross (crossing, they would be stored, and the loops after the cut would read their
 /// indices back and test every read made at them).
