@@ -40,6 +40,10 @@
 //! both). The loops must read the element; the `let`s they read go with them (copied
 //! when the tail reads them too), and must not read a loop's result. Runs last, on the
 //! final term: the simplifier would fuse the two maps again.
+//!
+//! [`split_nested_dots`] takes the dot products out of the maps inside other loops'
+//! functions alone, for `share`, which then computes once the maps of dot products that
+//! the loops of a chain compute in bodies of their own.
 
 use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::typeck::{infer, NoSource};
@@ -63,6 +67,58 @@ pub fn split_kernel_tails(arena: &mut Arena, func: &Func) -> Func {
         body,
         ..func.clone()
     }
+}
+
+/// The dot products of rows with vectors taken out of the maps inside the functions of
+/// other loops ([`split_dot`]): `map2 (dz, row. f(dz + dot(row, z))) P Lc` becomes
+/// `let d = map (row. dot(row, z)) Lc in map2 (dz, e. f(dz + e)) P d`. Run by `share`
+/// before it looks for loops that two loops over the same arrays compute (a mixture's
+/// primal and its adjoint each compute `L_c z` per point and component, in loops of
+/// different bodies; named, it is one loop of the elements, computed once), which keeps
+/// the result only if it shared something (the simplifier fuses the maps again).
+pub fn split_nested_dots(arena: &mut Arena, func: &Func) -> Func {
+    let mut memo = HashMap::default();
+    let body = walk_nested(arena, func.body, false, &mut memo);
+    Func {
+        body,
+        ..func.clone()
+    }
+}
+
+/// [`split_nested_dots`] of `e`, `inside` a loop's function or not.
+fn walk_nested(
+    arena: &mut Arena,
+    e: ExprId,
+    inside: bool,
+    memo: &mut HashMap<(ExprId, bool), ExprId>,
+) -> ExprId {
+    if let Some(&r) = memo.get(&(e, inside)) {
+        return r;
+    }
+    let out = with_stack(|| {
+        let node = arena[e];
+        let runs = matches!(
+            node,
+            Node::Map(..)
+                | Node::Map2(..)
+                | Node::Reduce(..)
+                | Node::Foldl(..)
+                | Node::Scanl(..)
+                | Node::Scanr(..)
+        );
+        let new = arena.map_children(node, |a, c| {
+            let inner = inside || (runs && matches!(a[c], Node::Lambda(..)));
+            walk_nested(a, c, inner, memo)
+        });
+        let rebuilt = arena.rebuild(e, new);
+        if inside {
+            split_dot(arena, rebuilt).unwrap_or(rebuilt)
+        } else {
+            rebuilt
+        }
+    });
+    memo.insert((e, inside), out);
+    out
 }
 
 /// `e` with its maps split, innermost first (a node shared in the DAG once).

@@ -33,10 +33,39 @@ use crate::simplify::{RuleCx, Simplifier};
 
 /// Share the non-linear terms of loops over the same arrays between the statements of
 /// every `let` chain of `func`.
+///
+/// Then once more with the dot products of rows inside loops' functions taken out of
+/// their maps (`fission::split_nested_dots`): a mixture's value and adjoint compute `L_c
+/// z` in maps of different bodies, a loop of their elements once named. Not first: where
+/// the dot product is part of a larger shared term (a layer's `tanh(dot(row, x) + b)`,
+/// which the adjoint reads from the value's map), naming it first would share the smaller
+/// term and lose the larger. Kept only where the second round shares something (the
+/// simplifier fuses the maps again otherwise).
 pub fn share_elementwise(arena: &mut Arena, func: &Func) -> Func {
     if !crate::cost::has_nonlinear(arena, func.body) && !nested_loop(arena, func.body) {
         return func.clone();
     }
+    let (first, _) = share_once(arena, func, false);
+    let split = crate::fission::split_nested_dots(arena, &first);
+    if split.body == first.body {
+        return first;
+    }
+    let (second, shared) = share_once(arena, &split, true);
+    if shared {
+        second
+    } else {
+        first
+    }
+}
+
+/// One round of [`share_elementwise`]; with `maps_only`, the terms shared are maps (of
+/// the elements of other loops) alone, in the chains of loops' functions: the dot
+/// products that the round after `split_nested_dots` names are shared as maps over the
+/// rows, per iteration of the loop around, and a dot product that loops over the rows
+/// themselves compute is left for the passes after (a layer's adjoint reads the value's
+/// `tanh` of it, which sharing the dot product would lose).
+/// Whether it shared a term.
+fn share_once(arena: &mut Arena, func: &Func, maps_only: bool) -> (Func, bool) {
     let mut pass = Simplifier::new(arena, func);
     let mut cx = pass.rule_cx();
     let mut sh = Sharer {
@@ -45,12 +74,16 @@ pub fn share_elementwise(arena: &mut Arena, func: &Func) -> Func {
         terms: HashMap::default(),
         offers: HashMap::default(),
         no_offers: std::rc::Rc::from([]),
+        maps_only,
+        shared: false,
+        depth: 0,
     };
     let body = sh.scope(&mut cx, func.body);
-    Func {
+    let f = Func {
         body,
         ..func.clone()
-    }
+    };
+    (f, sh.shared)
 }
 
 /// Arrays made per chain at most.
@@ -69,6 +102,12 @@ struct Sharer {
     /// made a long chain of loops cost several passes over it.
     offers: HashMap<ExprId, std::rc::Rc<[Offer]>>,
     no_offers: std::rc::Rc<[Offer]>,
+    /// Share only loops that are maps (see [`share_once`]).
+    maps_only: bool,
+    /// Whether a term was shared.
+    shared: bool,
+    /// How many loops' functions the chain being shared is in.
+    depth: usize,
 }
 
 /// A term one statement's loops could share: its key, the arrays it reads, the loop it is
@@ -220,7 +259,10 @@ impl Sharer {
         let mut shared = false;
         for _ in 0..MAX_SHARED {
             match self.best(cx, &stmts) {
-                Some(c) if self.apply(cx, &mut stmts, &c) => shared = true,
+                Some(c) if self.apply(cx, &mut stmts, &c) => {
+                    shared = true;
+                    self.shared = true;
+                }
                 _ => break,
             }
         }
@@ -347,7 +389,12 @@ impl Sharer {
         memoized(done, e, |done| {
             let node = cx.arena()[e];
             let new = match node {
-                Node::Lambda(ps, b) => Node::Lambda(ps, self.scope(cx, b)),
+                Node::Lambda(ps, b) => {
+                    self.depth += 1;
+                    let body = self.scope(cx, b);
+                    self.depth -= 1;
+                    Node::Lambda(ps, body)
+                }
                 _ => with_kids(cx, node, |cx, k| self.functions(cx, k, done)),
             };
             cx.arena_mut().rebuild(e, new)
@@ -396,17 +443,30 @@ impl Sharer {
         let inner = bound_inside(cx.arena(), l.body);
         let mut shareable = Vec::new();
         for t in terms {
-            // A loop is shared as it is written, so it may not read the body's `let`s
-            // (its expansion would compute them again).
+            // A loop is shared as it is written (its expansion would compute the body's
+            // `let`s it reads again, once per use), with the `let`s of the body's chain
+            // it reads, if they are cheap beside it.
             let is_loop = !is_nonlinear_op(cx.arena()[t]);
-            if is_loop
-                && (cx.arena().free_vars(t).iter().any(|v| inner.contains(v))
-                    || !worth_storing(cx, t))
-            {
-                continue;
+            let mut written = t;
+            if is_loop {
+                if !worth_storing(cx, t) {
+                    continue;
+                }
+                let reads: Vec<Var> = cx
+                    .arena()
+                    .free_vars(t)
+                    .into_iter()
+                    .filter(|v| inner.contains(v))
+                    .collect();
+                if !reads.is_empty() {
+                    match with_lets(cx, l.body, t, reads) {
+                        Some(w) => written = w,
+                        None => continue,
+                    }
+                }
             }
             let key = expand(cx, t, &mut env, &mut memo);
-            shareable.push((key, t, is_loop));
+            shareable.push((key, written, is_loop));
         }
         LoopTerms {
             shareable,
@@ -474,6 +534,8 @@ impl Sharer {
             loops: Vec<ExprId>,
             size: usize,
             written: bool,
+            /// Whether the term is a map (after the `let`s it carries).
+            map: bool,
         }
         let mut offers = Vec::with_capacity(stmts.len());
         let mut found: HashMap<ExprId, Seen> = HashMap::default();
@@ -490,6 +552,13 @@ impl Sharer {
                     loops: Vec::new(),
                     size: o.size,
                     written: o.written.is_some(),
+                    map: o.written.as_ref().is_some_and(|(t, ..)| {
+                        let mut t = *t;
+                        while let Node::Let(_, _, rest) = cx.arena()[t] {
+                            t = rest;
+                        }
+                        matches!(cx.arena()[t], Node::Map(..) | Node::Map2(..))
+                    }),
                 });
                 if !c.statements.contains(&k) {
                     c.statements.push(k);
@@ -505,6 +574,10 @@ impl Sharer {
             // A loop in loops of one statement too: the code generator runs those loops as
             // one, but not the loops inside them.
             .filter(|c| c.statements.len() >= 2 || (c.written && c.loops.len() >= 2))
+            // Per iteration of a loop only: at the top, the map would hold a value per
+            // element of the outer array (a perceptron's hidden layer for every point,
+            // where the loops of its value and its gradient should run as one).
+            .filter(|c| !self.maps_only || (c.map && self.depth > 0))
             .max_by_key(|c| (c.size, std::cmp::Reverse(c.statements[0])))?;
         let o = &offers[best.first.0][best.first.1];
         Some(Candidate {
@@ -710,6 +783,49 @@ fn with_kids(
         .map_children(node, |_, _| it.next().expect("one per child"))
 }
 
+/// `t` (a loop in the function body `body`) under the `let`s of `body`'s chain that it
+/// reads, `reads` (bound inside `body`), transitively: `let z = x - m in map (row. dot(row,
+/// z)) L`. `None` if it reads a variable bound elsewhere in `body` (a function's
+/// parameter, a `let` inside an operand), or if those `let`s cost more than a quarter of
+/// `t` (the shared array computes them again).
+fn with_lets(cx: &mut RuleCx, body: ExprId, t: ExprId, reads: Vec<Var>) -> Option<ExprId> {
+    let mut chain = Vec::new();
+    let mut e = body;
+    while let Node::Let(x, r, rest) = cx.arena()[e] {
+        chain.push((x, r));
+        e = rest;
+    }
+    let mut wanted: HashSet<Var> = reads.into_iter().collect();
+    let mut needed = Vec::new();
+    for &(x, r) in chain.iter().rev() {
+        if wanted.remove(&x) {
+            needed.push((x, r));
+            let bound_before: Vec<Var> = chain.iter().map(|&(v, _)| v).collect();
+            wanted.extend(
+                cx.arena()
+                    .free_vars(r)
+                    .into_iter()
+                    .filter(|v| bound_before.contains(v)),
+            );
+        }
+    }
+    if !wanted.is_empty() {
+        return None;
+    }
+    let sizes = |_: &str| Some(10);
+    let cost = |cx: &RuleCx, e: ExprId| crate::cost::cost_of(cx.arena(), e, &sizes).total();
+    let lets: u64 = needed.iter().map(|&(_, r)| cost(cx, r)).sum();
+    if lets.saturating_mul(4) > cost(cx, t) {
+        return None;
+    }
+    // `needed` is last first: wrap from the innermost.
+    let mut out = t;
+    for &(x, r) in &needed {
+        out = cx.arena_mut().let_(x, r, out);
+    }
+    Some(out)
+}
+
 /// The dear terms in `e`: non-linear operations and loops, outside function arguments.
 fn dear_terms(arena: &Arena, e: ExprId, out: &mut Vec<ExprId>) {
     with_stack(|| {
@@ -875,6 +991,37 @@ mod tests {
                   map (e_1.
                     let h = reduce + 0 e_1 in
                     map (d. d * s * h) e_1) E
+            "#]],
+        );
+    }
+
+    #[test]
+    fn a_dot_product_of_rows_in_two_loops_of_different_bodies_is_computed_once() {
+        // A mixture's `L_c z` per component, in the value's loop (squared and summed) and
+        // in the adjoint's (scaled): each a map over the rows inside a body of its own,
+        // shared once the dot products are a loop of their own (`split_nested_dots`), with
+        // the `let` of `z` it reads, per point (at the top, not: see `share_once`).
+        check_optimized(
+            "def f(X: [n][d]real, C: [k][d][d]real) =
+               map (x.
+                 let v = map (L. let z = map2 - x (L[0]) in sum(map2 (u, row. let y = u + dot(row, z) in y * y) z L)) C in
+                 let s = sum(v) in
+                 map (L. let z = map2 - x (L[0]) in map2 (u, row. (u + dot(row, z)) * s) z L) C) X",
+            expect![[r#"
+                def f(X: [n][d]real, C: [k][d][d]real): [n][k][d]real =
+                  map (x.
+                    let E =
+                      map (x_1.
+                        let z = map2 - x x_1[0] in
+                        map (row. reduce + 0 (map2 * row z)) x_1) C
+                    in
+                    let s =
+                      reduce + 0 (map2 (L, e.
+                           reduce + 0 (map2 (z_1, e_1.
+                                let y = fst z_1 - snd z_1 + e_1 in
+                                y * y) (map2 (a, b. (a, b)) x L[0]) e)) C E)
+                    in
+                    map2 (L_1, e_2. map2 (z_2, e_3. (fst z_2 - snd z_2 + e_3) * s) (map2 (a_1, b_1. (a_1, b_1)) x L_1[0]) e_2) C E) X
             "#]],
         );
     }

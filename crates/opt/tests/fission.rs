@@ -273,3 +273,67 @@ fn dot_products_stay_where_they_are_the_map() {
         expect!["unchanged"],
     );
 }
+
+/// Whether `pass` changed the optimizer's term of the gradient of `source` (simplified to
+/// a fixed point); if it did, its values before and after are compared exactly on `input`
+/// and its types checked.
+fn gradient_pass_keeps_values(
+    source: &str,
+    input: &serde_json::Value,
+    pass: fn(&mut unfad_syntax::Arena, &unfad_syntax::Func) -> unfad_syntax::Func,
+) -> bool {
+    let (mut prog, func) = load(source);
+    let (args, _) = args_from_json::<f64>(&prog.arena, &func, input).unwrap();
+    let types = func.param_types(&prog.arena);
+    let wrt: Vec<usize> = (0..types.len()).filter(|&i| types[i].has_reals()).collect();
+    let rev = unfad_ad::reverse(&mut prog.arena, &func, &wrt).unwrap();
+    let term = unfad_opt::simplify_to_fixed_point(&mut prog.arena, &rev);
+    let after = pass(&mut prog.arena, &term);
+    if after.body == term.body {
+        return false;
+    }
+    let shown = format!("{source}\n{}", print_func(&prog.arena, &after));
+    unfad_opt::check_types(&mut prog.arena, &after).unwrap_or_else(|e| panic!("{e}\n{shown}"));
+    assert_eq!(
+        value(&prog.arena, &term, &args),
+        value(&prog.arena, &after, &args),
+        "{shown}"
+    );
+    true
+}
+
+/// The dot products of rows taken out of maps inside other loops' functions
+/// (`split_nested_dots`), and the loops `share` then computes once for the value's loop
+/// and the gradient's (random layers inside a map over points, and random programs),
+/// change no value: every element is computed by the same operations in the same order.
+#[test]
+fn splitting_and_sharing_nested_dot_products_changes_no_value() {
+    let (mut split, mut shared) = (0, 0);
+    for seed in 0..300 {
+        let (src, input) = layer(seed);
+        split += usize::from(gradient_pass_keeps_values(
+            &src,
+            &input,
+            unfad_opt::fission::split_nested_dots,
+        ));
+        shared += usize::from(gradient_pass_keeps_values(
+            &src,
+            &input,
+            unfad_opt::share::share_elementwise,
+        ));
+    }
+    for seed in 0..300 {
+        let g = generate(seed, &Features::all());
+        gradient_pass_keeps_values(&g.source, &g.input, unfad_opt::fission::split_nested_dots);
+        gradient_pass_keeps_values(&g.source, &g.input, unfad_opt::share::share_elementwise);
+    }
+    eprintln!("{split} of 300 layers' gradients split, {shared} shared a loop");
+    assert!(
+        split >= 15,
+        "only {split} of 300 layers' gradients were split"
+    );
+    assert!(
+        shared >= 50,
+        "only {shared} of 300 layers' gradients shared a loop"
+    );
+}
