@@ -63,8 +63,8 @@ pub fn share_elementwise(arena: &mut Arena, func: &Func) -> Func {
 /// products that the round after `split_nested_dots` names are shared as maps over the
 /// rows, per iteration of the loop around, and a dot product that loops over the rows
 /// themselves compute is left for the passes after (a layer's adjoint reads the value's
-/// `tanh` of it, which sharing the dot product would lose).
-/// Whether it shared a term.
+/// `tanh` of it, which sharing the dot product would lose). The result, and whether it
+/// shared a term.
 fn share_once(arena: &mut Arena, func: &Func, maps_only: bool) -> (Func, bool) {
     let mut pass = Simplifier::new(arena, func);
     let mut cx = pass.rule_cx();
@@ -795,17 +795,18 @@ fn with_lets(cx: &mut RuleCx, body: ExprId, t: ExprId, reads: Vec<Var>) -> Optio
         chain.push((x, r));
         e = rest;
     }
+    let chain_vars: HashSet<Var> = chain.iter().map(|&(v, _)| v).collect();
     let mut wanted: HashSet<Var> = reads.into_iter().collect();
     let mut needed = Vec::new();
+    // Last first: a `let` reads only those before it.
     for &(x, r) in chain.iter().rev() {
         if wanted.remove(&x) {
             needed.push((x, r));
-            let bound_before: Vec<Var> = chain.iter().map(|&(v, _)| v).collect();
             wanted.extend(
                 cx.arena()
                     .free_vars(r)
                     .into_iter()
-                    .filter(|v| bound_before.contains(v)),
+                    .filter(|v| chain_vars.contains(v)),
             );
         }
     }
