@@ -187,6 +187,147 @@ pub fn map2_unused_param(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(cx.mk(Node::Map(g, operand)))
 }
 
+/// A `map` or `map2` whose function reads the elements of an operand only through one
+/// component, `p.c`, where that operand is a sum of arrays of tuples element by element
+/// (`reduce (s, t. map2 (u, v. (u.0 + v.0, map2 + u.1 v.1)) s t) Z S`: reverse mode's
+/// adjoint of an array it zipped, the mixture's components), reads the sum of that
+/// component alone: `reduce (s, t. map2 (u, v. u + v) s t) (map (w. w.c) Z) (map (g. map
+/// (w. w.c) g) S)`. The other components' sums, which nothing reads (the adjoints of
+/// parameters not asked for), go, and with them what made their summands. Exact: the
+/// component kept is summed in the same order.
+pub fn map_of_summed_component(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
+    let (f, operands) = match cx.arena()[e] {
+        Node::Map(f, a) => (f, vec![a]),
+        Node::Map2(f, a, b) => (f, vec![a, b]),
+        _ => return None,
+    };
+    let (ps, body) = lambda(cx, f)?;
+    for (i, &operand) in operands.iter().enumerate() {
+        let Node::Reduce(op, z, src) = cx.arena()[operand] else {
+            continue;
+        };
+        let Some((st, op_body)) = lambda(cx, op) else {
+            continue;
+        };
+        let [s_var, t_var] = st[..] else {
+            continue;
+        };
+        let Node::Map2(g, sa, ta) = cx.arena()[op_body] else {
+            continue;
+        };
+        if cx.arena()[sa] != Node::Var(s_var) || cx.arena()[ta] != Node::Var(t_var) {
+            continue;
+        }
+        let Some((uv, pair_sum)) = lambda(cx, g) else {
+            continue;
+        };
+        let [u, v] = uv[..] else {
+            continue;
+        };
+        let Node::Tuple(items) = cx.arena()[pair_sum] else {
+            continue;
+        };
+        let items = cx.arena().exprs(items).to_vec();
+        for (c, &item) in items.iter().enumerate() {
+            if !sums_at(cx.arena(), u, v, &mut vec![c as u32], item) {
+                continue;
+            }
+            let component = |ty: Option<Type>| match ty {
+                Some(Type::Tuple(ts)) => ts.get(c).cloned(),
+                _ => None,
+            };
+            let Some(comp_ty) = component(cx.arena().var_type(u).cloned()) else {
+                continue;
+            };
+            let x = cx.fresh(
+                cx.arena().var_name(ps[i]).to_string().as_str(),
+                Some(comp_ty.clone()),
+            );
+            let Some(new_body) = project_params(cx, body, c as u32, &[(ps[i], x)]) else {
+                continue;
+            };
+            // The component's sum: its operator, zero and summands.
+            let (u2, v2) = (
+                cx.fresh("s", Some(comp_ty.clone())),
+                cx.fresh("t", Some(comp_ty.clone())),
+            );
+            let item2 = project_params(cx, item, c as u32, &[(u, u2), (v, v2)])?;
+            let g2 = lam(cx, &[u2, v2], item2);
+            let arr_ty = match cx.arena().var_type(s_var) {
+                Some(Type::Array(n, _)) => {
+                    Type::Array(n.clone(), std::sync::Arc::new(comp_ty.clone()))
+                }
+                _ => continue,
+            };
+            let (s2, t2) = (
+                cx.fresh("s", Some(arr_ty.clone())),
+                cx.fresh("t", Some(arr_ty)),
+            );
+            let (es2, et2) = (cx.var(s2), cx.var(t2));
+            let summed = cx.mk(Node::Map2(g2, es2, et2));
+            let op2 = lam(cx, &[s2, t2], summed);
+            let w = cx.fresh("w", cx.arena().var_type(u).cloned());
+            let ew = cx.var(w);
+            let pw = cx.mk(Node::Proj(c as u32, ew));
+            let take = lam(cx, &[w], pw);
+            let z2 = cx.mk(Node::Map(take, z));
+            let row_ty = cx.arena().var_type(s_var).cloned();
+            let r = cx.fresh("r", row_ty);
+            let w2 = cx.fresh("w", cx.arena().var_type(u).cloned());
+            let ew2 = cx.var(w2);
+            let pw2 = cx.mk(Node::Proj(c as u32, ew2));
+            let take2 = lam(cx, &[w2], pw2);
+            let er = cx.var(r);
+            let row = cx.mk(Node::Map(take2, er));
+            let rows = lam(cx, &[r], row);
+            let src2 = cx.mk(Node::Map(rows, src));
+            let sum = cx.mk(Node::Reduce(op2, z2, src2));
+            let new_body = cx.simplify(new_body);
+            let mut params = ps.clone();
+            params[i] = x;
+            let h = lam(cx, &params, new_body);
+            let mut ops = operands.clone();
+            ops[i] = sum;
+            return Some(cx.mk(match ops[..] {
+                [a] => Node::Map(h, a),
+                [a, b] => Node::Map2(h, a, b),
+                _ => unreachable!("a map has one or two operands"),
+            }));
+        }
+    }
+    None
+}
+
+/// Whether `e` is the sum, element by element, of the components at `path` of `a` and
+/// `b`, `a`'s first: `a.p + b.p`, a `map2` of such sums over them, or a tuple of sums of
+/// their components.
+fn sums_at(arena: &Arena, a: Var, b: Var, path: &mut Vec<u32>, e: ExprId) -> bool {
+    let at = |x: ExprId, v: Var| {
+        let mut x = x;
+        for &k in path.iter().rev() {
+            match arena[x] {
+                Node::Proj(i, inner) if i == k => x = inner,
+                _ => return false,
+            }
+        }
+        arena[x] == Node::Var(v)
+    };
+    match arena[e] {
+        Node::Op2(BinOp::Add, x, y) => at(x, a) && at(y, b),
+        Node::Map2(f, x, y) if at(x, a) && at(y, b) => match arena.lambda_parts(f) {
+            Some((&[s, t], inner)) => sums_at(arena, s, t, &mut Vec::new(), inner),
+            _ => false,
+        },
+        Node::Tuple(l) => arena.exprs(l).iter().enumerate().all(|(k, &item)| {
+            path.push(k as u32);
+            let ok = sums_at(arena, a, b, path, item);
+            path.pop();
+            ok
+        }),
+        _ => false,
+    }
+}
+
 /// A `map` or `map2` over pairs `map2 (u, v. (u, v)) A B` whose function reads only one
 /// component of each pair, say `p.0`, runs over that component's array: `map2 (p, y.
 /// e[p.0]) (map2 (u, v. (u, v)) A B) C` is `map2 (x, y. e[x]) A C` when `A` is never longer

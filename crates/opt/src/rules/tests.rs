@@ -680,3 +680,18 @@ fn one_pass_drops_a_chain_of_dead_bindings() {
     s.run(once.body);
     assert_eq!(s.rewrites, 0);
 }
+
+/// A map reading one component of an elementwise sum of arrays of pairs reads the sum of
+/// that component alone: the other component's summands (`sin(x)`) go.
+#[test]
+fn a_map_of_one_component_of_a_sum_of_pairs_sums_that_component_alone() {
+    check_optimized(
+        "def f(A: [n][k]real, B: [n][k]real, Z: [k]real) =
+           map (p. fst p * 2) (reduce (s, t. map2 (u, v. (fst u + fst v, snd u + snd v)) s t)
+             (map (c. (c, c)) Z) (map2 (a, b. map2 (x, y. (x * y, sin(x))) a b) A B))",
+        expect![[r#"
+            def f(A: [n][k]real, B: [n][k]real, Z: [k]real): [k]real =
+              map (p. p * 2) (reduce (s, t. map2 + s t) Z (map2 (a, b. map2 * a b) A B))
+        "#]],
+    );
+}
