@@ -19,6 +19,8 @@
 use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::{Arena, ExprId, Func, Node, Type, Var};
 
+use crate::lower::column_of;
+
 /// Terms smaller than this (nodes of the DAG) compile in well under a millisecond: not
 /// split, as the second thread would cost about what it saves.
 pub const MIN_NODES: usize = 250;
@@ -268,14 +270,15 @@ fn crossing_columns(
             }
             _ => None,
         };
-        let Some(columns) = columns.filter(|c| !c.is_empty()) else {
+        // (`x` crosses because `rest` reads it, so a list of its reads is never empty.)
+        let Some(columns) = columns else {
             params.push(x);
             results.push(whole(arena)?);
             continue;
         };
         // One parameter per column read (reads of one column are equal up to the names
         // of their functions' binders), the first read as the first part's result.
-        let mut by_path: Vec<(Vec<u32>, Var)> = Vec::new();
+        let mut by_path: Vec<(Vec<usize>, Var)> = Vec::new();
         let mut replace: HashMap<ExprId, ExprId> = HashMap::default();
         for (e, path) in columns {
             let ty = arena.type_of(e).cloned()?;
@@ -301,26 +304,9 @@ fn crossing_columns(
 
 /// The reads of `x` in `e`, each `map (t. π_q t) x` with its path `q` (not empty), if
 /// `e` reads `x` only so; `None` if it reads `x` otherwise.
-fn column_reads(arena: &Arena, e: ExprId, x: Var) -> Option<Vec<(ExprId, Vec<u32>)>> {
-    let column = |e: ExprId| -> Option<Vec<u32>> {
-        let Node::Map(f, a) = arena[e] else {
-            return None;
-        };
-        if arena[a] != Node::Var(x) {
-            return None;
-        }
-        let (ps, mut body) = arena.lambda_parts(f)?;
-        let [t] = ps else {
-            return None;
-        };
-        let mut path = Vec::new();
-        while let Node::Proj(i, inner) = arena[body] {
-            path.push(i);
-            body = inner;
-        }
-        path.reverse();
-        (arena[body] == Node::Var(*t) && !path.is_empty()).then_some(path)
-    };
+fn column_reads(arena: &Arena, e: ExprId, x: Var) -> Option<Vec<(ExprId, Vec<usize>)>> {
+    // A column read: `map (t. π_q t) x` with `q` not empty (`map (t. t) x` reads all).
+    let column = |e: ExprId| column_of(arena, e, x).filter(|q| !q.is_empty());
     let mut seen: HashSet<ExprId> = HashSet::default();
     let mut out = Vec::new();
     let mut stack = vec![e];
@@ -350,32 +336,23 @@ fn replaced(
     if let Some(&r) = replace.get(&e).or_else(|| memo.get(&e)) {
         return Some(r);
     }
-    unfad_syntax::with_stack(|| replaced_node(arena, e, replace, memo))
-}
-
-/// [`replaced`] of a node not met before.
-fn replaced_node(
-    arena: &mut Arena,
-    e: ExprId,
-    replace: &HashMap<ExprId, ExprId>,
-    memo: &mut HashMap<ExprId, ExprId>,
-) -> Option<ExprId> {
-    let kids = arena.children(e);
-    let mut new = Vec::with_capacity(kids.len());
-    for &k in kids.iter() {
-        new.push(replaced(arena, k, replace, memo)?);
-    }
-    let out = if new.iter().eq(kids.iter()) {
-        e
-    } else {
+    let out = unfad_syntax::with_stack(|| {
+        let kids = arena.children(e);
+        let mut new = Vec::with_capacity(kids.len());
+        for &k in kids.iter() {
+            new.push(replaced(arena, k, replace, memo)?);
+        }
+        if new.iter().eq(kids.iter()) {
+            return Some(e);
+        }
         let ty = arena.type_of(e).cloned()?;
         let span = arena.span(e);
         let mut it = new.into_iter();
         let node = arena.map_children(arena[e], |_, _| it.next().expect("one per child"));
         let r = arena.add_at(node, span);
         arena.set_type(r, ty);
-        r
-    };
+        Some(r)
+    })?;
     memo.insert(e, out);
     Some(out)
 }

@@ -97,15 +97,7 @@ fn walk_nested(
     }
     let out = with_stack(|| {
         let node = arena[e];
-        let runs = matches!(
-            node,
-            Node::Map(..)
-                | Node::Map2(..)
-                | Node::Reduce(..)
-                | Node::Foldl(..)
-                | Node::Scanl(..)
-                | Node::Scanr(..)
-        );
+        let runs = node.is_array_op();
         let new = arena.map_children(node, |a, c| {
             let inner = inside || (runs && matches!(a[c], Node::Lambda(..)));
             walk_nested(a, c, inner, memo)

@@ -58,6 +58,38 @@ pub fn lane_operator(arena: &Arena, f: ExprId) -> Option<BinOp> {
     }
 }
 
+/// Whether `e` is the sum, element by element, of the components at `path` of the
+/// variables `a` and `b`, `a`'s first: `a.p + b.p`, a `map2` of such sums over them, or a
+/// tuple of sums of their components (reverse mode's sums of adjoints, `unfad_jit`'s
+/// accumulators and `unfad_opt`'s rules read them).
+pub fn sums_parts(arena: &Arena, a: Var, b: Var, path: &mut Vec<u32>, e: ExprId) -> bool {
+    // Whether `x` is the component at `path` of `v`.
+    let at = |x: ExprId, v: Var| {
+        let mut x = x;
+        for &k in path.iter().rev() {
+            match arena[x] {
+                Node::Proj(i, inner) if i == k => x = inner,
+                _ => return false,
+            }
+        }
+        arena[x] == Node::Var(v)
+    };
+    match arena[e] {
+        Node::Op2(BinOp::Add, x, y) => at(x, a) && at(y, b),
+        Node::Map2(f, x, y) if at(x, a) && at(y, b) => match arena.lambda_parts(f) {
+            Some((&[s, t], inner)) => sums_parts(arena, s, t, &mut Vec::new(), inner),
+            _ => false,
+        },
+        Node::Tuple(l) => arena.exprs(l).iter().enumerate().all(|(k, &item)| {
+            path.push(k as u32);
+            let ok = sums_parts(arena, a, b, path, item);
+            path.pop();
+            ok
+        }),
+        _ => false,
+    }
+}
+
 /// `(x, z)` if `body` is the dot product `reduce + z (map2 * row x)` (or `map2 * x row`,
 /// the products and the sum in either order) with `x` a variable other than `row`: the
 /// shape that the code generator computes for the rows of a matrix at once, and that

@@ -1287,7 +1287,7 @@ impl<'a> Translator<'a> {
 
 /// The component path `π_path` of `src = map (t. π_path t) x` (projections of the
 /// function's parameter, outermost first), if `src` has that form.
-pub(super) fn column_of(arena: &Arena, src: ExprId, x: Var) -> Option<Vec<usize>> {
+pub(crate) fn column_of(arena: &Arena, src: ExprId, x: Var) -> Option<Vec<usize>> {
     let Node::Map(f, s0) = arena[src] else {
         return None;
     };
@@ -1417,37 +1417,8 @@ pub(super) fn leaf_places(arena: &Arena, e: ExprId, p: &Place, out: &mut Vec<(Ex
 /// the accumulator `a` first: `map2 + a b`, `map2 (s, t. map2 + s t) a b`, or an array of
 /// tuples summed component by component (`map2 (s, t. (map2 + s.0 t.0, s.1 + t.1)) a b`).
 fn sums_elementwise(arena: &Arena, a: Var, b: Var, body: ExprId) -> bool {
-    matches!(arena[body], Node::Map2(..)) && sums_parts(arena, a, b, &mut Vec::new(), body)
-}
-
-/// Whether `e` is the sum, element by element, of the components at `path` of the
-/// variables `a` and `b`, `a`'s first (see [`sums_elementwise`]).
-fn sums_parts(arena: &Arena, a: Var, b: Var, path: &mut Vec<u32>, e: ExprId) -> bool {
-    // Whether `x` is the component at `path` of `v`.
-    let at = |x: ExprId, v: Var| {
-        let mut x = x;
-        for &k in path.iter().rev() {
-            match arena[x] {
-                Node::Proj(i, inner) if i == k => x = inner,
-                _ => return false,
-            }
-        }
-        arena[x] == Node::Var(v)
-    };
-    match arena[e] {
-        Node::Op2(unfad_syntax::BinOp::Add, x, y) => at(x, a) && at(y, b),
-        Node::Map2(f, x, y) if at(x, a) && at(y, b) => match arena.lambda_parts(f) {
-            Some((&[s, t], inner)) => sums_parts(arena, s, t, &mut Vec::new(), inner),
-            _ => false,
-        },
-        Node::Tuple(l) => arena.exprs(l).iter().enumerate().all(|(k, &item)| {
-            path.push(k as u32);
-            let ok = sums_parts(arena, a, b, path, item);
-            path.pop();
-            ok
-        }),
-        _ => false,
-    }
+    matches!(arena[body], Node::Map2(..))
+        && unfad_syntax::reduction::sums_parts(arena, a, b, &mut Vec::new(), body)
 }
 
 /// `p` with the place at `path` (through its tuples) replaced by `new`.

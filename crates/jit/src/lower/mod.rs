@@ -87,6 +87,7 @@ mod variables;
 mod write;
 
 pub(crate) use batch::{Batching, BATCH_CHUNK};
+pub(crate) use fusion::column_of;
 pub(crate) use kernels::kernel_functions_text;
 pub(crate) use prologue::SizeValues;
 

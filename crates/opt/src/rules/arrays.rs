@@ -5,7 +5,7 @@
 //! exact length analysis that the operand is never longer than the result (see
 //! [`crate::len`]), since `map2` stops at the shorter array.
 
-use unfad_syntax::reduction::{lane_operator, reduce_order, unit, ReduceOrder};
+use unfad_syntax::reduction::{lane_operator, reduce_order, sums_parts, unit, ReduceOrder};
 use unfad_syntax::{with_stack, Arena, BinOp, ExprId, Node, Type, UnOp, Var};
 
 use crate::simplify::RuleCx;
@@ -187,6 +187,31 @@ pub fn map2_unused_param(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
     Some(cx.mk(Node::Map(g, operand)))
 }
 
+/// The `map` or `map2` of `(ps. body)` over `operands`, its parameter `i` replaced by `x`
+/// and operand `i` by `operand` (`body` reads `x`, and is simplified here): what the
+/// rules that narrow an operand to one component of its elements build.
+fn map_replacing(
+    cx: &mut RuleCx,
+    ps: &[Var],
+    body: ExprId,
+    operands: &[ExprId],
+    i: usize,
+    x: Var,
+    operand: ExprId,
+) -> ExprId {
+    let body = cx.simplify(body);
+    let mut params = ps.to_vec();
+    params[i] = x;
+    let h = lam(cx, &params, body);
+    let mut ops = operands.to_vec();
+    ops[i] = operand;
+    cx.mk(match ops[..] {
+        [a] => Node::Map(h, a),
+        [a, b] => Node::Map2(h, a, b),
+        _ => unreachable!("a map has one or two operands"),
+    })
+}
+
 /// A `map` or `map2` whose function reads the elements of an operand only through one
 /// component, `p.c`, where that operand is a sum of arrays of tuples element by element
 /// (`reduce (s, t. map2 (u, v. (u.0 + v.0, map2 + u.1 v.1)) s t) Z S`: reverse mode's
@@ -229,7 +254,7 @@ pub fn map_of_summed_component(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
         };
         let items = cx.arena().exprs(items).to_vec();
         for (c, &item) in items.iter().enumerate() {
-            if !sums_at(cx.arena(), u, v, &mut vec![c as u32], item) {
+            if !sums_parts(cx.arena(), u, v, &mut vec![c as u32], item) {
                 continue;
             }
             let component = |ty: Option<Type>| match ty {
@@ -282,50 +307,10 @@ pub fn map_of_summed_component(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             let rows = lam(cx, &[r], row);
             let src2 = cx.mk(Node::Map(rows, src));
             let sum = cx.mk(Node::Reduce(op2, z2, src2));
-            let new_body = cx.simplify(new_body);
-            let mut params = ps.clone();
-            params[i] = x;
-            let h = lam(cx, &params, new_body);
-            let mut ops = operands.clone();
-            ops[i] = sum;
-            return Some(cx.mk(match ops[..] {
-                [a] => Node::Map(h, a),
-                [a, b] => Node::Map2(h, a, b),
-                _ => unreachable!("a map has one or two operands"),
-            }));
+            return Some(map_replacing(cx, &ps, new_body, &operands, i, x, sum));
         }
     }
     None
-}
-
-/// Whether `e` is the sum, element by element, of the components at `path` of `a` and
-/// `b`, `a`'s first: `a.p + b.p`, a `map2` of such sums over them, or a tuple of sums of
-/// their components.
-fn sums_at(arena: &Arena, a: Var, b: Var, path: &mut Vec<u32>, e: ExprId) -> bool {
-    let at = |x: ExprId, v: Var| {
-        let mut x = x;
-        for &k in path.iter().rev() {
-            match arena[x] {
-                Node::Proj(i, inner) if i == k => x = inner,
-                _ => return false,
-            }
-        }
-        arena[x] == Node::Var(v)
-    };
-    match arena[e] {
-        Node::Op2(BinOp::Add, x, y) => at(x, a) && at(y, b),
-        Node::Map2(f, x, y) if at(x, a) && at(y, b) => match arena.lambda_parts(f) {
-            Some((&[s, t], inner)) => sums_at(arena, s, t, &mut Vec::new(), inner),
-            _ => false,
-        },
-        Node::Tuple(l) => arena.exprs(l).iter().enumerate().all(|(k, &item)| {
-            path.push(k as u32);
-            let ok = sums_at(arena, a, b, path, item);
-            path.pop();
-            ok
-        }),
-        _ => false,
-    }
 }
 
 /// A `map` or `map2` over pairs `map2 (u, v. (u, v)) A B` whose function reads only one
@@ -369,17 +354,7 @@ pub fn map_of_zip_half(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
             let Some(new_body) = project_params(cx, body, c as u32, &[(ps[i], x)]) else {
                 continue;
             };
-            let new_body = cx.simplify(new_body);
-            let mut params = ps.clone();
-            params[i] = x;
-            let h = lam(cx, &params, new_body);
-            let mut ops = operands.clone();
-            ops[i] = kept;
-            return Some(cx.mk(match ops[..] {
-                [a] => Node::Map(h, a),
-                [a, b] => Node::Map2(h, a, b),
-                _ => unreachable!("a map has one or two operands"),
-            }));
+            return Some(map_replacing(cx, &ps, new_body, &operands, i, x, kept));
         }
     }
     None
