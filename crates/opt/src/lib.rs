@@ -24,6 +24,7 @@
 pub mod columns;
 pub mod consumers;
 pub mod cost;
+pub mod dead;
 mod expand;
 use unfad_syntax::fast_hash;
 pub mod first_order;

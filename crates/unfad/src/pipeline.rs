@@ -157,13 +157,15 @@ impl Pipeline {
         self.optimize(&hvp)
     }
 
-    /// The entry point as the native primal compiles it. Loop-invariant work moves out of
-    /// the loops, and math kernels after a loop split from it into maps of their own
-    /// (`unfad_opt::fission`), as in gradients. Only that: it changes no value, where the
-    /// optimizer's other rules follow the smooth semantics.
+    /// The entry point as the native primal compiles it. What nothing reads goes
+    /// (`unfad_opt::dead`), loop-invariant work moves out of the loops, and math kernels
+    /// after a loop split from it into maps of their own (`unfad_opt::fission`), as in
+    /// gradients. Only that: it changes no value, where the optimizer's other rules follow
+    /// the smooth semantics.
     pub fn prepared_primal(&mut self) -> Func {
         let arena = &mut self.program.arena;
-        let hoisted = unfad_opt::hoist::hoist_invariants(arena, &self.source);
+        let live = unfad_opt::dead::drop_dead_code(arena, &self.source);
+        let hoisted = unfad_opt::hoist::hoist_invariants(arena, &live);
         unfad_opt::fission::split_kernel_tails(arena, &hoisted)
     }
 
