@@ -181,6 +181,15 @@ fn narrow(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<(ExprI
         lets,
         items,
     } = tuple_map(arena, rhs)?;
+    // Columns that hold the same constant in every element (reverse mode's zero adjoint
+    // of an array the element does not depend on): their readers read the constant, and
+    // the column goes with the other unread ones.
+    let consts = constant_columns(arena, &ps, &lets, &items);
+    let rest = if consts.is_empty() {
+        rest
+    } else {
+        inline_constants(arena, rest, x, &consts)
+    };
     let mut read = BTreeSet::new();
     let all = readers(arena, rest, x, &mut |r| {
         read.extend(r.read);
@@ -218,6 +227,96 @@ fn narrow(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<(ExprI
         Some((x, kept.clone(), new_elem.clone()))
     });
     Some((new_rhs, new_rest))
+}
+
+/// The components among `items` (of a map's element, under the `let`s `lets`, with
+/// parameters `ps`) that are the same constant for every element: a literal, or the zeros
+/// or ones of an array bound outside the function (`zeros_like(x)`, `zeros_like(p.1)`),
+/// which a reader may then compute itself at no cost.
+fn constant_columns(
+    arena: &Arena,
+    ps: &[Var],
+    lets: &[ExprId],
+    items: &[ExprId],
+) -> Vec<(u32, ExprId)> {
+    let mut inside: Vec<Var> = ps.to_vec();
+    for &l in lets {
+        inside.extend(arena.binders(arena[l]));
+    }
+    let outside_atom = |mut e: ExprId| {
+        while let Node::Proj(_, inner) = arena[e] {
+            e = inner;
+        }
+        matches!(arena[e], Node::Var(v) if !inside.contains(&v))
+    };
+    items
+        .iter()
+        .enumerate()
+        .filter(|&(_, &it)| match arena[it] {
+            Node::Const(_) => true,
+            Node::ZerosLike(a) | Node::OnesLike(a) => outside_atom(a),
+            _ => false,
+        })
+        .map(|(k, &it)| (k as u32, it))
+        .collect()
+}
+
+/// `e` with each loop over `x` reading, for each column of `consts`, the constant instead
+/// of `g.k` (`map (g. g.2) X` becomes `map (g. zeros_like(w)) X`).
+fn inline_constants(arena: &mut Arena, e: ExprId, x: Var, consts: &[(u32, ExprId)]) -> ExprId {
+    with_stack(|| {
+        let node = arena[e];
+        let is_x = |arena: &Arena, c: ExprId| arena[c] == Node::Var(x);
+        let over_x = match node {
+            Node::Map(f, a) if is_x(arena, a) => Some((f, 0)),
+            Node::Map2(f, a, _) if is_x(arena, a) => Some((f, 0)),
+            Node::Map2(f, _, b) if is_x(arena, b) => Some((f, 1)),
+            _ => None,
+        };
+        let node = match over_x {
+            Some((f, which)) => {
+                let Some((ps, body)) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)) else {
+                    return e;
+                };
+                let body = constants_for(arena, body, ps[which], consts);
+                let body = inline_constants(arena, body, x, consts);
+                let f2 = arena.lambda(&ps, body);
+                // Fresh binders: the old function may be shared elsewhere.
+                let f2 = arena.copy_fresh(f2);
+                let kids: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
+                let kids: Vec<ExprId> = kids
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, c)| {
+                        if k == which {
+                            c
+                        } else {
+                            inline_constants(arena, c, x, consts)
+                        }
+                    })
+                    .collect();
+                match node {
+                    Node::Map(..) => Node::Map(f2, kids[0]),
+                    _ => Node::Map2(f2, kids[0], kids[1]),
+                }
+            }
+            None => arena.map_children(node, |a, c| inline_constants(a, c, x, consts)),
+        };
+        arena.rebuild(e, node)
+    })
+}
+
+/// `e` with each `g.k` of a column `k` of `consts` replaced by its constant.
+fn constants_for(arena: &mut Arena, e: ExprId, g: Var, consts: &[(u32, ExprId)]) -> ExprId {
+    with_stack(|| match arena[e] {
+        Node::Proj(k, inner) if arena[inner] == Node::Var(g) => {
+            consts.iter().find(|&&(j, _)| j == k).map_or(e, |&(_, c)| c)
+        }
+        node => {
+            let new = arena.map_children(node, |a, c| constants_for(a, c, g, consts));
+            arena.rebuild(e, new)
+        }
+    })
 }
 
 /// `map` (or `map2`) over `operands` of the function with parameters `ps` whose body is
