@@ -515,3 +515,36 @@ fn contiguous_scatters_add_the_window_inside_the_array() {
         3.0,
     );
 }
+
+/// A matrix made by a map whose rows are maps (`M = a a^T`), read whole by a loop whose
+/// gradient scans each row several times (a product's), and also read at a position or
+/// for its shape: the rows stayed unevaluated maps, and the code generator failed with an
+/// internal error ("the variable `u` is used where it is not bound", or "a map is shifted
+/// after it was read"). Now such a lowering is redone with the rows in memory.
+#[test]
+fn rows_of_an_unevaluated_matrix_read_by_several_scans() {
+    let a = [1.0, 2.0, 3.0];
+    // f = prod(a) sum_i a_i^3 + a_0 a_1: d/da_k = prod(a) / a_k * 36 + 3 prod(a) a_k^2
+    // (+ the other factor of a_0 a_1).
+    let want = [236.0, 181.0, 234.0];
+    for body in [
+        "(transpose M)[1][0] + sum(map (r. prod(r)) M)",
+        "sum(map (r. prod(r)) M) + M[1][0]",
+    ] {
+        let src = format!(
+            "def f(a: [n]real): real =\n  let M = map (u. map (y. u * y) a) a in\n  {body}"
+        );
+        let out = Engine::new()
+            .compile_grad(&src)
+            .unwrap_or_else(|e| panic!("{e}\n{src}"))
+            .call(&[Arg::from(a.as_slice())])
+            .unwrap();
+        assert_eq!(out.value, 218.0, "{src}");
+        assert_eq!(out.gradient(0), want, "{src}");
+    }
+    // The prefix products of each row, summed, beside a read of `M` for its shape.
+    let src = "def f(a: [n]real, k: int): real =
+  let M = map (u. map (y. u * y) a) a in
+  sum(map (r. reduce + 0 (scanl * 1 r)) M) + sum(zeros_like(M)[1])";
+    check_gradient(src, &a, 0.0);
+}

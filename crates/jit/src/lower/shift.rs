@@ -51,7 +51,7 @@ impl<'a> Translator<'a> {
             },
             Kind::Map { f, src, read } => {
                 if read.spent() {
-                    return internal("a map is shifted after it was read");
+                    return self.read_twice("a map shifted after it was read");
                 }
                 Kind::Map {
                     f: *f,
@@ -61,7 +61,7 @@ impl<'a> Translator<'a> {
             }
             Kind::Map2 { f, a, b, read } => {
                 if read.spent() {
-                    return internal("a map2 is shifted after it was read");
+                    return self.read_twice("a map2 shifted after it was read");
                 }
                 Kind::Map2 {
                     f: *f,

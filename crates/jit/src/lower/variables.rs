@@ -90,6 +90,11 @@ impl<'a> Translator<'a> {
 
     pub(super) fn use_var(&mut self, v: Var) -> JitResult<Val> {
         let Some(ent) = self.env.get_mut(&v) else {
+            // An unevaluated array read again after its last counted use ended a variable
+            // its function reads (a map's parameter bound to a row that is itself an
+            // unevaluated map, read by several loops): computed into memory where it is
+            // bound, the array is read from there (see `force_read_twice`).
+            self.retry = Some(Retry::ReadTwice);
             return internal(format!(
                 "the variable `{}` is used where it is not bound",
                 self.arena.var_name(v)
