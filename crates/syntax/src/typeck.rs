@@ -484,12 +484,12 @@ impl Checker<'_> {
 
     /// The function `f` of a fold checked for the accumulator type `tz` and the element
     /// type `s`: it must return `tz`.
-    fn fold_function(&mut self, f: ExprId, tz: &Type, s: &Type, what: &str) -> Result<(), Error> {
+    fn fold_function(&mut self, f: ExprId, tz: &Type, s: &Type, what: &str) -> Result<Type, Error> {
         let t = self.function_arg(f, &[tz.clone(), s.clone()], what)?;
         if !self.same(&t, tz) {
             return Err(self.err(f, format!("the function of `{what}` must return the accumulator's type `{tz}`, but returns `{t}`")));
         }
-        Ok(())
+        Ok(t)
     }
 
     /// The nodes of `e`, and the variables bound inside it with their declared types
@@ -935,7 +935,11 @@ impl Checker<'_> {
                 let (n, s) = self.expect_array(a, &format!("the array of `{what}`"))?;
                 let saved = self.binder_types(f);
                 let tz = match self.fold_function(f, &tz, &s, what) {
-                    Ok(()) => tz,
+                    // The function's parameters declared with ints (a term checked before,
+                    // whose initial value is a whole-number literal): the accumulator is
+                    // what the function returns, as the first check found.
+                    Ok(t) if t != tz && self.int_from_flexible(&t, &tz, z) => t,
+                    Ok(_) => tz,
                     // `(0, 0)` for an accumulator `(int, real)`: the whole-number literals
                     // of the initial value tried as ints.
                     Err(err) => self

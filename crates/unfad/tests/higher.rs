@@ -55,6 +55,38 @@ fn jvp_of_an_array_and_tuple_result() {
     );
 }
 
+/// A result that holds an int made by a fold (a count, the position of the maximum):
+/// its tangent is 0. The optimizer inlined the fold's `let x: int = ...`, and the type
+/// check of its result then took the fold's literal `0` for a real ("the optimizer
+/// produced an ill-typed term").
+#[test]
+fn jvp_of_a_result_holding_an_int_made_by_a_fold() {
+    let x = [1.0, 5.0, 3.0];
+    let dx = [0.5, -1.0, 2.0];
+    for (src, value, tangent) in [
+        (
+            "def f(x: [n]real) = (sum(x), foldl (a, i. a + i) 0 (iota len(x)))",
+            [9.0, 3.0],
+            [1.5, 0.0],
+        ),
+        (
+            "def f(x: [n]real) =
+               foldl (acc, i. if x[i] > fst acc then (x[i], i) else acc) (-1e300, 0) (iota len(x))",
+            [5.0, 1.0],
+            [-1.0, 0.0],
+        ),
+    ] {
+        let f = Engine::new()
+            .compile_jvp(src)
+            .unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let out = f
+            .call(&[x.as_slice().into()], &[dx.as_slice().into()])
+            .unwrap();
+        assert_eq!(out.value, value, "{src}");
+        assert_eq!(out.tangent, tangent, "{src}");
+    }
+}
+
 #[test]
 fn hvp_and_hessian_of_a_cubic() {
     // f(x) = sum x_i^3 + x_0 x_1: H = diag(6 x) + the x_0 x_1 coupling.
