@@ -10,6 +10,7 @@ use crate::definitions::Def;
 use crate::error::{Error, ErrorKind};
 use crate::lexer::{lex, TokKind, Token};
 use crate::ops::{BinOp, CmpOp, Partial, Partial2, UnOp};
+use crate::size_expr::{is_size_name, Linear};
 use crate::span::{SourceId, Span};
 use crate::term::{Arena, DefId, ExprId, Node, Var};
 use crate::types::{Size, Type};
@@ -354,6 +355,9 @@ impl<'p> Parser<'p> {
     }
 
     fn size(&mut self) -> PResult<Size> {
+        if let Some(s) = self.size_formula()? {
+            return Ok(s);
+        }
         let t = self.peek();
         match t.kind {
             TokKind::Number | TokKind::Ident => {
@@ -381,6 +385,53 @@ impl<'p> Parser<'p> {
                     "expected an array size (a number or a size variable), found {}",
                     self.found()
                 ),
+            )),
+        }
+    }
+
+    /// A size written as a formula of sizes beyond `n`, `n + 1` and `n - 1` (those, and
+    /// malformed sizes, are left to [`Parser::size`] and its messages): `n - m + 1`,
+    /// `n + m`, `2 * n`, `n / 2`, `max(n, m)`, as types print the sizes programs compute.
+    /// `None` (nothing consumed) unless the tokens up to the closing `]` are such a formula.
+    fn size_formula(&mut self) -> PResult<Option<Size>> {
+        use TokKind::*;
+        // The tokens of the size: up to the `]` outside parentheses.
+        let (mut end, mut depth, mut simple) = (self.pos, 0i32, true);
+        loop {
+            let t = self.toks[end.min(self.toks.len() - 1)];
+            match t.kind {
+                RBracket if depth == 0 => break,
+                LParen => depth += 1,
+                RParen if depth > 0 => depth -= 1,
+                Number | Ident | Plus | Minus | Star | Slash | Percent | Comma => {}
+                _ => return Ok(None),
+            }
+            // `n`, `3`, then `+ 1` / `- 1`: the simple form.
+            let k = end - self.pos;
+            simple &= match k {
+                0 => matches!(t.kind, Number | Ident),
+                _ if k % 2 == 1 => matches!(t.kind, Plus | Minus),
+                _ => t.kind == Number,
+            };
+            end += 1;
+            if end >= self.toks.len() {
+                return Ok(None);
+            }
+        }
+        if simple || end == self.pos {
+            return Ok(None);
+        }
+        let (first, last) = (self.toks[self.pos], self.toks[end - 1]);
+        let text = &self.text[first.span.lo as usize..last.span.hi as usize];
+        let atom = |name: &str| is_size_name(name).then(|| Linear::atom(name));
+        match crate::size_expr::parse::<Linear>(text, &atom) {
+            Some(x) => {
+                self.pos = end;
+                Ok(Some(x.to_size()))
+            }
+            None => Err(self.error(
+                Span::new(first.span.src, first.span.lo as usize, last.span.hi as usize),
+                format!("expected an array size: a number, a size variable, or a formula of them by `+ - * / %`, `max` and `min` (`n - m + 1`, `2 * n`), found `{text}`"),
             )),
         }
     }

@@ -67,3 +67,24 @@ fn free_variables_in_function_arguments() {
             g: ([n]real, real) -> real"#]],
     );
 }
+
+/// Sizes written as formulas, as types print the sizes programs compute (a convolution's
+/// `n - m + 1`, a concatenation's `n + m`): the annotations agree with the inferred types,
+/// and formulas equal as linear forms are the same size.
+#[test]
+fn sizes_written_as_formulas() {
+    check(
+        "def conv(x: [n]real, w: [m]real): [n - m + 1]real =
+           map (i. reduce + 0 (map2 * (x[i : i + len(w)]) w)) (iota (len(x) - len(w) + 1))
+         def cat(x: [n]real, w: [m]real): [m + n]real = concat x w
+         def twice(x: [n]real): [2 * n]real = concat x x
+         def same(x: [n]real, w: [m]real): [(n + 1) - m]real = conv(x, w)
+         def half(x: [n]real): [n / 2]real = map (i. x[i]) (iota (div(len(x), 2)))",
+        expect![[r#"
+            conv: ([n]real, [m]real) -> [n - m + 1]real
+            cat: ([n]real, [m]real) -> [m + n]real
+            twice: ([n]real) -> [2*n]real
+            same: ([n]real, [m]real) -> [n - m + 1]real
+            half: ([n]real) -> [n / 2]real"#]],
+    );
+}
