@@ -196,6 +196,11 @@ impl Engine {
             names,
             wrt,
             pool: Mutex::new(Vec::new()),
+            locator: Locator {
+                src: src.to_string(),
+                entry: options.entry.map(str::to_string),
+                primal: std::sync::OnceLock::new(),
+            },
         })
     }
 
@@ -401,6 +406,46 @@ pub struct GradFn {
     names: Vec<String>,
     wrt: Vec<usize>,
     pool: Mutex<Vec<Scratch>>,
+    locator: Locator,
+}
+
+/// Where a gradient's run-time error is in the source, when the gradient's own code does
+/// not know: the optimizer makes new reads (a `let` of an index shared, an adjoint's
+/// scatter at the read's position) that carry no position. The primal reads the same
+/// positions first, and its reads are the program's own: on such an error it is compiled
+/// (once, on the error path only) and run on the same arguments, and its error, which
+/// says where, is the one returned.
+struct Locator {
+    src: String,
+    entry: Option<String>,
+    primal: std::sync::OnceLock<Option<Func>>,
+}
+
+impl Locator {
+    /// `e` itself, or the primal's error on `args` where `e` is a stop that does not say
+    /// where and the primal's says.
+    fn locate(&self, e: Error, args: &[Arg]) -> Error {
+        let Error::Argument(msg) = &e else {
+            return e;
+        };
+        if !msg.starts_with("the program stopped: ") {
+            return e;
+        }
+        let primal = self.primal.get_or_init(|| {
+            let engine = Engine::new();
+            match &self.entry {
+                Some(name) => engine.compile_entry(&self.src, name),
+                None => engine.compile(&self.src),
+            }
+            .ok()
+        });
+        match primal.as_ref().map(|f| f.call(args)) {
+            Some(Err(Error::Argument(m))) if m.starts_with("the program stopped at ") => {
+                Error::Argument(m)
+            }
+            _ => e,
+        }
+    }
 }
 
 impl std::fmt::Debug for GradFn {
@@ -424,6 +469,7 @@ impl GradFn {
     /// nothing (for up to 64 components of arguments and gradients).
     pub fn call_into(&self, args: &[Arg], out: &mut Output) -> Result<(), Error> {
         with_scratch(&self.pool, |scratch| self.run(args, out, scratch))
+            .map_err(|e| self.locator.locate(e, args))
     }
 
     fn run(&self, args: &[Arg], out: &mut Output, scratch: &mut Scratch) -> Result<(), Error> {

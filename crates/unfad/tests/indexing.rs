@@ -548,3 +548,19 @@ fn rows_of_an_unevaluated_matrix_read_by_several_scans() {
   sum(map (r. reduce + 0 (scanl * 1 r)) M) + sum(zeros_like(M)[1])";
     check_gradient(src, &a, 0.0);
 }
+
+/// An index out of bounds met by a gradient says where it is in the source, like the
+/// primal's, also where the optimizer made the read anew (an index shared by a `let`, an
+/// adjoint's scatter at the read's position).
+#[test]
+fn a_gradients_index_error_says_where() {
+    let src = "def f(xs: [n]real, k: int) =\n  sum(map (t. xs[k + 1] * t) xs)";
+    let grad = Engine::new().compile_grad(src).unwrap();
+    let e = grad
+        .call(&[Arg::from([1.0, 2.0].as_slice()), Arg::from(1.0)])
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the program stopped at line 2, column 15: index 2 is out of bounds for an array of 2 elements"
+    );
+}

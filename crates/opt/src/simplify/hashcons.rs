@@ -186,6 +186,11 @@ impl Simplifier<'_> {
             .hashcons
             .find(hash, |&e| Key::of(arena, &arena[e]) == key)
         {
+            // A read made before without a position (by reverse mode, or a rule) takes
+            // this one's, so that its error at run time still says where it is.
+            if !at.is_none() && self.arena.span(e).is_none() {
+                self.arena.set_span(e, at);
+            }
             return e;
         }
         let e = self.arena.add_at(node, at);
