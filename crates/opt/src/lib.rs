@@ -41,6 +41,7 @@ pub mod rules;
 pub mod share;
 pub mod siblings;
 pub mod simplify;
+pub mod tapes;
 
 use unfad_syntax::typeck::{infer, NoSource};
 use unfad_syntax::{Arena, Func, Node, Var};
@@ -154,6 +155,8 @@ pub fn optimize_before_hoisting(arena: &mut Arena, func: &Func) -> Func {
     // looks for what loops compute twice.
     let f = siblings::fuse_sibling_loops(arena, &f);
     let f = inline::inline_single_use(arena, &f);
+    // The folds the joined loops compute beside their scans read the scans' last states.
+    let f = tapes::fold_from_scan(arena, &f);
     // Nearly to a fixed point (until a pass rewrites under 2% of the nodes): the passes
     // after sharing finish the job, and a pass that changes nothing is as dear as one
     // that does. (At 1%, GMM's gradient took one more pass; no random program's cost
