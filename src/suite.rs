@@ -1209,6 +1209,73 @@ fn plain() -> Vec<Program> {
             versus_hand: "",
         },
         Program {
+            name: "batch_recurrence",
+            what: "h <- tanh(a h + x_t + c) folded over each row of a batch, squared error of each last state",
+            p: 2,
+            family: Family::Plain,
+            source: "def batch_recurrence(X: [n][m]real, y: [n]real, a: real, c: real): real =\n  \
+                     sum(map2 (row, t. let h = foldl (h, x. tanh(a * h + x + c)) 0 row in (h - t) * (h - t)) X y)",
+            sizes: MATRIX,
+            inputs: |s| {
+                vec![
+                    matrix(38, s.n, s.m, |r| r),
+                    vector(39, s.n, |r| r),
+                    Data::Real(0.8),
+                    Data::Real(-0.1),
+                ]
+            },
+            primal: |d| {
+                let (x, y, a, c) = (arr(d, 0), arr(d, 1), real(d, 2), real(d, 3));
+                let mut s = 0.0;
+                for (row, t) in x.chunks_exact(cols(&d[0])).zip(y) {
+                    let mut h = 0.0;
+                    for xt in row {
+                        h = (a * h + xt + c).tanh();
+                    }
+                    s += (h - t) * (h - t);
+                }
+                s
+            },
+            gradient: |d, g, hs| {
+                let (x, y, a, c) = (arr(d, 0), arr(d, 1), real(d, 2), real(d, 3));
+                let m = cols(&d[0]);
+                let [gx, gy, ga, gc] = g else {
+                    return f64::NAN;
+                };
+                let (mut s, mut da, mut dc) = (0.0, 0.0, 0.0);
+                for ((row, grow), (t, gt)) in x
+                    .chunks_exact(m)
+                    .zip(gx.chunks_exact_mut(m))
+                    .zip(y.iter().zip(gy.iter_mut()))
+                {
+                    // Forward: the row's states; backward: the adjoint of the state.
+                    hs.clear();
+                    hs.push(0.0);
+                    let mut h = 0.0;
+                    for xt in row {
+                        h = (a * h + xt + c).tanh();
+                        hs.push(h);
+                    }
+                    s += (h - t) * (h - t);
+                    let mut dh = 2.0 * (h - t);
+                    *gt = -dh;
+                    for j in (0..m).rev() {
+                        let next = hs[j + 1];
+                        let dpre = dh * (1.0 - next * next);
+                        da += dpre * hs[j];
+                        dc += dpre;
+                        grow[j] = dpre;
+                        dh = dpre * a;
+                    }
+                }
+                ga[0] = da;
+                gc[0] = dc;
+                s
+            },
+            note: "The time is the `tanh` per step, one dependent chain per row: the primal and the gradient make one `tanh` per element each, the gradient reading the value from the tape's last state (`unfad_opt::tapes`: the joined value and gradient body computed every step twice, a fold for the value beside the tape's scan, 2.1x the primal before) and the derivative from the next state. The model weighs the tape's scans, shifts and moves like the `tanh`, so it predicts several times the measured ratio. JAX runs the rows' recurrences side by side (a scan over the columns of the batch, each step a vector `tanh`), where unfad runs each row's chain in turn.",
+            versus_hand: "",
+        },
+        Program {
             name: "rnn_layer",
             what: "a recurrent layer h <- tanh(W h + U x_t + b) over a sequence, squared norm of the last state",
             p: 3,

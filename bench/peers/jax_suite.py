@@ -125,6 +125,14 @@ def programs(jnp, lax, nn):
         h, _ = lax.scan(step, jnp.zeros((), xs.dtype), xs)
         return (h - y) * (h - y)
 
+    def batch_recurrence(xs, y, a, c):
+        # Every row's recurrence at once: a scan over the columns of the batch.
+        def step(h, x):
+            return jnp.tanh(a * h + x + c), None
+
+        h, _ = lax.scan(step, jnp.zeros(xs.shape[0], xs.dtype), xs.T)
+        return jnp.sum((h - y) * (h - y))
+
     def rnn_layer(w, u, b, h0, xs):
         def step(h, x):
             return jnp.tanh(w @ h + u @ x + b), None
@@ -204,6 +212,7 @@ def programs(jnp, lax, nn):
         "gmm_plain": gmm_plain,
         "matvec_tanh": matvec_tanh,
         "rnn_captured": rnn_captured,
+        "batch_recurrence": batch_recurrence,
         "rnn_layer": rnn_layer,
         "least_squares": least_squares,
         "row_logsumexp": row_logsumexp,
