@@ -972,6 +972,12 @@ impl Checker<'_> {
                         format!("the length of `iota` must be a size: an int computed from whole-number literals, `len(A)` and int parameters (by `+ - *`, `div`, `%`, `max`, `min`), in which any other int, such as a loop's element, cancels; but it is `{text}` (a slice `A[a:b]` is an `iota` of `b - a` elements, `A[a:]` of `len(A) - a`: its bounds must differ by such a size, as in `A[1:]`, `A[k:k + 3]` or `x[i : i + len(w)]`)"),
                     ));
                 };
+                // A negative constant length (`x[2:1]`, `iota (0 - 1)`) makes an empty array.
+                let n = if n.var.is_none() && n.offset < 0 {
+                    Size::lit(0)
+                } else {
+                    n
+                };
                 Type::array(n, Type::Int)
             }
             Index(a, i) => {

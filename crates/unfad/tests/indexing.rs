@@ -564,3 +564,24 @@ fn a_gradients_index_error_says_where() {
         "the program stopped at line 2, column 15: index 2 is out of bounds for an array of 2 elements"
     );
 }
+
+/// A negative constant length (a slice whose end is before its start, `iota (0 - 1)`,
+/// `replicate (0 - 2) e`) is an empty array, as docs/language.md says: it was a type error
+/// where the array met a definition's `[n]` ("size 0-1 is too small for n").
+#[test]
+fn a_negative_constant_length_is_an_empty_array() {
+    let x = [1.0, 2.0, 3.0];
+    for (body, want) in [
+        ("sum(x[2:1]) + len(x[2:1])", 0.0),
+        ("sum(map (i. real(i)) (iota (0 - 1))) + sum(x)", 6.0),
+        ("sum(replicate (0 - 2) 1.0) + sum(x)", 6.0),
+    ] {
+        let src = format!("def f(x: [n]real, k: int) = {body}");
+        assert_eq!(
+            value(&src, &[Arg::from(x.as_slice()), Arg::from(0.0)]),
+            [want],
+            "{src}"
+        );
+        check_gradient(&src, &x, 0.0);
+    }
+}
