@@ -128,6 +128,12 @@ fn bound_by(arena: &Arena, st: Stmt) -> Vec<Var> {
 /// Rewrite the folds of the chain `stmts` (then `tail`) that its scans compute; whether
 /// any was.
 fn chain(arena: &mut Arena, stmts: &mut Vec<Stmt>, tail: &mut ExprId) -> bool {
+    // Most chains have no fold outside functions (a long straight-line program's): then
+    // nothing to look for, found by one walk of each statement.
+    let folds = |arena: &Arena, e: ExprId| has_node(arena, e, |n| matches!(n, Node::Foldl(..)));
+    if !stmts.iter().any(|st| folds(arena, st.rhs())) && !folds(arena, *tail) {
+        return false;
+    }
     let mut changed = false;
     let mut k = 0;
     while k < stmts.len() {
@@ -178,6 +184,24 @@ fn chain(arena: &mut Arena, stmts: &mut Vec<Stmt>, tail: &mut ExprId) -> bool {
         k = k.max(at) + 1;
     }
     changed
+}
+
+/// Whether a node of `e` outside functions satisfies `pred` (each node visited once).
+fn has_node(arena: &Arena, e: ExprId, pred: impl Fn(Node) -> bool) -> bool {
+    let mut seen = unfad_syntax::fast_hash::FastSet::default();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
+        if pred(arena[e]) {
+            return true;
+        }
+        if !matches!(arena[e], Node::Lambda(..)) {
+            arena.for_each_child(e, |c| stack.push(c));
+        }
+    }
+    false
 }
 
 /// `foldl (acc, x. x) z S`: the last state of the scan `S` from `z`.
