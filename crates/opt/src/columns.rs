@@ -13,8 +13,16 @@ use unfad_syntax::{with_stack, Arena, ExprId, Func, Node, Type, UnOp, Var};
 /// `func` with the unread columns of its stored maps dropped (the same term if none).
 pub fn drop_unread_columns(arena: &mut Arena, func: &Func) -> Func {
     let body = walk(arena, func.body, &|arena, at, x, rhs, rest| {
-        let (rhs, rest) = narrow(arena, x, rhs, rest)?;
-        Some(arena.rebuild(at, Node::Let(x, rhs, rest)))
+        // A component that is a tuple written out, read only through its own components,
+        // becomes those components first (`(a, (b, c))` read as `g.0`, `fst (g.1)`: `(a, b,
+        // c)`), so that its unread parts go too.
+        let flat = flatten(arena, x, rhs, rest);
+        let (rhs1, rest1) = flat.unwrap_or((rhs, rest));
+        match narrow(arena, x, rhs1, rest1) {
+            Some((rhs, rest)) => Some(arena.rebuild(at, Node::Let(x, rhs, rest))),
+            None if flat.is_some() => Some(arena.rebuild(at, Node::Let(x, rhs1, rest1))),
+            None => None,
+        }
     });
     Func {
         body,
@@ -314,6 +322,185 @@ fn constants_for(arena: &mut Arena, e: ExprId, g: Var, consts: &[(u32, ExprId)])
         }
         node => {
             let new = arena.map_children(node, |a, c| constants_for(a, c, g, consts));
+            arena.rebuild(e, new)
+        }
+    })
+}
+
+/// `let x = rhs in rest` with `rhs` a map whose element has a component `k` that is a
+/// tuple written out, which `rest` reads only through projections of it (`fst (g.k)`):
+/// that component's items spliced into the element in its place, and `rest` reading them
+/// there (`None` if there is none such). Exact: the same items, computed alike.
+fn flatten(arena: &mut Arena, x: Var, rhs: ExprId, rest: ExprId) -> Option<(ExprId, ExprId)> {
+    let TupleMap {
+        operands,
+        ps,
+        lets,
+        items,
+    } = tuple_map(arena, rhs)?;
+    let Some(Type::Array(n, elem)) = arena.var_type(x).cloned() else {
+        return None;
+    };
+    let Type::Tuple(elem_items) = &*elem else {
+        return None;
+    };
+    if elem_items.len() != items.len() {
+        return None;
+    }
+    // The first component that is a tuple written out and read only through its items.
+    let (k, inner) = items.iter().enumerate().find_map(|(k, &it)| {
+        let Node::Tuple(l) = arena[it] else {
+            return None;
+        };
+        let inner = arena.exprs(l).to_vec();
+        let mut ok = true;
+        let mut read = BTreeSet::new();
+        let all = readers(arena, rest, x, &mut |_| true);
+        if all {
+            nested_reads_only(arena, rest, x, k as u32, &mut ok, &mut read);
+        }
+        // Only where some item goes: the others keep their nesting (which the code
+        // generator reads as it is).
+        (all && ok && read.len() < inner.len()).then_some((k, inner))
+    })?;
+    let Type::Tuple(inner_tys) = &elem_items[k] else {
+        return None;
+    };
+    if inner_tys.len() != inner.len() {
+        return None;
+    }
+    let width = inner.len() as u32;
+    let mut new_items = items[..k].to_vec();
+    new_items.extend_from_slice(&inner);
+    new_items.extend_from_slice(&items[k + 1..]);
+    let mut new_tys: Vec<Type> = elem_items[..k].to_vec();
+    new_tys.extend(inner_tys.iter().cloned());
+    new_tys.extend(elem_items[k + 1..].iter().cloned());
+    let new_elem = Type::tuple(new_tys);
+    let body = arena.tuple(&new_items);
+    let new_rhs = map_of(arena, &ps, &lets, body, &operands)?;
+    arena.set_var_type(x, Type::array(n, new_elem.clone()));
+    let new_rest = retarget_flat(arena, rest, x, (k as u32, width), &new_elem);
+    Some((new_rhs, new_rest))
+}
+
+/// Clears `ok` if a loop over `x` in `e` reads component `k` of its elements other than
+/// through a projection of it; the items it reads so go into `read`.
+fn nested_reads_only(
+    arena: &Arena,
+    e: ExprId,
+    x: Var,
+    k: u32,
+    ok: &mut bool,
+    read: &mut BTreeSet<u32>,
+) {
+    with_stack(|| {
+        let is_x = |c: ExprId| arena[c] == Node::Var(x);
+        let over_x = match arena[e] {
+            Node::Map(f, a) if is_x(a) => Some((f, 0)),
+            Node::Map2(f, a, _) if is_x(a) => Some((f, 0)),
+            Node::Map2(f, _, b) if is_x(b) => Some((f, 1)),
+            _ => None,
+        };
+        if let Some((f, which)) = over_x {
+            if let Some((ps, body)) = arena.lambda_parts(f) {
+                if !projected_twice(arena, body, ps[which], k, read) {
+                    *ok = false;
+                }
+            }
+        }
+        for c in arena.children(e) {
+            nested_reads_only(arena, c, x, k, ok, read);
+        }
+    })
+}
+
+/// Whether every `g.k` in `e` is itself projected (`fst (g.k)`, `(g.k).2`), the items so
+/// read going into `read`.
+fn projected_twice(arena: &Arena, e: ExprId, g: Var, k: u32, read: &mut BTreeSet<u32>) -> bool {
+    with_stack(|| match arena[e] {
+        Node::Proj(j, inner) if is_component(arena, inner, g, k) => {
+            read.insert(j);
+            true
+        }
+        _ if is_component(arena, e, g, k) => false,
+        _ => arena
+            .children(e)
+            .into_iter()
+            .all(|c| projected_twice(arena, c, g, k, read)),
+    })
+}
+
+/// Whether `e` is `g.k`.
+fn is_component(arena: &Arena, e: ExprId, g: Var, k: u32) -> bool {
+    matches!(arena[e], Node::Proj(j, inner) if j == k && arena[inner] == Node::Var(g))
+}
+
+/// `e` with each loop over `x` reading the flattened elements (see [`flatten`]):
+/// `(g.k).j` becoming `g2.(k + j)` and `g.i` for `i > k` becoming `g2.(i + width - 1)`,
+/// `g2` a fresh parameter of the new element type.
+fn retarget_flat(arena: &mut Arena, e: ExprId, x: Var, at: (u32, u32), elem: &Type) -> ExprId {
+    with_stack(|| {
+        let node = arena[e];
+        let is_x = |arena: &Arena, c: ExprId| arena[c] == Node::Var(x);
+        let over_x = match node {
+            Node::Map(f, a) if is_x(arena, a) => Some((f, 0)),
+            Node::Map2(f, a, _) if is_x(arena, a) => Some((f, 0)),
+            Node::Map2(f, _, b) if is_x(arena, b) => Some((f, 1)),
+            _ => None,
+        };
+        let node = match over_x {
+            Some((f, which)) => {
+                let Some((mut ps, body)) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b))
+                else {
+                    return e;
+                };
+                let g = ps[which];
+                let name = arena.var_name(g).to_string();
+                let g2 = arena.fresh_var(&name, Some(elem.clone()));
+                let body = reproject_flat(arena, body, g, g2, at);
+                let body = retarget_flat(arena, body, x, at, elem);
+                ps[which] = g2;
+                let f2 = arena.lambda(&ps, body);
+                let f2 = arena.copy_fresh(f2);
+                let kids: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
+                let kids: Vec<ExprId> = kids
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if i == which {
+                            arena.var(x)
+                        } else {
+                            retarget_flat(arena, c, x, at, elem)
+                        }
+                    })
+                    .collect();
+                match node {
+                    Node::Map(..) => Node::Map(f2, kids[0]),
+                    _ => Node::Map2(f2, kids[0], kids[1]),
+                }
+            }
+            None => arena.map_children(node, |a, c| retarget_flat(a, c, x, at, elem)),
+        };
+        arena.rebuild(e, node)
+    })
+}
+
+/// `e` with the projections of `g` renumbered for the flattened element (see
+/// [`retarget_flat`]).
+fn reproject_flat(arena: &mut Arena, e: ExprId, g: Var, g2: Var, (k, width): (u32, u32)) -> ExprId {
+    with_stack(|| match arena[e] {
+        Node::Proj(j, inner) if is_component(arena, inner, g, k) => {
+            let v = arena.var(g2);
+            arena.rebuild(e, Node::Proj(k + j, v))
+        }
+        Node::Proj(i, inner) if arena[inner] == Node::Var(g) => {
+            let v = arena.var(g2);
+            let i = if i > k { i + width - 1 } else { i };
+            arena.rebuild(e, Node::Proj(i, v))
+        }
+        node => {
+            let new = arena.map_children(node, |a, c| reproject_flat(a, c, g, g2, (k, width)));
             arena.rebuild(e, new)
         }
     })

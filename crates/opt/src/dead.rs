@@ -227,6 +227,25 @@ mod tests {
         ));
     }
 
+    /// A component read only through its own components (`fst (snd t)`) loses its unread
+    /// items too: the element `(a w, (sin(a w), map (b. cos(a b)) x))` stored n x n
+    /// cosines for nothing.
+    #[test]
+    fn unread_items_of_a_nested_column_go() {
+        expect![[r#"
+            def f(x: [n]real, w: real): real =
+              let A = map (a. (a * w, sin(a * w))) x in
+              (let A_1 = map (t. fst t) A in
+               reduce + 0 A_1) * (let A_2 = map (t_1. snd t_1) A in
+               reduce + 0 A_2)
+        "#]]
+        .assert_eq(&dead(
+            "def f(x: [n]real, w: real): real =
+               let A = map (a. (a * w, (sin(a * w), map (b. cos(a * b)) x))) x in
+               sum(map (t. fst t) A) * sum(map (t. fst (snd t)) A)",
+        ));
+    }
+
     #[test]
     fn a_program_without_dead_code_is_unchanged() {
         let src = "def f(x: [n]real, w: real): real =
