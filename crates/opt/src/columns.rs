@@ -272,45 +272,8 @@ fn constant_columns(
 /// `e` with each loop over `x` reading, for each column of `consts`, the constant instead
 /// of `g.k` (`map (g. g.2) X` becomes `map (g. zeros_like(w)) X`).
 fn inline_constants(arena: &mut Arena, e: ExprId, x: Var, consts: &[(u32, ExprId)]) -> ExprId {
-    with_stack(|| {
-        let node = arena[e];
-        let is_x = |arena: &Arena, c: ExprId| arena[c] == Node::Var(x);
-        let over_x = match node {
-            Node::Map(f, a) if is_x(arena, a) => Some((f, 0)),
-            Node::Map2(f, a, _) if is_x(arena, a) => Some((f, 0)),
-            Node::Map2(f, _, b) if is_x(arena, b) => Some((f, 1)),
-            _ => None,
-        };
-        let node = match over_x {
-            Some((f, which)) => {
-                let Some((ps, body)) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)) else {
-                    return e;
-                };
-                let body = constants_for(arena, body, ps[which], consts);
-                let body = inline_constants(arena, body, x, consts);
-                let f2 = arena.lambda(&ps, body);
-                // Fresh binders: the old function may be shared elsewhere.
-                let f2 = arena.copy_fresh(f2);
-                let kids: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
-                let kids: Vec<ExprId> = kids
-                    .into_iter()
-                    .enumerate()
-                    .map(|(k, c)| {
-                        if k == which {
-                            c
-                        } else {
-                            inline_constants(arena, c, x, consts)
-                        }
-                    })
-                    .collect();
-                match node {
-                    Node::Map(..) => Node::Map(f2, kids[0]),
-                    _ => Node::Map2(f2, kids[0], kids[1]),
-                }
-            }
-            None => arena.map_children(node, |a, c| inline_constants(a, c, x, consts)),
-        };
-        arena.rebuild(e, node)
+    rewrite_loops(arena, e, x, &mut |arena, ps, which, body, operand| {
+        Some((constants_for(arena, body, ps[which], consts), operand))
     })
 }
 
@@ -395,14 +358,7 @@ fn nested_reads_only(
     read: &mut BTreeSet<u32>,
 ) {
     with_stack(|| {
-        let is_x = |c: ExprId| arena[c] == Node::Var(x);
-        let over_x = match arena[e] {
-            Node::Map(f, a) if is_x(a) => Some((f, 0)),
-            Node::Map2(f, a, _) if is_x(a) => Some((f, 0)),
-            Node::Map2(f, _, b) if is_x(b) => Some((f, 1)),
-            _ => None,
-        };
-        if let Some((f, which)) = over_x {
+        if let Some((f, which)) = loop_over(arena, e, x) {
             if let Some((ps, body)) = arena.lambda_parts(f) {
                 if !projected_twice(arena, body, ps[which], k, read) {
                     *ok = false;
@@ -440,49 +396,14 @@ fn is_component(arena: &Arena, e: ExprId, g: Var, k: u32) -> bool {
 /// `(g.k).j` becoming `g2.(k + j)` and `g.i` for `i > k` becoming `g2.(i + width - 1)`,
 /// `g2` a fresh parameter of the new element type.
 fn retarget_flat(arena: &mut Arena, e: ExprId, x: Var, at: (u32, u32), elem: &Type) -> ExprId {
-    with_stack(|| {
-        let node = arena[e];
-        let is_x = |arena: &Arena, c: ExprId| arena[c] == Node::Var(x);
-        let over_x = match node {
-            Node::Map(f, a) if is_x(arena, a) => Some((f, 0)),
-            Node::Map2(f, a, _) if is_x(arena, a) => Some((f, 0)),
-            Node::Map2(f, _, b) if is_x(arena, b) => Some((f, 1)),
-            _ => None,
-        };
-        let node = match over_x {
-            Some((f, which)) => {
-                let Some((mut ps, body)) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b))
-                else {
-                    return e;
-                };
-                let g = ps[which];
-                let name = arena.var_name(g).to_string();
-                let g2 = arena.fresh_var(&name, Some(elem.clone()));
-                let body = reproject_flat(arena, body, g, g2, at);
-                let body = retarget_flat(arena, body, x, at, elem);
-                ps[which] = g2;
-                let f2 = arena.lambda(&ps, body);
-                let f2 = arena.copy_fresh(f2);
-                let kids: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
-                let kids: Vec<ExprId> = kids
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        if i == which {
-                            arena.var(x)
-                        } else {
-                            retarget_flat(arena, c, x, at, elem)
-                        }
-                    })
-                    .collect();
-                match node {
-                    Node::Map(..) => Node::Map(f2, kids[0]),
-                    _ => Node::Map2(f2, kids[0], kids[1]),
-                }
-            }
-            None => arena.map_children(node, |a, c| retarget_flat(a, c, x, at, elem)),
-        };
-        arena.rebuild(e, node)
+    rewrite_loops(arena, e, x, &mut |arena, ps, which, body, _| {
+        let g = ps[which];
+        let name = arena.var_name(g).to_string();
+        let g2 = arena.fresh_var(&name, Some(elem.clone()));
+        ps[which] = g2;
+        // A new node for the array: the old one's type, recorded by the type checker, is
+        // the nested one.
+        Some((reproject_flat(arena, body, g, g2, at), arena.var(x)))
     })
 }
 
@@ -653,43 +574,64 @@ type Retarget<'t> = dyn Fn(&BTreeSet<u32>) -> Option<(Var, Vec<u32>, Type)> + 't
 /// `g2.(position of j in kept)`, or `g2` itself when one component is kept, `g2` a fresh
 /// parameter of the new element type.
 fn retarget(arena: &mut Arena, e: ExprId, x: Var, to: &Retarget) -> ExprId {
+    rewrite_loops(arena, e, x, &mut |arena, ps, which, body, _| {
+        let g = ps[which];
+        let mut read = BTreeSet::new();
+        projected(arena, body, g, &mut read);
+        let (target, kept, elem) = to(&read)?;
+        // A fresh parameter of the new type (the old function may be shared).
+        let name = arena.var_name(g).to_string();
+        let g2 = arena.fresh_var(&name, Some(elem));
+        ps[which] = g2;
+        // A new node for the array: the old one's type, recorded by the type checker, is
+        // the wide one.
+        Some((reproject(arena, body, g, g2, &kept), arena.var(target)))
+    })
+}
+
+/// The function of `e` and the position of `x` among its operands, if `e` is a `map` or
+/// `map2` over `x` (the first operand when both are `x`).
+fn loop_over(arena: &Arena, e: ExprId, x: Var) -> Option<(ExprId, usize)> {
+    let (_, f, operands) = crate::siblings::elementwise(arena, e)?;
+    let which = operands.iter().position(|&a| arena[a] == Node::Var(x))?;
+    Some((f, which))
+}
+
+/// A rewrite of one loop over an array (see [`rewrite_loops`]): given its function's
+/// parameters (the one at the position given reads the array's elements), body and that
+/// operand, the new body and operand, the parameters changed in place; `None` leaves the
+/// loop as it is.
+type LoopRewrite<'r> =
+    dyn FnMut(&mut Arena, &mut Vec<Var>, usize, ExprId, ExprId) -> Option<(ExprId, ExprId)> + 'r;
+
+/// `e` with each loop over `x` rewritten by `rewrite`, then the loops over `x` in its new
+/// body and its other operands: the new function with fresh binders (the old one may be
+/// shared elsewhere) in a new node.
+fn rewrite_loops(arena: &mut Arena, e: ExprId, x: Var, rewrite: &mut LoopRewrite) -> ExprId {
     with_stack(|| {
         let node = arena[e];
-        let is_x = |arena: &Arena, c: ExprId| arena[c] == Node::Var(x);
-        let over_x = match node {
-            Node::Map(f, a) if is_x(arena, a) => Some((f, 0)),
-            Node::Map2(f, a, _) if is_x(arena, a) => Some((f, 0)),
-            Node::Map2(f, _, b) if is_x(arena, b) => Some((f, 1)),
-            _ => None,
-        };
-        let node = match over_x {
+        let node = match loop_over(arena, e, x) {
             Some((f, which)) => {
-                let (mut ps, body) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b)).unwrap();
-                let g = ps[which];
-                let mut read = BTreeSet::new();
-                projected(arena, body, g, &mut read);
-                let Some((target, kept, elem)) = to(&read) else {
+                let Some((mut ps, body)) = arena.lambda_parts(f).map(|(p, b)| (p.to_vec(), b))
+                else {
                     return e;
                 };
-                // A fresh parameter of the new type (the old function may be shared).
-                let name = arena.var_name(g).to_string();
-                let g2 = arena.fresh_var(&name, Some(elem));
-                let body = reproject(arena, body, g, g2, &kept);
-                let body = retarget(arena, body, x, to);
-                ps[which] = g2;
+                let kids: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
+                let Some((body, operand)) = rewrite(arena, &mut ps, which, body, kids[which])
+                else {
+                    return e;
+                };
+                let body = rewrite_loops(arena, body, x, rewrite);
                 let f2 = arena.lambda(&ps, body);
                 let f2 = arena.copy_fresh(f2);
-                // A new node for the array: the old one's type, recorded by the type
-                // checker, is the wide one.
-                let kids: Vec<ExprId> = arena.children(e).into_iter().skip(1).collect();
                 let kids: Vec<ExprId> = kids
                     .into_iter()
                     .enumerate()
                     .map(|(k, c)| {
                         if k == which {
-                            arena.var(target)
+                            operand
                         } else {
-                            retarget(arena, c, x, to)
+                            rewrite_loops(arena, c, x, rewrite)
                         }
                     })
                     .collect();
@@ -698,13 +640,9 @@ fn retarget(arena: &mut Arena, e: ExprId, x: Var, to: &Retarget) -> ExprId {
                     _ => Node::Map2(f2, kids[0], kids[1]),
                 }
             }
-            None => arena.map_children(node, |a, c| retarget(a, c, x, to)),
+            None => arena.map_children(node, |a, c| rewrite_loops(a, c, x, rewrite)),
         };
-        if node == arena[e] {
-            e
-        } else {
-            arena.rebuild(e, node)
-        }
+        arena.rebuild(e, node)
     })
 }
 

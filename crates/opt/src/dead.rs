@@ -71,51 +71,12 @@ fn sweep(
         // Chains of `let`s iteratively: programs nest thousands of them.
         let mut chain = Vec::new();
         let mut cur = e;
-        while let Node::Let(..) | Node::LetTuple(..) = arena[cur] {
+        while let Node::Let(_, _, rest) | Node::LetTuple(_, _, rest) = arena[cur] {
             chain.push(cur);
-            cur = match arena[cur] {
-                Node::Let(_, _, rest) | Node::LetTuple(_, _, rest) => rest,
-                _ => unreachable!("matched above"),
-            };
+            cur = rest;
         }
-        let mut out = sweep_node(arena, cur, read, memo);
-        for at in chain.into_iter().rev() {
-            out = match arena[at] {
-                Node::Let(x, rhs, _) => {
-                    if read.contains(&x) {
-                        let rhs = sweep(arena, rhs, read, memo);
-                        arena.rebuild(at, Node::Let(x, rhs, out))
-                    } else {
-                        out
-                    }
-                }
-                Node::LetTuple(xs, rhs, _) => {
-                    let vars = arena.vars_of(xs).to_vec();
-                    let used: Vec<bool> = vars.iter().map(|v| read.contains(v)).collect();
-                    let written = tuple_under_lets(arena, rhs);
-                    if !used.contains(&true) {
-                        out
-                    } else if let (false, Some((lets, l))) = (used.iter().all(|&u| u), written) {
-                        // The components read, each bound alone, under the `let`s the
-                        // tuple was written in (binders are unique, so neither the items
-                        // nor the rest read a variable bound beside them).
-                        let items = arena.exprs(l).to_vec();
-                        for (i, &x) in vars.iter().enumerate().rev() {
-                            if used[i] {
-                                let item = sweep(arena, items[i], read, memo);
-                                out = arena.add_at(Node::Let(x, item, out), arena.span(at));
-                            }
-                        }
-                        rewrap(arena, &lets, out, read, memo)
-                    } else {
-                        let rhs = sweep(arena, rhs, read, memo);
-                        arena.rebuild(at, Node::LetTuple(xs, rhs, out))
-                    }
-                }
-                _ => unreachable!("the chain holds lets"),
-            };
-        }
-        out
+        let inner = sweep_node(arena, cur, read, memo);
+        rewrap(arena, &chain, inner, read, memo)
     });
     memo.insert(e, out);
     out
@@ -158,8 +119,11 @@ fn tuple_under_lets(arena: &Arena, e: ExprId) -> Option<(Vec<ExprId>, unfad_synt
     }
 }
 
-/// `inner` under the `lets` (outermost first) of a chain, each swept; those binding
-/// nothing `read` go.
+/// `inner` under the `lets` (outermost first) of a chain, each swept: a `let` whose
+/// variable is not `read` goes, and so does a tuple `let` none of whose variables is; one
+/// of a tuple written out (under `let`s of its own) keeps the components read, each bound
+/// alone (binders are unique, so neither the items nor the rest read a variable bound
+/// beside them).
 fn rewrap(
     arena: &mut Arena,
     lets: &[ExprId],
@@ -172,11 +136,27 @@ fn rewrap(
         out = match arena[at] {
             Node::Let(x, rhs, _) if read.contains(&x) => {
                 let rhs = sweep(arena, rhs, read, memo);
-                arena.add_at(Node::Let(x, rhs, out), arena.span(at))
+                arena.rebuild(at, Node::Let(x, rhs, out))
             }
-            Node::LetTuple(xs, rhs, _) if arena.vars_of(xs).iter().any(|v| read.contains(v)) => {
-                let rhs = sweep(arena, rhs, read, memo);
-                arena.add_at(Node::LetTuple(xs, rhs, out), arena.span(at))
+            Node::LetTuple(xs, rhs, _) => {
+                let vars = arena.vars_of(xs).to_vec();
+                let used: Vec<bool> = vars.iter().map(|v| read.contains(v)).collect();
+                let written = tuple_under_lets(arena, rhs);
+                if !used.contains(&true) {
+                    out
+                } else if let (false, Some((inner_lets, l))) = (used.iter().all(|&u| u), written) {
+                    let items = arena.exprs(l).to_vec();
+                    for (i, &x) in vars.iter().enumerate().rev() {
+                        if used[i] {
+                            let item = sweep(arena, items[i], read, memo);
+                            out = arena.add_at(Node::Let(x, item, out), arena.span(at));
+                        }
+                    }
+                    rewrap(arena, &inner_lets, out, read, memo)
+                } else {
+                    let rhs = sweep(arena, rhs, read, memo);
+                    arena.rebuild(at, Node::LetTuple(xs, rhs, out))
+                }
             }
             _ => out,
         };

@@ -131,6 +131,14 @@ impl Stmt {
             Stmt::One(_, e) | Stmt::Many(_, e) => e,
         }
     }
+
+    /// The same binding of `rhs` instead.
+    pub(crate) fn with_rhs(self, rhs: ExprId) -> Stmt {
+        match self {
+            Stmt::One(x, _) => Stmt::One(x, rhs),
+            Stmt::Many(xs, _) => Stmt::Many(xs, rhs),
+        }
+    }
 }
 
 /// The variables that `stmts` bind, added to `out`.

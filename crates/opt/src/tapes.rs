@@ -12,117 +12,22 @@
 //! first (it reads nothing bound between them). Exact: the last state of the scan is the
 //! fold's value, computed by the same operations.
 
-use unfad_syntax::fast_hash::FastMap as HashMap;
+use unfad_syntax::fast_hash::{FastMap as HashMap, FastSet as HashSet};
 use unfad_syntax::{alpha_eq, with_stack, Arena, ExprId, Func, Node, Var};
+
+use crate::siblings::{bound_by, in_every_chain, rechain, unchain, Stmt};
 
 /// `func` with every fold that a scan of its chain computes read from that scan.
 pub fn fold_from_scan(arena: &mut Arena, func: &Func) -> Func {
-    if !has_scanl(arena, func.body) {
+    if !has_node(arena, func.body, true, |e| {
+        matches!(arena[e], Node::Scanl(..))
+    }) {
         return func.clone();
     }
-    let mut memo = HashMap::default();
-    let body = walk(arena, func.body, &mut memo);
-    Func {
-        body,
-        ..func.clone()
-    }
-}
-
-/// Whether `e` has a `scanl` anywhere (each node visited once).
-fn has_scanl(arena: &Arena, e: ExprId) -> bool {
-    let mut seen = vec![false; arena.node_count()];
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        if std::mem::replace(&mut seen[e.index()], true) {
-            continue;
-        }
-        if matches!(arena[e], Node::Scanl(..)) {
-            return true;
-        }
-        arena.for_each_child(e, |c| stack.push(c));
-    }
-    false
-}
-
-/// One statement of a chain: its binding node's parts.
-#[derive(Clone, Copy)]
-enum Stmt {
-    One(Var, ExprId),
-    Many(unfad_syntax::VarList, ExprId),
-}
-
-impl Stmt {
-    fn rhs(self) -> ExprId {
-        match self {
-            Stmt::One(_, r) | Stmt::Many(_, r) => r,
-        }
-    }
-
-    fn with(self, r: ExprId) -> Stmt {
-        match self {
-            Stmt::One(x, _) => Stmt::One(x, r),
-            Stmt::Many(xs, _) => Stmt::Many(xs, r),
-        }
-    }
-}
-
-fn walk(arena: &mut Arena, e: ExprId, memo: &mut HashMap<ExprId, ExprId>) -> ExprId {
-    if let Some(&r) = memo.get(&e) {
-        return r;
-    }
-    let out = with_stack(|| {
-        let mut stmts = Vec::new();
-        let mut cur = e;
-        loop {
-            match arena[cur] {
-                Node::Let(x, r, b) => {
-                    stmts.push(Stmt::One(x, r));
-                    cur = b;
-                }
-                Node::LetTuple(xs, r, b) => {
-                    stmts.push(Stmt::Many(xs, r));
-                    cur = b;
-                }
-                _ => break,
-            }
-        }
-        if stmts.is_empty() {
-            let node = arena[e];
-            let new = arena.map_children(node, |a, c| walk(a, c, memo));
-            return arena.rebuild(e, new);
-        }
-        // The functions inside first, then this chain.
-        let mut changed = false;
-        for st in stmts.iter_mut() {
-            let r = walk(arena, st.rhs(), memo);
-            changed |= r != st.rhs();
-            *st = st.with(r);
-        }
-        let mut tail = walk(arena, cur, memo);
-        changed |= tail != cur;
-        changed |= chain(arena, &mut stmts, &mut tail);
-        if !changed {
-            return e;
-        }
-        let mut out = tail;
-        for st in stmts.into_iter().rev() {
-            out = match st {
-                Stmt::One(x, r) => arena.add(Node::Let(x, r, out)),
-                Stmt::Many(xs, r) => arena.add(Node::LetTuple(xs, r, out)),
-            };
-        }
-        out
-    });
-    memo.insert(e, out);
-    out
-}
-
-/// The variables statement `st` binds.
-fn bound_by(arena: &Arena, st: Stmt) -> Vec<Var> {
-    match st {
-        Stmt::One(x, _) => vec![x],
-        Stmt::Many(xs, _) => arena.vars_of(xs).to_vec(),
-    }
+    in_every_chain(arena, func, 1, &mut |arena, e| {
+        let (mut stmts, mut tail) = unchain(arena, e);
+        chain(arena, &mut stmts, &mut tail).then(|| rechain(arena, &stmts, tail))
+    })
 }
 
 /// Rewrite the folds of the chain `stmts` (then `tail`) that its scans compute; whether
@@ -130,7 +35,9 @@ fn bound_by(arena: &Arena, st: Stmt) -> Vec<Var> {
 fn chain(arena: &mut Arena, stmts: &mut Vec<Stmt>, tail: &mut ExprId) -> bool {
     // Most chains have no fold outside functions (a long straight-line program's): then
     // nothing to look for, found by one walk of each statement.
-    let folds = |arena: &Arena, e: ExprId| has_node(arena, e, |n| matches!(n, Node::Foldl(..)));
+    let folds = |arena: &Arena, e: ExprId| {
+        has_node(arena, e, false, |x| matches!(arena[x], Node::Foldl(..)))
+    };
     if !stmts.iter().any(|st| folds(arena, st.rhs())) && !folds(arena, *tail) {
         return false;
     }
@@ -160,10 +67,9 @@ fn chain(arena: &mut Arena, stmts: &mut Vec<Stmt>, tail: &mut ExprId) -> bool {
         // bound in between.
         let mut at = k;
         if let Some(j) = first.filter(|&j| j < k) {
-            let between: Vec<Var> = stmts[j..k]
-                .iter()
-                .flat_map(|&st| bound_by(arena, st))
-                .collect();
+            let mut bound = HashSet::default();
+            bound_by(arena, &stmts[j..k], &mut bound);
+            let between: Vec<Var> = bound.into_iter().collect();
             if arena.mentions_any(rhs, &between) {
                 k += 1;
                 continue;
@@ -177,7 +83,7 @@ fn chain(arena: &mut Arena, stmts: &mut Vec<Stmt>, tail: &mut ExprId) -> bool {
         let mut memo = HashMap::default();
         for st in stmts.iter_mut().skip(at + 1) {
             let r = replace_folds(arena, st.rhs(), scan, &free, last, &mut memo);
-            *st = st.with(r);
+            *st = st.with_rhs(r);
         }
         *tail = replace_folds(arena, *tail, scan, &free, last, &mut memo);
         changed = true;
@@ -186,18 +92,19 @@ fn chain(arena: &mut Arena, stmts: &mut Vec<Stmt>, tail: &mut ExprId) -> bool {
     changed
 }
 
-/// Whether a node of `e` outside functions satisfies `pred` (each node visited once).
-fn has_node(arena: &Arena, e: ExprId, pred: impl Fn(Node) -> bool) -> bool {
-    let mut seen = unfad_syntax::fast_hash::FastSet::default();
+/// Whether a node of `e` satisfies `pred`, inside functions too if `into_functions` (each
+/// node visited once).
+fn has_node(arena: &Arena, e: ExprId, into_functions: bool, pred: impl Fn(ExprId) -> bool) -> bool {
+    let mut seen = HashSet::default();
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         if !seen.insert(e) {
             continue;
         }
-        if pred(arena[e]) {
+        if pred(e) {
             return true;
         }
-        if !matches!(arena[e], Node::Lambda(..)) {
+        if into_functions || !matches!(arena[e], Node::Lambda(..)) {
             arena.for_each_child(e, |c| stack.push(c));
         }
     }
@@ -245,20 +152,7 @@ fn free_of(arena: &Arena, (f, z, a): Scan) -> HashMap<Var, Var> {
 /// Whether such a fold occurs in `e` (not inside a function: there its operands may be
 /// bound otherwise).
 fn has_fold(arena: &Arena, e: ExprId, scan: Scan, free: &HashMap<Var, Var>) -> bool {
-    let mut seen = unfad_syntax::fast_hash::FastSet::default();
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        if !seen.insert(e) {
-            continue;
-        }
-        if is_fold_of(arena, e, scan, free) {
-            return true;
-        }
-        if !matches!(arena[e], Node::Lambda(..)) {
-            arena.for_each_child(e, |c| stack.push(c));
-        }
-    }
-    false
+    has_node(arena, e, false, |x| is_fold_of(arena, x, scan, free))
 }
 
 /// `e` with each such fold (outside functions) replaced by `last`.

@@ -197,7 +197,6 @@ impl Engine {
             wrt,
             pool: Mutex::new(Vec::new()),
             locator: Locator {
-                src: src.to_string(),
                 entry: options.entry.map(str::to_string),
                 primal: std::sync::OnceLock::new(),
             },
@@ -416,15 +415,15 @@ pub struct GradFn {
 /// (once, on the error path only) and run on the same arguments, and its error, which
 /// says where, is the one returned.
 struct Locator {
-    src: String,
     entry: Option<String>,
     primal: std::sync::OnceLock<Option<Func>>,
 }
 
 impl Locator {
     /// `e` itself, or the primal's error on `args` where `e` is a stop that does not say
-    /// where and the primal's says.
-    fn locate(&self, e: Error, args: &[Arg]) -> Error {
+    /// where and the primal's says (the primal compiled from the program's text in
+    /// `sources`).
+    fn locate(&self, e: Error, sources: &Sources, args: &[Arg]) -> Error {
         let Error::Argument(msg) = &e else {
             return e;
         };
@@ -433,9 +432,10 @@ impl Locator {
         }
         let primal = self.primal.get_or_init(|| {
             let engine = Engine::new();
+            let src = sources.user_text();
             match &self.entry {
-                Some(name) => engine.compile_entry(&self.src, name),
-                None => engine.compile(&self.src),
+                Some(name) => engine.compile_entry(src, name),
+                None => engine.compile(src),
             }
             .ok()
         });
@@ -469,7 +469,7 @@ impl GradFn {
     /// nothing (for up to 64 components of arguments and gradients).
     pub fn call_into(&self, args: &[Arg], out: &mut Output) -> Result<(), Error> {
         with_scratch(&self.pool, |scratch| self.run(args, out, scratch))
-            .map_err(|e| self.locator.locate(e, args))
+            .map_err(|e| self.locator.locate(e, &self.sources, args))
     }
 
     fn run(&self, args: &[Arg], out: &mut Output, scratch: &mut Scratch) -> Result<(), Error> {
@@ -720,6 +720,13 @@ impl Sources {
         .map(|&id| p.program.source_text(id).to_string())
         .collect();
         Sources(texts.into())
+    }
+
+    /// The program's own text (not the prelude's).
+    fn user_text(&self) -> &str {
+        self.0
+            .get(unfad_syntax::SourceId::USER.0 as usize)
+            .map_or("", String::as_str)
     }
 
     /// `" at line L, column C"` of the byte `offset` of source `src` (empty if unknown).

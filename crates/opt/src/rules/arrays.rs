@@ -221,11 +221,7 @@ fn map_replacing(
 /// parameters not asked for), go, and with them what made their summands. Exact: the
 /// component kept is summed in the same order.
 pub fn map_of_summed_component(cx: &mut RuleCx, e: ExprId) -> Option<ExprId> {
-    let (f, operands) = match cx.arena()[e] {
-        Node::Map(f, a) => (f, vec![a]),
-        Node::Map2(f, a, b) => (f, vec![a, b]),
-        _ => return None,
-    };
+    let (_, f, operands) = crate::siblings::elementwise(cx.arena(), e)?;
     let (ps, body) = lambda(cx, f)?;
     for (i, &operand) in operands.iter().enumerate() {
         let Node::Reduce(op, z, src) = cx.arena()[operand] else {
