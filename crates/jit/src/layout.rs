@@ -147,7 +147,7 @@ impl Shape {
     /// Whether the leaves in row-major order are the components one after the other: no
     /// array holds a tuple (an array of pairs interleaves its two components). Copying
     /// between leaves and components is then one copy per component.
-    fn components_in_order(&self) -> bool {
+    pub fn components_in_order(&self) -> bool {
         fn no_tuple(s: &Shape) -> bool {
             match s {
                 Shape::Real => true,

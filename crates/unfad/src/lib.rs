@@ -838,6 +838,35 @@ impl Func {
         let mut bufs = std::mem::take(&mut scratch.outputs);
         let result = (|| {
             let comps = self.compiled.outputs();
+            let shape = self.compiled.result_shape();
+            if shape.components_in_order() {
+                // The leaves are the components one after the other: the native code
+                // writes them straight into `out`, with no copy after the call.
+                let total = shape
+                    .leaf_count(&sizes)
+                    .ok_or_else(|| Error::Argument(format!("the sizes {sizes:?} are too large")))?;
+                out.truncate(total);
+                resize_zeroed(out, total)?;
+                scratch.sizes = sizes.clone();
+                let mut outs: StackVec<&mut [f64]> = StackVec::with_capacity(comps.len());
+                let mut rest = out.as_mut_slice();
+                for c in comps {
+                    let n = c
+                        .len(&sizes)
+                        .filter(|&n| n <= rest.len())
+                        .ok_or_else(|| Error::Internal("an output component's size".into()))?;
+                    let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
+                    outs.push(head);
+                    rest = tail;
+                }
+                return run_native(
+                    &self.sources,
+                    &self.compiled,
+                    &inputs,
+                    scratch,
+                    outs.as_mut_slice(),
+                );
+            }
             bufs.resize_with(comps.len(), Vec::new);
             for (c, v) in comps.iter().zip(bufs.iter_mut()) {
                 let n = c
@@ -852,7 +881,6 @@ impl Func {
                 run_native(&self.sources, &self.compiled, &inputs, scratch, &mut outs)?;
             }
             let parts: Vec<&[f64]> = bufs.iter().map(|b| b.as_slice()).collect();
-            let shape = self.compiled.result_shape();
             let total = shape
                 .leaf_count(&sizes)
                 .ok_or_else(|| Error::Internal("result size".into()))?;

@@ -257,7 +257,8 @@ fn hvp_through_a_fold_of_loops_inside_a_map() {
 
 /// `call_into` reuses its output and the function's buffers from call to call, over sizes
 /// that grow and shrink, and gives what a fresh `call` gives; so does `Func::call_into`,
-/// for a result whose array holds pairs (its leaves interleave two components).
+/// for a result whose array holds pairs (its leaves interleave two components) and for
+/// one whose components are in order (written into the output itself).
 #[test]
 fn calls_into_kept_outputs_equal_fresh_calls() {
     let src = "def f(a: [n]real, b: [n]real, s: real) =
@@ -287,5 +288,24 @@ fn calls_into_kept_outputs_equal_fresh_calls() {
         let mut want: Vec<f64> = a.iter().flat_map(|&x| [x, 2.0 * x]).collect();
         want.push(a.iter().sum());
         assert_eq!(out, want, "n = {n}");
+    }
+    // Components in order (arrays of reals and a real): the native code writes into
+    // `out` itself, which must still come back exactly the result's leaves.
+    let in_order = engine
+        .compile("def f(a: [n]real) = (map (x. 2 * x) a, sum(a), map (x. map (y. x * y) a) a)")
+        .unwrap();
+    let mut out = vec![7.0; 40];
+    for n in [3usize, 1, 5, 0, 2] {
+        let a: Vec<f64> = (0..n).map(|i| i as f64 - 0.5).collect();
+        in_order.call_into(&[Arg::from(&a[..])], &mut out).unwrap();
+        let mut want: Vec<f64> = a.iter().map(|&x| 2.0 * x).collect();
+        want.push(a.iter().sum());
+        want.extend(a.iter().flat_map(|&x| a.iter().map(move |&y| x * y)));
+        assert_eq!(out, want, "n = {n}");
+        assert_eq!(
+            in_order.call(&[Arg::from(&a[..])]).unwrap(),
+            want,
+            "n = {n}"
+        );
     }
 }
