@@ -124,6 +124,11 @@ pub enum Command {
         input: PathBuf,
         #[arg(long)]
         entry: Option<String>,
+        /// Compare with forward mode and finite differences at no more than this many
+        /// leaves of each parameter, spread evenly, first and last included (each costs
+        /// interpreter runs, so large inputs take long otherwise); default: every leaf
+        #[arg(long)]
+        leaves: Option<usize>,
     },
     /// Time the native primal and value-and-gradient on an input.
     Bench {
@@ -261,7 +266,12 @@ pub fn run(command: &Command, io: &mut Io) -> Result<(), Reported> {
         }
         Command::Emit { file, stage, entry } => emit(file, *stage, entry.as_deref(), io),
         Command::Cost { file, entry, sizes } => cost(file, entry.as_deref(), sizes.as_deref(), io),
-        Command::Check { file, input, entry } => check(file, input, entry.as_deref(), io),
+        Command::Check {
+            file,
+            input,
+            entry,
+            leaves,
+        } => check(file, input, entry.as_deref(), *leaves, io),
         Command::Bench {
             file,
             input,
@@ -557,7 +567,14 @@ fn max_error(a: &[f64], b: &[f64]) -> (f64, f64) {
     worst
 }
 
-fn check(file: &Path, input: &Path, entry: Option<&str>, io: &mut Io) -> Result<(), Reported> {
+fn check(
+    file: &Path,
+    input: &Path,
+    entry: Option<&str>,
+    leaves: Option<usize>,
+    io: &mut Io,
+) -> Result<(), Reported> {
+    let limit = leaves.unwrap_or(usize::MAX);
     let (text, mut p) = load(file, entry, io)?;
     let (values, _) = read_args(&p, input, io)?;
     let types = p.source.param_types(&p.program.arena);
@@ -589,28 +606,44 @@ fn check(file: &Path, input: &Path, entry: Option<&str>, io: &mut Io) -> Result<
     };
     let interp_value = interp[0].as_real().unwrap_or(f64::NAN);
     let interp_flat: Vec<f64> = interp[1..].iter().flat_map(|g| g.leaves()).collect();
-    let (fwd_value, fwd) = match unfad_interp::forward_gradient(arena, &p.source, &values) {
-        Ok(r) => r,
-        Err(e) => return fail(io, &format!("error: {e}")),
-    };
+    let (fwd_value, fwd) =
+        match unfad_interp::forward_gradient_sampled(arena, &p.source, &values, limit) {
+            Ok(r) => r,
+            Err(e) => return fail(io, &format!("error: {e}")),
+        };
     // The oracles give every parameter's; the native gradient is of those holding reals.
-    let only_differentiated = |g: Vec<Vec<f64>>| -> Vec<f64> {
+    let only_differentiated = |g: Vec<Vec<Option<f64>>>| -> Vec<Option<f64>> {
         all.iter()
             .flat_map(|&i| g.get(i).cloned().unwrap_or_default())
             .collect()
     };
     let fwd_flat = only_differentiated(fwd);
-    let fd_flat = match unfad_interp::fd_gradient(arena, &p.source, &values, 1e-6) {
+    let fd_flat = match unfad_interp::fd_gradient_sampled(arena, &p.source, &values, 1e-6, limit) {
         Ok(g) => only_differentiated(g),
         Err(e) => return fail(io, &format!("error: {e}")),
     };
+    // The leaves the sampled oracles were run at, and the native gradient's there.
+    let at_sampled = |oracle: &[Option<f64>]| -> (Vec<f64>, Vec<f64>) {
+        native_flat
+            .iter()
+            .zip(oracle)
+            .filter_map(|(&x, y)| y.map(|y| (x, y)))
+            .unzip()
+    };
+    let (native_fwd, fwd_flat) = at_sampled(&fwd_flat);
+    let (native_fd, fd_flat) = at_sampled(&fd_flat);
     let e_interp = max_error(&native_flat, &interp_flat);
-    let e_fwd = max_error(&native_flat, &fwd_flat);
-    let e_fd = max_error(&native_flat, &fd_flat);
+    let e_fwd = max_error(&native_fwd, &fwd_flat);
+    let e_fd = max_error(&native_fd, &fd_flat);
     let e_value = max_error(&[out.value], &[fwd_value]);
     let e_interp_value = max_error(&[out.value], &[interp_value]);
+    // A value that is not a finite number (0/0, 1/0) has no derivative to check: say so
+    // rather than report a disagreement (forward mode's tangent of a 0/0 can be a number
+    // where reverse mode's adjoint is not).
+    let defined = out.value.is_finite();
     // Tolerances: the same computation in another order; a step-size-limited estimate.
-    let ok = e_value.1 <= 1e-10
+    let ok = defined
+        && e_value.1 <= 1e-10
         && e_interp_value.1 <= 1e-10
         && e_interp.1 <= 1e-10
         && e_fwd.1 <= 1e-8
@@ -621,6 +654,7 @@ fn check(file: &Path, input: &Path, entry: Option<&str>, io: &mut Io) -> Result<
         &json!({
             "value": {"native": unfad_interp::number_to_json(out.value), "interpreter": unfad_interp::number_to_json(interp_value)},
             "gradient_leaves": native_flat.len(),
+            "leaves_checked": {"forward_mode": native_fwd.len(), "finite_differences": native_fd.len()},
             "max_error": {
                 "value": err(e_value),
                 "native_vs_interpreter": err(e_interp),
@@ -632,6 +666,15 @@ fn check(file: &Path, input: &Path, entry: Option<&str>, io: &mut Io) -> Result<
     )?;
     if ok {
         Ok(())
+    } else if !defined {
+        fail(
+            io,
+            &format!(
+                "error: the value is {} at this input, so its gradient is not defined there \
+                 and cannot be checked; choose an input inside the function's domain",
+                out.value
+            ),
+        )
     } else {
         fail(
             io,

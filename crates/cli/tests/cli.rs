@@ -372,6 +372,62 @@ fn check_compares_only_the_parameters_that_hold_reals() {
 }
 
 #[test]
+fn check_samples_leaves_when_asked() {
+    // `--leaves K` runs forward mode and finite differences at K leaves of each parameter
+    // (first and last included); the interpreter's gradient is still compared whole.
+    let src = scratch(
+        "sampled.ad",
+        "def f(X: [n][m]real, w: [m]real, s: real) = s * sum(map (r. tanh(sum(map2 * r w))) X)",
+    );
+    let x: Vec<String> = (0..30)
+        .map(|i| {
+            format!(
+                "[{}]",
+                (0..4)
+                    .map(|j| format!("{}", 0.01 * (i * 4 + j) as f64 - 0.5))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect();
+    let input = scratch(
+        "sampled.json",
+        &format!(
+            r#"{{"X": [{}], "w": [0.3, -0.2, 0.5, 0.1], "s": 1.5}}"#,
+            x.join(", ")
+        ),
+    );
+    let (code, out, err) = unfad(&["check", &src, "--input", &input, "--leaves", "7"]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["gradient_leaves"], 125, "{out}");
+    // 7 of X's 120, all 4 of w's, s's one.
+    assert_eq!(report["leaves_checked"]["forward_mode"], 12, "{out}");
+    assert_eq!(report["leaves_checked"]["finite_differences"], 12, "{out}");
+    let (code, out, _) = unfad(&["check", &src, "--input", &input]);
+    assert_eq!(code, 0, "{out}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["leaves_checked"]["forward_mode"], 125, "{out}");
+}
+
+#[test]
+fn check_says_when_the_value_is_not_a_number() {
+    // At 0/0 there is no derivative to check; forward mode's tangent may still be a number
+    // where the adjoint is NaN, which is no disagreement of the native gradient.
+    let src = scratch(
+        "nan.ad",
+        "def f(x: [n]real) = sum(map (a. a * a) x) / sum(x)",
+    );
+    let input = scratch("nan.json", r#"{"x": [0.0, 0.0, 0.0]}"#);
+    let (code, _, err) = unfad(&["check", &src, "--input", &input]);
+    assert_eq!(code, 1);
+    assert!(err.contains("the value is NaN at this input"), "{err}");
+    let input = scratch("fine.json", r#"{"x": [0.5, 1.0, 2.0]}"#);
+    let (code, out, err) = unfad(&["check", &src, "--input", &input]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+}
+
+#[test]
 fn check_passes_on_every_example() {
     let mut names: Vec<String> = std::fs::read_dir(examples())
         .unwrap()

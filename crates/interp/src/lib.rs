@@ -37,8 +37,8 @@ pub use io::{
     SizeEnv,
 };
 pub use oracle::{
-    directional_derivative, eval_with_derivatives, fd_gradient, fd_hvp, forward_gradient,
-    gradient_with_derivatives, hessian, hvp, jvp,
+    directional_derivative, eval_with_derivatives, fd_gradient, fd_gradient_sampled, fd_hvp,
+    forward_gradient, forward_gradient_sampled, gradient_with_derivatives, hessian, hvp, jvp,
 };
 pub use scalar::{Dual, Scalar};
 pub use tagged::Tagged;

@@ -43,6 +43,19 @@ pub fn forward_gradient(
     func: &Func,
     args: &[Value<f64>],
 ) -> Result<(f64, Vec<Vec<f64>>), EvalError> {
+    let (value, grads) = forward_gradient_sampled(arena, func, args, usize::MAX)?;
+    Ok((value, grads.into_iter().map(every_leaf).collect()))
+}
+
+/// [`forward_gradient`] at no more than `limit` leaves of each parameter (see [`sampled`]);
+/// the others are `None`. Each leaf costs one evaluation, so this bounds the oracle's cost
+/// on large inputs to `limit` evaluations per parameter.
+pub fn forward_gradient_sampled(
+    arena: &Arena,
+    func: &Func,
+    args: &[Value<f64>],
+    limit: usize,
+) -> Result<(f64, Vec<Vec<Option<f64>>>), EvalError> {
     let zero: Vec<Value<Dual>> = args
         .iter()
         .map(|a| a.map_leaves(&mut |x| Dual::new(x, 0.0)))
@@ -52,10 +65,10 @@ pub fn forward_gradient(
     let reals = real_leaves_of_args(arena, func, args);
     for (i, a) in args.iter().enumerate() {
         let n = a.leaves().len();
-        let mut g = Vec::with_capacity(n);
-        for j in 0..n {
+        let mut g = vec![None; n];
+        for j in sampled(n, limit) {
             if !reals[i].get(j).copied().unwrap_or(true) {
-                g.push(0.0);
+                g[j] = Some(0.0);
                 continue;
             }
             let mut k = 0;
@@ -66,11 +79,33 @@ pub fn forward_gradient(
             });
             let mut duals = zero.clone();
             duals[i] = seeded;
-            g.push(real_result(eval_func(arena, func, &duals)?)?.d);
+            g[j] = Some(real_result(eval_func(arena, func, &duals)?)?.d);
         }
         grads.push(g);
     }
     Ok((value, grads))
+}
+
+/// The positions of at most `limit` of `n` leaves, spread evenly and including the first
+/// and the last: every position when `limit >= n`.
+pub fn sampled(n: usize, limit: usize) -> Vec<usize> {
+    if limit >= n {
+        return (0..n).collect();
+    }
+    match limit {
+        0 => Vec::new(),
+        1 => vec![0],
+        k => {
+            let mut at: Vec<usize> = (0..k).map(|t| t * (n - 1) / (k - 1)).collect();
+            at.dedup();
+            at
+        }
+    }
+}
+
+/// A gradient computed at every leaf, unwrapped.
+fn every_leaf(g: Vec<Option<f64>>) -> Vec<f64> {
+    g.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect()
 }
 
 /// The derivative of a real-valued `func` at `args` in the direction `tangents` (one
@@ -105,16 +140,30 @@ pub fn fd_gradient(
     args: &[Value<f64>],
     rel_step: f64,
 ) -> Result<Vec<Vec<f64>>, EvalError> {
+    let grads = fd_gradient_sampled(arena, func, args, rel_step, usize::MAX)?;
+    Ok(grads.into_iter().map(every_leaf).collect())
+}
+
+/// [`fd_gradient`] at no more than `limit` leaves of each parameter (see [`sampled`]);
+/// the others are `None`.
+pub fn fd_gradient_sampled(
+    arena: &Arena,
+    func: &Func,
+    args: &[Value<f64>],
+    rel_step: f64,
+    limit: usize,
+) -> Result<Vec<Vec<Option<f64>>>, EvalError> {
     let mut grads = Vec::new();
     let reals = real_leaves_of_args(arena, func, args);
     for (i, a) in args.iter().enumerate() {
         let leaves = a.leaves();
-        let mut g = Vec::with_capacity(leaves.len());
-        for (j, &x) in leaves.iter().enumerate() {
+        let mut g = vec![None; leaves.len()];
+        for j in sampled(leaves.len(), limit) {
             if !reals[i].get(j).copied().unwrap_or(true) {
-                g.push(0.0);
+                g[j] = Some(0.0);
                 continue;
             }
+            let x = leaves[j];
             let h = rel_step * x.abs().max(1.0);
             let shifted = |delta: f64| {
                 let mut k = 0;
@@ -130,7 +179,7 @@ pub fn fd_gradient(
             minus[i] = shifted(-h);
             let fp = real_result(eval_func(arena, func, &plus)?)?;
             let fm = real_result(eval_func(arena, func, &minus)?)?;
-            g.push((fp - fm) / (2.0 * h));
+            g[j] = Some((fp - fm) / (2.0 * h));
         }
         grads.push(g);
     }
