@@ -167,6 +167,11 @@ impl Checker<'_> {
     /// `e` must be an int: typed `int`, or a real that is a whole number by construction
     /// ([`Checker::is_flexible`]).
     fn expect_int(&mut self, e: ExprId, what: &str) -> Result<(), Error> {
+        self.expect_int_or(e, what, "")
+    }
+
+    /// [`Checker::expect_int`], with `hint` added to the message when `e` is a real.
+    fn expect_int_or(&mut self, e: ExprId, what: &str, hint: &str) -> Result<(), Error> {
         let t = self.infer(e)?;
         match t {
             Type::Int => Ok(()),
@@ -175,7 +180,7 @@ impl Checker<'_> {
             Type::Real if self.is_flexible(e) || self.env.ints_as_reals() => Ok(()),
             Type::Real => Err(self.err(
                 e,
-                format!("{what} must be an int, but this is a real (ints are int parameters, `len(A)`, elements of `iota`, whole-number literals, and `+ - * / %` of ints; `div(a, b)` divides whole numbers)"),
+                format!("{what} must be an int, but this is a real (ints are int parameters, `len(A)`, elements of `iota`, whole-number literals, and `+ - * / %` of ints; `div(a, b)` divides whole numbers){hint}"),
             )),
             t => Err(self.err(
                 e,
@@ -689,7 +694,11 @@ impl Checker<'_> {
                 }
             },
             Op1(crate::ops::UnOp::ToReal, a) => {
-                self.expect_int(a, "the argument of `real`")?;
+                self.expect_int_or(
+                    a,
+                    "the argument of `real`",
+                    ". A count kept in a loop's state (`foldl`, `scanl`, `iterate`, `iterate_while`) whose start is a whole-number literal is a real unless the steps use it as an int: start it from an int (`let zero: int = 0`) to count in ints, or leave out `real`",
+                )?;
                 Type::Real
             }
             Op1(crate::ops::UnOp::Neg, a) => match self.infer(a)? {

@@ -65,6 +65,10 @@ fn type_errors() {
     check("def f(x: real, A: [n]real) = x + A", expect!["type error at line 1, column 34: the right operand of `+` must be a real, but this has the array type `[n]real`"]);
     check("def f(x: real) = if x then x else 0", expect!["type error at line 1, column 21: the condition of `if` must be a condition (a comparison), but this has `real`"]);
     check("def f(x: real, A: [n]real) = if x > 0 then x else A", expect!["type error at line 1, column 30: the branches of `if` differ: `then` has type `real` but `else` has type `[n]real`"]);
+    check(
+        "def f(x: [n]real) = let s = foldl (c, a. (fst c + a, snd c + 1)) (0, 0) x in fst s / real(snd s)",
+        expect!["type error at line 1, column 91: the argument of `real` must be an int, but this is a real (ints are int parameters, `len(A)`, elements of `iota`, whole-number literals, and `+ - * / %` of ints; `div(a, b)` divides whole numbers). A count kept in a loop's state (`foldl`, `scanl`, `iterate`, `iterate_while`) whose start is a whole-number literal is a real unless the steps use it as an int: start it from an int (`let zero: int = 0`) to count in ints, or leave out `real`"],
+    );
     check("def f(x: real) = fst x", expect!["type error at line 1, column 18: `fst` needs a tuple with at least 1 components, but the operand has `real`"]);
     check("def f(A: [n]real) = reduce + (0, 0) A", expect!["type error at line 1, column 21: `reduce` needs a unit of the array's element type: the unit has type `(real, real)` but the elements have type `real`"]);
     check("def f(A: [n]real) = foldl (a, x. (a, x)) 0 A", expect!["type error at line 1, column 27: the function of `foldl` must return the accumulator's type `real`, but returns `(real, real)`"]);
