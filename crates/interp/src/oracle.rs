@@ -47,6 +47,9 @@ pub fn forward_gradient(
     Ok((value, grads.into_iter().map(every_leaf).collect()))
 }
 
+/// A gradient per parameter, flat, with the leaves an oracle was not run at `None`.
+pub type SampledGradient = Vec<Vec<Option<f64>>>;
+
 /// [`forward_gradient`] at no more than `limit` leaves of each parameter (see [`sampled`]);
 /// the others are `None`. Each leaf costs one evaluation, so this bounds the oracle's cost
 /// on large inputs to `limit` evaluations per parameter.
@@ -55,7 +58,7 @@ pub fn forward_gradient_sampled(
     func: &Func,
     args: &[Value<f64>],
     limit: usize,
-) -> Result<(f64, Vec<Vec<Option<f64>>>), EvalError> {
+) -> Result<(f64, SampledGradient), EvalError> {
     let zero: Vec<Value<Dual>> = args
         .iter()
         .map(|a| a.map_leaves(&mut |x| Dual::new(x, 0.0)))
@@ -152,7 +155,7 @@ pub fn fd_gradient_sampled(
     args: &[Value<f64>],
     rel_step: f64,
     limit: usize,
-) -> Result<Vec<Vec<Option<f64>>>, EvalError> {
+) -> Result<SampledGradient, EvalError> {
     let mut grads = Vec::new();
     let reals = real_leaves_of_args(arena, func, args);
     for (i, a) in args.iter().enumerate() {
