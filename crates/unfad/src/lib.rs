@@ -827,7 +827,8 @@ impl Func {
     /// [`Func::call`] into `out` (its old contents replaced). The output components are
     /// kept between calls, so that once warm with the same sizes no output buffer is
     /// allocated or paged in again (a few small vectors of the components' addresses
-    /// still are).
+    /// still are). On an error, `out` holds no meaningful values (the native code may have
+    /// written part of the result into it).
     pub fn call_into(&self, args: &[Arg], out: &mut Vec<f64>) -> Result<(), Error> {
         with_scratch(&self.pool, |scratch| self.run(args, scratch, out))
     }
