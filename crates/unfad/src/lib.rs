@@ -792,7 +792,7 @@ fn run_native(
     Ok(())
 }
 
-/// `v` grown to `n` reals (zeros after its old ones), or an error if the memory cannot be
+/// `v` made `n` reals long (cut, or grown with zeros after its old ones), or an error if the memory cannot be
 /// had: sizes that the arguments give (an `int` of 10^11 for `iota`) may ask for more
 /// than the machine has, which must not abort the process.
 fn resize_zeroed(v: &mut Vec<f64>, n: usize) -> Result<(), Error> {
@@ -846,7 +846,6 @@ impl Func {
                 let total = shape
                     .leaf_count(&sizes)
                     .ok_or_else(|| Error::Argument(format!("the sizes {sizes:?} are too large")))?;
-                out.truncate(total);
                 resize_zeroed(out, total)?;
                 scratch.sizes = sizes.clone();
                 let mut outs: StackVec<&mut [f64]> = StackVec::with_capacity(comps.len());
@@ -873,7 +872,6 @@ impl Func {
                 let n = c
                     .len(&sizes)
                     .ok_or_else(|| Error::Argument(format!("the sizes {sizes:?} are too large")))?;
-                v.truncate(n);
                 resize_zeroed(v, n)?;
             }
             scratch.sizes = sizes.clone();
@@ -885,7 +883,6 @@ impl Func {
             let total = shape
                 .leaf_count(&sizes)
                 .ok_or_else(|| Error::Internal("result size".into()))?;
-            out.truncate(total);
             resize_zeroed(out, total)?;
             shape.gather(&sizes, &parts, out)?;
             Ok(())
